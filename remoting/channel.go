@@ -1,0 +1,55 @@
+package remoting
+
+import "context"
+
+// Channel is one connection as a request handler sees it: the TCP connection a request arrived
+// on, or the in-process link from a local client. Handlers answer later through it (a parked
+// long poll), and the broker uses it to send requests to the client (NOTIFY_CONSUMER_IDS_CHANGED,
+// CHECK_TRANSACTION_STATE). All methods are safe for concurrent use and never block on I/O.
+type Channel interface {
+	// ID is unique among the channels of one process.
+	ID() uint64
+	// RemoteAddr is the peer's "ip:port" (for in-process clients, a made-up unique address).
+	RemoteAddr() string
+	// LocalAddr is the address the peer connected to.
+	LocalAddr() string
+	// WriteResponse sends a response; it returns at once and reports only that the channel is
+	// closed.
+	WriteResponse(resp *Command) error
+	// InvokeSync sends a request to the peer and waits for its answer until ctx ends.
+	InvokeSync(ctx context.Context, req *Command) (*Command, error)
+	// InvokeAsync sends a request and calls cb once with the answer or an error (timeout from
+	// ctx's deadline, or a closed channel). cb must not block.
+	InvokeAsync(ctx context.Context, req *Command, cb func(*Command, error)) error
+	// InvokeOneway sends a request with the one-way bit and expects nothing back.
+	InvokeOneway(req *Command) error
+	// Close closes the connection; pending requests on it fail with ErrConnClosed.
+	Close() error
+	// Closed reports whether the channel has been closed.
+	Closed() bool
+}
+
+// ConnEventType is what happened to a channel.
+type ConnEventType int
+
+// Connection events delivered to ConnListeners.
+const (
+	ConnConnect ConnEventType = iota
+	ConnClose
+	ConnIdle
+	ConnException
+)
+
+func (t ConnEventType) String() string {
+	return [...]string{"CONNECT", "CLOSE", "IDLE", "EXCEPTION"}[t]
+}
+
+// ConnEvent is delivered to listeners registered on a Dispatcher.
+type ConnEvent struct {
+	Type    ConnEventType
+	Channel Channel
+	Err     error // the cause, for ConnException and for a ConnClose after an error
+}
+
+// ConnListener receives connection events, one at a time, on the dispatcher's event goroutine.
+type ConnListener func(ev ConnEvent)

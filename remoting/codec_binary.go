@@ -1,0 +1,77 @@
+package remoting
+
+import "encoding/binary"
+
+// The compact ROCKETMQ header (serialize type 1), REMOTING.md §1.5:
+//
+//	code int16 | language byte | version int16 | opaque int32 | flag int32 |
+//	remark length int32 | remark | extFields length int32 |
+//	{ key length int16 | key | value length int32 | value }*
+const binaryFixedBytes = 21
+
+func appendBinaryHeader(dst []byte, c *Command) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Code))
+	dst = append(dst, byte(c.Language))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Version))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Opaque))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Flag))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Remark)))
+	dst = append(dst, c.Remark...)
+	lenAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	for k, v := range c.ExtFields {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+		dst = append(dst, k...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+		dst = append(dst, v...)
+	}
+	binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+	return dst
+}
+
+func decodeBinaryHeader(b []byte, c *Command) error {
+	if len(b) < binaryFixedBytes {
+		return malformed("binary header of %d bytes is under %d", len(b), binaryFixedBytes)
+	}
+	c.Code = int16(binary.BigEndian.Uint16(b))
+	c.Language = Language(b[2])
+	c.Version = int16(binary.BigEndian.Uint16(b[3:]))
+	c.Opaque = int32(binary.BigEndian.Uint32(b[5:]))
+	c.Flag = int32(binary.BigEndian.Uint32(b[9:]))
+	rl := int(binary.BigEndian.Uint32(b[13:]))
+	p := 17
+	if rl < 0 || rl > len(b)-p-4 {
+		return malformed("binary header remark length %d overruns the header", rl)
+	}
+	c.Remark = string(b[p : p+rl])
+	p += rl
+	el := int(binary.BigEndian.Uint32(b[p:]))
+	p += 4
+	if el < 0 || el != len(b)-p {
+		return malformed("binary header extFields length %d, %d bytes remain", el, len(b)-p)
+	}
+	if el == 0 {
+		return nil
+	}
+	c.ExtFields = make(map[string]string, 8)
+	for p < len(b) {
+		if len(b)-p < 2 {
+			return malformed("binary header: truncated key length at %d", p)
+		}
+		kl := int(binary.BigEndian.Uint16(b[p:]))
+		p += 2
+		if kl > len(b)-p-4 {
+			return malformed("binary header: key length %d overruns at %d", kl, p)
+		}
+		k := string(b[p : p+kl])
+		p += kl
+		vl := int(int32(binary.BigEndian.Uint32(b[p:])))
+		p += 4
+		if vl < 0 || vl > len(b)-p {
+			return malformed("binary header: value length %d overruns at %d", vl, p)
+		}
+		c.ExtFields[k] = string(b[p : p+vl])
+		p += vl
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package remoting
+
+import (
+	"strconv"
+	"sync/atomic"
+)
+
+// Flag bits of Command.Flag (part of the wire format).
+const (
+	FlagResponse int32 = 1 << 0 // the frame answers a request
+	FlagOneway   int32 = 1 << 1 // the sender expects no answer
+)
+
+// SerializeType says how a frame's header is encoded. It is the high byte of the header-length
+// word.
+type SerializeType byte
+
+// The two header serializations RocketMQ speaks.
+const (
+	SerializeJSON     SerializeType = 0
+	SerializeRocketMQ SerializeType = 1
+)
+
+// ProtocolVersion is the version number this project writes into every command. Clients record it
+// as the broker's version; it must stay non-negative (REMOTING.md §5.1).
+const ProtocolVersion int16 = 399
+
+// Language identifies the implementation that sent a command. In JSON headers it travels as its
+// name ("GO"), in binary headers as its number (9).
+type Language byte
+
+// Languages known to RocketMQ, numbered as in its LanguageCode enum (part of the wire format).
+const (
+	LanguageJava Language = iota
+	LanguageCPP
+	LanguageDotNet
+	LanguagePython
+	LanguageDelphi
+	LanguageErlang
+	LanguageRuby
+	LanguageOther
+	LanguageHTTP
+	LanguageGo
+	LanguagePHP
+	LanguageOMS
+	LanguageRust
+)
+
+var languageNames = [...]string{"JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY",
+	"OTHER", "HTTP", "GO", "PHP", "OMS", "RUST"}
+
+// String returns the language's wire name.
+func (l Language) String() string {
+	if int(l) < len(languageNames) {
+		return languageNames[l]
+	}
+	return "OTHER"
+}
+
+func languageFromName(s string) Language {
+	for i, n := range languageNames {
+		if n == s {
+			return Language(i)
+		}
+	}
+	return LanguageOther
+}
+
+// Command is one RocketMQ remoting frame: a request, a response, or a one-way request. The fields
+// mirror Java's RemotingCommand. A Command is not safe for concurrent mutation; once handed to a
+// transport it belongs to the transport until the call returns.
+type Command struct {
+	Code      int16
+	Language  Language
+	Version   int16
+	Opaque    int32
+	Flag      int32
+	Remark    string
+	ExtFields map[string]string
+	Body      []byte
+
+	// Serialize is the header encoding used when this command is written. A request arriving
+	// from the network records the type it used, and NewResponseFor copies it, so a response
+	// answers in the caller's serialization.
+	Serialize SerializeType
+
+	// OnWritten, when set on a response, is called once the transport no longer needs Body:
+	// after the socket write finished (or failed), or after an in-process receiver copied it.
+	// It lets a pull response lend slices of mapped storage without copying them.
+	OnWritten func()
+}
+
+var opaqueSeq atomic.Int32
+
+// NextOpaque returns a process-wide unique request id.
+func NextOpaque() int32 { return opaqueSeq.Add(1) }
+
+// NewRequest makes a request with a fresh opaque.
+func NewRequest(code int16, ext map[string]string, body []byte) *Command {
+	return &Command{Code: code, Language: LanguageGo, Version: ProtocolVersion, Opaque: NextOpaque(),
+		ExtFields: ext, Body: body}
+}
+
+// NewResponse makes a response with the given code and remark. The transport fills in the opaque
+// of the request it answers.
+func NewResponse(code int16, remark string) *Command {
+	return &Command{Code: code, Language: LanguageGo, Version: ProtocolVersion, Flag: FlagResponse,
+		Remark: remark}
+}
+
+// NewResponseFor makes a response to req: same opaque and serialization.
+func NewResponseFor(req *Command, code int16, remark string) *Command {
+	r := NewResponse(code, remark)
+	r.Opaque = req.Opaque
+	r.Serialize = req.Serialize
+	return r
+}
+
+// IsResponse reports whether the response bit is set.
+func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
+
+// IsOneway reports whether the sender set the one-way bit.
+func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
+
+// MarkOneway sets the one-way bit.
+func (c *Command) MarkOneway() { c.Flag |= FlagOneway }
+
+// SetExt sets one extension field, allocating the map on first use.
+func (c *Command) SetExt(key, value string) {
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string, 8)
+	}
+	c.ExtFields[key] = value
+}
+
+// Ext returns one extension field ("" when absent).
+func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+
+// written runs OnWritten once.
+func (c *Command) written() {
+	if f := c.OnWritten; f != nil {
+		c.OnWritten = nil
+		f()
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

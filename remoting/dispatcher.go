@@ -1,0 +1,249 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/rs/zerolog"
+)
+
+// Processor handles requests of one or more codes.
+//
+// ProcessRequest returns the response to send, or (nil, nil) when it answers later through
+// ch.WriteResponse (a parked long poll) or not at all. An error becomes a response: a
+// *ResponseError keeps its code and remark, a *HeaderError answers SYSTEM_ERROR naming the field,
+// anything else SYSTEM_ERROR with the error text. The transport fills in the opaque, the response
+// flag and the serialization of the request, and drops the answer to a one-way request.
+type Processor interface {
+	ProcessRequest(ctx context.Context, ch Channel, req *Command) (*Command, error)
+}
+
+// ProcessorFunc adapts a function to Processor.
+type ProcessorFunc func(ctx context.Context, ch Channel, req *Command) (*Command, error)
+
+// ProcessRequest implements Processor.
+func (f ProcessorFunc) ProcessRequest(ctx context.Context, ch Channel, req *Command) (*Command, error) {
+	return f(ctx, ch, req)
+}
+
+type processorEntry struct {
+	p  Processor
+	ex *Executor
+}
+
+// eventQueueSize bounds connection events waiting for listeners (RocketMQ's NettyEventExecutor
+// keeps 10,000).
+const eventQueueSize = 10000
+
+// Dispatcher is the processor table shared by the TCP server and the in-process transport:
+// request code -> processor + executor, a default processor, and the connection listeners.
+// Dispatch never blocks, so it may be called from an event loop.
+type Dispatcher struct {
+	log zerolog.Logger
+
+	mu        sync.RWMutex
+	table     map[int16]processorEntry
+	def       *processorEntry
+	executors []*Executor
+	listeners []ConnListener
+	started   bool
+	closed    bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	events chan ConnEvent
+	wg     sync.WaitGroup
+}
+
+// NewDispatcher makes an empty processor table. log may be nil.
+func NewDispatcher(log *zerolog.Logger) *Dispatcher {
+	l := zerolog.Nop()
+	if log != nil {
+		l = *log
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Dispatcher{
+		log:    l.With().Str("component", "remoting").Logger(),
+		table:  make(map[int16]processorEntry),
+		ctx:    ctx,
+		cancel: cancel,
+		events: make(chan ConnEvent, eventQueueSize),
+	}
+}
+
+// Register routes requests with the given code to p, run on ex. Several codes may share one
+// executor. Registering twice replaces the earlier processor.
+func (d *Dispatcher) Register(code int16, p Processor, ex *Executor) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.table[code] = processorEntry{p: p, ex: ex}
+	d.addExecutorLocked(ex)
+}
+
+// RegisterDefault routes every code without its own processor to p.
+func (d *Dispatcher) RegisterDefault(p Processor, ex *Executor) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.def = &processorEntry{p: p, ex: ex}
+	d.addExecutorLocked(ex)
+}
+
+// addExecutorLocked remembers ex for Start and Close. d.mu must be held.
+func (d *Dispatcher) addExecutorLocked(ex *Executor) {
+	for _, e := range d.executors {
+		if e == ex {
+			return
+		}
+	}
+	d.executors = append(d.executors, ex)
+	if d.started {
+		ex.start()
+	}
+}
+
+// AddConnListener registers l for connection events.
+func (d *Dispatcher) AddConnListener(l ConnListener) {
+	d.mu.Lock()
+	d.listeners = append(d.listeners, l)
+	d.mu.Unlock()
+}
+
+// Start starts the executors' workers and the event goroutine. Close undoes it.
+func (d *Dispatcher) Start() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started || d.closed {
+		return
+	}
+	d.started = true
+	for _, ex := range d.executors {
+		ex.start()
+	}
+	d.wg.Add(1)
+	go d.runEvents()
+}
+
+// Close stops taking requests, lets the executors finish what they hold and waits for them and
+// for the event goroutine. Safe to call more than once.
+func (d *Dispatcher) Close() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.closed = true
+	executors := d.executors
+	d.mu.Unlock()
+	d.cancel()
+	for _, ex := range executors {
+		ex.stop()
+	}
+	close(d.events)
+	d.wg.Wait()
+}
+
+// Context is the dispatcher's lifetime; it ends when Close begins.
+func (d *Dispatcher) Context() context.Context { return d.ctx }
+
+func (d *Dispatcher) runEvents() {
+	defer d.wg.Done()
+	for ev := range d.events {
+		d.mu.RLock()
+		ls := d.listeners
+		d.mu.RUnlock()
+		for _, l := range ls {
+			l(ev)
+		}
+	}
+}
+
+// FireEvent queues a connection event for the listeners; it drops the event (and logs) when the
+// queue is full rather than block a transport.
+func (d *Dispatcher) FireEvent(ev ConnEvent) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed || !d.started {
+		return
+	}
+	select {
+	case d.events <- ev:
+	default:
+		d.log.Warn().Str("event", ev.Type.String()).Str("addr", ev.Channel.RemoteAddr()).
+			Msg("connection event queue full, event dropped")
+	}
+}
+
+// Dispatch hands req to its processor's executor and returns at once. Unknown codes answer
+// REQUEST_CODE_NOT_SUPPORTED; a full executor answers SYSTEM_BUSY.
+func (d *Dispatcher) Dispatch(ch Channel, req *Command) {
+	d.mu.RLock()
+	e, ok := d.table[req.Code]
+	if !ok && d.def != nil {
+		e, ok = *d.def, true
+	}
+	closed := d.closed
+	if ok && !closed {
+		ok = e.ex.trySubmit(func() { d.run(e.p, ch, req) })
+		d.mu.RUnlock()
+		if !ok {
+			d.reply(ch, req, NewResponse(SystemBusy,
+				"[OVERLOAD]system busy, start flow control for a while"))
+		}
+		return
+	}
+	d.mu.RUnlock()
+	if closed {
+		d.reply(ch, req, NewResponse(ServiceNotAvailable, "server is shutting down"))
+		return
+	}
+	d.reply(ch, req, NewResponse(RequestCodeNotSupported,
+		fmt.Sprintf(" request type %d not supported", req.Code)))
+}
+
+func (d *Dispatcher) run(p Processor, ch Channel, req *Command) {
+	resp, err := d.safeProcess(p, ch, req)
+	if err != nil {
+		resp = ErrorResponse(err)
+	}
+	if resp != nil {
+		d.reply(ch, req, resp)
+	}
+}
+
+// safeProcess turns a processor panic into an error, so one bad request cannot take the node
+// down; the panic is logged since it is a bug.
+func (d *Dispatcher) safeProcess(p Processor, ch Channel, req *Command) (resp *Command, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error().Int16("code", req.Code).Interface("panic", r).Msg("processor panicked")
+			resp, err = nil, fmt.Errorf("processor panic: %v", r)
+		}
+	}()
+	return p.ProcessRequest(d.ctx, ch, req)
+}
+
+// ErrorResponse converts a processor error to the response RocketMQ would send for it.
+func ErrorResponse(err error) *Command {
+	var re *ResponseError
+	if errors.As(err, &re) {
+		return NewResponse(re.Code, re.Remark)
+	}
+	return NewResponse(SystemError, err.Error())
+}
+
+// reply fills in the correlation fields and writes resp, unless req was one-way.
+func (d *Dispatcher) reply(ch Channel, req, resp *Command) {
+	if req.IsOneway() {
+		resp.written()
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= FlagResponse
+	resp.Serialize = req.Serialize
+	if err := ch.WriteResponse(resp); err != nil {
+		d.log.Debug().Err(err).Int16("code", req.Code).Str("addr", ch.RemoteAddr()).
+			Msg("response not written")
+	}
+}

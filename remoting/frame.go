@@ -1,0 +1,98 @@
+package remoting
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// DefaultMaxFrameBytes is the largest frame a server or client accepts unless told otherwise
+// (RocketMQ's 16 MiB).
+const DefaultMaxFrameBytes = 16 << 20
+
+// frameOverhead is the 4-byte length word plus the 4-byte header-length word.
+const frameOverhead = 8
+
+// FrameLength validates the 4-byte length prefix of a frame and returns L, the number of bytes
+// that follow it. prefix must hold at least 4 bytes.
+func FrameLength(prefix []byte, maxFrame int) (int, error) {
+	l := int(int32(binary.BigEndian.Uint32(prefix)))
+	if l < 4 {
+		return 0, malformed("frame length %d is under the 4-byte header-length word", l)
+	}
+	if maxFrame > 0 && l > maxFrame {
+		return 0, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, l, maxFrame)
+	}
+	return l, nil
+}
+
+// SplitFrame finds the first whole frame in buf. It returns the frame without its length prefix
+// and the number of bytes of buf it spans; n is 0 when buf does not yet hold a whole frame. An
+// error means the stream is corrupt.
+func SplitFrame(buf []byte, maxFrame int) (frame []byte, n int, err error) {
+	if len(buf) < 4 {
+		return nil, 0, nil
+	}
+	l, err := FrameLength(buf, maxFrame)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(buf) < 4+l {
+		return nil, 0, nil
+	}
+	return buf[4 : 4+l], 4 + l, nil
+}
+
+// DecodeFrame decodes a frame without its length prefix: the header-length word, the header and
+// the body. The returned command's Body aliases frame; the caller must own frame.
+func DecodeFrame(frame []byte) (*Command, error) {
+	if len(frame) < 4 {
+		return nil, malformed("frame of %d bytes has no header-length word", len(frame))
+	}
+	word := binary.BigEndian.Uint32(frame)
+	st := SerializeType(word >> 24)
+	hl := int(word & 0xFFFFFF)
+	if hl > len(frame)-4 {
+		return nil, malformed("header length %d exceeds frame of %d bytes", hl, len(frame))
+	}
+	header := frame[4 : 4+hl]
+	c := &Command{Serialize: st}
+	var err error
+	switch st {
+	case SerializeJSON:
+		err = decodeJSONHeader(header, c)
+	case SerializeRocketMQ:
+		err = decodeBinaryHeader(header, c)
+	default:
+		return nil, malformed("unknown serialize type %d", st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if body := frame[4+hl:]; len(body) > 0 {
+		c.Body = body
+	}
+	return c, nil
+}
+
+// AppendFrameHeader appends the length word, the header-length word and the encoded header of c
+// to dst, with the length word counting len(c.Body) bytes of body that the caller writes next.
+// It allocates nothing when dst has room.
+func AppendFrameHeader(dst []byte, c *Command) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	switch c.Serialize {
+	case SerializeRocketMQ:
+		dst = appendBinaryHeader(dst, c)
+	default:
+		dst = appendJSONHeader(dst, c)
+	}
+	hl := len(dst) - start - frameOverhead
+	binary.BigEndian.PutUint32(dst[start:], uint32(4+hl+len(c.Body)))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(c.Serialize)<<24|uint32(hl)&0xFFFFFF)
+	return dst
+}
+
+// AppendFrame appends the whole frame of c (header and body) to dst.
+func AppendFrame(dst []byte, c *Command) []byte {
+	return append(AppendFrameHeader(dst, c), c.Body...)
+}
