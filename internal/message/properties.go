@@ -1,0 +1,106 @@
+package message
+
+import (
+	"sort"
+	"strings"
+)
+
+// MarshalProperties encodes props as `name 0x01 value 0x02` pairs, a 0x02 after every pair
+// (§9.3). Names are written in sorted order so the output is deterministic.
+func MarshalProperties(props map[string]string) string {
+	if len(props) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(props))
+	n := 0
+	for k, v := range props {
+		names = append(names, k)
+		n += len(k) + len(v) + 2
+	}
+	sort.Strings(names)
+	var sb strings.Builder
+	sb.Grow(n)
+	for _, k := range names {
+		sb.WriteString(k)
+		sb.WriteByte(NameValueSeparator)
+		sb.WriteString(props[k])
+		sb.WriteByte(PropertySeparator)
+	}
+	return sb.String()
+}
+
+// UnmarshalProperties decodes a properties string the way the Go client does: split on 0x02,
+// split each piece on 0x01, keep pieces with exactly two parts (empty values are kept).
+func UnmarshalProperties(b []byte) map[string]string {
+	m := make(map[string]string)
+	for len(b) > 0 {
+		var piece []byte
+		if i := indexByte(b, PropertySeparator); i >= 0 {
+			piece, b = b[:i], b[i+1:]
+		} else {
+			piece, b = b, nil
+		}
+		i := indexByte(piece, NameValueSeparator)
+		if i < 0 || indexByte(piece[i+1:], NameValueSeparator) >= 0 {
+			continue
+		}
+		m[string(piece[:i])] = string(piece[i+1:])
+	}
+	return m
+}
+
+// PropertyValue returns the value of key in the encoded properties b without allocating.
+// Pieces are judged as UnmarshalProperties judges them; the last match wins, as in a map.
+func PropertyValue(b []byte, key string) ([]byte, bool) {
+	var val []byte
+	found := false
+	for len(b) > 0 {
+		var piece []byte
+		if i := indexByte(b, PropertySeparator); i >= 0 {
+			piece, b = b[:i], b[i+1:]
+		} else {
+			piece, b = b, nil
+		}
+		if len(piece) <= len(key) || piece[len(key)] != NameValueSeparator || string(piece[:len(key)]) != key {
+			continue
+		}
+		v := piece[len(key)+1:]
+		if indexByte(v, NameValueSeparator) >= 0 {
+			continue
+		}
+		val, found = v, true
+	}
+	return val, found
+}
+
+// PropertyValueString is PropertyValue over a string.
+func PropertyValueString(s, key string) (string, bool) {
+	var val string
+	found := false
+	for len(s) > 0 {
+		var piece string
+		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
+			piece, s = s[:i], s[i+1:]
+		} else {
+			piece, s = s, ""
+		}
+		if len(piece) <= len(key) || piece[len(key)] != NameValueSeparator || piece[:len(key)] != key {
+			continue
+		}
+		v := piece[len(key)+1:]
+		if strings.IndexByte(v, NameValueSeparator) >= 0 {
+			continue
+		}
+		val, found = v, true
+	}
+	return val, found
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
