@@ -34,8 +34,11 @@ func JavaStringHash(s string) int32 {
 }
 
 // JavaBytesHash is JavaStringHash of the UTF-8 bytes b, without converting them to a string.
-func JavaBytesHash(b []byte) int32 {
-	var h int32
+func JavaBytesHash(b []byte) int32 { return JavaHashContinue(0, b) }
+
+// JavaHashContinue continues a Java string hash h over the UTF-8 bytes b, so that
+// JavaHashContinue(JavaBytesHash(x), y) == JavaBytesHash(x+y) when x ends on a rune boundary.
+func JavaHashContinue(h int32, b []byte) int32 {
 	for i := 0; i < len(b); {
 		c := b[i]
 		if c < utf8.RuneSelf {

@@ -1,0 +1,264 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/rs/zerolog"
+)
+
+// commitLog is the append-only log of stored records over fixed-size mapped segments.
+//
+// One appender at a time holds mu; readers use maxPhy (published after the bytes are written)
+// and acquire segments through the segment list.
+type commitLog struct {
+	opts *Options
+	log  zerolog.Logger
+	segs segmentList
+
+	mu sync.Mutex // the append lock
+	// queueOffsets is the next queue offset per topic and queue (RocketMQ topicQueueTable).
+	// mu guards it.
+	queueOffsets map[string]map[int32]int64
+	// closed is set by Store.Close under mu; appends after it fail.
+	closed bool
+
+	maxPhy     atomic.Int64 // end of the last complete record: readers see up to here
+	flushedPhy atomic.Int64 // everything before is durable
+	minPhy     atomic.Int64 // start of the first segment
+	// wake is signalled (non-blocking) after each append for the dispatcher.
+	wake chan struct{}
+}
+
+func newCommitLog(opts *Options, log zerolog.Logger) *commitLog {
+	return &commitLog{
+		opts: opts,
+		log:  log,
+		segs: segmentList{
+			dir:      filepath.Join(opts.Dir, "commitlog"),
+			segSize:  opts.SegmentBytes,
+			ops:      opts.ops,
+			prealloc: true,
+		},
+		queueOffsets: make(map[string]map[int32]int64),
+		wake:         make(chan struct{}, 1),
+	}
+}
+
+func (c *commitLog) notify() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// activeLocked returns the segment to append to, creating the first one if needed.
+// c.mu must be held.
+func (c *commitLog) activeLocked() (*segment, error) {
+	s := c.segs.last()
+	if s != nil && s.wrote.Load() < s.size {
+		return s, nil
+	}
+	start := int64(0)
+	if s != nil {
+		start = s.end()
+	} else {
+		start = c.maxPhy.Load() / c.opts.SegmentBytes * c.opts.SegmentBytes
+	}
+	ns, err := c.segs.add(start)
+	if err != nil {
+		c.log.Error().Err(err).Int64("phy_offset", start).Msg("cannot create commitlog segment")
+		return nil, fmt.Errorf("%w: %w", ErrCreateSegment, err)
+	}
+	if s != nil {
+		c.log.Info().Str("segment", filepath.Base(ns.path)).Msg("commitlog segment roll")
+	}
+	if c.segs.len() == 1 {
+		c.minPhy.Store(ns.start)
+	}
+	return ns, nil
+}
+
+// reserveLocked returns a segment with room for n bytes at its write position, padding the
+// current segment's tail with a blank record and rolling if needed. c.mu must be held.
+func (c *commitLog) reserveLocked(n int) (*segment, error) {
+	s, err := c.activeLocked()
+	if err != nil {
+		return nil, err
+	}
+	pos := s.wrote.Load()
+	if int64(n)+message.BlankMinBytes <= s.size-pos {
+		return s, nil
+	}
+	// A message never spans segments: fill the tail with the blank record and move on.
+	message.PutBlank(s.data[pos:])
+	s.wrote.Store(s.size)
+	c.maxPhy.Store(s.end())
+	return c.activeLocked()
+}
+
+func (c *commitLog) nextQueueOffsetLocked(topic string, qid int32) int64 {
+	q := c.queueOffsets[topic]
+	if q == nil {
+		return 0
+	}
+	return q[qid]
+}
+
+func (c *commitLog) setQueueOffsetLocked(topic string, qid int32, next int64) {
+	q := c.queueOffsets[topic]
+	if q == nil {
+		q = make(map[int32]int64)
+		c.queueOffsets[strings.Clone(topic)] = q
+	}
+	q[qid] = next
+}
+
+// dispatchesToQueue reports whether a message of this sysFlag gets a queue offset and a
+// ConsumeQueue unit: prepared and rolled-back transaction messages do not (RocketMQ).
+func dispatchesToQueue(sysFlag int32) bool {
+	t := message.TransactionType(sysFlag)
+	return t == message.TransactionNotType || t == message.TransactionCommitType
+}
+
+// append writes the messages as consecutive records under one lock. sizes[i] is
+// RecordSize(msgs[i]); total is their sum and must fit in one segment.
+func (c *commitLog) append(msgs []*message.Message, sizes []int, total int, storeTs int64, r *PutResult) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	s, err := c.reserveLocked(total)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	pos := s.wrote.Load()
+	r.PhyOffset = s.start + pos
+	r.QueueOffset = -1
+	for i, m := range msgs {
+		qo := int64(0)
+		if dispatchesToQueue(m.SysFlag) {
+			qo = c.nextQueueOffsetLocked(m.Topic, m.QueueID)
+			c.setQueueOffsetLocked(m.Topic, m.QueueID, qo+1)
+		}
+		if r.QueueOffset < 0 {
+			r.QueueOffset = qo
+		}
+		message.EncodeRecord(s.data[pos:], sizes[i], m, qo, s.start+pos, storeTs)
+		pos += int64(sizes[i])
+	}
+	s.lastTimestamp.Store(storeTs)
+	s.wrote.Store(pos)
+	c.maxPhy.Store(s.start + pos)
+	c.mu.Unlock()
+	r.WroteBytes = total
+	r.StoreTimestamp = storeTs
+	c.notify()
+	return nil
+}
+
+// appendRaw writes replicated bytes at phyOffset, which must be the log's end. The bytes may
+// end mid-record; the dispatcher waits for the rest.
+func (c *commitLog) appendRaw(phyOffset int64, b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if end := c.maxPhy.Load(); phyOffset != end {
+		return fmt.Errorf("%w: append at %d, log ends at %d", ErrOffsetMismatch, phyOffset, end)
+	}
+	for len(b) > 0 {
+		s, err := c.activeLocked()
+		if err != nil {
+			return err
+		}
+		pos := s.wrote.Load()
+		n := copy(s.data[pos:], b)
+		b = b[n:]
+		s.wrote.Store(pos + int64(n))
+		c.maxPhy.Store(s.start + pos + int64(n))
+	}
+	c.notify()
+	return nil
+}
+
+// flush makes the log durable up to at least the maxPhy seen at the call and returns that.
+func (c *commitLog) flush() (int64, error) {
+	target := c.maxPhy.Load()
+	from := c.flushedPhy.Load()
+	if from >= target {
+		return target, nil
+	}
+	for _, s := range c.segs.snapshot() {
+		if s.end() <= from || s.start >= target {
+			continue
+		}
+		if !s.acquire() {
+			continue
+		}
+		err := s.flush()
+		s.release()
+		if err != nil {
+			return from, err
+		}
+	}
+	for {
+		old := c.flushedPhy.Load()
+		if old >= target || c.flushedPhy.CompareAndSwap(old, target) {
+			break
+		}
+	}
+	return target, nil
+}
+
+// readAt returns the record at phyOffset (acquired). It checks only that the header's total
+// size fits below the log's end.
+func (c *commitLog) readRecord(phyOffset int64) (*segment, []byte, error) {
+	if phyOffset < c.minPhy.Load() || phyOffset >= c.maxPhy.Load() {
+		return nil, nil, ErrNotFound
+	}
+	s := c.segs.find(phyOffset)
+	if s == nil {
+		return nil, nil, ErrNotFound
+	}
+	pos := phyOffset - s.start
+	limit := s.wrote.Load()
+	if pos+8 > limit {
+		s.release()
+		return nil, nil, ErrNotFound
+	}
+	size := int64(int32(binary.BigEndian.Uint32(s.data[pos:])))
+	if size < message.MinRecordBytes || pos+size > limit {
+		s.release()
+		return nil, nil, corrupt(s.path, pos, fmt.Errorf("record size %d", size))
+	}
+	return s, s.data[pos : pos+size : pos+size], nil
+}
+
+// readRange returns up to maxBytes of log bytes from offset, within one segment (acquired).
+func (c *commitLog) readRange(offset int64, maxBytes int) (*segment, []byte, error) {
+	if offset >= c.maxPhy.Load() {
+		return nil, nil, nil
+	}
+	s := c.segs.find(offset)
+	if s == nil {
+		return nil, nil, ErrNotFound
+	}
+	pos := offset - s.start
+	end := s.wrote.Load()
+	if maxBytes > 0 && end-pos > int64(maxBytes) {
+		end = pos + int64(maxBytes)
+	}
+	return s, s.data[pos:end:end], nil
+}
+
+// close releases all segments.
+func (c *commitLog) close() { c.segs.closeAll() }

@@ -1,0 +1,429 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// CQUnitBytes is the size of a ConsumeQueue unit. Part of the format; do not change.
+const CQUnitBytes = 20
+
+// blankUnitSize is the SIZE of the units RocketMQ writes before the first real unit of a
+// queue whose first file does not start at its first offset (fillPreBlank).
+const blankUnitSize = math.MaxInt32
+
+// CQUnit is one ConsumeQueue entry.
+type CQUnit struct {
+	PhyOffset int64 // CommitLog offset of the record
+	Size      int32 // record size
+	TagsCode  int64 // tag hash (§9.8) or, for delayed messages, the delivery time
+}
+
+var errUnitEmpty = errors.New("empty unit")
+
+// DecodeCQUnit decodes the 20-byte unit at the start of b. It never panics: a short input is
+// an error. An all-zero unit (never written) is errUnitEmpty-wrapped ErrNotFound.
+func DecodeCQUnit(b []byte) (CQUnit, error) {
+	if len(b) < CQUnitBytes {
+		return CQUnit{}, fmt.Errorf("consume queue unit: %d bytes, want %d", len(b), CQUnitBytes)
+	}
+	u := CQUnit{
+		PhyOffset: int64(binary.BigEndian.Uint64(b)),
+		Size:      int32(binary.BigEndian.Uint32(b[8:])),
+		TagsCode:  int64(binary.BigEndian.Uint64(b[12:])),
+	}
+	if u.Size == 0 && u.PhyOffset == 0 && u.TagsCode == 0 {
+		return u, fmt.Errorf("%w: %w", ErrNotFound, errUnitEmpty)
+	}
+	if u.PhyOffset < 0 || u.Size <= 0 {
+		return u, fmt.Errorf("consume queue unit: offset %d size %d", u.PhyOffset, u.Size)
+	}
+	return u, nil
+}
+
+func putCQUnit(b []byte, u CQUnit) {
+	binary.BigEndian.PutUint64(b, uint64(u.PhyOffset))
+	binary.BigEndian.PutUint32(b[8:], uint32(u.Size))
+	binary.BigEndian.PutUint64(b[12:], uint64(u.TagsCode))
+}
+
+// consumeQueue is the index of one topic queue: unit i describes the message at queue offset
+// i. Only the dispatcher (or recovery, before services run) writes; readers use maxOffset.
+type consumeQueue struct {
+	topic   string
+	queueID int32
+	segs    segmentList
+
+	// maxOffset is the next queue offset to be written; minOffset the first readable one.
+	maxOffset atomic.Int64
+	minOffset atomic.Int64
+	// maxPhyEnd is the CommitLog end (offset+size) of the last unit; written by the writer.
+	maxPhyEnd atomic.Int64
+	// lastTimestamp is the store time of the last unit, for the checkpoint.
+	removed atomic.Bool
+}
+
+func (q *consumeQueue) unitsPerFile() int64 { return q.segs.segSize / CQUnitBytes }
+
+func newConsumeQueue(root, topic string, qid int32, units int, ops *fileOps) *consumeQueue {
+	return &consumeQueue{
+		topic:   topic,
+		queueID: qid,
+		segs: segmentList{
+			dir:      filepath.Join(root, topic, strconv.Itoa(int(qid))),
+			segSize:  int64(units) * CQUnitBytes,
+			ops:      ops,
+			prealloc: true,
+		},
+	}
+}
+
+// load maps the queue's files and finds its write position; units pointing past maxPhy
+// (the recovered CommitLog end) are cleared. It returns the number of units cleared and an
+// error wrapping ErrCorrupt if the files are inconsistent (the caller rebuilds the queue).
+func (q *consumeQueue) load(maxPhy int64) (cleared int, err error) {
+	if _, err := q.segs.load(); err != nil {
+		return 0, err
+	}
+	segs := q.segs.snapshot()
+	if len(segs) == 0 {
+		return 0, nil
+	}
+	// Every file but the last must be full: a zero unit inside one means files are missing
+	// or damaged.
+	for _, s := range segs[:len(segs)-1] {
+		if _, err := DecodeCQUnit(s.data[s.size-CQUnitBytes:]); err != nil {
+			return 0, corrupt(s.path, s.size-CQUnitBytes, fmt.Errorf("last unit of a non-last file: %w", err))
+		}
+	}
+	last := segs[len(segs)-1]
+	pos := int64(0)
+	for ; pos < last.size; pos += CQUnitBytes {
+		u, err := DecodeCQUnit(last.data[pos:])
+		if errors.Is(err, ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return 0, corrupt(last.path, pos, err)
+		}
+		_ = u
+	}
+	// Nothing may follow the first empty unit.
+	for p := pos; p < last.size; p += CQUnitBytes {
+		if _, err := DecodeCQUnit(last.data[p:]); !errors.Is(err, ErrNotFound) {
+			return 0, corrupt(last.path, p, errors.New("unit after the end of the queue"))
+		}
+	}
+	for _, s := range segs {
+		s.wrote.Store(s.size)
+		s.flushed.Store(s.size)
+	}
+	last.wrote.Store(pos)
+	last.flushed.Store(pos)
+	q.maxOffset.Store((last.start + pos) / CQUnitBytes)
+	// Drop units that point past the end of the CommitLog (a torn tail was cut).
+	cleared = q.truncateByPhy(maxPhy)
+	q.setMaxPhyEnd()
+	return cleared, nil
+}
+
+// unit reads the unit at queue offset off.
+func (q *consumeQueue) unit(off int64) (CQUnit, error) {
+	s := q.segs.find(off * CQUnitBytes)
+	if s == nil {
+		return CQUnit{}, ErrNotFound
+	}
+	defer s.release()
+	pos := off*CQUnitBytes - s.start
+	if pos+CQUnitBytes > s.wrote.Load() {
+		return CQUnit{}, ErrNotFound
+	}
+	u, err := DecodeCQUnit(s.data[pos:])
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return u, corrupt(s.path, pos, err)
+	}
+	return u, err
+}
+
+func (q *consumeQueue) setMaxPhyEnd() {
+	max := q.maxOffset.Load()
+	if max == 0 {
+		q.maxPhyEnd.Store(0)
+		return
+	}
+	u, err := q.unit(max - 1)
+	if err != nil || u.Size == blankUnitSize {
+		q.maxPhyEnd.Store(0)
+		return
+	}
+	q.maxPhyEnd.Store(u.PhyOffset + int64(u.Size))
+}
+
+// truncateByPhy clears units whose record ends after maxPhy, from the end backwards.
+func (q *consumeQueue) truncateByPhy(maxPhy int64) int {
+	cleared := 0
+	for {
+		max := q.maxOffset.Load()
+		if max <= q.minOffset.Load() || max == 0 {
+			break
+		}
+		u, err := q.unit(max - 1)
+		if err == nil && u.Size != blankUnitSize && u.PhyOffset+int64(u.Size) <= maxPhy {
+			break
+		}
+		q.truncateTo(max - 1)
+		cleared++
+	}
+	q.setMaxPhyEnd()
+	return cleared
+}
+
+// truncateTo drops every unit at or after queue offset off.
+func (q *consumeQueue) truncateTo(off int64) {
+	byteOff := off * CQUnitBytes
+	// Files starting at or after the cut go; the next put recreates what it needs.
+	q.segs.removeFrom(byteOff)
+	if s := q.segs.last(); s != nil && byteOff < s.end() {
+		pos := byteOff - s.start
+		if w := s.wrote.Load(); w > pos {
+			clear(s.data[pos:w])
+		}
+		s.wrote.Store(pos)
+		if s.flushed.Load() > pos {
+			s.flushed.Store(pos)
+		}
+	}
+	q.maxOffset.Store(off)
+	if q.minOffset.Load() > off {
+		q.minOffset.Store(off)
+	}
+}
+
+// put writes the unit for queue offset off. It returns an error if off is not the next
+// offset (a gap means missing data: the caller rebuilds the queue).
+func (q *consumeQueue) put(off int64, u CQUnit) error {
+	max := q.maxOffset.Load()
+	if off != max {
+		if max == 0 && q.segs.len() == 0 {
+			// First unit of a queue whose earlier units are gone: start at its file.
+			return q.putFirst(off, u)
+		}
+		return fmt.Errorf("consume queue %s/%d: unit for offset %d, queue ends at %d", q.topic, q.queueID, off, max)
+	}
+	byteOff := off * CQUnitBytes
+	s := q.segs.last()
+	if s == nil || s.wrote.Load() >= s.size {
+		start := byteOff / q.segs.segSize * q.segs.segSize
+		ns, err := q.segs.add(start)
+		if err != nil {
+			return err
+		}
+		s = ns
+	}
+	pos := byteOff - s.start
+	putCQUnit(s.data[pos:], u)
+	s.wrote.Store(pos + CQUnitBytes)
+	q.maxPhyEnd.Store(u.PhyOffset + int64(u.Size))
+	q.maxOffset.Store(off + 1)
+	return nil
+}
+
+// putFirst starts an empty queue at offset off, filling the units before it in its file with
+// blank units (RocketMQ fillPreBlank).
+func (q *consumeQueue) putFirst(off int64, u CQUnit) error {
+	byteOff := off * CQUnitBytes
+	start := byteOff / q.segs.segSize * q.segs.segSize
+	s, err := q.segs.add(start)
+	if err != nil {
+		return err
+	}
+	for p := int64(0); p < byteOff-start; p += CQUnitBytes {
+		putCQUnit(s.data[p:], CQUnit{PhyOffset: 0, Size: blankUnitSize})
+	}
+	s.wrote.Store(byteOff - start)
+	q.minOffset.Store(off)
+	q.maxOffset.Store(off)
+	return q.put(off, u)
+}
+
+// correctMinOffset sets minOffset to the first unit whose record is at or after minPhy
+// (records before it were deleted by retention).
+func (q *consumeQueue) correctMinOffset(minPhy int64) {
+	s := q.segs.first()
+	if s == nil {
+		q.minOffset.Store(q.maxOffset.Load())
+		return
+	}
+	if !s.acquire() {
+		return
+	}
+	defer s.release()
+	lo := s.start / CQUnitBytes
+	if cur := q.minOffset.Load(); cur > lo {
+		lo = cur
+	}
+	max := q.maxOffset.Load()
+	for off := lo; off < max; off++ {
+		if off*CQUnitBytes >= s.start+s.wrote.Load() {
+			// Whole first file is behind: the next file's start.
+			q.minOffset.Store(off)
+			return
+		}
+		u, err := DecodeCQUnit(s.data[off*CQUnitBytes-s.start:])
+		if err == nil && u.Size != blankUnitSize && u.PhyOffset >= minPhy {
+			q.minOffset.Store(off)
+			return
+		}
+	}
+	q.minOffset.Store(max)
+}
+
+// flush makes written units durable.
+func (q *consumeQueue) flush() error {
+	for _, s := range q.segs.snapshot() {
+		if s.flushed.Load() >= s.wrote.Load() || !s.acquire() {
+			continue
+		}
+		err := s.flush()
+		s.release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteBehind removes files whose every unit points before minPhy, never the last file.
+func (q *consumeQueue) deleteBehind(minPhy int64) (removed int) {
+	for {
+		segs := q.segs.snapshot()
+		if len(segs) < 2 {
+			break
+		}
+		s := segs[0]
+		u, err := DecodeCQUnit(s.data[s.size-CQUnitBytes:])
+		if err != nil || u.PhyOffset+int64(u.Size) > minPhy {
+			break
+		}
+		q.segs.removeFirst()
+		removed++
+	}
+	q.correctMinOffset(minPhy)
+	return removed
+}
+
+// queueTable holds the ConsumeQueues by topic and queue id.
+type queueTable struct {
+	root  string
+	units int
+	ops   *fileOps
+
+	mu     sync.RWMutex
+	queues map[string]map[int32]*consumeQueue // mu guards
+}
+
+// get returns the queue, or nil. topic may be a converted byte slice: the lookup does not
+// allocate.
+func (t *queueTable) get(topic string, qid int32) *consumeQueue {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.queues[topic][qid]
+}
+
+func (t *queueTable) getBytes(topic []byte, qid int32) *consumeQueue {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.queues[string(topic)][qid]
+}
+
+// getOrCreate returns the queue, creating an empty one.
+func (t *queueTable) getOrCreate(topic string, qid int32) *consumeQueue {
+	if q := t.get(topic, qid); q != nil {
+		return q
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.queues[topic]
+	if m == nil {
+		m = make(map[int32]*consumeQueue)
+		t.queues[topic] = m
+	}
+	q := m[qid]
+	if q == nil {
+		q = newConsumeQueue(t.root, topic, qid, t.units, t.ops)
+		m[qid] = q
+	}
+	return q
+}
+
+func (t *queueTable) all() []*consumeQueue {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []*consumeQueue
+	for _, m := range t.queues {
+		for _, q := range m {
+			out = append(out, q)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].topic != out[j].topic {
+			return out[i].topic < out[j].topic
+		}
+		return out[i].queueID < out[j].queueID
+	})
+	return out
+}
+
+// discover lists topic/queue directories on disk.
+func (t *queueTable) discover() ([]*consumeQueue, error) {
+	topics, err := os.ReadDir(t.root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*consumeQueue
+	for _, te := range topics {
+		if !te.IsDir() {
+			continue
+		}
+		qs, err := os.ReadDir(filepath.Join(t.root, te.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, qe := range qs {
+			qid, err := strconv.ParseInt(qe.Name(), 10, 32)
+			if !qe.IsDir() || err != nil {
+				continue
+			}
+			out = append(out, t.getOrCreate(te.Name(), int32(qid)))
+		}
+	}
+	return out, nil
+}
+
+// remove drops a queue from the table and deletes its files.
+func (t *queueTable) remove(q *consumeQueue) error {
+	t.mu.Lock()
+	if m := t.queues[q.topic]; m != nil && m[q.queueID] == q {
+		delete(m, q.queueID)
+		if len(m) == 0 {
+			delete(t.queues, q.topic)
+		}
+	}
+	t.mu.Unlock()
+	q.removed.Store(true)
+	err := q.segs.removeAll()
+	os.Remove(q.segs.dir)
+	os.Remove(filepath.Dir(q.segs.dir))
+	return err
+}

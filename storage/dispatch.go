@@ -1,0 +1,184 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+)
+
+// scheduleTopic is the topic delayed messages wait in; their tag code is the delivery time.
+const scheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// DefaultDelayLevels are RocketMQ's messageDelayLevel, levels 1..18.
+var DefaultDelayLevels = []time.Duration{
+	time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
+	6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute,
+	20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+}
+
+// tagsCode is the ConsumeQueue tag code of a record: the Java hash of its TAGS, or for a
+// message in SCHEDULE_TOPIC_XXXX with a DELAY level, its delivery time in ms.
+func (s *Store) tagsCode(r *message.Record) int64 {
+	if string(r.Topic) == scheduleTopic {
+		if v, ok := message.PropertyValue(r.Properties, message.PropertyDelayTimeLevel); ok {
+			if lvl, err := strconv.Atoi(string(v)); err == nil && lvl > 0 {
+				lvl = min(lvl, len(DefaultDelayLevels))
+				return r.StoreTimestamp + DefaultDelayLevels[lvl-1].Milliseconds()
+			}
+		}
+	}
+	if v, ok := message.PropertyValue(r.Properties, message.PropertyTags); ok && len(v) > 0 {
+		return int64(message.JavaBytesHash(v))
+	}
+	return 0
+}
+
+// runDispatcher dispatches new CommitLog records into the ConsumeQueues and the index. It is
+// woken by every append and also polls, so it follows the writer closely.
+func (s *Store) runDispatcher(ctx context.Context) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var lastErr string
+	var lastLog time.Time
+	for {
+		if _, err := s.dispatchAvailable(nil); err != nil {
+			// Retried on every wake; log a repeated error at most every 10 s.
+			if err.Error() != lastErr || time.Since(lastLog) > 10*time.Second {
+				s.log.Error().Err(err).Int64("phy_offset", s.reputFrom.Load()).Msg("dispatch failed, will retry")
+				lastErr, lastLog = err.Error(), time.Now()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.cl.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// dispatchAvailable dispatches every complete record between reputFrom and the log's end
+// and returns how many it dispatched. During recovery (rebuild != nil) a record that does not
+// fit its ConsumeQueue marks the queue for rebuilding instead of failing.
+func (s *Store) dispatchAvailable(rebuild map[*consumeQueue]bool) (int, error) {
+	s.dispatchMu.Lock()
+	defer s.dispatchMu.Unlock()
+	var rec message.Record
+	n := 0
+	for {
+		from := s.reputFrom.Load()
+		if from >= s.cl.maxPhy.Load() {
+			return n, nil
+		}
+		if minPhy := s.cl.minPhy.Load(); from < minPhy {
+			s.reputFrom.Store(minPhy)
+			continue
+		}
+		sg := s.cl.segs.find(from)
+		if sg == nil {
+			return n, fmt.Errorf("storage: dispatch: no segment holds offset %d", from)
+		}
+		pos := from - sg.start
+		limit := sg.wrote.Load()
+		progressed := false
+		var err error
+		for limit-pos >= message.BlankMinBytes {
+			b := sg.data[pos:limit]
+			if int32(binary.BigEndian.Uint32(b[4:])) == message.BlankMagicCode {
+				pos = sg.size
+				progressed = true
+				break
+			}
+			size := int64(int32(binary.BigEndian.Uint32(b)))
+			if size < message.MinRecordBytes || pos+size > sg.size-message.BlankMinBytes {
+				err = corrupt(sg.path, pos, fmt.Errorf("record size %d", size))
+				break
+			}
+			if pos+size > limit {
+				break // the rest of a replicated record has not arrived yet
+			}
+			if _, derr := message.DecodeRecord(b, &rec, false); derr != nil {
+				err = corrupt(sg.path, pos, derr)
+				break
+			}
+			if err = s.dispatchRecord(&rec, rebuild); err != nil {
+				break
+			}
+			pos += size
+			n++
+			progressed = true
+			s.reputFrom.Store(sg.start + pos)
+		}
+		if pos >= sg.size {
+			s.reputFrom.Store(sg.end())
+		}
+		sg.release()
+		if err != nil || !progressed {
+			return n, err
+		}
+	}
+}
+
+// dispatchRecord appends the record's unit to its ConsumeQueue, indexes its keys and tells
+// the listener.
+func (s *Store) dispatchRecord(rec *message.Record, rebuild map[*consumeQueue]bool) error {
+	if s.idx != nil {
+		if err := s.idx.add(rec); err != nil {
+			s.log.Error().Err(err).Msg("index add failed")
+		}
+	}
+	s.lastCQTs.Store(rec.StoreTimestamp)
+	if !dispatchesToQueue(rec.SysFlag) {
+		return nil
+	}
+	q := s.cqs.getBytes(rec.Topic, rec.QueueID)
+	if q == nil {
+		q = s.cqs.getOrCreate(string(rec.Topic), rec.QueueID)
+	}
+	if rebuild[q] {
+		return nil // rebuilt from the whole log afterwards
+	}
+	u := CQUnit{PhyOffset: rec.PhysicalOffset, Size: rec.TotalSize, TagsCode: s.tagsCode(rec)}
+	max := q.maxOffset.Load()
+	switch {
+	case rec.QueueOffset < max:
+		// Already dispatched before a crash: check it agrees.
+		if rebuild != nil && rec.QueueOffset >= q.minOffset.Load() {
+			if got, err := q.unit(rec.QueueOffset); err != nil || got.PhyOffset != u.PhyOffset {
+				s.markRebuild(q, rebuild, fmt.Sprintf("unit %d points to %d, log has it at %d", rec.QueueOffset, got.PhyOffset, u.PhyOffset))
+			}
+		}
+		return nil
+	case rec.QueueOffset > max && (rebuild != nil || max > 0 || q.segs.len() > 0):
+		// During recovery this also catches a queue whose files were deleted: its first
+		// record seen after the checkpoint is not its first record.
+		if rebuild != nil {
+			s.markRebuild(q, rebuild, fmt.Sprintf("queue ends at %d, log has offset %d", max, rec.QueueOffset))
+			return nil
+		}
+		s.log.Error().Str("topic", q.topic).Int32("queue_id", q.queueID).Int64("offset", rec.QueueOffset).
+			Int64("max_offset", max).Msg("consume queue gap: unit skipped")
+		return nil
+	}
+	if err := q.put(rec.QueueOffset, u); err != nil {
+		return err
+	}
+	if fn := s.opts.OnDispatch; fn != nil && rebuild == nil {
+		fn(DispatchEvent{Topic: q.topic, QueueID: q.queueID, QueueOffset: rec.QueueOffset,
+			TagsCode: u.TagsCode, StoreTimestamp: rec.StoreTimestamp, PhyOffset: u.PhyOffset, Size: u.Size})
+	}
+	return nil
+}
+
+func (s *Store) markRebuild(q *consumeQueue, rebuild map[*consumeQueue]bool, why string) {
+	if rebuild[q] {
+		return
+	}
+	rebuild[q] = true
+	s.report.action("consume queue %s/%d disagrees with the commitlog (%s): rebuilding", q.topic, q.queueID, why)
+}

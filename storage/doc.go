@@ -1,0 +1,90 @@
+// Package storage is the message store: RocketMQ 4.x's CommitLog, ConsumeQueues, key index,
+// flush, recovery and retention, with RocketMQ's on-disk layout, independent of the network.
+//
+// # Layout
+//
+//	<Dir>/commitlog/<20-digit start offset>                 CommitLog segments (SegmentBytes each)
+//	<Dir>/consumequeue/<topic>/<queueId>/<20-digit offset>  ConsumeQueue files (ConsumeQueueUnits x 20 B)
+//	<Dir>/index/<yyyyMMddHHmmssSSS>                         key index files
+//	<Dir>/config/*.json                                     broker metadata (WriteJSONFile)
+//	<Dir>/checkpoint                                        what is durable (checkpoint.go)
+//	<Dir>/abort                                             present while the store is open
+//	<Dir>/lock                                              flock: one store per directory
+//
+// # CommitLog record
+//
+// Every message is stored as one record, RocketMQ's format byte for byte (REMOTING.md §9.1);
+// a pull returns these bytes unchanged. Integers are big-endian. IPv4 hosts shown; a host is
+// 16+4 bytes instead of 4+4 when SYSFLAG has 0x10 (born) or 0x20 (store).
+//
+//	+0   TOTALSIZE        4   whole record
+//	+4   MAGICCODE        4   0xDAA320A7
+//	+8   BODYCRC          4   CRC-32 IEEE of BODY & 0x7FFFFFFF
+//	+12  QUEUEID          4
+//	+16  FLAG             4
+//	+20  QUEUEOFFSET      8   position in the ConsumeQueue
+//	+28  PHYSICALOFFSET   8   position of this record in the CommitLog
+//	+36  SYSFLAG          4
+//	+40  BORNTIMESTAMP    8
+//	+48  BORNHOST         8   IPv4 (4) + port (4)      [20 for IPv6]
+//	+56  STORETIMESTAMP   8
+//	+64  STOREHOST        8   IPv4 (4) + port (4)      [20 for IPv6]
+//	+72  RECONSUMETIMES   4
+//	+76  PREPARED TX OFF  8
+//	+84  BODYLENGTH       4   B
+//	+88  BODY             B
+//	     TOPICLENGTH      1   T
+//	     TOPIC            T
+//	     PROPERTIESLENGTH 2   P
+//	     PROPERTIES       P   name 0x01 value 0x02 ...
+//
+// A record never spans segments. When the next record (plus 8 bytes) does not fit, the tail of
+// the segment becomes a blank record, TOTALSIZE = bytes left, MAGICCODE = 0xCBD43194, and the
+// writer moves to the next segment.
+//
+// # ConsumeQueue unit
+//
+// Unit i of a queue describes the message at queue offset i; file names are the byte offset of
+// their first unit (queue offset × 20).
+//
+//	+0   COMMITLOG OFFSET 8
+//	+8   SIZE             4   record size (0x7FFFFFFF in blank units before a queue's start)
+//	+12  TAGS CODE        8   Java String.hashCode of TAGS, sign-extended; for
+//	                          SCHEDULE_TOPIC_XXXX, the delivery time in ms
+//
+// # Services
+//
+// Open builds and recovers; Run runs, each on its own goroutine under one errgroup:
+//   - the flusher: async, fsync every FlushIntervalCommitLog; sync, group commit — appenders
+//     queue a waiter for their end offset, one fsync releases every waiter it covers;
+//   - the dispatcher (reput): reads records behind the writer, woken by each append, appends
+//     ConsumeQueue units, indexes keys and calls Options.OnDispatch;
+//   - the checkpointer: flushes ConsumeQueues and the index and writes the checkpoint;
+//   - retention: deletes old segments and the ConsumeQueue and index files behind them.
+//
+// # Ownership of returned bytes
+//
+// GetMessage returns slices of mapped segments. Segments are reference counted: a GetResult
+// (and a CommitLogView) holds references until Release, so retention and Close can drop a
+// segment at any time without invalidating bytes a reader holds; the last release unmaps it.
+// LookMessageByOffset and QueryMessage return copies.
+//
+// # Lock order
+//
+//	commitLog.mu (append lock) -> segmentList.mu
+//	Store.dispatchMu -> queueTable.mu -> segmentList.mu; Store.dispatchMu -> indexService.mu
+//	Store.ckptMu -> segmentList.mu, indexService.mu
+//
+// No I/O other than page faults happens under commitLog.mu; fsync runs outside every lock.
+// OnDispatch is called with dispatchMu held, never with the append lock.
+//
+// # Example
+//
+//	st, err := storage.Open(storage.Options{Dir: dir})
+//	if err != nil { ... }
+//	go st.Run(ctx)
+//	defer st.Close()
+//	res, err := st.PutMessage(&storage.Message{Topic: "T", Body: body, StoreHost: host})
+//	got := st.GetMessage("group", "T", 0, 0, 32, 0, nil)
+//	defer got.Release()
+package storage

@@ -1,0 +1,36 @@
+package storage
+
+import (
+	"os"
+
+	"github.com/edsrzf/mmap-go"
+)
+
+// fileOps are the file operations the store uses for its mapped files. Tests replace them to
+// count fsyncs, block a flush, or inject a full disk or a failed mmap.
+type fileOps struct {
+	// sync makes f's written pages durable (fdatasync).
+	sync func(f *os.File) error
+	// allocate reserves size bytes for f so writes through the mapping cannot hit a full disk.
+	allocate func(f *os.File, size int64) error
+	// mmap maps size bytes of f read-write.
+	mmap func(f *os.File, size int) (mmap.MMap, error)
+	// zero clears [off, off+n) of a mapped file (punching a hole where possible).
+	zero func(f *os.File, data []byte, off, n int64) error
+}
+
+func defaultFileOps() *fileOps {
+	return &fileOps{
+		sync:     datasync,
+		allocate: preallocate,
+		mmap: func(f *os.File, size int) (mmap.MMap, error) {
+			return mmap.MapRegion(f, size, mmap.RDWR, 0, 0)
+		},
+		zero: zeroRange,
+	}
+}
+
+// zeroBytes clears data[off:off+n] through the mapping.
+func zeroBytes(data []byte, off, n int64) {
+	clear(data[off : off+n])
+}

@@ -1,0 +1,68 @@
+package storage
+
+import (
+	"os"
+	"syscall"
+)
+
+func datasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+
+// preallocate reserves the file's blocks so that a full disk is reported here, when a segment
+// is created, rather than as SIGBUS on a write through the mapping.
+func preallocate(f *os.File, size int64) error {
+	for {
+		err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.EOPNOTSUPP || err == syscall.ENOSYS {
+			return f.Truncate(size)
+		}
+		return err
+	}
+}
+
+// zeroRange punches a hole over whole pages of the range (freeing the blocks and zeroing the
+// mapped pages) and clears the partial pages at its ends through the mapping.
+func zeroRange(f *os.File, data []byte, off, n int64) error {
+	const fallocPunchHole, fallocKeepSize = 0x02, 0x01
+	pg := int64(os.Getpagesize())
+	start := (off + pg - 1) / pg * pg
+	end := (off + n) / pg * pg
+	if end-start >= 16*pg {
+		err := syscall.Fallocate(int(f.Fd()), fallocPunchHole|fallocKeepSize, start, end-start)
+		if err == nil {
+			// Reserve the blocks again so later writes cannot meet a full disk.
+			_ = syscall.Fallocate(int(f.Fd()), 0, start, end-start)
+			zeroBytes(data, off, start-off)
+			zeroBytes(data, end, off+n-end)
+			return nil
+		}
+	}
+	zeroBytes(data, off, n)
+	return nil
+}
+
+func diskUsedRatio(dir string) (float64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	if st.Blocks == 0 {
+		return 0, nil
+	}
+	return float64(st.Blocks-st.Bfree) / float64(st.Blocks), nil
+}
+
+// lockDir takes an exclusive advisory lock on dir/lock so two stores never share a directory.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(dir+"/lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

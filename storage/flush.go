@@ -1,0 +1,121 @@
+package storage
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// groupCommit lets many sync-flush appenders wait on one fsync. An appender enqueues a waiter
+// for its end offset and wakes the flusher; the flusher takes every queued waiter, fsyncs the
+// log once up to at least the highest of their offsets, and then releases them. A waiter is
+// therefore released only after the fsync that covers its offset has returned.
+type groupCommit struct {
+	mu      sync.Mutex
+	waiters []*flushWaiter // mu guards
+	spare   []*flushWaiter // mu guards; the flusher's other buffer
+	wake    chan struct{}
+	pool    sync.Pool
+}
+
+type flushWaiter struct {
+	offset int64
+	done   chan bool // buffered 1: true = durable, false = failed
+	timer  *time.Timer
+}
+
+func (g *groupCommit) init() {
+	g.wake = make(chan struct{}, 1)
+	g.pool.New = func() any { return &flushWaiter{done: make(chan bool, 1)} }
+}
+
+// wait blocks until offset is durable (true), the flush failed or the store closed (false),
+// or timeout passes (false).
+func (g *groupCommit) wait(offset int64, timeout time.Duration) bool {
+	w := g.pool.Get().(*flushWaiter)
+	w.offset = offset
+	g.mu.Lock()
+	g.waiters = append(g.waiters, w)
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	if w.timer == nil {
+		w.timer = time.NewTimer(timeout)
+	} else {
+		w.timer.Reset(timeout)
+	}
+	select {
+	case ok := <-w.done:
+		w.timer.Stop()
+		g.pool.Put(w)
+		return ok
+	case <-w.timer.C:
+		// The flusher may still signal w.done (it is buffered); w is not reused.
+		return false
+	}
+}
+
+// take swaps out the queued waiters.
+func (g *groupCommit) take() []*flushWaiter {
+	g.mu.Lock()
+	ws := g.waiters
+	g.waiters = g.spare[:0]
+	g.mu.Unlock()
+	return ws
+}
+
+func (g *groupCommit) give(ws []*flushWaiter) {
+	clear(ws)
+	g.mu.Lock()
+	g.spare = ws[:0]
+	g.mu.Unlock()
+}
+
+// releaseAll releases every queued waiter: durable if its offset is at most flushed.
+func (g *groupCommit) releaseAll(flushed int64) {
+	ws := g.take()
+	for _, w := range ws {
+		w.done <- w.offset <= flushed
+	}
+	g.give(ws)
+}
+
+// runFlusher flushes the CommitLog: in AsyncFlush mode every FlushIntervalCommitLog; in
+// SyncFlush mode whenever appenders wait (group commit), and on the same period otherwise.
+func (s *Store) runFlusher(ctx context.Context) error {
+	t := time.NewTicker(s.opts.FlushIntervalCommitLog)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			_, err := s.flushCommitLog()
+			s.gc.releaseAll(s.cl.flushedPhy.Load())
+			if err != nil {
+				s.log.Error().Err(err).Msg("final commitlog flush failed")
+			}
+			return nil
+		case <-s.gc.wake:
+		case <-t.C:
+		}
+		if _, err := s.flushCommitLog(); err != nil {
+			// Waiters beyond the durable offset are told it failed; keep trying.
+			s.log.Error().Err(err).Msg("commitlog flush failed")
+		}
+		s.gc.releaseAll(s.cl.flushedPhy.Load())
+	}
+}
+
+// flushCommitLog fsyncs the CommitLog and records the store time of the flushed data.
+func (s *Store) flushCommitLog() (int64, error) {
+	off, err := s.cl.flush()
+	if err == nil {
+		if sg := s.cl.segs.last(); sg != nil {
+			if ts := sg.lastTimestamp.Load(); ts > 0 {
+				s.flushedTs.Store(ts)
+			}
+		}
+	}
+	return off, err
+}

@@ -1,0 +1,350 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/rs/zerolog"
+)
+
+// Index file layout (RocketMQ IndexFile). Part of the format; do not change.
+//
+//	header (40 bytes):
+//	  0 beginTimestamp int64   8 endTimestamp int64   16 beginPhyOffset int64
+//	 24 endPhyOffset   int64  32 hashSlotCount int32  36 indexCount int32 (starts at 1)
+//	slots: hashSlotNum x int32    the latest entry number of keys hashing to the slot
+//	entries: indexNum x 20 bytes  keyHash int32, phyOffset int64, timeDiff int32 (seconds
+//	                              since beginTimestamp), prevIndex int32 (chain in the slot)
+const (
+	indexHeaderBytes = 40
+	indexEntryBytes  = 20
+	indexSlotBytes   = 4
+)
+
+// indexFile is one mapped index file, named by its creation time (yyyyMMddHHmmssSSS).
+type indexFile struct {
+	seg      *segment
+	slotNum  int
+	entryNum int
+	// Header fields mirrored from the mapping. indexService.mu guards them.
+	beginTs, endTs   int64
+	beginPhy, endPhy int64
+	slotCount, count int32
+}
+
+func (f *indexFile) readHeader() {
+	b := f.seg.data
+	be := binary.BigEndian
+	f.beginTs = int64(be.Uint64(b[0:]))
+	f.endTs = int64(be.Uint64(b[8:]))
+	f.beginPhy = int64(be.Uint64(b[16:]))
+	f.endPhy = int64(be.Uint64(b[24:]))
+	f.slotCount = int32(be.Uint32(b[32:]))
+	f.count = int32(be.Uint32(b[36:]))
+}
+
+func (f *indexFile) writeHeader() {
+	b := f.seg.data
+	be := binary.BigEndian
+	be.PutUint64(b[0:], uint64(f.beginTs))
+	be.PutUint64(b[8:], uint64(f.endTs))
+	be.PutUint64(b[16:], uint64(f.beginPhy))
+	be.PutUint64(b[24:], uint64(f.endPhy))
+	be.PutUint32(b[32:], uint32(f.slotCount))
+	be.PutUint32(b[36:], uint32(f.count))
+}
+
+func (f *indexFile) full() bool { return int(f.count) >= f.entryNum }
+
+// keyHash is RocketMQ's indexKeyHashMethod of topic#key: |String.hashCode|, 0 for MIN_VALUE.
+func keyHash(topic, key []byte) int32 {
+	h := message.JavaHashContinue(message.JavaHashContinue(message.JavaBytesHash(topic), []byte{'#'}), key)
+	if h < 0 {
+		h = -h
+	}
+	if h < 0 {
+		h = 0
+	}
+	return h
+}
+
+// put adds one entry. indexService.mu must be held.
+func (f *indexFile) put(h int32, phy, ts int64) {
+	be := binary.BigEndian
+	b := f.seg.data
+	slotPos := indexHeaderBytes + int(h)%f.slotNum*indexSlotBytes
+	prev := int32(be.Uint32(b[slotPos:]))
+	if prev <= 0 || prev > f.count {
+		prev = 0
+	}
+	if f.count <= 1 {
+		f.beginTs, f.beginPhy = ts, phy
+	}
+	diff := (ts - f.beginTs) / 1000
+	if diff < 0 {
+		diff = 0
+	}
+	if diff > int64(^uint32(0)>>1) {
+		diff = int64(^uint32(0) >> 1)
+	}
+	pos := indexHeaderBytes + f.slotNum*indexSlotBytes + int(f.count)*indexEntryBytes
+	be.PutUint32(b[pos:], uint32(h))
+	be.PutUint64(b[pos+4:], uint64(phy))
+	be.PutUint32(b[pos+12:], uint32(diff))
+	be.PutUint32(b[pos+16:], uint32(prev))
+	be.PutUint32(b[slotPos:], uint32(f.count))
+	if prev == 0 {
+		f.slotCount++
+	}
+	f.count++
+	f.endPhy, f.endTs = phy, ts
+	f.writeHeader()
+}
+
+// lookup appends the offsets of entries with hash h stored within [begin, end] ms.
+// indexService.mu must be held (read).
+func (f *indexFile) lookup(out []int64, h int32, begin, end int64, max int) []int64 {
+	be := binary.BigEndian
+	b := f.seg.data
+	slotPos := indexHeaderBytes + int(h)%f.slotNum*indexSlotBytes
+	idx := int32(be.Uint32(b[slotPos:]))
+	for steps := 0; idx > 0 && idx < f.count && len(out) < max && steps < f.entryNum; steps++ {
+		pos := indexHeaderBytes + f.slotNum*indexSlotBytes + int(idx)*indexEntryBytes
+		eh := int32(be.Uint32(b[pos:]))
+		phy := int64(be.Uint64(b[pos+4:]))
+		ts := f.beginTs + int64(int32(be.Uint32(b[pos+12:])))*1000
+		prev := int32(be.Uint32(b[pos+16:]))
+		// Timestamps are kept in whole seconds: widen the window by one second at each end.
+		if eh == h && ts >= begin-999 && ts <= end {
+			out = append(out, phy)
+		}
+		if prev >= idx {
+			break
+		}
+		idx = prev
+	}
+	return out
+}
+
+// indexService keeps the index files and answers key lookups.
+type indexService struct {
+	dir      string
+	slotNum  int
+	entryNum int
+	ops      *fileOps
+	log      zerolog.Logger
+	clock    func() time.Time
+
+	mu    sync.RWMutex
+	files []*indexFile // mu guards; oldest first
+	// skipUpTo is the last CommitLog offset known indexed; re-dispatch after a crash skips
+	// records up to it. mu guards it.
+	skipUpTo int64
+}
+
+func (x *indexService) fileBytes() int64 {
+	return int64(indexHeaderBytes + x.slotNum*indexSlotBytes + x.entryNum*indexEntryBytes)
+}
+
+// load maps existing index files; damaged ones are removed and reported.
+func (x *indexService) load() (removed []string, err error) {
+	ents, err := os.ReadDir(x.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && len(e.Name()) == 17 {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		path := filepath.Join(x.dir, n)
+		s, _, err := openSegment(path, 0, x.fileBytes(), x.ops)
+		if errors.Is(err, ErrCorrupt) {
+			x.log.Warn().Str("file", path).Err(err).Msg("removing damaged index file")
+			os.Remove(path)
+			removed = append(removed, path)
+			continue
+		}
+		if err != nil {
+			return removed, err
+		}
+		f := &indexFile{seg: s, slotNum: x.slotNum, entryNum: x.entryNum}
+		f.readHeader()
+		if f.count < 1 || int(f.count) > x.entryNum || f.slotCount < 0 {
+			x.log.Warn().Str("file", path).Int32("count", f.count).Msg("removing damaged index file")
+			s.remove()
+			removed = append(removed, path)
+			continue
+		}
+		x.files = append(x.files, f)
+		if f.endPhy > x.skipUpTo {
+			x.skipUpTo = f.endPhy
+		}
+	}
+	return removed, nil
+}
+
+// truncate makes re-dispatch index everything after maxPhy again (entries beyond it stay in
+// the file and are filtered out by verification at lookup).
+func (x *indexService) truncate(maxPhy int64) {
+	x.mu.Lock()
+	if x.skipUpTo >= maxPhy {
+		x.skipUpTo = maxPhy - 1
+	}
+	x.mu.Unlock()
+}
+
+func (x *indexService) activeLocked() (*indexFile, error) {
+	if n := len(x.files); n > 0 && !x.files[n-1].full() {
+		return x.files[n-1], nil
+	}
+	if err := os.MkdirAll(x.dir, 0o755); err != nil {
+		return nil, err
+	}
+	now := x.clock()
+	name := now.Format("20060102150405.000")
+	name = name[:14] + name[15:]
+	if n := len(x.files); n > 0 {
+		// Names must increase even when files fill within one millisecond.
+		prev := filepath.Base(x.files[n-1].seg.path)
+		if name <= prev {
+			t, _ := time.ParseInLocation("20060102150405.000", prev[:14]+"."+prev[14:], time.Local)
+			name = t.Add(time.Millisecond).Format("20060102150405.000")
+			name = name[:14] + name[15:]
+		}
+		x.files[n-1].seg.flush()
+	}
+	s, err := createSegment(x.dir, 0, x.fileBytes(), x.ops, false)
+	if err != nil {
+		return nil, err
+	}
+	// createSegment names by offset; index files are named by time.
+	path := filepath.Join(x.dir, name)
+	if err := os.Rename(s.path, path); err != nil {
+		s.remove()
+		return nil, err
+	}
+	s.path = path
+	f := &indexFile{seg: s, slotNum: x.slotNum, entryNum: x.entryNum, count: 1}
+	f.writeHeader()
+	x.files = append(x.files, f)
+	return f, nil
+}
+
+// add indexes the record's keys: every KEYS word and the UNIQ_KEY, as topic#key.
+func (x *indexService) add(r *message.Record) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r.PhysicalOffset <= x.skipUpTo {
+		return nil
+	}
+	if message.TransactionType(r.SysFlag) == message.TransactionRollbackType {
+		return nil
+	}
+	var err error
+	put := func(key []byte) {
+		if len(key) == 0 || err != nil {
+			return
+		}
+		var f *indexFile
+		if f, err = x.activeLocked(); err == nil {
+			f.put(keyHash(r.Topic, key), r.PhysicalOffset, r.StoreTimestamp)
+		}
+	}
+	if v, ok := message.PropertyValue(r.Properties, message.PropertyUniqKey); ok {
+		put(v)
+	}
+	if v, ok := message.PropertyValue(r.Properties, message.PropertyKeys); ok {
+		for len(v) > 0 {
+			i := 0
+			for i < len(v) && v[i] != ' ' {
+				i++
+			}
+			put(v[:i])
+			if i < len(v) {
+				i++
+			}
+			v = v[i:]
+		}
+	}
+	x.skipUpTo = r.PhysicalOffset
+	return err
+}
+
+// query returns candidate CommitLog offsets for topic#key stored in [begin, end] ms, newest
+// files first. Candidates may be hash collisions: the caller verifies them.
+func (x *indexService) query(topic, key string, max int, begin, end int64) []int64 {
+	h := keyHash([]byte(topic), []byte(key))
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []int64
+	for i := len(x.files) - 1; i >= 0 && len(out) < max; i-- {
+		f := x.files[i]
+		if f.count <= 1 || f.endTs < begin-999 || f.beginTs > end {
+			continue
+		}
+		out = f.lookup(out, h, begin, end, max)
+	}
+	return out
+}
+
+func (x *indexService) flush() error {
+	x.mu.RLock()
+	files := append([]*indexFile(nil), x.files...)
+	x.mu.RUnlock()
+	var err error
+	for _, f := range files {
+		if f.seg.acquire() {
+			f.seg.wrote.Store(f.seg.size)
+			if e := f.seg.flush(); e != nil && err == nil {
+				err = e
+			}
+			f.seg.release()
+		}
+	}
+	return err
+}
+
+// deleteBehind removes index files whose last entry is before minPhy, never the last file.
+func (x *indexService) deleteBehind(minPhy int64) int {
+	x.mu.Lock()
+	var drop []*indexFile
+	for len(x.files) > 1 && x.files[0].endPhy < minPhy {
+		drop = append(drop, x.files[0])
+		x.files = x.files[1:]
+	}
+	x.mu.Unlock()
+	for _, f := range drop {
+		f.seg.remove()
+	}
+	return len(drop)
+}
+
+func (x *indexService) close() {
+	x.mu.Lock()
+	files := x.files
+	x.files = nil
+	x.mu.Unlock()
+	for _, f := range files {
+		f.seg.release()
+	}
+}
+
+func (x *indexService) String() string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return fmt.Sprintf("%d index files", len(x.files))
+}

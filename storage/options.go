@@ -1,0 +1,223 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// FlushDiskType chooses how appends become durable (RocketMQ flushDiskType).
+type FlushDiskType int
+
+const (
+	// AsyncFlush acknowledges appends once they are in the page cache; a flusher fsyncs every
+	// FlushIntervalCommitLog. The default.
+	AsyncFlush FlushDiskType = iota
+	// SyncFlush acknowledges appends once fsynced, with group commit: many appenders wait on
+	// one fsync.
+	SyncFlush
+)
+
+func (t FlushDiskType) String() string {
+	if t == SyncFlush {
+		return "SYNC_FLUSH"
+	}
+	return "ASYNC_FLUSH"
+}
+
+// Defaults, as in RocketMQ's MessageStoreConfig.
+const (
+	DefaultSegmentBytes          = 1 << 30
+	DefaultConsumeQueueUnits     = 300_000
+	DefaultFlushIntervalCommit   = 500 * time.Millisecond
+	DefaultFlushIntervalCQ       = time.Second
+	DefaultSyncFlushTimeout      = 5 * time.Second
+	DefaultMaxMessageBytes       = 4 << 20
+	DefaultFileReservedTime      = 72 * time.Hour
+	DefaultDeleteWhen            = "04"
+	DefaultDiskMaxUsedSpaceRatio = 75
+	DefaultCleanResourceInterval = 10 * time.Second
+	DefaultMaxHashSlotNum        = 5_000_000
+	DefaultMaxIndexNum           = 20_000_000
+	DefaultMaxTransferBytes      = 256 << 10
+	DefaultCheckpointInterval    = time.Second
+	DefaultDeleteFilesBatchMax   = 10
+)
+
+// Options configures a Store. The zero value of every field means the RocketMQ default.
+type Options struct {
+	// Dir is the store root (RocketMQ storePathRootDir). Required.
+	Dir string
+	// SegmentBytes is the size of a CommitLog segment file (mappedFileSizeCommitLog),
+	// default 1 GiB. Tests use 64 KiB.
+	SegmentBytes int64
+	// ConsumeQueueUnits is the number of 20-byte units per ConsumeQueue file
+	// (mappedFileSizeConsumeQueue/20), default 300,000.
+	ConsumeQueueUnits int
+	// FlushDiskType is AsyncFlush (default) or SyncFlush.
+	FlushDiskType FlushDiskType
+	// FlushIntervalCommitLog is the async flusher's period (flushIntervalCommitLog), 500 ms.
+	FlushIntervalCommitLog time.Duration
+	// FlushIntervalConsumeQueue is the period of ConsumeQueue and index flushes and of the
+	// checkpoint (flushIntervalConsumeQueue), 1 s.
+	FlushIntervalConsumeQueue time.Duration
+	// SyncFlushTimeout bounds how long a sync-flush append waits for its fsync
+	// (syncFlushTimeout), 5 s; past it the append answers FlushDiskTimeout.
+	SyncFlushTimeout time.Duration
+	// MaxMessageBytes is the largest body accepted (maxMessageSize), 4 MiB.
+	MaxMessageBytes int
+	// MaxTransferBytes caps the bytes one GetMessage returns when the caller passes 0
+	// (maxTransferBytesOnMessageInMemory), 256 KiB.
+	MaxTransferBytes int
+	// FileReservedTime is how long CommitLog segments are kept (fileReservedTime), 72 h.
+	FileReservedTime time.Duration
+	// DeleteWhen lists the hours (local time, "04" or "04;16") at which expired segments are
+	// deleted (deleteWhen), "04".
+	DeleteWhen string
+	// DiskMaxUsedSpaceRatio is the disk use, in percent, past which segments are deleted
+	// whatever the hour, oldest first (diskMaxUsedSpaceRatio), 75.
+	DiskMaxUsedSpaceRatio int
+	// CleanResourceInterval is how often retention runs (cleanResourceInterval), 10 s.
+	CleanResourceInterval time.Duration
+	// DeleteFilesBatchMax bounds the segments deleted per retention round, 10.
+	DeleteFilesBatchMax int
+	// DisableCRCOnRecover turns off the body CRC check during crash recovery (RocketMQ
+	// checkCRCOnRecover = !DisableCRCOnRecover; checking is the default).
+	DisableCRCOnRecover bool
+	// DisableIndex turns off the key index (messageIndexEnable = !DisableIndex).
+	DisableIndex bool
+	// MaxHashSlotNum and MaxIndexNum size an index file (maxHashSlotNum 5,000,000,
+	// maxIndexNum 20,000,000).
+	MaxHashSlotNum int
+	MaxIndexNum    int
+	// Slave marks a slave store: GetMessage does not correct offsets (the requested offset is
+	// echoed), unless OffsetCheckInSlave is set.
+	Slave              bool
+	OffsetCheckInSlave bool
+	// OnDispatch, if set, is called by the dispatcher after a message's ConsumeQueue unit is
+	// written (never under the append lock). It runs on the dispatcher goroutine: keep it
+	// short and non-blocking (the broker uses it to wake held long-poll pulls).
+	OnDispatch func(DispatchEvent)
+	// Logger receives structured logs with component=storage; nil means silent.
+	Logger *zerolog.Logger
+
+	// Test hooks; see fileops.go. Set only by tests in this package.
+	clock     func() time.Time
+	ops       *fileOps
+	diskUsage func(dir string) (float64, error)
+}
+
+// DispatchEvent describes one message made visible in a ConsumeQueue.
+type DispatchEvent struct {
+	Topic          string
+	QueueID        int32
+	QueueOffset    int64
+	TagsCode       int64
+	StoreTimestamp int64
+	PhyOffset      int64
+	Size           int32
+}
+
+func (o Options) withDefaults() Options {
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.ConsumeQueueUnits == 0 {
+		o.ConsumeQueueUnits = DefaultConsumeQueueUnits
+	}
+	if o.FlushIntervalCommitLog == 0 {
+		o.FlushIntervalCommitLog = DefaultFlushIntervalCommit
+	}
+	if o.FlushIntervalConsumeQueue == 0 {
+		o.FlushIntervalConsumeQueue = DefaultFlushIntervalCQ
+	}
+	if o.SyncFlushTimeout == 0 {
+		o.SyncFlushTimeout = DefaultSyncFlushTimeout
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxTransferBytes == 0 {
+		o.MaxTransferBytes = DefaultMaxTransferBytes
+	}
+	if o.FileReservedTime == 0 {
+		o.FileReservedTime = DefaultFileReservedTime
+	}
+	if o.DeleteWhen == "" {
+		o.DeleteWhen = DefaultDeleteWhen
+	}
+	if o.DiskMaxUsedSpaceRatio == 0 {
+		o.DiskMaxUsedSpaceRatio = DefaultDiskMaxUsedSpaceRatio
+	}
+	if o.CleanResourceInterval == 0 {
+		o.CleanResourceInterval = DefaultCleanResourceInterval
+	}
+	if o.DeleteFilesBatchMax == 0 {
+		o.DeleteFilesBatchMax = DefaultDeleteFilesBatchMax
+	}
+	if o.MaxHashSlotNum == 0 {
+		o.MaxHashSlotNum = DefaultMaxHashSlotNum
+	}
+	if o.MaxIndexNum == 0 {
+		o.MaxIndexNum = DefaultMaxIndexNum
+	}
+	if o.Logger == nil {
+		nop := zerolog.Nop()
+		o.Logger = &nop
+	}
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	if o.ops == nil {
+		o.ops = defaultFileOps()
+	}
+	if o.diskUsage == nil {
+		o.diskUsage = diskUsedRatio
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.Dir == "" {
+		errs = append(errs, errors.New("storage: Options.Dir is required"))
+	}
+	pg := int64(os.Getpagesize())
+	if o.SegmentBytes < pg || o.SegmentBytes%pg != 0 {
+		errs = append(errs, fmt.Errorf("storage: SegmentBytes %d must be a positive multiple of the page size %d", o.SegmentBytes, pg))
+	}
+	if o.ConsumeQueueUnits < 1 {
+		errs = append(errs, fmt.Errorf("storage: ConsumeQueueUnits %d must be positive", o.ConsumeQueueUnits))
+	}
+	if o.MaxMessageBytes < 0 || o.DiskMaxUsedSpaceRatio < 0 || o.DiskMaxUsedSpaceRatio > 100 {
+		errs = append(errs, errors.New("storage: MaxMessageBytes and DiskMaxUsedSpaceRatio (0..100) must not be negative"))
+	}
+	if o.FlushDiskType != AsyncFlush && o.FlushDiskType != SyncFlush {
+		errs = append(errs, fmt.Errorf("storage: unknown FlushDiskType %d", o.FlushDiskType))
+	}
+	if _, err := parseDeleteWhen(o.DeleteWhen); err != nil {
+		errs = append(errs, err)
+	}
+	if o.MaxHashSlotNum < 1 || o.MaxIndexNum < 1 {
+		errs = append(errs, errors.New("storage: MaxHashSlotNum and MaxIndexNum must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// parseDeleteWhen parses "04" or "04;16" into a set of hours.
+func parseDeleteWhen(s string) (map[int]bool, error) {
+	hours := make(map[int]bool)
+	for _, p := range strings.Split(s, ";") {
+		h, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || h < 0 || h > 23 {
+			return nil, fmt.Errorf("storage: DeleteWhen %q: want hours 00..23 separated by ';'", s)
+		}
+		hours[h] = true
+	}
+	return hours, nil
+}

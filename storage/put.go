@@ -1,0 +1,218 @@
+package storage
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/mqgo/mq/internal/message"
+)
+
+// Message is what the broker appends; see message.Message. PutMessage fills in BodyCRC.
+type Message = message.Message
+
+// PutStatus is the outcome of an append (RocketMQ PutMessageStatus).
+type PutStatus int
+
+const (
+	PutOK PutStatus = iota
+	FlushDiskTimeout
+	FlushSlaveTimeout
+	SlaveNotAvailable
+	ServiceNotAvailable
+	CreateMappedFileFailed
+	MessageIllegal
+	PropertiesSizeExceeded
+	OSPageCacheBusy
+	UnknownError
+)
+
+var putStatusNames = [...]string{"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT",
+	"SLAVE_NOT_AVAILABLE", "SERVICE_NOT_AVAILABLE", "CREATE_MAPEDFILE_FAILED", "MESSAGE_ILLEGAL",
+	"PROPERTIES_SIZE_EXCEEDED", "OS_PAGECACHE_BUSY", "UNKNOWN_ERROR"}
+
+func (s PutStatus) String() string {
+	if int(s) < len(putStatusNames) {
+		return putStatusNames[s]
+	}
+	return fmt.Sprintf("PutStatus(%d)", int(s))
+}
+
+// PutResult describes an append. For a batch, offsets are those of the first message and
+// Count messages follow at consecutive queue offsets.
+type PutResult struct {
+	Status PutStatus
+	// PhyOffset is the CommitLog offset of the (first) record.
+	PhyOffset int64
+	// QueueOffset is the (first) message's queue offset; 0 for prepared and rolled-back
+	// transaction messages, which get no ConsumeQueue unit.
+	QueueOffset    int64
+	StoreTimestamp int64
+	// WroteBytes is the total size of the records written.
+	WroteBytes int
+	// Count is the number of messages written.
+	Count     int
+	StoreHost netip.AddrPort
+	// sizes of a batch's records, for MsgIDs.
+	sizes []int
+}
+
+// MsgID returns the offset message id (§9.5) of the (first) record. It allocates the string;
+// call it only when needed.
+func (r *PutResult) MsgID() string { return message.OffsetMsgID(r.StoreHost, r.PhyOffset) }
+
+// MsgIDs returns the comma-joined offset message ids of every record written, as reference
+// brokers answer SEND_BATCH_MESSAGE.
+func (r *PutResult) MsgIDs() string {
+	if len(r.sizes) == 0 {
+		if r.Count == 0 {
+			return ""
+		}
+		return r.MsgID()
+	}
+	var sb strings.Builder
+	off := r.PhyOffset
+	var buf [56]byte
+	for i, n := range r.sizes {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.Write(message.AppendOffsetMsgID(buf[:0], r.StoreHost, off))
+		off += int64(n)
+	}
+	return sb.String()
+}
+
+// check validates one message and returns its record size.
+func (s *Store) check(m *Message) (int, PutStatus, error) {
+	if len(m.Body) > s.opts.MaxMessageBytes {
+		return 0, MessageIllegal, fmt.Errorf("%w: body of %d bytes, limit %d", ErrMessageTooLarge, len(m.Body), s.opts.MaxMessageBytes)
+	}
+	if len(m.Properties) > message.MaxPropertiesBytes {
+		return 0, PropertiesSizeExceeded, fmt.Errorf("%w: %d bytes, limit %d", ErrPropertiesTooLarge, len(m.Properties), message.MaxPropertiesBytes)
+	}
+	if len(m.Topic) == 0 || len(m.Topic) > message.MaxTopicBytes {
+		return 0, MessageIllegal, fmt.Errorf("%w: topic length %d, want 1..%d", ErrIllegalMessage, len(m.Topic), message.MaxTopicBytes)
+	}
+	if m.QueueID < 0 {
+		return 0, MessageIllegal, fmt.Errorf("%w: queue id %d", ErrIllegalMessage, m.QueueID)
+	}
+	size, err := message.RecordSize(m)
+	if err != nil {
+		return 0, MessageIllegal, fmt.Errorf("%w: %v", ErrIllegalMessage, err)
+	}
+	if int64(size)+message.BlankMinBytes > s.opts.SegmentBytes {
+		return 0, MessageIllegal, fmt.Errorf("%w: record of %d bytes does not fit a %d-byte segment", ErrMessageTooLarge, size, s.opts.SegmentBytes)
+	}
+	return size, PutOK, nil
+}
+
+// PutMessage appends one message. It computes and sets m.BodyCRC, assigns the next queue
+// offset of (m.Topic, m.QueueID) and writes the record straight into the mapped segment; it
+// does not allocate. With SyncFlush it then waits for the group commit covering the record,
+// unless the message's WAIT property is "false".
+//
+// err is nil exactly when Status is PutOK. With FlushDiskTimeout the message is stored (the
+// offsets are set) but was not known durable in time.
+func (s *Store) PutMessage(m *Message) (PutResult, error) {
+	r := PutResult{StoreHost: m.StoreHost}
+	if s.closed.Load() {
+		r.Status = ServiceNotAvailable
+		return r, ErrClosed
+	}
+	size, st, err := s.check(m)
+	if err != nil {
+		r.Status = st
+		return r, err
+	}
+	m.BodyCRC = message.BodyCRC(m.Body)
+	msgs := [1]*Message{m}
+	sizes := [1]int{size}
+	if err := s.cl.append(msgs[:], sizes[:], size, s.opts.clock().UnixMilli(), &r); err != nil {
+		return s.appendFailed(r, err)
+	}
+	r.Count = 1
+	return s.afterAppend(r, m.Properties)
+}
+
+// PutMessages appends a batch (SEND_BATCH_MESSAGE) under one lock: every message must have the
+// same topic and queue id; they get consecutive queue offsets and are written contiguously in
+// one segment. err is nil exactly when Status is PutOK.
+func (s *Store) PutMessages(msgs []*Message) (PutResult, error) {
+	var r PutResult
+	if len(msgs) == 0 {
+		r.Status = MessageIllegal
+		return r, fmt.Errorf("%w: empty batch", ErrIllegalMessage)
+	}
+	r.StoreHost = msgs[0].StoreHost
+	if s.closed.Load() {
+		r.Status = ServiceNotAvailable
+		return r, ErrClosed
+	}
+	sizes := make([]int, len(msgs))
+	total := 0
+	for i, m := range msgs {
+		if m.Topic != msgs[0].Topic || m.QueueID != msgs[0].QueueID {
+			r.Status = MessageIllegal
+			return r, fmt.Errorf("%w: batch mixes topics or queues", ErrIllegalMessage)
+		}
+		size, st, err := s.check(m)
+		if err != nil {
+			r.Status = st
+			return r, fmt.Errorf("batch message %d: %w", i, err)
+		}
+		m.BodyCRC = message.BodyCRC(m.Body)
+		sizes[i] = size
+		total += size
+	}
+	if int64(total)+message.BlankMinBytes > s.opts.SegmentBytes {
+		r.Status = MessageIllegal
+		return r, fmt.Errorf("%w: batch of %d bytes does not fit a %d-byte segment", ErrMessageTooLarge, total, s.opts.SegmentBytes)
+	}
+	if err := s.cl.append(msgs, sizes, total, s.opts.clock().UnixMilli(), &r); err != nil {
+		return s.appendFailed(r, err)
+	}
+	r.Count = len(msgs)
+	r.sizes = sizes
+	return s.afterAppend(r, msgs[0].Properties)
+}
+
+func (s *Store) appendFailed(r PutResult, err error) (PutResult, error) {
+	switch err {
+	case ErrClosed:
+		r.Status = ServiceNotAvailable
+	default:
+		r.Status = CreateMappedFileFailed
+	}
+	return r, err
+}
+
+// afterAppend waits for the flush in SyncFlush mode.
+func (s *Store) afterAppend(r PutResult, props string) (PutResult, error) {
+	if s.opts.FlushDiskType != SyncFlush {
+		return r, nil
+	}
+	end := r.PhyOffset + int64(r.WroteBytes)
+	if v, ok := message.PropertyValueString(props, message.PropertyWaitStoreMsgOK); ok && v == "false" {
+		select {
+		case s.gc.wake <- struct{}{}:
+		default:
+		}
+		return r, nil
+	}
+	if !s.gc.wait(end, s.opts.SyncFlushTimeout) {
+		r.Status = FlushDiskTimeout
+		return r, fmt.Errorf("%w: offset %d not durable within %v", ErrFlushTimeout, end, s.opts.SyncFlushTimeout)
+	}
+	return r, nil
+}
+
+// AppendRaw writes replicated CommitLog bytes (a slave following its master) at phyOffset,
+// which must equal MaxPhyOffset; the bytes land at the same offsets as on the master,
+// blank records included, and are dispatched like local appends. b may end mid-record.
+func (s *Store) AppendRaw(phyOffset int64, b []byte) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.cl.appendRaw(phyOffset, b)
+}

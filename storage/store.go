@@ -1,0 +1,259 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+)
+
+// Store is the message store: a CommitLog, its ConsumeQueues and key index, and the services
+// that flush, dispatch, checkpoint and delete old data.
+//
+// All methods are safe for concurrent use. Open recovers and starts nothing; Run runs the
+// background services; Close stops them and closes the files.
+type Store struct {
+	opts Options
+	log  zerolog.Logger
+
+	cl  *commitLog
+	cqs queueTable
+	idx *indexService // nil when the index is disabled
+	gc  groupCommit
+
+	// reputFrom is the CommitLog offset the dispatcher reads next. dispatchMu serialises
+	// dispatching (the dispatcher goroutine, recovery and Close).
+	reputFrom  atomic.Int64
+	dispatchMu sync.Mutex
+	lastCQTs   atomic.Int64 // store time of the last dispatched message
+	ckptMu     sync.Mutex
+	flushedTs  atomic.Int64 // store time of the last message in the flushed CommitLog
+
+	report      RecoveryReport
+	deleteHours map[int]bool
+	manualClean atomic.Int32
+	lockFile    *os.File
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	runMu     sync.Mutex
+	runCancel context.CancelFunc // runMu guards
+	runDone   chan struct{}      // runMu guards; closed when Run returns
+	running   bool               // runMu guards
+}
+
+func (s *Store) abortPath() string      { return filepath.Join(s.opts.Dir, "abort") }
+func (s *Store) checkpointPath() string { return filepath.Join(s.opts.Dir, "checkpoint") }
+
+// ConfigPath returns the path of a metadata file in the store's config directory
+// (<store>/config/<name>), for use with WriteJSONFile and ReadJSONFile.
+func (s *Store) ConfigPath(name string) string { return filepath.Join(s.opts.Dir, "config", name) }
+
+// Open opens (creating if needed) the store in opts.Dir and recovers it: after a clean
+// shutdown it loads quickly; after a crash (the abort marker is present) it validates the
+// CommitLog from the last checkpoint, cuts a torn or garbage tail, and makes every
+// ConsumeQueue and the index agree with the CommitLog. RecoveryReport says what it did.
+// Open starts no goroutines.
+func Open(opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	hours, _ := parseDeleteWhen(opts.DeleteWhen)
+	log := opts.Logger.With().Str("component", "storage").Logger()
+	s := &Store{opts: opts, log: log, deleteHours: hours}
+	s.cl = newCommitLog(&s.opts, log)
+	s.cqs = queueTable{root: filepath.Join(opts.Dir, "consumequeue"), units: opts.ConsumeQueueUnits,
+		ops: opts.ops, queues: make(map[string]map[int32]*consumeQueue)}
+	if !opts.DisableIndex {
+		s.idx = &indexService{dir: filepath.Join(opts.Dir, "index"), slotNum: opts.MaxHashSlotNum,
+			entryNum: opts.MaxIndexNum, ops: opts.ops, log: log, clock: opts.clock}
+	}
+	s.gc.init()
+	for _, d := range []string{opts.Dir, filepath.Join(opts.Dir, "config")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	lf, err := lockDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: lock %s (is another store using it?): %w", opts.Dir, err)
+	}
+	s.lockFile = lf
+	start := time.Now()
+	if err := s.recover(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	if err := os.WriteFile(s.abortPath(), nil, 0o644); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	s.report.Duration = time.Since(start)
+	ev := log.Info()
+	if !s.report.Clean {
+		ev = log.Warn()
+	}
+	ev.Bool("clean", s.report.Clean).Int64("min_phy_offset", s.cl.minPhy.Load()).
+		Int64("max_phy_offset", s.cl.maxPhy.Load()).Int("queues", len(s.cqs.all())).
+		Strs("actions", s.report.Actions).Dur("took", s.report.Duration).Msg("store opened")
+	return s, nil
+}
+
+// closeFiles releases every mapping and the directory lock.
+func (s *Store) closeFiles() {
+	s.cl.close()
+	for _, q := range s.cqs.all() {
+		q.segs.closeAll()
+	}
+	if s.idx != nil {
+		s.idx.close()
+	}
+	if s.lockFile != nil {
+		s.lockFile.Close()
+	}
+}
+
+// RecoveryReport returns what Open found and did.
+func (s *Store) RecoveryReport() RecoveryReport { return s.report }
+
+// Run runs the background services (CommitLog flusher or group commit, dispatcher,
+// ConsumeQueue flush and checkpoint, retention) until ctx ends or Close is called, and returns
+// after all of them have exited. It returns nil on a normal stop. Call it at most once.
+func (s *Store) Run(ctx context.Context) error {
+	s.runMu.Lock()
+	if s.running || s.closed.Load() {
+		s.runMu.Unlock()
+		return errors.New("storage: Run called twice or after Close")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.running = true
+	s.runCancel = cancel
+	s.runDone = make(chan struct{})
+	done := s.runDone
+	s.runMu.Unlock()
+	defer close(done)
+	defer cancel()
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.runFlusher(ctx) })
+	g.Go(func() error { return s.runDispatcher(ctx) })
+	g.Go(func() error { return s.runCheckpointer(ctx) })
+	g.Go(func() error { return s.runRetention(ctx) })
+	s.log.Info().Str("flush", s.opts.FlushDiskType.String()).Msg("store services started")
+	err := g.Wait()
+	s.log.Info().Msg("store services stopped")
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// Close stops Run (if running) and waits for it, dispatches what is left, flushes everything,
+// writes the checkpoint, removes the abort marker and releases the files. Mapped bytes held by
+// readers (GetResult, CommitLogView) stay valid until they are released. Close is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.runMu.Lock()
+		cancel, done := s.runCancel, s.runDone
+		s.runMu.Unlock()
+		if cancel != nil {
+			cancel()
+			<-done
+		}
+		// Wait for appends in flight, then refuse new ones.
+		s.cl.mu.Lock()
+		s.cl.closed = true
+		s.cl.mu.Unlock()
+		var errs []error
+		if _, err := s.dispatchAvailable(nil); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := s.cl.flush(); err != nil {
+			errs = append(errs, err)
+		}
+		s.gc.releaseAll(s.cl.flushedPhy.Load())
+		if err := s.flushQueuesAndCheckpoint(); err != nil {
+			errs = append(errs, err)
+		}
+		if len(errs) == 0 {
+			if err := os.Remove(s.abortPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		s.closeFiles()
+		s.closeErr = errors.Join(errs...)
+		s.log.Info().Err(s.closeErr).Msg("store closed")
+	})
+	return s.closeErr
+}
+
+// flushQueuesAndCheckpoint flushes ConsumeQueues and the index, then records in the
+// checkpoint what is now durable.
+func (s *Store) flushQueuesAndCheckpoint() error {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	dispatched := s.reputFrom.Load()
+	cqTs := s.lastCQTs.Load()
+	var errs []error
+	for _, q := range s.cqs.all() {
+		if err := q.flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.idx != nil {
+		if err := s.idx.flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	c := checkpoint{
+		PhysicMsgTimestamp: s.flushedTs.Load(),
+		LogicsMsgTimestamp: cqTs,
+		IndexMsgTimestamp:  cqTs,
+		PhysicOffset:       s.cl.flushedPhy.Load(),
+		DispatchedOffset:   dispatched,
+	}
+	return writeCheckpoint(s.checkpointPath(), c, s.opts.ops)
+}
+
+// runCheckpointer flushes ConsumeQueues and the index and writes the checkpoint every
+// FlushIntervalConsumeQueue.
+func (s *Store) runCheckpointer(ctx context.Context) error {
+	t := time.NewTicker(s.opts.FlushIntervalConsumeQueue)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := s.flushQueuesAndCheckpoint(); err != nil {
+				s.log.Error().Err(err).Msg("consume queue flush or checkpoint failed")
+			}
+		}
+	}
+}
+
+// MaxPhyOffset returns the CommitLog offset one past the last complete record.
+func (s *Store) MaxPhyOffset() int64 { return s.cl.maxPhy.Load() }
+
+// MinPhyOffset returns the offset of the first CommitLog byte still on disk.
+func (s *Store) MinPhyOffset() int64 { return s.cl.minPhy.Load() }
+
+// FlushedPhyOffset returns the CommitLog offset up to which data is known durable.
+func (s *Store) FlushedPhyOffset() int64 { return s.cl.flushedPhy.Load() }
+
+// DispatchedPhyOffset returns the CommitLog offset up to which messages are in the
+// ConsumeQueues.
+func (s *Store) DispatchedPhyOffset() int64 { return s.reputFrom.Load() }
