@@ -1,0 +1,230 @@
+package route
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+// The request processors, one per code (RocketMQ's DefaultRequestProcessor). Each decodes its
+// header with the typed headers of internal/protocol; a *remoting.HeaderError returned as is
+// makes the dispatcher answer SYSTEM_ERROR naming the field. Nothing here panics on input.
+
+func success() *remoting.Command { return remoting.NewResponse(remoting.Success, "") }
+
+func withHeader(resp *remoting.Command, h remoting.Header) *remoting.Command {
+	if resp.ExtFields == nil {
+		resp.ExtFields = make(map[string]string, 4)
+	}
+	h.Encode(resp.ExtFields)
+	return resp
+}
+
+// registerBroker handles REGISTER_BROKER (103).
+func (n *NameServer) registerBroker(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.RegisterBrokerRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if h.BrokerID < 0 {
+		return nil, &remoting.HeaderError{Field: "brokerId", Value: req.Ext("brokerId"), Reason: "negative"}
+	}
+	if h.BodyCrc32 != 0 && bodyCRC32(req.Body) != h.BodyCrc32 {
+		n.log.Warn().Str("addr", h.BrokerAddr).Str("remote", remoteAddr(ch)).Msg("register broker: crc32 not match")
+		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: "crc32 not match"}
+	}
+	body, err := DecodeRegisterBrokerBody(req.Body, h.Compressed)
+	if err != nil {
+		return nil, err // wraps ErrMalformed and says what was wrong
+	}
+	w := &body.TopicConfigSerializeWrapper
+	master, masterHA, isNew := n.table.register(&registration{
+		cluster: h.ClusterName, brokerName: h.BrokerName, brokerAddr: h.BrokerAddr,
+		haServerAddr: h.HAServerAddr, brokerID: h.BrokerID, topics: w.TopicConfigTable,
+		dataVersion: w.DataVersion, channel: ch,
+	}, n.now())
+	if isNew {
+		n.log.Info().Str("cluster", h.ClusterName).Str("broker", h.BrokerName).Int64("broker_id", h.BrokerID).
+			Str("addr", h.BrokerAddr).Str("ha_addr", h.HAServerAddr).Int("topics", len(w.TopicConfigTable)).
+			Msg("new broker registered")
+	} else if e := n.log.Debug(); e.Enabled() {
+		e.Str("broker", h.BrokerName).Str("addr", h.BrokerAddr).Msg("broker registration refreshed")
+	}
+	resp := withHeader(success(), &protocol.RegisterBrokerResponseHeader{HAServerAddr: masterHA, MasterAddr: master})
+	if kv, ok := n.kv.list(NamespaceOrderTopicConfig); ok {
+		resp.Body = (&KVTable{Table: kv}).Encode()
+	}
+	return resp, nil
+}
+
+// unregisterBroker handles UNREGISTER_BROKER (104).
+func (n *NameServer) unregisterBroker(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.UnregisterBrokerRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	rb := n.table.unregister(h.ClusterName, h.BrokerName, h.BrokerAddr, h.BrokerID)
+	n.log.Info().Str("cluster", h.ClusterName).Str("broker", h.BrokerName).Int64("broker_id", h.BrokerID).
+		Str("addr", h.BrokerAddr).Bool("name_removed", rb.nameGone).Msg("broker unregistered")
+	return success(), nil
+}
+
+// queryDataVersion handles QUERY_DATA_VERSION (322): a broker asks whether the name server holds
+// its current topic configuration; an unchanged answer counts as a heartbeat.
+func (n *NameServer) queryDataVersion(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.QueryDataVersionRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	var dv DataVersion
+	if err := json.Unmarshal(req.Body, &dv); err != nil {
+		return nil, fmt.Errorf("%w: data version: %v", ErrMalformed, err)
+	}
+	changed, held, ok := n.table.queryDataVersion(h.BrokerAddr, dv, n.now())
+	resp := withHeader(success(), &protocol.QueryDataVersionResponseHeader{Changed: changed})
+	if ok {
+		resp.Body, _ = json.Marshal(held)
+	}
+	return resp, nil
+}
+
+// getRouteInfoByTopic handles GET_ROUTEINFO_BY_TOPIC (105).
+func (n *NameServer) getRouteInfoByTopic(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.GetRouteInfoRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	r, ok := n.TopicRoute(h.Topic)
+	if !ok {
+		return remoting.NewResponse(remoting.TopicNotExist,
+			"No topic route info in name server for the topic: "+h.Topic), nil
+	}
+	resp := success()
+	resp.Body = r.Encode()
+	return resp, nil
+}
+
+// getBrokerClusterInfo handles GET_BROKER_CLUSTER_INFO (106).
+func (n *NameServer) getBrokerClusterInfo(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+	resp := success()
+	resp.Body = n.table.clusterInfo().Encode()
+	return resp, nil
+}
+
+// getAllTopicList handles GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206).
+func (n *NameServer) getAllTopicList(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+	resp := success()
+	resp.Body = (&TopicList{TopicList: n.table.topics()}).Encode()
+	return resp, nil
+}
+
+// deleteTopic handles DELETE_TOPIC_IN_NAMESRV (216).
+func (n *NameServer) deleteTopic(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.DeleteTopicFromNamesrvRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	n.table.deleteTopic(h.Topic)
+	n.log.Info().Str("topic", h.Topic).Msg("topic deleted")
+	return success(), nil
+}
+
+// registerTopic handles REGISTER_TOPIC_IN_NAMESRV (217): the body is a TopicRouteData whose queue
+// datas become the topic's (RocketMQ 5.x semantics; every broker name must be registered).
+func (n *NameServer) registerTopic(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.RegisterTopicRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if len(req.Body) == 0 {
+		return success(), nil
+	}
+	r, err := DecodeTopicRouteData(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.QueueDatas) == 0 {
+		return success(), nil
+	}
+	if unknown := n.table.registerTopic(h.Topic, r.QueueDatas); unknown != "" {
+		return nil, &remoting.ResponseError{Code: remoting.SystemError,
+			Remark: fmt.Sprintf("register topic %s: broker %s is not registered", h.Topic, unknown)}
+	}
+	return success(), nil
+}
+
+// getTopicsByCluster handles GET_TOPICS_BY_CLUSTER (224).
+func (n *NameServer) getTopicsByCluster(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.GetTopicsByClusterRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	resp := success()
+	resp.Body = (&TopicList{TopicList: n.table.topicsByCluster(h.Cluster)}).Encode()
+	return resp, nil
+}
+
+// putKVConfig handles PUT_KV_CONFIG (100). Values in ORDER_TOPIC_CONFIG must be well formed, as
+// they reach clients' producers unchecked.
+func (n *NameServer) putKVConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.PutKVConfigRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if h.Namespace == NamespaceOrderTopicConfig && !validOrderTopicConf(h.Value) {
+		return nil, &remoting.HeaderError{Field: "value", Value: h.Value,
+			Reason: "not an order topic config (brokerName:queueCount;...)"}
+	}
+	n.kv.put(h.Namespace, h.Key, h.Value)
+	n.log.Info().Str("namespace", h.Namespace).Str("key", h.Key).Msg("kv config put")
+	return success(), nil
+}
+
+// getKVConfig handles GET_KV_CONFIG (101).
+func (n *NameServer) getKVConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.GetKVConfigRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	v, ok := n.kv.get(h.Namespace, h.Key)
+	if !ok {
+		return remoting.NewResponse(remoting.QueryNotFound,
+			"No config item, Namespace: "+h.Namespace+" Key: "+h.Key), nil
+	}
+	return withHeader(success(), &protocol.GetKVConfigResponseHeader{Value: v}), nil
+}
+
+// deleteKVConfig handles DELETE_KV_CONFIG (102).
+func (n *NameServer) deleteKVConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.DeleteKVConfigRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	n.kv.delete(h.Namespace, h.Key)
+	return success(), nil
+}
+
+// getKVListByNamespace handles GET_KV_LIST_BY_NAMESPACE (219).
+func (n *NameServer) getKVListByNamespace(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.GetKVListByNamespaceRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	kv, ok := n.kv.list(h.Namespace)
+	if !ok {
+		return remoting.NewResponse(remoting.QueryNotFound, "No config item, Namespace: "+h.Namespace), nil
+	}
+	resp := success()
+	resp.Body = (&KVTable{Table: kv}).Encode()
+	return resp, nil
+}
+
+func remoteAddr(ch remoting.Channel) string {
+	if ch == nil {
+		return ""
+	}
+	return ch.RemoteAddr()
+}

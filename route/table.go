@@ -1,0 +1,357 @@
+package route
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+)
+
+// brokerLiveInfo is what the name server knows about one broker address's liveness.
+type brokerLiveInfo struct {
+	lastUpdate   time.Time
+	dataVersion  DataVersion
+	channel      remoting.Channel // the connection the broker last registered on; may be nil
+	haServerAddr string
+}
+
+// registration is one REGISTER_BROKER request, decoded.
+type registration struct {
+	cluster, brokerName, brokerAddr, haServerAddr string
+	brokerID                                      int64
+	topics                                        map[string]TopicConfig
+	dataVersion                                   DataVersion
+	channel                                       remoting.Channel
+}
+
+// removedBroker describes one broker address that left the table.
+type removedBroker struct {
+	addr       string
+	brokerName string // "" when the address was in no broker data
+	nameGone   bool   // the broker name had no address left and was removed with its queues
+	channel    remoting.Channel
+}
+
+// table is the name server's route table: RocketMQ 4.x's RouteInfoManager. All fields are
+// guarded by mu; methods named ...Locked need it held (write lock unless stated).
+type table struct {
+	mu sync.RWMutex
+	// topicQueue: topic -> broker name -> queue data.
+	topicQueue map[string]map[string]QueueData
+	// brokerAddr: broker name -> broker data. Entries are owned by the table; readers copy.
+	brokerAddr map[string]*BrokerData
+	// clusterAddr: cluster name -> set of broker names.
+	clusterAddr map[string]map[string]struct{}
+	// brokerLive: broker address -> liveness.
+	brokerLive map[string]*brokerLiveInfo
+}
+
+func newTable() *table {
+	return &table{
+		topicQueue:  make(map[string]map[string]QueueData),
+		brokerAddr:  make(map[string]*BrokerData),
+		clusterAddr: make(map[string]map[string]struct{}),
+		brokerLive:  make(map[string]*brokerLiveInfo),
+	}
+}
+
+// register records a broker (RouteInfoManager.registerBroker). It returns, for a slave whose
+// master is alive, the master's address and HA address, and whether the address is new.
+func (t *table) register(r *registration, now time.Time) (masterAddr, masterHA string, isNew bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+
+	names := t.clusterAddr[r.cluster]
+	if names == nil {
+		names = make(map[string]struct{})
+		t.clusterAddr[r.cluster] = names
+	}
+	names[r.brokerName] = struct{}{}
+
+	first := false
+	bd := t.brokerAddr[r.brokerName]
+	if bd == nil {
+		first = true
+		bd = &BrokerData{Cluster: r.cluster, BrokerName: r.brokerName, BrokerAddrs: make(map[int64]string)}
+		t.brokerAddr[r.brokerName] = bd
+	}
+	// One address has one id: a slave promoted to master (same address, new id) loses its old
+	// entry first.
+	for id, addr := range bd.BrokerAddrs {
+		if addr == r.brokerAddr && id != r.brokerID {
+			delete(bd.BrokerAddrs, id)
+		}
+	}
+	if _, ok := bd.BrokerAddrs[r.brokerID]; !ok {
+		first = true
+	}
+	bd.BrokerAddrs[r.brokerID] = r.brokerAddr
+
+	if r.brokerID == MasterID && (first || t.dataVersionChangedLocked(r.brokerAddr, r.dataVersion)) {
+		for _, tc := range r.topics {
+			t.updateQueueDataLocked(r.brokerName, &tc)
+		}
+	}
+
+	isNew = t.brokerLive[r.brokerAddr] == nil
+	t.brokerLive[r.brokerAddr] = &brokerLiveInfo{lastUpdate: now, dataVersion: r.dataVersion,
+		channel: r.channel, haServerAddr: r.haServerAddr}
+
+	if r.brokerID != MasterID {
+		if m := bd.BrokerAddrs[MasterID]; m != "" {
+			if live := t.brokerLive[m]; live != nil {
+				return m, live.haServerAddr, isNew
+			}
+		}
+	}
+	return "", "", isNew
+}
+
+// updateQueueDataLocked is RouteInfoManager.createAndUpdateQueueData. Topics the broker no longer
+// reports are kept, as in RocketMQ 4.x: brokers may register only what changed
+// (registerIncrementBrokerData), and deletions arrive as DELETE_TOPIC_IN_NAMESRV.
+func (t *table) updateQueueDataLocked(brokerName string, tc *TopicConfig) {
+	if tc.TopicName == "" {
+		return
+	}
+	qd := QueueData{BrokerName: brokerName, ReadQueueNums: tc.ReadQueueNums,
+		WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm, TopicSynFlag: tc.TopicSysFlag}
+	m := t.topicQueue[tc.TopicName]
+	if m == nil {
+		m = make(map[string]QueueData)
+		t.topicQueue[tc.TopicName] = m
+	}
+	m[brokerName] = qd
+}
+
+// dataVersionChangedLocked reports whether addr is unknown or last registered another version.
+// t.mu must be held (read or write).
+func (t *table) dataVersionChangedLocked(addr string, dv DataVersion) bool {
+	live := t.brokerLive[addr]
+	return live == nil || live.dataVersion != dv
+}
+
+// dataVersionChanged is isBrokerTopicConfigChanged; when unchanged it also refreshes the
+// broker's liveness (QUERY_DATA_VERSION counts as a heartbeat). It returns the version the name
+// server holds, if any.
+func (t *table) queryDataVersion(addr string, dv DataVersion, now time.Time) (changed bool,
+	held DataVersion, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	live := t.brokerLive[addr]
+	if live == nil {
+		return true, DataVersion{}, false
+	}
+	if live.dataVersion == dv {
+		live.lastUpdate = now
+		return false, live.dataVersion, true
+	}
+	return true, live.dataVersion, true
+}
+
+// unregister is RouteInfoManager.unregisterBroker: it removes the broker's liveness and its id's
+// address (only if that id still maps to addr, so a late unregister cannot remove a newer
+// broker), and the broker name with its queue datas when no address is left.
+func (t *table) unregister(cluster, brokerName, addr string, id int64) removedBroker {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rb := removedBroker{addr: addr}
+	if live := t.brokerLive[addr]; live != nil {
+		rb.channel = live.channel
+		delete(t.brokerLive, addr)
+	}
+	bd := t.brokerAddr[brokerName]
+	if bd == nil || bd.BrokerAddrs[id] != addr {
+		return rb
+	}
+	rb.brokerName = brokerName
+	delete(bd.BrokerAddrs, id)
+	if len(bd.BrokerAddrs) == 0 {
+		rb.nameGone = true
+		delete(t.brokerAddr, brokerName)
+		if names := t.clusterAddr[cluster]; names != nil {
+			delete(names, brokerName)
+			if len(names) == 0 {
+				delete(t.clusterAddr, cluster)
+			}
+		}
+		t.removeQueueDatasLocked(brokerName)
+	}
+	return rb
+}
+
+// removeAddrLocked is RouteInfoManager.onChannelDestroy for a known address: drop its liveness,
+// drop the address from its broker data, and when the broker name has no address left, drop the
+// name from every cluster and its queue data from every topic (and topics left empty).
+func (t *table) removeAddrLocked(addr string) removedBroker {
+	rb := removedBroker{addr: addr}
+	if live := t.brokerLive[addr]; live != nil {
+		rb.channel = live.channel
+		delete(t.brokerLive, addr)
+	}
+	for name, bd := range t.brokerAddr {
+		for id, a := range bd.BrokerAddrs {
+			if a == addr {
+				delete(bd.BrokerAddrs, id)
+				rb.brokerName = name
+				break
+			}
+		}
+		if rb.brokerName == "" {
+			continue
+		}
+		if len(bd.BrokerAddrs) == 0 {
+			rb.nameGone = true
+			delete(t.brokerAddr, name)
+		}
+		break
+	}
+	if rb.nameGone {
+		for cluster, names := range t.clusterAddr {
+			delete(names, rb.brokerName)
+			if len(names) == 0 {
+				delete(t.clusterAddr, cluster)
+			}
+		}
+		t.removeQueueDatasLocked(rb.brokerName)
+	}
+	return rb
+}
+
+// removeQueueDatasLocked drops brokerName's queue data from every topic, and topics left
+// without queue data.
+func (t *table) removeQueueDatasLocked(brokerName string) {
+	for topic, m := range t.topicQueue {
+		delete(m, brokerName)
+		if len(m) == 0 {
+			delete(t.topicQueue, topic)
+		}
+	}
+}
+
+// removeChannel removes the broker that registered over ch, if any (a closed connection).
+func (t *table) removeChannel(ch remoting.Channel) (removedBroker, bool) {
+	if ch == nil {
+		return removedBroker{}, false
+	}
+	id := ch.ID()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for addr, live := range t.brokerLive {
+		if live.channel != nil && live.channel.ID() == id {
+			return t.removeAddrLocked(addr), true
+		}
+	}
+	return removedBroker{}, false
+}
+
+// expire removes every broker whose last registration is older than now-expiry
+// (scanNotActiveBroker) and returns them; the caller closes their channels.
+func (t *table) expire(now time.Time, expiry time.Duration) []removedBroker {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var gone []removedBroker
+	for addr, live := range t.brokerLive {
+		if live.lastUpdate.Add(expiry).Before(now) {
+			gone = append(gone, t.removeAddrLocked(addr))
+		}
+	}
+	return gone
+}
+
+// topicRoute is pickupTopicRouteData: the topic's queue datas sorted by broker name and the broker
+// datas of those broker names. ok is false when the topic has no queue data or none of its broker
+// names is known.
+func (t *table) topicRoute(topic string) (r *TopicRouteData, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	m := t.topicQueue[topic]
+	if len(m) == 0 {
+		return nil, false
+	}
+	r = &TopicRouteData{QueueDatas: make([]QueueData, 0, len(m)), BrokerDatas: make([]BrokerData, 0, len(m))}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		r.QueueDatas = append(r.QueueDatas, m[name])
+		if bd := t.brokerAddr[name]; bd != nil {
+			r.BrokerDatas = append(r.BrokerDatas, bd.Clone())
+		}
+	}
+	return r, len(r.BrokerDatas) > 0
+}
+
+// clusterInfo copies the broker and cluster tables.
+func (t *table) clusterInfo() *ClusterInfo {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	c := &ClusterInfo{BrokerAddrTable: make(map[string]BrokerData, len(t.brokerAddr)),
+		ClusterAddrTable: make(map[string][]string, len(t.clusterAddr))}
+	for name, bd := range t.brokerAddr {
+		c.BrokerAddrTable[name] = bd.Clone()
+	}
+	for cluster, names := range t.clusterAddr {
+		c.ClusterAddrTable[cluster] = slices.Sorted(maps.Keys(names))
+	}
+	return c
+}
+
+// topics returns every topic name, sorted.
+func (t *table) topics() []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return slices.Sorted(maps.Keys(t.topicQueue))
+}
+
+// topicsByCluster returns, sorted, the topics with queue data on a broker name of cluster.
+func (t *table) topicsByCluster(cluster string) []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	names := t.clusterAddr[cluster]
+	out := []string{}
+	for topic, m := range t.topicQueue {
+		for name := range m {
+			if _, ok := names[name]; ok {
+				out = append(out, topic)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deleteTopic forgets a topic's queue data on every broker.
+func (t *table) deleteTopic(topic string) {
+	t.mu.Lock()
+	delete(t.topicQueue, topic)
+	t.mu.Unlock()
+}
+
+// registerTopic records queue datas for topic (REGISTER_TOPIC_IN_NAMESRV). Every queue data must
+// name a known broker; it reports the first unknown broker name and changes nothing then.
+func (t *table) registerTopic(topic string, qds []QueueData) (unknownBroker string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range qds {
+		if _, ok := t.brokerAddr[qds[i].BrokerName]; !ok {
+			return qds[i].BrokerName
+		}
+	}
+	m := t.topicQueue[topic]
+	if m == nil {
+		m = make(map[string]QueueData, len(qds))
+		t.topicQueue[topic] = m
+	}
+	for _, qd := range qds {
+		m[qd.BrokerName] = qd
+	}
+	return ""
+}
+
+// liveBrokers returns the registered broker addresses, sorted (for tests and admin).
+func (t *table) liveBrokers() []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return slices.Sorted(maps.Keys(t.brokerLive))
+}
