@@ -73,13 +73,34 @@ func (g *groupCommit) give(ws []*flushWaiter) {
 	g.mu.Unlock()
 }
 
-// releaseAll releases every queued waiter: durable if its offset is at most flushed.
-func (g *groupCommit) releaseAll(flushed int64) {
+// release releases the queued waiters whose offset is at most flushed. The others stay
+// queued for the next flush (and the flusher is woken again if rewake), or, if final, are
+// released as failed.
+func (g *groupCommit) release(flushed int64, final, rewake bool) {
 	ws := g.take()
+	var keep []*flushWaiter
 	for _, w := range ws {
-		w.done <- w.offset <= flushed
+		switch {
+		case w.offset <= flushed:
+			w.done <- true
+		case final:
+			w.done <- false
+		default:
+			keep = append(keep, w)
+		}
 	}
 	g.give(ws)
+	if len(keep) > 0 {
+		g.mu.Lock()
+		g.waiters = append(g.waiters, keep...)
+		g.mu.Unlock()
+		if rewake {
+			select {
+			case g.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // runFlusher flushes the CommitLog: in AsyncFlush mode every FlushIntervalCommitLog; in
@@ -91,7 +112,7 @@ func (s *Store) runFlusher(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			_, err := s.flushCommitLog()
-			s.gc.releaseAll(s.cl.flushedPhy.Load())
+			s.gc.release(s.cl.flushedPhy.Load(), true, false)
 			if err != nil {
 				s.log.Error().Err(err).Msg("final commitlog flush failed")
 			}
@@ -99,11 +120,12 @@ func (s *Store) runFlusher(ctx context.Context) error {
 		case <-s.gc.wake:
 		case <-t.C:
 		}
-		if _, err := s.flushCommitLog(); err != nil {
-			// Waiters beyond the durable offset are told it failed; keep trying.
+		_, err := s.flushCommitLog()
+		if err != nil {
+			// Waiters beyond the durable offset wait for a later round (or time out).
 			s.log.Error().Err(err).Msg("commitlog flush failed")
 		}
-		s.gc.releaseAll(s.cl.flushedPhy.Load())
+		s.gc.release(s.cl.flushedPhy.Load(), false, err == nil)
 	}
 }
 

@@ -291,7 +291,10 @@ func (s *Store) loadQueues(maxPhy, minPhy int64) (map[*consumeQueue]bool, error)
 		if errors.Is(err, ErrCorrupt) {
 			s.log.Warn().Str("topic", q.topic).Int32("queue_id", q.queueID).Err(err).Msg("consume queue damaged, rebuilding")
 			r.action("consume queue %s/%d damaged (%v): rebuilding", q.topic, q.queueID, err)
-			q.segs.removeAll()
+			q.segs.closeAll()
+			if err := os.RemoveAll(q.segs.dir); err != nil {
+				return nil, err
+			}
 			q.maxOffset.Store(0)
 			q.minOffset.Store(0)
 			rebuild[q] = true

@@ -181,7 +181,7 @@ func (s *Store) Close() error {
 		if _, err := s.cl.flush(); err != nil {
 			errs = append(errs, err)
 		}
-		s.gc.releaseAll(s.cl.flushedPhy.Load())
+		s.gc.release(s.cl.flushedPhy.Load(), true, false)
 		if err := s.flushQueuesAndCheckpoint(); err != nil {
 			errs = append(errs, err)
 		}

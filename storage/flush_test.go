@@ -1,0 +1,153 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// syncHook counts CommitLog fsyncs and can hold them until released. durable is the
+// CommitLog end seen when the last completed fsync began: data below it is known durable.
+type syncHook struct {
+	s       atomic.Pointer[Store]
+	count   atomic.Int64
+	durable atomic.Int64
+	block   atomic.Bool
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func newSyncHook(ops *fileOps) *syncHook {
+	h := &syncHook{entered: make(chan struct{}, 100), gate: make(chan struct{})}
+	real := ops.sync
+	ops.sync = func(f *os.File) error {
+		if !strings.Contains(f.Name(), "commitlog") {
+			return real(f)
+		}
+		covered := int64(0)
+		if s := h.s.Load(); s != nil {
+			covered = s.cl.maxPhy.Load()
+		}
+		if h.block.Load() {
+			h.entered <- struct{}{}
+			<-h.gate
+		}
+		err := real(f)
+		h.count.Add(1)
+		for {
+			old := h.durable.Load()
+			if covered <= old || h.durable.CompareAndSwap(old, covered) {
+				break
+			}
+		}
+		return err
+	}
+	return h
+}
+
+func TestGroupCommitReleasesOnlyAfterFsync(t *testing.T) {
+	opts := testOptions(t, "")
+	opts.FlushDiskType = SyncFlush
+	opts.FlushIntervalCommitLog = time.Hour // only appenders wake the flusher
+	opts.ops = defaultFileOps()
+	h := newSyncHook(opts.ops)
+	h.block.Store(true)
+	s := openStore(t, opts)
+	h.s.Store(s)
+	runStore(t, s)
+
+	const n = 32
+	var returned atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.PutMessage(testMsg("G", int32(i%4), body(i, 200), nil))
+			if err != nil {
+				errs <- err
+				return
+			}
+			end := r.PhyOffset + int64(r.WroteBytes)
+			if d := h.durable.Load(); end > d {
+				errs <- errors.New("released before its fsync: end beyond the durable offset")
+			}
+			returned.Add(1)
+		}()
+	}
+	<-h.entered // the flusher is inside the first fsync, held
+	// Wait until every appender has written and is waiting.
+	waitFor(t, 5*time.Second, func() bool { return allAppended(s, n) })
+	if got := returned.Load(); got != 0 {
+		t.Fatalf("%d appenders returned while the fsync was held", got)
+	}
+	h.block.Store(false)
+	close(h.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if returned.Load() != n {
+		t.Fatalf("%d returned", returned.Load())
+	}
+	if c := h.count.Load(); c > 4 {
+		t.Fatalf("%d fsyncs for %d sync appends: no group commit", c, n)
+	}
+	t.Logf("%d appenders released by %d fsyncs", n, h.count.Load())
+}
+
+// allAppended reports whether n messages are in the log (each appender writes one).
+func allAppended(s *Store, n int) bool {
+	cnt := 0
+	s.cl.mu.Lock()
+	for _, qs := range s.cl.queueOffsets {
+		for _, next := range qs {
+			cnt += int(next)
+		}
+	}
+	s.cl.mu.Unlock()
+	return cnt == n
+}
+
+func TestSyncFlushTimeout(t *testing.T) {
+	opts := testOptions(t, "")
+	opts.FlushDiskType = SyncFlush
+	opts.SyncFlushTimeout = 50 * time.Millisecond
+	opts.ops = defaultFileOps()
+	h := newSyncHook(opts.ops)
+	h.block.Store(true)
+	s := openStore(t, opts)
+	runStore(t, s)
+	t.Cleanup(func() { h.block.Store(false); close(h.gate) }) // runs before the store stops
+	r, err := s.PutMessage(testMsg("T", 0, "slow disk", nil))
+	if r.Status != FlushDiskTimeout || !errors.Is(err, ErrFlushTimeout) {
+		t.Fatalf("status %v err %v", r.Status, err)
+	}
+	waitDispatched(t, s)
+	if got := readAll(t, s, "T", 0); len(got) != 1 {
+		t.Fatalf("timed-out message not stored: %d", len(got))
+	}
+	// WAIT=false does not wait.
+	r, err = s.PutMessage(testMsg("T", 0, "no wait", map[string]string{"WAIT": "false"}))
+	if err != nil || r.Status != PutOK {
+		t.Fatalf("WAIT=false: %v %v", r.Status, err)
+	}
+}
+
+func TestAsyncFlushFlushes(t *testing.T) {
+	opts := testOptions(t, "")
+	opts.ops = defaultFileOps()
+	h := newSyncHook(opts.ops)
+	s := openStore(t, opts)
+	h.s.Store(s)
+	runStore(t, s)
+	r := mustPut(t, s, testMsg("T", 0, "x", nil))
+	end := r.PhyOffset + int64(r.WroteBytes)
+	waitFor(t, 5*time.Second, func() bool { return s.FlushedPhyOffset() >= end && h.durable.Load() >= end })
+}
