@@ -30,10 +30,12 @@
 // A broker leaves the table when
 //   - it sends UNREGISTER_BROKER;
 //   - the connection it last registered on closes, fails or goes idle (the ConnListener matches
-//     the channel by ID; an event for an older connection of a broker that has re-registered on
-//     a new one removes nothing);
+//     the channel by ID and removes every broker registered on it, as brokers of one process may
+//     share a link; an event for an older connection of a broker that has re-registered on a
+//     new one removes nothing);
 //   - Run's scan, every Options.ScanInterval (10 s), finds it silent for longer than
-//     Options.BrokerExpiry (120 s); its connection is then closed.
+//     Options.BrokerExpiry (120 s); its connection is then closed, unless a live broker shares
+//     it.
 //
 // Removing an address drops its liveness and its entry in the broker data. When a broker name
 // has no address left, the name leaves its cluster (and an empty cluster goes), and its queue data

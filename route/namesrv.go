@@ -107,12 +107,10 @@ func (n *NameServer) OnConnEvent(ev remoting.ConnEvent) {
 	default:
 		return
 	}
-	rb, ok := n.table.removeChannel(ev.Channel)
-	if !ok {
-		return
+	for _, rb := range n.table.removeChannel(ev.Channel) {
+		n.log.Info().Str("addr", rb.addr).Str("broker", rb.brokerName).Bool("name_removed", rb.nameGone).
+			Str("event", ev.Type.String()).Msg("broker channel destroyed, routes removed")
 	}
-	n.log.Info().Str("addr", rb.addr).Str("broker", rb.brokerName).Bool("name_removed", rb.nameGone).
-		Str("event", ev.Type.String()).Msg("broker channel destroyed, routes removed")
 }
 
 // Run scans for brokers silent longer than BrokerExpiry every ScanInterval until ctx ends, then

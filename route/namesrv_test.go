@@ -531,3 +531,31 @@ func TestThroughDispatcher(t *testing.T) {
 		return !ok
 	})
 }
+
+// TestSharedChannel: brokers of one process may register over one shared connection (an
+// in-process transport). Its close removes them all; the expiry of one does not close the
+// connection the other still uses.
+func TestSharedChannel(t *testing.T) {
+	ns, clk := newTestNameServer(t, Options{})
+	shared := newFakeChannel("10.0.0.9:50000")
+	register(t, ns, shared, brokerA0)
+	register(t, ns, shared, brokerB0)
+
+	clk.Advance(100 * time.Second)
+	register(t, ns, shared, brokerB0)
+	clk.Advance(30 * time.Second)
+	if n := ns.scanNotActiveBrokers(); n != 1 {
+		t.Fatalf("expired %d brokers, want 1", n)
+	}
+	if shared.Closed() {
+		t.Fatal("expiring broker-a closed the connection broker-b still uses")
+	}
+	register(t, ns, shared, brokerA0)
+	ns.OnConnEvent(remoting.ConnEvent{Type: remoting.ConnClose, Channel: shared})
+	if got := ns.table.liveBrokers(); len(got) != 0 {
+		t.Errorf("brokers left after their shared connection closed: %v", got)
+	}
+	if got := ns.Topics(); len(got) != 0 {
+		t.Errorf("topics left: %v", got)
+	}
+}

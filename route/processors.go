@@ -66,7 +66,7 @@ func (n *NameServer) unregisterBroker(_ context.Context, _ remoting.Channel, req
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	rb := n.table.unregister(h.ClusterName, h.BrokerName, h.BrokerAddr, h.BrokerID)
+	rb := n.table.unregister(h.BrokerName, h.BrokerAddr, h.BrokerID)
 	n.log.Info().Str("cluster", h.ClusterName).Str("broker", h.BrokerName).Int64("broker_id", h.BrokerID).
 		Str("addr", h.BrokerAddr).Bool("name_removed", rb.nameGone).Msg("broker unregistered")
 	return success(), nil

@@ -154,7 +154,7 @@ func (t *table) queryDataVersion(addr string, dv DataVersion, now time.Time) (ch
 // unregister is RouteInfoManager.unregisterBroker: it removes the broker's liveness and its id's
 // address (only if that id still maps to addr, so a late unregister cannot remove a newer
 // broker), and the broker name with its queue datas when no address is left.
-func (t *table) unregister(cluster, brokerName, addr string, id int64) removedBroker {
+func (t *table) unregister(brokerName, addr string, id int64) removedBroker {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rb := removedBroker{addr: addr}
@@ -170,14 +170,7 @@ func (t *table) unregister(cluster, brokerName, addr string, id int64) removedBr
 	delete(bd.BrokerAddrs, id)
 	if len(bd.BrokerAddrs) == 0 {
 		rb.nameGone = true
-		delete(t.brokerAddr, brokerName)
-		if names := t.clusterAddr[cluster]; names != nil {
-			delete(names, brokerName)
-			if len(names) == 0 {
-				delete(t.clusterAddr, cluster)
-			}
-		}
-		t.removeQueueDatasLocked(brokerName)
+		t.removeBrokerNameLocked(brokerName)
 	}
 	return rb
 }
@@ -204,25 +197,24 @@ func (t *table) removeAddrLocked(addr string) removedBroker {
 		}
 		if len(bd.BrokerAddrs) == 0 {
 			rb.nameGone = true
-			delete(t.brokerAddr, name)
+			t.removeBrokerNameLocked(name)
 		}
 		break
-	}
-	if rb.nameGone {
-		for cluster, names := range t.clusterAddr {
-			delete(names, rb.brokerName)
-			if len(names) == 0 {
-				delete(t.clusterAddr, cluster)
-			}
-		}
-		t.removeQueueDatasLocked(rb.brokerName)
 	}
 	return rb
 }
 
-// removeQueueDatasLocked drops brokerName's queue data from every topic, and topics left
-// without queue data.
-func (t *table) removeQueueDatasLocked(brokerName string) {
+// removeBrokerNameLocked drops a broker name that has no address left: its broker data, its
+// membership in every cluster (and clusters left empty; a broker that moved clusters may be in
+// more than one), and its queue data in every topic (and topics left without queue data).
+func (t *table) removeBrokerNameLocked(brokerName string) {
+	delete(t.brokerAddr, brokerName)
+	for cluster, names := range t.clusterAddr {
+		delete(names, brokerName)
+		if len(names) == 0 {
+			delete(t.clusterAddr, cluster)
+		}
+	}
 	for topic, m := range t.topicQueue {
 		delete(m, brokerName)
 		if len(m) == 0 {
@@ -231,24 +223,27 @@ func (t *table) removeQueueDatasLocked(brokerName string) {
 	}
 }
 
-// removeChannel removes the broker that registered over ch, if any (a closed connection).
-func (t *table) removeChannel(ch remoting.Channel) (removedBroker, bool) {
+// removeChannel removes every broker that last registered over ch (a closed connection). Brokers
+// of one process that share a transport share its channel, so there may be several.
+func (t *table) removeChannel(ch remoting.Channel) []removedBroker {
 	if ch == nil {
-		return removedBroker{}, false
+		return nil
 	}
 	id := ch.ID()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var gone []removedBroker
 	for addr, live := range t.brokerLive {
 		if live.channel != nil && live.channel.ID() == id {
-			return t.removeAddrLocked(addr), true
+			gone = append(gone, t.removeAddrLocked(addr))
 		}
 	}
-	return removedBroker{}, false
+	return gone
 }
 
 // expire removes every broker whose last registration is older than now-expiry
-// (scanNotActiveBroker) and returns them; the caller closes their channels.
+// (scanNotActiveBroker). It returns them, with channel left nil where a broker still alive
+// shares it: the caller closes the channels it gets.
 func (t *table) expire(now time.Time, expiry time.Duration) []removedBroker {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -256,6 +251,16 @@ func (t *table) expire(now time.Time, expiry time.Duration) []removedBroker {
 	for addr, live := range t.brokerLive {
 		if live.lastUpdate.Add(expiry).Before(now) {
 			gone = append(gone, t.removeAddrLocked(addr))
+		}
+	}
+	for i := range gone {
+		if ch := gone[i].channel; ch != nil {
+			for _, live := range t.brokerLive {
+				if live.channel != nil && live.channel.ID() == ch.ID() {
+					gone[i].channel = nil
+					break
+				}
+			}
 		}
 	}
 	return gone
