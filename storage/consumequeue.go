@@ -20,6 +20,9 @@ const CQUnitBytes = 20
 // queue whose first file does not start at its first offset (fillPreBlank).
 const blankUnitSize = math.MaxInt32
 
+// maxQueueOffset bounds queue offsets so that byte positions (offset x 20) cannot overflow.
+const maxQueueOffset = math.MaxInt64 / CQUnitBytes / 2
+
 // CQUnit is one ConsumeQueue entry.
 type CQUnit struct {
 	PhyOffset int64 // CommitLog offset of the record
@@ -210,6 +213,9 @@ func (q *consumeQueue) truncateTo(off int64) {
 // put writes the unit for queue offset off. It returns an error if off is not the next
 // offset (a gap means missing data: the caller rebuilds the queue).
 func (q *consumeQueue) put(off int64, u CQUnit) error {
+	if off < 0 || off > maxQueueOffset || u.PhyOffset < 0 || u.Size <= 0 {
+		return fmt.Errorf("consume queue %s/%d: impossible unit for offset %d: %+v", q.topic, q.queueID, off, u)
+	}
 	max := q.maxOffset.Load()
 	if off != max {
 		if max == 0 && q.segs.len() == 0 {

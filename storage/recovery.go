@@ -98,6 +98,9 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
+	if r.ScannedFrom >= 0 {
+		s.verifyQueueTails(r.ScannedFrom, rebuild)
+	}
 
 	// Resume dispatching from the last point known to be in the ConsumeQueues.
 	from := minPhy
@@ -208,8 +211,8 @@ scan:
 				break
 			}
 			n, err := message.DecodeRecord(b, &rec, checkCRC)
-			if err == nil && rec.PhysicalOffset != sg.start+pos {
-				err = fmt.Errorf("record says physical offset %d", rec.PhysicalOffset)
+			if err == nil {
+				err = checkHeader(&rec, sg.start+pos)
 			}
 			if err == nil && int64(n)+message.BlankMinBytes > sg.size-pos {
 				err = fmt.Errorf("record of %d bytes leaves no room for the blank record", n)
@@ -312,6 +315,46 @@ func (s *Store) loadQueues(maxPhy, minPhy int64) (map[*consumeQueue]bool, error)
 	return rebuild, nil
 }
 
+// verifyQueueTails checks every unit pointing at or after from (the part of the log a crash
+// may have touched) against the record it points to; a queue with a unit that disagrees is
+// marked for rebuilding.
+func (s *Store) verifyQueueTails(from int64, rebuild map[*consumeQueue]bool) {
+	var rec message.Record
+	for _, q := range s.cqs.all() {
+		if rebuild[q] {
+			continue
+		}
+		for off := q.maxOffset.Load() - 1; off >= q.minOffset.Load(); off-- {
+			u, err := q.unit(off)
+			if err == nil && u.Size == blankUnitSize {
+				break
+			}
+			if err == nil && u.PhyOffset < from {
+				break
+			}
+			why := ""
+			if err != nil {
+				why = err.Error()
+			} else if sg, b, rerr := s.cl.readRecord(u.PhyOffset); rerr != nil {
+				why = rerr.Error()
+			} else {
+				_, derr := message.DecodeRecord(b, &rec, false)
+				switch {
+				case derr != nil:
+					why = derr.Error()
+				case string(rec.Topic) != q.topic || rec.QueueID != q.queueID || rec.QueueOffset != off || rec.TotalSize != u.Size:
+					why = fmt.Sprintf("record at %d is %s/%d offset %d", u.PhyOffset, rec.Topic, rec.QueueID, rec.QueueOffset)
+				}
+				sg.release()
+			}
+			if why != "" {
+				s.markRebuild(q, rebuild, fmt.Sprintf("unit %d: %s", off, why))
+				break
+			}
+		}
+	}
+}
+
 // rebuildQueues empties the given queues and re-dispatches the whole CommitLog into them.
 func (s *Store) rebuildQueues(rebuild map[*consumeQueue]bool) error {
 	r := &s.report
@@ -362,6 +405,9 @@ func (s *Store) walkCommitLog(from, to int64, fn func(*message.Record) error) er
 				break
 			}
 			if err = fn(&rec); err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					err = corrupt(sg.path, pos, err)
+				}
 				break
 			}
 			pos += int64(n)
@@ -382,3 +428,18 @@ func (s *Store) walkCommitLog(from, to int64, fn func(*message.Record) error) er
 }
 
 var blankMagic = message.BlankMagicCode
+
+// checkHeader checks the header fields the body CRC does not cover.
+func checkHeader(r *message.Record, phyOffset int64) error {
+	switch {
+	case r.PhysicalOffset != phyOffset:
+		return fmt.Errorf("record says physical offset %d", r.PhysicalOffset)
+	case r.QueueOffset < 0 || r.QueueOffset > maxQueueOffset:
+		return fmt.Errorf("queue offset %d", r.QueueOffset)
+	case r.QueueID < 0:
+		return fmt.Errorf("queue id %d", r.QueueID)
+	case len(r.Topic) == 0:
+		return errors.New("empty topic")
+	}
+	return nil
+}
