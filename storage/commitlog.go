@@ -197,18 +197,17 @@ func (c *commitLog) flush() (int64, error) {
 	if from >= target {
 		return target, nil
 	}
-	for _, s := range c.segs.snapshot() {
-		if s.end() <= from || s.start >= target {
-			continue
+	var buf [4]*segment
+	segs := c.segs.acquireRange(from, target, buf[:0])
+	var err error
+	for _, s := range segs {
+		if err == nil {
+			err = s.flush()
 		}
-		if !s.acquire() {
-			continue
-		}
-		err := s.flush()
 		s.release()
-		if err != nil {
-			return from, err
-		}
+	}
+	if err != nil {
+		return from, err
 	}
 	for {
 		old := c.flushedPhy.Load()

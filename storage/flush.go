@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -118,6 +119,10 @@ func (s *Store) runFlusher(ctx context.Context) error {
 			}
 			return nil
 		case <-s.gc.wake:
+			// Let appenders released by the previous fsync append again before this one
+			// starts, so each fsync covers a full batch instead of alternating large and
+			// tiny ones.
+			runtime.Gosched()
 		case <-t.C:
 		}
 		_, err := s.flushCommitLog()

@@ -266,6 +266,19 @@ func (l *segmentList) find(offset int64) *segment {
 	return s
 }
 
+// acquireRange appends to dst the segments overlapping [from, to), acquired; the caller
+// releases them.
+func (l *segmentList) acquireRange(from, to int64, dst []*segment) []*segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segs {
+		if s.end() > from && s.start < to && s.acquire() {
+			dst = append(dst, s)
+		}
+	}
+	return dst
+}
+
 // add creates the segment starting at start and appends it to the list.
 func (l *segmentList) add(start int64) (*segment, error) {
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
