@@ -30,7 +30,8 @@ type CQUnit struct {
 	TagsCode  int64 // tag hash (§9.8) or, for delayed messages, the delivery time
 }
 
-var errUnitEmpty = errors.New("empty unit")
+// errUnitEmpty reports a unit never written (all zero). It wraps ErrNotFound.
+var errUnitEmpty = fmt.Errorf("%w: empty consume queue unit", ErrNotFound)
 
 // DecodeCQUnit decodes the 20-byte unit at the start of b. It never panics: a short input is
 // an error. An all-zero unit (never written) is errUnitEmpty-wrapped ErrNotFound.
@@ -44,7 +45,7 @@ func DecodeCQUnit(b []byte) (CQUnit, error) {
 		TagsCode:  int64(binary.BigEndian.Uint64(b[12:])),
 	}
 	if u.Size == 0 && u.PhyOffset == 0 && u.TagsCode == 0 {
-		return u, fmt.Errorf("%w: %w", ErrNotFound, errUnitEmpty)
+		return u, errUnitEmpty
 	}
 	if u.PhyOffset < 0 || u.Size <= 0 {
 		return u, fmt.Errorf("consume queue unit: offset %d size %d", u.PhyOffset, u.Size)
@@ -92,7 +93,7 @@ func newConsumeQueue(root, topic string, qid int32, units int, ops *fileOps) *co
 // load maps the queue's files and finds its write position; units pointing past maxPhy
 // (the recovered CommitLog end) are cleared. It returns the number of units cleared and an
 // error wrapping ErrCorrupt if the files are inconsistent (the caller rebuilds the queue).
-func (q *consumeQueue) load(maxPhy int64) (cleared int, err error) {
+func (q *consumeQueue) load(maxPhy int64, thorough bool) (cleared int, err error) {
 	if _, err := q.segs.load(); err != nil {
 		return 0, err
 	}
@@ -119,8 +120,9 @@ func (q *consumeQueue) load(maxPhy int64) (cleared int, err error) {
 		}
 		_ = u
 	}
-	// Nothing may follow the first empty unit.
-	for p := pos; p < last.size; p += CQUnitBytes {
+	// Nothing may follow the first empty unit (checked after a crash: it reads the whole
+	// file, which a clean open need not).
+	for p := pos; thorough && p < last.size; p += CQUnitBytes {
 		if _, err := DecodeCQUnit(last.data[p:]); !errors.Is(err, ErrNotFound) {
 			return 0, corrupt(last.path, p, errors.New("unit after the end of the queue"))
 		}

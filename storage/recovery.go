@@ -290,7 +290,7 @@ func (s *Store) loadQueues(maxPhy, minPhy int64) (map[*consumeQueue]bool, error)
 	}
 	rebuild := make(map[*consumeQueue]bool)
 	for _, q := range qs {
-		cleared, err := q.load(maxPhy)
+		cleared, err := q.load(maxPhy, !r.Clean)
 		if errors.Is(err, ErrCorrupt) {
 			s.log.Warn().Str("topic", q.topic).Int32("queue_id", q.queueID).Err(err).Msg("consume queue damaged, rebuilding")
 			r.action("consume queue %s/%d damaged (%v): rebuilding", q.topic, q.queueID, err)

@@ -623,3 +623,42 @@ func TestMetaFile(t *testing.T) {
 		t.Fatalf("both damaged: %v", err)
 	}
 }
+
+func TestOptionsValidation(t *testing.T) {
+	_, err := Open(Options{SegmentBytes: 1000, ConsumeQueueUnits: -1, DeleteWhen: "25", DiskMaxUsedSpaceRatio: 101})
+	if err == nil {
+		t.Fatal("bad options accepted")
+	}
+	for _, want := range []string{"Dir", "SegmentBytes", "ConsumeQueueUnits", "DeleteWhen", "DiskMaxUsedSpaceRatio"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s: %v", want, err)
+		}
+	}
+	o := Options{Dir: "x"}.withDefaults()
+	if o.SegmentBytes != 1<<30 || o.ConsumeQueueUnits != 300000 || o.FlushIntervalCommitLog != 500*time.Millisecond ||
+		o.SyncFlushTimeout != 5*time.Second || o.MaxMessageBytes != 4<<20 || o.FileReservedTime != 72*time.Hour ||
+		o.DeleteWhen != "04" || o.DiskMaxUsedSpaceRatio != 75 || o.DisableCRCOnRecover {
+		t.Fatalf("defaults: %+v", o)
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	opts := testOptions(t, "")
+	s := openStore(t, opts)
+	if _, err := Open(opts); err == nil {
+		t.Fatal("second store opened the same directory")
+	}
+	runStore(t, s)
+	mustPut(t, s, testMsg("T", 0, "x", nil))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.PutMessage(testMsg("T", 0, "x", nil)); !errors.Is(err, ErrClosed) || r.Status != ServiceNotAvailable {
+		t.Fatalf("put after close: %v %v", r.Status, err)
+	}
+	if err := s.Run(t.Context()); err == nil {
+		t.Fatal("Run after Close succeeded")
+	}
+	r := s.GetMessage("g", "T", 0, 0, 1, 0, nil)
+	r.Release()
+}
