@@ -227,17 +227,10 @@ func (x *indexService) activeLocked() (*indexFile, error) {
 		}
 		x.files[n-1].seg.flush()
 	}
-	s, err := createSegment(x.dir, 0, x.fileBytes(), x.ops, false)
+	s, err := createSegmentAt(filepath.Join(x.dir, name), 0, x.fileBytes(), x.ops, false)
 	if err != nil {
 		return nil, err
 	}
-	// createSegment names by offset; index files are named by time.
-	path := filepath.Join(x.dir, name)
-	if err := os.Rename(s.path, path); err != nil {
-		s.remove()
-		return nil, err
-	}
-	s.path = path
 	f := &indexFile{seg: s, slotNum: x.slotNum, entryNum: x.entryNum, count: 1}
 	f.writeHeader()
 	x.files = append(x.files, f)

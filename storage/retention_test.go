@@ -134,3 +134,38 @@ func TestRetention(t *testing.T) {
 	s2.ExecuteDeleteFilesManually()
 	_ = s2.CleanExpired()
 }
+
+// TestRetentionAfterRestart: segment ages come from their records when the store was
+// reopened (nothing in memory).
+func TestRetentionAfterRestart(t *testing.T) {
+	opts := testOptions(t, "")
+	clk := newFakeClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.Local))
+	opts.clock = clk.now
+	opts.diskUsage = func(string) (float64, error) { return 0.1, nil }
+	s := openStore(t, opts)
+	advanced := false
+	for s.cl.segs.len() < 5 {
+		mustPut(t, s, testMsg("T", 0, body(0, 2000), nil))
+		if s.cl.segs.len() == 3 && !advanced {
+			clk.advance(100 * time.Hour) // segments 0 and 1 are now 100 h old
+			advanced = true
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, opts)
+	if clk.now().Hour() == 4 {
+		t.Fatal("test clock at the delete hour")
+	}
+	if st := s2.CleanExpired(); st.CommitLogSegments != 0 {
+		t.Fatalf("deleted %d segments outside the delete hour", st.CommitLogSegments)
+	}
+	s2.ExecuteDeleteFilesManually()
+	if st := s2.CleanExpired(); st.CommitLogSegments != 2 {
+		t.Fatalf("deleted %d segments, want the 2 old ones", st.CommitLogSegments)
+	}
+	if s2.MinPhyOffset() != 2*testSegBytes {
+		t.Fatalf("min phy %d", s2.MinPhyOffset())
+	}
+}

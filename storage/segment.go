@@ -39,7 +39,11 @@ func segmentName(start int64) string { return fmt.Sprintf("%020d", start) }
 
 // createSegment creates, preallocates and maps a new segment file.
 func createSegment(dir string, start, size int64, ops *fileOps, prealloc bool) (*segment, error) {
-	path := filepath.Join(dir, segmentName(start))
+	return createSegmentAt(filepath.Join(dir, segmentName(start)), start, size, ops, prealloc)
+}
+
+// createSegmentAt is createSegment with an explicit path.
+func createSegmentAt(path string, start, size int64, ops *fileOps, prealloc bool) (*segment, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -661,4 +662,37 @@ func TestLifecycle(t *testing.T) {
 	}
 	r := s.GetMessage("g", "T", 0, 0, 1, 0, nil)
 	r.Release()
+}
+
+func TestIPv6HostsAndScheduleTagsCode(t *testing.T) {
+	s := openStore(t, testOptions(t, ""))
+	runStore(t, s)
+	m := testMsg("V6", 0, "hello", nil)
+	m.StoreHost = netip.MustParseAddrPort("[2001:db8::10]:10911")
+	m.BornHost = netip.MustParseAddrPort("[2001:db8::20]:50000")
+	r := mustPut(t, s, m)
+	id := r.MsgID()
+	if len(id) != 56 {
+		t.Fatalf("msg id %q", id)
+	}
+	host, phy, err := message.ParseOffsetMsgID(id)
+	if err != nil || host != m.StoreHost || phy != r.PhyOffset {
+		t.Fatalf("msg id parses to %v %d %v", host, phy, err)
+	}
+	waitDispatched(t, s)
+	recs := readAll(t, s, "V6", 0)
+	if len(recs) != 1 || recs[0].StoreHost != m.StoreHost || recs[0].BornHost != m.BornHost ||
+		recs[0].SysFlag&(message.FlagBornHostV6|message.FlagStoreHostV6) != message.FlagBornHostV6|message.FlagStoreHostV6 {
+		t.Fatalf("v6 record %+v", recs)
+	}
+	if ts, err := s.GetMessageStoreTimestamp("V6", 0, 0); err != nil || ts != r.StoreTimestamp {
+		t.Fatalf("store timestamp through v6 born host: %d %v", ts, err)
+	}
+	// Delayed messages wait in SCHEDULE_TOPIC_XXXX with their delivery time as tag code.
+	d := mustPut(t, s, testMsg(scheduleTopic, 2, "later", map[string]string{"DELAY": "3", "TAGS": "x"}))
+	waitDispatched(t, s)
+	u, err := s.cqs.get(scheduleTopic, 2).unit(0)
+	if err != nil || u.TagsCode != d.StoreTimestamp+10_000 {
+		t.Fatalf("schedule tag code %d, want %d", u.TagsCode, d.StoreTimestamp+10_000)
+	}
 }
