@@ -156,6 +156,9 @@ func benchAppend(b *testing.B, opts Options, size, writers int) {
 	wg.Wait()
 	b.StopTimer()
 	reportRate(b, b.N, start)
+	if st := s.Stats(); opts.FlushDiskType == SyncFlush && st.CommitLogFsyncs > 0 {
+		b.ReportMetric(float64(b.N)/float64(st.CommitLogFsyncs), "msgs/fsync")
+	}
 }
 
 // BenchmarkGetMessage reads 32-message batches of 1 KiB messages.

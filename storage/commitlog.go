@@ -30,6 +30,7 @@ type commitLog struct {
 
 	maxPhy     atomic.Int64 // end of the last complete record: readers see up to here
 	flushedPhy atomic.Int64 // everything before is durable
+	fsyncs     atomic.Int64 // flush rounds that synced data
 	minPhy     atomic.Int64 // start of the first segment
 	// wake is signalled (non-blocking) after each append for the dispatcher.
 	wake chan struct{}
@@ -197,6 +198,7 @@ func (c *commitLog) flush() (int64, error) {
 	if from >= target {
 		return target, nil
 	}
+	c.fsyncs.Add(1)
 	var buf [4]*segment
 	segs := c.segs.acquireRange(from, target, buf[:0])
 	var err error
@@ -218,7 +220,8 @@ func (c *commitLog) flush() (int64, error) {
 	return target, nil
 }
 
-// readAt returns the record at phyOffset (acquired). It checks only that the header's total
+// readRecord returns the record at phyOffset and its segment, acquired: the caller
+// releases it. It checks only that the header's total
 // size fits below the log's end.
 func (c *commitLog) readRecord(phyOffset int64) (*segment, []byte, error) {
 	if phyOffset < c.minPhy.Load() || phyOffset >= c.maxPhy.Load() {

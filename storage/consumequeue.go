@@ -71,7 +71,7 @@ type consumeQueue struct {
 	minOffset atomic.Int64
 	// maxPhyEnd is the CommitLog end (offset+size) of the last unit; written by the writer.
 	maxPhyEnd atomic.Int64
-	// lastTimestamp is the store time of the last unit, for the checkpoint.
+	// removed is set when the queue is deleted (DeleteTopics).
 	removed atomic.Bool
 }
 
@@ -111,14 +111,13 @@ func (q *consumeQueue) load(maxPhy int64, thorough bool) (cleared int, err error
 	last := segs[len(segs)-1]
 	pos := int64(0)
 	for ; pos < last.size; pos += CQUnitBytes {
-		u, err := DecodeCQUnit(last.data[pos:])
+		_, err := DecodeCQUnit(last.data[pos:])
 		if errors.Is(err, ErrNotFound) {
 			break
 		}
 		if err != nil {
 			return 0, corrupt(last.path, pos, err)
 		}
-		_ = u
 	}
 	// Nothing may follow the first empty unit (checked after a crash: it reads the whole
 	// file, which a clean open need not).

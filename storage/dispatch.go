@@ -111,6 +111,7 @@ func (s *Store) dispatchAvailable(rebuild map[*consumeQueue]bool) (int, error) {
 			}
 			pos += size
 			n++
+			s.dispatched.Add(1)
 			progressed = true
 			s.reputFrom.Store(sg.start + pos)
 		}

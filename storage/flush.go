@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,8 @@ type groupCommit struct {
 	spare   []*flushWaiter // mu guards; the flusher's other buffer
 	wake    chan struct{}
 	pool    sync.Pool
+	// released counts waiters released as durable.
+	released atomic.Int64
 }
 
 type flushWaiter struct {
@@ -83,6 +86,7 @@ func (g *groupCommit) release(flushed int64, final, rewake bool) {
 	for _, w := range ws {
 		switch {
 		case w.offset <= flushed:
+			g.released.Add(1)
 			w.done <- true
 		case final:
 			w.done <- false

@@ -3,7 +3,6 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -334,10 +333,4 @@ func (x *indexService) close() {
 	for _, f := range files {
 		f.seg.release()
 	}
-}
-
-func (x *indexService) String() string {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return fmt.Sprintf("%d index files", len(x.files))
 }

@@ -101,7 +101,8 @@ type Options struct {
 	OffsetCheckInSlave bool
 	// OnDispatch, if set, is called by the dispatcher after a message's ConsumeQueue unit is
 	// written (never under the append lock). It runs on the dispatcher goroutine: keep it
-	// short and non-blocking (the broker uses it to wake held long-poll pulls).
+	// short and non-blocking (the broker uses it to wake held long-poll pulls), and do not call
+	// DeleteTopics from it (it takes the dispatcher's lock).
 	OnDispatch func(DispatchEvent)
 	// Logger receives structured logs with component=storage; nil means silent.
 	Logger *zerolog.Logger

@@ -33,6 +33,7 @@ type Store struct {
 	reputFrom  atomic.Int64
 	dispatchMu sync.Mutex
 	lastCQTs   atomic.Int64 // store time of the last dispatched message
+	dispatched atomic.Int64 // records dispatched since Open
 	ckptMu     sync.Mutex
 	flushedTs  atomic.Int64 // store time of the last message in the flushed CommitLog
 
@@ -257,3 +258,33 @@ func (s *Store) FlushedPhyOffset() int64 { return s.cl.flushedPhy.Load() }
 // DispatchedPhyOffset returns the CommitLog offset up to which messages are in the
 // ConsumeQueues.
 func (s *Store) DispatchedPhyOffset() int64 { return s.reputFrom.Load() }
+
+// Stats are counters and positions for monitoring (RocketMQ's runtime info).
+type Stats struct {
+	MinPhyOffset, MaxPhyOffset int64
+	FlushedPhyOffset           int64
+	DispatchedPhyOffset        int64
+	CommitLogSegments          int
+	ConsumeQueues              int
+	// CommitLogFsyncs counts flush rounds that synced CommitLog data since Open.
+	CommitLogFsyncs int64
+	// SyncFlushReleased counts sync-flush appenders released by group commit since Open.
+	SyncFlushReleased int64
+	// DispatchedRecords counts records dispatched since Open.
+	DispatchedRecords int64
+}
+
+// Stats returns a snapshot of the store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		MinPhyOffset:        s.cl.minPhy.Load(),
+		MaxPhyOffset:        s.cl.maxPhy.Load(),
+		FlushedPhyOffset:    s.cl.flushedPhy.Load(),
+		DispatchedPhyOffset: s.reputFrom.Load(),
+		CommitLogSegments:   s.cl.segs.len(),
+		ConsumeQueues:       len(s.cqs.all()),
+		CommitLogFsyncs:     s.cl.fsyncs.Load(),
+		SyncFlushReleased:   s.gc.released.Load(),
+		DispatchedRecords:   s.dispatched.Load(),
+	}
+}
