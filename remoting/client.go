@@ -1,0 +1,379 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// ClientOptions configures a TCP Client. The zero value of each field means its default.
+type ClientOptions struct {
+	// DialTimeout bounds connecting (RocketMQ's connectTimeoutMillis, 3 s).
+	DialTimeout time.Duration
+	// MaxFrameBytes is the largest frame accepted from a server. Default 16 MiB.
+	MaxFrameBytes int
+	// ScanInterval is how often pending requests are checked for timeouts. Default 1 s.
+	ScanInterval time.Duration
+	// Hooks see every request and response.
+	Hooks []RPCHook
+	// Logger receives the client's logs; nil means silent.
+	Logger *zerolog.Logger
+}
+
+func (o ClientOptions) withDefaults() ClientOptions {
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 3 * time.Second
+	}
+	if o.MaxFrameBytes <= 0 {
+		o.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if o.ScanInterval <= 0 {
+		o.ScanInterval = time.Second
+	}
+	return o
+}
+
+// Client is a TCP Transport: one multiplexed connection per address string, created on first use
+// and dialled again after it dies; concurrent requests are matched to responses by opaque.
+type Client struct {
+	opts  ClientOptions
+	log   zerolog.Logger
+	table *responseTable
+
+	procMu sync.RWMutex
+	procs  map[int16]Processor
+
+	mu     sync.Mutex
+	conns  map[string]*clientConn
+	dials  map[string]*dialCall
+	closed bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type dialCall struct {
+	done chan struct{}
+	cc   *clientConn
+	err  error
+}
+
+// NewClient makes a client and starts its timeout scanner; Close stops it.
+func NewClient(opts ClientOptions) *Client {
+	opts = opts.withDefaults()
+	l := zerolog.Nop()
+	if opts.Logger != nil {
+		l = *opts.Logger
+	}
+	c := &Client{
+		opts:  opts,
+		log:   l.With().Str("component", "remoting-client").Logger(),
+		table: newResponseTable(),
+		procs: make(map[int16]Processor),
+		conns: make(map[string]*clientConn),
+		dials: make(map[string]*dialCall),
+		stop:  make(chan struct{}),
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		runScanner(c.table, opts.ScanInterval, c.stop)
+	}()
+	return c
+}
+
+// RegisterProcessor implements Transport.
+func (c *Client) RegisterProcessor(code int16, p Processor) {
+	c.procMu.Lock()
+	c.procs[code] = p
+	c.procMu.Unlock()
+}
+
+// conn returns the live connection to addr, dialling once for all concurrent callers.
+func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if cc := c.conns[addr]; cc != nil && !cc.Closed() {
+		c.mu.Unlock()
+		return cc, nil
+	}
+	call := c.dials[addr]
+	if call == nil {
+		call = &dialCall{done: make(chan struct{})}
+		c.dials[addr] = call
+		c.wg.Add(1)
+		go c.dial(addr, call)
+	}
+	c.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.cc, call.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("remoting: connect %s: %w", addr, ctx.Err())
+	}
+}
+
+func (c *Client) dial(addr string, call *dialCall) {
+	defer c.wg.Done()
+	d := net.Dialer{Timeout: c.opts.DialTimeout}
+	nc, err := d.Dial("tcp", addr)
+	c.mu.Lock()
+	delete(c.dials, addr)
+	switch {
+	case err != nil:
+		call.err = fmt.Errorf("remoting: connect %s: %w", addr, err)
+	case c.closed:
+		nc.Close()
+		call.err = ErrClosed
+	default:
+		cc := &clientConn{id: nextChannelID(), c: c, addr: addr, nc: nc,
+			local: nc.LocalAddr().String()}
+		c.conns[addr] = cc
+		call.cc = cc
+		c.wg.Add(1)
+		go cc.readLoop()
+	}
+	c.mu.Unlock()
+	close(call.done)
+}
+
+func (c *Client) beforeRequest(addr string, req *Command) {
+	for _, h := range c.opts.Hooks {
+		h.BeforeRequest(addr, req)
+	}
+}
+
+func (c *Client) hooked(addr string, req *Command, cb func(*Command, error)) func(*Command, error) {
+	if len(c.opts.Hooks) == 0 {
+		return cb
+	}
+	return func(resp *Command, err error) {
+		if resp != nil {
+			for _, h := range c.opts.Hooks {
+				h.AfterResponse(addr, req, resp)
+			}
+		}
+		cb(resp, err)
+	}
+}
+
+// InvokeSync implements Transport.
+func (c *Client) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	c.beforeRequest(addr, req)
+	resp, err := invokeSync(ctx, c.table, cc.id, cc.send, req)
+	if resp != nil {
+		for _, h := range c.opts.Hooks {
+			h.AfterResponse(addr, req, resp)
+		}
+	}
+	return resp, err
+}
+
+// InvokeAsync implements Transport.
+func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	c.beforeRequest(addr, req)
+	return invokeAsync(ctx, c.table, cc.id, cc.send, req, c.hooked(addr, req, cb))
+}
+
+// InvokeOneway implements Transport.
+func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
+	cc, err := c.conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	c.beforeRequest(addr, req)
+	req.MarkOneway()
+	return cc.send(req)
+}
+
+// CloseConn closes the connection to addr, if any; the next request dials again.
+func (c *Client) CloseConn(addr string) {
+	c.mu.Lock()
+	cc := c.conns[addr]
+	c.mu.Unlock()
+	if cc != nil {
+		cc.Close()
+	}
+}
+
+// Close implements Transport. It waits for the reader goroutines to exit.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	conns := make([]*clientConn, 0, len(c.conns))
+	for _, cc := range c.conns {
+		conns = append(conns, cc)
+	}
+	c.mu.Unlock()
+	for _, cc := range conns {
+		cc.Close()
+	}
+	close(c.stop)
+	c.wg.Wait()
+	c.table.failAll(ErrClosed)
+	return nil
+}
+
+// clientConn is one TCP connection of a Client, and the Channel server requests arrive on.
+type clientConn struct {
+	id    uint64
+	c     *Client
+	addr  string
+	local string
+	nc    net.Conn
+
+	wmu    sync.Mutex
+	wbuf   []byte
+	closed bool // guarded by wmu
+}
+
+func (cc *clientConn) ID() uint64         { return cc.id }
+func (cc *clientConn) RemoteAddr() string { return cc.addr }
+func (cc *clientConn) LocalAddr() string  { return cc.local }
+
+func (cc *clientConn) Closed() bool {
+	cc.wmu.Lock()
+	defer cc.wmu.Unlock()
+	return cc.closed
+}
+
+func (cc *clientConn) Close() error {
+	cc.wmu.Lock()
+	if cc.closed {
+		cc.wmu.Unlock()
+		return nil
+	}
+	cc.closed = true
+	cc.wmu.Unlock()
+	err := cc.nc.Close()
+	cc.c.mu.Lock()
+	if cc.c.conns[cc.addr] == cc {
+		delete(cc.c.conns, cc.addr)
+	}
+	cc.c.mu.Unlock()
+	cc.c.table.failOwner(cc.id, ErrConnClosed)
+	return err
+}
+
+// send writes one frame; writes of one connection are serialized so frames never interleave.
+func (cc *clientConn) send(cmd *Command) error {
+	defer cmd.written()
+	cc.wmu.Lock()
+	if cc.closed {
+		cc.wmu.Unlock()
+		return ErrConnClosed
+	}
+	cc.wbuf = AppendFrameHeader(cc.wbuf[:0], cmd)
+	bufs := net.Buffers{cc.wbuf}
+	if len(cmd.Body) > 0 {
+		bufs = append(bufs, cmd.Body)
+	}
+	_ = cc.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	_, err := bufs.WriteTo(cc.nc)
+	if cap(cc.wbuf) > 64<<10 {
+		cc.wbuf = nil // do not pin a buffer grown by one huge header
+	}
+	cc.wmu.Unlock()
+	if err != nil {
+		cc.Close()
+		return fmt.Errorf("%w: write %s: %v", ErrConnClosed, cc.addr, err)
+	}
+	return nil
+}
+
+func (cc *clientConn) readLoop() {
+	defer cc.c.wg.Done()
+	defer cc.Close()
+	r := bufio.NewReaderSize(cc.nc, 64<<10)
+	var prefix [4]byte
+	for {
+		if _, err := io.ReadFull(r, prefix[:]); err != nil {
+			return
+		}
+		l, err := FrameLength(prefix[:], cc.c.opts.MaxFrameBytes)
+		if err != nil {
+			cc.c.log.Warn().Err(err).Str("addr", cc.addr).Msg("closing connection after a malformed frame")
+			return
+		}
+		frame := make([]byte, l)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return
+		}
+		cmd, err := DecodeFrame(frame)
+		if err != nil {
+			cc.c.log.Warn().Err(err).Str("addr", cc.addr).Msg("closing connection after a malformed frame")
+			return
+		}
+		if cmd.IsResponse() {
+			cc.c.table.complete(cmd)
+			continue
+		}
+		cc.serveRequest(cmd)
+	}
+}
+
+// serveRequest runs a server-initiated request on its own goroutine, as the official clients do,
+// so a slow handler never stalls responses.
+func (cc *clientConn) serveRequest(req *Command) {
+	cc.c.procMu.RLock()
+	p := cc.c.procs[req.Code]
+	cc.c.procMu.RUnlock()
+	if p == nil {
+		if !req.IsOneway() {
+			resp := NewResponseFor(req, RequestCodeNotSupported,
+				fmt.Sprintf(" request type %d not supported", req.Code))
+			_ = cc.send(resp)
+		}
+		return
+	}
+	cc.c.wg.Add(1)
+	go func() {
+		defer cc.c.wg.Done()
+		resp, err := p.ProcessRequest(context.Background(), cc, req)
+		if err != nil {
+			resp = ErrorResponse(err)
+		}
+		if resp == nil || req.IsOneway() {
+			return
+		}
+		resp.Opaque, resp.Serialize = req.Opaque, req.Serialize
+		resp.Flag |= FlagResponse
+		_ = cc.send(resp)
+	}()
+}
+
+func (cc *clientConn) WriteResponse(resp *Command) error { return cc.send(resp) }
+
+func (cc *clientConn) InvokeSync(ctx context.Context, req *Command) (*Command, error) {
+	return invokeSync(ctx, cc.c.table, cc.id, cc.send, req)
+}
+
+func (cc *clientConn) InvokeAsync(ctx context.Context, req *Command, cb func(*Command, error)) error {
+	return invokeAsync(ctx, cc.c.table, cc.id, cc.send, req, cb)
+}
+
+func (cc *clientConn) InvokeOneway(req *Command) error {
+	req.MarkOneway()
+	return cc.send(req)
+}

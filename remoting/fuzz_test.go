@@ -1,0 +1,67 @@
+package remoting
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func FuzzDecodeFrame(f *testing.F) {
+	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+		frame := AppendFrame(nil, sampleCommand(st))
+		f.Add(frame, uint16(0))
+		f.Add(frame, uint16(len(frame)/2))
+		f.Add(append(append([]byte{}, frame...), frame...), uint16(3))
+		f.Add(frame[:len(frame)-1], uint16(5))
+	}
+	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0}, uint16(1))
+	f.Add([]byte{0, 0, 0, 8, 0, 0xff, 0xff, 0xff, 0, 0, 0, 0}, uint16(2))
+	f.Add([]byte{0, 0, 0, 6, 1, 0, 0, 2, 0, 0}, uint16(4))
+	f.Add(append([]byte{0, 0, 0, 40, 0, 0, 0, 36}, `{"extFields":{"a":[[[[[[[[[[[[[[[[[}}`...), uint16(9))
+
+	f.Fuzz(func(t *testing.T, stream []byte, cut uint16) {
+		const max = 1 << 20
+		whole := splitAll(t, [][]byte{stream}, max)
+		at := int(cut) % (len(stream) + 1)
+		pieces := splitAll(t, [][]byte{stream[:at], stream[at:]}, max)
+		if !cmp.Equal(whole, pieces) {
+			t.Fatalf("frames differ when the stream is split at %d", at)
+		}
+		for _, fr := range whole {
+			c, err := DecodeFrame(append([]byte(nil), fr...))
+			if err != nil {
+				continue
+			}
+			again, err := DecodeFrame(AppendFrame(nil, c)[4:])
+			if err != nil {
+				t.Fatalf("re-encoded frame does not decode: %v", err)
+			}
+			if diff := cmp.Diff(c, again, cmpCommand); diff != "" {
+				t.Fatalf("decode(encode(x)) != x:\n%s", diff)
+			}
+		}
+	})
+}
+
+// splitAll feeds pieces to a buffer as a connection would and returns the whole frames found
+// before the first error.
+func splitAll(t *testing.T, pieces [][]byte, max int) [][]byte {
+	var buf []byte
+	var out [][]byte
+	for _, p := range pieces {
+		buf = append(buf, p...)
+		for {
+			fr, n, err := SplitFrame(buf, max)
+			if err != nil || n == 0 {
+				break
+			}
+			if n > len(buf) || len(fr) > n {
+				t.Fatalf("split consumed %d of %d bytes", n, len(buf))
+			}
+			out = append(out, bytes.Clone(fr))
+			buf = buf[n:]
+		}
+	}
+	return out
+}

@@ -1,0 +1,314 @@
+package remoting
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LocalResolver returns the Dispatcher of a node running in this process at addr, or nil.
+type LocalResolver func(addr string) *Dispatcher
+
+// InProcTransport is the Transport for nodes in the same process: a request goes straight to the
+// node's Dispatcher as a *Command, with no socket and no encoding, and the node's answers and
+// its own requests come straight back. Addresses with no local node go to the fallback transport
+// (normally a TCP Client), so one handle reaches local and remote nodes alike.
+type InProcTransport struct {
+	resolve  LocalResolver
+	fallback Transport
+
+	table    *responseTable // our requests, answered by nodes
+	srvTable *responseTable // nodes' requests, answered by our processors
+
+	procMu sync.RWMutex
+	procs  map[int16]Processor
+
+	mu     sync.Mutex
+	chans  map[string]*inprocChannel
+	closed bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// NewInProcTransport makes an in-process transport. fallback may be nil, in which case requests
+// to addresses without a local node fail with ErrNoRoute. scanInterval (default 1 s) is how often
+// pending requests are checked for timeouts.
+func NewInProcTransport(resolve LocalResolver, fallback Transport, scanInterval time.Duration) *InProcTransport {
+	if scanInterval <= 0 {
+		scanInterval = time.Second
+	}
+	t := &InProcTransport{
+		resolve:  resolve,
+		fallback: fallback,
+		table:    newResponseTable(),
+		srvTable: newResponseTable(),
+		procs:    make(map[int16]Processor),
+		chans:    make(map[string]*inprocChannel),
+		stop:     make(chan struct{}),
+	}
+	t.wg.Add(2)
+	go func() { defer t.wg.Done(); runScanner(t.table, scanInterval, t.stop) }()
+	go func() { defer t.wg.Done(); runScanner(t.srvTable, scanInterval, t.stop) }()
+	return t
+}
+
+// RegisterProcessor implements Transport; the processor also serves the fallback's connections.
+func (t *InProcTransport) RegisterProcessor(code int16, p Processor) {
+	t.procMu.Lock()
+	t.procs[code] = p
+	t.procMu.Unlock()
+	if t.fallback != nil {
+		t.fallback.RegisterProcessor(code, p)
+	}
+}
+
+// channel returns the link to the local node at addr, or nil when there is none.
+func (t *InProcTransport) channel(addr string) (*inprocChannel, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
+	d := t.resolve(addr)
+	if ch := t.chans[addr]; ch != nil {
+		if ch.d == d && !ch.Closed() {
+			return ch, nil
+		}
+		ch.closeLocked()
+		delete(t.chans, addr)
+	}
+	if d == nil {
+		return nil, nil
+	}
+	id := nextChannelID()
+	ch := &inprocChannel{id: id, t: t, d: d, local: addr,
+		remote: fmt.Sprintf("127.0.0.2:%d", id%65535+1)}
+	t.chans[addr] = ch
+	d.FireEvent(ConnEvent{Type: ConnConnect, Channel: ch})
+	return ch, nil
+}
+
+// InvokeSync implements Transport.
+func (t *InProcTransport) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
+	ch, err := t.channel(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ch == nil {
+		if t.fallback == nil {
+			return nil, fmt.Errorf("%w: %s", ErrNoRoute, addr)
+		}
+		return t.fallback.InvokeSync(ctx, addr, req)
+	}
+	return invokeSync(ctx, t.table, ch.id, ch.deliver, req)
+}
+
+// InvokeAsync implements Transport.
+func (t *InProcTransport) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
+	ch, err := t.channel(addr)
+	if err != nil {
+		return err
+	}
+	if ch == nil {
+		if t.fallback == nil {
+			return fmt.Errorf("%w: %s", ErrNoRoute, addr)
+		}
+		return t.fallback.InvokeAsync(ctx, addr, req, cb)
+	}
+	return invokeAsync(ctx, t.table, ch.id, ch.deliver, req, cb)
+}
+
+// InvokeOneway implements Transport.
+func (t *InProcTransport) InvokeOneway(ctx context.Context, addr string, req *Command) error {
+	ch, err := t.channel(addr)
+	if err != nil {
+		return err
+	}
+	if ch == nil {
+		if t.fallback == nil {
+			return fmt.Errorf("%w: %s", ErrNoRoute, addr)
+		}
+		return t.fallback.InvokeOneway(ctx, addr, req)
+	}
+	req.MarkOneway()
+	return ch.deliver(req)
+}
+
+// CloseConn drops the link to addr as if its connection broke: the node sees ConnClose and
+// pending requests fail. The next request opens a new link.
+func (t *InProcTransport) CloseConn(addr string) {
+	t.mu.Lock()
+	ch := t.chans[addr]
+	delete(t.chans, addr)
+	if ch != nil {
+		ch.closeLocked()
+	}
+	t.mu.Unlock()
+	if c, ok := t.fallback.(interface{ CloseConn(string) }); ok && ch == nil {
+		c.CloseConn(addr)
+	}
+}
+
+// Close implements Transport: every node sees its link close, and the fallback is closed too.
+func (t *InProcTransport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	for addr, ch := range t.chans {
+		ch.closeLocked()
+		delete(t.chans, addr)
+	}
+	t.mu.Unlock()
+	close(t.stop)
+	t.wg.Wait()
+	t.table.failAll(ErrClosed)
+	t.srvTable.failAll(ErrClosed)
+	if t.fallback != nil {
+		return t.fallback.Close()
+	}
+	return nil
+}
+
+// inprocChannel is the node's view of one in-process client: the Channel its handlers answer
+// and call back on.
+type inprocChannel struct {
+	id     uint64
+	t      *InProcTransport
+	d      *Dispatcher
+	local  string
+	remote string
+	closed atomic.Bool
+}
+
+func (ch *inprocChannel) ID() uint64         { return ch.id }
+func (ch *inprocChannel) RemoteAddr() string { return ch.remote }
+func (ch *inprocChannel) LocalAddr() string  { return ch.local }
+func (ch *inprocChannel) Closed() bool       { return ch.closed.Load() }
+
+// closeLocked marks the link closed and tells both ends. ch.t.mu must be held.
+func (ch *inprocChannel) closeLocked() {
+	if ch.closed.Swap(true) {
+		return
+	}
+	ch.t.table.failOwner(ch.id, ErrConnClosed)
+	ch.t.srvTable.failOwner(ch.id, ErrConnClosed)
+	ch.d.FireEvent(ConnEvent{Type: ConnClose, Channel: ch})
+}
+
+// Close implements Channel: the node drops the client.
+func (ch *inprocChannel) Close() error {
+	ch.t.mu.Lock()
+	if ch.t.chans[ch.local] == ch {
+		delete(ch.t.chans, ch.local)
+	}
+	ch.closeLocked()
+	ch.t.mu.Unlock()
+	return nil
+}
+
+// deliver hands a client request to the node.
+func (ch *inprocChannel) deliver(req *Command) error {
+	if ch.closed.Load() {
+		return ErrConnClosed
+	}
+	ch.d.Dispatch(ch, req)
+	return nil
+}
+
+// WriteResponse hands a node's response to the waiting client. A body lent from storage is
+// copied first, since the client may keep it after the lender takes it back.
+func (ch *inprocChannel) WriteResponse(resp *Command) error {
+	if resp.OnWritten != nil {
+		resp.Body = append([]byte(nil), resp.Body...)
+		resp.written()
+	}
+	if ch.closed.Load() {
+		return ErrConnClosed
+	}
+	ch.t.table.complete(resp)
+	return nil
+}
+
+// serve runs a node-initiated request on the client's processor, on its own goroutine as the TCP
+// client does.
+func (ch *inprocChannel) serve(req *Command) error {
+	if ch.closed.Load() {
+		return ErrConnClosed
+	}
+	ch.t.procMu.RLock()
+	p := ch.t.procs[req.Code]
+	ch.t.procMu.RUnlock()
+	if p == nil {
+		if !req.IsOneway() {
+			resp := NewResponseFor(req, RequestCodeNotSupported,
+				fmt.Sprintf(" request type %d not supported", req.Code))
+			ch.t.srvTable.complete(resp)
+		}
+		return nil
+	}
+	ch.t.wg.Add(1)
+	go func() {
+		defer ch.t.wg.Done()
+		resp, err := p.ProcessRequest(context.Background(), clientSide{ch}, req)
+		if err != nil {
+			resp = ErrorResponse(err)
+		}
+		if resp == nil || req.IsOneway() {
+			return
+		}
+		resp.Opaque = req.Opaque
+		resp.Flag |= FlagResponse
+		ch.t.srvTable.complete(resp)
+	}()
+	return nil
+}
+
+func (ch *inprocChannel) InvokeSync(ctx context.Context, req *Command) (*Command, error) {
+	return invokeSync(ctx, ch.t.srvTable, ch.id, ch.serve, req)
+}
+
+func (ch *inprocChannel) InvokeAsync(ctx context.Context, req *Command, cb func(*Command, error)) error {
+	return invokeAsync(ctx, ch.t.srvTable, ch.id, ch.serve, req, cb)
+}
+
+func (ch *inprocChannel) InvokeOneway(req *Command) error {
+	req.MarkOneway()
+	return ch.serve(req)
+}
+
+// clientSide is the Channel a client's processor sees for a node-initiated request: answers go
+// back to the node, and requests from it go to the node like any other.
+type clientSide struct{ ch *inprocChannel }
+
+func (c clientSide) ID() uint64         { return c.ch.id }
+func (c clientSide) RemoteAddr() string { return c.ch.local }
+func (c clientSide) LocalAddr() string  { return c.ch.remote }
+func (c clientSide) Closed() bool       { return c.ch.Closed() }
+func (c clientSide) Close() error       { return c.ch.Close() }
+
+func (c clientSide) WriteResponse(resp *Command) error {
+	if c.ch.Closed() {
+		return ErrConnClosed
+	}
+	c.ch.t.srvTable.complete(resp)
+	return nil
+}
+
+func (c clientSide) InvokeSync(ctx context.Context, req *Command) (*Command, error) {
+	return invokeSync(ctx, c.ch.t.table, c.ch.id, c.ch.deliver, req)
+}
+
+func (c clientSide) InvokeAsync(ctx context.Context, req *Command, cb func(*Command, error)) error {
+	return invokeAsync(ctx, c.ch.t.table, c.ch.id, c.ch.deliver, req, cb)
+}
+
+func (c clientSide) InvokeOneway(req *Command) error {
+	req.MarkOneway()
+	return c.ch.deliver(req)
+}

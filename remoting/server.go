@@ -1,0 +1,371 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/rs/zerolog"
+)
+
+// ServerOptions configures a Server. The zero value of each field means its default.
+type ServerOptions struct {
+	// Addr is the TCP "host:port" to listen on; port 0 picks a free port. Default 127.0.0.1:0.
+	Addr string
+	// MaxFrameBytes is the largest frame accepted; a larger length word closes the connection.
+	// Default DefaultMaxFrameBytes (16 MiB).
+	MaxFrameBytes int
+	// IdleTimeout closes a connection that sent nothing for this long, after a ConnIdle event
+	// (RocketMQ's serverChannelMaxIdleTimeSeconds). Default 120 s.
+	IdleTimeout time.Duration
+	// ScanInterval is how often server-initiated requests are checked for timeouts and
+	// connections for idleness. Default 1 s.
+	ScanInterval time.Duration
+	// EventLoops is the number of gnet event loops. Default: one per CPU.
+	EventLoops int
+	// Logger receives the server's logs; nil means silent.
+	Logger *zerolog.Logger
+}
+
+func (o ServerOptions) withDefaults() ServerOptions {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	if o.MaxFrameBytes <= 0 {
+		o.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 120 * time.Second
+	}
+	if o.ScanInterval <= 0 {
+		o.ScanInterval = time.Second
+	}
+	return o
+}
+
+// Server serves the remoting protocol over TCP on gnet event loops. The loops only split and
+// decode frames; requests go to the Dispatcher's executors and responses leave with async writes,
+// so a loop never waits for a handler.
+type Server struct {
+	gnet.BuiltinEventEngine
+
+	opts      ServerOptions
+	d         *Dispatcher
+	log       zerolog.Logger
+	table     *responseTable
+	badFrames rateLimiter
+
+	ready   chan struct{}
+	addr    atomic.Value // string
+	engine  gnet.Engine
+	bootErr error
+
+	onBootHook func()
+
+	mu    sync.Mutex
+	conns map[uint64]*serverConn
+}
+
+// NewServer builds a server for d. It listens only when Run is called.
+func NewServer(d *Dispatcher, opts ServerOptions) *Server {
+	opts = opts.withDefaults()
+	l := zerolog.Nop()
+	if opts.Logger != nil {
+		l = *opts.Logger
+	}
+	return &Server{
+		opts:      opts,
+		d:         d,
+		log:       l.With().Str("component", "remoting").Logger(),
+		table:     newResponseTable(),
+		badFrames: rateLimiter{interval: time.Second},
+		ready:     make(chan struct{}),
+		conns:     make(map[uint64]*serverConn),
+	}
+}
+
+// Ready is closed once the listener is bound (or Run failed before binding).
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr is the bound "host:port", known once Ready is closed.
+func (s *Server) Addr() string {
+	a, _ := s.addr.Load().(string)
+	return a
+}
+
+// Run listens and serves until ctx ends, then closes every connection and returns nil. It returns
+// an error if the listener cannot be bound.
+func (s *Server) Run(ctx context.Context) error {
+	readyOnce := sync.OnceFunc(func() { close(s.ready) })
+	defer readyOnce()
+	stopped := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+			return
+		}
+		<-s.ready
+		if s.bootErr == nil {
+			_ = s.engine.Stop(context.Background())
+		}
+	}()
+	opts := []gnet.Option{
+		gnet.WithMulticore(true),
+		gnet.WithTicker(true),
+		gnet.WithReuseAddr(true),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{s.log}),
+	}
+	if s.opts.EventLoops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(s.opts.EventLoops))
+	}
+	s.onBootHook = readyOnce
+	err := gnet.Run(s, "tcp://"+s.opts.Addr, opts...)
+	readyOnce()
+	close(stopped)
+	wg.Wait()
+	s.table.failAll(ErrClosed)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("remoting: serve %s: %w", s.opts.Addr, err)
+	}
+	if s.bootErr != nil {
+		return s.bootErr
+	}
+	return nil
+}
+
+// OnBoot records the engine and the bound address. Loop-only.
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.engine = eng
+	addr, err := boundAddr(eng)
+	if err != nil {
+		s.bootErr = err
+		s.onBootHook()
+		return gnet.Shutdown
+	}
+	s.addr.Store(addr)
+	s.log.Info().Str("addr", addr).Msg("listening")
+	s.onBootHook()
+	return gnet.None
+}
+
+func boundAddr(eng gnet.Engine) (string, error) {
+	fd, err := eng.Dup()
+	if err != nil {
+		return "", fmt.Errorf("remoting: listener fd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return "", fmt.Errorf("remoting: listener address: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// OnOpen registers the connection. Loop-only.
+func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	sc := &serverConn{
+		id:     nextChannelID(),
+		s:      s,
+		c:      c,
+		remote: addrString(c.RemoteAddr()),
+		local:  addrString(c.LocalAddr()),
+	}
+	sc.lastActive.Store(time.Now().UnixNano())
+	c.SetContext(sc)
+	s.mu.Lock()
+	s.conns[sc.id] = sc
+	s.mu.Unlock()
+	s.d.FireEvent(ConnEvent{Type: ConnConnect, Channel: sc})
+	return nil, gnet.None
+}
+
+// OnClose forgets the connection and fails requests the server sent on it. Loop-only.
+func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
+	sc, _ := c.Context().(*serverConn)
+	if sc == nil {
+		return gnet.None
+	}
+	sc.closed.Store(true)
+	s.mu.Lock()
+	delete(s.conns, sc.id)
+	s.mu.Unlock()
+	s.table.failOwner(sc.id, ErrConnClosed)
+	if err != nil {
+		s.d.FireEvent(ConnEvent{Type: ConnException, Channel: sc, Err: err})
+	}
+	s.d.FireEvent(ConnEvent{Type: ConnClose, Channel: sc, Err: err})
+	return gnet.None
+}
+
+// OnTraffic splits whole frames off the inbound buffer and dispatches them. Partial frames stay
+// buffered until the rest arrives. Loop-only.
+func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
+	sc, _ := c.Context().(*serverConn)
+	if sc == nil {
+		return gnet.Close
+	}
+	sc.lastActive.Store(time.Now().UnixNano())
+	for {
+		n := c.InboundBuffered()
+		if n < 4 {
+			return gnet.None
+		}
+		prefix, _ := c.Peek(4)
+		l, err := FrameLength(prefix, s.opts.MaxFrameBytes)
+		if err != nil {
+			return s.rejectConn(sc, err)
+		}
+		if n < 4+l {
+			return gnet.None
+		}
+		buf, _ := c.Next(4 + l)
+		frame := make([]byte, l)
+		copy(frame, buf[4:])
+		cmd, err := DecodeFrame(frame)
+		if err != nil {
+			return s.rejectConn(sc, err)
+		}
+		if cmd.IsResponse() {
+			s.table.complete(cmd)
+			continue
+		}
+		s.d.Dispatch(sc, cmd)
+	}
+}
+
+// rejectConn closes a connection whose byte stream cannot be trusted, logging at most once a
+// second across the server.
+func (s *Server) rejectConn(sc *serverConn, err error) gnet.Action {
+	if ok, suppressed := s.badFrames.allow(); ok {
+		s.log.Warn().Err(err).Str("addr", sc.remote).Int64("suppressed", suppressed).
+			Msg("closing connection after a malformed frame")
+	}
+	return gnet.Close
+}
+
+// OnTick scans for timed-out server requests and idle connections. Loop-only (one loop runs
+// the ticker).
+func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	now := time.Now()
+	s.table.scan(now)
+	idleBefore := now.Add(-s.opts.IdleTimeout).UnixNano()
+	var idle []*serverConn
+	s.mu.Lock()
+	for _, sc := range s.conns {
+		if sc.lastActive.Load() < idleBefore {
+			idle = append(idle, sc)
+		}
+	}
+	s.mu.Unlock()
+	for _, sc := range idle {
+		s.d.FireEvent(ConnEvent{Type: ConnIdle, Channel: sc})
+		s.log.Info().Str("addr", sc.remote).Msg("closing idle connection")
+		_ = sc.Close()
+	}
+	return s.opts.ScanInterval, gnet.None
+}
+
+// ConnCount returns the number of open connections.
+func (s *Server) ConnCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+var channelSeq atomic.Uint64
+
+func nextChannelID() uint64 { return channelSeq.Add(1) }
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// serverConn is the Channel of one accepted TCP connection.
+type serverConn struct {
+	id         uint64
+	s          *Server
+	c          gnet.Conn
+	remote     string
+	local      string
+	lastActive atomic.Int64
+	closed     atomic.Bool
+}
+
+func (sc *serverConn) ID() uint64         { return sc.id }
+func (sc *serverConn) RemoteAddr() string { return sc.remote }
+func (sc *serverConn) LocalAddr() string  { return sc.local }
+func (sc *serverConn) Closed() bool       { return sc.closed.Load() }
+
+// Close closes the connection from any goroutine.
+func (sc *serverConn) Close() error {
+	if sc.closed.Load() {
+		return nil
+	}
+	return sc.c.Close()
+}
+
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// send writes cmd with one vectored async write: the pooled header buffer and the body as is, so
+// a body lent from mapped storage is never copied. cmd.OnWritten runs when the write is done.
+func (sc *serverConn) send(cmd *Command) error {
+	if sc.closed.Load() {
+		cmd.written()
+		return ErrConnClosed
+	}
+	bp := framePool.Get().(*[]byte)
+	hdr := AppendFrameHeader((*bp)[:0], cmd)
+	*bp = hdr
+	bufs := [][]byte{hdr}
+	if len(cmd.Body) > 0 {
+		bufs = append(bufs, cmd.Body)
+	}
+	done := cmd.OnWritten
+	cmd.OnWritten = nil
+	err := sc.c.AsyncWritev(bufs, func(gnet.Conn, error) error {
+		framePool.Put(bp)
+		if done != nil {
+			done()
+		}
+		return nil
+	})
+	if err != nil {
+		framePool.Put(bp)
+		if done != nil {
+			done()
+		}
+		return fmt.Errorf("%w: %v", ErrConnClosed, err)
+	}
+	return nil
+}
+
+func (sc *serverConn) WriteResponse(resp *Command) error { return sc.send(resp) }
+
+func (sc *serverConn) InvokeSync(ctx context.Context, req *Command) (*Command, error) {
+	return invokeSync(ctx, sc.s.table, sc.id, sc.send, req)
+}
+
+func (sc *serverConn) InvokeAsync(ctx context.Context, req *Command, cb func(*Command, error)) error {
+	return invokeAsync(ctx, sc.s.table, sc.id, sc.send, req, cb)
+}
+
+func (sc *serverConn) InvokeOneway(req *Command) error {
+	req.MarkOneway()
+	return sc.send(req)
+}

@@ -1,0 +1,28 @@
+package remoting
+
+import "context"
+
+// Transport is how producers, consumers, brokers and replication send requests: over TCP
+// (Client) or straight into a local node's Dispatcher (InProcTransport). Everything above it runs
+// the same code either way.
+type Transport interface {
+	// InvokeSync sends req to addr and waits for the response until ctx ends.
+	InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error)
+	// InvokeAsync sends req and calls cb once with the response or an error (ErrTimeout after
+	// ctx's deadline, ErrConnClosed if the connection dies). cb must not block.
+	InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error
+	// InvokeOneway sends req with the one-way bit set; nothing comes back.
+	InvokeOneway(ctx context.Context, addr string, req *Command) error
+	// RegisterProcessor handles requests with the given code that a server sends to us over a
+	// connection we opened (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...).
+	RegisterProcessor(code int16, p Processor)
+	// Close closes every connection and fails pending requests with ErrClosed.
+	Close() error
+}
+
+// RPCHook sees every request a client sends and every response it receives, for ACL signing and
+// tracing. Hooks run on the caller's goroutine (AfterResponse on the reader's) and must not block.
+type RPCHook interface {
+	BeforeRequest(addr string, req *Command)
+	AfterResponse(addr string, req, resp *Command)
+}
