@@ -316,7 +316,11 @@ func (q *consumeQueue) deleteBehind(minPhy int64) (removed int) {
 			break
 		}
 		s := segs[0]
+		if !s.acquire() {
+			break // the queue is being deleted
+		}
 		u, err := DecodeCQUnit(s.data[s.size-CQUnitBytes:])
+		s.release()
 		if err != nil || u.PhyOffset+int64(u.Size) > minPhy {
 			break
 		}

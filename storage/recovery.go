@@ -134,6 +134,24 @@ func (s *Store) recover() error {
 		}
 	}
 	s.lastCQTs.Store(s.flushedTs.Load())
+	if !r.Clean || len(r.Actions) > 0 {
+		// Make what recovery kept and wrote durable and record it, so the next recovery
+		// starts from here rather than from a checkpoint older than the repairs.
+		if r.ScannedFrom >= 0 {
+			for _, sg := range s.cl.segs.snapshot() {
+				if sg.end() > r.ScannedFrom {
+					sg.flushed.Store(0)
+				}
+			}
+			s.cl.flushedPhy.Store(max(r.ScannedFrom, minPhy))
+		}
+		if _, err := s.flushCommitLog(); err != nil {
+			return err
+		}
+		if err := s.flushQueuesAndCheckpoint(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
