@@ -104,19 +104,21 @@ func (s *Server) Addr() string {
 func (s *Server) Run(ctx context.Context) error {
 	readyOnce := sync.OnceFunc(func() { close(s.ready) })
 	defer readyOnce()
-	stopped := make(chan struct{})
+	// gnet.Run returns once the engine has shut down, while Engine.Stop polls for that every
+	// half second; stopCtx ends the poll as soon as Run is back.
+	stopCtx, stopped := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		select {
 		case <-ctx.Done():
-		case <-stopped:
+		case <-stopCtx.Done():
 			return
 		}
 		<-s.ready
 		if s.bootErr == nil {
-			_ = s.engine.Stop(context.Background())
+			_ = s.engine.Stop(stopCtx)
 		}
 	}()
 	opts := []gnet.Option{
@@ -132,7 +134,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.onBootHook = readyOnce
 	err := gnet.Run(s, "tcp://"+s.opts.Addr, opts...)
 	readyOnce()
-	close(stopped)
+	stopped()
 	wg.Wait()
 	s.table.failAll(ErrClosed)
 	if err != nil && !errors.Is(err, context.Canceled) {
