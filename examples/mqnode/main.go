@@ -1,0 +1,88 @@
+// Command mqnode runs a standalone mq node: a RocketMQ-compatible name service and broker on one
+// port by default.
+//
+//	go run ./examples/mqnode -listen 127.0.0.1:9876 -store ./mqdata
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mqgo/mq"
+	"github.com/rs/zerolog"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "mqnode:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("mqnode", flag.ContinueOnError)
+	var (
+		listen        = fs.String("listen", mq.DefaultListen, "`HOST:PORT` serving the name service and the broker")
+		namesrvListen = fs.String("namesrv-listen", "", "serve the name service on this `HOST:PORT` instead (with -broker-listen)")
+		brokerListen  = fs.String("broker-listen", "", "serve the broker on this `HOST:PORT` instead (with -namesrv-listen)")
+		namesrv       = fs.String("namesrv", "", "name servers the broker registers with, `ADDR[;ADDR]` (default: its own)")
+		store         = fs.String("store", "./"+mq.DefaultStoreDir, "store `DIR`")
+		flush         = fs.String("flush", "async", "flush mode: async|sync")
+		cluster       = fs.String("cluster", mq.DefaultClusterName, "cluster name")
+		brokerName    = fs.String("broker-name", mq.DefaultBrokerName, "broker name")
+		brokerID      = fs.Int64("broker-id", 0, "broker id (0 = master)")
+		noNamesrv     = fs.Bool("no-namesrv", false, "do not run the name service")
+		noBroker      = fs.Bool("no-broker", false, "do not run the broker")
+		logLevel      = fs.String("log-level", "info", "log level: debug|info|warn|error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	level, err := zerolog.ParseLevel(*logLevel)
+	if err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
+
+	opts := mq.Options{
+		Listen:            *listen,
+		NameServerListen:  *namesrvListen,
+		BrokerListen:      *brokerListen,
+		DisableNameServer: *noNamesrv,
+		DisableBroker:     *noBroker,
+		StoreDir:          *store,
+		ClusterName:       *cluster,
+		BrokerName:        *brokerName,
+		BrokerID:          *brokerID,
+		Logger:            &log,
+	}
+	if *namesrv != "" {
+		opts.NameServers = strings.Split(*namesrv, ";")
+	}
+	switch *flush {
+	case "async":
+		opts.FlushDiskType = mq.AsyncFlush
+	case "sync":
+		opts.FlushDiskType = mq.SyncFlush
+	default:
+		return errors.New("-flush must be async or sync")
+	}
+
+	node, err := mq.StartNode(opts)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("component", "mqnode").Str("addr", node.Addr()).
+		Str("namesrv_addr", node.NameServerAddr()).Str("broker_addr", node.BrokerAddr()).Msg("mqnode started")
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	log.Info().Str("component", "mqnode").Str("signal", s.String()).Msg("shutting down")
+	return node.Close()
+}

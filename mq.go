@@ -1,0 +1,223 @@
+// Package mq runs an Apache RocketMQ 4.x compatible node inside a Go process: a name service and
+// a broker on one gnet reactor, speaking RocketMQ's remoting protocol so that the official clients
+// and this module's own clients work against it.
+//
+//	node, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: dir})
+//	if err != nil { ... }
+//	defer node.Close()
+//	fmt.Println("name server at", node.Addr())
+package mq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+)
+
+// Node is a running name service and/or broker. Its methods are safe for concurrent use.
+type Node struct {
+	opts Options
+	log  zerolog.Logger
+
+	nameServer *route.NameServer
+	servers    []*endpoint
+
+	cancel    context.CancelFunc
+	g         *errgroup.Group
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// endpoint is one listener with its processor table.
+type endpoint struct {
+	role string // "namesrv", "broker" or "namesrv+broker"
+	d    *remoting.Dispatcher
+	srv  *remoting.Server
+}
+
+// StartNode builds and starts a node, returning once every listener is bound. On error nothing
+// is left running.
+func StartNode(opts Options) (*Node, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	n, err := newNode(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.start(); err != nil {
+		return nil, errors.Join(err, n.Close())
+	}
+	return n, nil
+}
+
+func newNode(opts Options) (*Node, error) {
+	l := zerolog.Nop()
+	if opts.Logger != nil {
+		l = *opts.Logger
+	}
+	n := &Node{opts: opts, log: l.With().Str("component", "node").Logger()}
+	separate := opts.NameServerListen != "" && opts.BrokerListen != ""
+	switch {
+	case !opts.DisableNameServer && !opts.DisableBroker && !separate:
+		n.servers = append(n.servers, n.newEndpoint("namesrv+broker", opts.Listen))
+	default:
+		if !opts.DisableNameServer {
+			n.servers = append(n.servers, n.newEndpoint("namesrv", firstNonEmpty(opts.NameServerListen, opts.Listen)))
+		}
+		if !opts.DisableBroker {
+			n.servers = append(n.servers, n.newEndpoint("broker", firstNonEmpty(opts.BrokerListen, opts.Listen)))
+		}
+	}
+	if !opts.DisableNameServer {
+		n.nameServer = route.NewNameServer(route.Options{
+			ScanInterval: opts.ScanNotActiveBrokerInterval,
+			BrokerExpiry: opts.BrokerChannelExpiredTime,
+			KVConfigPath: filepath.Join(opts.StoreDir, "namesrv", "kvConfig.json"),
+			Logger:       opts.Logger,
+		})
+		if err := n.nameServer.LoadKVConfig(); err != nil {
+			return nil, fmt.Errorf("mq: name service: %w", err)
+		}
+		n.nameServer.Register(n.servers[0].d, remoting.NewExecutor("namesrv",
+			opts.ServerWorkerThreads, opts.ServerQueueCapacity))
+	}
+	return n, nil
+}
+
+func (n *Node) newEndpoint(role, addr string) *endpoint {
+	d := remoting.NewDispatcher(n.opts.Logger)
+	srv := remoting.NewServer(d, remoting.ServerOptions{
+		Addr:          addr,
+		MaxFrameBytes: n.opts.MaxFrameBytes,
+		IdleTimeout:   n.opts.ChannelMaxIdleTime,
+		EventLoops:    n.opts.EventLoops,
+		Logger:        n.opts.Logger,
+	})
+	return &endpoint{role: role, d: d, srv: srv}
+}
+
+func (n *Node) start() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	n.g, ctx = errgroup.WithContext(ctx)
+	for _, ep := range n.servers {
+		ep.d.Start()
+		n.g.Go(func() error { return ep.srv.Run(ctx) })
+	}
+	if n.nameServer != nil {
+		n.g.Go(func() error { return n.nameServer.Run(ctx) })
+	}
+	timeout := time.NewTimer(n.opts.StartTimeout)
+	defer timeout.Stop()
+	for _, ep := range n.servers {
+		select {
+		case <-ep.srv.Ready():
+		case <-timeout.C:
+			return fmt.Errorf("mq: %s listener not ready after %v", ep.role, n.opts.StartTimeout)
+		}
+		if ep.srv.Addr() == "" {
+			cancel()
+			return fmt.Errorf("mq: %s listener: %w", ep.role, n.g.Wait())
+		}
+		registerLocal(ep.srv.Addr(), ep.d)
+		n.log.Info().Str("role", ep.role).Str("addr", ep.srv.Addr()).Msg("serving")
+	}
+	if !n.opts.DisableBroker {
+		n.log.Warn().Msg("the broker role is not built yet: this node serves the name service only")
+	}
+	return nil
+}
+
+// Addr is the address of the node's first listener: the shared one, or the name service's when
+// the roles listen apart.
+func (n *Node) Addr() string { return n.servers[0].srv.Addr() }
+
+// NameServerAddr is where the name service listens, or "" when this node has none.
+func (n *Node) NameServerAddr() string { return n.addrOf("namesrv") }
+
+// BrokerAddr is where the broker listens, or "" when this node has none.
+func (n *Node) BrokerAddr() string { return n.addrOf("broker") }
+
+func (n *Node) addrOf(role string) string {
+	for _, ep := range n.servers {
+		if ep.role == role || ep.role == "namesrv+broker" {
+			return ep.srv.Addr()
+		}
+	}
+	return ""
+}
+
+// NameServer gives direct access to this node's route table, or nil when it has none.
+func (n *Node) NameServer() *route.NameServer { return n.nameServer }
+
+// NewTransport returns a transport that reaches nodes of this process in-process (no socket, no
+// encoding) and every other address over TCP. The caller closes it.
+func (n *Node) NewTransport() remoting.Transport {
+	return remoting.NewInProcTransport(lookupLocal,
+		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
+}
+
+// Close stops the node: listeners first, then in-flight requests drain, then background
+// services. It waits for every goroutine the node started and is safe to call more than once.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		for _, ep := range n.servers {
+			unregisterLocal(ep.srv.Addr(), ep.d)
+		}
+		if n.cancel != nil {
+			n.cancel()
+			n.closeErr = n.g.Wait()
+		}
+		for _, ep := range n.servers {
+			ep.d.Close()
+		}
+		n.log.Info().Msg("closed")
+	})
+	return n.closeErr
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Nodes started in this process, by listen address, for in-process transports.
+var local struct {
+	sync.RWMutex
+	m map[string]*remoting.Dispatcher
+}
+
+func registerLocal(addr string, d *remoting.Dispatcher) {
+	local.Lock()
+	defer local.Unlock()
+	if local.m == nil {
+		local.m = make(map[string]*remoting.Dispatcher)
+	}
+	local.m[addr] = d
+}
+
+func unregisterLocal(addr string, d *remoting.Dispatcher) {
+	local.Lock()
+	defer local.Unlock()
+	if local.m[addr] == d {
+		delete(local.m, addr)
+	}
+}
+
+func lookupLocal(addr string) *remoting.Dispatcher {
+	local.RLock()
+	defer local.RUnlock()
+	return local.m[addr]
+}

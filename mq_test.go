@@ -1,0 +1,165 @@
+package mq
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/rs/zerolog"
+)
+
+func testOptions(t *testing.T) Options {
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	return Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l, DisableBroker: true}
+}
+
+func registerBroker(t *testing.T, tr remoting.Transport, nsAddr, cluster, name, addr string, topics ...string) {
+	t.Helper()
+	table := map[string]route.TopicConfig{}
+	for _, topic := range topics {
+		table[topic] = route.TopicConfig{TopicName: topic, ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}
+	}
+	req := route.BuildRegisterBroker(&route.RegisterBrokerRequest{ClusterName: cluster, BrokerName: name,
+		BrokerAddr: addr, HAServerAddr: addr, Body: route.RegisterBrokerBody{
+			TopicConfigSerializeWrapper: route.TopicConfigSerializeWrapper{TopicConfigTable: table}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := tr.InvokeSync(ctx, nsAddr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := route.DecodeRegisterBrokerResult(resp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func queryRoute(t *testing.T, tr remoting.Transport, nsAddr, topic string) (*route.TopicRouteData, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := tr.InvokeSync(ctx, nsAddr, route.BuildGetRouteInfo(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return route.DecodeRouteInfoResponse(resp)
+}
+
+func TestNodeServesNameServiceOverTCPAndInProcess(t *testing.T) {
+	n, err := StartNode(testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if n.Addr() == "" || strings.HasSuffix(n.Addr(), ":0") || n.NameServerAddr() != n.Addr() {
+		t.Fatalf("addresses: %q %q", n.Addr(), n.NameServerAddr())
+	}
+	tcp := remoting.NewClient(remoting.ClientOptions{})
+	defer tcp.Close()
+	inproc := n.NewTransport()
+	defer inproc.Close()
+
+	registerBroker(t, tcp, n.Addr(), "c1", "broker-a", "127.0.0.1:10911", "T")
+	for name, tr := range map[string]remoting.Transport{"tcp": tcp, "inproc": inproc} {
+		rd, err := queryRoute(t, tr, n.Addr(), "T")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(rd.BrokerDatas) != 1 || rd.BrokerDatas[0].BrokerAddrs[0] != "127.0.0.1:10911" {
+			t.Fatalf("%s: route %+v", name, rd)
+		}
+		_, err = queryRoute(t, tr, n.Addr(), "nope")
+		var re *remoting.ResponseError
+		if !errors.As(err, &re) || re.Code != remoting.TopicNotExist {
+			t.Fatalf("%s: unknown topic: %v", name, err)
+		}
+	}
+}
+
+func TestNodeSeparateListeners(t *testing.T) {
+	opts := testOptions(t)
+	opts.DisableBroker = false
+	opts.NameServerListen, opts.BrokerListen = "127.0.0.1:0", "127.0.0.1:0"
+	n, err := StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if n.NameServerAddr() == n.BrokerAddr() || n.BrokerAddr() == "" {
+		t.Fatalf("name server %q, broker %q", n.NameServerAddr(), n.BrokerAddr())
+	}
+}
+
+func TestNodeOptionsValidated(t *testing.T) {
+	_, err := StartNode(Options{Listen: "nope", FlushDiskType: "SOMETIMES", BrokerID: -1})
+	if err == nil {
+		t.Fatal("bad options accepted")
+	}
+	for _, want := range []string{"Listen", "FlushDiskType", "BrokerID"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+func TestNodeAddressInUse(t *testing.T) {
+	a, err := StartNode(testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	opts := testOptions(t)
+	opts.Listen = a.Addr()
+	if b, err := StartNode(opts); err == nil {
+		b.Close()
+		t.Fatal("second node bound a busy address")
+	}
+}
+
+// Close is idempotent and leaves no goroutine of this module behind.
+func TestNodeCloseLeavesNoGoroutines(t *testing.T) {
+	n, err := StartNode(testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := n.NewTransport()
+	registerBroker(t, tr, n.Addr(), "c1", "b", "127.0.0.1:1", "T")
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoModuleGoroutines(t)
+}
+
+// assertNoModuleGoroutines fails if a goroutine running this module's code (other than tests)
+// is still alive shortly after everything was closed.
+func assertNoModuleGoroutines(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		var leaked []string
+		for _, g := range strings.Split(stacks, "\n\n") {
+			if strings.Contains(g, "github.com/mqgo/mq/") && !strings.Contains(g, "testing.tRunner") {
+				leaked = append(leaked, g)
+			}
+		}
+		if len(leaked) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines outlived Close:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

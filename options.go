@@ -1,0 +1,160 @@
+package mq
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
+)
+
+// Defaults of Options, named after the RocketMQ settings they mirror.
+const (
+	// DefaultListen is where a node serves when Options.Listen is empty (RocketMQ's name server
+	// port, on loopback so an embedded node is not exposed by accident).
+	DefaultListen = "127.0.0.1:9876"
+	// DefaultStoreDir is the store directory when Options.StoreDir is empty.
+	DefaultStoreDir = "mqdata"
+	// DefaultClusterName, DefaultBrokerName and the master broker id 0 are RocketMQ's.
+	DefaultClusterName = "DefaultCluster"
+	DefaultBrokerName  = "broker-a"
+	// DefaultScanNotActiveBrokerInterval is how often the name service drops silent brokers.
+	DefaultScanNotActiveBrokerInterval = 10 * time.Second
+	// DefaultBrokerChannelExpiredTime is how long a broker may stay silent before its routes go.
+	DefaultBrokerChannelExpiredTime = 120 * time.Second
+	// DefaultChannelMaxIdleTime closes connections that sent nothing for this long
+	// (serverChannelMaxIdleTimeSeconds).
+	DefaultChannelMaxIdleTime = 120 * time.Second
+	// DefaultServerWorkerThreads is the size of each request pool (serverWorkerThreads).
+	DefaultServerWorkerThreads = 8
+	// DefaultServerQueueCapacity is how many requests may wait for a worker before the node
+	// answers SYSTEM_BUSY.
+	DefaultServerQueueCapacity = 10000
+	// DefaultStartTimeout bounds StartNode's wait for its listeners.
+	DefaultStartTimeout = 10 * time.Second
+)
+
+// FlushDiskType says when an appended message counts as stored.
+type FlushDiskType string
+
+// Flush modes (RocketMQ's flushDiskType).
+const (
+	AsyncFlush FlushDiskType = "ASYNC_FLUSH" // acknowledged once in the page cache
+	SyncFlush  FlushDiskType = "SYNC_FLUSH"  // acknowledged once fsynced (group commit)
+)
+
+// Options configures a Node. The zero value of every field means its default, so
+// mq.StartNode(mq.Options{}) runs a name service on DefaultListen.
+type Options struct {
+	// Listen is the "host:port" the node serves the name service and the broker on; port 0
+	// picks a free port (see Node.Addr). Default DefaultListen.
+	Listen string
+	// NameServerListen and BrokerListen, when set, serve the two roles on separate ports
+	// instead of sharing Listen.
+	NameServerListen string
+	BrokerListen     string
+	// DisableNameServer and DisableBroker leave a role out of this node.
+	DisableNameServer bool
+	DisableBroker     bool
+
+	// NameServers are the name services a broker registers with. Default: this node's own.
+	NameServers []string
+	// StoreDir holds the broker's CommitLog, ConsumeQueues and metadata, and the name
+	// service's KV config. Default DefaultStoreDir, relative to the working directory.
+	StoreDir string
+	// FlushDiskType is AsyncFlush (default) or SyncFlush.
+	FlushDiskType FlushDiskType
+	// ClusterName, BrokerName and BrokerID identify the broker (id 0 is the master).
+	ClusterName string
+	BrokerName  string
+	BrokerID    int64
+
+	// ScanNotActiveBrokerInterval and BrokerChannelExpiredTime drive the name service's expiry
+	// of silent brokers. Defaults 10 s and 120 s; tests use milliseconds.
+	ScanNotActiveBrokerInterval time.Duration
+	BrokerChannelExpiredTime    time.Duration
+	// ChannelMaxIdleTime closes connections idle this long. Default 120 s.
+	ChannelMaxIdleTime time.Duration
+	// MaxFrameBytes is the largest frame accepted. Default 16 MiB.
+	MaxFrameBytes int
+	// ServerWorkerThreads and ServerQueueCapacity size each request pool.
+	ServerWorkerThreads int
+	ServerQueueCapacity int
+	// EventLoops is the number of gnet event loops. Default: one per CPU.
+	EventLoops int
+	// StartTimeout bounds StartNode's wait for the listeners. Default 10 s.
+	StartTimeout time.Duration
+
+	// Logger receives the node's structured logs; nil discards them.
+	Logger *zerolog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	if o.StoreDir == "" {
+		o.StoreDir = DefaultStoreDir
+	}
+	if o.FlushDiskType == "" {
+		o.FlushDiskType = AsyncFlush
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = DefaultClusterName
+	}
+	if o.BrokerName == "" {
+		o.BrokerName = DefaultBrokerName
+	}
+	if o.ScanNotActiveBrokerInterval <= 0 {
+		o.ScanNotActiveBrokerInterval = DefaultScanNotActiveBrokerInterval
+	}
+	if o.BrokerChannelExpiredTime <= 0 {
+		o.BrokerChannelExpiredTime = DefaultBrokerChannelExpiredTime
+	}
+	if o.ChannelMaxIdleTime <= 0 {
+		o.ChannelMaxIdleTime = DefaultChannelMaxIdleTime
+	}
+	if o.MaxFrameBytes <= 0 {
+		o.MaxFrameBytes = remoting.DefaultMaxFrameBytes
+	}
+	if o.ServerWorkerThreads <= 0 {
+		o.ServerWorkerThreads = DefaultServerWorkerThreads
+	}
+	if o.ServerQueueCapacity <= 0 {
+		o.ServerQueueCapacity = DefaultServerQueueCapacity
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	return o
+}
+
+// validate reports every problem at once.
+func (o Options) validate() error {
+	var errs []error
+	for name, addr := range map[string]string{"Listen": o.Listen, "NameServerListen": o.NameServerListen,
+		"BrokerListen": o.BrokerListen} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("mq: %s %q: %w", name, addr, err))
+		}
+	}
+	if (o.NameServerListen == "") != (o.BrokerListen == "") && !o.DisableNameServer && !o.DisableBroker {
+		errs = append(errs, errors.New("mq: NameServerListen and BrokerListen go together"))
+	}
+	if o.DisableNameServer && o.DisableBroker {
+		errs = append(errs, errors.New("mq: a node needs the name service, the broker, or both"))
+	}
+	if o.FlushDiskType != AsyncFlush && o.FlushDiskType != SyncFlush {
+		errs = append(errs, fmt.Errorf("mq: FlushDiskType %q is neither %s nor %s", o.FlushDiskType,
+			AsyncFlush, SyncFlush))
+	}
+	if o.BrokerID < 0 {
+		errs = append(errs, fmt.Errorf("mq: BrokerID %d is negative", o.BrokerID))
+	}
+	return errors.Join(errs...)
+}
