@@ -63,14 +63,14 @@ func decodeBinaryHeader(b []byte, c *Command) error {
 		if kl > len(b)-p-4 {
 			return malformed("binary header: key length %d overruns at %d", kl, p)
 		}
-		k := string(b[p : p+kl])
+		k := intern(b[p : p+kl])
 		p += kl
 		vl := int(int32(binary.BigEndian.Uint32(b[p:])))
 		p += 4
 		if vl < 0 || vl > len(b)-p {
 			return malformed("binary header: value length %d overruns at %d", vl, p)
 		}
-		c.ExtFields[k] = string(b[p : p+vl])
+		c.ExtFields[k] = intern(b[p : p+vl])
 		p += vl
 	}
 	return nil

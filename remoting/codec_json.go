@@ -311,7 +311,32 @@ func (s *jsonScanner) extFields() (map[string]string, error) {
 	}
 }
 
-// str reads a JSON string. The common case (no escapes) costs one allocation.
+// internedStrings are header keys and values that recur in nearly every request; decoding them
+// to a shared string saves an allocation each.
+var internedStrings = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range []string{"code", "language", "version", "opaque", "flag", "remark", "extFields",
+		"serializeTypeCurrentRPC", "JSON", "GO", "JAVA", "", "0", "1", "4", "true", "false", "TBW102",
+		"topic", "queueId", "sysFlag", "bornTimestamp", "properties", "reconsumeTimes", "unitMode",
+		"maxReconsumeTimes", "defaultTopic", "defaultTopicQueueNums", "batch", "bname", "producerGroup",
+		"consumerGroup", "queueOffset", "maxMsgNums", "commitOffset", "suspendTimeoutMillis",
+		"subscription", "subVersion", "expressionType", "TAG", "20000", "32", "offset", "msgId",
+		"nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId",
+		"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"} {
+		m[s] = s
+	}
+	return m
+}()
+
+// intern returns b as a string, shared for the strings above.
+func intern(b []byte) string {
+	if v, ok := internedStrings[string(b)]; ok { // the lookup itself does not allocate
+		return v
+	}
+	return string(b)
+}
+
+// str reads a JSON string. The common case (no escapes) costs at most one allocation.
 func (s *jsonScanner) str() (string, error) {
 	if !s.consume('"') {
 		return "", s.fail("expected a string")
@@ -320,9 +345,9 @@ func (s *jsonScanner) str() (string, error) {
 	for s.i < len(s.b) {
 		ch := s.b[s.i]
 		if ch == '"' {
-			out := string(s.b[start:s.i])
+			raw := s.b[start:s.i]
 			s.i++
-			return out, nil
+			return intern(raw), nil
 		}
 		if ch == '\\' {
 			return s.escapedStr(start)

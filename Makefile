@@ -1,0 +1,26 @@
+# The whole test suite: the library and the interop module (official RocketMQ Go client), with the
+# race detector, then short fuzz runs of the decoders. `.ci/run` runs `make test`.
+GO       ?= go
+FUZZTIME ?= 10s
+
+.PHONY: test check test-root test-interop fuzz bench
+
+test: check test-root test-interop fuzz
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd interop && $(GO) vet ./...
+
+test-root:
+	$(GO) test -race -count=1 ./...
+
+test-interop:
+	cd interop && $(GO) test -race -count=1 ./...
+
+# go test -fuzz takes one target of one package per run.
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeFrame$$' -fuzztime=$(FUZZTIME) ./remoting
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./remoting ./storage

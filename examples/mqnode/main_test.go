@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The binary starts on a free port, logs where it listens, and exits 0 on SIGINT.
+func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := filepath.Join(t.TempDir(), "mqnode")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-store", t.TempDir())
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(stderr)
+		var addr string
+		for addr == "" && lines.Scan() {
+			var rec map[string]any
+			if err := json.Unmarshal(lines.Bytes(), &rec); err != nil {
+				t.Fatalf("log line is not JSON: %q", lines.Text())
+			}
+			if rec["message"] == "mqnode started" {
+				addr, _ = rec["addr"].(string)
+			}
+		}
+		if addr == "" || strings.HasSuffix(addr, ":0") {
+			cmd.Process.Kill()
+			t.Fatalf("no listen address logged (got %q)", addr)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for lines.Scan() {
+			}
+		}()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("exit after %v: %v", sig, err)
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("still running 30 s after %v", sig)
+		}
+	}
+}
