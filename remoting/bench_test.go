@@ -15,7 +15,7 @@ func benchCommand(st SerializeType, bodyBytes int) *Command {
 		ExtFields: map[string]string{
 			"producerGroup": "pg", "topic": "BenchTopic", "queueId": "3", "sysFlag": "0",
 			"bornTimestamp": "1700000000000", "flag": "0", "reconsumeTimes": "0", "unitMode": "false",
-			"properties": "TAGS\x01a\x02UNIQ_KEY\x01C0A80001000000000000000000000001\x02",
+			"properties":        "TAGS\x01a\x02UNIQ_KEY\x01C0A80001000000000000000000000001\x02",
 			"maxReconsumeTimes": "0", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
 			"batch": "false", "bname": "broker-a"},
 		Body: make([]byte, bodyBytes)}
