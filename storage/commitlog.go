@@ -31,6 +31,9 @@ type commitLog struct {
 	maxPhy     atomic.Int64 // end of the last complete record: readers see up to here
 	flushedPhy atomic.Int64 // everything before is durable
 	fsyncs     atomic.Int64 // flush rounds that synced data
+	// lockedAt is the store time (ms) at which the current appender took mu, 0 when free:
+	// an append holding the lock too long means the page cache is thrashing.
+	lockedAt atomic.Int64
 	minPhy     atomic.Int64 // start of the first segment
 	// wake is signalled (non-blocking) after each append for the dispatcher.
 	wake chan struct{}
@@ -135,8 +138,10 @@ func (c *commitLog) append(msgs []*message.Message, sizes []int, total int, stor
 		c.mu.Unlock()
 		return ErrClosed
 	}
+	c.lockedAt.Store(storeTs)
 	s, err := c.reserveLocked(total)
 	if err != nil {
+		c.lockedAt.Store(0)
 		c.mu.Unlock()
 		return err
 	}
@@ -158,6 +163,7 @@ func (c *commitLog) append(msgs []*message.Message, sizes []int, total int, stor
 	s.lastTimestamp.Store(storeTs)
 	s.wrote.Store(pos)
 	c.maxPhy.Store(s.start + pos)
+	c.lockedAt.Store(0)
 	c.mu.Unlock()
 	r.WroteBytes = total
 	r.StoreTimestamp = storeTs

@@ -419,3 +419,19 @@ func (s *Store) DeleteTopics(topics ...string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// EarliestMessageTime returns the store time of the first message still in the CommitLog.
+func (s *Store) EarliestMessageTime() (int64, error) {
+	off := s.cl.minPhy.Load()
+	sg := s.cl.segs.find(off)
+	if sg == nil {
+		return 0, ErrNotFound
+	}
+	pos := off - sg.start
+	if sg.wrote.Load()-pos < message.MinRecordBytes {
+		sg.release()
+		return 0, ErrNotFound
+	}
+	sg.release()
+	return s.storeTimestampAt(off)
+}

@@ -71,6 +71,9 @@ type Options struct {
 	SyncFlushTimeout time.Duration
 	// MaxMessageBytes is the largest body accepted (maxMessageSize), 4 MiB.
 	MaxMessageBytes int
+	// OSPageCacheBusyTimeout: while an append has held the append lock longer than this,
+	// other appends are refused with OSPageCacheBusy (osPageCacheBusyTimeOutMills), 1 s.
+	OSPageCacheBusyTimeout time.Duration
 	// MaxTransferBytes caps the bytes one GetMessage returns when the caller passes 0
 	// (maxTransferBytesOnMessageInMemory), 256 KiB.
 	MaxTransferBytes int
@@ -142,6 +145,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.OSPageCacheBusyTimeout == 0 {
+		o.OSPageCacheBusyTimeout = time.Second
 	}
 	if o.MaxTransferBytes == 0 {
 		o.MaxTransferBytes = DefaultMaxTransferBytes

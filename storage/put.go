@@ -125,10 +125,15 @@ func (s *Store) PutMessage(m *Message) (PutResult, error) {
 		r.Status = st
 		return r, err
 	}
+	now := s.opts.clock().UnixMilli()
+	if err := s.pageCacheBusy(now); err != nil {
+		r.Status = OSPageCacheBusy
+		return r, err
+	}
 	m.BodyCRC = message.BodyCRC(m.Body)
 	msgs := [1]*Message{m}
 	sizes := [1]int{size}
-	if err := s.cl.append(msgs[:], sizes[:], size, s.opts.clock().UnixMilli(), &r); err != nil {
+	if err := s.cl.append(msgs[:], sizes[:], size, now, &r); err != nil {
 		return s.appendFailed(r, err)
 	}
 	r.Count = 1
@@ -169,12 +174,27 @@ func (s *Store) PutMessages(msgs []*Message) (PutResult, error) {
 		r.Status = MessageIllegal
 		return r, fmt.Errorf("%w: batch of %d bytes does not fit a %d-byte segment", ErrMessageTooLarge, total, s.opts.SegmentBytes)
 	}
-	if err := s.cl.append(msgs, sizes, total, s.opts.clock().UnixMilli(), &r); err != nil {
+	now := s.opts.clock().UnixMilli()
+	if err := s.pageCacheBusy(now); err != nil {
+		r.Status = OSPageCacheBusy
+		return r, err
+	}
+	if err := s.cl.append(msgs, sizes, total, now, &r); err != nil {
 		return s.appendFailed(r, err)
 	}
 	r.Count = len(msgs)
 	r.sizes = sizes
 	return s.afterAppend(r, msgs[0].Properties)
+}
+
+// pageCacheBusy refuses an append while another has held the append lock for longer than
+// Options.OSPageCacheBusyTimeout (RocketMQ isOSPageCacheBusy): the caller should retry or
+// go to another broker instead of queueing behind it.
+func (s *Store) pageCacheBusy(now int64) error {
+	if at := s.cl.lockedAt.Load(); at != 0 && now-at > s.opts.OSPageCacheBusyTimeout.Milliseconds() {
+		return fmt.Errorf("%w: the append lock has been held for %d ms", ErrPageCacheBusy, now-at)
+	}
+	return nil
 }
 
 func (s *Store) appendFailed(r PutResult, err error) (PutResult, error) {

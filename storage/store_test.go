@@ -365,6 +365,9 @@ func TestSearchByTimestamp(t *testing.T) {
 	if ts, err := s.GetEarliestMessageTime("T", 0); err != nil || ts != start {
 		t.Fatalf("earliest %d %v", ts, err)
 	}
+	if ts, err := s.EarliestMessageTime(); err != nil || ts != start {
+		t.Fatalf("store earliest %d %v", ts, err)
+	}
 	if ts, err := s.GetMessageStoreTimestamp("T", 0, 7); err != nil || ts != start+70 {
 		t.Fatalf("store ts of 7: %d %v", ts, err)
 	}
@@ -695,4 +698,21 @@ func TestIPv6HostsAndScheduleTagsCode(t *testing.T) {
 	if err != nil || u.TagsCode != d.StoreTimestamp+10_000 {
 		t.Fatalf("schedule tag code %d, want %d", u.TagsCode, d.StoreTimestamp+10_000)
 	}
+}
+
+func TestPageCacheBusy(t *testing.T) {
+	opts := testOptions(t, "")
+	clk := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts.clock = clk.now
+	s := openStore(t, opts)
+	mustPut(t, s, testMsg("T", 0, "x", nil))
+	// Pretend an appender took the lock 2 s ago and is still inside.
+	s.cl.lockedAt.Store(clk.now().UnixMilli())
+	clk.advance(2 * time.Second)
+	r, err := s.PutMessage(testMsg("T", 0, "y", nil))
+	if r.Status != OSPageCacheBusy || !errors.Is(err, ErrPageCacheBusy) {
+		t.Fatalf("status %v err %v", r.Status, err)
+	}
+	s.cl.lockedAt.Store(0)
+	mustPut(t, s, testMsg("T", 0, "z", nil))
 }
