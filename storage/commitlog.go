@@ -34,7 +34,7 @@ type commitLog struct {
 	// lockedAt is the store time (ms) at which the current appender took mu, 0 when free:
 	// an append holding the lock too long means the page cache is thrashing.
 	lockedAt atomic.Int64
-	minPhy     atomic.Int64 // start of the first segment
+	minPhy   atomic.Int64 // start of the first segment
 	// wake is signalled (non-blocking) after each append for the dispatcher.
 	wake chan struct{}
 }
