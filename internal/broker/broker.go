@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+)
+
+// Broker is a RocketMQ broker: the message store, the request processors and the managers of
+// topics, subscription groups, consumer offsets and clients. Build it with New, install its
+// processors with Register, run it with Run, stop it with Close.
+type Broker struct {
+	opts      Options
+	log       zerolog.Logger
+	store     *storage.Store
+	storeHost netip.AddrPort
+
+	topics  *topicConfigManager
+	groups  *subscriptionGroupManager
+	offsets *consumerOffsetManager
+
+	// Request pools, as RocketMQ's BrokerController keeps them.
+	sendEx, pullEx, queryEx, adminEx, clientEx, heartbeatEx *remoting.Executor
+
+	// The parts built in their own files.
+	send    *sendState
+	clients *clientState
+	pull    *pullState
+	retry   *retryState
+
+	// runners are the background services Run starts, in order.
+	runners []func(ctx context.Context) error
+
+	registerNow chan struct{}
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// New opens (and recovers) the store and loads the broker's metadata. It starts nothing.
+func New(opts Options) (*Broker, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		opts:        opts,
+		log:         opts.Logger.With().Str("component", "broker").Str("broker", opts.BrokerName).Logger(),
+		storeHost:   netip.MustParseAddrPort(opts.BrokerAddr),
+		registerNow: make(chan struct{}, 1),
+		sendEx:      remoting.NewExecutor("send", opts.SendThreads, 10000),
+		pullEx:      remoting.NewExecutor("pull", opts.PullThreads, 100000),
+		queryEx:     remoting.NewExecutor("query", opts.QueryThreads, 20000),
+		adminEx:     remoting.NewExecutor("admin", opts.AdminThreads, 10000),
+		clientEx:    remoting.NewExecutor("client", opts.ClientThreads, 100000),
+		heartbeatEx: remoting.NewExecutor("heartbeat", 2, 50000),
+	}
+	storeOpts := opts.Store
+	storeOpts.Logger = opts.Logger
+	storeOpts.Slave = opts.BrokerID != 0
+	storeOpts.OnDispatch = b.onMessageArriving
+	store, err := storage.Open(storeOpts)
+	if err != nil {
+		return nil, fmt.Errorf("broker: open store: %w", err)
+	}
+	b.store = store
+	if err := b.loadMetadata(); err != nil {
+		return nil, errors.Join(err, store.Close())
+	}
+	b.initSend()
+	b.initClients()
+	b.initPull()
+	b.initRetry()
+	return b, nil
+}
+
+func (b *Broker) loadMetadata() error {
+	var err error
+	if b.topics, err = newTopicConfigManager(b); err != nil {
+		return err
+	}
+	if b.groups, err = newSubscriptionGroupManager(b); err != nil {
+		return err
+	}
+	if b.offsets, err = newConsumerOffsetManager(b); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Register installs every processor of the broker on d and its connection listener.
+func (b *Broker) Register(d *remoting.Dispatcher) {
+	b.registerSend(d)
+	b.registerClients(d)
+	b.registerPull(d)
+	b.registerRetry(d)
+	b.registerAdmin(d)
+	d.AddConnListener(b.onConnEvent)
+}
+
+// Run runs the store and the broker's background services until ctx ends, then persists the
+// metadata and returns. The first failing service stops the others.
+func (b *Broker) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return b.store.Run(ctx) })
+	g.Go(func() error { return b.runRegistration(ctx) })
+	g.Go(func() error { return b.runOffsetPersist(ctx) })
+	for _, r := range b.runners {
+		g.Go(func() error { return r(ctx) })
+	}
+	err := g.Wait()
+	return errors.Join(err, b.persistAll())
+}
+
+// Close persists metadata and closes the store. Call it after Run has returned; safe to call
+// twice.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.closeErr = errors.Join(b.persistAll(), b.store.Close())
+	})
+	return b.closeErr
+}
+
+func (b *Broker) persistAll() error {
+	return errors.Join(b.topics.persist(), b.groups.persist(), b.offsets.persist(), b.persistRetry())
+}
+
+// Store exposes the message store (tests and the node's admin use it).
+func (b *Broker) Store() *storage.Store { return b.store }
+
+// Addr is the broker's advertised address.
+func (b *Broker) Addr() string { return b.opts.BrokerAddr }
+
+// IsMaster reports whether this broker takes writes.
+func (b *Broker) IsMaster() bool { return b.opts.BrokerID == 0 }
+
+// addRunner adds a background service to Run. Call it from an init* function only.
+func (b *Broker) addRunner(r func(ctx context.Context) error) { b.runners = append(b.runners, r) }
+
+// configPath is where a metadata file lives: <store>/config/<name>.
+func (b *Broker) configPath(name string) string { return b.store.ConfigPath(name) }

@@ -1,0 +1,169 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mqgo/mq/storage"
+)
+
+// consumerOffsetManager keeps each group's committed offset per topic queue (RocketMQ
+// ConsumerOffsetManager), persisted to <store>/config/consumerOffset.json every
+// FlushConsumerOffsetInterval and on close.
+type consumerOffsetManager struct {
+	b    *Broker
+	path string
+
+	mu    sync.RWMutex
+	table map[string]map[int32]int64 // "topic@group" -> queue id -> next offset to consume
+	dirty bool
+}
+
+// offsetFile is consumerOffset.json.
+type offsetFile struct {
+	OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
+}
+
+const topicGroupSeparator = "@"
+
+func offsetKey(topic, group string) string { return topic + topicGroupSeparator + group }
+
+func newConsumerOffsetManager(b *Broker) (*consumerOffsetManager, error) {
+	m := &consumerOffsetManager{b: b, path: b.configPath("consumerOffset.json"), table: map[string]map[int32]int64{}}
+	var f offsetFile
+	_, err := storage.ReadJSONFile(m.path, &f)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("broker: load consumer offsets: %w", err)
+	default:
+		for k, v := range f.OffsetTable {
+			m.table[k] = v
+		}
+	}
+	return m, nil
+}
+
+// commit stores offset as the group's next offset for the queue.
+func (m *consumerOffsetManager) commit(group, topic string, queueID int32, offset int64) {
+	key := offsetKey(topic, group)
+	m.mu.Lock()
+	q := m.table[key]
+	if q == nil {
+		q = map[int32]int64{}
+		m.table[key] = q
+	}
+	q[queueID] = offset
+	m.dirty = true
+	m.mu.Unlock()
+}
+
+// query returns the group's stored offset for the queue, or -1 when it has none.
+func (m *consumerOffsetManager) query(group, topic string, queueID int32) int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if off, ok := m.table[offsetKey(topic, group)][queueID]; ok {
+		return off
+	}
+	return -1
+}
+
+// queryAll returns a copy of the group's offsets of a topic.
+func (m *consumerOffsetManager) queryAll(group, topic string) map[int32]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := map[int32]int64{}
+	for q, off := range m.table[offsetKey(topic, group)] {
+		out[q] = off
+	}
+	return out
+}
+
+// topicsOf lists the topics a group has offsets for, sorted.
+func (m *consumerOffsetManager) topicsOf(group string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.table {
+		if t, g, ok := strings.Cut(k, topicGroupSeparator); ok && g == group {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// groupsOf lists the groups that have offsets for a topic, sorted.
+func (m *consumerOffsetManager) groupsOf(topic string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.table {
+		if t, g, ok := strings.Cut(k, topicGroupSeparator); ok && t == topic {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// removeTopic drops every group's offsets of a deleted topic.
+func (m *consumerOffsetManager) removeTopic(topic string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.table {
+		if t, _, ok := strings.Cut(k, topicGroupSeparator); ok && t == topic {
+			delete(m.table, k)
+			m.dirty = true
+		}
+	}
+}
+
+// snapshot copies the whole table (slaves sync it from their master).
+func (m *consumerOffsetManager) snapshot() map[string]map[int32]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[string]map[int32]int64, len(m.table))
+	for k, q := range m.table {
+		c := make(map[int32]int64, len(q))
+		for id, off := range q {
+			c[id] = off
+		}
+		out[k] = c
+	}
+	return out
+}
+
+func (m *consumerOffsetManager) persist() error {
+	m.mu.Lock()
+	m.dirty = false
+	m.mu.Unlock()
+	return storage.WriteJSONFile(m.path, offsetFile{OffsetTable: m.snapshot()})
+}
+
+// runOffsetPersist writes consumer offsets every FlushConsumerOffsetInterval when they changed.
+func (b *Broker) runOffsetPersist(ctx context.Context) error {
+	t := time.NewTicker(b.opts.FlushConsumerOffsetInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			b.offsets.mu.RLock()
+			dirty := b.offsets.dirty
+			b.offsets.mu.RUnlock()
+			if dirty {
+				if err := b.offsets.persist(); err != nil {
+					b.log.Error().Err(err).Msg("persist consumer offsets")
+				}
+			}
+		}
+	}
+}

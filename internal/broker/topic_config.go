@@ -1,0 +1,230 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
+)
+
+// System topic names (RocketMQ TopicValidator / MixAll).
+const (
+	TopicAutoCreate     = "TBW102"
+	TopicSelfTest       = "SELF_TEST_TOPIC"
+	TopicOffsetMoved    = "OFFSET_MOVED_EVENT"
+	TopicSchedule       = "SCHEDULE_TOPIC_XXXX"
+	TopicTransHalf      = "RMQ_SYS_TRANS_HALF_TOPIC"
+	TopicTransOpHalf    = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	RetryGroupPrefix    = "%RETRY%"
+	DLQGroupPrefix      = "%DLQ%"
+	ReplyTopicSuffix    = "_REPLY_TOPIC"
+	scheduleTopicQueues = 18
+)
+
+// RetryTopic is the retry topic of a consumer group.
+func RetryTopic(group string) string { return RetryGroupPrefix + group }
+
+// DLQTopic is the dead-letter topic of a consumer group.
+func DLQTopic(group string) string { return DLQGroupPrefix + group }
+
+// TopicConfig is one topic's configuration, in the JSON form RocketMQ keeps in topics.json and
+// sends in REGISTER_BROKER.
+type TopicConfig = route.TopicConfig
+
+// topicConfigManager holds the broker's topics (RocketMQ TopicConfigManager) and persists them
+// to <store>/config/topics.json.
+type topicConfigManager struct {
+	b    *Broker
+	path string
+
+	mu      sync.RWMutex
+	table   map[string]TopicConfig
+	version route.DataVersion
+}
+
+func newTopicConfigManager(b *Broker) (*topicConfigManager, error) {
+	m := &topicConfigManager{b: b, path: b.configPath("topics.json"), table: map[string]TopicConfig{}}
+	var w route.TopicConfigSerializeWrapper
+	fromBak, err := storage.ReadJSONFile(m.path, &w)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("broker: load topics: %w", err)
+	default:
+		if fromBak {
+			b.log.Warn().Str("file", m.path).Msg("topics loaded from backup")
+		}
+		for name, tc := range w.TopicConfigTable {
+			m.table[name] = tc
+		}
+		m.version = w.DataVersion
+	}
+	m.addSystemTopics()
+	return m, nil
+}
+
+// addSystemTopics creates the topics every RocketMQ broker has.
+func (m *topicConfigManager) addSystemTopics() {
+	o := m.b.opts
+	rw := int32(route.PermReadWrite)
+	sys := []TopicConfig{
+		{TopicName: TopicSelfTest, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
+		{TopicName: o.ClusterName, ReadQueueNums: 16, WriteQueueNums: 16, Perm: int32(route.PermInherit) | rw},
+		{TopicName: o.BrokerName, ReadQueueNums: 1, WriteQueueNums: 1, Perm: int32(route.PermInherit) | rw},
+		{TopicName: TopicOffsetMoved, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
+		{TopicName: TopicSchedule, ReadQueueNums: scheduleTopicQueues, WriteQueueNums: scheduleTopicQueues, Perm: rw},
+		{TopicName: o.ClusterName + ReplyTopicSuffix, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
+	}
+	if !o.DisableAutoCreateTopic {
+		sys = append(sys, TopicConfig{TopicName: TopicAutoCreate, ReadQueueNums: o.DefaultTopicQueueNums,
+			WriteQueueNums: o.DefaultTopicQueueNums, Perm: int32(route.PermInherit) | rw})
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, tc := range sys {
+		if tc.TopicFilterType == "" {
+			tc.TopicFilterType = route.FilterSingleTag
+		}
+		if _, ok := m.table[tc.TopicName]; !ok {
+			m.table[tc.TopicName] = tc
+		}
+	}
+	if !o.DisableAutoCreateTopic {
+		return
+	}
+	delete(m.table, TopicAutoCreate)
+}
+
+// get returns a topic's configuration.
+func (m *topicConfigManager) get(topic string) (TopicConfig, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	tc, ok := m.table[topic]
+	return tc, ok
+}
+
+// createInSendMessage creates topic from defaultTopic when that topic carries the inherit bit,
+// as RocketMQ's createTopicInSendMessageMethod does: min(clientQueueNums, default's write
+// queues) queues and the default's perm without the inherit bit. It returns false when the topic
+// may not be created.
+func (m *topicConfigManager) createInSendMessage(topic, defaultTopic string, clientQueueNums, sysFlag int32) (TopicConfig, bool) {
+	if tc, ok := m.get(topic); ok {
+		return tc, true
+	}
+	def, ok := m.get(defaultTopic)
+	if !ok || !route.IsInherited(def.Perm) {
+		return TopicConfig{}, false
+	}
+	if defaultTopic == TopicAutoCreate && m.b.opts.DisableAutoCreateTopic {
+		return TopicConfig{}, false
+	}
+	n := min(clientQueueNums, def.WriteQueueNums)
+	if n <= 0 {
+		n = def.WriteQueueNums
+	}
+	tc := TopicConfig{TopicName: topic, ReadQueueNums: n, WriteQueueNums: n,
+		Perm: def.Perm &^ int32(route.PermInherit), TopicFilterType: route.FilterSingleTag, TopicSysFlag: sysFlag}
+	tc, created := m.putIfAbsent(tc)
+	if created {
+		m.b.log.Info().Str("topic", topic).Str("default_topic", defaultTopic).Int32("queues", n).
+			Msg("topic created on send")
+	}
+	return tc, true
+}
+
+// createIfAbsent creates a system-made topic (retry, DLQ, half topics) with the given shape.
+func (m *topicConfigManager) createIfAbsent(topic string, queueNums, perm, sysFlag int32) TopicConfig {
+	tc, created := m.putIfAbsent(TopicConfig{TopicName: topic, ReadQueueNums: queueNums,
+		WriteQueueNums: queueNums, Perm: perm, TopicFilterType: route.FilterSingleTag, TopicSysFlag: sysFlag})
+	if created {
+		m.b.log.Info().Str("topic", topic).Int32("queues", queueNums).Msg("topic created")
+	}
+	return tc
+}
+
+func (m *topicConfigManager) putIfAbsent(tc TopicConfig) (TopicConfig, bool) {
+	m.mu.Lock()
+	if old, ok := m.table[tc.TopicName]; ok {
+		m.mu.Unlock()
+		return old, false
+	}
+	m.table[tc.TopicName] = tc
+	m.bumpLocked()
+	m.mu.Unlock()
+	m.changed()
+	return tc, true
+}
+
+// update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC).
+func (m *topicConfigManager) update(tc TopicConfig) {
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = route.FilterSingleTag
+	}
+	m.mu.Lock()
+	m.table[tc.TopicName] = tc
+	m.bumpLocked()
+	m.mu.Unlock()
+	m.changed()
+}
+
+// delete removes a topic; it reports whether it existed.
+func (m *topicConfigManager) delete(topic string) bool {
+	m.mu.Lock()
+	_, ok := m.table[topic]
+	if ok {
+		delete(m.table, topic)
+		m.bumpLocked()
+	}
+	m.mu.Unlock()
+	if ok {
+		m.changed()
+	}
+	return ok
+}
+
+// bumpLocked advances the data version. m.mu must be held.
+func (m *topicConfigManager) bumpLocked() {
+	m.version.Timestamp = time.Now().UnixMilli()
+	m.version.Counter++
+}
+
+// changed persists the table and asks for a prompt registration with the name servers, so new
+// routes (a retry topic, an auto-created topic) appear without waiting a whole period.
+func (m *topicConfigManager) changed() {
+	if err := m.persist(); err != nil {
+		m.b.log.Error().Err(err).Msg("persist topics")
+	}
+	m.b.triggerRegister()
+}
+
+// snapshot returns a copy of the table and its version.
+func (m *topicConfigManager) snapshot() route.TopicConfigSerializeWrapper {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t := make(map[string]TopicConfig, len(m.table))
+	for k, v := range m.table {
+		t[k] = v
+	}
+	return route.TopicConfigSerializeWrapper{TopicConfigTable: t, DataVersion: m.version}
+}
+
+// names returns the topic names, sorted.
+func (m *topicConfigManager) names() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.table))
+	for k := range m.table {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (m *topicConfigManager) persist() error {
+	return storage.WriteJSONFile(m.path, m.snapshot())
+}
