@@ -146,6 +146,9 @@ func (c *commitLog) append(msgs []*message.Message, sizes []int, total int, stor
 		return err
 	}
 	pos := s.wrote.Load()
+	if invariants && s.start+pos != c.maxPhy.Load() {
+		panic(fmt.Sprintf("storage: append at %d but the log ends at %d", s.start+pos, c.maxPhy.Load()))
+	}
 	r.PhyOffset = s.start + pos
 	r.QueueOffset = -1
 	for i, m := range msgs {

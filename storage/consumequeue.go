@@ -236,6 +236,10 @@ func (q *consumeQueue) put(off int64, u CQUnit) error {
 		s = ns
 	}
 	pos := byteOff - s.start
+	if invariants && (pos != s.wrote.Load() || u.PhyOffset < q.maxPhyEnd.Load()) {
+		panic(fmt.Sprintf("storage: consume queue %s/%d: unit %d at byte %d (file written to %d), record at %d before the previous end %d",
+			q.topic, q.queueID, off, pos, s.wrote.Load(), u.PhyOffset, q.maxPhyEnd.Load()))
+	}
 	putCQUnit(s.data[pos:], u)
 	s.wrote.Store(pos + CQUnitBytes)
 	q.maxPhyEnd.Store(u.PhyOffset + int64(u.Size))

@@ -169,3 +169,52 @@ func TestRetentionAfterRestart(t *testing.T) {
 		t.Fatalf("min phy %d", s2.MinPhyOffset())
 	}
 }
+
+// TestGetMessageWhileRemoving covers the statuses of reads racing retention: the units are
+// still there but their records are gone (MESSAGE_WAS_REMOVING), or the unit's file is gone
+// before the min offset moved (OFFSET_FOUND_NULL).
+func TestGetMessageWhileRemoving(t *testing.T) {
+	opts := testOptions(t, "")
+	s := openStore(t, opts)
+	for s.cl.segs.len() < 5 {
+		mustPut(t, s, testMsg("T", 0, body(0, 1500), nil))
+	}
+	s.dispatchAvailable(nil)
+	q := s.cqs.get("T", 0)
+	// Drop the first two CommitLog segments only (as retention does before it trims
+	// queues): every unit of the first ConsumeQueue file points into them.
+	s.cl.minPhy.Store(2 * testSegBytes)
+	for range 2 {
+		if err := s.cl.segs.removeFirst(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u, _ := q.unit(q.unitsPerFile() - 1); u.PhyOffset >= 2*testSegBytes {
+		t.Fatalf("test setup: unit %d at %d", q.unitsPerFile()-1, u.PhyOffset)
+	}
+	r := s.GetMessage("g", "T", 0, 0, 4, 0, nil)
+	if r.Status != MessageWasRemoving || r.NextBeginOffset != q.unitsPerFile() || len(r.Messages) != 0 {
+		t.Fatalf("status %v next %d n %d", r.Status, r.NextBeginOffset, len(r.Messages))
+	}
+	r.Release()
+	// Drop the first ConsumeQueue file without moving the min offset.
+	if err := q.segs.removeFirst(); err != nil {
+		t.Fatal(err)
+	}
+	r = s.GetMessage("g", "T", 0, 3, 4, 0, nil)
+	if r.Status != OffsetFoundNull || r.NextBeginOffset != q.unitsPerFile() {
+		t.Fatalf("status %v next %d", r.Status, r.NextBeginOffset)
+	}
+	r.Release()
+	// Retention's pass fixes the min offset; reads below it are too small.
+	s.CleanExpired()
+	min := s.MinOffsetInQueue("T", 0)
+	if min < q.unitsPerFile() {
+		t.Fatalf("min offset %d", min)
+	}
+	r = s.GetMessage("g", "T", 0, 3, 4, 0, nil)
+	if r.Status != OffsetTooSmall || r.NextBeginOffset != min {
+		t.Fatalf("status %v next %d", r.Status, r.NextBeginOffset)
+	}
+	r.Release()
+}

@@ -1,0 +1,5 @@
+//go:build !invariants && !race
+
+package storage
+
+const invariants = false
