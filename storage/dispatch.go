@@ -13,8 +13,8 @@ import (
 // scheduleTopic is the topic delayed messages wait in; their tag code is the delivery time.
 const scheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
-// DefaultDelayLevels are RocketMQ's messageDelayLevel, levels 1..18.
-var DefaultDelayLevels = []time.Duration{
+// defaultDelayLevels are RocketMQ's messageDelayLevel, levels 1..18.
+var defaultDelayLevels = []time.Duration{
 	time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
 	time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
 	6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute,
@@ -27,8 +27,9 @@ func (s *Store) tagsCode(r *message.Record) int64 {
 	if string(r.Topic) == scheduleTopic {
 		if v, ok := message.PropertyValue(r.Properties, message.PropertyDelayTimeLevel); ok {
 			if lvl, err := strconv.Atoi(string(v)); err == nil && lvl > 0 {
-				lvl = min(lvl, len(DefaultDelayLevels))
-				return r.StoreTimestamp + DefaultDelayLevels[lvl-1].Milliseconds()
+				levels := s.opts.DelayLevels
+				lvl = min(lvl, len(levels))
+				return r.StoreTimestamp + levels[lvl-1].Milliseconds()
 			}
 		}
 	}

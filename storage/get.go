@@ -13,16 +13,17 @@ import (
 // GetStatus is the outcome of GetMessage (RocketMQ GetMessageStatus).
 type GetStatus int
 
+// Get statuses; String gives RocketMQ's names. REMOTING.md §5.6 maps them to pull responses.
 const (
-	Found GetStatus = iota
-	NoMatchedMessage
-	MessageWasRemoving
-	OffsetFoundNull
-	OffsetOverflowBadly
-	OffsetOverflowOne
-	OffsetTooSmall
-	NoMatchedLogicQueue
-	NoMessageInQueue
+	Found               GetStatus = iota // messages returned
+	NoMatchedMessage                     // units scanned, none passed the filter
+	MessageWasRemoving                   // units point to CommitLog data being deleted
+	OffsetFoundNull                      // the ConsumeQueue file holding offset is gone
+	OffsetOverflowBadly                  // offset > max offset
+	OffsetOverflowOne                    // offset == max offset: nothing new yet
+	OffsetTooSmall                       // offset < min offset
+	NoMatchedLogicQueue                  // no such topic/queue
+	NoMessageInQueue                     // the queue is empty
 )
 
 var getStatusNames = [...]string{"FOUND", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING",

@@ -102,6 +102,10 @@ type Options struct {
 	// echoed), unless OffsetCheckInSlave is set.
 	Slave              bool
 	OffsetCheckInSlave bool
+	// DelayLevels are the delays of DELAY levels 1, 2, ... (messageDelayLevel), default
+	// 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h. A message in
+	// SCHEDULE_TOPIC_XXXX gets store time + its level's delay as ConsumeQueue tag code.
+	DelayLevels []time.Duration
 	// OnDispatch, if set, is called by the dispatcher after a message's ConsumeQueue unit is
 	// written (never under the append lock). It runs on the dispatcher goroutine: keep it
 	// short and non-blocking (the broker uses it to wake held long-poll pulls), and do not call
@@ -172,6 +176,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxIndexNum == 0 {
 		o.MaxIndexNum = DefaultMaxIndexNum
+	}
+	if len(o.DelayLevels) == 0 {
+		o.DelayLevels = defaultDelayLevels
 	}
 	if o.Logger == nil {
 		nop := zerolog.Nop()

@@ -14,16 +14,18 @@ type Message = message.Message
 // PutStatus is the outcome of an append (RocketMQ PutMessageStatus).
 type PutStatus int
 
+// Put statuses; String gives RocketMQ's names. FlushSlaveTimeout and SlaveNotAvailable are
+// for the replication layer; the store itself does not return them.
 const (
-	PutOK PutStatus = iota
-	FlushDiskTimeout
-	FlushSlaveTimeout
-	SlaveNotAvailable
-	ServiceNotAvailable
-	CreateMappedFileFailed
-	MessageIllegal
-	PropertiesSizeExceeded
-	OSPageCacheBusy
+	PutOK                  PutStatus = iota // stored (and flushed, with SyncFlush)
+	FlushDiskTimeout                        // stored, not known durable within SyncFlushTimeout
+	FlushSlaveTimeout                       // (replication) slave did not acknowledge in time
+	SlaveNotAvailable                       // (replication) no slave to wait for
+	ServiceNotAvailable                     // store closed
+	CreateMappedFileFailed                  // new segment could not be created or mapped
+	MessageIllegal                          // topic, body or record size out of bounds
+	PropertiesSizeExceeded                  // properties over 32767 bytes
+	OSPageCacheBusy                         // append lock held too long by another append
 	UnknownError
 )
 
