@@ -12,12 +12,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 )
@@ -28,7 +33,10 @@ type Node struct {
 	log  zerolog.Logger
 
 	nameServer *route.NameServer
+	broker     *broker.Broker
+	brokerTr   remoting.Transport
 	servers    []*endpoint
+	started    atomic.Bool
 
 	cancel    context.CancelFunc
 	g         *errgroup.Group
@@ -103,6 +111,15 @@ func (n *Node) newEndpoint(role, addr string) *endpoint {
 		EventLoops:    n.opts.EventLoops,
 		Logger:        n.opts.Logger,
 	})
+	// Codes nobody serves: while the node starts (the broker registers its processors once
+	// the listener is bound and the store recovered) say so, afterwards say "not supported".
+	d.RegisterDefault(remoting.ProcessorFunc(func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		if !n.started.Load() {
+			return remoting.NewResponse(remoting.ServiceNotAvailable, "node is starting"), nil
+		}
+		return remoting.NewResponse(remoting.RequestCodeNotSupported,
+			fmt.Sprintf(" request type %d not supported", req.Code)), nil
+	}), remoting.NewExecutor("default", 1, 1000))
 	return &endpoint{role: role, d: d, srv: srv}
 }
 
@@ -133,7 +150,98 @@ func (n *Node) start() error {
 		n.log.Info().Str("role", ep.role).Str("addr", ep.srv.Addr()).Msg("serving")
 	}
 	if !n.opts.DisableBroker {
-		n.log.Warn().Msg("the broker role is not built yet: this node serves the name service only")
+		if err := n.startBroker(ctx); err != nil {
+			cancel()
+			return err
+		}
+	}
+	n.started.Store(true)
+	return nil
+}
+
+// startBroker opens the store (recovering it if needed) and starts the broker on its listener,
+// which is bound by now so the broker knows the address it advertises.
+func (n *Node) startBroker(ctx context.Context) error {
+	ep := n.endpointOf("broker")
+	addr, err := advertisedAddr(ep.srv.Addr(), n.opts.BrokerIP)
+	if err != nil {
+		return err
+	}
+	nameServers := n.opts.NameServers
+	if len(nameServers) == 0 && n.nameServer != nil {
+		nameServers = []string{n.endpointOf("namesrv").srv.Addr()}
+	}
+	n.brokerTr = remoting.NewInProcTransport(lookupLocal,
+		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
+	flush := storage.AsyncFlush
+	if n.opts.FlushDiskType == SyncFlush {
+		flush = storage.SyncFlush
+	}
+	b, err := broker.New(broker.Options{
+		ClusterName: n.opts.ClusterName,
+		BrokerName:  n.opts.BrokerName,
+		BrokerID:    n.opts.BrokerID,
+		BrokerAddr:  addr,
+		NameServers: nameServers,
+		Transport:   n.brokerTr,
+		Store: storage.Options{
+			Dir:              n.opts.StoreDir,
+			FlushDiskType:    flush,
+			SegmentBytes:     n.opts.SegmentBytes,
+			FileReservedTime: n.opts.FileReservedTime,
+		},
+		DisableAutoCreateTopic:      n.opts.DisableAutoCreateTopic,
+		DelayLevels:                 n.opts.DelayLevels,
+		RegisterNameServerPeriod:    n.opts.RegisterNameServerPeriod,
+		FlushConsumerOffsetInterval: n.opts.FlushConsumerOffsetInterval,
+		ChannelExpiredTimeout:       n.opts.ClientChannelExpiredTime,
+		RebalanceLockMaxLiveTime:    n.opts.RebalanceLockMaxLiveTime,
+		Logger:                      n.opts.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("mq: broker: %w", err)
+	}
+	n.broker = b
+	b.Register(ep.d)
+	n.g.Go(func() error { return b.Run(ctx) })
+	n.log.Info().Str("broker", n.opts.BrokerName).Str("addr", addr).Str("store", n.opts.StoreDir).
+		Strs("namesrv", nameServers).Msg("broker started")
+	return nil
+}
+
+// advertisedAddr is the "ip:port" a broker bound to listen tells clients: ip, else the
+// listener's host, else (for a wildcard listener) the first non-loopback IPv4 address.
+func advertisedAddr(listen, ip string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("mq: listener address %q: %w", listen, err)
+	}
+	if ip == "" {
+		ip = host
+		if a, err := netip.ParseAddr(host); err != nil || a.IsUnspecified() {
+			ip = firstIPv4()
+		}
+	}
+	return net.JoinHostPort(ip, port), nil
+}
+
+func firstIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+func (n *Node) endpointOf(role string) *endpoint {
+	for _, ep := range n.servers {
+		if ep.role == role || ep.role == "namesrv+broker" {
+			return ep
+		}
 	}
 	return nil
 }
@@ -149,13 +257,15 @@ func (n *Node) NameServerAddr() string { return n.addrOf("namesrv") }
 func (n *Node) BrokerAddr() string { return n.addrOf("broker") }
 
 func (n *Node) addrOf(role string) string {
-	for _, ep := range n.servers {
-		if ep.role == role || ep.role == "namesrv+broker" {
-			return ep.srv.Addr()
-		}
+	if ep := n.endpointOf(role); ep != nil {
+		return ep.srv.Addr()
 	}
 	return ""
 }
+
+// Broker gives direct access to this node's broker, or nil when it has none. Its package is
+// internal: this is for the module's own tests and tools.
+func (n *Node) Broker() *broker.Broker { return n.broker }
 
 // NameServer gives direct access to this node's route table, or nil when it has none.
 func (n *Node) NameServer() *route.NameServer { return n.nameServer }
@@ -180,6 +290,12 @@ func (n *Node) Close() error {
 		}
 		for _, ep := range n.servers {
 			ep.d.Close()
+		}
+		if n.broker != nil {
+			n.closeErr = errors.Join(n.closeErr, n.broker.Close())
+		}
+		if n.brokerTr != nil {
+			n.closeErr = errors.Join(n.closeErr, n.brokerTr.Close())
 		}
 		n.log.Info().Msg("closed")
 	})

@@ -163,3 +163,38 @@ func assertNoModuleGoroutines(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A default node runs both roles: its broker registers with its own name service, so TBW102
+// (auto-create) has a route pointing at the broker, and Close leaves nothing running.
+func TestNodeBrokerRegistersWithItsNameService(t *testing.T) {
+	opts := testOptions(t)
+	opts.DisableBroker = false
+	opts.SegmentBytes = 1 << 20
+	n, err := StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.BrokerAddr() != n.Addr() || n.Broker() == nil {
+		t.Fatalf("broker %q, node %q", n.BrokerAddr(), n.Addr())
+	}
+	tr := n.NewTransport()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rd, err := queryRoute(t, tr, n.Addr(), "TBW102")
+		if err == nil {
+			if got := rd.BrokerDatas[0].BrokerAddrs[0]; got != n.Addr() {
+				t.Fatalf("TBW102 routes to %q, want %q", got, n.Addr())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no route for TBW102: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tr.Close()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoModuleGoroutines(t)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/mqgo/mq/remoting"
@@ -70,6 +71,32 @@ type Options struct {
 	ClusterName string
 	BrokerName  string
 	BrokerID    int64
+	// BrokerIP is the address clients are told to dial and the store host of every message
+	// (RocketMQ brokerIP1). Default: the listener's host, or, when that is a wildcard, the
+	// first non-loopback IPv4 address of this machine.
+	BrokerIP string
+	// DisableAutoCreateTopic refuses sends to unknown topics instead of creating them from
+	// TBW102 (autoCreateTopicEnable, on by default for an embedded node).
+	DisableAutoCreateTopic bool
+	// SegmentBytes is the CommitLog segment size (mappedFileSizeCommitLog). Default 1 GiB;
+	// tests use far less.
+	SegmentBytes int64
+	// FileReservedTime is how long CommitLog segments are kept. Default 72 h.
+	FileReservedTime time.Duration
+	// DelayLevels are the delays of levels 1..n (messageDelayLevel). Default RocketMQ's 18,
+	// 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h.
+	DelayLevels []time.Duration
+	// RegisterNameServerPeriod is how often the broker registers with the name servers
+	// (registerNameServerPeriod). Default 30 s.
+	RegisterNameServerPeriod time.Duration
+	// FlushConsumerOffsetInterval is how often consumer offsets are persisted. Default 5 s.
+	FlushConsumerOffsetInterval time.Duration
+	// ClientChannelExpiredTime drops producers and consumers that sent no heartbeat for this
+	// long. Default 120 s.
+	ClientChannelExpiredTime time.Duration
+	// RebalanceLockMaxLiveTime expires orderly consumers' queue locks not renewed for this
+	// long. Default 60 s.
+	RebalanceLockMaxLiveTime time.Duration
 
 	// ScanNotActiveBrokerInterval and BrokerChannelExpiredTime drive the name service's expiry
 	// of silent brokers. Defaults 10 s and 120 s; tests use milliseconds.
@@ -152,6 +179,11 @@ func (o Options) validate() error {
 	if o.FlushDiskType != AsyncFlush && o.FlushDiskType != SyncFlush {
 		errs = append(errs, fmt.Errorf("mq: FlushDiskType %q is neither %s nor %s", o.FlushDiskType,
 			AsyncFlush, SyncFlush))
+	}
+	if o.BrokerIP != "" {
+		if _, err := netip.ParseAddr(o.BrokerIP); err != nil {
+			errs = append(errs, fmt.Errorf("mq: BrokerIP %q: %w", o.BrokerIP, err))
+		}
 	}
 	if o.BrokerID < 0 {
 		errs = append(errs, fmt.Errorf("mq: BrokerID %d is negative", o.BrokerID))

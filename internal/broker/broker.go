@@ -64,6 +64,7 @@ func New(opts Options) (*Broker, error) {
 	storeOpts := opts.Store
 	storeOpts.Logger = opts.Logger
 	storeOpts.Slave = opts.BrokerID != 0
+	storeOpts.DelayLevels = opts.DelayLevels
 	storeOpts.OnDispatch = b.onMessageArriving
 	store, err := storage.Open(storeOpts)
 	if err != nil {
