@@ -62,6 +62,12 @@ func runStore(t testing.TB, s *Store) {
 		}
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait() })
+	// Tests may Close the store at once; Run must have started by then.
+	waitFor(t, 5*time.Second, func() bool {
+		s.runMu.Lock()
+		defer s.runMu.Unlock()
+		return s.running
+	})
 }
 
 func testMsg(topic string, qid int32, body string, props map[string]string) *Message {
