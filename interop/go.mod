@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/edsrzf/mmap-go v1.2.0 // indirect
 	github.com/golang/mock v1.3.1 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/konsorten/go-windows-terminal-sequences v1.0.1 // indirect
