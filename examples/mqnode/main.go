@@ -73,6 +73,10 @@ func run(args []string) error {
 		return errors.New("-flush must be async or sync")
 	}
 
+	// Listen for signals before starting, so one sent as soon as the node says it started is
+	// not lost to the default handler.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	node, err := mq.StartNode(opts)
 	if err != nil {
 		return err
@@ -80,8 +84,6 @@ func run(args []string) error {
 	log.Info().Str("component", "mqnode").Str("addr", node.Addr()).
 		Str("namesrv_addr", node.NameServerAddr()).Str("broker_addr", node.BrokerAddr()).Msg("mqnode started")
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
 	log.Info().Str("component", "mqnode").Str("signal", s.String()).Msg("shutting down")
 	return node.Close()
