@@ -151,3 +151,43 @@ func TestAsyncFlushFlushes(t *testing.T) {
 	end := r.PhyOffset + int64(r.WroteBytes)
 	waitFor(t, 5*time.Second, func() bool { return s.FlushedPhyOffset() >= end && h.durable.Load() >= end })
 }
+
+// TestCheckpointFlushesQueuesAndIndex: every checkpoint round fsyncs the ConsumeQueue and
+// index files written since the last one, not only the first time.
+func TestCheckpointFlushesQueuesAndIndex(t *testing.T) {
+	opts := testOptions(t, "")
+	opts.ops = defaultFileOps()
+	var mu sync.Mutex
+	synced := map[string]int{}
+	real := opts.ops.sync
+	opts.ops.sync = func(f *os.File) error {
+		mu.Lock()
+		switch {
+		case strings.Contains(f.Name(), "consumequeue"):
+			synced["cq"]++
+		case strings.Contains(f.Name(), "index"):
+			synced["index"]++
+		}
+		mu.Unlock()
+		return real(f)
+	}
+	s := openStore(t, opts)
+	for round := 1; round <= 3; round++ {
+		mustPut(t, s, testMsg("T", 0, "x", map[string]string{"KEYS": "k"}))
+		s.dispatchAvailable(nil)
+		if err := s.flushQueuesAndCheckpoint(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		cq, idx := synced["cq"], synced["index"]
+		mu.Unlock()
+		if cq != round || idx != round {
+			t.Fatalf("round %d: %d consume queue and %d index fsyncs", round, cq, idx)
+		}
+	}
+	// Nothing new: no fsync.
+	s.flushQueuesAndCheckpoint()
+	if synced["cq"] != 3 || synced["index"] != 3 {
+		t.Fatalf("idle round synced: %v", synced)
+	}
+}

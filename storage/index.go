@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,6 +37,8 @@ type indexFile struct {
 	beginTs, endTs   int64
 	beginPhy, endPhy int64
 	slotCount, count int32
+	// dirty is set by put and cleared by flush. indexService.mu guards it.
+	dirty bool
 }
 
 func (f *indexFile) readHeader() {
@@ -105,6 +108,7 @@ func (f *indexFile) put(h int32, phy, ts int64) {
 	f.count++
 	f.endPhy, f.endTs = phy, ts
 	f.writeHeader()
+	f.dirty = true
 }
 
 // lookup appends the offsets of entries with hash h stored within [begin, end] ms.
@@ -224,7 +228,6 @@ func (x *indexService) activeLocked() (*indexFile, error) {
 			name = t.Add(time.Millisecond).Format("20060102150405.000")
 			name = name[:14] + name[15:]
 		}
-		x.files[n-1].seg.flush()
 	}
 	s, err := createSegmentAt(filepath.Join(x.dir, name), 0, x.fileBytes(), x.ops, false)
 	if err != nil {
@@ -294,18 +297,24 @@ func (x *indexService) query(topic, key string, max int, begin, end int64) []int
 }
 
 func (x *indexService) flush() error {
-	x.mu.RLock()
-	files := append([]*indexFile(nil), x.files...)
-	x.mu.RUnlock()
-	var err error
-	for _, f := range files {
-		if f.seg.acquire() {
-			f.seg.wrote.Store(f.seg.size)
-			if e := f.seg.flush(); e != nil && err == nil {
-				err = e
-			}
-			f.seg.release()
+	x.mu.Lock()
+	var dirty []*indexFile
+	for _, f := range x.files {
+		if f.dirty && f.seg.acquire() {
+			f.dirty = false
+			dirty = append(dirty, f)
 		}
+	}
+	x.mu.Unlock()
+	var err error
+	for _, f := range dirty {
+		if e := x.ops.sync(f.seg.f); e != nil && err == nil {
+			err = fmt.Errorf("sync %s: %w", f.seg.path, e)
+			x.mu.Lock()
+			f.dirty = true
+			x.mu.Unlock()
+		}
+		f.seg.release()
 	}
 	return err
 }
