@@ -80,13 +80,13 @@ func (g *groupCommit) give(ws []*flushWaiter) {
 // release releases the queued waiters whose offset is at most flushed. The others stay
 // queued for the next flush (and the flusher is woken again if rewake), or, if final, are
 // released as failed.
-func (g *groupCommit) release(flushed int64, final, rewake bool) {
+func (g *groupCommit) release(flushed int64, final, rewake bool) (released int) {
 	ws := g.take()
 	var keep []*flushWaiter
 	for _, w := range ws {
 		switch {
 		case w.offset <= flushed:
-			g.released.Add(1)
+			released++
 			w.done <- true
 		case final:
 			w.done <- false
@@ -95,6 +95,7 @@ func (g *groupCommit) release(flushed int64, final, rewake bool) {
 		}
 	}
 	g.give(ws)
+	g.released.Add(int64(released))
 	if len(keep) > 0 {
 		g.mu.Lock()
 		g.waiters = append(g.waiters, keep...)
@@ -106,6 +107,14 @@ func (g *groupCommit) release(flushed int64, final, rewake bool) {
 			}
 		}
 	}
+	return released
+}
+
+// queued returns the number of waiters queued.
+func (g *groupCommit) queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiters)
 }
 
 // runFlusher flushes the CommitLog: in AsyncFlush mode every FlushIntervalCommitLog; in
@@ -113,6 +122,10 @@ func (g *groupCommit) release(flushed int64, final, rewake bool) {
 func (s *Store) runFlusher(ctx context.Context) error {
 	t := time.NewTicker(s.opts.FlushIntervalCommitLog)
 	defer t.Stop()
+	gather := time.NewTimer(time.Hour)
+	gather.Stop()
+	var active int              // sync appenders seen at the end of the last round
+	var lastFsync time.Duration // how long the last fsync took
 	for {
 		select {
 		case <-ctx.Done():
@@ -123,18 +136,41 @@ func (s *Store) runFlusher(ctx context.Context) error {
 			}
 			return nil
 		case <-s.gc.wake:
-			// Let appenders released by the previous fsync append again before this one
-			// starts, so each fsync covers a full batch instead of alternating large and
-			// tiny ones.
-			runtime.Gosched()
+			s.gatherBatch(ctx, gather, active, lastFsync)
 		case <-t.C:
 		}
+		start := time.Now()
 		_, err := s.flushCommitLog()
+		lastFsync = time.Since(start)
 		if err != nil {
 			// Waiters beyond the durable offset wait for a later round (or time out).
 			s.log.Error().Err(err).Msg("commitlog flush failed")
 		}
-		s.gc.release(s.cl.flushedPhy.Load(), false, err == nil)
+		active = s.gc.release(s.cl.flushedPhy.Load(), false, err == nil)
+		active += s.gc.queued()
+	}
+}
+
+// gatherBatch delays a group commit briefly so that it covers every active appender: the
+// appenders released by the previous fsync need a moment to append again, and an fsync
+// started at once would cover only those that arrived during the last one, so batches would
+// alternate between large and small. It waits until want waiters are queued, or a quarter of
+// the last fsync's duration (at most 1 ms) has passed; a lone appender does not wait.
+func (s *Store) gatherBatch(ctx context.Context, timer *time.Timer, want int, lastFsync time.Duration) {
+	runtime.Gosched()
+	if want <= 1 || s.gc.queued() >= want {
+		return
+	}
+	timer.Reset(min(lastFsync/4, time.Millisecond))
+	defer timer.Stop()
+	for s.gc.queued() < want {
+		select {
+		case <-s.gc.wake:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
