@@ -2,6 +2,8 @@ package remoting
 
 import (
 	"strconv"
+
+	"github.com/mqgo/mq/internal/jsonenc"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -9,8 +11,6 @@ import (
 // The JSON header (serialize type 0) is a flat object; see REMOTING.md §1.4. It is encoded and
 // decoded by hand: the shape is fixed, the official client's extFields must be strings, and the
 // generic encoding/json path costs several allocations per frame on the hottest path we have.
-
-const hexDigits = "0123456789abcdef"
 
 func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `{"code":`...)
@@ -40,48 +40,9 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	return dst
 }
 
-// appendJSONString writes s as a JSON string. Control characters (the property separators 0x01
-// and 0x02 among them) become \u00XX; invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString writes s as a JSON string; control characters (the property separators
+// 0x01 and 0x02 among them) become \u00XX.
+func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
 
 // jsonScanner walks one JSON header. Depth-limited so hostile nesting cannot exhaust the stack.
 type jsonScanner struct {

@@ -2,57 +2,16 @@ package route
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/mqgo/mq/internal/jsonenc"
 )
 
 // Hand-written JSON helpers. The route body's shape is fixed by REMOTING.md §3.1 and the official
 // Go client parses brokerAddrs by hand (§3.1.2), so the encoder controls every byte: compact, no
 // whitespace, keys in a fixed order, broker ids in ascending numeric order.
 
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string: quotes, backslashes and control characters escaped,
-// invalid UTF-8 replaced by U+FFFD as encoding/json does.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString writes s as a JSON string.
+func appendString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
 
