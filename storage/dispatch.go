@@ -42,7 +42,7 @@ func (s *Store) tagsCode(r *message.Record) int64 {
 // runDispatcher dispatches new CommitLog records into the ConsumeQueues and the index. It is
 // woken by every append and also polls, so it follows the writer closely.
 func (s *Store) runDispatcher(ctx context.Context) error {
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(s.opts.dispatchPoll)
 	defer t.Stop()
 	var lastErr string
 	var lastLog time.Time

@@ -62,6 +62,24 @@
 //   - the checkpointer: flushes ConsumeQueues and the index and writes the checkpoint;
 //   - retention: deletes old segments and the ConsumeQueue and index files behind them.
 //
+// # Recovery
+//
+// Open reads the checkpoint and looks for the abort marker. After a clean Close it trusts
+// the checkpoint's CommitLog end (after checking nothing lies past it) and only reads the
+// last file of each ConsumeQueue. After a crash it validates every record from the segment
+// holding the checkpoint's durable offset: total size, magic, body CRC (unless
+// DisableCRCOnRecover), PHYSICALOFFSET equal to the record's position, sane queue id and
+// offset, and a correct blank record at segment ends. The log is cut at the first invalid
+// record and the rest of that segment is zeroed (so stale records cannot resurface later);
+// segments after it are deleted. ConsumeQueue units past the cut are cleared, units in the
+// re-validated range are checked against their records, and records are dispatched again
+// from the checkpoint's dispatched offset. A queue whose files are inconsistent (a missing
+// middle file, a unit that disagrees with its record, a gap) is rebuilt from the whole log.
+// RecoveryReport lists every repair; the same is logged. Limits: data before the safe point
+// is not re-validated (as in RocketMQ); a queue's lost last file is noticed only if that
+// queue has records after the checkpoint; index entries past a cut stay in the index files
+// but are dropped at lookup, where every hit is verified against its record.
+//
 // # Ownership of returned bytes
 //
 // GetMessage returns slices of mapped segments. Segments are reference counted: a GetResult

@@ -118,6 +118,8 @@ type Options struct {
 	clock     func() time.Time
 	ops       *fileOps
 	diskUsage func(dir string) (float64, error)
+	// dispatchPoll is the dispatcher's fallback poll period (it is woken by appends), 100 ms.
+	dispatchPoll time.Duration
 }
 
 // DispatchEvent describes one message made visible in a ConsumeQueue.
@@ -189,6 +191,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ops == nil {
 		o.ops = defaultFileOps()
+	}
+	if o.dispatchPoll == 0 {
+		o.dispatchPoll = 100 * time.Millisecond
 	}
 	if o.diskUsage == nil {
 		o.diskUsage = diskUsedRatio

@@ -584,6 +584,7 @@ func TestDispatchListener(t *testing.T) {
 	opts := testOptions(t, "")
 	events := make(chan DispatchEvent, 100)
 	opts.OnDispatch = func(e DispatchEvent) { events <- e }
+	opts.dispatchPoll = time.Hour // only the append's wake-up can make this test pass
 	s := openStore(t, opts)
 	runStore(t, s)
 	for i := range 5 {
