@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -192,6 +193,11 @@ func (s *Store) readQueue(r *GetResult, q *consumeQueue, offset, maxOff int64, m
 			continue
 		}
 		rec := cur.data[pos : pos+int64(u.Size) : pos+int64(u.Size)]
+		if !unitMatchesRecord(rec, u, next) {
+			// A damaged unit must not send a consumer bytes that are not its message.
+			s.badUnits.Add(1)
+			continue
+		}
 		if filter != nil && !filter.IsMatchedByCommitLog(rec) {
 			continue
 		}
@@ -203,6 +209,14 @@ func (s *Store) readQueue(r *GetResult, q *consumeQueue, offset, maxOff int64, m
 		r.Status = Found
 	}
 	r.NextBeginOffset = next
+}
+
+// unitMatchesRecord checks, cheaply, that rec is the record the unit for queue offset off
+// describes: size, magic and queue offset agree.
+func unitMatchesRecord(rec []byte, u CQUnit, off int64) bool {
+	return len(rec) >= message.MinRecordBytes && int32(be32(rec)) == u.Size &&
+		int32(be32(rec[message.OffMagic:])) == message.MagicCode &&
+		int64(binary.BigEndian.Uint64(rec[message.OffQueueOffset:])) == off
 }
 
 // MaxOffsetInQueue returns the queue offset one past the last message (0 if the queue does not

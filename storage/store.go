@@ -34,6 +34,7 @@ type Store struct {
 	dispatchMu sync.Mutex
 	lastCQTs   atomic.Int64 // store time of the last dispatched message
 	dispatched atomic.Int64 // records dispatched since Open
+	badUnits   atomic.Int64 // ConsumeQueue units skipped by reads because they disagree with the log
 	ckptMu     sync.Mutex
 	flushedTs  atomic.Int64 // store time of the last message in the flushed CommitLog
 
@@ -272,6 +273,9 @@ type Stats struct {
 	SyncFlushReleased int64
 	// DispatchedRecords counts records dispatched since Open.
 	DispatchedRecords int64
+	// BadUnitsSkipped counts ConsumeQueue units GetMessage skipped because the record they
+	// point to does not match them (a damaged ConsumeQueue; non-zero calls for a rebuild).
+	BadUnitsSkipped int64
 }
 
 // Stats returns a snapshot of the store's counters.
@@ -286,5 +290,6 @@ func (s *Store) Stats() Stats {
 		CommitLogFsyncs:     s.cl.fsyncs.Load(),
 		SyncFlushReleased:   s.gc.released.Load(),
 		DispatchedRecords:   s.dispatched.Load(),
+		BadUnitsSkipped:     s.badUnits.Load(),
 	}
 }
