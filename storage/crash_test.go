@@ -37,14 +37,16 @@ func crashChild(t *testing.T, dir string) {
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	var wg sync.WaitGroup
+	run := time.Now().UnixNano() // keys are unique across rounds
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 			for i := 0; ctx.Err() == nil; i++ {
-				b := fmt.Sprintf("w%d-%d-%s", w, i, strings.Repeat("x", rng.IntN(2000)))
-				m := testMsg("C", int32(w%2), b, map[string]string{"KEYS": fmt.Sprintf("w%d-%d", w, i)})
+				key := fmt.Sprintf("r%d.w%d.%d", run, w, i)
+				b := key + "-" + strings.Repeat("x", rng.IntN(2000))
+				m := testMsg("C", int32(w%2), b, map[string]string{"KEYS": key})
 				r, err := s.PutMessage(m)
 				if err != nil {
 					continue
@@ -136,6 +138,15 @@ func TestCrashRecovery(t *testing.T) {
 // end, and the ConsumeQueues match the log exactly.
 func checkAfterCrash(t *testing.T, s *Store, acks []ack) {
 	t.Helper()
+	// The key index survived too: look up a sample of acknowledged keys.
+	for i := 0; i < len(acks); i += 1 + len(acks)/50 {
+		a := acks[i]
+		key := a.body[:strings.IndexByte(a.body, '-')]
+		res, err := s.QueryMessage("C", key, 4, 0, 1<<62)
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("key %s: %d hits, %v", key, len(res.Messages), err)
+		}
+	}
 	for _, a := range acks {
 		b, err := s.LookMessageByOffset(a.phy)
 		if err != nil {
