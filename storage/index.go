@@ -334,6 +334,22 @@ func (x *indexService) deleteBehind(minPhy int64) int {
 	return len(drop)
 }
 
+// reset deletes every index file.
+func (x *indexService) reset() error {
+	x.mu.Lock()
+	files := x.files
+	x.files = nil
+	x.skipUpTo = -1
+	x.mu.Unlock()
+	var err error
+	for _, f := range files {
+		if e := f.seg.remove(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
 func (x *indexService) close() {
 	x.mu.Lock()
 	files := x.files

@@ -91,6 +91,11 @@ func (s *Store) recover() error {
 			r.RemovedFiles = append(r.RemovedFiles, p)
 			r.action("index file %s damaged: removed", filepath.Base(p))
 		}
+		if len(removed) > 0 {
+			if err := s.rebuildIndex(minPhy, maxPhy); err != nil {
+				return err
+			}
+		}
 		s.idx.truncate(maxPhy)
 	}
 
@@ -371,6 +376,24 @@ func (s *Store) verifyQueueTails(from int64, rebuild map[*consumeQueue]bool) {
 			}
 		}
 	}
+}
+
+// rebuildIndex replaces the index with one built from the whole CommitLog.
+func (s *Store) rebuildIndex(minPhy, maxPhy int64) error {
+	if err := s.idx.reset(); err != nil {
+		return err
+	}
+	n := 0
+	err := s.walkCommitLog(minPhy, maxPhy, func(rec *message.Record) error {
+		n++
+		return s.idx.add(rec)
+	})
+	if err != nil {
+		return err
+	}
+	s.report.action("index rebuilt from the commitlog (%d records)", n)
+	s.log.Warn().Int("records", n).Msg("index rebuilt")
+	return nil
 }
 
 // rebuildQueues empties the given queues and re-dispatches the whole CommitLog into them.

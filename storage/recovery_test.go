@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -346,5 +347,36 @@ func TestDamagedUnitNeverServesWrongBytes(t *testing.T) {
 	}
 	if st := s2.Stats(); st.BadUnitsSkipped != 1 {
 		t.Fatalf("bad units %d", st.BadUnitsSkipped)
+	}
+}
+
+func TestRecoveryRebuildsDamagedIndex(t *testing.T) {
+	opts := testOptions(t, "")
+	opts.MaxIndexNum = 100
+	s := openStore(t, opts)
+	for i := range 120 {
+		mustPut(t, s, testMsg("T", 0, body(i, 10), map[string]string{"KEYS": fmt.Sprintf("key%d", i)}))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(opts.Dir, "index"))
+	if len(ents) < 2 {
+		t.Fatalf("%d index files", len(ents))
+	}
+	// Damage the first file's header: an entry count beyond the file.
+	f, _ := os.OpenFile(filepath.Join(opts.Dir, "index", ents[0].Name()), os.O_RDWR, 0)
+	f.WriteAt([]byte{0x7F, 0, 0, 0}, 36)
+	f.Close()
+	s2 := openStore(t, opts)
+	rep := s2.RecoveryReport()
+	if len(rep.RemovedFiles) != 1 || !strings.Contains(strings.Join(rep.Actions, ";"), "index rebuilt") {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, i := range []int{0, 50, 119} {
+		res, err := s2.QueryMessage("T", fmt.Sprintf("key%d", i), 4, 0, 1<<62)
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("key%d: %d hits %v", i, len(res.Messages), err)
+		}
 	}
 }
