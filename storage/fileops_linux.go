@@ -66,3 +66,12 @@ func lockDir(dir string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// physicalMemory returns the machine's RAM in bytes (0 if unknown).
+func physicalMemory() int64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}

@@ -62,6 +62,11 @@ type GetResult struct {
 	QueueOffsets []int64
 	// TotalBytes is the sum of len(Messages[i]).
 	TotalBytes int
+	// SuggestPullingFromSlave is set when the messages lie so far behind the log's end that
+	// they are likely not in memory (more than AccessMessageInMemoryMaxRatio percent of RAM):
+	// the broker may suggest a slave for the next pull (REMOTING.md §5.6
+	// suggestWhichBrokerId).
+	SuggestPullingFromSlave bool
 
 	segs []*segment
 }
@@ -158,11 +163,13 @@ func (s *Store) readQueue(r *GetResult, q *consumeQueue, offset, maxOff int64, m
 	end := min(maxOff, (cqSeg.start+cqSeg.wrote.Load())/CQUnitBytes, offset+maxScanUnits(maxMsgs))
 	var cur *segment // CommitLog segment of the last message, held by r
 	next := offset
+	lastPhy := s.cl.maxPhy.Load()
 	for ; next < end; next++ {
 		u, err := DecodeCQUnit(cqSeg.data[next*CQUnitBytes-cqSeg.start:])
 		if err != nil || u.Size == blankUnitSize {
 			continue
 		}
+		lastPhy = u.PhyOffset
 		if u.PhyOffset < minPhy {
 			if len(r.Messages) == 0 {
 				r.Status = MessageWasRemoving
@@ -208,6 +215,7 @@ func (s *Store) readQueue(r *GetResult, q *consumeQueue, offset, maxOff int64, m
 	if len(r.Messages) > 0 {
 		r.Status = Found
 	}
+	r.SuggestPullingFromSlave = s.memBytes > 0 && s.cl.maxPhy.Load()-lastPhy > s.memBytes
 	r.NextBeginOffset = next
 }
 
@@ -234,6 +242,32 @@ func (s *Store) MinOffsetInQueue(topic string, queueID int32) int64 {
 		return q.minOffset.Load()
 	}
 	return 0
+}
+
+// ConsumeQueueUnits returns copies of up to max units of a queue from queue offset offset (the
+// scheduled-message service reads delivery times from the tag codes this way). Units of a
+// blank prefix have Size 0x7FFFFFFF.
+func (s *Store) ConsumeQueueUnits(topic string, queueID int32, offset int64, max int) ([]CQUnit, error) {
+	q := s.cqs.get(topic, queueID)
+	if q == nil {
+		return nil, ErrNotFound
+	}
+	end := min(q.maxOffset.Load(), offset+int64(max))
+	if offset < q.minOffset.Load() || offset >= end {
+		return nil, ErrNotFound
+	}
+	var out []CQUnit
+	for off := offset; off < end; off++ {
+		u, err := q.unit(off)
+		if err != nil {
+			if len(out) > 0 {
+				break
+			}
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // GetCommitLogOffsetInQueue returns the CommitLog offset of the message at a queue offset.

@@ -77,6 +77,10 @@ type Options struct {
 	// MaxTransferBytes caps the bytes one GetMessage returns when the caller passes 0
 	// (maxTransferBytesOnMessageInMemory), 256 KiB.
 	MaxTransferBytes int
+	// AccessMessageInMemoryMaxRatio is the share of physical memory, in percent, that pulls
+	// may lag behind the log's end before GetResult suggests a slave
+	// (accessMessageInMemoryMaxRatio), 40.
+	AccessMessageInMemoryMaxRatio int
 	// FileReservedTime is how long CommitLog segments are kept (fileReservedTime), 72 h.
 	FileReservedTime time.Duration
 	// DeleteWhen lists the hours (local time, "04" or "04;16") at which expired segments are
@@ -151,6 +155,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.AccessMessageInMemoryMaxRatio == 0 {
+		o.AccessMessageInMemoryMaxRatio = 40
 	}
 	if o.OSPageCacheBusyTimeout == 0 {
 		o.OSPageCacheBusyTimeout = time.Second

@@ -38,6 +38,9 @@ type Store struct {
 	ckptMu     sync.Mutex
 	flushedTs  atomic.Int64 // store time of the last message in the flushed CommitLog
 
+	// memBytes is AccessMessageInMemoryMaxRatio percent of physical memory (0: unknown).
+	memBytes int64
+
 	report      RecoveryReport
 	deleteHours map[int]bool
 	manualClean atomic.Int32
@@ -80,6 +83,9 @@ func Open(opts Options) (*Store, error) {
 			entryNum: opts.MaxIndexNum, ops: opts.ops, log: log, clock: opts.clock}
 	}
 	s.gc.init()
+	if total := physicalMemory(); total > 0 {
+		s.memBytes = total / 100 * int64(opts.AccessMessageInMemoryMaxRatio)
+	}
 	for _, d := range []string{opts.Dir, filepath.Join(opts.Dir, "config")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err

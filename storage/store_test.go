@@ -717,3 +717,29 @@ func TestPageCacheBusy(t *testing.T) {
 	s.cl.lockedAt.Store(0)
 	mustPut(t, s, testMsg("T", 0, "z", nil))
 }
+
+func TestSuggestSlaveAndUnits(t *testing.T) {
+	s := openStore(t, testOptions(t, ""))
+	for i := range 50 {
+		mustPut(t, s, testMsg("T", 0, body(i, 1000), map[string]string{"TAGS": "TagA"}))
+	}
+	s.dispatchAvailable(nil)
+	s.memBytes = 10_000 // pretend memory holds only the last ~10 KB
+	r := s.GetMessage("g", "T", 0, 0, 1, 0, nil)
+	if !r.SuggestPullingFromSlave {
+		t.Fatal("old messages: no slave suggested")
+	}
+	r.Release()
+	r = s.GetMessage("g", "T", 0, 49, 1, 0, nil)
+	if r.SuggestPullingFromSlave {
+		t.Fatal("newest message: slave suggested")
+	}
+	r.Release()
+	us, err := s.ConsumeQueueUnits("T", 0, 48, 10)
+	if err != nil || len(us) != 2 || us[0].TagsCode != 2598919 || us[1].PhyOffset <= us[0].PhyOffset {
+		t.Fatalf("units %+v %v", us, err)
+	}
+	if _, err := s.ConsumeQueueUnits("T", 0, 50, 10); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("past the end: %v", err)
+	}
+}
