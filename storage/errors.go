@@ -25,6 +25,8 @@ var (
 	// ErrCreateSegment reports that a new CommitLog segment could not be created or mapped
 	// (full disk, failed mmap). The store stays readable.
 	ErrCreateSegment = errors.New("storage: create mapped file failed")
+	// ErrSlave refuses PutMessage on a slave store (Options.Slave); it takes AppendRaw only.
+	ErrSlave = errors.New("storage: store is a slave")
 	// ErrPageCacheBusy refuses an append while another has held the append lock too long.
 	ErrPageCacheBusy = errors.New("storage: os page cache busy")
 	// ErrOffsetMismatch is returned by AppendRaw when the bytes do not start at the log's end.

@@ -102,8 +102,9 @@ type Options struct {
 	// maxIndexNum 20,000,000).
 	MaxHashSlotNum int
 	MaxIndexNum    int
-	// Slave marks a slave store: GetMessage does not correct offsets (the requested offset is
-	// echoed), unless OffsetCheckInSlave is set.
+	// Slave marks a slave store: it refuses PutMessage (ServiceNotAvailable, ErrSlave) and
+	// takes replicated bytes through AppendRaw; GetMessage does not correct offsets (the
+	// requested offset is echoed), unless OffsetCheckInSlave is set.
 	Slave              bool
 	OffsetCheckInSlave bool
 	// DelayLevels are the delays of DELAY levels 1, 2, ... (messageDelayLevel), default

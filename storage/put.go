@@ -85,6 +85,18 @@ func (r *PutResult) MsgIDs() string {
 	return sb.String()
 }
 
+// writable refuses appends on a closed store or a slave (RocketMQ: a slave's store takes
+// only replicated bytes).
+func (s *Store) writable() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.opts.Slave {
+		return ErrSlave
+	}
+	return nil
+}
+
 // check validates one message and returns its record size.
 func (s *Store) check(m *Message) (int, PutStatus, error) {
 	if len(m.Body) > s.opts.MaxMessageBytes {
@@ -118,9 +130,9 @@ func (s *Store) check(m *Message) (int, PutStatus, error) {
 // offsets are set) but was not known durable in time.
 func (s *Store) PutMessage(m *Message) (PutResult, error) {
 	r := PutResult{StoreHost: m.StoreHost}
-	if s.closed.Load() {
+	if err := s.writable(); err != nil {
 		r.Status = ServiceNotAvailable
-		return r, ErrClosed
+		return r, err
 	}
 	size, st, err := s.check(m)
 	if err != nil {
@@ -152,9 +164,9 @@ func (s *Store) PutMessages(msgs []*Message) (PutResult, error) {
 		return r, fmt.Errorf("%w: empty batch", ErrIllegalMessage)
 	}
 	r.StoreHost = msgs[0].StoreHost
-	if s.closed.Load() {
+	if err := s.writable(); err != nil {
 		r.Status = ServiceNotAvailable
-		return r, ErrClosed
+		return r, err
 	}
 	sizes := make([]int, len(msgs))
 	total := 0

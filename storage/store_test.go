@@ -531,6 +531,9 @@ func TestAppendRawReplication(t *testing.T) {
 		off += int64(len(v.Data))
 		v.Release()
 	}
+	if r, err := slave.PutMessage(testMsg("R", 0, "x", nil)); r.Status != ServiceNotAvailable || !errors.Is(err, ErrSlave) {
+		t.Fatalf("put on a slave: %v %v", r.Status, err)
+	}
 	if err := slave.AppendRaw(5, []byte("x")); !errors.Is(err, ErrOffsetMismatch) {
 		t.Fatalf("append at wrong offset: %v", err)
 	}
