@@ -1,15 +1,230 @@
 package broker
 
-import "github.com/mqgo/mq/remoting"
+import (
+	"context"
+	"encoding/json"
+	"time"
 
-// clientState holds the producer and consumer managers (owned by clients.go).
-type clientState struct{}
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+)
 
-func (b *Broker) initClients() { b.clients = &clientState{} }
+// clientState holds the producer and consumer managers and the queue locks (owned by
+// clients.go, consumer_manager.go and lock.go).
+type clientState struct {
+	consumers *consumerManager
+	locks     *lockManager
+	now       func() time.Time
+}
+
+func (b *Broker) initClients() {
+	b.clients = &clientState{consumers: newConsumerManager(), locks: newLockManager(), now: time.Now}
+	b.addRunner(b.runClientHousekeeping)
+}
 
 // registerClients installs HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
-// CHECK_CLIENT_CONFIG, LOCK_BATCH_MQ and UNLOCK_BATCH_MQ.
-func (b *Broker) registerClients(d *remoting.Dispatcher) {}
+// CHECK_CLIENT_CONFIG, LOCK_BATCH_MQ and UNLOCK_BATCH_MQ. Heartbeats get their own pool, as in
+// RocketMQ, so they are never queued behind offset or lock traffic.
+func (b *Broker) registerClients(d *remoting.Dispatcher) {
+	d.Register(remoting.HeartBeat, remoting.ProcessorFunc(b.processHeartbeat), b.heartbeatEx)
+	d.Register(remoting.UnregisterClient, remoting.ProcessorFunc(b.processUnregisterClient), b.heartbeatEx)
+	d.Register(remoting.CheckClientConfig, remoting.ProcessorFunc(b.processCheckClientConfig), b.heartbeatEx)
+	d.Register(remoting.GetConsumerListByGroup, remoting.ProcessorFunc(b.processGetConsumerList), b.clientEx)
+	d.Register(remoting.LockBatchMQ, remoting.ProcessorFunc(b.processLockBatch), b.clientEx)
+	d.Register(remoting.UnlockBatchMQ, remoting.ProcessorFunc(b.processUnlockBatch), b.clientEx)
+}
 
-// onConnEvent drops a closed or idle connection's producers, consumers and locks.
-func (b *Broker) onConnEvent(ev remoting.ConnEvent) {}
+// processHeartbeat registers a client's producer and consumer groups on the channel (RocketMQ
+// ClientManageProcessor.heartBeat): per consumer group it makes sure the group's settings and
+// retry topic exist, records members and subscriptions, and notifies the group's members when
+// either changed.
+func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	hb, err := protocol.DecodeHeartbeatData(req.Body)
+	if err != nil {
+		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
+	}
+	info := clientChannelInfo{ch: ch, clientID: hb.ClientID, language: req.Language, version: req.Version,
+		lastUpdate: b.clients.now()}
+	for i := range hb.ConsumerDataSet {
+		data := &hb.ConsumerDataSet[i]
+		notify := true
+		if cfg, ok := b.groups.find(data.GroupName); ok {
+			notify = cfg.NotifyConsumerIdsChangedEnable
+			b.ensureRetryTopic(data.GroupName, cfg.RetryQueueNums, data.UnitMode)
+		}
+		changed, members := b.clients.consumers.registerConsumer(info, data)
+		if changed {
+			b.log.Info().Str("group", data.GroupName).Str("client_id", hb.ClientID).
+				Str("addr", ch.RemoteAddr()).Msg("consumer group changed")
+			if notify {
+				b.notifyConsumerIDsChanged(data.GroupName, members)
+			}
+		}
+	}
+	for _, p := range hb.ProducerDataSet {
+		b.clients.consumers.registerProducer(p.GroupName, info)
+	}
+	return remoting.NewResponse(remoting.Success, ""), nil
+}
+
+// topicSysFlagUnitSub is RocketMQ's TopicSysFlag for a unit-mode group's retry topic.
+const topicSysFlagUnitSub = 1 << 1
+
+// ensureRetryTopic creates %RETRY%group (which registers it with the name servers).
+func (b *Broker) ensureRetryTopic(group string, queues int32, unitMode bool) {
+	topic := RetryTopic(group)
+	if _, ok := b.topics.get(topic); ok {
+		return
+	}
+	if queues <= 0 {
+		queues = 1
+	}
+	var sysFlag int32
+	if unitMode {
+		sysFlag = topicSysFlagUnitSub
+	}
+	b.topics.createIfAbsent(topic, queues, route.PermReadWrite, sysFlag)
+}
+
+// notifyConsumerIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED one-way to each channel; clients
+// send no reply (REMOTING.md §7.1).
+func (b *Broker) notifyConsumerIDsChanged(group string, channels []remoting.Channel) {
+	for _, ch := range channels {
+		if ch.Closed() {
+			continue
+		}
+		req := remoting.NewRequest(remoting.NotifyConsumerIDsChanged,
+			remoting.EncodeHeader(&protocol.ConsumerGroupHeader{ConsumerGroup: group}), nil)
+		if err := ch.InvokeOneway(req); err != nil {
+			b.log.Debug().Err(err).Str("group", group).Str("addr", ch.RemoteAddr()).
+				Msg("notify consumer ids changed failed")
+		}
+	}
+}
+
+// notifyIfEnabled notifies a changed group's remaining members if the group's settings allow
+// it. It does not create the group's settings.
+func (b *Broker) notifyIfEnabled(c groupChange) {
+	if len(c.channels) == 0 {
+		return
+	}
+	b.groups.mu.RLock()
+	cfg, ok := b.groups.table[c.group]
+	b.groups.mu.RUnlock()
+	if ok && !cfg.NotifyConsumerIdsChangedEnable {
+		return
+	}
+	b.notifyConsumerIDsChanged(c.group, c.channels)
+}
+
+// processUnregisterClient drops a client's producer and/or consumer group from the channel.
+func (b *Broker) processUnregisterClient(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.UnregisterClientRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if h.ProducerGroup != "" {
+		b.clients.consumers.unregisterProducer(h.ProducerGroup, ch.ID())
+	}
+	if h.ConsumerGroup != "" {
+		if removed, members := b.clients.consumers.unregisterConsumer(h.ConsumerGroup, ch.ID()); removed {
+			b.log.Info().Str("group", h.ConsumerGroup).Str("client_id", h.ClientID).Msg("consumer unregistered")
+			b.notifyIfEnabled(groupChange{group: h.ConsumerGroup, channels: members})
+		}
+	}
+	return remoting.NewResponse(remoting.Success, ""), nil
+}
+
+// processCheckClientConfig accepts every client configuration: SQL92 and class filters are
+// not checked here (SQL92 subscriptions are delivered unfiltered, see filter.go).
+func (b *Broker) processCheckClientConfig(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+	return remoting.NewResponse(remoting.Success, ""), nil
+}
+
+// processGetConsumerList answers the group's client ids; like RocketMQ it answers SYSTEM_ERROR
+// when the group has no member.
+func (b *Broker) processGetConsumerList(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.ConsumerGroupHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	ids := b.clients.consumers.consumerIDs(h.ConsumerGroup)
+	if len(ids) == 0 {
+		b.log.Debug().Str("group", h.ConsumerGroup).Str("addr", ch.RemoteAddr()).Msg("consumer list asked for a group without members")
+		return remoting.NewResponse(remoting.SystemError, "no consumer for this group, "+h.ConsumerGroup), nil
+	}
+	body, err := json.Marshal(protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
+	if err != nil {
+		return nil, err
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp, nil
+}
+
+// onConnEvent drops a closed, broken or idle connection's producers and consumers, notifies the
+// groups it left, and drops its parked pulls. Its queue locks stay until they expire, as in
+// RocketMQ.
+func (b *Broker) onConnEvent(ev remoting.ConnEvent) {
+	switch ev.Type {
+	case remoting.ConnClose, remoting.ConnException, remoting.ConnIdle:
+	default:
+		return
+	}
+	b.pull.hold.dropChannel(ev.Channel.ID())
+	for _, c := range b.clients.consumers.removeChannel(ev.Channel.ID()) {
+		b.log.Info().Str("group", c.group).Str("addr", ev.Channel.RemoteAddr()).
+			Str("event", ev.Type.String()).Msg("consumer left")
+		b.notifyIfEnabled(c)
+	}
+}
+
+// runClientHousekeeping expires registrations without a heartbeat for ChannelExpiredTimeout,
+// every ScanConnectionInterval (RocketMQ ClientHousekeepingService).
+func (b *Broker) runClientHousekeeping(ctx context.Context) error {
+	t := time.NewTicker(b.opts.ScanConnectionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			b.scanNotActiveChannels()
+		}
+	}
+}
+
+// scanNotActiveChannels expires stale registrations, notifies the groups that lost members and
+// closes the connections left with no registration.
+func (b *Broker) scanNotActiveChannels() {
+	changes, closeList := b.clients.consumers.expire(b.clients.now().Add(-b.opts.ChannelExpiredTimeout))
+	for _, c := range changes {
+		b.log.Info().Str("group", c.group).Msg("consumer registration expired")
+		b.notifyIfEnabled(c)
+	}
+	for _, ch := range closeList {
+		b.log.Info().Str("addr", ch.RemoteAddr()).Msg("closing connection without heartbeat")
+		_ = ch.Close()
+	}
+}
+
+// Functions for the other parts of the broker.
+
+// producerChannels returns the live connections of a producer group (transaction checks).
+func (b *Broker) producerChannels(group string) []remoting.Channel {
+	return b.clients.consumers.producerChannels(group)
+}
+
+// clientChannel returns a live connection of the client with this id (reply messages).
+func (b *Broker) clientChannel(clientID string) (remoting.Channel, bool) {
+	return b.clients.consumers.findChannel(clientID)
+}
+
+// consumerGroupState copies a consumer group's members and subscriptions (admin reads).
+func (b *Broker) consumerGroupState(group string) (ConsumerGroupState, bool) {
+	return b.clients.consumers.snapshot(group)
+}
+
+// onlineConsumerGroups lists the consumer groups with members.
+func (b *Broker) onlineConsumerGroups() []string { return b.clients.consumers.groups() }

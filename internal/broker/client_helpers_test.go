@@ -1,0 +1,215 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// Helpers for the consume-side tests: heartbeats, pulls, stored messages.
+
+// sub is a tag subscription of topic as the Go client builds it (codeSet from UTF-8 bytes).
+func sub(topic, expr string) protocol.SubscriptionData {
+	s := protocol.SubscriptionData{Topic: topic, SubString: expr, TagsSet: []string{}, CodeSet: protocol.TagCodes{},
+		SubVersion: time.Now().UnixNano(), ExpressionType: protocol.ExpressionTag}
+	if expr != "*" {
+		s.TagsSet = splitTags(expr)
+		for _, tag := range s.TagsSet {
+			s.CodeSet = append(s.CodeSet, goClientHash(tag))
+		}
+	}
+	return s
+}
+
+// goClientHash is the Go client's tag hash: Java's formula over UTF-8 bytes (REMOTING.md §9.8).
+func goClientHash(s string) int32 {
+	var h int32
+	for i := 0; i < len(s); i++ {
+		h = 31*h + int32(s[i])
+	}
+	return h
+}
+
+// heartbeatCmd builds a HEART_BEAT of one consumer group.
+func heartbeatCmd(clientID, group string, subs ...protocol.SubscriptionData) *remoting.Command {
+	hb := protocol.HeartbeatData{ClientID: clientID, ProducerDataSet: []protocol.ProducerData{},
+		ConsumerDataSet: []protocol.ConsumerData{{GroupName: group, ConsumeType: protocol.ConsumePassively,
+			MessageModel: protocol.Clustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
+			SubscriptionDataSet: subs}}}
+	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
+}
+
+// heartbeat sends a heartbeat and checks it succeeded.
+func heartbeat(t *testing.T, tr remoting.Transport, addr, clientID, group string, subs ...protocol.SubscriptionData) {
+	t.Helper()
+	resp := invoke(t, tr, addr, heartbeatCmd(clientID, group, subs...))
+	if resp.Code != remoting.Success || resp.Version < 0 {
+		t.Fatalf("heartbeat: code %d version %d remark %q", resp.Code, resp.Version, resp.Remark)
+	}
+}
+
+// consumerList asks GET_CONSUMER_LIST_BY_GROUP.
+func consumerList(t *testing.T, tr remoting.Transport, addr, group string) (int16, []string) {
+	t.Helper()
+	resp := invoke(t, tr, addr, remoting.NewRequest(remoting.GetConsumerListByGroup,
+		remoting.EncodeHeader(&protocol.ConsumerGroupHeader{ConsumerGroup: group}), nil))
+	var body protocol.GetConsumerListByGroupResponseBody
+	if len(resp.Body) > 0 {
+		if err := json.Unmarshal(resp.Body, &body); err != nil {
+			t.Fatalf("consumer list body %q: %v", resp.Body, err)
+		}
+	}
+	return resp.Code, body.ConsumerIDList
+}
+
+// pullHeader is a push consumer's pull: suspend set, subscription from the heartbeat.
+func pullHeader(group, topic string, queueID int32, offset int64) *protocol.PullMessageRequestHeader {
+	return &protocol.PullMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: queueID,
+		QueueOffset: offset, MaxMsgNums: 32, SysFlag: protocol.PullFlagSuspend, SuspendTimeoutMillis: 20000,
+		ExpressionType: protocol.ExpressionTag, BrokerName: "broker-a"}
+}
+
+func pullCmd(h *protocol.PullMessageRequestHeader) *remoting.Command {
+	return remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil)
+}
+
+// pullResult is a decoded pull response.
+type pullResult struct {
+	code   int16
+	remark string
+	hdr    protocol.PullMessageResponseHeader
+	msgs   []message.Record
+	bodies []string
+}
+
+func decodePull(t *testing.T, resp *remoting.Command) pullResult {
+	t.Helper()
+	r := pullResult{code: resp.Code, remark: resp.Remark}
+	switch resp.Code {
+	case remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved:
+		if err := r.hdr.Decode(resp.ExtFields); err != nil {
+			t.Fatalf("pull response header %v: %v", resp.ExtFields, err)
+		}
+	}
+	for b := resp.Body; len(b) > 0; {
+		var rec message.Record
+		n, err := message.DecodeRecord(b, &rec, true)
+		if err != nil {
+			t.Fatalf("pull body record %d: %v", len(r.msgs), err)
+		}
+		r.msgs = append(r.msgs, rec)
+		r.bodies = append(r.bodies, string(rec.Body))
+		b = b[n:]
+	}
+	return r
+}
+
+// pull sends a pull and decodes the answer.
+func pull(t *testing.T, tr remoting.Transport, addr string, h *protocol.PullMessageRequestHeader) pullResult {
+	t.Helper()
+	return decodePull(t, invoke(t, tr, addr, pullCmd(h)))
+}
+
+var consumeTestBornHost = netip.MustParseAddrPort("127.0.0.1:40000")
+
+// putMsgs stores n messages in a queue with the given tag ("" for none) and waits until they
+// are dispatched. Bodies are "<prefix>-<i>".
+func putMsgs(t *testing.T, tb *testBroker, topic string, queueID int32, n int, tag, prefix string) {
+	t.Helper()
+	before := tb.Store().MaxOffsetInQueue(topic, queueID)
+	for i := range n {
+		props := map[string]string{message.PropertyUniqKey: fmt.Sprintf("%s-%d-%d", prefix, queueID, i)}
+		if tag != "" {
+			props[message.PropertyTags] = tag
+		}
+		m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(fmt.Sprintf("%s-%d", prefix, i)),
+			Properties: message.MarshalProperties(props), BornTimestamp: time.Now().UnixMilli(),
+			BornHost: consumeTestBornHost, StoreHost: tb.storeHost}
+		if _, err := tb.Store().PutMessage(m); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	eventually(t, "messages dispatched", func() bool {
+		return tb.Store().MaxOffsetInQueue(topic, queueID) >= before+int64(n)
+	})
+}
+
+// addTopic creates a readable and writable topic.
+func addTopic(tb *testBroker, topic string, queues int32) {
+	tb.topics.update(TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6})
+}
+
+// notifyRecorder counts NOTIFY_CONSUMER_IDS_CHANGED per group received by one client.
+type notifyRecorder struct {
+	mu     sync.Mutex
+	groups map[string]int
+	ch     chan string
+}
+
+func recordNotifies(tr remoting.Transport) *notifyRecorder {
+	r := &notifyRecorder{groups: map[string]int{}, ch: make(chan string, 100)}
+	tr.RegisterProcessor(remoting.NotifyConsumerIDsChanged, remoting.ProcessorFunc(
+		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+			g := req.Ext("consumerGroup")
+			r.mu.Lock()
+			r.groups[g]++
+			r.mu.Unlock()
+			r.ch <- g
+			return nil, nil
+		}))
+	return r
+}
+
+func (r *notifyRecorder) count(group string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.groups[group]
+}
+
+// waitNotify waits for one notification of group.
+func (r *notifyRecorder) waitNotify(t *testing.T, group string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case g := <-r.ch:
+			if g == group {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no NOTIFY_CONSUMER_IDS_CHANGED for %s", group)
+		}
+	}
+}
+
+// noNotify checks that no notification arrives for a short while.
+func (r *notifyRecorder) noNotify(t *testing.T, group string) {
+	t.Helper()
+	timeout := time.After(200 * time.Millisecond)
+	for {
+		select {
+		case g := <-r.ch:
+			if g == group {
+				t.Fatalf("unexpected NOTIFY_CONSUMER_IDS_CHANGED for %s", group)
+			}
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// newTCPClient is a second TCP client (a second connection) closed at cleanup.
+func newTCPClient(t *testing.T) *remoting.Client {
+	c := remoting.NewClient(remoting.ClientOptions{ScanInterval: 20 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -1,0 +1,200 @@
+package broker
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+func TestHeartbeatRegistersConsumer(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "T", 4)
+	for name, tr := range tb.Transports() {
+		t.Run(name, func(t *testing.T) {
+			group := "cg-" + name
+			client := "10.0.0.1@" + name
+			heartbeat(t, tr, tb.Addr, client, group, sub("T", "*"), sub(RetryTopic(group), "*"))
+			code, ids := consumerList(t, tr, tb.Addr, group)
+			if code != remoting.Success {
+				t.Fatalf("consumer list code %d", code)
+			}
+			if diff := cmp.Diff([]string{client}, ids); diff != "" {
+				t.Errorf("consumer ids (-want +got):\n%s", diff)
+			}
+			tc, ok := tb.topics.get(RetryTopic(group))
+			if !ok || tc.ReadQueueNums != 1 || tc.WriteQueueNums != 1 || tc.Perm != 6 {
+				t.Errorf("retry topic %+v, exists %v", tc, ok)
+			}
+			if _, ok := tb.groups.table[group]; !ok {
+				t.Error("subscription group not created")
+			}
+			st, ok := tb.consumerGroupState(group)
+			if !ok || st.MessageModel != protocol.Clustering || len(st.Subscriptions) != 2 || len(st.Connections) != 1 {
+				t.Errorf("group state %+v", st)
+			}
+		})
+	}
+}
+
+func TestHeartbeatProducerAndBadBody(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	hb := protocol.HeartbeatData{ClientID: "p@1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}}
+	resp := invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.HeartBeat, nil, hb.Encode()))
+	if resp.Code != remoting.Success {
+		t.Fatalf("code %d", resp.Code)
+	}
+	if chs := tb.producerChannels("pg"); len(chs) != 1 {
+		t.Fatalf("producer channels %d", len(chs))
+	}
+	if ch, ok := tb.clientChannel("p@1"); !ok || ch.Closed() {
+		t.Error("client channel not found")
+	}
+	resp = invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.HeartBeat, nil, []byte("{")))
+	if resp.Code != remoting.SystemError {
+		t.Errorf("bad body: code %d", resp.Code)
+	}
+	resp = invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.CheckClientConfig, nil, []byte(`{}`)))
+	if resp.Code != remoting.Success {
+		t.Errorf("check client config: code %d", resp.Code)
+	}
+}
+
+func TestConsumerListUnknownGroup(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	resp := invoke(t, tb.InProc, tb.Addr, remoting.NewRequest(remoting.GetConsumerListByGroup,
+		remoting.EncodeHeader(&protocol.ConsumerGroupHeader{ConsumerGroup: "nobody"}), nil))
+	if resp.Code != remoting.SystemError || resp.Remark != "no consumer for this group, nobody" {
+		t.Errorf("code %d remark %q", resp.Code, resp.Remark)
+	}
+	resp = invoke(t, tb.InProc, tb.Addr, remoting.NewRequest(remoting.GetConsumerListByGroup, nil, nil))
+	if resp.Code != remoting.SystemError {
+		t.Errorf("missing group: code %d", resp.Code)
+	}
+}
+
+func TestNotifyConsumerIDsChanged(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "T", 4)
+	a, b := newTCPClient(t), tb.InProc
+	na, nb := recordNotifies(a), recordNotifies(b)
+
+	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	na.waitNotify(t, "g") // A joined: A is told
+	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	na.noNotify(t, "g") // nothing changed
+
+	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
+	na.waitNotify(t, "g")
+	nb.waitNotify(t, "g")
+	if _, ids := consumerList(t, a, tb.Addr, "g"); !slices.Equal(ids, []string{"A@1", "B@1"}) {
+		t.Fatalf("ids %v", ids)
+	}
+
+	// A subscribes to one more topic: everyone is told.
+	addTopic(tb, "U", 1)
+	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"), sub("U", "*"))
+	na.waitNotify(t, "g")
+	nb.waitNotify(t, "g")
+
+	// B disconnects: A is told and B is gone.
+	tb.InProc.CloseConn(tb.Addr)
+	na.waitNotify(t, "g")
+	eventually(t, "B removed", func() bool {
+		_, ids := consumerList(t, a, tb.Addr, "g")
+		return slices.Equal(ids, []string{"A@1"})
+	})
+
+	// Notification off for the group: no messages.
+	cfg, _ := tb.groups.find("g")
+	cfg.NotifyConsumerIdsChangedEnable = false
+	tb.groups.update(cfg)
+	c := newTCPClient(t)
+	nc := recordNotifies(c)
+	heartbeat(t, c, tb.Addr, "C@1", "g", sub("T", "*"))
+	na.noNotify(t, "g")
+	nc.noNotify(t, "g")
+}
+
+func TestNotifyOverTCPDisconnect(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "T", 4)
+	a, b := newTCPClient(t), newTCPClient(t)
+	na := recordNotifies(a)
+	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
+	na.waitNotify(t, "g")
+	na.waitNotify(t, "g")
+	b.CloseConn(tb.Addr)
+	na.waitNotify(t, "g")
+	if _, ids := consumerList(t, a, tb.Addr, "g"); !slices.Equal(ids, []string{"A@1"}) {
+		t.Fatalf("ids %v", ids)
+	}
+}
+
+func TestUnregisterClient(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "T", 4)
+	a := newTCPClient(t)
+	na := recordNotifies(a)
+	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	heartbeat(t, tb.InProc, tb.Addr, "B@1", "g", sub("T", "*"))
+	na.waitNotify(t, "g")
+	na.waitNotify(t, "g")
+	resp := invoke(t, tb.InProc, tb.Addr, remoting.NewRequest(remoting.UnregisterClient,
+		remoting.EncodeHeader(&protocol.UnregisterClientRequestHeader{ClientID: "B@1", ConsumerGroup: "g"}), nil))
+	if resp.Code != remoting.Success {
+		t.Fatalf("code %d", resp.Code)
+	}
+	na.waitNotify(t, "g")
+	if _, ids := consumerList(t, a, tb.Addr, "g"); !slices.Equal(ids, []string{"A@1"}) {
+		t.Fatalf("ids %v", ids)
+	}
+}
+
+func TestDuplicateClientIDListedOnce(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "T", 4)
+	// One client reaching the broker over two connections.
+	heartbeat(t, tb.TCP, tb.Addr, "A@1", "g", sub("T", "*"))
+	heartbeat(t, tb.InProc, tb.Addr, "A@1", "g", sub("T", "*"))
+	if _, ids := consumerList(t, tb.TCP, tb.Addr, "g"); !slices.Equal(ids, []string{"A@1"}) {
+		t.Fatalf("ids %v", ids)
+	}
+}
+
+func TestChannelExpiry(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.ChannelExpiredTimeout = 300 * time.Millisecond })
+	addTopic(tb, "T", 4)
+	stale, live := newTCPClient(t), newTCPClient(t)
+	nl := recordNotifies(live)
+	heartbeat(t, stale, tb.Addr, "S@1", "g", sub("T", "*"))
+	heartbeat(t, live, tb.Addr, "L@1", "g", sub("T", "*"), sub("U", "*"))
+	// The live client keeps heartbeating g; it stops sending group g2 (it keeps the connection).
+	heartbeat(t, live, tb.Addr, "L@1", "g2", sub("T", "*"))
+	nl.waitNotify(t, "g")
+	nl.waitNotify(t, "g2")
+	staleCh, _ := tb.clientChannel("S@1")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		heartbeat(t, live, tb.Addr, "L@1", "g", sub("T", "*"), sub("U", "*"))
+		_, ids := consumerList(t, live, tb.Addr, "g")
+		_, ids2 := consumerList(t, live, tb.Addr, "g2")
+		if slices.Equal(ids, []string{"L@1"}) && len(ids2) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not expired: g %v g2 %v", ids, ids2)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	nl.waitNotify(t, "g") // the stale member left
+	eventually(t, "stale connection closed", staleCh.Closed)
+	liveCh, ok := tb.clientChannel("L@1")
+	if !ok || liveCh.Closed() {
+		t.Error("the live client's connection was closed with its expired group")
+	}
+}

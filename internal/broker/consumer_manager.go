@@ -1,0 +1,396 @@
+package broker
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+// clientChannelInfo is one connection's registration in one group (RocketMQ
+// ClientChannelInfo). Each (group, channel) pair has its own, so a group that stops appearing
+// in a client's heartbeats expires while the client's other groups stay.
+type clientChannelInfo struct {
+	ch         remoting.Channel
+	clientID   string
+	language   remoting.Language
+	version    int16
+	lastUpdate time.Time
+}
+
+// consumerGroupInfo is a consumer group's members and subscriptions (RocketMQ
+// ConsumerGroupInfo). Guarded by consumerManager.mu.
+type consumerGroupInfo struct {
+	group            string
+	consumeType      string
+	messageModel     string
+	consumeFromWhere string
+	channels         map[uint64]*clientChannelInfo // by channel ID
+	subs             map[string]*subscription      // by topic
+	lastUpdate       time.Time
+}
+
+// clientIDs returns the group's distinct client ids, sorted. Two connections of one client
+// (dialled by two address spellings) count once: a duplicate would leave its share of queues
+// unassigned by the clients' allocation.
+func (g *consumerGroupInfo) clientIDs() []string {
+	ids := make([]string, 0, len(g.channels))
+	for _, c := range g.channels {
+		ids = append(ids, c.clientID)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+func (g *consumerGroupInfo) channelList() []remoting.Channel {
+	out := make([]remoting.Channel, 0, len(g.channels))
+	for _, c := range g.channels {
+		out = append(out, c.ch)
+	}
+	return out
+}
+
+// consumerManager tracks consumer groups (RocketMQ ConsumerManager) and producer groups
+// (ProducerManager) registered by heartbeats. One mutex guards both tables; nothing under it
+// does I/O or calls another manager.
+type consumerManager struct {
+	mu        sync.RWMutex
+	consumers map[string]*consumerGroupInfo
+	producers map[string]map[uint64]*clientChannelInfo // group -> channel ID -> registration
+}
+
+func newConsumerManager() *consumerManager {
+	return &consumerManager{consumers: map[string]*consumerGroupInfo{},
+		producers: map[string]map[uint64]*clientChannelInfo{}}
+}
+
+// registerConsumer records a heartbeat's consumer group on a channel (RocketMQ
+// registerConsumer). It reports whether the group's members or subscribed topics (or a
+// topic's expression) changed, and then the channels to notify.
+func (m *consumerManager) registerConsumer(info clientChannelInfo, data *protocol.ConsumerData) (bool, []remoting.Channel) {
+	subs := make(map[string]*subscription, len(data.SubscriptionDataSet))
+	for i := range data.SubscriptionDataSet {
+		s := newSubscription(data.SubscriptionDataSet[i])
+		subs[s.data.Topic] = s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[data.GroupName]
+	if g == nil {
+		g = &consumerGroupInfo{group: data.GroupName, channels: map[uint64]*clientChannelInfo{},
+			subs: map[string]*subscription{}}
+		m.consumers[data.GroupName] = g
+	}
+	g.consumeType, g.messageModel, g.consumeFromWhere = data.ConsumeType, data.MessageModel, data.ConsumeFromWhere
+	g.lastUpdate = info.lastUpdate
+	changed := false
+	if old := g.channels[info.ch.ID()]; old == nil {
+		c := info
+		g.channels[info.ch.ID()] = &c
+		changed = true
+	} else {
+		old.clientID, old.language, old.version, old.lastUpdate = info.clientID, info.language, info.version, info.lastUpdate
+	}
+	if updateSubscriptions(g, subs) {
+		changed = true
+	}
+	if !changed {
+		return false, nil
+	}
+	return true, g.channelList()
+}
+
+// updateSubscriptions applies a heartbeat's subscriptions, RocketMQ's updateSubscription: a new
+// topic is added, a topic missing from the heartbeat is removed (the last heartbeat decides the
+// group's topics), and a known topic is replaced only by a newer subVersion. It reports
+// whether topics were added or removed or an expression changed.
+func updateSubscriptions(g *consumerGroupInfo, subs map[string]*subscription) bool {
+	changed := false
+	for topic, s := range subs {
+		old := g.subs[topic]
+		switch {
+		case old == nil:
+			g.subs[topic] = s
+			changed = true
+		case s.data.SubVersion > old.data.SubVersion:
+			if !s.sameExpression(old) {
+				changed = true
+			}
+			g.subs[topic] = s
+		}
+	}
+	for topic := range g.subs {
+		if _, ok := subs[topic]; !ok {
+			delete(g.subs, topic)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// unregisterConsumer removes a channel from a group, dropping the group when it empties. It
+// returns the remaining members when the channel was a member.
+func (m *consumerManager) unregisterConsumer(group string, chID uint64) (bool, []remoting.Channel) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g == nil || g.channels[chID] == nil {
+		return false, nil
+	}
+	delete(g.channels, chID)
+	if len(g.channels) == 0 {
+		delete(m.consumers, group)
+		return true, nil
+	}
+	return true, g.channelList()
+}
+
+// registerProducer records a producer group on a channel.
+func (m *consumerManager) registerProducer(group string, info clientChannelInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.producers[group]
+	if p == nil {
+		p = map[uint64]*clientChannelInfo{}
+		m.producers[group] = p
+	}
+	c := info
+	p[info.ch.ID()] = &c
+}
+
+// unregisterProducer removes a channel from a producer group.
+func (m *consumerManager) unregisterProducer(group string, chID uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.producers[group]; p != nil {
+		delete(p, chID)
+		if len(p) == 0 {
+			delete(m.producers, group)
+		}
+	}
+}
+
+// groupChange is a consumer group whose members changed, with the members left to notify.
+type groupChange struct {
+	group    string
+	channels []remoting.Channel
+}
+
+// removeChannel drops every registration of a channel (its connection closed) and returns the
+// consumer groups it left.
+func (m *consumerManager) removeChannel(chID uint64) []groupChange {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []groupChange
+	for name, g := range m.consumers {
+		if g.channels[chID] == nil {
+			continue
+		}
+		delete(g.channels, chID)
+		if len(g.channels) == 0 {
+			delete(m.consumers, name)
+		}
+		out = append(out, groupChange{group: name, channels: g.channelList()})
+	}
+	for name, p := range m.producers {
+		delete(p, chID)
+		if len(p) == 0 {
+			delete(m.producers, name)
+		}
+	}
+	return out
+}
+
+// expire drops registrations not refreshed since before, and returns the consumer groups that
+// lost members and the channels left with no registration at all (to be closed).
+func (m *consumerManager) expire(before time.Time) ([]groupChange, []remoting.Channel) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	expired := map[uint64]remoting.Channel{}
+	var changes []groupChange
+	for name, g := range m.consumers {
+		lost := false
+		for id, c := range g.channels {
+			if c.lastUpdate.Before(before) {
+				delete(g.channels, id)
+				expired[id] = c.ch
+				lost = true
+			}
+		}
+		if !lost {
+			continue
+		}
+		if len(g.channels) == 0 {
+			delete(m.consumers, name)
+		}
+		changes = append(changes, groupChange{group: name, channels: g.channelList()})
+	}
+	for name, p := range m.producers {
+		for id, c := range p {
+			if c.lastUpdate.Before(before) {
+				delete(p, id)
+				expired[id] = c.ch
+			}
+		}
+		if len(p) == 0 {
+			delete(m.producers, name)
+		}
+	}
+	// A channel whose other groups are still alive stays open: closing it would break the
+	// client's live consumers (REMOTING.md §5.9: a client drops one group and keeps its
+	// connection).
+	for id := range expired {
+		if m.registeredLocked(id) {
+			delete(expired, id)
+		}
+	}
+	closeList := make([]remoting.Channel, 0, len(expired))
+	for _, ch := range expired {
+		closeList = append(closeList, ch)
+	}
+	return changes, closeList
+}
+
+// registeredLocked reports whether a channel is in any group. m.mu must be held.
+func (m *consumerManager) registeredLocked(chID uint64) bool {
+	for _, g := range m.consumers {
+		if g.channels[chID] != nil {
+			return true
+		}
+	}
+	for _, p := range m.producers {
+		if p[chID] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// consumerIDs returns a group's client ids, sorted and distinct (nil for an unknown group).
+func (m *consumerManager) consumerIDs(group string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if g := m.consumers[group]; g != nil {
+		return g.clientIDs()
+	}
+	return nil
+}
+
+// findSubscription returns the group's subscription of topic and the group's message model.
+func (m *consumerManager) findSubscription(group, topic string) (sub *subscription, groupKnown bool, messageModel string) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.consumers[group]
+	if g == nil {
+		return nil, false, ""
+	}
+	return g.subs[topic], true, g.messageModel
+}
+
+// ConsumerConnection describes one member of a consumer group (for admin reads).
+type ConsumerConnection struct {
+	ClientID   string
+	ClientAddr string
+	Language   remoting.Language
+	Version    int16
+}
+
+// ConsumerGroupState is a copy of a consumer group's registration.
+type ConsumerGroupState struct {
+	Group            string
+	ConsumeType      string
+	MessageModel     string
+	ConsumeFromWhere string
+	Connections      []ConsumerConnection        // sorted by client id
+	Subscriptions    []protocol.SubscriptionData // sorted by topic
+}
+
+// snapshot copies a consumer group's registration.
+func (m *consumerManager) snapshot(group string) (ConsumerGroupState, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.consumers[group]
+	if g == nil {
+		return ConsumerGroupState{}, false
+	}
+	s := ConsumerGroupState{Group: group, ConsumeType: g.consumeType, MessageModel: g.messageModel,
+		ConsumeFromWhere: g.consumeFromWhere}
+	for _, c := range g.channels {
+		s.Connections = append(s.Connections, ConsumerConnection{ClientID: c.clientID,
+			ClientAddr: c.ch.RemoteAddr(), Language: c.language, Version: c.version})
+	}
+	for _, sub := range g.subs {
+		s.Subscriptions = append(s.Subscriptions, sub.data)
+	}
+	slices.SortFunc(s.Connections, func(a, b ConsumerConnection) int {
+		if a.ClientID != b.ClientID {
+			if a.ClientID < b.ClientID {
+				return -1
+			}
+			return 1
+		}
+		if a.ClientAddr < b.ClientAddr {
+			return -1
+		}
+		return 0
+	})
+	slices.SortFunc(s.Subscriptions, func(a, b protocol.SubscriptionData) int {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		if a.Topic > b.Topic {
+			return 1
+		}
+		return 0
+	})
+	return s, true
+}
+
+// groups lists the consumer groups with members, sorted.
+func (m *consumerManager) groups() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.consumers))
+	for g := range m.consumers {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// producerChannels returns the live channels of a producer group.
+func (m *consumerManager) producerChannels(group string) []remoting.Channel {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p := m.producers[group]
+	out := make([]remoting.Channel, 0, len(p))
+	for _, c := range p {
+		if !c.ch.Closed() {
+			out = append(out, c.ch)
+		}
+	}
+	return out
+}
+
+// findChannel returns a live channel registered (as producer or consumer) by a client id.
+func (m *consumerManager) findChannel(clientID string) (remoting.Channel, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, p := range m.producers {
+		for _, c := range p {
+			if c.clientID == clientID && !c.ch.Closed() {
+				return c.ch, true
+			}
+		}
+	}
+	for _, g := range m.consumers {
+		for _, c := range g.channels {
+			if c.clientID == clientID && !c.ch.Closed() {
+				return c.ch, true
+			}
+		}
+	}
+	return nil, false
+}

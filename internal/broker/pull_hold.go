@@ -1,0 +1,251 @@
+package broker
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+// queueKey names a ConsumeQueue.
+type queueKey struct {
+	topic   string
+	queueID int32
+}
+
+// heldPull is a parked PULL_MESSAGE (RocketMQ PullRequest).
+type heldPull struct {
+	ch       remoting.Channel
+	req      *remoting.Command
+	key      queueKey
+	offset   int64 // the queue offset the pull wants
+	sub      *subscription
+	deadline time.Time
+	index    int // position in pullHold.deadlines; -1 once taken out
+}
+
+// pullHold parks long-poll pulls without holding a worker (RocketMQ PullRequestHoldService).
+// A pull leaves the hold exactly once, through one of: arrive (a message for its queue),
+// expired (its deadline), take, dropChannel (its connection closed) or closeAll; whoever takes
+// it out answers it (or, for dropChannel, nobody does).
+//
+// Deadlines are kept in a min-heap and one goroutine (runPullHold) sleeps until the earliest,
+// so a pull is answered within a timer's precision of its deadline.
+type pullHold struct {
+	held atomic.Int64 // pulls parked; lets arrive skip the lock when there are none
+	kick chan struct{}
+
+	mu        sync.Mutex
+	byQueue   map[queueKey][]*heldPull
+	byChannel map[uint64]map[*heldPull]struct{}
+	deadlines deadlineHeap
+	closed    bool
+}
+
+func newPullHold() *pullHold {
+	return &pullHold{kick: make(chan struct{}, 1), byQueue: map[queueKey][]*heldPull{},
+		byChannel: map[uint64]map[*heldPull]struct{}{}}
+}
+
+// park holds p; it reports false once the hold is closed.
+func (h *pullHold) park(p *heldPull) bool {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return false
+	}
+	h.byQueue[p.key] = append(h.byQueue[p.key], p)
+	set := h.byChannel[p.ch.ID()]
+	if set == nil {
+		set = map[*heldPull]struct{}{}
+		h.byChannel[p.ch.ID()] = set
+	}
+	set[p] = struct{}{}
+	heap.Push(&h.deadlines, p)
+	earliest := h.deadlines[0] == p
+	h.held.Add(1)
+	h.mu.Unlock()
+	if earliest {
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// take removes p if it is still held and reports whether it was.
+func (h *pullHold) take(p *heldPull) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p.index < 0 {
+		return false
+	}
+	h.removeLocked(p)
+	return true
+}
+
+// removeLocked takes p out of every index. h.mu must be held and p held.
+func (h *pullHold) removeLocked(p *heldPull) {
+	heap.Remove(&h.deadlines, p.index)
+	list := h.byQueue[p.key]
+	for i, q := range list {
+		if q == p {
+			last := len(list) - 1
+			list[i] = list[last]
+			list[last] = nil
+			list = list[:last]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(h.byQueue, p.key)
+	} else {
+		h.byQueue[p.key] = list
+	}
+	if set := h.byChannel[p.ch.ID()]; set != nil {
+		delete(set, p)
+		if len(set) == 0 {
+			delete(h.byChannel, p.ch.ID())
+		}
+	}
+	h.held.Add(-1)
+}
+
+// arrive takes out the pulls of a queue that a message at newMax-1 (with tag code tagsCode)
+// satisfies: those wanting an offset below newMax whose subscription admits the tag code.
+// Called on the store's dispatcher goroutine: no I/O, and no allocation unless a pull wakes.
+func (h *pullHold) arrive(key queueKey, newMax, tagsCode int64) []*heldPull {
+	if h.held.Load() == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var woken []*heldPull
+	for _, p := range h.byQueue[key] {
+		if newMax > p.offset && (p.sub == nil || p.sub.IsMatchedByConsumeQueue(tagsCode)) {
+			woken = append(woken, p)
+		}
+	}
+	for _, p := range woken {
+		h.removeLocked(p)
+	}
+	return woken
+}
+
+// expired takes out the pulls whose deadline is not after now.
+func (h *pullHold) expired(now time.Time) []*heldPull {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*heldPull
+	for len(h.deadlines) > 0 && !h.deadlines[0].deadline.After(now) {
+		p := h.deadlines[0]
+		h.removeLocked(p)
+		out = append(out, p)
+	}
+	return out
+}
+
+// next returns the earliest deadline.
+func (h *pullHold) next() (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.deadlines) == 0 {
+		return time.Time{}, false
+	}
+	return h.deadlines[0].deadline, true
+}
+
+// dropChannel forgets the pulls of a closed connection; nobody answers them.
+func (h *pullHold) dropChannel(chID uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for p := range h.byChannel[chID] {
+		h.removeLocked(p)
+	}
+}
+
+// closeAll closes the hold and takes out every pull.
+func (h *pullHold) closeAll() []*heldPull {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	out := make([]*heldPull, 0, len(h.deadlines))
+	for len(h.deadlines) > 0 {
+		p := h.deadlines[0]
+		h.removeLocked(p)
+		out = append(out, p)
+	}
+	return out
+}
+
+// count returns the number of parked pulls.
+func (h *pullHold) count() int { return int(h.held.Load()) }
+
+// deadlineHeap orders held pulls by deadline (container/heap).
+type deadlineHeap []*heldPull
+
+func (d deadlineHeap) Len() int           { return len(d) }
+func (d deadlineHeap) Less(i, j int) bool { return d[i].deadline.Before(d[j].deadline) }
+func (d deadlineHeap) Swap(i, j int) {
+	d[i], d[j] = d[j], d[i]
+	d[i].index, d[j].index = i, j
+}
+func (d *deadlineHeap) Push(x any) {
+	p := x.(*heldPull)
+	p.index = len(*d)
+	*d = append(*d, p)
+}
+func (d *deadlineHeap) Pop() any {
+	old := *d
+	n := len(old) - 1
+	p := old[n]
+	old[n] = nil
+	p.index = -1
+	*d = old[:n]
+	return p
+}
+
+// runPullHold answers parked pulls when their deadline passes, with a fresh read, and answers
+// every parked pull when ctx ends.
+func (b *Broker) runPullHold(ctx context.Context) error {
+	h := b.pull.hold
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		wait := time.Hour
+		if next, ok := h.next(); ok {
+			wait = time.Until(next)
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			for _, p := range h.closeAll() {
+				b.answerHeldNow(p)
+			}
+			return nil
+		case <-h.kick:
+		case <-t.C:
+			for _, p := range h.expired(time.Now()) {
+				b.wakePull(p)
+			}
+		}
+	}
+}
+
+// answerHeldNow answers a parked pull at shutdown with "nothing new" at its own offset, without
+// going through the (closing) pools.
+func (b *Broker) answerHeldNow(p *heldPull) {
+	if p.ch.Closed() || p.req.IsOneway() {
+		return
+	}
+	resp := remoting.NewResponseFor(p.req, remoting.PullNotFound, "OFFSET_OVERFLOW_ONE")
+	resp.ExtFields = remoting.EncodeHeader(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: masterID,
+		NextBeginOffset: p.offset, MinOffset: b.store.MinOffsetInQueue(p.key.topic, p.key.queueID),
+		MaxOffset: b.store.MaxOffsetInQueue(p.key.topic, p.key.queueID)})
+	_ = p.ch.WriteResponse(resp)
+}
