@@ -1,0 +1,64 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+// defaultQueryMaxNum is the match count of a query by unique key (defaultQueryMaxNum).
+const defaultQueryMaxNum = 32
+
+// processQueryMessage handles QUERY_MESSAGE (12), REMOTING.md §5.10, as RocketMQ's
+// QueryMessageProcessor: the body is the matching records back to back; no match answers
+// QUERY_NOT_FOUND. The index positions travel in the response header either way.
+func (b *Broker) processQueryMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.QueryMessageRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if h.UniqueKeyQuery {
+		h.MaxNum = defaultQueryMaxNum
+	}
+	res, err := b.store.QueryMessage(h.Topic, h.Key, int(h.MaxNum), h.BeginTimestamp, h.EndTimestamp)
+	if err != nil {
+		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.ExtFields = remoting.EncodeHeader(&protocol.QueryMessageResponseHeader{
+		IndexLastUpdateTimestamp: res.IndexLastUpdateTimestamp,
+		IndexLastUpdatePhyoffset: res.IndexLastUpdatePhyOffset,
+	})
+	if len(res.Messages) == 0 {
+		resp.Code, resp.Remark = remoting.QueryNotFound, "can not find message, maybe time range not correct"
+		return resp, nil
+	}
+	n := 0
+	for _, m := range res.Messages {
+		n += len(m)
+	}
+	body := make([]byte, 0, n)
+	for _, m := range res.Messages {
+		body = append(body, m...)
+	}
+	resp.Body = body
+	return resp, nil
+}
+
+// processViewMessage handles VIEW_MESSAGE_BY_ID (33): the record at a CommitLog offset.
+func (b *Broker) processViewMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.ViewMessageRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	rec, err := b.store.LookMessageByOffset(h.Offset)
+	if err != nil {
+		return remoting.NewResponse(remoting.SystemError,
+			"can not find message by the offset, "+strconv.FormatInt(h.Offset, 10)), nil
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = rec
+	return resp, nil
+}

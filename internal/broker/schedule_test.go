@@ -1,0 +1,152 @@
+package broker
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/storage"
+)
+
+// putDelayed stores a message bound for topic/qid in the schedule topic at level, as the send
+// path does for a DELAY message.
+func putDelayed(t *testing.T, tb *testBroker, topic string, qid int32, body string, level int) storage.PutResult {
+	t.Helper()
+	props := map[string]string{message.PropertyTags: "TagD", message.PropertyKeys: "dk",
+		message.PropertyUniqKey: "U-" + body, message.PropertyDelayTimeLevel: strconv.Itoa(level)}
+	m := &storage.Message{Topic: topic, QueueID: qid, Body: []byte(body), Flag: 3,
+		BornTimestamp: time.Now().UnixMilli(), BornHost: sbBornHost, StoreHost: tb.storeHost, ReconsumeTimes: 2}
+	scheduleCopy(m, props, level)
+	res, err := tb.Store().PutMessage(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestScheduleDeliversWhenDue(t *testing.T) {
+	levels := []time.Duration{300 * time.Millisecond, 20 * time.Millisecond}
+	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = levels })
+	put := putDelayed(t, tb, "Real", 2, "later", 1)
+	putDelayed(t, tb, "Real", 1, "soon", 2)
+	// Level 2 (20 ms) is delivered while level 1 still waits.
+	soon := sbRead(t, tb, "Real", 1, 0)
+	if string(soon.Body) != "soon" {
+		t.Fatalf("level 2 delivered %q", soon.Body)
+	}
+	if n := tb.Store().MaxOffsetInQueue("Real", 2); n != 0 && time.Now().UnixMilli() < put.StoreTimestamp+300 {
+		t.Fatal("level 1 message delivered before its time")
+	}
+	got := sbRead(t, tb, "Real", 2, 0)
+	if got.StoreTimestamp < put.StoreTimestamp+300 {
+		t.Errorf("delivered at %d, due %d", got.StoreTimestamp, put.StoreTimestamp+300)
+	}
+	if string(got.Topic) != "Real" || got.QueueID != 2 || string(got.Body) != "later" || got.Flag != 3 ||
+		got.ReconsumeTimes != 2 || got.BornHost != sbBornHost {
+		t.Errorf("delivered record: topic %s queue %d body %q flag %d reconsume %d born %v", got.Topic,
+			got.QueueID, got.Body, got.Flag, got.ReconsumeTimes, got.BornHost)
+	}
+	want := map[string]string{message.PropertyTags: "TagD", message.PropertyKeys: "dk",
+		message.PropertyUniqKey: "U-later", message.PropertyRealTopic: "Real", message.PropertyRealQueueID: "2"}
+	for k, v := range want {
+		if got.Props[k] != v {
+			t.Errorf("property %s = %q, want %q", k, got.Props[k], v)
+		}
+	}
+	if _, ok := got.Props[message.PropertyDelayTimeLevel]; ok {
+		t.Errorf("DELAY kept: %v", got.Props)
+	}
+	// The tag code is the tag's hash again, so tag filters work on the real queue.
+	units, err := tb.Store().ConsumeQueueUnits("Real", 2, 0, 1)
+	if err != nil || len(units) != 1 || units[0].TagsCode != message.TagsHashCode("TagD") {
+		t.Errorf("real unit %+v %v", units, err)
+	}
+	eventually(t, "cursors saved", func() bool {
+		w := readDelayOffsets(t, tb.Dir)
+		return w.OffsetTable[1] == 1 && w.OffsetTable[2] == 1
+	})
+}
+
+func readDelayOffsets(t *testing.T, dir string) protocol.DelayOffsetSerializeWrapper {
+	t.Helper()
+	var w protocol.DelayOffsetSerializeWrapper
+	b, err := os.ReadFile(dir + "/config/delayOffset.json")
+	if err != nil {
+		return w
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		t.Fatalf("delayOffset.json: %v: %s", err, b)
+	}
+	return w
+}
+
+// A message still waiting when the broker stops is delivered after the restart, once; one
+// delivered before the stop is not delivered again.
+func TestScheduleResumesAfterRestart(t *testing.T) {
+	levels := []time.Duration{10 * time.Millisecond, 700 * time.Millisecond}
+	opts := func(o *Options) { o.DelayLevels = levels }
+	tb := startTestBroker(t, opts)
+	putDelayed(t, tb, "R", 0, "early", 1)
+	sbRead(t, tb, "R", 0, 0)
+	put := putDelayed(t, tb, "R", 1, "pending", 2)
+	eventually(t, "pending message in the schedule queue", func() bool {
+		return tb.Store().MaxOffsetInQueue(TopicSchedule, 1) == 1
+	})
+	dir := tb.Dir
+	tb.Stop(t)
+	if time.Now().UnixMilli() >= put.StoreTimestamp+700 {
+		t.Skip("too slow to stop the broker before the message was due")
+	}
+	w := readDelayOffsets(t, dir)
+	if w.OffsetTable[1] != 1 || w.OffsetTable[2] != 0 {
+		t.Fatalf("saved cursors %v, want level 1 at 1, level 2 at 0", w.OffsetTable)
+	}
+
+	tb2 := startTestBrokerIn(t, dir, opts)
+	got := sbRead(t, tb2, "R", 1, 0)
+	if string(got.Body) != "pending" || got.StoreTimestamp < put.StoreTimestamp+700 {
+		t.Errorf("after restart: %q at %d, due %d", got.Body, got.StoreTimestamp, put.StoreTimestamp+700)
+	}
+	time.Sleep(3 * scheduleIdlePoll)
+	if a, b := tb2.Store().MaxOffsetInQueue("R", 0), tb2.Store().MaxOffsetInQueue("R", 1); a != 1 || b != 1 {
+		t.Errorf("deliveries after restart: level 1 queue %d, level 2 queue %d; want 1 and 1", a, b)
+	}
+}
+
+// A cursor lost in a crash (here: the saved file rolled back) redelivers: at least once.
+func TestScheduleRedeliversFromSavedCursor(t *testing.T) {
+	opts := func(o *Options) { o.DelayLevels = []time.Duration{10 * time.Millisecond} }
+	tb := startTestBroker(t, opts)
+	putDelayed(t, tb, "A", 0, "m1", 1)
+	sbRead(t, tb, "A", 0, 0)
+	dir := tb.Dir
+	tb.Stop(t)
+	if err := storage.WriteJSONFile(dir+"/config/delayOffset.json",
+		protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{1: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	tb2 := startTestBrokerIn(t, dir, opts)
+	if got := sbRead(t, tb2, "A", 0, 1); string(got.Body) != "m1" {
+		t.Errorf("redelivered %q", got.Body)
+	}
+}
+
+func TestScheduleSkipsBrokenMessages(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = []time.Duration{time.Millisecond} })
+	// No REAL_TOPIC: dropped, and the next message still goes through.
+	m := &storage.Message{Topic: TopicSchedule, QueueID: 0, Body: []byte("lost"),
+		Properties: message.MarshalProperties(map[string]string{message.PropertyDelayTimeLevel: "1"}),
+		BornHost:   sbBornHost, StoreHost: tb.storeHost}
+	if _, err := tb.Store().PutMessage(m); err != nil {
+		t.Fatal(err)
+	}
+	putDelayed(t, tb, "B", 0, "fine", 1)
+	if got := sbRead(t, tb, "B", 0, 0); string(got.Body) != "fine" {
+		t.Errorf("got %q", got.Body)
+	}
+	eventually(t, "cursor past both", func() bool { return tb.retry.sched.offset(1) == 2 })
+}
