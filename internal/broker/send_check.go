@@ -1,0 +1,158 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
+)
+
+// Topic system flags (RocketMQ TopicSysFlag), set on topics auto-created by unit-mode sends.
+const (
+	sendSysFlagUnitTopic    int32 = 0x1
+	sendSysFlagUnitSubTopic int32 = 0x2
+)
+
+// sendDLQQueueNums is the queue count of a dead-letter topic the send path creates
+// (DLQ_NUMS_PER_GROUP).
+const sendDLQQueueNums = 1
+
+// topicTransCheckMaxTime is where RocketMQ parks half messages checked too often.
+const topicTransCheckMaxTime = "TRANS_CHECK_MAX_TIME_TOPIC"
+
+// notAllowedSendTopics may not be the target of a send (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET):
+// the broker writes them itself.
+var notAllowedSendTopics = map[string]bool{
+	TopicSchedule:          true,
+	TopicTransHalf:         true,
+	TopicTransOpHalf:       true,
+	topicTransCheckMaxTime: true,
+}
+
+// validTopicChar reports whether c is in RocketMQ's topic charset ^[%|a-zA-Z0-9_-]+$.
+func validTopicChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '%' || c == '|' || c == '_' || c == '-'
+}
+
+// validateTopic checks a topic name as RocketMQ's TopicValidator.validateTopic does and returns
+// its SYSTEM_ERROR remark, or "" for a valid name.
+func validateTopic(topic string) string {
+	if strings.TrimSpace(topic) == "" {
+		return "The specified topic is blank."
+	}
+	for i := 0; i < len(topic); i++ {
+		if !validTopicChar(topic[i]) {
+			return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+		}
+	}
+	if len(topic) > message.MaxTopicBytes {
+		return "The specified topic is longer than topic max length."
+	}
+	return ""
+}
+
+// checkSend runs RocketMQ's checks of a send before the message is built (msgCheck): broker
+// role, topic name, reserved topics, the topic's config (auto-created when unknown), its write
+// permission and the queue id. It returns the topic config, or the response refusing the send.
+func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHeader) (TopicConfig, *remoting.Command) {
+	if !b.IsMaster() {
+		return TopicConfig{}, sendResponse(remoting.ServiceNotAvailable, b.send.slaveRemark)
+	}
+	if remark := validateTopic(h.Topic); remark != "" {
+		return TopicConfig{}, sendResponse(remoting.SystemError, remark)
+	}
+	if h.Topic == TopicAutoCreate {
+		return TopicConfig{}, sendResponse(remoting.SystemError,
+			"the topic["+h.Topic+"] is conflict with system reserved words.")
+	}
+	if notAllowedSendTopics[h.Topic] {
+		return TopicConfig{}, sendResponse(remoting.NoPermission, "Sending message to topic["+h.Topic+"] is forbidden.")
+	}
+	tc, ok := b.topics.get(h.Topic)
+	if !ok {
+		if tc, ok = b.autoCreateTopic(h); !ok {
+			if e := b.log.Debug(); e.Enabled() {
+				e.Str("topic", h.Topic).Str("addr", ch.RemoteAddr()).Msg("send to a topic that does not exist")
+			}
+			return TopicConfig{}, sendResponse(remoting.TopicNotExist,
+				"topic["+h.Topic+"] not exist, apply first please!")
+		}
+	}
+	if !route.IsWritable(tc.Perm) {
+		return TopicConfig{}, sendResponse(remoting.NoPermission,
+			"the topic["+h.Topic+"] sending message is forbidden")
+	}
+	// RocketMQ accepts any queue below the larger of the two counts, so producers holding a
+	// route from before the write queues shrank keep working.
+	if h.QueueID >= max(tc.WriteQueueNums, tc.ReadQueueNums) {
+		return TopicConfig{}, sendResponse(remoting.SystemError, fmt.Sprintf(
+			"request queueId[%d] is illegal, %s Producer: %s", h.QueueID, topicConfigString(tc), ch.RemoteAddr()))
+	}
+	return tc, nil
+}
+
+// autoCreateTopic creates an unknown topic for a send. A retry topic %RETRY%<group> of a known
+// group gets the group's retry queue count and read-write permission; any other topic (or a
+// retry topic of a group that cannot be found) is created from the request's default topic
+// when that one carries the inherit bit (createTopicInSendMessageMethod).
+func (b *Broker) autoCreateTopic(h *protocol.SendMessageRequestHeader) (TopicConfig, bool) {
+	retry := strings.HasPrefix(h.Topic, RetryGroupPrefix)
+	var sysFlag int32
+	if h.UnitMode {
+		sysFlag = sendSysFlagUnitTopic
+		if retry {
+			sysFlag = sendSysFlagUnitSubTopic
+		}
+	}
+	if retry {
+		if gc, ok := b.groups.find(h.Topic[len(RetryGroupPrefix):]); ok {
+			return b.topics.createIfAbsent(h.Topic, max(gc.RetryQueueNums, 1), route.PermReadWrite, sysFlag), true
+		}
+	}
+	return b.topics.createInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, sysFlag)
+}
+
+// handleRetryAndDLQ redirects a message sent to %RETRY%<group> to %DLQ%<group> (one queue,
+// read-write) once its reconsume times reach the max: the header's maxReconsumeTimes, or the
+// group's retryMaxTimes when the header has none (RocketMQ handleRetryAndDLQ). A message
+// going to the DLQ loses its DELAY property, so it lands there at once rather than after the
+// longest delay. props is the message's properties string, updated in place.
+func (b *Broker) handleRetryAndDLQ(h *protocol.SendMessageRequestHeader, m *storage.Message, props *string) *remoting.Command {
+	if !strings.HasPrefix(h.Topic, RetryGroupPrefix) {
+		return nil
+	}
+	group := h.Topic[len(RetryGroupPrefix):]
+	gc, ok := b.groups.find(group)
+	if !ok {
+		return sendResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+	}
+	maxTimes := gc.RetryMaxTimes
+	if h.MaxReconsumeTimes >= 0 {
+		maxTimes = h.MaxReconsumeTimes
+	}
+	if h.ReconsumeTimes < maxTimes {
+		return nil
+	}
+	dlq := DLQTopic(group)
+	b.topics.createIfAbsent(dlq, sendDLQQueueNums, route.PermReadWrite, 0)
+	m.Topic = dlq
+	m.QueueID = 0 // RocketMQ: random % DLQ_NUMS_PER_GROUP
+	*props = removeProperty(*props, message.PropertyDelayTimeLevel)
+	return nil
+}
+
+// topicConfigString renders tc as Java's TopicConfig.toString, for remarks.
+func topicConfigString(tc TopicConfig) string {
+	ft := tc.TopicFilterType
+	if ft == "" {
+		ft = route.FilterSingleTag
+	}
+	return fmt.Sprintf("TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%s, "+
+		"topicFilterType=%s, topicSysFlag=%d, order=%t]", tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums,
+		route.PermString(tc.Perm), ft, tc.TopicSysFlag, tc.Order)
+}

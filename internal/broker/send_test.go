@@ -1,0 +1,459 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
+)
+
+// goSendHeader is a single send as the official Go client builds it (REMOTING.md §4.1).
+func goSendHeader(topic string, queueID int32, props map[string]string) protocol.SendMessageRequestHeader {
+	return protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: TopicAutoCreate,
+		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000123, Flag: 7,
+		Properties: message.MarshalProperties(props), BrokerName: "broker-a"}
+}
+
+// sendRequest encodes h with the keys code uses and sets the header serialization.
+func sendRequest(code int16, h *protocol.SendMessageRequestHeader, body []byte, ser remoting.SerializeType) *remoting.Command {
+	ext := make(map[string]string, 16)
+	switch code {
+	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
+		(*protocol.SendMessageRequestHeaderV2)(h).Encode(ext)
+	default:
+		h.Encode(ext)
+	}
+	req := remoting.NewRequest(code, ext, body)
+	req.Serialize = ser
+	return req
+}
+
+// storedRecord waits until (topic, queueID, offset) is dispatched and returns its record,
+// decoded from a private copy of the stored bytes.
+func storedRecord(t *testing.T, tb *testBroker, topic string, queueID int32, offset int64) message.Record {
+	t.Helper()
+	var raw []byte
+	eventually(t, fmt.Sprintf("%s/%d@%d dispatched", topic, queueID, offset), func() bool {
+		r := tb.Store().GetMessage("test", topic, queueID, offset, 1, 0, nil)
+		defer r.Release()
+		if r.Status != storage.Found {
+			return false
+		}
+		raw = bytes.Clone(r.Messages[0])
+		return true
+	})
+	var rec message.Record
+	if _, err := message.DecodeRecord(raw, &rec, true); err != nil {
+		t.Fatalf("decode stored record: %v", err)
+	}
+	return rec
+}
+
+// recordAt returns the record at a CommitLog offset (for messages with no ConsumeQueue unit).
+func recordAt(t *testing.T, tb *testBroker, phy int64) message.Record {
+	t.Helper()
+	raw, err := tb.Store().LookMessageByOffset(phy)
+	if err != nil {
+		t.Fatalf("look message at %d: %v", phy, err)
+	}
+	var rec message.Record
+	if _, err := message.DecodeRecord(raw, &rec, true); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// wantSendOK checks a success response and returns its header.
+func wantSendOK(t *testing.T, resp *remoting.Command) protocol.SendMessageResponseHeader {
+	t.Helper()
+	if resp.Code != remoting.Success {
+		t.Fatalf("response %d %q, want SUCCESS", resp.Code, resp.Remark)
+	}
+	var h protocol.SendMessageResponseHeader
+	if err := h.Decode(resp.ExtFields); err != nil {
+		t.Fatalf("response header: %v (%v)", err, resp.ExtFields)
+	}
+	if h.MsgRegion != defaultRegion || !h.TraceOn {
+		t.Errorf("MSG_REGION %q TRACE_ON %t, want DefaultRegion true", h.MsgRegion, h.TraceOn)
+	}
+	return h
+}
+
+// wantRefused checks a refusal's code and remark and that nothing was appended since maxPhy.
+func wantRefused(t *testing.T, tb *testBroker, resp *remoting.Command, code int16, remark string, maxPhy int64) {
+	t.Helper()
+	if resp.Code != code || !strings.Contains(resp.Remark, remark) {
+		t.Errorf("response %d %q, want %d containing %q", resp.Code, resp.Remark, code, remark)
+	}
+	if got := tb.Store().MaxPhyOffset(); got != maxPhy {
+		t.Errorf("store max offset %d after a refused send, want %d", got, maxPhy)
+	}
+}
+
+// checkMsgID checks that id is the offset message id of (the broker's store host, phy).
+func checkMsgID(t *testing.T, tb *testBroker, id string, phy int64) {
+	t.Helper()
+	host, off, err := message.ParseOffsetMsgID(id)
+	if err != nil {
+		t.Fatalf("msgId %q: %v", id, err)
+	}
+	if want := netip.MustParseAddrPort(tb.Addr); host != want || off != phy {
+		t.Errorf("msgId %q = %v@%d, want %v@%d", id, host, off, want, phy)
+	}
+}
+
+func TestSendRoundTrip(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.topics.update(TopicConfig{TopicName: "RoundTrip", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+	storeHost := netip.MustParseAddrPort(tb.Addr)
+	codes := []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendReplyMessage, remoting.SendReplyMessageV2}
+	sers := map[string]remoting.SerializeType{"json": remoting.SerializeJSON, "binary": remoting.SerializeRocketMQ}
+	next := map[int32]int64{}
+	for trName, tr := range tb.Transports() {
+		for serName, ser := range sers {
+			for _, code := range codes {
+				t.Run(fmt.Sprintf("%s/%s/%d", trName, serName, code), func(t *testing.T) {
+					props := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ID" + strconv.Itoa(int(code))}
+					queue := int32(code % 4)
+					h := goSendHeader("RoundTrip", queue, props)
+					h.SysFlag = message.FlagCompressed // never inflated: kept as sent
+					body := []byte("body of " + t.Name())
+					resp := invoke(t, tr, tb.Addr, sendRequest(code, &h, body, ser))
+					if trName == "tcp" && resp.Serialize != ser {
+						t.Errorf("answered in serialization %d, want %d", resp.Serialize, ser)
+					}
+					rh := wantSendOK(t, resp)
+					if rh.QueueID != queue || rh.QueueOffset != next[queue] {
+						t.Errorf("queue %d offset %d, want %d %d", rh.QueueID, rh.QueueOffset, queue, next[queue])
+					}
+					next[queue]++
+					rec := storedRecord(t, tb, "RoundTrip", queue, rh.QueueOffset)
+					checkMsgID(t, tb, rh.MsgID, rec.PhysicalOffset)
+					if string(rec.Topic) != "RoundTrip" || rec.QueueID != queue || !bytes.Equal(rec.Body, body) ||
+						rec.Flag != 7 || rec.SysFlag != message.FlagCompressed || rec.BornTimestamp != 1700000000123 {
+						t.Errorf("stored %s/%d body %q flag %d sysFlag %d born %d", rec.Topic, rec.QueueID, rec.Body,
+							rec.Flag, rec.SysFlag, rec.BornTimestamp)
+					}
+					if rec.StoreHost != storeHost {
+						t.Errorf("store host %v, want %v", rec.StoreHost, storeHost)
+					}
+					wantBorn := "127.0.0.1"
+					if trName == "inproc" {
+						wantBorn = "127.0.0.2"
+					}
+					if rec.BornHost.Addr().String() != wantBorn || rec.BornHost.Port() == 0 {
+						t.Errorf("born host %v, want %s:<port>", rec.BornHost, wantBorn)
+					}
+					props[message.PropertyCluster] = "DefaultCluster"
+					if diff := cmp.Diff(props, message.UnmarshalProperties(rec.Properties)); diff != "" {
+						t.Errorf("properties (-want +got):\n%s", diff)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestSendBatch(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.topics.update(TopicConfig{TopicName: "Batch", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
+	next := int64(0)
+	for trName, tr := range tb.Transports() {
+		t.Run(trName, func(t *testing.T) {
+			var body []byte
+			for i := range 3 {
+				body = message.AppendBatchElement(body, int32(i), []byte(fmt.Sprintf("m%d", i)),
+					message.MarshalProperties(map[string]string{"TAGS": fmt.Sprintf("t%d", i)}))
+			}
+			h := goSendHeader("Batch", 1, nil)
+			h.Batch = true
+			resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendBatchMessage, &h, body, remoting.SerializeJSON))
+			rh := wantSendOK(t, resp)
+			if rh.QueueID != 1 || rh.QueueOffset != next {
+				t.Errorf("queue %d offset %d, want 1 %d", rh.QueueID, rh.QueueOffset, next)
+			}
+			ids := strings.Split(rh.MsgID, ",")
+			if len(ids) != 3 {
+				t.Fatalf("msgId %q, want 3 ids", rh.MsgID)
+			}
+			for i := range 3 {
+				rec := storedRecord(t, tb, "Batch", 1, next+int64(i))
+				checkMsgID(t, tb, ids[i], rec.PhysicalOffset)
+				if rec.QueueOffset != next+int64(i) || string(rec.Body) != fmt.Sprintf("m%d", i) || rec.Flag != int32(i) {
+					t.Errorf("element %d stored at %d body %q flag %d", i, rec.QueueOffset, rec.Body, rec.Flag)
+				}
+				want := map[string]string{"TAGS": fmt.Sprintf("t%d", i), "CLUSTER": "DefaultCluster"}
+				if diff := cmp.Diff(want, message.UnmarshalProperties(rec.Properties)); diff != "" {
+					t.Errorf("element %d properties (-want +got):\n%s", i, diff)
+				}
+			}
+			next += 3
+		})
+	}
+}
+
+func TestSendBatchRefused(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.MaxMessageBytes = 1024 })
+	tb.topics.update(TopicConfig{TopicName: "Batch", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	elem := func(props map[string]string) []byte {
+		return message.AppendBatchElement(nil, 0, []byte("x"), message.MarshalProperties(props))
+	}
+	cases := []struct {
+		name   string
+		topic  string
+		mutate func(h *protocol.SendMessageRequestHeader)
+		body   []byte
+		code   int16
+		remark string
+	}{
+		{"retry topic", "%RETRY%cg", nil, elem(nil), remoting.MessageIllegal, "does not support retry group"},
+		{"prepared", "Batch", func(h *protocol.SendMessageRequestHeader) { h.SysFlag = message.TransactionPreparedType },
+			elem(nil), remoting.MessageIllegal, "transaction"},
+		{"delayed wrapper", "Batch", func(h *protocol.SendMessageRequestHeader) { h.Properties = "DELAY\x012\x02" },
+			elem(nil), remoting.MessageIllegal, "delay"},
+		{"delayed element", "Batch", nil, elem(map[string]string{"DELAY": "3"}), remoting.MessageIllegal, "delay"},
+		{"garbage", "Batch", nil, []byte("not a batch at all, surely"), remoting.MessageIllegal, "batch"},
+		{"empty", "Batch", nil, nil, remoting.MessageIllegal, "empty"},
+		{"too large", "Batch", nil, bytes.Repeat(elem(nil), 60), remoting.MessageIllegal, "msg body length limit 1k"},
+	}
+	for trName, tr := range tb.Transports() {
+		for _, c := range cases {
+			t.Run(trName+"/"+c.name, func(t *testing.T) {
+				h := goSendHeader(c.topic, 0, nil)
+				h.Batch = true
+				if c.mutate != nil {
+					c.mutate(&h)
+				}
+				maxPhy := tb.Store().MaxPhyOffset()
+				resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendBatchMessage, &h, c.body, remoting.SerializeJSON))
+				wantRefused(t, tb, resp, c.code, c.remark, maxPhy)
+			})
+		}
+	}
+}
+
+func TestSendAutoCreate(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	for trName, tr := range tb.Transports() {
+		t.Run(trName, func(t *testing.T) {
+			cases := []struct {
+				clientQueues, want int32
+			}{{4, 4}, {16, 8}} // min(defaultTopicQueueNums, TBW102's 8 write queues)
+			for _, c := range cases {
+				topic := fmt.Sprintf("Auto_%s_%d", trName, c.clientQueues)
+				h := goSendHeader(topic, 0, nil)
+				h.DefaultTopicQueueNums = c.clientQueues
+				wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
+				tc, ok := tb.topics.get(topic)
+				want := TopicConfig{TopicName: topic, ReadQueueNums: c.want, WriteQueueNums: c.want,
+					Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag}
+				if !ok {
+					t.Fatalf("topic %s not created", topic)
+				}
+				if diff := cmp.Diff(want, tc); diff != "" {
+					t.Errorf("created topic (-want +got):\n%s", diff)
+				}
+				storedRecord(t, tb, topic, 0, 0)
+			}
+		})
+	}
+}
+
+func TestSendTopicNotExist(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.DisableAutoCreateTopic = true })
+	for trName, tr := range tb.Transports() {
+		t.Run(trName, func(t *testing.T) {
+			maxPhy := tb.Store().MaxPhyOffset()
+			h := goSendHeader("Unknown", 0, nil)
+			resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
+			wantRefused(t, tb, resp, remoting.TopicNotExist, "topic[Unknown] not exist, apply first please!", maxPhy)
+			if _, ok := tb.topics.get("Unknown"); ok {
+				t.Error("topic created with auto-creation disabled")
+			}
+		})
+	}
+}
+
+func TestSendRefused(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.MaxMessageBytes = 1024 })
+	tb.topics.update(TopicConfig{TopicName: "Small", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
+	tb.topics.update(TopicConfig{TopicName: "ReadOnly", ReadQueueNums: 2, WriteQueueNums: 2, Perm: int32(route.PermRead)})
+	long := strings.Repeat("t", 128)
+	cases := []struct {
+		name   string
+		topic  string
+		queue  int32
+		props  map[string]string
+		body   []byte
+		code   int16
+		remark string
+	}{
+		{"queue id", "Small", 2, nil, []byte("x"), remoting.SystemError, "request queueId[2] is illegal, TopicConfig [topicName=Small"},
+		{"body over max", "Small", 0, nil, make([]byte, 1025), remoting.MessageIllegal, "msg body length limit 1k"},
+		{"properties over 32767", "Small", 0, map[string]string{"big": strings.Repeat("p", 32767)}, []byte("x"),
+			remoting.MessageIllegal, "properties length"},
+		{"blank topic", " ", 0, nil, []byte("x"), remoting.SystemError, "The specified topic is blank."},
+		{"illegal characters", "bad/topic", 0, nil, []byte("x"), remoting.SystemError, "illegal characters"},
+		{"topic too long", long, 0, nil, []byte("x"), remoting.SystemError, "longer than topic max length"},
+		{"TBW102", TopicAutoCreate, 0, nil, []byte("x"), remoting.SystemError, "conflict with system reserved words"},
+		{"schedule topic", TopicSchedule, 0, nil, []byte("x"), remoting.NoPermission, "is forbidden"},
+		{"not writable", "ReadOnly", 0, nil, []byte("x"), remoting.NoPermission, "the topic[ReadOnly] sending message is forbidden"},
+	}
+	for trName, tr := range tb.Transports() {
+		for _, c := range cases {
+			t.Run(trName+"/"+c.name, func(t *testing.T) {
+				maxPhy := tb.Store().MaxPhyOffset()
+				h := goSendHeader(c.topic, c.queue, c.props)
+				resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, c.body, remoting.SerializeJSON))
+				wantRefused(t, tb, resp, c.code, c.remark, maxPhy)
+			})
+		}
+	}
+	t.Run("bad header", func(t *testing.T) {
+		h := goSendHeader("Small", 0, nil)
+		req := sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)
+		delete(req.ExtFields, "queueId")
+		resp := invoke(t, tb.TCP, tb.Addr, req)
+		wantRefused(t, tb, resp, remoting.SystemError, "<queueId>", tb.Store().MaxPhyOffset())
+	})
+}
+
+func TestSendRandomQueue(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.topics.update(TopicConfig{TopicName: "Rand", ReadQueueNums: 8, WriteQueueNums: 3, Perm: 6})
+	for range 20 {
+		h := goSendHeader("Rand", -1, nil)
+		rh := wantSendOK(t, invoke(t, tb.InProc, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
+		if rh.QueueID < 0 || rh.QueueID >= 3 {
+			t.Fatalf("picked queue %d, want one of the 3 write queues", rh.QueueID)
+		}
+	}
+}
+
+func TestSendSlaveRefuses(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.BrokerID = 1 })
+	for trName, tr := range tb.Transports() {
+		t.Run(trName, func(t *testing.T) {
+			h := goSendHeader("T", 0, nil)
+			resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
+			wantRefused(t, tb, resp, remoting.ServiceNotAvailable, "sending message is forbidden", 0)
+		})
+	}
+}
+
+func TestSendRetryAndDLQ(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	for trName, tr := range tb.Transports() {
+		t.Run(trName, func(t *testing.T) {
+			group := "cg_" + trName
+			retry := RetryTopic(group)
+			send := func(reconsume, max int32, props map[string]string) protocol.SendMessageResponseHeader {
+				h := goSendHeader(retry, 0, props)
+				h.ProducerGroup = "CLIENT_INNER_PRODUCER"
+				h.ReconsumeTimes, h.MaxReconsumeTimes = reconsume, max
+				return wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("r"), remoting.SerializeJSON)))
+			}
+			// Below the max: stored in the retry topic, created from the group (1 queue).
+			send(3, 16, map[string]string{"RETRY_TOPIC": "T"})
+			if tc, ok := tb.topics.get(retry); !ok || tc.WriteQueueNums != 1 || tc.Perm != route.PermReadWrite {
+				t.Errorf("retry topic %+v (exists %t), want 1 read-write queue", tc, ok)
+			}
+			if rec := storedRecord(t, tb, retry, 0, 0); rec.ReconsumeTimes != 3 {
+				t.Errorf("reconsume times %d, want 3", rec.ReconsumeTimes)
+			}
+			// At the header's max: to the DLQ, at once (DELAY dropped).
+			send(16, 16, map[string]string{"RETRY_TOPIC": "T", "DELAY": "19"})
+			// No max in the header: the group's retryMaxTimes (16) decides.
+			send(16, -1, map[string]string{"RETRY_TOPIC": "T"})
+			dlq := DLQTopic(group)
+			if tc, ok := tb.topics.get(dlq); !ok || tc.WriteQueueNums != 1 || !route.IsReadable(tc.Perm) || !route.IsWritable(tc.Perm) {
+				t.Errorf("DLQ topic %+v (exists %t), want 1 read-write queue", tc, ok)
+			}
+			for off := range int64(2) {
+				rec := storedRecord(t, tb, dlq, 0, off)
+				props := message.UnmarshalProperties(rec.Properties)
+				if _, ok := props["DELAY"]; ok || props["RETRY_TOPIC"] != "T" || rec.ReconsumeTimes != 16 {
+					t.Errorf("DLQ message %d: properties %v reconsume %d", off, props, rec.ReconsumeTimes)
+				}
+			}
+		})
+	}
+}
+
+func TestSendDelay(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.topics.update(TopicConfig{TopicName: "Delayed", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+	next := map[int32]int64{}
+	for trName, tr := range tb.Transports() {
+		cases := []struct{ level, wantLevel int }{{3, 3}, {99, len(DefaultDelayLevels)}}
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/%d", trName, c.level), func(t *testing.T) {
+				h := goSendHeader("Delayed", 2, map[string]string{"DELAY": strconv.Itoa(c.level), "TAGS": "a"})
+				rh := wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("d"), remoting.SerializeJSON)))
+				q := int32(c.wantLevel - 1)
+				if rh.QueueID != 2 || rh.QueueOffset != next[q] {
+					t.Errorf("answered queue %d offset %d, want 2 (as requested) and %d", rh.QueueID, rh.QueueOffset, next[q])
+				}
+				rec := storedRecord(t, tb, TopicSchedule, q, next[q])
+				next[q]++
+				checkMsgID(t, tb, rh.MsgID, rec.PhysicalOffset)
+				want := map[string]string{"DELAY": strconv.Itoa(c.wantLevel), "TAGS": "a", "REAL_TOPIC": "Delayed",
+					"REAL_QID": "2", "CLUSTER": "DefaultCluster"}
+				if diff := cmp.Diff(want, message.UnmarshalProperties(rec.Properties)); diff != "" {
+					t.Errorf("properties (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+func TestSendTransactionPrepared(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.topics.update(TopicConfig{TopicName: "Tx", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	props := map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "U1", "DELAY": "2"}
+	h := goSendHeader("Tx", 0, props)
+	h.SysFlag = message.TransactionPreparedType
+	rh := wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("half"), remoting.SerializeJSON)))
+	if rh.TransactionID != "U1" {
+		t.Errorf("transactionId %q, want the UNIQ_KEY", rh.TransactionID)
+	}
+	_, phy, err := message.ParseOffsetMsgID(rh.MsgID)
+	if err != nil {
+		t.Fatalf("msgId %q: %v (the Go client panics on it)", rh.MsgID, err)
+	}
+	rec := recordAt(t, tb, phy)
+	if string(rec.Topic) != "Tx" || rec.SysFlag != message.TransactionPreparedType || string(rec.Body) != "half" {
+		t.Errorf("half message stored as %s sysFlag %d body %q (a prepared message is not delayed)", rec.Topic, rec.SysFlag, rec.Body)
+	}
+}
+
+func TestSetProperty(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"", "K\x01v\x02"},
+		{"A\x011\x02", "A\x011\x02K\x01v\x02"},
+		{"A\x011", "A\x011\x02K\x01v\x02"},
+		{"K\x01v\x02A\x011\x02", "K\x01v\x02A\x011\x02"},
+		{"K\x01old\x02A\x011\x02K\x01x\x02", "A\x011\x02K\x01v\x02"},
+		{"KK\x011\x02", "KK\x011\x02K\x01v\x02"},
+	}
+	for _, c := range cases {
+		if got := setProperty(c.in, "K", "v"); got != c.want {
+			t.Errorf("setProperty(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := removeProperty("A\x011\x02DELAY\x013\x02B\x012", "DELAY"); got != "A\x011\x02B\x012" {
+		t.Errorf("removeProperty = %q", got)
+	}
+	if got := joinProperties([]byte("A\x011"), "C\x01c\x02"); got != "A\x011\x02C\x01c\x02" {
+		t.Errorf("joinProperties = %q", got)
+	}
+}
