@@ -191,6 +191,12 @@ func (b *Broker) parkPull(ch remoting.Channel, req *remoting.Command, h *protoco
 	if !b.pull.hold.park(p) {
 		return false
 	}
+	// The connection may have closed while the pull waited for a worker, after its close
+	// event dropped the channel's parked pulls: drop this one too.
+	if ch.Closed() {
+		b.pull.hold.take(p)
+		return true
+	}
 	// A message dispatched between our read and park found nothing to wake: look again.
 	if b.store.MaxOffsetInQueue(h.Topic, h.QueueID) > h.QueueOffset && b.pull.hold.take(p) {
 		b.wakePull(p)

@@ -1,0 +1,94 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
+)
+
+// startPullBenchBroker is startTestBroker for pull benchmarks: TCP on 127.0.0.1:0, a temp store with
+// 64 MiB segments, silent logs.
+func startPullBenchBroker(b *testing.B) (*Broker, string, *remoting.Client) {
+	b.Helper()
+	l := zerolog.Nop()
+	d := remoting.NewDispatcher(&l)
+	d.Start()
+	srv := remoting.NewServer(d, remoting.ServerOptions{Logger: &l})
+	ctx, cancel := context.WithCancel(context.Background())
+	srvEnd, runEnd := make(chan error, 1), make(chan error, 1)
+	go func() { srvEnd <- srv.Run(ctx) }()
+	<-srv.Ready()
+	br, err := New(Options{BrokerAddr: srv.Addr(), Logger: &l,
+		Store: storage.Options{Dir: b.TempDir(), SegmentBytes: 64 << 20}})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	br.Register(d)
+	go func() { runEnd <- br.Run(ctx) }()
+	c := remoting.NewClient(remoting.ClientOptions{})
+	b.Cleanup(func() {
+		c.Close()
+		cancel()
+		<-srvEnd
+		<-runEnd
+		d.Close()
+		br.Close()
+	})
+	return br, srv.Addr(), c
+}
+
+// BenchmarkPullTCP pulls 32-message batches over TCP from a queue already in the store, one
+// pull at a time (a consumer catching up), and reports messages per second and the p99 pull
+// latency.
+func BenchmarkPullTCP(b *testing.B) {
+	for _, size := range []int{128, 1024} {
+		b.Run(fmt.Sprintf("body=%d", size), func(b *testing.B) {
+			br, addr, c := startPullBenchBroker(b)
+			br.topics.update(TopicConfig{TopicName: "B", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+			const n = 32 * 256
+			body := make([]byte, size)
+			props := message.MarshalProperties(map[string]string{message.PropertyTags: "t"})
+			for range n {
+				if _, err := br.Store().PutMessage(&storage.Message{Topic: "B", Body: body, Properties: props,
+					BornHost: consumeTestBornHost, StoreHost: br.storeHost}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for br.Store().MaxOffsetInQueue("B", 0) < n {
+				time.Sleep(time.Millisecond)
+			}
+			h := &protocol.PullMessageRequestHeader{ConsumerGroup: "g", Topic: "B", MaxMsgNums: 32,
+				SysFlag: protocol.PullFlagSubscription, Subscription: "*", ExpressionType: protocol.ExpressionTag}
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			msgs, bytes := 0, 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				resp, err := c.InvokeSync(ctx, addr, remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil))
+				if err != nil || resp.Code != remoting.Success {
+					b.Fatalf("pull at %d: %v %v", h.QueueOffset, err, resp)
+				}
+				lat = append(lat, time.Since(start))
+				msgs += 32
+				bytes += len(resp.Body)
+				h.QueueOffset = (h.QueueOffset + 32) % n
+			}
+			b.StopTimer()
+			b.SetBytes(int64(bytes / b.N))
+			slices.Sort(lat)
+			b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msgs/s")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
