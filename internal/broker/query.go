@@ -8,8 +8,11 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// defaultQueryMaxNum is the match count of a query by unique key (defaultQueryMaxNum).
-const defaultQueryMaxNum = 32
+// Query limits (MessageStoreConfig defaultQueryMaxNum, maxMsgsNumBatch).
+const (
+	defaultQueryMaxNum = 32 // matches answered to a query by unique key
+	maxQueryMaxNum     = 64 // matches answered to any query
+)
 
 // processQueryMessage handles QUERY_MESSAGE (12), REMOTING.md §5.10, as RocketMQ's
 // QueryMessageProcessor: the body is the matching records back to back; no match answers
@@ -22,7 +25,8 @@ func (b *Broker) processQueryMessage(_ context.Context, _ remoting.Channel, req 
 	if h.UniqueKeyQuery {
 		h.MaxNum = defaultQueryMaxNum
 	}
-	res, err := b.store.QueryMessage(h.Topic, h.Key, int(h.MaxNum), h.BeginTimestamp, h.EndTimestamp)
+	maxNum := min(int(h.MaxNum), maxQueryMaxNum)
+	res, err := b.store.QueryMessage(h.Topic, h.Key, maxNum, h.BeginTimestamp, h.EndTimestamp)
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
 	}
