@@ -72,8 +72,16 @@ func newScheduleService(b *Broker) *scheduleService {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		// Delivering from 0 again would repeat every delayed message still in the queues; the
-		// queues' min offsets bound the damage, and losing messages would be worse.
+		// A Java broker's file has bare integer keys ({"offsetTable":{1:0}}), which strict
+		// JSON refuses.
+		if raw, rerr := os.ReadFile(s.path); rerr == nil {
+			if jw, jerr := protocol.DecodeDelayOffsetSerializeWrapper(raw); jerr == nil {
+				maps.Copy(s.mu.offsets, jw.OffsetTable)
+				break
+			}
+		}
+		// Delivering from 0 again repeats the delayed messages still in the queues; losing
+		// them would be worse.
 		s.log.Error().Err(err).Str("file", s.path).Msg("delay offsets unreadable, starting from the queue heads")
 	default:
 		if fromBak {

@@ -150,3 +150,18 @@ func TestScheduleSkipsBrokenMessages(t *testing.T) {
 	}
 	eventually(t, "cursor past both", func() bool { return tb.retry.sched.offset(1) == 2 })
 }
+
+// A delayOffset.json written by a Java broker (fastjson, bare integer keys) is read.
+func TestScheduleReadsJavaDelayOffsets(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(dir+"/config", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/config/delayOffset.json", []byte(`{"offsetTable":{1:7,3:2}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb := startTestBrokerIn(t, dir, sbWithDelays)
+	if a, b := tb.retry.sched.offset(1), tb.retry.sched.offset(3); a != 7 || b != 2 {
+		t.Errorf("cursors %d, %d; want 7, 2", a, b)
+	}
+}

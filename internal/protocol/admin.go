@@ -243,16 +243,90 @@ func DecodeConsumeStats(b []byte) (*ConsumeStats, error) {
 
 // ConsumerOffsetSerializeWrapper is the body of GET_ALL_CONSUMER_OFFSET (43) and the content of
 // consumerOffset.json: "topic@group" -> queue id -> next offset to consume. Slaves sync their
-// offsets from it.
+// offsets from it. encoding/json writes it as strict JSON ({"0":12});
+// DecodeConsumerOffsetSerializeWrapper also reads what Java's fastjson writes, integer keys
+// bare ({0:12}).
 type ConsumerOffsetSerializeWrapper struct {
 	OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
 }
 
+// DecodeConsumerOffsetSerializeWrapper parses a GET_ALL_CONSUMER_OFFSET body or
+// consumerOffset.json, strict JSON or fastjson's. Errors wrap ErrMalformedBody.
+func DecodeConsumerOffsetSerializeWrapper(b []byte) (*ConsumerOffsetSerializeWrapper, error) {
+	var w ConsumerOffsetSerializeWrapper
+	if err := json.Unmarshal(quoteBareKeys(b), &w); err != nil {
+		return nil, fmt.Errorf("%w: consumer offsets: %v", ErrMalformedBody, err)
+	}
+	return &w, nil
+}
+
 // DelayOffsetSerializeWrapper is the body of GET_ALL_DELAY_OFFSET (45) and the content of
 // delayOffset.json: delay level -> offset of the next unit of SCHEDULE_TOPIC_XXXX queue
-// level-1 to deliver. Slaves sync their copy from it.
+// level-1 to deliver. Slaves sync their copy from it. Java brokers write the levels bare
+// ({"offsetTable":{1:0,2:5}}); DecodeDelayOffsetSerializeWrapper reads both forms.
 type DelayOffsetSerializeWrapper struct {
 	OffsetTable map[int32]int64 `json:"offsetTable"`
+}
+
+// DecodeDelayOffsetSerializeWrapper parses a GET_ALL_DELAY_OFFSET body or delayOffset.json,
+// strict JSON or fastjson's. Errors wrap ErrMalformedBody.
+func DecodeDelayOffsetSerializeWrapper(b []byte) (*DelayOffsetSerializeWrapper, error) {
+	var w DelayOffsetSerializeWrapper
+	if err := json.Unmarshal(quoteBareKeys(b), &w); err != nil {
+		return nil, fmt.Errorf("%w: delay offsets: %v", ErrMalformedBody, err)
+	}
+	return &w, nil
+}
+
+// quoteBareKeys returns b with every object key written as a bare number quoted, turning
+// fastjson's {0:12} into {"0":12}. Text inside strings is left alone; b is returned as is when
+// it has no bare key.
+func quoteBareKeys(b []byte) []byte {
+	var out []byte
+	last := 0       // b[last:] not yet copied to out
+	expect := false // after '{' or ',' of an object: a key may start
+	var stack []byte
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			end, err := skipString(b, i)
+			if err != nil {
+				return b // let json.Unmarshal report it
+			}
+			i, expect = end-1, false
+		case c == '{' || c == '[':
+			stack = append(stack, c)
+			expect = c == '{'
+		case c == '}' || c == ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			expect = false
+		case c == ',':
+			expect = len(stack) > 0 && stack[len(stack)-1] == '{'
+		case isSpace(c):
+		case expect && (c == '-' || c >= '0' && c <= '9'):
+			j := i + 1
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+			if k := skipSpace(b, j); k < len(b) && b[k] == ':' {
+				out = append(out, b[last:i]...)
+				out = append(out, '"')
+				out = append(out, b[i:j]...)
+				out = append(out, '"')
+				last = j
+			}
+			i, expect = j-1, false
+		default:
+			expect = false
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
 }
 
 // decodeQueueMap walks a map keyed by MessageQueue, in fastjson object-key form or as a strict

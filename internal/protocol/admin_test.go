@@ -138,7 +138,11 @@ func FuzzDecodeAdminBodies(f *testing.F) {
 	f.Add([]byte(`{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"maxOffset":3}}}`))
 	f.Add([]byte(`{"consumeTps":0.0,"offsetTable":[[{"topic":"T"},{}]]}`))
 	f.Add([]byte(`{"a":[{"b":"}"}],"offsetTable":{}}`))
+	f.Add([]byte(`{"offsetTable":{1:0,"a":{2:3}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if q := quoteBareKeys(b); json.Valid(b) && string(q) != string(b) {
+			t.Fatalf("valid JSON changed: %s -> %s", b, q)
+		}
 		if s, err := DecodeConsumeStats(b); err == nil {
 			if _, err := DecodeConsumeStats(s.Encode()); err != nil {
 				t.Fatalf("re-decode: %v", err)
@@ -173,5 +177,38 @@ func TestOffsetWrappersRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(d, d2); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// Java brokers (fastjson) write integer map keys bare; a Go slave syncing from one, or a broker
+// opening a Java store directory, reads them.
+func TestOffsetWrappersReadFastjson(t *testing.T) {
+	in := `{"offsetTable":{"%RETRY%g@g":{0:0},"T@g":{0:250, 1 :251,"2":252}}}`
+	c, err := DecodeConsumerOffsetSerializeWrapper([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[int32]int64{"%RETRY%g@g": {0: 0}, "T@g": {0: 250, 1: 251, 2: 252}}
+	if diff := cmp.Diff(want, c.OffsetTable); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	d, err := DecodeDelayOffsetSerializeWrapper([]byte(`{"offsetTable":{1:0,2:5,18:-1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[int32]int64{1: 0, 2: 5, 18: -1}, d.OffsetTable); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// Numbers that are values, or inside strings, stay as they are.
+	for _, s := range []string{`{"a":[1,2],"b":{"c":"{1:2}"}}`, `[{"x":1},2]`, `{"k":-3}`} {
+		if got := string(quoteBareKeys([]byte(s))); got != s {
+			t.Errorf("quoteBareKeys(%s) = %s", s, got)
+		}
+	}
+	if got := string(quoteBareKeys([]byte(`{1:{2:[{3:4}]}}`))); got != `{"1":{"2":[{"3":4}]}}` {
+		t.Errorf("nested: %s", got)
+	}
+	if _, err := DecodeDelayOffsetSerializeWrapper([]byte(`{"offsetTable":{1:}}`)); !errors.Is(err, ErrMalformedBody) {
+		t.Errorf("garbage: %v", err)
 	}
 }
