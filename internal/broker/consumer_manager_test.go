@@ -1,0 +1,102 @@
+package broker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+// fakeChannel is a Channel that records nothing; only its identity matters here.
+type fakeChannel struct {
+	id     uint64
+	closed bool
+}
+
+func (c *fakeChannel) ID() uint64                            { return c.id }
+func (c *fakeChannel) RemoteAddr() string                    { return "10.0.0.9:1" }
+func (c *fakeChannel) LocalAddr() string                     { return "10.0.0.1:10911" }
+func (c *fakeChannel) WriteResponse(*remoting.Command) error { return nil }
+func (c *fakeChannel) InvokeSync(context.Context, *remoting.Command) (*remoting.Command, error) {
+	return nil, remoting.ErrClosed
+}
+func (c *fakeChannel) InvokeAsync(context.Context, *remoting.Command, func(*remoting.Command, error)) error {
+	return remoting.ErrClosed
+}
+func (c *fakeChannel) InvokeOneway(*remoting.Command) error { return nil }
+func (c *fakeChannel) Close() error                         { c.closed = true; return nil }
+func (c *fakeChannel) Closed() bool                         { return c.closed }
+
+func TestSubscriptionUpdates(t *testing.T) {
+	m := newConsumerManager()
+	now := time.Now()
+	ch := &fakeChannel{id: 1}
+	reg := func(subs ...protocol.SubscriptionData) bool {
+		changed, _ := m.registerConsumer(clientChannelInfo{ch: ch, clientID: "c", lastUpdate: now},
+			&protocol.ConsumerData{GroupName: "g", SubscriptionDataSet: subs})
+		return changed
+	}
+	at := func(topic, expr string, version int64) protocol.SubscriptionData {
+		s := sub(topic, expr)
+		s.SubVersion = version
+		return s
+	}
+	expr := func(topic string) string {
+		s, _, _ := m.findSubscription("g", topic)
+		if s == nil {
+			return ""
+		}
+		return s.data.SubString
+	}
+	if !reg(at("T", "a", 10)) {
+		t.Error("first heartbeat: no change")
+	}
+	if reg(at("T", "a", 11)) {
+		t.Error("newer version of the same expression counted as a change")
+	}
+	if reg(at("T", "b", 5)) || expr("T") != "a" {
+		t.Errorf("older version replaced the subscription: %q", expr("T"))
+	}
+	if !reg(at("T", "b", 12)) || expr("T") != "b" {
+		t.Errorf("newer expression: %q", expr("T"))
+	}
+	if !reg(at("T", "b", 13), at("U", "*", 13)) || expr("U") != "*" {
+		t.Error("added topic")
+	}
+	if !reg(at("U", "*", 14)) || expr("T") != "" {
+		t.Error("removed topic kept")
+	}
+	st, _ := m.snapshot("g")
+	if diff := cmp.Diff([]string{"U"}, []string{st.Subscriptions[0].Topic}); diff != "" || len(st.Subscriptions) != 1 {
+		t.Errorf("subscriptions %v", st.Subscriptions)
+	}
+}
+
+func TestExpireKeepsChannelWithLiveGroups(t *testing.T) {
+	m := newConsumerManager()
+	old, now := time.Now().Add(-time.Hour), time.Now()
+	a, b := &fakeChannel{id: 1}, &fakeChannel{id: 2}
+	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A", lastUpdate: old}, &protocol.ConsumerData{GroupName: "g1"})
+	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A", lastUpdate: now}, &protocol.ConsumerData{GroupName: "g2"})
+	m.registerConsumer(clientChannelInfo{ch: b, clientID: "B", lastUpdate: old}, &protocol.ConsumerData{GroupName: "g2"})
+	m.registerProducer("p", clientChannelInfo{ch: b, clientID: "B", lastUpdate: old})
+	changes, closeList := m.expire(now.Add(-time.Minute))
+	if len(changes) != 2 {
+		t.Errorf("changes %+v", changes)
+	}
+	if len(closeList) != 1 || closeList[0] != b {
+		t.Errorf("close list %v", closeList)
+	}
+	if ids := m.consumerIDs("g2"); !cmp.Equal([]string{"A"}, ids) {
+		t.Errorf("g2 %v", ids)
+	}
+	if ids := m.consumerIDs("g1"); ids != nil {
+		t.Errorf("g1 %v", ids)
+	}
+	if chs := m.producerChannels("p"); len(chs) != 0 {
+		t.Errorf("producer kept %v", chs)
+	}
+}

@@ -1,0 +1,58 @@
+package broker
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// TestLongPollManyQueues parks one pull per queue on both transports, then fills the queues
+// concurrently: every pull is answered once with its queue's first message and nothing stays
+// parked.
+func TestLongPollManyQueues(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	const queues = 16
+	addTopic(tb, "T", queues)
+	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "*"))
+	heartbeat(t, tb.InProc, tb.Addr, "c@2", "g", sub("T", "*"))
+	var dones []<-chan *remoting.Command
+	for q := range int32(queues) {
+		tr := remoting.Transport(tb.TCP)
+		if q%2 == 1 {
+			tr = tb.InProc
+		}
+		dones = append(dones, asyncPull(t, tr, tb.Addr, pullHeader("g", "T", q, 0)))
+	}
+	eventually(t, "pulls parked", func() bool { return tb.pull.hold.count() == queues })
+	var wg sync.WaitGroup
+	for q := range int32(queues) {
+		wg.Go(func() {
+			for i := range 3 {
+				m := &storage.Message{Topic: "T", QueueID: q, Body: []byte(fmt.Sprintf("m-%d", i)),
+					BornHost: consumeTestBornHost, StoreHost: tb.storeHost}
+				if _, err := tb.Store().PutMessage(m); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for q, done := range dones {
+		select {
+		case resp := <-done:
+			r := decodePull(t, resp)
+			if r.code != remoting.Success || len(r.msgs) == 0 || r.bodies[0] != "m-0" || r.msgs[0].QueueID != int32(q) {
+				t.Errorf("queue %d: code %d bodies %v", q, r.code, r.bodies)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("queue %d: pull not answered", q)
+		}
+	}
+	if n := tb.pull.hold.count(); n != 0 {
+		t.Errorf("%d pulls still parked", n)
+	}
+}
