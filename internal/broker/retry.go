@@ -86,13 +86,8 @@ func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *rem
 		return remoting.NewResponse(remoting.NoPermission,
 			fmt.Sprintf("the topic[%s] sending message is forbidden", retryTopic)), nil
 	}
-	raw, err := b.store.LookMessageByOffset(h.Offset)
-	if err != nil {
-		return remoting.NewResponse(remoting.SystemError,
-			"look message by offset failed, "+strconv.FormatInt(h.Offset, 10)), nil
-	}
 	var rec message.Record
-	if _, err := message.DecodeRecord(raw, &rec, false); err != nil {
+	if raw, err := b.store.LookMessageByOffset(h.Offset); err != nil || decodeInto(raw, &rec) != nil {
 		return remoting.NewResponse(remoting.SystemError,
 			"look message by offset failed, "+strconv.FormatInt(h.Offset, 10)), nil
 	}
@@ -107,7 +102,7 @@ func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *rem
 		b.topics.createIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0)
 		m.Topic, m.QueueID = dlq, rand.Int32N(dlqQueueNums)
 		m.Properties = message.MarshalProperties(props)
-		b.log.Info().Str("group", h.Group).Str("topic", string(rec.Topic)).Int64("phy_offset", h.Offset).
+		b.log.Debug().Str("group", h.Group).Str("topic", string(rec.Topic)).Int64("phy_offset", h.Offset).
 			Int32("reconsume_times", rec.ReconsumeTimes).Msg("message sent to the dead-letter topic")
 	} else {
 		level := int(h.DelayLevel)
@@ -117,8 +112,8 @@ func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *rem
 		level = min(level, len(b.opts.DelayLevels))
 		m.Topic = retryTopic
 		m.QueueID = rand.Int32N(max(1, min(cfg.RetryQueueNums, tc.WriteQueueNums)))
-		props[message.PropertyDelayTimeLevel] = strconv.Itoa(level)
-		scheduleCopy(m, props, level)
+		m.Properties = message.MarshalProperties(props)
+		b.toScheduleTopic(m, level) // the send path's DELAY redirection (send_props.go)
 	}
 	res, err := b.store.PutMessage(m)
 	if err != nil && !storedAnyway(res.Status) {
@@ -155,31 +150,21 @@ func (b *Broker) sendBackCopy(rec *message.Record, h *protocol.ConsumerSendMsgBa
 	}
 	props[message.PropertyWaitStoreMsgOK] = "false"
 	m := &storage.Message{
-		Flag:                      rec.Flag,
-		Body:                      rec.Body,
-		SysFlag:                   rec.SysFlag &^ message.TransactionRollbackType, // both transaction bits
-		BornTimestamp:             rec.BornTimestamp,
-		BornHost:                  rec.BornHost,
-		StoreHost:                 b.storeHost,
-		ReconsumeTimes:            rec.ReconsumeTimes + 1,
-		PreparedTransactionOffset: 0,
+		Flag:           rec.Flag,
+		Body:           rec.Body,
+		SysFlag:        rec.SysFlag &^ message.TransactionRollbackType, // both transaction bits
+		BornTimestamp:  rec.BornTimestamp,
+		BornHost:       rec.BornHost,
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: rec.ReconsumeTimes + 1,
 	}
 	return m, props
 }
 
-// scheduleCopy turns m, bound for m.Topic/m.QueueID with properties props (which must carry
-// DELAY = level), into the message that waits in SCHEDULE_TOPIC_XXXX queue level-1, as
-// RocketMQ's CommitLog does for every message with a delay level: REAL_TOPIC and REAL_QID keep
-// the destination. level must be within 1..len(DelayLevels).
-//
-// The send processor has its own copy of this step for producers' DELAY messages; the two are
-// to be merged.
-func scheduleCopy(m *storage.Message, props map[string]string, level int) {
-	props[message.PropertyRealTopic] = m.Topic
-	props[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	m.Topic = TopicSchedule
-	m.QueueID = int32(level - 1)
-	m.Properties = message.MarshalProperties(props)
+// decodeInto decodes the record raw (which rec then points into).
+func decodeInto(raw []byte, rec *message.Record) error {
+	_, err := message.DecodeRecord(raw, rec, false)
+	return err
 }
 
 // storedAnyway reports whether a put that returned an error still stored the message.

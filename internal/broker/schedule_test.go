@@ -3,12 +3,12 @@ package broker
 import (
 	"encoding/json"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
 
@@ -17,10 +17,10 @@ import (
 func putDelayed(t *testing.T, tb *testBroker, topic string, qid int32, body string, level int) storage.PutResult {
 	t.Helper()
 	props := map[string]string{message.PropertyTags: "TagD", message.PropertyKeys: "dk",
-		message.PropertyUniqKey: "U-" + body, message.PropertyDelayTimeLevel: strconv.Itoa(level)}
-	m := &storage.Message{Topic: topic, QueueID: qid, Body: []byte(body), Flag: 3,
+		message.PropertyUniqKey: "U-" + body}
+	m := &storage.Message{Topic: topic, QueueID: qid, Body: []byte(body), Flag: 3, Properties: message.MarshalProperties(props),
 		BornTimestamp: time.Now().UnixMilli(), BornHost: sbBornHost, StoreHost: tb.storeHost, ReconsumeTimes: 2}
-	scheduleCopy(m, props, level)
+	tb.toScheduleTopic(m, level)
 	res, err := tb.Store().PutMessage(m)
 	if err != nil {
 		t.Fatal(err)
@@ -163,5 +163,27 @@ func TestScheduleReadsJavaDelayOffsets(t *testing.T) {
 	tb := startTestBrokerIn(t, dir, sbWithDelays)
 	if a, b := tb.retry.sched.offset(1), tb.retry.sched.offset(3); a != 7 || b != 2 {
 		t.Errorf("cursors %d, %d; want 7, 2", a, b)
+	}
+}
+
+// A producer's DELAY message goes through the send path into the schedule topic and comes out
+// in its topic when due.
+func TestScheduleDeliversProducerDelay(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = []time.Duration{30 * time.Millisecond} })
+	tb.topics.update(TopicConfig{TopicName: "PD", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+	var off int64
+	for name, tr := range tb.Transports() {
+		t.Run(name, func(t *testing.T) {
+			h := goSendHeader("PD", 2, map[string]string{"DELAY": "1", "TAGS": "a", "UNIQ_KEY": "PD-" + name})
+			wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte(name), remoting.SerializeJSON)))
+			got := sbRead(t, tb, "PD", 2, off)
+			off++
+			if string(got.Body) != name || got.Props["UNIQ_KEY"] != "PD-"+name || got.Props["CLUSTER"] != "DefaultCluster" {
+				t.Errorf("delivered %q props %v", got.Body, got.Props)
+			}
+			if _, ok := got.Props["DELAY"]; ok {
+				t.Errorf("DELAY kept: %v", got.Props)
+			}
+		})
 	}
 }

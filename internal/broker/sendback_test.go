@@ -218,3 +218,25 @@ func TestSendBackErrors(t *testing.T) {
 		t.Error("retry topic created for an unknown group")
 	}
 }
+
+func TestSendBackSlaveAndDisabledRetries(t *testing.T) {
+	slave := startTestBroker(t, func(o *Options) { o.BrokerID = 1 })
+	resp := sbSendBack(t, slave.InProc, slave, protocol.ConsumerSendMsgBackRequestHeader{Group: "g", Offset: 0})
+	if resp.Code != remoting.ServiceNotAvailable {
+		t.Errorf("slave: %d %q", resp.Code, resp.Remark)
+	}
+
+	tb := startTestBroker(t, nil)
+	c := NewSubscriptionGroupConfig("noretry")
+	c.RetryQueueNums = 0
+	tb.groups.update(c)
+	m := sbPut(t, tb, "T", 0, "x", nil, 0)
+	maxPhy := tb.Store().MaxPhyOffset()
+	resp = sbSendBack(t, tb.TCP, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: "noretry", Offset: m.PhyOffset})
+	if resp.Code != remoting.Success {
+		t.Errorf("retries disabled: %d %q", resp.Code, resp.Remark)
+	}
+	if _, ok := tb.topics.get(RetryTopic("noretry")); ok || tb.Store().MaxPhyOffset() != maxPhy {
+		t.Error("a group without retry queues got a retry topic or a stored copy")
+	}
+}
