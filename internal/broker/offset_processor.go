@@ -5,6 +5,7 @@ import (
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
 )
 
 // registerOffsets installs QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET,
@@ -46,9 +47,12 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ remoting.Channe
 	return remoting.NewResponse(remoting.QueryNotFound, queryNotFoundRemark), nil
 }
 
-// firstMessageInStore reports whether a queue's min offset is 0 and its message 0 is readable
-// or the queue is empty (RocketMQ: minOffset <= 0 && !checkInDiskByConsumeOffset(0)). Our
-// store keeps no "in memory" notion, so readable counts as in memory.
+// firstMessageInStore reports whether a queue starts at offset 0 with its message 0 readable
+// and still "in memory", or is empty: RocketMQ's minOffset <= 0 &&
+// !checkInDiskByConsumeOffset(0). In memory means within AccessMessageInMemoryMaxRatio of
+// physical memory from the CommitLog's end, the test the store applies for
+// SuggestPullingFromSlave; so a large old queue answers QUERY_NOT_FOUND and the client applies
+// its consume-from-where instead of reading everything.
 func (b *Broker) firstMessageInStore(topic string, queueID int32) bool {
 	if b.store.MinOffsetInQueue(topic, queueID) > 0 {
 		return false
@@ -56,8 +60,9 @@ func (b *Broker) firstMessageInStore(topic string, queueID int32) bool {
 	if b.store.MaxOffsetInQueue(topic, queueID) == 0 {
 		return true
 	}
-	_, err := b.store.GetMessageStoreTimestamp(topic, queueID, 0)
-	return err == nil
+	r := b.store.GetMessage("", topic, queueID, 0, 1, 0, nil)
+	defer r.Release()
+	return r.Status == storage.Found && !r.SuggestPullingFromSlave
 }
 
 // processUpdateConsumerOffset stores a group's offset (the answer is discarded by clients).
