@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
@@ -54,5 +55,33 @@ func TestLongPollManyQueues(t *testing.T) {
 	}
 	if n := tb.pull.hold.count(); n != 0 {
 		t.Errorf("%d pulls still parked", n)
+	}
+}
+
+// TestWokenPullIsNotParkedAgain: a tag whose hash collides with the subscription's wakes the
+// parked pull (the ConsumeQueue test passes); the re-run rejects it by tag string and answers
+// at once instead of parking again.
+func TestWokenPullIsNotParkedAgain(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "T", 1)
+	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "Aa"))
+	h := pullHeader("g", "T", 0, 0)
+	h.SysFlag |= protocol.PullFlagCommitOffset
+	h.CommitOffset = 7
+	done := asyncPull(t, tb.InProc, tb.Addr, h)
+	eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
+	tb.offsets.commit("g", "T", 0, 3) // a later commit the re-run must not overwrite
+	putMsgs(t, tb, "T", 0, 1, "BB", "collide")
+	select {
+	case resp := <-done:
+		r := decodePull(t, resp)
+		if r.code != remoting.PullRetryImmediately || r.hdr.NextBeginOffset != 1 || len(r.msgs) != 0 {
+			t.Errorf("code %d (%s) next %d msgs %d", r.code, r.remark, r.hdr.NextBeginOffset, len(r.msgs))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("woken pull parked again")
+	}
+	if off := tb.offsets.query("g", "T", 0); off != 3 {
+		t.Errorf("offset %d: the re-run committed again", off)
 	}
 }
