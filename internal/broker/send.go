@@ -127,6 +127,9 @@ func (b *Broker) sendOne(ch remoting.Channel, req *remoting.Command, h *protocol
 		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
 	}
 	r, err := b.store.PutMessage(m)
+	if putStored(r.Status) && m.Topic == TopicSchedule {
+		b.scheduleArrived()
+	}
 	return b.putResponse(&r, err, queueID, false, txID)
 }
 
@@ -232,6 +235,7 @@ func (b *Broker) putResponse(r *storage.PutResult, err error, queueID int32, bat
 	code, remark := putStatusCode(r.Status, b.send.illegalRemark)
 	switch r.Status {
 	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
+		b.countPut(r.Count)
 	case storage.CreateMappedFileFailed, storage.UnknownError:
 		b.log.Error().Err(err).Str("status", r.Status.String()).Msg("put message failed")
 		return sendResponse(code, remark)
@@ -253,6 +257,15 @@ func (b *Broker) putResponse(r *storage.PutResult, err error, queueID int32, bat
 		TransactionID: txID, MsgRegion: defaultRegion, TraceOn: traceOn}
 	h.Encode(resp.ExtFields)
 	return resp
+}
+
+// putStored reports whether a put status means the message was written (the send succeeds).
+func putStored(st storage.PutStatus) bool {
+	switch st {
+	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
+		return true
+	}
+	return false
 }
 
 // putStatusCode maps a put status to RocketMQ's response code and remark.

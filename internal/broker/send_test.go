@@ -176,8 +176,12 @@ func TestSendBatch(t *testing.T) {
 			}
 			h := goSendHeader("Batch", 1, nil)
 			h.Batch = true
+			puts := tb.retry.stats.putNums.Load()
 			resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendBatchMessage, &h, body, remoting.SerializeJSON))
 			rh := wantSendOK(t, resp)
+			if n := tb.retry.stats.putNums.Load() - puts; n != 3 {
+				t.Errorf("broker stats counted %d puts, want 3", n)
+			}
 			if rh.QueueID != 1 || rh.QueueOffset != next {
 				t.Errorf("queue %d offset %d, want 1 %d", rh.QueueID, rh.QueueOffset, next)
 			}
