@@ -195,10 +195,12 @@ func (b *Broker) runClientHousekeeping(ctx context.Context) error {
 	}
 }
 
-// scanNotActiveChannels expires stale registrations, notifies the groups that lost members and
+// scanNotActiveChannels forgets expired queue locks, expires stale registrations, notifies the groups that lost members and
 // closes the connections left with no registration.
 func (b *Broker) scanNotActiveChannels() {
-	changes, closeList := b.clients.consumers.expire(b.clients.now().Add(-b.opts.ChannelExpiredTimeout))
+	now := b.clients.now()
+	b.clients.locks.expire(now, b.opts.RebalanceLockMaxLiveTime)
+	changes, closeList := b.clients.consumers.expire(now.Add(-b.opts.ChannelExpiredTimeout))
 	for _, c := range changes {
 		b.log.Info().Str("group", c.group).Msg("consumer registration expired")
 		b.notifyIfEnabled(c)

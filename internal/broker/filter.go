@@ -58,6 +58,9 @@ func newSubscription(d protocol.SubscriptionData) *subscription {
 // parseSubscription builds a subscription from a pull header's expression (RocketMQ
 // FilterAPI.build).
 func parseSubscription(topic, expr, expressionType string) *subscription {
+	if protocol.IsTagType(expressionType) && isSubAll(expr) {
+		return subAll // the pull consumer's usual "*": nothing to compile
+	}
 	d := protocol.SubscriptionData{Topic: topic, SubString: strings.TrimSpace(expr), ExpressionType: expressionType}
 	if d.ExpressionType == "" {
 		d.ExpressionType = protocol.ExpressionTag
@@ -70,6 +73,9 @@ func parseSubscription(topic, expr, expressionType string) *subscription {
 	}
 	return newSubscription(d)
 }
+
+// subAll is the shared, read-only "*" subscription of pulls that carry their own expression.
+var subAll = newSubscription(protocol.SubscriptionData{SubString: protocol.SubAll, ExpressionType: protocol.ExpressionTag})
 
 func isSubAll(expr string) bool {
 	expr = strings.TrimSpace(expr)

@@ -72,6 +72,22 @@ func (m *lockManager) unlock(group, clientID string, mqs []protocol.MessageQueue
 	}
 }
 
+// expire forgets locks not renewed for maxLive (they are free already; this bounds memory).
+func (m *lockManager) expire(now time.Time, maxLive time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for group, g := range m.groups {
+		for mq, e := range g {
+			if now.Sub(e.lastUpdate) > maxLive {
+				delete(g, mq)
+			}
+		}
+		if len(g) == 0 {
+			delete(m.groups, group)
+		}
+	}
+}
+
 // owner returns the client holding a live lock on mq, if any.
 func (m *lockManager) owner(group string, mq protocol.MessageQueue, now time.Time, maxLive time.Duration) (string, bool) {
 	m.mu.Lock()

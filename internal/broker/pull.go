@@ -148,8 +148,9 @@ func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *prot
 		return nil
 	}
 	resp := remoting.NewResponse(code, r.Status.String())
-	resp.ExtFields = remoting.EncodeHeader(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: suggest,
-		NextBeginOffset: r.NextBeginOffset, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset})
+	resp.ExtFields = make(map[string]string, 4)
+	(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: suggest, NextBeginOffset: r.NextBeginOffset,
+		MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}).Encode(resp.ExtFields)
 	if code == remoting.Success {
 		setPullBody(resp, r)
 	} else {
