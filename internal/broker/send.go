@@ -96,6 +96,9 @@ func (b *Broker) sendOne(ch remoting.Channel, req *remoting.Command, h *protocol
 	if resp != nil {
 		return resp
 	}
+	if len(req.Body) > b.opts.MaxMessageBytes {
+		return sendResponse(remoting.MessageIllegal, b.send.illegalRemark)
+	}
 	m := &storage.Message{
 		Topic:          h.Topic,
 		QueueID:        queueID,
@@ -118,7 +121,7 @@ func (b *Broker) sendOne(ch remoting.Channel, req *remoting.Command, h *protocol
 			b.toScheduleTopic(m, level)
 		}
 	}
-	if len(m.Body) > b.opts.MaxMessageBytes || len(m.Properties) > message.MaxPropertiesBytes {
+	if len(m.Properties) > message.MaxPropertiesBytes {
 		return sendResponse(remoting.MessageIllegal, b.send.illegalRemark)
 	}
 	var txID string

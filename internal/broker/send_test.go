@@ -303,6 +303,7 @@ func TestSendRefused(t *testing.T) {
 	}{
 		{"queue id", "Small", 2, nil, []byte("x"), remoting.SystemError, "request queueId[2] is illegal, TopicConfig [topicName=Small"},
 		{"body over max", "Small", 0, nil, make([]byte, 1025), remoting.MessageIllegal, "msg body length limit 1k"},
+		{"retry body over max", "%RETRY%cg", 0, nil, make([]byte, 1025), remoting.MessageIllegal, "msg body length limit 1k"},
 		{"properties over 32767", "Small", 0, map[string]string{"big": strings.Repeat("p", 32767)}, []byte("x"),
 			remoting.MessageIllegal, "properties length"},
 		{"blank topic", " ", 0, nil, []byte("x"), remoting.SystemError, "The specified topic is blank."},
@@ -321,6 +322,9 @@ func TestSendRefused(t *testing.T) {
 				wantRefused(t, tb, resp, c.code, c.remark, maxPhy)
 			})
 		}
+	}
+	if _, ok := tb.topics.get(DLQTopic("cg")); ok {
+		t.Error("a refused retry message created the DLQ topic")
 	}
 	t.Run("bad header", func(t *testing.T) {
 		h := goSendHeader("Small", 0, nil)
