@@ -11,7 +11,9 @@ require (
 
 require (
 	github.com/edsrzf/mmap-go v1.2.0 // indirect
+	github.com/emirpasic/gods v1.12.0 // indirect
 	github.com/golang/mock v1.3.1 // indirect
+	github.com/google/uuid v1.3.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/konsorten/go-windows-terminal-sequences v1.0.1 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
@@ -36,6 +38,7 @@ require (
 	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/tools v0.0.0-20201224043029-2b0845dc783e // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
+	stathat.com/c/consistent v1.0.0 // indirect
 )
 
 replace github.com/mqgo/mq => ../
