@@ -139,7 +139,7 @@ func (b *Broker) handleRetryAndDLQ(h *protocol.SendMessageRequestHeader, m *stor
 		return nil
 	}
 	dlq := DLQTopic(group)
-	b.topics.createIfAbsent(dlq, sendDLQQueueNums, route.PermReadWrite, 0)
+	b.topics.createIfAbsent(dlq, sendDLQQueueNums, route.PermWrite, 0) // write-only, as RocketMQ 4.x creates it
 	m.Topic = dlq
 	m.QueueID = 0 // RocketMQ: random % DLQ_NUMS_PER_GROUP
 	*props = removeProperty(*props, message.PropertyDelayTimeLevel)
