@@ -109,9 +109,7 @@ func (b *Broker) notifyIfEnabled(c groupChange) {
 	if len(c.channels) == 0 {
 		return
 	}
-	b.groups.mu.RLock()
-	cfg, ok := b.groups.table[c.group]
-	b.groups.mu.RUnlock()
+	cfg, ok := b.groups.get(c.group)
 	if ok && !cfg.NotifyConsumerIdsChangedEnable {
 		return
 	}

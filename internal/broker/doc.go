@@ -1,10 +1,28 @@
 // Package broker is the RocketMQ broker of a node: the request processors over the message store,
 // and the managers of topics, subscription groups, consumer offsets, clients and locks.
 //
-// Files by concern: broker.go (lifecycle), options.go, topic_config.go, subscription_group.go,
-// consumer_offset.go, registration.go (name servers), send.go (producing), clients.go
-// (heartbeats, consumer groups, queue locks), pull.go (pulls, long polling, offsets), retry.go
-// (send-back, retry and dead-letter topics, delayed delivery), admin.go (queries and admin reads).
+// Files by concern:
 //
-// Lock order: a manager's mutex is never held while calling another manager or doing I/O.
+//	broker.go, options.go        lifecycle (New, Register, Run, Close) and settings
+//	topic_config.go              topics (topics.json), system topics, auto-creation from TBW102
+//	subscription_group.go        consumer group settings (subscriptionGroup.json)
+//	consumer_offset.go           committed offsets (consumerOffset.json)
+//	registration.go              REGISTER_BROKER / UNREGISTER_BROKER with every name server
+//	send*.go, topic_admin.go     SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, replies; topic admin
+//	clients.go, consumer_manager.go, lock.go
+//	                             heartbeats, producer and consumer groups, expiry, notifications,
+//	                             LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
+//	pull*.go, filter.go, offset_processor.go
+//	                             PULL_MESSAGE, tag filtering, long polling, offset requests
+//	retry.go, schedule.go        CONSUMER_SEND_MSG_BACK, retry and dead-letter topics, delayed
+//	                             delivery (SCHEDULE_TOPIC_XXXX, delayOffset.json)
+//	query.go, admin.go, stats.go QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, admin reads, counters
+//
+// One message: a send processor validates and appends to the store; the store's dispatcher
+// writes the ConsumeQueue unit and calls onMessageArriving, which wakes pulls parked on that
+// queue; a pull reads the stored records and lends them to the response without copying.
+//
+// Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls,
+// schedule, stats) is a leaf: none is held while calling another manager, the store or a
+// transport.
 package broker

@@ -66,6 +66,14 @@ func newSubscriptionGroupManager(b *Broker) (*subscriptionGroupManager, error) {
 	return m, nil
 }
 
+// get returns the group's settings without creating them.
+func (m *subscriptionGroupManager) get(group string) (SubscriptionGroupConfig, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c, ok := m.table[group]
+	return c, ok
+}
+
 // find returns the group's settings, creating the default ones when auto-creation is on. It
 // reports false for an unknown group otherwise.
 func (m *subscriptionGroupManager) find(group string) (SubscriptionGroupConfig, bool) {
