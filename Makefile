@@ -23,4 +23,4 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeFrame$$' -fuzztime=$(FUZZTIME) ./remoting
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./remoting ./storage
+	$(GO) test -run='^$$' -bench=. -benchmem ./remoting ./storage ./internal/broker

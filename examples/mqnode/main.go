@@ -36,6 +36,7 @@ func run(args []string) error {
 		cluster       = fs.String("cluster", mq.DefaultClusterName, "cluster name")
 		brokerName    = fs.String("broker-name", mq.DefaultBrokerName, "broker name")
 		brokerID      = fs.Int64("broker-id", 0, "broker id (0 = master)")
+		brokerIP      = fs.String("broker-ip", "", "`IP` clients are told to dial (default: the listener's host)")
 		noNamesrv     = fs.Bool("no-namesrv", false, "do not run the name service")
 		noBroker      = fs.Bool("no-broker", false, "do not run the broker")
 		logLevel      = fs.String("log-level", "info", "log level: debug|info|warn|error")
@@ -59,6 +60,7 @@ func run(args []string) error {
 		ClusterName:       *cluster,
 		BrokerName:        *brokerName,
 		BrokerID:          *brokerID,
+		BrokerIP:          *brokerIP,
 		Logger:            &log,
 	}
 	if *namesrv != "" {
