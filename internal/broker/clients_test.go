@@ -29,7 +29,7 @@ func TestHeartbeatRegistersConsumer(t *testing.T) {
 			if !ok || tc.ReadQueueNums != 1 || tc.WriteQueueNums != 1 || tc.Perm != 6 {
 				t.Errorf("retry topic %+v, exists %v", tc, ok)
 			}
-			if _, ok := tb.groups.table[group]; !ok {
+			if _, ok := tb.groups.get(group); !ok {
 				t.Error("subscription group not created")
 			}
 			st, ok := tb.consumerGroupState(group)
