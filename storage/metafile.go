@@ -39,7 +39,10 @@ func WriteJSONFile(path string, v any) error {
 		// Keep the previous version: a hard link leaves path in place until the rename.
 		os.Remove(path + ".bak")
 		if err := os.Link(path, path+".bak"); err != nil {
-			return fmt.Errorf("storage: back up %s: %w", path, err)
+			// No hard links here: copy instead.
+			if err := copyFile(path, path+".bak"); err != nil {
+				return fmt.Errorf("storage: back up %s: %w", path, err)
+			}
 		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -89,4 +92,20 @@ func readJSON(path string, v any) error {
 		return corrupt(path, 0, err)
 	}
 	return nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
 }
