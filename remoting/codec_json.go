@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/mqgo/mq/internal/jsonenc"
 	"unicode/utf16"
@@ -297,7 +298,8 @@ func intern(b []byte) string {
 	return string(b)
 }
 
-// str reads a JSON string. The common case (no escapes) costs at most one allocation.
+// str reads a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json decodes it, so a
+// decoded header re-encodes to the same text. The common case (no escapes) costs at most one allocation.
 func (s *jsonScanner) str() (string, error) {
 	if !s.consume('"') {
 		return "", s.fail("expected a string")
@@ -308,6 +310,9 @@ func (s *jsonScanner) str() (string, error) {
 		if ch == '"' {
 			raw := s.b[start:s.i]
 			s.i++
+			if !utf8.Valid(raw) {
+				return strings.ToValidUTF8(string(raw), "\uFFFD"), nil
+			}
 			return intern(raw), nil
 		}
 		if ch == '\\' {
@@ -328,7 +333,7 @@ func (s *jsonScanner) escapedStr(start int) (string, error) {
 		switch {
 		case ch == '"':
 			s.i++
-			return string(buf), nil
+			return strings.ToValidUTF8(string(buf), "\uFFFD"), nil
 		case ch < 0x20:
 			return "", s.fail("control character in string")
 		case ch != '\\':
