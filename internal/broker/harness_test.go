@@ -26,7 +26,7 @@ type testBroker struct {
 }
 
 // testOptions are millisecond periods and 64 KiB segments.
-func testOptions(t *testing.T, dir string) Options {
+func testOptions(t testing.TB, dir string) Options {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	return Options{
 		Store:                       storage.Options{Dir: dir, SegmentBytes: 64 << 10, ConsumeQueueUnits: 1000},
@@ -40,13 +40,13 @@ func testOptions(t *testing.T, dir string) Options {
 }
 
 // startTestBroker starts a broker on a fresh directory; mutate may change the options.
-func startTestBroker(t *testing.T, mutate func(*Options)) *testBroker {
+func startTestBroker(t testing.TB, mutate func(*Options)) *testBroker {
 	t.Helper()
 	return startTestBrokerIn(t, t.TempDir(), mutate)
 }
 
 // startTestBrokerIn starts a broker on dir (reuse a dir to test restarts).
-func startTestBrokerIn(t *testing.T, dir string, mutate func(*Options)) *testBroker {
+func startTestBrokerIn(t testing.TB, dir string, mutate func(*Options)) *testBroker {
 	t.Helper()
 	opts := testOptions(t, dir)
 	tb := &testBroker{Dir: dir, done: make(chan error, 1), srvEnd: make(chan error, 1)}
@@ -87,7 +87,7 @@ func startTestBrokerIn(t *testing.T, dir string, mutate func(*Options)) *testBro
 }
 
 // Stop shuts the broker down cleanly (idempotent).
-func (tb *testBroker) Stop(t *testing.T) {
+func (tb *testBroker) Stop(t testing.TB) {
 	if tb.cancel == nil {
 		return
 	}
@@ -113,7 +113,7 @@ func (tb *testBroker) Transports() map[string]remoting.Transport {
 }
 
 // invoke sends req synchronously and fails the test on a transport error.
-func invoke(t *testing.T, tr remoting.Transport, addr string, req *remoting.Command) *remoting.Command {
+func invoke(t testing.TB, tr remoting.Transport, addr string, req *remoting.Command) *remoting.Command {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -125,7 +125,7 @@ func invoke(t *testing.T, tr remoting.Transport, addr string, req *remoting.Comm
 }
 
 // eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {

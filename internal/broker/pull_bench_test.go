@@ -11,40 +11,7 @@ import (
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
-	"github.com/rs/zerolog"
 )
-
-// startPullBenchBroker is startTestBroker for pull benchmarks: TCP on 127.0.0.1:0, a temp store with
-// 64 MiB segments, silent logs.
-func startPullBenchBroker(b *testing.B) (*Broker, string, *remoting.Client) {
-	b.Helper()
-	l := zerolog.Nop()
-	d := remoting.NewDispatcher(&l)
-	d.Start()
-	srv := remoting.NewServer(d, remoting.ServerOptions{Logger: &l})
-	ctx, cancel := context.WithCancel(context.Background())
-	srvEnd, runEnd := make(chan error, 1), make(chan error, 1)
-	go func() { srvEnd <- srv.Run(ctx) }()
-	<-srv.Ready()
-	br, err := New(Options{BrokerAddr: srv.Addr(), Logger: &l,
-		Store: storage.Options{Dir: b.TempDir(), SegmentBytes: 64 << 20}})
-	if err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	br.Register(d)
-	go func() { runEnd <- br.Run(ctx) }()
-	c := remoting.NewClient(remoting.ClientOptions{})
-	b.Cleanup(func() {
-		c.Close()
-		cancel()
-		<-srvEnd
-		<-runEnd
-		d.Close()
-		br.Close()
-	})
-	return br, srv.Addr(), c
-}
 
 // BenchmarkPullTCP pulls 32-message batches over TCP from a queue already in the store, one
 // pull at a time (a consumer catching up), and reports messages per second and the p99 pull
@@ -52,7 +19,8 @@ func startPullBenchBroker(b *testing.B) (*Broker, string, *remoting.Client) {
 func BenchmarkPullTCP(b *testing.B) {
 	for _, size := range []int{128, 1024} {
 		b.Run(fmt.Sprintf("body=%d", size), func(b *testing.B) {
-			br, addr, c := startPullBenchBroker(b)
+			env := benchBroker(b)
+			br, addr, c := env.Broker, env.Addr, env.TCP
 			br.topics.update(TopicConfig{TopicName: "B", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
 			const n = 32 * 256
 			body := make([]byte, size)

@@ -10,64 +10,18 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/remoting"
-	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
-// sendBenchBroker is a broker for benchmarks: the test harness's startTestBroker takes a
-// *testing.T, so this is its *testing.B twin with benchmark-sized segments and no logs.
-type sendBenchBroker struct {
-	addr   string
-	tcp    *remoting.Client
-	inproc *remoting.InProcTransport
-	b      *Broker
-}
-
-func startSendBenchBroker(tb testing.TB) *sendBenchBroker {
-	tb.Helper()
-	log := zerolog.Nop()
-	d := remoting.NewDispatcher(&log)
-	d.Start()
-	srv := remoting.NewServer(d, remoting.ServerOptions{Logger: &log})
-	ctx, cancel := context.WithCancel(context.Background())
-	srvEnd := make(chan error, 1)
-	go func() { srvEnd <- srv.Run(ctx) }()
-	<-srv.Ready()
-	if srv.Addr() == "" {
-		cancel()
-		tb.Fatalf("server: %v", <-srvEnd)
-	}
-	br, err := New(Options{BrokerAddr: srv.Addr(), Logger: &log,
-		Store: storage.Options{Dir: tb.TempDir(), SegmentBytes: 128 << 20, FlushDiskType: storage.AsyncFlush}})
-	if err != nil {
-		cancel()
-		<-srvEnd
-		tb.Fatal(err)
-	}
-	br.Register(d)
-	runEnd := make(chan error, 1)
-	go func() { runEnd <- br.Run(ctx) }()
-	env := &sendBenchBroker{addr: srv.Addr(), b: br, tcp: remoting.NewClient(remoting.ClientOptions{})}
-	env.inproc = remoting.NewInProcTransport(func(addr string) *remoting.Dispatcher {
-		if addr == env.addr {
-			return d
-		}
-		return nil
-	}, nil, 0)
-	tb.Cleanup(func() {
-		env.tcp.Close()
-		env.inproc.Close()
-		cancel()
-		<-srvEnd
-		if err := <-runEnd; err != nil {
-			tb.Errorf("broker run: %v", err)
-		}
-		d.Close()
-		if err := br.Close(); err != nil {
-			tb.Errorf("broker close: %v", err)
-		}
+// benchBroker is a test broker for benchmarks: silent, with segments large enough that the run
+// measures appends, not segment rolls.
+func benchBroker(b *testing.B) *testBroker {
+	return startTestBroker(b, func(o *Options) {
+		l := zerolog.Nop()
+		o.Logger = &l
+		o.Store.SegmentBytes = 128 << 20
+		o.Store.ConsumeQueueUnits = 0
 	})
-	return env
 }
 
 func BenchmarkSendTCP(b *testing.B) { benchmarkSend(b, "tcp") }
@@ -80,11 +34,11 @@ func BenchmarkSendInProcess(b *testing.B) { benchmarkSend(b, "inproc") }
 func benchmarkSend(b *testing.B, transport string) {
 	for _, senders := range []int{1, 16} {
 		b.Run(fmt.Sprintf("1KiB/senders=%d", senders), func(b *testing.B) {
-			env := startSendBenchBroker(b)
-			env.b.topics.update(TopicConfig{TopicName: "Bench", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
-			var tr remoting.Transport = env.tcp
+			env := benchBroker(b)
+			env.topics.update(TopicConfig{TopicName: "Bench", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+			var tr remoting.Transport = env.TCP
 			if transport == "inproc" {
-				tr = env.inproc
+				tr = env.InProc
 			}
 			body := make([]byte, 1024)
 			props := map[string]string{"TAGS": "TagA", "UNIQ_KEY": "C0A8000100002A9F0000000000000001"}
@@ -93,7 +47,7 @@ func benchmarkSend(b *testing.B, transport string) {
 				h := goSendHeader("Bench", int32(i%4), props)
 				req := sendRequest(remoting.SendMessage, &h, body, remoting.SerializeJSON)
 				t0 := time.Now()
-				resp, err := tr.InvokeSync(ctx, env.addr, req)
+				resp, err := tr.InvokeSync(ctx, env.Addr, req)
 				d := time.Since(t0)
 				if err == nil && resp.Code != remoting.Success {
 					err = fmt.Errorf("send: %d %s", resp.Code, resp.Remark)
