@@ -22,6 +22,24 @@
 //	func (i *Instance) SendHeartbeatToAllBrokers(ctx context.Context)
 //	func (i *Instance) Logger() zerolog.Logger
 //
+// Additions beyond that contract (no signature above changed): Options (NameServers,
+// InstanceName, Transport + OwnTransport, PollNameServerInterval, HeartbeatBrokerInterval,
+// RouteTimeout, Namespace, Logger), CachedTopicRoute (no I/O), NameServers, BuildClientID,
+// LocalIPv4, and ErrNameServersUnreachable (every name server failed with a transport error).
+//
+// Semantics worth knowing:
+//   - The instance key is client id + sorted name servers + transport identity ("tcp" for the
+//     default, else the transport's pointer), so in-process and TCP handles never share.
+//   - RegisterProducer is counted (several producers of one group may share a process);
+//     RegisterConsumer refuses a second consumer of the same group.
+//   - Unregister{Producer,Consumer} send UNREGISTER_CLIENT (35) to the masters (consumers: every
+//     address) and wait for the answers, each bounded by 3 s.
+//   - Route queries go round robin over the name servers and move on only after a transport
+//     error; a failed refresh keeps the cached route. TOPIC_NOT_EXIST is a
+//     *remoting.ResponseError (errors.As).
+//   - Processors: 40 rebalances every consumer (no reply), 307 answers a minimal running info,
+//     309 goes to the group's consumer. 39 (CHECK_TRANSACTION_STATE) is not handled yet.
+//
 // and the interface a consumer implements so the instance can heartbeat and rebalance it:
 //
 //	type Consumer interface {

@@ -1,0 +1,174 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+// heartbeatData builds the HEART_BEAT body, or nil when there is no group to announce.
+func (i *Instance) heartbeatData() *protocol.HeartbeatData {
+	i.mu.RLock()
+	groups := make([]string, 0, len(i.producers))
+	for g := range i.producers {
+		groups = append(groups, g)
+	}
+	consumers := make([]Consumer, 0, len(i.consumers))
+	for _, c := range i.consumers {
+		consumers = append(consumers, c)
+	}
+	i.mu.RUnlock()
+	if len(groups)+len(consumers) == 0 {
+		return nil
+	}
+	sort.Strings(groups)
+	hb := &protocol.HeartbeatData{ClientID: i.clientID, ProducerDataSet: make([]protocol.ProducerData, 0, len(groups)),
+		ConsumerDataSet: make([]protocol.ConsumerData, 0, len(consumers))}
+	for _, g := range groups {
+		hb.ProducerDataSet = append(hb.ProducerDataSet, protocol.ProducerData{GroupName: g})
+	}
+	for _, c := range consumers {
+		hb.ConsumerDataSet = append(hb.ConsumerDataSet, c.HeartbeatData())
+	}
+	sort.Slice(hb.ConsumerDataSet, func(a, b int) bool {
+		return hb.ConsumerDataSet[a].GroupName < hb.ConsumerDataSet[b].GroupName
+	})
+	return hb
+}
+
+// SendHeartbeatToAllBrokers sends one heartbeat round now and waits for it: to every master,
+// and to every address of every broker when a consumer is registered (REMOTING.md §5.1).
+// Failures are logged, not returned.
+func (i *Instance) SendHeartbeatToAllBrokers(ctx context.Context) {
+	hb := i.heartbeatData()
+	if hb == nil {
+		return
+	}
+	body := hb.Encode()
+	addrs := i.brokerAddrs(len(hb.ConsumerDataSet) > 0)
+	var wg sync.WaitGroup
+	for _, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hctx, cancel := context.WithTimeout(ctx, DefaultHeartbeatTimeout)
+			defer cancel()
+			resp, err := i.tr.InvokeSync(hctx, addr, remoting.NewRequest(remoting.HeartBeat, nil, body))
+			if err == nil {
+				err = remoting.ErrorFromResponse(resp)
+			}
+			if err != nil {
+				i.log.Debug().Err(err).Str("addr", addr).Msg("heartbeat failed")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// kickHeartbeat asks the heartbeat loop for a round soon, without waiting.
+func (i *Instance) kickHeartbeat() {
+	select {
+	case i.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (i *Instance) heartbeatLoop() {
+	defer i.wg.Done()
+	t := time.NewTicker(i.opts.HeartbeatBrokerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-i.stop:
+			return
+		case <-t.C:
+			i.cleanOfflineBrokers()
+		case <-i.kick:
+		}
+		i.SendHeartbeatToAllBrokers(i.ctx)
+	}
+}
+
+// registerProcessors installs the handlers of the requests brokers send to clients
+// (REMOTING.md §7). CHECK_TRANSACTION_STATE (39) is not handled yet: there is no
+// transactional producer.
+func (i *Instance) registerProcessors() {
+	i.tr.RegisterProcessor(remoting.NotifyConsumerIDsChanged, remoting.ProcessorFunc(i.processNotifyIDsChanged))
+	i.tr.RegisterProcessor(remoting.GetConsumerRunningInfo, remoting.ProcessorFunc(i.processRunningInfo))
+	i.tr.RegisterProcessor(remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(i.processConsumeDirectly))
+}
+
+// processNotifyIDsChanged rebalances every consumer; no reply (REMOTING.md §7.1).
+func (i *Instance) processNotifyIDsChanged(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	i.log.Debug().Str("group", req.Ext("consumerGroup")).Msg("consumer ids changed; rebalancing")
+	for _, c := range i.consumerList() {
+		c.Rebalance()
+	}
+	return nil, nil
+}
+
+// processRunningInfo answers GET_CONSUMER_RUNNING_INFO with a minimal body: properties and
+// subscriptions (REMOTING.md §7.3).
+func (i *Instance) processRunningInfo(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	group := req.Ext("consumerGroup")
+	c := i.consumer(group)
+	if c == nil {
+		return remoting.NewResponse(remoting.SystemError,
+			"The Consumer Group <"+group+"> not exist in this consumer"), nil
+	}
+	data := c.HeartbeatData()
+	subs := data.SubscriptionDataSet
+	if subs == nil {
+		subs = []protocol.SubscriptionData{}
+	}
+	info := struct {
+		Properties      map[string]string           `json:"properties"`
+		SubscriptionSet []protocol.SubscriptionData `json:"subscriptionSet"`
+		StatusTable     map[string]any              `json:"statusTable"`
+		MQTable         map[string]any              `json:"mqTable"`
+		Jstack          string                      `json:"jstack"`
+	}{
+		Properties: map[string]string{
+			"PROP_NAMESERVER_ADDR":      strings.Join(i.opts.NameServers, ";") + ";",
+			"PROP_CONSUME_TYPE":         data.ConsumeType,
+			"PROP_CLIENT_VERSION":       "mq-go",
+			"PROP_CONSUMEORDERLY":       "false",
+			"PROP_THREADPOOL_CORE_SIZE": "-1",
+		},
+		SubscriptionSet: subs,
+		StatusTable:     map[string]any{},
+		MQTable:         map[string]any{},
+	}
+	body, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp, nil
+}
+
+// processConsumeDirectly hands CONSUME_MESSAGE_DIRECTLY to the group's consumer (REMOTING.md
+// §7.4).
+func (i *Instance) processConsumeDirectly(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	group := req.Ext("consumerGroup")
+	c := i.consumer(group)
+	if c == nil {
+		return remoting.NewResponse(remoting.SystemError,
+			"The Consumer Group <"+group+"> not exist in this consumer"), nil
+	}
+	if len(req.Body) == 0 {
+		return remoting.NewResponse(remoting.SystemError, "no message body"), nil
+	}
+	resp := c.ConsumeMessageDirectly(req.Body)
+	if resp == nil {
+		return remoting.NewResponse(remoting.SystemError, "the consumer did not answer"), nil
+	}
+	return resp, nil
+}
