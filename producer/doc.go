@@ -1,0 +1,39 @@
+// Package producer sends messages to Apache RocketMQ 4.x compatible brokers: this module's
+// nodes (in-process through mq.Node's transport, or over TCP) and Apache RocketMQ clusters.
+//
+//	p, err := producer.New(producer.WithNameServers("127.0.0.1:9876"), producer.WithGroup("pg"))
+//	if err != nil { ... }
+//	defer p.Close()
+//	res, err := p.SendSync(ctx, producer.NewMessage("Orders", body).WithTags("created").WithKeys(orderID))
+//
+// There is no Start: New validates the options, acquires the client instance shared by every
+// handle of the same client id (internal/client) and registers the group; Close unregisters it.
+//
+// What a send does (REMOTING.md §4, seeds 000 and 001):
+//
+//   - Validation before any I/O: topic non-empty, [%|a-zA-Z0-9_-], at most 127 bytes, not a
+//     reserved system topic; body non-empty and at most the max message size (4 MiB);
+//     properties free of the separator bytes. Errors wrap ErrInvalidMessage.
+//   - Route: the topic's writable queues are cached per topic and rebuilt when the instance's
+//     route changes (refreshed every 30 s). A miss asks the name servers; a topic they do not
+//     know borrows TBW102's route (queues capped at 4) so brokers auto-create it. While every
+//     name server is down the cached route keeps working.
+//   - Queue: round robin over the writable queues (one counter per topic). With latency fault
+//     tolerance on (the default), a broker whose send failed is isolated for 600 s and a slow
+//     one for 30 s..600 s by RocketMQ's table (latency 550 ms, 1 s, 2 s, 3 s, 15 s); isolated
+//     brokers are skipped unless none other is left, and a retry avoids the brokers that
+//     already failed this send.
+//   - Request: SEND_MESSAGE_V2 (310, short keys, as Java clients send), or SEND_BATCH_MESSAGE
+//     (320) for SendBatch. Each message gets a UNIQ_KEY (each batch element too, unlike the
+//     official Go client). Bodies of at least 4 KiB are zlib-compressed (level 5).
+//   - Retries: SendSync, SendBatch and SendAsync retry transport errors and the retryable codes
+//     (SYSTEM_ERROR, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST) on another broker,
+//     up to retries (default 2) more attempts within the send timeout (3 s for all attempts).
+//     A *SendError lists every attempt; errors.Is/As see each attempt's error.
+//   - Ordered: SendOrdered with a MessageQueueSelector (HashSelector, RandomSelector or your
+//     own). StrictOrder never leaves the selected queue and never retries; FailoverOrder moves to
+//     the next available queue while the selected broker is isolated. SendToQueue sends to one
+//     queue, once.
+//
+// A Producer is safe for concurrent use. Messages are only read, never kept or modified.
+package producer

@@ -1,0 +1,208 @@
+package producer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
+)
+
+// Defaults of the producer options (RocketMQ's DefaultMQProducer values unless noted).
+const (
+	DefaultGroup                 = "DEFAULT_PRODUCER"
+	DefaultSendTimeout           = 3 * time.Second
+	DefaultRetries               = 2
+	DefaultMaxMessageSize        = 4 << 20
+	DefaultCompressOver          = 4 << 10
+	DefaultCompressLevel         = 5
+	DefaultCreateTopicKey        = "TBW102"
+	DefaultTopicQueueNums        = 4
+	DefaultCloseTimeout          = 5 * time.Second
+	DefaultPollNameServerInteval = 30 * time.Second
+	DefaultHeartbeatInterval     = 30 * time.Second
+)
+
+// Option configures a Producer; see the With... functions.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	nameServers       []string
+	group             string
+	instanceName      string
+	namespace         string
+	sendTimeout       time.Duration
+	retries           int
+	maxMessageSize    int
+	compressOver      int
+	compressLevel     int
+	faultTolerance    bool
+	autoCreateTopic   bool
+	createTopicKey    string
+	topicQueueNums    int
+	closeTimeout      time.Duration
+	pollInterval      time.Duration
+	heartbeatInterval time.Duration
+	transport         remoting.Transport
+	ownTransport      bool
+	logger            *zerolog.Logger
+
+	now func() time.Time // clock of the fault strategy; tests replace it
+}
+
+func defaultConfig() config {
+	return config{
+		group:             DefaultGroup,
+		sendTimeout:       DefaultSendTimeout,
+		retries:           DefaultRetries,
+		maxMessageSize:    DefaultMaxMessageSize,
+		compressOver:      DefaultCompressOver,
+		compressLevel:     DefaultCompressLevel,
+		faultTolerance:    true,
+		autoCreateTopic:   true,
+		createTopicKey:    DefaultCreateTopicKey,
+		topicQueueNums:    DefaultTopicQueueNums,
+		closeTimeout:      DefaultCloseTimeout,
+		pollInterval:      DefaultPollNameServerInteval,
+		heartbeatInterval: DefaultHeartbeatInterval,
+		now:               time.Now,
+	}
+}
+
+func (c *config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
+	}
+	if len(c.nameServers) == 0 {
+		bad("no name server (WithNameServers)")
+	}
+	if err := validateGroup(c.group); err != nil {
+		bad("group: %v", err)
+	}
+	if c.sendTimeout <= 0 {
+		bad("send timeout %v", c.sendTimeout)
+	}
+	if c.retries < 0 {
+		bad("retries %d", c.retries)
+	}
+	if c.maxMessageSize <= 0 {
+		bad("max message size %d", c.maxMessageSize)
+	}
+	if c.compressLevel < -2 || c.compressLevel > 9 {
+		bad("compress level %d", c.compressLevel)
+	}
+	if c.topicQueueNums <= 0 {
+		bad("default topic queue nums %d", c.topicQueueNums)
+	}
+	return errors.Join(errs...)
+}
+
+func validateGroup(g string) error {
+	if g == "" {
+		return errors.New("empty")
+	}
+	if len(g) > 255 {
+		return fmt.Errorf("length %d exceeds 255", len(g))
+	}
+	for i := 0; i < len(g); i++ {
+		if !validTopicChar(g[i]) {
+			return fmt.Errorf("%q contains %q, outside ^[%%|a-zA-Z0-9_-]+$", g, g[i])
+		}
+	}
+	return nil
+}
+
+// WithNameServers sets the name server addresses ("host:port"). Required.
+func WithNameServers(addrs ...string) Option {
+	return optionFunc(func(c *config) { c.nameServers = append([]string(nil), addrs...) })
+}
+
+// WithGroup sets the producer group (default DEFAULT_PRODUCER).
+func WithGroup(group string) Option { return optionFunc(func(c *config) { c.group = group }) }
+
+// WithInstanceName sets the instance name of the client id ip@instance (default: the process
+// id). Producers and consumers with the same client id, name servers and transport share one
+// client instance.
+func WithInstanceName(name string) Option {
+	return optionFunc(func(c *config) { c.instanceName = name })
+}
+
+// WithNamespace prefixes topics ("ns%topic") and the group on the wire.
+func WithNamespace(ns string) Option { return optionFunc(func(c *config) { c.namespace = ns }) }
+
+// WithSendTimeout bounds one send including its retries (default 3 s). A context deadline
+// that comes sooner wins.
+func WithSendTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.sendTimeout = d })
+}
+
+// WithRetries sets how many times a failed sync or async send is retried on another broker
+// (default 2, so up to 3 attempts).
+func WithRetries(n int) Option { return optionFunc(func(c *config) { c.retries = n }) }
+
+// WithMaxMessageSize sets the largest body accepted (default 4 MiB).
+func WithMaxMessageSize(n int) Option { return optionFunc(func(c *config) { c.maxMessageSize = n }) }
+
+// WithCompressOver compresses single-message bodies of at least n bytes with zlib (default
+// 4 KiB; 0 or less disables compression).
+func WithCompressOver(n int) Option { return optionFunc(func(c *config) { c.compressOver = n }) }
+
+// WithCompressLevel sets the zlib level (default 5).
+func WithCompressLevel(level int) Option {
+	return optionFunc(func(c *config) { c.compressLevel = level })
+}
+
+// WithLatencyFaultTolerance turns broker isolation on slow or failed sends on or off (default
+// on; RocketMQ's sendLatencyFaultEnable).
+func WithLatencyFaultTolerance(on bool) Option {
+	return optionFunc(func(c *config) { c.faultTolerance = on })
+}
+
+// WithAutoCreateTopic says whether a topic the name servers do not know is sent to with the
+// route of the create-topic key (TBW102), letting brokers create it (default true).
+func WithAutoCreateTopic(on bool) Option {
+	return optionFunc(func(c *config) { c.autoCreateTopic = on })
+}
+
+// WithDefaultTopicQueueNums caps the queues of an auto-created topic (default 4).
+func WithDefaultTopicQueueNums(n int) Option {
+	return optionFunc(func(c *config) { c.topicQueueNums = n })
+}
+
+// WithCloseTimeout bounds how long Close waits for in-flight async sends (default 5 s).
+func WithCloseTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.closeTimeout = d })
+}
+
+// WithPollNameServerInterval sets how often routes are refreshed (default 30 s). It applies
+// when this producer creates the client instance.
+func WithPollNameServerInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.pollInterval = d })
+}
+
+// WithHeartbeatInterval sets how often brokers get a heartbeat (default 30 s). It applies when
+// this producer creates the client instance.
+func WithHeartbeatInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.heartbeatInterval = d })
+}
+
+// WithTransport sends through tr (for example mq.Node.NewTransport for in-process sends). The
+// caller keeps ownership and closes tr after the producer.
+func WithTransport(tr remoting.Transport) Option {
+	return optionFunc(func(c *config) { c.transport, c.ownTransport = tr, false })
+}
+
+// WithOwnedTransport sends through tr and hands it over: it is closed when the last handle
+// using it closes (also when New fails).
+func WithOwnedTransport(tr remoting.Transport) Option {
+	return optionFunc(func(c *config) { c.transport, c.ownTransport = tr, true })
+}
+
+// WithLogger sets the logger (default silent).
+func WithLogger(l *zerolog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }

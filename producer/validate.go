@@ -1,0 +1,95 @@
+package producer
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mqgo/mq/internal/message"
+)
+
+// MaxTopicLength is the longest topic name (RocketMQ 4.x, one-byte length in the record).
+const MaxTopicLength = message.MaxTopicBytes
+
+// reservedTopics may not be sent to: the auto-create template, the broker's internal topics.
+var reservedTopics = map[string]bool{
+	"TBW102":                       true,
+	"SCHEDULE_TOPIC_XXXX":          true,
+	"OFFSET_MOVED_EVENT":           true,
+	"SELF_TEST_TOPIC":              true,
+	"RMQ_SYS_TRANS_HALF_TOPIC":     true,
+	"RMQ_SYS_TRANS_OP_HALF_TOPIC":  true,
+	"TRANS_CHECK_MAX_TIME_TOPIC":   true,
+	"RMQ_SYS_TRACE_TOPIC":          true,
+	"RMQ_SYS_TRANS_CHECK_MAX_TIME": true,
+}
+
+func validTopicChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '%' || c == '|' || c == '_' || c == '-'
+}
+
+// ValidateTopic checks a topic name: non-empty, characters from [%|a-zA-Z0-9_-], at most 127
+// bytes, and not a reserved system topic. The error wraps ErrInvalidMessage and names the rule.
+func ValidateTopic(topic string) error {
+	if topic == "" {
+		return invalid("topic is empty")
+	}
+	if len(topic) > MaxTopicLength {
+		return invalid("topic length %d exceeds %d", len(topic), MaxTopicLength)
+	}
+	for i := 0; i < len(topic); i++ {
+		if !validTopicChar(topic[i]) {
+			return invalid("topic %q contains %q, outside ^[%%|a-zA-Z0-9_-]+$", topic, topic[i])
+		}
+	}
+	if reservedTopics[topic] || strings.HasPrefix(topic, "RMQ_SYS_") || strings.HasPrefix(topic, "rmq_sys_") {
+		return invalid("topic %s is a reserved system topic", topic)
+	}
+	return nil
+}
+
+// validate checks msg before any I/O.
+func (p *Producer) validate(msg *Message) error {
+	if msg == nil {
+		return invalid("message is nil")
+	}
+	if err := ValidateTopic(msg.Topic); err != nil {
+		return err
+	}
+	if len(msg.Body) == 0 {
+		return invalid("body of the message to %s is empty", msg.Topic)
+	}
+	if len(msg.Body) > p.cfg.maxMessageSize {
+		return invalid("body of %d bytes exceeds the max message size %d", len(msg.Body), p.cfg.maxMessageSize)
+	}
+	if msg.DelayTimeLevel < 0 {
+		return invalid("delay time level %d is negative", msg.DelayTimeLevel)
+	}
+	n := 0
+	for k, v := range msg.Properties {
+		if k == "" {
+			return invalid("property with an empty name")
+		}
+		if strings.ContainsAny(k, "\x01\x02") || strings.ContainsAny(v, "\x01\x02") {
+			return invalid("property %q contains a separator byte 0x01 or 0x02", k)
+		}
+		n += len(k) + len(v) + 2
+	}
+	if strings.ContainsAny(msg.Tags, "\x01\x02") {
+		return invalid("tags contain a separator byte 0x01 or 0x02")
+	}
+	for _, k := range msg.Keys {
+		if strings.ContainsAny(k, "\x01\x02") {
+			return invalid("key %q contains a separator byte 0x01 or 0x02", k)
+		}
+		n += len(k) + 1
+	}
+	if n+len(msg.Tags)+64 > message.MaxPropertiesBytes {
+		return invalid("properties of about %d bytes exceed %d", n+len(msg.Tags)+64, message.MaxPropertiesBytes)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidMessage}, args...)...)
+}

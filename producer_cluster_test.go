@@ -1,0 +1,351 @@
+package mq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/producer"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/rs/zerolog"
+)
+
+// Producer cluster tests: a name service node and two broker nodes (broker-a, broker-b) on
+// port 0, the producer in-process and over TCP.
+
+type prodCluster struct {
+	ns, a, b *mq.Node
+}
+
+func startProdNode(t *testing.T, opts mq.Options) *mq.Node {
+	t.Helper()
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	opts.Listen = "127.0.0.1:0"
+	opts.StoreDir = t.TempDir()
+	opts.SegmentBytes = 8 << 20
+	opts.Logger = &l
+	opts.RegisterNameServerPeriod = 100 * time.Millisecond
+	opts.ScanNotActiveBrokerInterval = 100 * time.Millisecond
+	opts.BrokerChannelExpiredTime = 2 * time.Second
+	n, err := mq.StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+func startProdCluster(t *testing.T) *prodCluster {
+	t.Helper()
+	c := &prodCluster{ns: startProdNode(t, mq.Options{DisableBroker: true})}
+	c.a = startProdNode(t, mq.Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, BrokerName: "broker-a"})
+	c.b = startProdNode(t, mq.Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, BrokerName: "broker-b"})
+	// Auto-created topics go only to the brokers of TBW102's route at the first send: wait
+	// until both brokers registered it.
+	tr := c.ns.NewTransport()
+	defer tr.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := tr.InvokeSync(ctx, c.ns.Addr(), route.BuildGetRouteInfo("TBW102"))
+		cancel()
+		if err == nil && resp.Code == remoting.Success {
+			if r, err := route.DecodeTopicRouteData(resp.Body); err == nil && len(r.BrokerDatas) == 2 {
+				return c
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("TBW102 never had both brokers")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// newTestProducer makes a producer in-process (through a node transport) or over TCP.
+func newTestProducer(t *testing.T, c *prodCluster, transport string, opts ...producer.Option) *producer.Producer {
+	t.Helper()
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	base := []producer.Option{producer.WithNameServers(c.ns.Addr()), producer.WithLogger(&l),
+		producer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_")),
+		producer.WithPollNameServerInterval(100 * time.Millisecond),
+		producer.WithHeartbeatInterval(200 * time.Millisecond)}
+	if transport == "inproc" {
+		base = append(base, producer.WithOwnedTransport(c.ns.NewTransport()))
+	}
+	p, err := producer.New(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func eachTransport(t *testing.T, f func(t *testing.T, transport string)) {
+	for _, tr := range []string{"inproc", "tcp"} {
+		t.Run(tr, func(t *testing.T) { f(t, tr) })
+	}
+}
+
+// waitBothBrokers sends until the topic's route (auto-created through TBW102) has both
+// brokers, so later sends spread over them.
+func waitBothBrokers(t *testing.T, p *producer.Producer, topic string) {
+	t.Helper()
+	ctx := context.Background()
+	seen := map[string]bool{}
+	deadline := time.Now().Add(15 * time.Second)
+	for len(seen) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s never reached both brokers: %v", topic, seen)
+		}
+		res, err := p.SendSync(ctx, producer.NewMessage(topic, []byte("warmup")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[res.Queue.BrokerName] = true
+	}
+}
+
+func TestProducerSpreadsOverBrokers(t *testing.T) {
+	c := startProdCluster(t)
+	eachTransport(t, func(t *testing.T, transport string) {
+		p := newTestProducer(t, c, transport)
+		topic := "Spread_" + transport
+		waitBothBrokers(t, p, topic)
+		time.Sleep(300 * time.Millisecond) // the real route (4 queues on each broker) replaces TBW102's
+		queues := map[producer.MessageQueue]int{}
+		brokers := map[string]int{}
+		for i := 0; i < 64; i++ {
+			res, err := p.SendSync(context.Background(), producer.NewMessage(topic, []byte(fmt.Sprint(i))).WithTags("t"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != producer.SendOK || res.MsgID == "" || res.OffsetMsgID == "" || res.Attempts != 1 {
+				t.Fatalf("result %v", res)
+			}
+			queues[res.Queue]++
+			brokers[res.Queue.BrokerName]++
+		}
+		if len(brokers) != 2 || len(queues) < 8 {
+			t.Fatalf("not spread: brokers %v, %d queues %v", brokers, len(queues), queues)
+		}
+		if d := brokers["broker-a"] - brokers["broker-b"]; d > 2 || d < -2 {
+			t.Fatalf("round robin uneven: %v", brokers)
+		}
+	})
+}
+
+func TestProducerBrokerDownIsolated(t *testing.T) {
+	eachTransport(t, func(t *testing.T, transport string) {
+		c := startProdCluster(t)
+		p := newTestProducer(t, c, transport)
+		topic := "Down_" + transport
+		waitBothBrokers(t, p, topic)
+		c.b.Close()
+		ctx := context.Background()
+		retried := 0
+		for i := 0; i < 50; i++ {
+			res, err := p.SendSync(ctx, producer.NewMessage(topic, []byte(fmt.Sprint(i))))
+			if err != nil {
+				t.Fatalf("send %d with broker-b down: %v", i, err)
+			}
+			if res.Queue.BrokerName != "broker-a" {
+				t.Fatalf("send %d stored on %s", i, res.Queue.BrokerName)
+			}
+			if res.Attempts > 1 {
+				retried++
+			}
+		}
+		if retried > 1 {
+			t.Fatalf("%d of 50 sends needed a retry; isolation should leave at most the first", retried)
+		}
+		// Async sends also keep to broker-a.
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			if err := p.SendAsync(ctx, producer.NewMessage(topic, []byte("async")), func(r *producer.SendResult, err error) {
+				defer wg.Done()
+				if err == nil && r.Queue.BrokerName != "broker-a" {
+					err = fmt.Errorf("stored on %s", r.Queue.BrokerName)
+				}
+				errs <- err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Every broker down: the error says so and names the attempts.
+		c.a.Close()
+		_, err := p.SendSync(ctx, producer.NewMessage(topic, []byte("lost")))
+		var se *producer.SendError
+		if !errors.As(err, &se) || !se.AllBrokersFailed || len(se.Attempts) == 0 {
+			t.Fatalf("every broker down: %v", err)
+		}
+		if !strings.Contains(err.Error(), "every broker of the topic failed") {
+			t.Fatalf("error text: %v", err)
+		}
+	})
+}
+
+func TestProducerSendsWithNameServerDown(t *testing.T) {
+	eachTransport(t, func(t *testing.T, transport string) {
+		c := startProdCluster(t)
+		p := newTestProducer(t, c, transport)
+		topic := "NsDown_" + transport
+		waitBothBrokers(t, p, topic)
+		c.ns.Close()
+		time.Sleep(300 * time.Millisecond) // several failed route refreshes
+		for i := 0; i < 20; i++ {
+			if _, err := p.SendSync(context.Background(), producer.NewMessage(topic, []byte("x"))); err != nil {
+				t.Fatalf("send %d with the name service down: %v", i, err)
+			}
+		}
+		// A topic never seen has no route, and the error names the name servers tried.
+		_, err := p.SendSync(context.Background(), producer.NewMessage("Unseen", []byte("x")))
+		if !errors.Is(err, producer.ErrNoRoute) || !strings.Contains(err.Error(), c.ns.Addr()) ||
+			!strings.Contains(err.Error(), "no route info for topic Unseen") {
+			t.Fatalf("unseen topic with the name service down: %v", err)
+		}
+	})
+}
+
+func TestProducerOrderedPerKey(t *testing.T) {
+	c := startProdCluster(t)
+	eachTransport(t, func(t *testing.T, transport string) {
+		p := newTestProducer(t, c, transport)
+		topic := "Ordered_" + transport
+		waitBothBrokers(t, p, topic)
+		time.Sleep(300 * time.Millisecond)
+		type sent struct {
+			q   producer.MessageQueue
+			off int64
+		}
+		byKey := map[string][]sent{}
+		for i := 0; i < 60; i++ {
+			key := fmt.Sprintf("order-%d", i%6)
+			for _, ord := range []producer.Ordering{producer.StrictOrder, producer.FailoverOrder} {
+				res, err := p.SendOrdered(context.Background(), producer.NewMessage(topic, []byte(key)).WithKeys(key),
+					producer.HashSelector(), key, ord)
+				if err != nil {
+					t.Fatal(err)
+				}
+				byKey[key] = append(byKey[key], sent{res.Queue, res.QueueOffset})
+			}
+		}
+		queues := map[producer.MessageQueue]bool{}
+		for key, s := range byKey {
+			for i := 1; i < len(s); i++ {
+				if s[i].q != s[0].q {
+					t.Fatalf("key %s moved from %v to %v", key, s[0].q, s[i].q)
+				}
+				if s[i].off <= s[i-1].off {
+					t.Fatalf("key %s offsets out of order: %d then %d", key, s[i-1].off, s[i].off)
+				}
+			}
+			queues[s[0].q] = true
+		}
+		if len(queues) < 2 {
+			t.Fatalf("6 keys hashed to %d queue(s)", len(queues))
+		}
+	})
+}
+
+func TestProducerOrderedWhenBrokerDown(t *testing.T) {
+	c := startProdCluster(t)
+	p := newTestProducer(t, c, "inproc")
+	topic := "OrderedDown"
+	waitBothBrokers(t, p, topic)
+	time.Sleep(300 * time.Millisecond)
+	onB := producer.SelectorFunc(func(qs []producer.MessageQueue, _ *producer.Message, _ any) producer.MessageQueue {
+		for _, q := range qs {
+			if q.BrokerName == "broker-b" {
+				return q
+			}
+		}
+		return qs[0]
+	})
+	ctx := context.Background()
+	res, err := p.SendOrdered(ctx, producer.NewMessage(topic, []byte("1")), onB, nil, producer.StrictOrder)
+	if err != nil || res.Queue.BrokerName != "broker-b" {
+		t.Fatalf("%v %v", res, err)
+	}
+	c.b.Close()
+	// Strict: the error comes back, one attempt, no retry elsewhere.
+	_, err = p.SendOrdered(ctx, producer.NewMessage(topic, []byte("2")), onB, nil, producer.StrictOrder)
+	var se *producer.SendError
+	if !errors.As(err, &se) || len(se.Attempts) != 1 || se.Attempts[0].Queue.BrokerName != "broker-b" {
+		t.Fatalf("strict order with its broker down: %v", err)
+	}
+	// Failover: broker-b is isolated now, so the message moves to the next queue.
+	res, err = p.SendOrdered(ctx, producer.NewMessage(topic, []byte("3")), onB, nil, producer.FailoverOrder)
+	if err != nil || res.Queue.BrokerName != "broker-a" {
+		t.Fatalf("failover order with its broker down: %v %v", res, err)
+	}
+}
+
+func TestProducerValidationAndNoRoute(t *testing.T) {
+	c := startProdCluster(t)
+	p := newTestProducer(t, c, "tcp", producer.WithAutoCreateTopic(false))
+	ctx := context.Background()
+	for _, m := range []*producer.Message{
+		producer.NewMessage("", []byte("x")),
+		producer.NewMessage("bad topic", []byte("x")),
+		producer.NewMessage("TBW102", []byte("x")),
+		producer.NewMessage("T", nil),
+	} {
+		if _, err := p.SendSync(ctx, m); !errors.Is(err, producer.ErrInvalidMessage) {
+			t.Fatalf("%v: %v", m, err)
+		}
+	}
+	_, err := p.SendSync(ctx, producer.NewMessage("NeverCreated", []byte("x")))
+	if !errors.Is(err, producer.ErrNoRoute) || !strings.Contains(err.Error(), "no route info for topic NeverCreated") {
+		t.Fatalf("no route: %v", err)
+	}
+	var re *remoting.ResponseError
+	_ = errors.As(err, &re)
+}
+
+func TestProducerBatchAndCompression(t *testing.T) {
+	c := startProdCluster(t)
+	eachTransport(t, func(t *testing.T, transport string) {
+		p := newTestProducer(t, c, transport)
+		topic := "Batch_" + transport
+		waitBothBrokers(t, p, topic)
+		msgs := make([]*producer.Message, 10)
+		for i := range msgs {
+			msgs[i] = producer.NewMessage(topic, []byte(fmt.Sprint(i))).WithKeys(fmt.Sprint("k", i))
+		}
+		res, err := p.SendBatch(context.Background(), msgs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids := strings.Split(res.MsgID, ","); len(ids) != 10 {
+			t.Fatalf("batch ids %q", res.MsgID)
+		}
+		if ids := strings.Split(res.OffsetMsgID, ","); len(ids) != 10 {
+			t.Fatalf("batch offset ids %q", res.OffsetMsgID)
+		}
+		big := make([]byte, 64<<10)
+		for i := range big {
+			big[i] = byte(i % 7)
+		}
+		if _, err := p.SendSync(context.Background(), producer.NewMessage(topic, big)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.SendOneway(context.Background(), producer.NewMessage(topic, []byte("oneway"))); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
