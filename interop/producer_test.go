@@ -6,12 +6,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	rmqproducer "github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -211,3 +216,206 @@ func TestOfficialProducerOurPull(t *testing.T) {
 		}
 	}
 }
+
+// Benchmarks: our producer over TCP and in-process against the official Go client's producer
+// over TCP, on one node in one run, 1 KiB bodies, 1 and 16 goroutines. Each reports msgs/s and
+// the p99 latency of one send (for Batch: one batch of benchBatch messages).
+//
+//	cd interop && go test -run '^$' -bench BenchmarkProducer -benchtime 2s
+
+const (
+	benchBody  = 1024
+	benchBatch = 32
+	// benchWindow bounds the async sends in flight per goroutine.
+	benchWindow = 64
+)
+
+func startBenchNode(b *testing.B) *mq.Node {
+	b.Helper()
+	l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	return n
+}
+
+// benchSender is one client under test: sync, async (done called once per send) and batch.
+type benchSender struct {
+	sync  func(ctx context.Context, topic string, body []byte) error
+	async func(ctx context.Context, topic string, body []byte, done func(error)) error
+	batch func(ctx context.Context, topic string, body []byte) error
+}
+
+func ourSender(b *testing.B, n *mq.Node, inproc bool) benchSender {
+	opts := []producer.Option{producer.WithGroup("bench-ours")}
+	if inproc {
+		opts = append(opts, producer.WithOwnedTransport(n.NewTransport()))
+	}
+	p := newOurProducer(b, n, opts...)
+	return benchSender{
+		sync: func(ctx context.Context, topic string, body []byte) error {
+			_, err := p.SendSync(ctx, producer.NewMessage(topic, body))
+			return err
+		},
+		async: func(ctx context.Context, topic string, body []byte, done func(error)) error {
+			return p.SendAsync(ctx, producer.NewMessage(topic, body), func(_ *producer.SendResult, err error) { done(err) })
+		},
+		batch: func(ctx context.Context, topic string, body []byte) error {
+			msgs := make([]*producer.Message, benchBatch)
+			for i := range msgs {
+				msgs[i] = producer.NewMessage(topic, body)
+			}
+			_, err := p.SendBatch(ctx, msgs...)
+			return err
+		},
+	}
+}
+
+func officialSender(b *testing.B, n *mq.Node) benchSender {
+	p, err := rocketmq.NewProducer(rmqproducer.WithNsResolver(resolver(n)), rmqproducer.WithGroupName("bench-official"),
+		rmqproducer.WithInstanceName(strings.ReplaceAll(b.Name(), "/", "_")+"-official"), rmqproducer.WithRetry(2))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Shutdown() })
+	return benchSender{
+		sync: func(ctx context.Context, topic string, body []byte) error {
+			_, err := p.SendSync(ctx, primitive.NewMessage(topic, body))
+			return err
+		},
+		async: func(ctx context.Context, topic string, body []byte, done func(error)) error {
+			return p.SendAsync(ctx, func(_ context.Context, _ *primitive.SendResult, err error) { done(err) },
+				primitive.NewMessage(topic, body))
+		},
+		batch: func(ctx context.Context, topic string, body []byte) error {
+			msgs := make([]*primitive.Message, benchBatch)
+			for i := range msgs {
+				msgs[i] = primitive.NewMessage(topic, body)
+			}
+			_, err := p.SendSync(ctx, msgs...)
+			return err
+		},
+	}
+}
+
+type benchClient struct {
+	name string
+	make func(b *testing.B, n *mq.Node) benchSender
+}
+
+var benchClients = []benchClient{
+	{"ours-tcp", func(b *testing.B, n *mq.Node) benchSender { return ourSender(b, n, false) }},
+	{"ours-inproc", func(b *testing.B, n *mq.Node) benchSender { return ourSender(b, n, true) }},
+	{"official-tcp", officialSender},
+}
+
+// runBench runs op b.N times over g goroutines and reports msgs/s and p99 (ms) of op.
+func runBench(b *testing.B, g, msgsPerOp int, op func(ctx context.Context, done func(error)) error, async bool) {
+	ctx := context.Background()
+	var next atomic.Int64
+	lat := make([][]time.Duration, g)
+	errs := make(chan error, g)
+	b.SetBytes(int64(benchBody * msgsPerOp))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			window := make(chan struct{}, benchWindow)
+			var mu sync.Mutex
+			var inflight sync.WaitGroup
+			var firstErr error
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				if !async {
+					if err := op(ctx, nil); err != nil {
+						errs <- err
+						return
+					}
+					lat[w] = append(lat[w], time.Since(t0))
+					continue
+				}
+				window <- struct{}{}
+				inflight.Add(1)
+				err := op(ctx, func(err error) {
+					d := time.Since(t0)
+					mu.Lock()
+					lat[w] = append(lat[w], d)
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					<-window
+					inflight.Done()
+				})
+				if err != nil {
+					<-window
+					inflight.Done()
+					errs <- err
+					return
+				}
+			}
+			inflight.Wait()
+			if firstErr != nil {
+				errs <- firstErr
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99_ms")
+	}
+	b.ReportMetric(float64(b.N*msgsPerOp)/elapsed.Seconds(), "msgs/s")
+}
+
+func benchProducer(b *testing.B, kind string) {
+	n := startBenchNode(b)
+	body := bytes.Repeat([]byte("x"), benchBody)
+	for _, c := range benchClients {
+		s := c.make(b, n)
+		topic := "Bench_" + strings.ReplaceAll(c.name, "-", "_") + "_" + kind
+		// Warm up: route, auto-created topic, connections.
+		for range 20 {
+			if err := s.sync(context.Background(), topic, body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, g := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/g=%d", c.name, g), func(b *testing.B) {
+				switch kind {
+				case "sync":
+					runBench(b, g, 1, func(ctx context.Context, _ func(error)) error { return s.sync(ctx, topic, body) }, false)
+				case "async":
+					runBench(b, g, 1, func(ctx context.Context, done func(error)) error {
+						return s.async(ctx, topic, body, done)
+					}, true)
+				case "batch":
+					runBench(b, g, benchBatch, func(ctx context.Context, _ func(error)) error { return s.batch(ctx, topic, body) }, false)
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkProducerSync(b *testing.B)  { benchProducer(b, "sync") }
+func BenchmarkProducerAsync(b *testing.B) { benchProducer(b, "async") }
+func BenchmarkProducerBatch(b *testing.B) { benchProducer(b, "batch") }

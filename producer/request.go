@@ -124,7 +124,9 @@ func (p *Producer) command(q MessageQueue, pr *prepared) *remoting.Command {
 	if pr.batch {
 		code = remoting.SendBatchMessage
 	}
-	return remoting.NewRequest(code, remoting.EncodeHeader((*protocol.SendMessageRequestHeaderV2)(&h)), pr.body)
+	cmd := remoting.NewRequest(code, remoting.EncodeHeader((*protocol.SendMessageRequestHeaderV2)(&h)), pr.body)
+	cmd.Serialize = remoting.SerializeRocketMQ
+	return cmd
 }
 
 // result reads a send response (REMOTING.md §4.1): the four success codes, else a
