@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -348,4 +349,90 @@ func TestProducerBatchAndCompression(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func TestProducerAsyncCallbackPanicAndClose(t *testing.T) {
+	c := startProdCluster(t)
+	eachTransport(t, func(t *testing.T, transport string) {
+		p := newTestProducer(t, c, transport)
+		topic := "Close_" + transport
+		waitBothBrokers(t, p, topic)
+		ctx := context.Background()
+		// A panicking callback is recovered; the producer keeps working.
+		if err := p.SendAsync(ctx, producer.NewMessage(topic, []byte("boom")), func(*producer.SendResult, error) {
+			panic("callback panic")
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		done := 0
+		for i := 0; i < 50; i++ {
+			if err := p.SendAsync(ctx, producer.NewMessage(topic, []byte("a")), func(_ *producer.SendResult, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				done++
+				mu.Unlock()
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Close waits for the callbacks in flight.
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		n := done
+		mu.Unlock()
+		if n != 50 {
+			t.Fatalf("Close returned with %d of 50 callbacks run", n)
+		}
+		if _, err := p.SendSync(ctx, producer.NewMessage(topic, []byte("late"))); !errors.Is(err, producer.ErrClosed) {
+			t.Fatalf("send after Close: %v", err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+	})
+	// Nothing of the producers or their client instances outlives them.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "mq/internal/client.") && !strings.Contains(stacks, "mq/producer.") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("producer goroutines left after Close:\n%s", stacks)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestProducerNamespace(t *testing.T) {
+	c := startProdCluster(t)
+	p := newTestProducer(t, c, "inproc", producer.WithNamespace("ns1"), producer.WithGroup("pg"))
+	res, err := p.SendSync(context.Background(), producer.NewMessage("Spaced", []byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Queue.Topic != "Spaced" {
+		t.Fatalf("result topic %q, want it without the namespace", res.Queue.Topic)
+	}
+	tr := c.ns.NewTransport()
+	defer tr.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := tr.InvokeSync(ctx, c.ns.Addr(), route.BuildGetRouteInfo("ns1%Spaced"))
+		cancel()
+		if err == nil && resp.Code == remoting.Success {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broker never created ns1%Spaced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
