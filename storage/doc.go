@@ -93,8 +93,10 @@
 //	Store.dispatchMu -> queueTable.mu -> segmentList.mu; Store.dispatchMu -> indexService.mu
 //	Store.ckptMu -> segmentList.mu, indexService.mu
 //
-// No I/O other than page faults happens under commitLog.mu; fsync runs outside every lock.
-// OnDispatch is called with dispatchMu held, never with the append lock.
+// Under commitLog.mu the only I/O is page faults and, on a roll, creating the next segment
+// (about 3 ms for 1 GiB: fallocate and mmap). fsync runs outside every lock. OnDispatch is
+// called with dispatchMu held, never with the append lock; Close's final dispatch may call it
+// after Run has returned.
 //
 // # Example
 //
