@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,6 +150,35 @@ func TestProducerBrokerDownIsolated(t *testing.T) {
 		waitBothBrokers(t, p, topic)
 		c.b.Close()
 		ctx := context.Background()
+		// Async sends first: those that picked broker-b are retried on broker-a.
+		var wg sync.WaitGroup
+		var asyncRetried atomic.Int32
+		errs := make(chan error, 20)
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			if err := p.SendAsync(ctx, producer.NewMessage(topic, []byte("async")), func(r *producer.SendResult, err error) {
+				defer wg.Done()
+				if err == nil && r.Queue.BrokerName != "broker-a" {
+					err = fmt.Errorf("stored on %s", r.Queue.BrokerName)
+				}
+				if err == nil && r.Attempts > 1 {
+					asyncRetried.Add(1)
+				}
+				errs <- err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if asyncRetried.Load() == 0 {
+			t.Fatal("no async send was retried; round robin should have sent one to broker-b first")
+		}
 		retried := 0
 		for i := 0; i < 50; i++ {
 			res, err := p.SendSync(ctx, producer.NewMessage(topic, []byte(fmt.Sprint(i))))
@@ -164,28 +194,6 @@ func TestProducerBrokerDownIsolated(t *testing.T) {
 		}
 		if retried > 1 {
 			t.Fatalf("%d of 50 sends needed a retry; isolation should leave at most the first", retried)
-		}
-		// Async sends also keep to broker-a.
-		var wg sync.WaitGroup
-		errs := make(chan error, 20)
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			if err := p.SendAsync(ctx, producer.NewMessage(topic, []byte("async")), func(r *producer.SendResult, err error) {
-				defer wg.Done()
-				if err == nil && r.Queue.BrokerName != "broker-a" {
-					err = fmt.Errorf("stored on %s", r.Queue.BrokerName)
-				}
-				errs <- err
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
 		}
 		// Every broker down: the error says so and names the attempts.
 		c.a.Close()
