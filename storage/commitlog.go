@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -37,6 +38,11 @@ type commitLog struct {
 	minPhy   atomic.Int64 // start of the first segment
 	// wake is signalled (non-blocking) after each append for the dispatcher.
 	wake chan struct{}
+
+	// nextMu guards next, a segment created ahead of need by the allocator (Run), not yet in
+	// the list. Lock order: mu -> nextMu -> segmentList.mu.
+	nextMu sync.Mutex
+	next   *segment
 }
 
 func newCommitLog(opts *Options, log zerolog.Logger) *commitLog {
@@ -74,7 +80,7 @@ func (c *commitLog) activeLocked() (*segment, error) {
 	} else {
 		start = c.maxPhy.Load() / c.opts.SegmentBytes * c.opts.SegmentBytes
 	}
-	ns, err := c.segs.add(start)
+	ns, err := c.takeOrCreate(start)
 	if err != nil {
 		c.log.Error().Err(err).Int64("phy_offset", start).Msg("cannot create commitlog segment")
 		return nil, fmt.Errorf("%w: %w", ErrCreateSegment, err)
@@ -86,6 +92,58 @@ func (c *commitLog) activeLocked() (*segment, error) {
 		c.minPhy.Store(ns.start)
 	}
 	return ns, nil
+}
+
+// takeOrCreate adds the segment starting at start to the list: the pre-created one if the
+// allocator made it, else a new one.
+func (c *commitLog) takeOrCreate(start int64) (*segment, error) {
+	c.nextMu.Lock()
+	defer c.nextMu.Unlock()
+	if n := c.next; n != nil {
+		c.next = nil
+		if n.start == start {
+			c.segs.mu.Lock()
+			c.segs.segs = append(c.segs.segs, n)
+			c.segs.mu.Unlock()
+			return n, nil
+		}
+		n.remove()
+	}
+	return c.segs.add(start)
+}
+
+// preallocate creates the segment after the active one once the active one is half full,
+// so that a roll does not create files under the append lock (RocketMQ
+// AllocateMappedFileService).
+func (c *commitLog) preallocate() error {
+	last := c.segs.last()
+	if last == nil || last.wrote.Load() < last.size/2 {
+		return nil
+	}
+	c.nextMu.Lock()
+	defer c.nextMu.Unlock()
+	if c.next != nil || c.segs.last() != last {
+		return nil
+	}
+	if err := os.MkdirAll(c.segs.dir, 0o755); err != nil {
+		return err
+	}
+	n, err := createSegment(c.segs.dir, last.end(), c.segs.segSize, c.segs.ops, true)
+	if err != nil {
+		return err
+	}
+	c.next = n
+	return nil
+}
+
+// dropNext deletes an unused pre-created segment (at Close: it holds no data).
+func (c *commitLog) dropNext() {
+	c.nextMu.Lock()
+	defer c.nextMu.Unlock()
+	if c.next != nil {
+		c.next.remove()
+		c.next = nil
+	}
 }
 
 // reserveLocked returns a segment with room for n bytes at its write position, padding the

@@ -156,6 +156,7 @@ func (s *Store) Run(ctx context.Context) error {
 	g.Go(func() error { return s.runDispatcher(ctx) })
 	g.Go(func() error { return s.runCheckpointer(ctx) })
 	g.Go(func() error { return s.runRetention(ctx) })
+	g.Go(func() error { return s.runAllocator(ctx) })
 	s.log.Info().Str("flush", s.opts.FlushDiskType.String()).Msg("store services started")
 	err := g.Wait()
 	s.log.Info().Msg("store services stopped")
@@ -198,6 +199,7 @@ func (s *Store) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		s.cl.dropNext()
 		s.closeFiles()
 		s.closeErr = errors.Join(errs...)
 		s.log.Info().Err(s.closeErr).Msg("store closed")
@@ -234,6 +236,25 @@ func (s *Store) flushQueuesAndCheckpoint() error {
 		DispatchedOffset:   dispatched,
 	}
 	return writeCheckpoint(s.checkpointPath(), c, s.opts.ops)
+}
+
+// runAllocator creates the next CommitLog segment ahead of need.
+func (s *Store) runAllocator(ctx context.Context) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var lastErr time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := s.cl.preallocate(); err != nil && time.Since(lastErr) > 10*time.Second {
+				// The appender will try again itself and report the failure.
+				s.log.Warn().Err(err).Msg("cannot create the next commitlog segment ahead")
+				lastErr = time.Now()
+			}
+		}
+	}
 }
 
 // runCheckpointer flushes ConsumeQueues and the index and writes the checkpoint every

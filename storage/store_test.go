@@ -746,3 +746,42 @@ func TestSuggestSlaveAndUnits(t *testing.T) {
 		t.Fatalf("past the end: %v", err)
 	}
 }
+
+func TestNextSegmentCreatedAhead(t *testing.T) {
+	opts := testOptions(t, "")
+	s := openStore(t, opts)
+	runStore(t, s)
+	for s.cl.segs.last() == nil || s.cl.segs.last().wrote.Load() < testSegBytes/2 {
+		mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
+	}
+	waitFor(t, 5*time.Second, func() bool {
+		s.cl.nextMu.Lock()
+		defer s.cl.nextMu.Unlock()
+		return s.cl.next != nil
+	})
+	s.cl.nextMu.Lock()
+	next := s.cl.next
+	s.cl.nextMu.Unlock()
+	for s.cl.segs.len() < 2 {
+		mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
+	}
+	if s.cl.segs.last() != next {
+		t.Fatal("the roll did not take the pre-created segment")
+	}
+	// An unused pre-created segment does not outlive Close (a clean open stays fast).
+	waitFor(t, 5*time.Second, func() bool {
+		for s.cl.segs.last().wrote.Load() < testSegBytes/2 {
+			mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
+		}
+		s.cl.nextMu.Lock()
+		defer s.cl.nextMu.Unlock()
+		return s.cl.next != nil
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, opts)
+	if rep := s2.RecoveryReport(); rep.ScannedFrom != -1 || len(rep.Actions) != 0 {
+		t.Fatalf("reopen not a fast clean load: %+v", rep)
+	}
+}
