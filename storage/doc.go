@@ -60,7 +60,8 @@
 //   - the dispatcher (reput): reads records behind the writer, woken by each append, appends
 //     ConsumeQueue units, indexes keys and calls Options.OnDispatch;
 //   - the checkpointer: flushes ConsumeQueues and the index and writes the checkpoint;
-//   - retention: deletes old segments and the ConsumeQueue and index files behind them.
+//   - retention: deletes old segments and the ConsumeQueue and index files behind them;
+//   - the allocator: creates the next CommitLog segment once the active one is half full.
 //
 // # Recovery
 //
@@ -89,12 +90,12 @@
 //
 // # Lock order
 //
-//	commitLog.mu (append lock) -> segmentList.mu
+//	commitLog.mu (append lock) -> commitLog.nextMu -> segmentList.mu
 //	Store.dispatchMu -> queueTable.mu -> segmentList.mu; Store.dispatchMu -> indexService.mu
 //	Store.ckptMu -> segmentList.mu, indexService.mu
 //
-// Under commitLog.mu the only I/O is page faults and, on a roll, creating the next segment
-// (about 3 ms for 1 GiB: fallocate and mmap). fsync runs outside every lock. OnDispatch is
+// Under commitLog.mu the only I/O is page faults, and on a roll creating the next segment
+// (about 3 ms for 1 GiB: fallocate and mmap) if the allocator has not created it already. fsync runs outside every lock. OnDispatch is
 // called with dispatchMu held, never with the append lock; Close's final dispatch may call it
 // after Run has returned.
 //
