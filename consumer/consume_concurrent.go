@@ -1,0 +1,177 @@
+package consumer
+
+import (
+	"context"
+	"time"
+)
+
+// consumeRequest is one listener call's worth of messages of one queue.
+type consumeRequest struct {
+	qs   *queueState
+	msgs []*Message
+}
+
+// submit hands newly cached messages to the consume service: in batches to the worker pool
+// (concurrent), or a nudge to the queue's consume loop (orderly). It blocks while the pool is
+// busy, which holds back the queue's pulls.
+func (pc *PushConsumer) submit(qs *queueState, msgs []*Message) {
+	if pc.cfg.orderly {
+		qs.pq.notify()
+		return
+	}
+	for _, batch := range batches(msgs, pc.cfg.consumeBatchSize) {
+		select {
+		case pc.work <- consumeRequest{qs: qs, msgs: batch}:
+		case <-pc.ctx.Done():
+			return
+		case <-qs.pq.done:
+			return
+		}
+	}
+}
+
+// batches splits msgs into runs of at most n messages that share one (restored) topic, so each
+// listener call gets the messages of one subscription.
+func batches(msgs []*Message, n int) [][]*Message {
+	var out [][]*Message
+	for len(msgs) > 0 {
+		k := 1
+		for k < len(msgs) && k < n && msgs[k].Topic == msgs[0].Topic {
+			k++
+		}
+		out = append(out, msgs[:k:k])
+		msgs = msgs[k:]
+	}
+	return out
+}
+
+// worker runs listener calls until the work channel closes (at Close, after every sender
+// stopped). Requests still queued then are skipped: their messages stay unacknowledged and are
+// redelivered to the next owner of the queue.
+func (pc *PushConsumer) worker() {
+	for req := range pc.work {
+		if pc.isClosing() {
+			continue
+		}
+		pc.consumeConcurrently(req)
+	}
+}
+
+// consumeConcurrently runs one listener call and acknowledges its messages: on success they
+// leave the cache; on failure each is sent back to the broker (clustering) and leaves the cache
+// once the broker has it; those that could not be sent back are consumed again later. The
+// offset committed is the smallest one still cached (REMOTING.md §10.4).
+func (pc *PushConsumer) consumeConcurrently(req consumeRequest) {
+	qs, msgs := req.qs, req.msgs
+	if qs.pq.isDropped() {
+		return
+	}
+	now := time.Now()
+	for _, m := range msgs {
+		markConsumeStart(m, now)
+	}
+	res := ConsumeRetryLater
+	var err error
+	if sub := pc.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {
+		res, err = callListener(pc.consumeCtx, sub.listener, msgs)
+	} else {
+		pc.log.Warn().Str("topic", msgs[0].Topic).Msg("no listener for the topic; sending messages back")
+	}
+	if err != nil {
+		pc.log.Debug().Str("topic", msgs[0].Topic).Err(err).Msg("listener failed")
+		res = ConsumeRetryLater
+	}
+	if qs.pq.isDropped() {
+		return // the queue has a new owner; what was not committed is redelivered there
+	}
+	acked := msgs
+	if res != ConsumeSuccess && pc.cfg.model == Clustering {
+		var failed []*Message
+		acked, failed = pc.sendBackAll(msgs)
+		if len(failed) > 0 {
+			pc.consumeLater(qs, failed)
+		}
+	}
+	if off := qs.pq.remove(acked); off >= 0 && !qs.pq.isDropped() {
+		pc.store.update(qs.mq, off, true)
+	}
+}
+
+// sendBackAll sends msgs back to their broker with delay level 0 and splits them into those
+// the broker took and those it did not.
+func (pc *PushConsumer) sendBackAll(msgs []*Message) (ok, failed []*Message) {
+	for _, m := range msgs {
+		if err := pc.sendBackOne(m, 0); err != nil {
+			pc.log.Warn().Str("topic", m.Topic).Str("msg_id", m.MsgID).Err(err).Msg("send back failed; will consume again")
+			failed = append(failed, m)
+			continue
+		}
+		ok = append(ok, m)
+	}
+	return ok, failed
+}
+
+func (pc *PushConsumer) sendBackOne(m *Message, delayLevel int32) error {
+	ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Second)
+	defer cancel()
+	addr := pc.inst.MasterAddr(m.Queue.BrokerName)
+	if addr == "" && m.StoreHost.IsValid() {
+		addr = m.StoreHost.String()
+	}
+	return sendBack(ctx, pc.inst.Transport(), addr, pc.cfg.group, m, delayLevel, pc.cfg.maxReconsumeTimes)
+}
+
+// consumeLater resubmits messages whose send-back failed after the send-back retry delay,
+// counting the attempt, as the official client does. They stay cached meanwhile, so the
+// queue's committed offset cannot pass them.
+func (pc *PushConsumer) consumeLater(qs *queueState, msgs []*Message) {
+	for _, m := range msgs {
+		m.ReconsumeTimes++
+	}
+	pc.goLoop(func() {
+		if sleep(pc.ctx, qs.pq.done, pc.cfg.sendBackRetryDelay) {
+			pc.submit(qs, msgs)
+		}
+	})
+}
+
+// expiryLoop sends back messages whose listener call has run longer than the consume timeout
+// (the official client's cleanExpiredMsg), so one stuck call cannot pin a queue's offset.
+func (pc *PushConsumer) expiryLoop() {
+	t := time.NewTicker(pc.cfg.consumeTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-pc.ctx.Done():
+			return
+		case <-t.C:
+		}
+		pc.queuesMu.Lock()
+		qss := make([]*queueState, 0, len(pc.queues))
+		for _, qs := range pc.queues {
+			qss = append(qss, qs)
+		}
+		pc.queuesMu.Unlock()
+		for _, qs := range qss {
+			pc.cleanExpired(qs)
+		}
+	}
+}
+
+func (pc *PushConsumer) cleanExpired(qs *queueState) {
+	for _, m := range qs.pq.expired(time.Now(), pc.cfg.consumeTimeout, 16) {
+		if pc.isClosing() || qs.pq.isDropped() {
+			return
+		}
+		if pc.cfg.model == Clustering {
+			if err := pc.sendBackOne(m, 3+m.ReconsumeTimes); err != nil {
+				pc.log.Warn().Str("msg_id", m.MsgID).Err(err).Msg("send back of an expired message failed")
+				continue
+			}
+		}
+		pc.log.Info().Str("topic", m.Topic).Str("msg_id", m.MsgID).Msg("consume timed out; message sent back")
+		if off := qs.pq.remove([]*Message{m}); off >= 0 {
+			pc.store.update(qs.mq, off, true)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package consumer
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+)
+
+// orderlyLoop consumes one queue in offset order, one listener call at a time, while this
+// client holds the queue's broker lock (clustering). It runs until the queue is dropped or the
+// consumer closes (seed 003, ConsumeMessageOrderlyService.ConsumeRequest).
+func (pc *PushConsumer) orderlyLoop(qs *queueState) {
+	pq := qs.pq
+	var delay time.Duration = -1
+	for {
+		var timer *time.Timer
+		var tc <-chan time.Time
+		if delay >= 0 {
+			timer = time.NewTimer(delay)
+			tc = timer.C
+		}
+		select {
+		case <-pq.wake:
+		case <-tc:
+		case <-pc.ctx.Done():
+		case <-pq.done:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if pq.isDropped() || pc.isClosing() {
+			return
+		}
+		delay = pc.orderlyTurn(qs)
+	}
+}
+
+// orderlyTurn consumes what the queue holds for at most the turn limit and returns when to
+// look again (-1: when woken).
+func (pc *PushConsumer) orderlyTurn(qs *queueState) time.Duration {
+	pq := qs.pq
+	begin := time.Now()
+	for {
+		if pq.isDropped() || pc.isClosing() {
+			return -1
+		}
+		if pc.cfg.model == Clustering && (!pq.locked.Load() || pq.lockExpired(time.Now(), pc.cfg.lockExpiry)) {
+			if !pc.relock(qs) {
+				return pc.cfg.pullErrorDelay
+			}
+		}
+		if time.Since(begin) > pc.cfg.maxOrderlyTurn {
+			return 10 * time.Millisecond
+		}
+		msgs := pq.take(pc.cfg.consumeBatchSize)
+		if len(msgs) == 0 {
+			return -1
+		}
+		res, ok := pc.callOrderly(qs, msgs)
+		if !ok {
+			pq.putBack(msgs)
+			return -1
+		}
+		if pq.isDropped() {
+			return -1 // not committed: the next owner consumes these again
+		}
+		if res != ConsumeSuccess && pc.reconsumeLocally(msgs) {
+			pq.putBack(msgs)
+			return pc.cfg.suspendDelay
+		}
+		if off := pq.commit(); off >= 0 {
+			pc.store.update(qs.mq, off, false)
+		}
+	}
+}
+
+// callOrderly runs the listener on msgs holding a consume slot and the queue's consume lock;
+// ok is false when the consumer closed while waiting for a slot.
+func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeResult, bool) {
+	select {
+	case pc.slots <- struct{}{}:
+	case <-pc.ctx.Done():
+		return 0, false
+	case <-qs.pq.done:
+		return 0, false
+	}
+	defer func() { <-pc.slots }()
+	qs.pq.consumeMu.Lock()
+	defer qs.pq.consumeMu.Unlock()
+	now := time.Now()
+	for _, m := range msgs {
+		markConsumeStart(m, now)
+	}
+	res := SuspendCurrentQueueAMoment
+	var err error
+	if sub := pc.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {
+		res, err = callListener(pc.consumeCtx, sub.listener, msgs)
+	}
+	if err != nil {
+		pc.log.Debug().Str("topic", msgs[0].Topic).Err(err).Msg("orderly listener failed")
+		res = SuspendCurrentQueueAMoment
+	}
+	return res, true
+}
+
+// reconsumeLocally decides what a failed orderly batch does: messages under the reconsume
+// limit are retried locally (their count raised); those at the limit go to the dead-letter
+// topic (send-back with delay level -1), or are retried too if that fails. It reports whether
+// the batch must be consumed again.
+func (pc *PushConsumer) reconsumeLocally(msgs []*Message) bool {
+	again := false
+	for _, m := range msgs {
+		if m.ReconsumeTimes >= pc.cfg.maxReconsumeTimes {
+			m.Properties[message.PropertyReconsumeTime] = strconv.Itoa(int(m.ReconsumeTimes))
+			if err := pc.sendBackOne(m, -1); err == nil {
+				continue
+			} else {
+				pc.log.Warn().Str("msg_id", m.MsgID).Err(err).Msg("send to DLQ failed; consuming again")
+			}
+		}
+		m.ReconsumeTimes++
+		again = true
+	}
+	return again
+}
+
+// relock tries to lock the queue again after its lock was lost or expired.
+func (pc *PushConsumer) relock(qs *queueState) bool {
+	ctx, cancel := context.WithTimeout(pc.ctx, time.Second)
+	defer cancel()
+	locked, err := lockBatch(ctx, pc.inst.Transport(), pc.inst.MasterAddr(qs.mq.BrokerName), pc.cfg.group, pc.clientID, []MessageQueue{qs.mq})
+	if err != nil || len(locked) == 0 {
+		qs.pq.locked.Store(false)
+		return false
+	}
+	qs.pq.setLocked(time.Now())
+	return true
+}
+
+// lockLoop renews the broker locks of every held queue each lock interval (orderly
+// clustering); queues whose lock was refused stop consuming until it comes back.
+func (pc *PushConsumer) lockLoop() {
+	if pc.cfg.model != Clustering {
+		return
+	}
+	t := time.NewTicker(pc.cfg.lockInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-pc.ctx.Done():
+			return
+		case <-t.C:
+		}
+		pc.lockAll()
+	}
+}
+
+func (pc *PushConsumer) lockAll() {
+	pc.queuesMu.Lock()
+	held := make(map[MessageQueue]*queueState, len(pc.queues))
+	for mq, qs := range pc.queues {
+		held[mq] = qs
+	}
+	pc.queuesMu.Unlock()
+	mqs := make([]MessageQueue, 0, len(held))
+	for mq := range held {
+		mqs = append(mqs, mq)
+	}
+	for broker, qs := range byBroker(mqs) {
+		ctx, cancel := context.WithTimeout(pc.ctx, time.Second)
+		locked, err := lockBatch(ctx, pc.inst.Transport(), pc.inst.MasterAddr(broker), pc.cfg.group, pc.clientID, qs)
+		cancel()
+		if err != nil {
+			pc.log.Warn().Str("broker", broker).Err(err).Msg("renew queue locks")
+			continue
+		}
+		ok := make(map[MessageQueue]bool, len(locked))
+		for _, mq := range locked {
+			ok[mq] = true
+		}
+		now := time.Now()
+		for _, mq := range qs {
+			if ok[mq] {
+				held[mq].pq.setLocked(now)
+				held[mq].pq.notify()
+			} else {
+				held[mq].pq.locked.Store(false)
+			}
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/rs/zerolog"
+)
+
+// testNode runs a whole node (name service and broker) with short delay levels, so retries
+// come back in milliseconds.
+func testNode(t *testing.T) *mq.Node {
+	t.Helper()
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	levels := make([]time.Duration, 18)
+	for i := range levels {
+		levels[i] = 20 * time.Millisecond
+	}
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
+		SegmentBytes: 4 << 20, DelayLevels: levels, RegisterNameServerPeriod: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// transports are the two ways tests reach a node.
+var transports = []string{"inproc", "tcp"}
+
+// transportFor returns the in-process transport of n (closed at cleanup), or nil for TCP (the
+// client instance then dials).
+func transportFor(t *testing.T, n *mq.Node, kind string) remoting.Transport {
+	t.Helper()
+	if kind == "tcp" {
+		return nil
+	}
+	tr := n.NewTransport()
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// admin is a raw-protocol helper for setting up topics and producing messages.
+type admin struct {
+	t  *testing.T
+	n  *mq.Node
+	tr remoting.Transport
+}
+
+func newAdmin(t *testing.T, n *mq.Node) *admin {
+	tr := n.NewTransport()
+	t.Cleanup(func() { tr.Close() })
+	return &admin{t: t, n: n, tr: tr}
+}
+
+func (a *admin) invoke(addr string, req *remoting.Command) *remoting.Command {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := a.tr.InvokeSync(ctx, addr, req)
+	if err != nil {
+		a.t.Fatalf("request %d: %v", req.Code, err)
+	}
+	return resp
+}
+
+// createTopic creates a topic with the given queue count and waits for its route.
+func (a *admin) createTopic(topic string, queues int32) {
+	a.t.Helper()
+	h := &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "defaultTopic", ReadQueueNums: queues,
+		WriteQueueNums: queues, Perm: route.PermReadWrite, TopicFilterType: "SINGLE_TAG"}
+	resp := a.invoke(a.n.BrokerAddr(), remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil))
+	if resp.Code != remoting.Success {
+		a.t.Fatalf("create topic: %d %s", resp.Code, resp.Remark)
+	}
+	eventually(a.t, "route of "+topic, func() bool {
+		resp := a.invoke(a.n.Addr(), route.BuildGetRouteInfo(topic))
+		if resp.Code != remoting.Success {
+			return false
+		}
+		r, err := route.DecodeRouteInfoResponse(resp)
+		return err == nil && len(r.QueueDatas) > 0 && r.QueueDatas[0].ReadQueueNums == queues
+	})
+}
+
+// send stores one message in a queue and returns its queue offset.
+func (a *admin) send(topic string, queueID int32, tag, key, body string) int64 {
+	a.t.Helper()
+	props := map[string]string{message.PropertyUniqKey: fmt.Sprintf("U-%s-%d-%s", topic, queueID, body), "WAIT": "true"}
+	if tag != "" {
+		props[message.PropertyTags] = tag
+	}
+	if key != "" {
+		props[message.PropertyKeys] = key
+	}
+	h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: "TBW102",
+		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: time.Now().UnixMilli(),
+		Properties: message.MarshalProperties(props), MaxReconsumeTimes: -1}
+	resp := a.invoke(a.n.BrokerAddr(), remoting.NewRequest(remoting.SendMessage, remoting.EncodeHeader(h), []byte(body)))
+	if resp.Code != remoting.Success {
+		a.t.Fatalf("send: %d %s", resp.Code, resp.Remark)
+	}
+	var rh protocol.SendMessageResponseHeader
+	if err := rh.Decode(resp.ExtFields); err != nil {
+		a.t.Fatal(err)
+	}
+	return rh.QueueOffset
+}
+
+// sendN sends n messages round robin over queues; bodies are prefix-i.
+func (a *admin) sendN(topic string, queues int32, n int, prefix string) []string {
+	a.t.Helper()
+	var bodies []string
+	for i := range n {
+		b := fmt.Sprintf("%s-%d", prefix, i)
+		a.send(topic, int32(i)%queues, "", "", b)
+		bodies = append(bodies, b)
+	}
+	return bodies
+}
+
+// eventually polls cond until it holds or 20 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// seen records what listeners got.
+type seen struct {
+	mu   sync.Mutex
+	msgs []seenMsg
+}
+
+type seenMsg struct {
+	who  string
+	msg  *Message
+	body string
+}
+
+func (s *seen) add(who string, msgs []*Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		s.msgs = append(s.msgs, seenMsg{who: who, msg: m, body: string(m.Body)})
+	}
+}
+
+func (s *seen) snapshot() []seenMsg {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.msgs)
+}
+
+func (s *seen) bodies() []string {
+	var out []string
+	for _, m := range s.snapshot() {
+		out = append(out, m.body)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *seen) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.msgs)
+}
+
+// recorder is a listener that records and succeeds.
+func (s *seen) recorder(who string) Listener {
+	return func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
+		s.add(who, msgs)
+		return ConsumeSuccess, nil
+	}
+}
+
+// fastOptions are the short periods tests run with.
+func fastOptions(t *testing.T, n *mq.Node, tr remoting.Transport, group, instance string) []Option {
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	opts := []Option{WithNameServers(n.Addr()), WithGroup(group), WithInstanceName(instance),
+		WithRebalanceInterval(200 * time.Millisecond), WithPersistInterval(100 * time.Millisecond),
+		WithPullSuspend(time.Second), WithPullErrorDelay(50 * time.Millisecond), WithLogger(l),
+		WithConsumeFrom(FromFirstOffset, time.Time{})}
+	if tr != nil {
+		opts = append(opts, WithTransport(tr))
+	}
+	return opts
+}
+
+// startConsumer builds, subscribes and starts a push consumer closed at cleanup.
+func startConsumer(t *testing.T, topic, expr string, l Listener, opts ...Option) *PushConsumer {
+	t.Helper()
+	pc, err := NewPushConsumer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(topic, expr, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	return pc
+}
+
+// heldQueues lists the queues of topic pc holds.
+func heldQueues(pc *PushConsumer, topic string) []MessageQueue {
+	var out []MessageQueue
+	for _, mq := range pc.assigned() {
+		if mq.Topic == topic {
+			out = append(out, mq)
+		}
+	}
+	return out
+}
+
+// checkNoGoroutineLeak fails when goroutines started after base are still running after a
+// grace period.
+func checkNoGoroutineLeak(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("goroutines: %d before, %d after\n%s", base, runtime.NumGoroutine(), filterStacks(string(buf[:n])))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// filterStacks keeps the goroutine stacks that mention this package or the client instance.
+func filterStacks(all string) string {
+	var keep []string
+	for _, g := range strings.Split(all, "\n\n") {
+		if strings.Contains(g, "mq/consumer") || strings.Contains(g, "mq/internal/client") {
+			keep = append(keep, g)
+		}
+	}
+	return strings.Join(keep, "\n\n")
+}
+
+var testStoreHost = netip.MustParseAddrPort("127.0.0.1:10911")

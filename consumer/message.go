@@ -1,0 +1,184 @@
+package consumer
+
+import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/rebalance"
+)
+
+// MessageQueue names one queue of a topic on one broker name. It is rebalance.MessageQueue, so
+// strategies allocate the same values the consumer pulls from.
+type MessageQueue = rebalance.MessageQueue
+
+// maxInflatedBody bounds a compressed body once inflated, so a zlib bomb costs little. Bodies
+// are at most 4 MiB before compression; a larger result keeps the raw bytes.
+const maxInflatedBody = 64 << 20
+
+// Message is a message as a listener receives it: a decoded stored record (REMOTING.md §9.1).
+//
+// A Message handed to a listener belongs to the consumer until the listener returns; the
+// listener may read every field but must not keep or modify Properties afterwards. Body is the
+// inflated body when the record was compressed (sysFlag bit 0); if inflating fails, Body holds
+// the raw bytes and Compressed stays true.
+type Message struct {
+	// Topic is the topic the application subscribed to. A message redelivered from the
+	// group's retry topic shows its original topic (the RETRY_TOPIC property); Queue still
+	// names the retry queue it was pulled from.
+	Topic string
+	// Tags is the TAGS property ("" when absent).
+	Tags string
+	// Keys are the KEYS property split on spaces (nil when absent).
+	Keys []string
+	// Properties holds every property of the record, plus MIN_OFFSET and MAX_OFFSET of the pull
+	// that fetched it and CONSUME_START_TIME, as the official client adds them.
+	Properties map[string]string
+	Body       []byte
+	// Compressed reports that Body is still compressed because inflating it failed.
+	Compressed bool
+	Flag       int32
+	SysFlag    int32
+
+	// Queue is the queue the message was pulled from, and QueueOffset its logical offset there.
+	Queue       MessageQueue
+	QueueOffset int64
+	// MsgID is the UNIQ_KEY property, else OffsetMsgID.
+	MsgID string
+	// OffsetMsgID is derived from the store host and CommitLogOffset (REMOTING.md §9.5).
+	OffsetMsgID     string
+	CommitLogOffset int64
+	ReconsumeTimes  int32
+	BornTime        time.Time
+	BornHost        netip.AddrPort
+	StoreTime       time.Time
+	StoreHost       netip.AddrPort
+	StoreSize       int32
+	BodyCRC         int32
+	// PreparedTransactionOffset is the record's prepared transaction offset.
+	PreparedTransactionOffset int64
+
+	// consumeStart is when a consume service last handed the message to the listener (unix
+	// ms, 0 = never); the expiry scan reads it without touching Properties.
+	consumeStart atomic.Int64
+}
+
+// Property returns one property ("" when absent).
+func (m *Message) Property(key string) string { return m.Properties[key] }
+
+// String describes the message for logs.
+func (m *Message) String() string {
+	return fmt.Sprintf("Message[topic=%s, queue=%s/%d, offset=%d, msgId=%s, tags=%s, reconsume=%d]",
+		m.Topic, m.Queue.BrokerName, m.Queue.QueueID, m.QueueOffset, m.MsgID, m.Tags, m.ReconsumeTimes)
+}
+
+// decodeMessages decodes a pull body (records back to back) fetched from mq. Body slices view
+// body, which the caller hands over. A record that does not decode ends the walk with an
+// error; the records before it are returned.
+func decodeMessages(body []byte, mq MessageQueue) ([]*Message, error) {
+	var msgs []*Message
+	for len(body) > 0 {
+		var r message.Record
+		n, err := message.DecodeRecord(body, &r, false)
+		if err != nil {
+			return msgs, fmt.Errorf("consumer: record %d of pull from %s: %w", len(msgs), mq, err)
+		}
+		msgs = append(msgs, fromRecord(&r, mq))
+		body = body[n:]
+	}
+	return msgs, nil
+}
+
+// fromRecord converts a decoded record. The queue's broker name comes from mq; its topic and
+// queue id from the record.
+func fromRecord(r *message.Record, mq MessageQueue) *Message {
+	m := &Message{
+		Topic:                     string(r.Topic),
+		Properties:                message.UnmarshalProperties(r.Properties),
+		Body:                      r.Body,
+		Flag:                      r.Flag,
+		SysFlag:                   r.SysFlag,
+		Queue:                     MessageQueue{Topic: string(r.Topic), BrokerName: mq.BrokerName, QueueID: int(r.QueueID)},
+		QueueOffset:               r.QueueOffset,
+		CommitLogOffset:           r.PhysicalOffset,
+		ReconsumeTimes:            r.ReconsumeTimes,
+		BornTime:                  time.UnixMilli(r.BornTimestamp),
+		BornHost:                  r.BornHost,
+		StoreTime:                 time.UnixMilli(r.StoreTimestamp),
+		StoreHost:                 r.StoreHost,
+		StoreSize:                 r.TotalSize,
+		BodyCRC:                   r.BodyCRC,
+		PreparedTransactionOffset: r.PreparedTransactionOffset,
+	}
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	if r.SysFlag&message.FlagCompressed != 0 {
+		if b, err := inflate(r.Body); err == nil {
+			m.Body = b
+		} else {
+			m.Compressed = true
+		}
+	}
+	m.Tags = m.Properties[message.PropertyTags]
+	if k := m.Properties[message.PropertyKeys]; k != "" {
+		m.Keys = strings.Fields(k)
+	}
+	m.OffsetMsgID = message.OffsetMsgID(r.StoreHost, r.PhysicalOffset)
+	m.MsgID = m.Properties[message.PropertyUniqKey]
+	if m.MsgID == "" {
+		m.MsgID = m.OffsetMsgID
+	}
+	return m
+}
+
+// inflate decompresses a zlib body, refusing results larger than maxInflatedBody.
+func inflate(b []byte) ([]byte, error) {
+	zr, err := zlib.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	out, err := io.ReadAll(io.LimitReader(zr, maxInflatedBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxInflatedBody {
+		return nil, fmt.Errorf("consumer: inflated body exceeds %d bytes", maxInflatedBody)
+	}
+	return out, nil
+}
+
+// restoreRetryTopic shows a message pulled from the group's retry topic under its original
+// topic, as the official client's resetRetryAndNamespace does.
+func restoreRetryTopic(m *Message, retryTopic string) {
+	if m.Queue.Topic != retryTopic {
+		return
+	}
+	if t := m.Properties[message.PropertyRetryTopic]; t != "" {
+		m.Topic = t
+	}
+}
+
+// markConsumeStart records when the listener got m (property CONSUME_START_TIME, as the
+// official client sets it, and the field the expiry scan reads).
+func markConsumeStart(m *Message, now time.Time) {
+	ms := now.UnixMilli()
+	m.Properties[message.PropertyConsumeStartTimestamp] = strconv.FormatInt(ms, 10)
+	m.consumeStart.Store(ms)
+}
+
+// RetryTopic is the retry topic of a consumer group, %RETRY%<group> (REMOTING.md §10.2).
+func RetryTopic(group string) string { return "%RETRY%" + group }
+
+// DLQTopic is the dead-letter topic of a consumer group, %DLQ%<group>.
+func DLQTopic(group string) string { return "%DLQ%" + group }
+
+func isRetryTopic(topic string) bool { return strings.HasPrefix(topic, "%RETRY%") }

@@ -1,0 +1,232 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
+)
+
+// offsetStore keeps a group's consume offsets: in memory while queues are consumed, persisted
+// to the broker (clustering) or a local file (broadcasting). Offsets are the next offset to
+// consume (REMOTING.md §10.4). Implementations are safe for concurrent use.
+type offsetStore interface {
+	// fetch reads mq's persisted offset (on queue assignment) and keeps it in memory;
+	// ErrOffsetNotFound when the group has none.
+	fetch(ctx context.Context, mq MessageQueue) (int64, error)
+	// read returns the in-memory offset of mq.
+	read(mq MessageQueue) (int64, bool)
+	// update sets the in-memory offset; with increaseOnly a smaller offset is ignored.
+	update(mq MessageQueue, offset int64, increaseOnly bool)
+	// persist writes the in-memory offsets of mqs.
+	persist(ctx context.Context, mqs []MessageQueue) error
+	// remove forgets mq's in-memory offset (after it was persisted on drop).
+	remove(mq MessageQueue)
+}
+
+// memOffsets is the in-memory table both stores share.
+type memOffsets struct {
+	mu sync.Mutex
+	m  map[MessageQueue]int64
+}
+
+func (o *memOffsets) read(mq MessageQueue) (int64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	off, ok := o.m[mq]
+	return off, ok
+}
+
+func (o *memOffsets) update(mq MessageQueue, offset int64, increaseOnly bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = make(map[MessageQueue]int64)
+	}
+	if old, ok := o.m[mq]; ok && increaseOnly && offset < old {
+		return
+	}
+	o.m[mq] = offset
+}
+
+func (o *memOffsets) remove(mq MessageQueue) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, mq)
+}
+
+func (o *memOffsets) snapshot(mqs []MessageQueue) map[MessageQueue]int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[MessageQueue]int64, len(mqs))
+	for _, mq := range mqs {
+		if off, ok := o.m[mq]; ok {
+			out[mq] = off
+		}
+	}
+	return out
+}
+
+// remoteOffsetStore keeps a clustering group's offsets on the queues' master brokers
+// (QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET).
+type remoteOffsetStore struct {
+	memOffsets
+	group string
+	inst  instance
+	sync  bool
+	log   zerolog.Logger
+}
+
+func newRemoteOffsetStore(group string, inst instance, sync bool, log zerolog.Logger) *remoteOffsetStore {
+	return &remoteOffsetStore{group: group, inst: inst, sync: sync, log: log}
+}
+
+func (s *remoteOffsetStore) fetch(ctx context.Context, mq MessageQueue) (int64, error) {
+	off, err := queryConsumerOffset(ctx, s.inst.Transport(), s.inst.MasterAddr(mq.BrokerName), s.group, mq)
+	if err != nil {
+		return 0, err
+	}
+	s.update(mq, off, false)
+	return off, nil
+}
+
+func (s *remoteOffsetStore) persist(ctx context.Context, mqs []MessageQueue) error {
+	var errs []error
+	tr := s.inst.Transport()
+	for mq, off := range s.snapshot(mqs) {
+		if err := updateConsumerOffset(ctx, tr, s.inst.MasterAddr(mq.BrokerName), s.group, mq, off, s.sync); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", mq, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// localOffsetStore keeps a broadcasting consumer's offsets in
+// <dir>/<clientId>/<group>/offsets.json, written atomically (temp file, fsync, rename).
+type localOffsetStore struct {
+	memOffsets
+	path string
+
+	fileMu sync.Mutex // serializes writes of the file
+	stored map[MessageQueue]int64
+}
+
+// offsetFile is the JSON form of the file.
+type offsetFile struct {
+	OffsetTable []offsetEntry `json:"offsetTable"`
+}
+
+type offsetEntry struct {
+	Topic      string `json:"topic"`
+	BrokerName string `json:"brokerName"`
+	QueueID    int    `json:"queueId"`
+	Offset     int64  `json:"offset"`
+}
+
+// pathComponent makes a client id or group safe as one path element.
+func pathComponent(s string) string {
+	return strings.NewReplacer("/", "_", "\\", "_", "..", "__").Replace(s)
+}
+
+func newLocalOffsetStore(dir, clientID, group string) (*localOffsetStore, error) {
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("consumer: offset dir: %w", err)
+		}
+		dir = filepath.Join(home, ".rocketmq_offsets")
+	}
+	s := &localOffsetStore{path: filepath.Join(dir, pathComponent(clientID), pathComponent(group), "offsets.json"),
+		stored: map[MessageQueue]int64{}}
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer: read offsets: %w", err)
+	}
+	var f offsetFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("consumer: offsets file %s: %w", s.path, err)
+	}
+	for _, e := range f.OffsetTable {
+		s.stored[MessageQueue{Topic: e.Topic, BrokerName: e.BrokerName, QueueID: e.QueueID}] = e.Offset
+	}
+	return s, nil
+}
+
+func (s *localOffsetStore) fetch(_ context.Context, mq MessageQueue) (int64, error) {
+	s.fileMu.Lock()
+	off, ok := s.stored[mq]
+	s.fileMu.Unlock()
+	if !ok {
+		return 0, ErrOffsetNotFound
+	}
+	s.update(mq, off, false)
+	return off, nil
+}
+
+// persist writes the file with the in-memory offsets of mqs merged over what it held.
+func (s *localOffsetStore) persist(_ context.Context, mqs []MessageQueue) error {
+	snap := s.snapshot(mqs)
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	maps.Copy(s.stored, snap)
+	f := offsetFile{OffsetTable: make([]offsetEntry, 0, len(s.stored))}
+	for mq, off := range s.stored {
+		f.OffsetTable = append(f.OffsetTable, offsetEntry{Topic: mq.Topic, BrokerName: mq.BrokerName, QueueID: mq.QueueID, Offset: off})
+	}
+	slices.SortFunc(f.OffsetTable, func(a, b offsetEntry) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.BrokerName, b.BrokerName), cmp.Compare(a.QueueID, b.QueueID))
+	})
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path, b)
+}
+
+// writeFileAtomic replaces path with data: a temporary file in the same directory, fsynced,
+// renamed over path, and the directory fsynced, so a crash leaves the old or the new file.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("consumer: offsets dir: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".offsets-*.tmp")
+	if err != nil {
+		return fmt.Errorf("consumer: offsets temp file: %w", err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("consumer: write offsets: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: not every file system syncs directories
+		d.Close()
+	}
+	return nil
+}
+
+var _ = remoting.Success
