@@ -111,8 +111,10 @@ func (pc *PushConsumer) sendBackAll(msgs []*Message) (ok, failed []*Message) {
 	return ok, failed
 }
 
+// sendBackOne sends one message back. It is not tied to the consumer's lifetime, so a listener
+// call that Close lets finish can still hand its failures to the broker.
 func (pc *PushConsumer) sendBackOne(m *Message, delayLevel int32) error {
-	ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	addr := pc.inst.MasterAddr(m.Queue.BrokerName)
 	if addr == "" && m.StoreHost.IsValid() {

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -260,3 +261,15 @@ func filterStacks(all string) string {
 }
 
 var testStoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+
+func testRecord(topic, body string) *message.Message {
+	return &message.Message{Topic: topic, Body: []byte(body), BornHost: testStoreHost, StoreHost: testStoreHost,
+		Properties: message.MarshalProperties(map[string]string{"TAGS": "t"})}
+}
+
+func mustJSON(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+}

@@ -206,13 +206,14 @@ func (pc *PushConsumer) startWith(inst instance) error {
 			return fmt.Errorf("consumer: route of %s: %w", topic, err)
 		}
 	}
+	pc.ctx, pc.cancel = context.WithCancel(context.Background())
+	pc.consumeCtx, pc.consumeCancel = context.WithCancel(context.Background())
 	if err := inst.RegisterConsumer(pc.cfg.group, pc); err != nil {
+		pc.cancel()
+		pc.consumeCancel()
 		return err
 	}
 	inst.SendHeartbeatToAllBrokers(ctx)
-
-	pc.ctx, pc.cancel = context.WithCancel(context.Background())
-	pc.consumeCtx, pc.consumeCancel = context.WithCancel(context.Background())
 	pc.goLoop(pc.rebalanceLoop)
 	pc.goLoop(pc.persistLoop)
 	if pc.cfg.orderly {

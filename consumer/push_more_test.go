@@ -1,0 +1,133 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/remoting"
+)
+
+// maxOffset asks the broker for a queue's max offset.
+func (a *admin) maxOffset(topic string, queueID int) int64 {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	off, err := getMaxOffset(ctx, a.tr, a.n.BrokerAddr(), MessageQueue{Topic: topic, BrokerName: "broker-a", QueueID: queueID})
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return off
+}
+
+// A listener call that outlives the consume timeout has its message sent back, so the queue's
+// offset moves on and the message comes again from the retry topic.
+func TestConsumeTimeoutSendsBack(t *testing.T) {
+	n := testNode(t)
+	a := newAdmin(t, n)
+	a.createTopic("slow", 1)
+	var got seen
+	listener := func(ctx context.Context, msgs []*Message) (ConsumeResult, error) {
+		got.add("s", msgs)
+		if msgs[0].ReconsumeTimes == 0 && string(msgs[0].Body) == "s-0" {
+			select {
+			case <-time.After(1500 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+		return ConsumeSuccess, nil
+	}
+	opts := append(fastOptions(t, n, transportFor(t, n, "inproc"), "g-slow", "s"), WithConsumeTimeout(200*time.Millisecond))
+	pc := startConsumer(t, "slow", "*", listener, opts...)
+	a.sendN("slow", 1, 3, "s")
+	eventually(t, "the slow message redelivered", func() bool {
+		for _, s := range got.snapshot() {
+			if s.body == "s-0" && s.msg.ReconsumeTimes == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	mq := MessageQueue{Topic: "slow", BrokerName: "broker-a", QueueID: 0}
+	eventually(t, "offset past the slow message", func() bool {
+		off, ok := pc.store.read(mq)
+		return ok && off == 3
+	})
+}
+
+// An orderly listener that keeps suspending a message retries it locally up to the maximum,
+// then the message goes to the dead-letter topic and the queue moves on in order.
+func TestOrderlyGivesUpToDLQ(t *testing.T) {
+	n := testNode(t)
+	a := newAdmin(t, n)
+	a.createTopic("poison", 1)
+	var attempts atomic.Int32
+	var got seen
+	listener := func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
+		if string(msgs[0].Body) == "p-1" {
+			attempts.Add(1)
+			return SuspendCurrentQueueAMoment, fmt.Errorf("poison")
+		}
+		got.add("o", msgs)
+		return ConsumeSuccess, nil
+	}
+	opts := append(fastOptions(t, n, transportFor(t, n, "inproc"), "g-poison", "p"),
+		WithOrderly(true), WithSuspendDelay(10*time.Millisecond), WithMaxReconsumeTimes(3))
+	startConsumer(t, "poison", "*", listener, opts...)
+	a.sendN("poison", 1, 3, "p")
+	eventually(t, "the rest of the queue", func() bool { return got.count() >= 2 })
+	if diff := cmp.Diff([]string{"p-0", "p-2"}, got.bodies()); diff != "" {
+		t.Errorf("consumed (-want +got):\n%s", diff)
+	}
+	if got := attempts.Load(); got != 4 {
+		t.Errorf("poison message tried %d times, want 1 + 3 local retries", got)
+	}
+	eventually(t, "message in the DLQ", func() bool { return a.maxOffset(DLQTopic("g-poison"), 0) == 1 })
+}
+
+// A pull answered OFFSET_MOVED drops the queue, stores the broker's offset and takes the queue
+// again from there.
+func TestOffsetIllegalCorrects(t *testing.T) {
+	n := testNode(t)
+	a := newAdmin(t, n)
+	a.createTopic("moved", 1)
+	a.sendN("moved", 1, 4, "m")
+	mq := MessageQueue{Topic: "moved", BrokerName: "broker-a", QueueID: 0}
+	// The group's stored offset lies past the end of the queue.
+	resp := a.invoke(n.BrokerAddr(), updateOffsetRequest("g-moved", mq, 100))
+	if resp.Code != remoting.Success {
+		t.Fatalf("update offset: %d %s", resp.Code, resp.Remark)
+	}
+	var got seen
+	opts := append(fastOptions(t, n, transportFor(t, n, "inproc"), "g-moved", "m"),
+		optionFunc(func(c *config) { c.offsetIllegalDelay = 50 * time.Millisecond }))
+	startConsumer(t, "moved", "*", got.recorder("m"), opts...)
+	eventually(t, "messages after the correction", func() bool { return got.count() >= 4 })
+	if diff := cmp.Diff([]string{"m-0", "m-1", "m-2", "m-3"}, got.bodies()); diff != "" {
+		t.Errorf("consumed (-want +got):\n%s", diff)
+	}
+}
+
+// ConsumeMessageDirectly runs the listener on one record and reports its result.
+func TestConsumeMessageDirectly(t *testing.T) {
+	n := testNode(t)
+	a := newAdmin(t, n)
+	a.createTopic("direct", 1)
+	var got seen
+	pc := startConsumer(t, "direct", "*", got.recorder("d"), fastOptions(t, n, transportFor(t, n, "inproc"), "g-direct", "d")...)
+	resp := pc.ConsumeMessageDirectly(record(t, testRecord("direct", "hi"), 0, 0))
+	if resp.Code != remoting.Success || string(resp.Body) == "" {
+		t.Fatalf("answer %d %q", resp.Code, resp.Remark)
+	}
+	var r consumeDirectlyResult
+	mustJSON(t, resp.Body, &r)
+	if r.ConsumeResult != 0 || got.count() != 1 {
+		t.Errorf("result %+v, %d calls", r, got.count())
+	}
+	if resp := pc.ConsumeMessageDirectly([]byte("junk")); resp.Code == remoting.Success {
+		t.Error("junk body answered success")
+	}
+}
