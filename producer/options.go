@@ -50,7 +50,10 @@ type config struct {
 	heartbeatInterval time.Duration
 	transport         remoting.Transport
 	ownTransport      bool
-	logger            *zerolog.Logger
+	// owned lists every transport handed over with WithOwnedTransport, so New closes those a
+	// later transport option replaced.
+	owned  []remoting.Transport
+	logger *zerolog.Logger
 
 	now func() time.Time // clock of the fault strategy; tests replace it
 }
@@ -199,9 +202,12 @@ func WithTransport(tr remoting.Transport) Option {
 }
 
 // WithOwnedTransport sends through tr and hands it over: it is closed when the last handle
-// using it closes (also when New fails).
+// using it closes, when New fails, or when a later transport option replaces it.
 func WithOwnedTransport(tr remoting.Transport) Option {
-	return optionFunc(func(c *config) { c.transport, c.ownTransport = tr, true })
+	return optionFunc(func(c *config) {
+		c.transport, c.ownTransport = tr, true
+		c.owned = append(c.owned, tr)
+	})
 }
 
 // WithLogger sets the logger (default silent).

@@ -43,6 +43,11 @@ func New(opts ...Option) (*Producer, error) {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
+	for _, tr := range cfg.owned {
+		if tr != nil && tr != cfg.transport {
+			_ = tr.Close() // handed over, then replaced by a later option
+		}
+	}
 	if err := cfg.validate(); err != nil {
 		if cfg.ownTransport && cfg.transport != nil {
 			_ = cfg.transport.Close()

@@ -37,6 +37,9 @@
 //   - Route queries go round robin over the name servers and move on only after a transport
 //     error; a failed refresh keeps the cached route. TOPIC_NOT_EXIST is a
 //     *remoting.ResponseError (errors.As).
+//   - Consumer methods are called from the instance's goroutines, and HeartbeatData also
+//     synchronously inside SendHeartbeatToAllBrokers on the caller's goroutine: never call that
+//     while holding a lock HeartbeatData or SubscribedTopics take (it deadlocks).
 //   - Processors: 40 rebalances every consumer (no reply), 307 answers a minimal running info,
 //     309 goes to the group's consumer. 39 (CHECK_TRANSACTION_STATE) is not handled yet.
 //

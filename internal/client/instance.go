@@ -74,6 +74,12 @@ func (o Options) withDefaults() Options {
 
 // Consumer is what a consumer handle gives the instance so that heartbeats carry its group and
 // broker requests reach it.
+//
+// The instance calls these methods from its own goroutines (heartbeat and route loops, broker
+// requests) and, for HeartbeatData, synchronously inside SendHeartbeatToAllBrokers on the
+// caller's goroutine. So a consumer must not call SendHeartbeatToAllBrokers (or Register /
+// Unregister) while holding a lock that HeartbeatData or SubscribedTopics take: that
+// deadlocks.
 type Consumer interface {
 	// HeartbeatData returns the group, consume type, model, from-where and subscriptions.
 	HeartbeatData() protocol.ConsumerData

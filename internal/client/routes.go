@@ -41,8 +41,9 @@ func (i *Instance) CachedTopicRoute(topic string) *route.TopicRouteData {
 // last known route while every name server is down).
 func (i *Instance) RefreshTopicRoute(ctx context.Context, topic string) (*route.TopicRouteData, error) {
 	ch := i.flight.DoChan(topic, func() (any, error) {
-		// Detached from any one caller's cancellation; bounded by the per-server timeout.
-		return i.fetchRoute(context.WithoutCancel(ctx), topic)
+		// Shared by every caller, so bound by the instance's life and the per-server timeout,
+		// not by one caller's context.
+		return i.fetchRoute(i.ctx, topic)
 	})
 	select {
 	case res := <-ch:
