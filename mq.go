@@ -203,6 +203,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 	}
 	n.broker = b
 	b.Register(ep.d)
+	b.RegisterWithNameServers(ctx)
 	n.g.Go(func() error { return b.Run(ctx) })
 	n.log.Info().Str("broker", n.opts.BrokerName).Str("addr", addr).Str("store", n.opts.StoreDir).
 		Strs("namesrv", nameServers).Msg("broker started")

@@ -322,6 +322,18 @@ func TestOfficialConsumerOffsetsSurviveRestart(t *testing.T) {
 		return consumer.ConsumeSuccess
 	})
 	first.waitFor(t, "first five", func(m []*primitive.MessageExt) bool { return len(m) >= 5 })
+	// The client advances its in-memory offset after the listener returns; shut down only once
+	// it has, or the restart rightly redelivers the last messages.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if diff, ok := c1.GetOffsetDiffMap()[topic]; ok && diff == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumed offsets never caught up: %v", c1.GetOffsetDiffMap())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := c1.Shutdown(); err != nil { // persists offsets to the broker
 		t.Fatal(err)
 	}

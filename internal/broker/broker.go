@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -39,6 +40,7 @@ type Broker struct {
 	runners []func(ctx context.Context) error
 
 	registerNow chan struct{}
+	registered  atomic.Bool // RegisterWithNameServers ran
 	closeOnce   sync.Once
 	closeErr    error
 }

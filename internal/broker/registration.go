@@ -28,7 +28,9 @@ func (b *Broker) runRegistration(ctx context.Context) error {
 	}
 	t := time.NewTicker(b.opts.RegisterNameServerPeriod)
 	defer t.Stop()
-	b.registerAll(ctx)
+	if !b.registered.Load() {
+		b.registerAll(ctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -39,6 +41,18 @@ func (b *Broker) runRegistration(ctx context.Context) error {
 		}
 		b.registerAll(ctx)
 	}
+}
+
+// RegisterWithNameServers registers with every name server now and returns when each has
+// answered or failed. The node calls it before StartNode returns, as RocketMQ's broker registers
+// during start, so a client given the node's address finds TBW102 and the broker's topics at
+// once.
+func (b *Broker) RegisterWithNameServers(ctx context.Context) {
+	if len(b.opts.NameServers) == 0 {
+		return
+	}
+	b.registerAll(ctx)
+	b.registered.Store(true)
 }
 
 // registerAll sends REGISTER_BROKER to every name server in parallel, as RocketMQ's
