@@ -10,6 +10,7 @@ import (
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/rebalance"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
@@ -303,6 +304,9 @@ func (pc *PushConsumer) Close() error {
 		if pc.cfg.orderly && pc.cfg.model == Clustering {
 			pc.unlockQueues(ctx, mqs)
 		}
+		pc.queuesMu.Lock()
+		clear(pc.queues)
+		pc.queuesMu.Unlock()
 		pc.inst.UnregisterConsumer(pc.cfg.group)
 		errs = append(errs, pc.inst.Release())
 		pc.closeErr = errors.Join(errs...)
@@ -431,4 +435,22 @@ func sleep(ctx context.Context, done <-chan struct{}, d time.Duration) bool {
 	case <-done:
 	}
 	return false
+}
+
+// Assignment returns the queues the consumer holds now (its share after the last rebalance),
+// sorted. It is empty before Start and after Close.
+func (pc *PushConsumer) Assignment() []MessageQueue {
+	out := pc.assigned()
+	rebalance.SortQueues(out)
+	return out
+}
+
+// ClientID returns the client id the consumer's group membership goes by ("" before Start).
+func (pc *PushConsumer) ClientID() string {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.mu.state != stateStarted && pc.mu.state != stateClosed {
+		return ""
+	}
+	return pc.clientID
 }
