@@ -145,7 +145,9 @@ func TestProducerSpreadsOverBrokers(t *testing.T) {
 func TestProducerBrokerDownIsolated(t *testing.T) {
 	eachTransport(t, func(t *testing.T, transport string) {
 		c := startProdCluster(t)
-		p := newTestProducer(t, c, transport)
+		// No route refresh: broker-b stays in the route after it is gone (as it does for up to
+		// 30 s against a real name server), so the sends must find out by themselves.
+		p := newTestProducer(t, c, transport, producer.WithPollNameServerInterval(time.Hour))
 		topic := "Down_" + transport
 		waitBothBrokers(t, p, topic)
 		c.b.Close()
@@ -443,4 +445,28 @@ func TestProducerNamespace(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func TestProducerAsyncBackpressure(t *testing.T) {
+	c := startProdCluster(t)
+	p := newTestProducer(t, c, "inproc", producer.WithMaxAsyncInFlight(1))
+	topic := "Backpressure"
+	waitBothBrokers(t, p, topic)
+	release := make(chan struct{})
+	ran := make(chan struct{}, 2)
+	cb := func(*producer.SendResult, error) { <-release; ran <- struct{}{} }
+	if err := p.SendAsync(context.Background(), producer.NewMessage(topic, []byte("1")), cb); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := p.SendAsync(ctx, producer.NewMessage(topic, []byte("2")), cb); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second async send with one in flight allowed: %v", err)
+	}
+	close(release)
+	<-ran
+	if err := p.SendAsync(context.Background(), producer.NewMessage(topic, []byte("3")), cb); err != nil {
+		t.Fatal(err)
+	}
+	<-ran
 }

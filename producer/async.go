@@ -13,7 +13,9 @@ import (
 // could even start — unless SendAsync itself returns an error
 // (invalid message, closed producer, no route), in which case cb never runs. Failed attempts
 // are retried on another broker like SendSync's, within the send timeout. A panic in cb is
-// recovered and logged. Close waits for callbacks still pending (up to its timeout).
+// recovered and logged. Close waits for callbacks still pending (up to its timeout). While
+// the max number of async sends are in flight, SendAsync blocks until one finishes or ctx
+// ends.
 func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
 	if err := p.validate(msg); err != nil {
 		return err
@@ -21,12 +23,19 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	if cb == nil {
 		return invalid("nil callback")
 	}
+	select {
+	case p.asyncSem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("producer: waiting for room among %d async sends in flight: %w", cap(p.asyncSem), ctx.Err())
+	}
 	if !p.begin() {
+		<-p.asyncSem
 		return ErrClosed
 	}
 	pr := p.prepare(msg)
 	pi, err := p.publishInfo(ctx, pr.wireTopic)
 	if err != nil {
+		<-p.asyncSem
 		p.inflight.Done()
 		return err
 	}
@@ -117,6 +126,7 @@ func (a *asyncSend) failed(q MessageQueue, addr string, err error, latency time.
 
 func (a *asyncSend) finish(res *SendResult, err error) {
 	defer a.p.inflight.Done()
+	defer func() { <-a.p.asyncSem }()
 	defer func() {
 		if r := recover(); r != nil {
 			a.p.log.Error().Interface("panic", r).Str("topic", a.pr.topic).Msg("send callback panicked")

@@ -11,15 +11,18 @@ import (
 
 // Defaults of the producer options (RocketMQ's DefaultMQProducer values unless noted).
 const (
-	DefaultGroup                 = "DEFAULT_PRODUCER"
-	DefaultSendTimeout           = 3 * time.Second
-	DefaultRetries               = 2
-	DefaultMaxMessageSize        = 4 << 20
-	DefaultCompressOver          = 4 << 10
-	DefaultCompressLevel         = 5
-	DefaultCreateTopicKey        = "TBW102"
-	DefaultTopicQueueNums        = 4
-	DefaultCloseTimeout          = 5 * time.Second
+	DefaultGroup          = "DEFAULT_PRODUCER"
+	DefaultSendTimeout    = 3 * time.Second
+	DefaultRetries        = 2
+	DefaultMaxMessageSize = 4 << 20
+	DefaultCompressOver   = 4 << 10
+	DefaultCompressLevel  = 5
+	DefaultCreateTopicKey = "TBW102"
+	DefaultTopicQueueNums = 4
+	DefaultCloseTimeout   = 5 * time.Second
+	// DefaultMaxAsyncInFlight bounds SendAsync calls awaiting their callback (RocketMQ 5's
+	// backPressureForAsyncSendNum).
+	DefaultMaxAsyncInFlight      = 10000
 	DefaultPollNameServerInteval = 30 * time.Second
 	DefaultHeartbeatInterval     = 30 * time.Second
 )
@@ -46,6 +49,7 @@ type config struct {
 	createTopicKey    string
 	topicQueueNums    int
 	closeTimeout      time.Duration
+	maxAsyncInFlight  int
 	pollInterval      time.Duration
 	heartbeatInterval time.Duration
 	transport         remoting.Transport
@@ -71,6 +75,7 @@ func defaultConfig() config {
 		createTopicKey:    DefaultCreateTopicKey,
 		topicQueueNums:    DefaultTopicQueueNums,
 		closeTimeout:      DefaultCloseTimeout,
+		maxAsyncInFlight:  DefaultMaxAsyncInFlight,
 		pollInterval:      DefaultPollNameServerInteval,
 		heartbeatInterval: DefaultHeartbeatInterval,
 		now:               time.Now,
@@ -99,6 +104,9 @@ func (c *config) validate() error {
 	}
 	if c.compressLevel < -2 || c.compressLevel > 9 {
 		bad("compress level %d", c.compressLevel)
+	}
+	if c.maxAsyncInFlight <= 0 {
+		bad("max async in flight %d", c.maxAsyncInFlight)
 	}
 	if c.topicQueueNums <= 0 {
 		bad("default topic queue nums %d", c.topicQueueNums)
@@ -181,6 +189,13 @@ func WithDefaultTopicQueueNums(n int) Option {
 // WithCloseTimeout bounds how long Close waits for in-flight async sends (default 5 s).
 func WithCloseTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.closeTimeout = d })
+}
+
+// WithMaxAsyncInFlight bounds the SendAsync calls whose callback has not run yet (default
+// 10,000); SendAsync blocks while the bound is reached, until a callback runs or its context
+// ends.
+func WithMaxAsyncInFlight(n int) Option {
+	return optionFunc(func(c *config) { c.maxAsyncInFlight = n })
 }
 
 // WithPollNameServerInterval sets how often routes are refreshed (default 30 s). It applies

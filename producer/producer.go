@@ -30,6 +30,7 @@ type Producer struct {
 	life     sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
+	asyncSem chan struct{} // one token per SendAsync awaiting its callback
 
 	closeOnce sync.Once
 	closeErr  error
@@ -77,6 +78,7 @@ func New(opts ...Option) (*Producer, error) {
 		tr:        inst.Transport(),
 		fault:     newFaultTolerance(cfg.now),
 		pubs:      make(map[string]*publishInfo),
+		asyncSem:  make(chan struct{}, cfg.maxAsyncInFlight),
 	}
 	if cfg.namespace != "" {
 		p.wireGroup = cfg.namespace + "%" + cfg.group
