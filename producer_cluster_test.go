@@ -470,3 +470,24 @@ func TestProducerAsyncBackpressure(t *testing.T) {
 	}
 	<-ran
 }
+
+func TestProducerAutoCreateThroughTBW102(t *testing.T) {
+	c := startProdCluster(t)
+	// No refresh: every send below uses the route borrowed from TBW102 (8 queues per broker),
+	// capped at the default topic queue count, 4.
+	p := newTestProducer(t, c, "tcp", producer.WithPollNameServerInterval(time.Hour))
+	brokers := map[string]bool{}
+	for i := 0; i < 16; i++ {
+		res, err := p.SendSync(context.Background(), producer.NewMessage("AutoCreated", []byte("x")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Queue.QueueID >= producer.DefaultTopicQueueNums {
+			t.Fatalf("queue %v beyond the default topic queue count", res.Queue)
+		}
+		brokers[res.Queue.BrokerName] = true
+	}
+	if len(brokers) != 2 {
+		t.Fatalf("borrowed route used brokers %v", brokers)
+	}
+}
