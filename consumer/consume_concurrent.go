@@ -15,6 +15,14 @@ type consumeRequest struct {
 // (concurrent), or a nudge to the queue's consume loop (orderly). It blocks while the pool is
 // busy, which holds back the queue's pulls.
 func (pc *PushConsumer) submit(qs *queueState, msgs []*Message) {
+	if pc.cfg.poll {
+		select {
+		case pc.polls <- consumeRequest{qs: qs, msgs: msgs}:
+		case <-pc.ctx.Done():
+		case <-qs.pq.done:
+		}
+		return
+	}
 	if pc.cfg.orderly {
 		qs.pq.notify()
 		return

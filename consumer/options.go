@@ -117,6 +117,10 @@ type config struct {
 	transport          remoting.Transport
 	logger             zerolog.Logger
 	inst               instance // tests: use this instance instead of acquiring one
+
+	// Pull consumer only.
+	poll       bool // set by NewPullConsumer: messages go to Poll, not to listeners
+	autoCommit bool
 }
 
 func defaultConfig() config {
@@ -144,6 +148,7 @@ func defaultConfig() config {
 		maxOrderlyTurn:     time.Minute,
 		closeTimeout:       DefaultCloseTimeout,
 		subscriptionInPull: true,
+		autoCommit:         true,
 		logger:             zerolog.Nop(),
 	}
 }
@@ -327,3 +332,7 @@ func WithTransport(t remoting.Transport) Option {
 func WithLogger(l zerolog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
 
 func withInstance(i instance) Option { return optionFunc(func(c *config) { c.inst = i }) }
+
+// WithAutoCommit (pull consumer) commits what earlier Poll calls returned at each Poll and
+// persists it every WithPersistInterval (default on). Off, only Commit commits.
+func WithAutoCommit(on bool) Option { return optionFunc(func(c *config) { c.autoCommit = on }) }

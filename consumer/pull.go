@@ -38,6 +38,14 @@ func (pc *PushConsumer) pullLoop(qs *queueState) {
 // pullPause returns how long to wait before the next pull: flow control when the queue's cache
 // is too large (or spans too many offsets, concurrent) or, orderly, while its lock is not held.
 func (pc *PushConsumer) pullPause(qs *queueState) time.Duration {
+	if pc.cfg.poll {
+		pc.queuesMu.Lock()
+		paused := pc.paused[qs.mq]
+		pc.queuesMu.Unlock()
+		if paused {
+			return pc.cfg.flowControlDelay
+		}
+	}
 	count, bytes, span := qs.pq.stats()
 	if count > pc.cfg.pullThresholdMsgs || bytes > pc.cfg.pullThresholdBytes {
 		return pc.cfg.flowControlDelay

@@ -95,8 +95,11 @@ type PushConsumer struct {
 	queues   map[MessageQueue]*queueState
 
 	rebalanceNow chan struct{}
-	work         chan consumeRequest // concurrent consume service
-	slots        chan struct{}       // orderly: listener calls running at once
+	work         chan consumeRequest       // concurrent consume service
+	polls        chan consumeRequest       // pull consumer: pulled batches waiting for Poll
+	manual       map[string][]MessageQueue // pull consumer: assigned queues by topic (no rebalance)
+	paused       map[MessageQueue]bool     // pull consumer: queues not pulled; guarded by queuesMu
+	slots        chan struct{}             // orderly: listener calls running at once
 	closeOnce    sync.Once
 	closeErr     error
 }
@@ -119,7 +122,8 @@ func NewPushConsumer(opts ...Option) (*PushConsumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	pc := &PushConsumer{cfg: cfg, queues: map[MessageQueue]*queueState{}, rebalanceNow: make(chan struct{}, 1)}
+	pc := &PushConsumer{cfg: cfg, queues: map[MessageQueue]*queueState{}, rebalanceNow: make(chan struct{}, 1),
+		paused: map[MessageQueue]bool{}}
 	pc.log = cfg.logger.With().Str("component", "consumer").Str("group", cfg.group).Logger()
 	pc.mu.subs = map[string]*subscription{}
 	return pc, nil
@@ -152,7 +156,7 @@ func (pc *PushConsumer) Start() error {
 		pc.mu.Unlock()
 		return ErrNoSubscription
 	}
-	if pc.cfg.model == Clustering {
+	if pc.cfg.model == Clustering && !pc.cfg.poll {
 		retry := RetryTopic(pc.cfg.group)
 		if _, ok := pc.mu.subs[retry]; !ok {
 			pc.mu.subs[retry] = newSubscription(retry, protocol.SubAll, nil)
@@ -217,10 +221,13 @@ func (pc *PushConsumer) startWith(inst instance) error {
 	inst.SendHeartbeatToAllBrokers(ctx)
 	pc.goLoop(pc.rebalanceLoop)
 	pc.goLoop(pc.persistLoop)
-	if pc.cfg.orderly {
+	switch {
+	case pc.cfg.poll:
+		pc.polls = make(chan consumeRequest, 64)
+	case pc.cfg.orderly:
 		pc.slots = make(chan struct{}, pc.cfg.consumeGoroutines)
 		pc.goLoop(pc.lockLoop)
-	} else {
+	default:
 		pc.work = make(chan consumeRequest, pc.cfg.consumeGoroutines)
 		for range pc.cfg.consumeGoroutines {
 			pc.goConsumer(pc.worker)
@@ -339,7 +346,11 @@ func (pc *PushConsumer) subscriptionOf(topic string) *subscription {
 func (pc *PushConsumer) HeartbeatData() protocol.ConsumerData {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	d := protocol.ConsumerData{GroupName: pc.cfg.group, ConsumeType: protocol.ConsumePassively,
+	consumeType := protocol.ConsumePassively
+	if pc.cfg.poll {
+		consumeType = protocol.ConsumeActively
+	}
+	d := protocol.ConsumerData{GroupName: pc.cfg.group, ConsumeType: consumeType,
 		MessageModel: pc.cfg.model.String(), ConsumeFromWhere: pc.cfg.from.String(),
 		SubscriptionDataSet: []protocol.SubscriptionData{}}
 	for _, s := range pc.mu.subs {

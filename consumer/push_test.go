@@ -307,6 +307,24 @@ func TestNoGoroutineLeak(t *testing.T) {
 			}
 		}
 	}
+	for range 2 {
+		c, err := NewPullConsumer(fastOptions(t, n, tr, "g-leak-pull", "lp")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Subscribe("leak", "*")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if _, err := c.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	checkNoGoroutineLeak(t, base)
 }
 

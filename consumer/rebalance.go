@@ -93,6 +93,15 @@ func (pc *PushConsumer) allocate(topic string) ([]MessageQueue, error) {
 		return nil, err
 	}
 	queues := readableQueues(r, topic)
+	if pc.manual != nil {
+		var mine []MessageQueue
+		for _, q := range pc.manual[topic] {
+			if slices.Contains(queues, q) {
+				mine = append(mine, q)
+			}
+		}
+		return mine, nil
+	}
 	if pc.cfg.model == Broadcasting {
 		return queues, nil
 	}

@@ -1,0 +1,66 @@
+// Package consumer is the consume side of the RocketMQ 4.x client: a push consumer that
+// receives the messages of its subscriptions and hands them to listeners, with the offset
+// stores behind it (REMOTING.md §5, §10).
+//
+//	pc, err := consumer.NewPushConsumer(consumer.WithNameServers("127.0.0.1:9876"),
+//		consumer.WithGroup("orders-service"))
+//	if err != nil { ... }
+//	pc.Subscribe("orders", "TagA || TagB", func(ctx context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
+//		for _, m := range msgs { handle(m.Body) }
+//		return consumer.ConsumeSuccess, nil
+//	})
+//	if err := pc.Start(); err != nil { ... }
+//	defer pc.Close()
+//
+// # How a message flows
+//
+// The consumer shares a client instance (internal/client, one per client id) for routes,
+// broker addresses, heartbeats and the requests brokers send. Its goroutines:
+//
+//   - rebalance loop: at start, every WithRebalanceInterval (20 s) and on
+//     NOTIFY_CONSUMER_IDS_CHANGED, for every subscribed topic (and %RETRY%group when
+//     clustering) it reads the topic's readable queues from the route and the group's client
+//     ids from a broker (GET_CONSUMER_LIST_BY_GROUP), allocates with the strategy
+//     (rebalance.Averagely() by default; broadcasting takes every queue) and updates the queue
+//     table: a dropped queue stops at once and its offset is persisted (orderly: its broker lock
+//     released); a new queue gets its start offset (stored offset, else consume-from-where,
+//     REMOTING.md §10.3) and a pull loop.
+//   - one pull loop per queue: long-polling PULL_MESSAGE (suspend WithPullSuspend, 15 s; the
+//     commit-offset bit carries the consumed offset in clustering), client-side tag filtering,
+//     the messages into the queue's processQueue (ordered by queue offset), then to the consume
+//     service. Pulls pause 50 ms while the queue caches more than 1000 messages or 100 MiB, or
+//     (concurrent) spans more than 2000 offsets. FOUND / NO_NEW_MSG / NO_MATCHED_MSG /
+//     OFFSET_ILLEGAL are handled as the official clients do.
+//   - concurrent consume service: WithConsumeGoroutines workers (20) run the listener on batches
+//     (WithConsumeBatchSize, 1). A failed batch (RECONSUME_LATER, an error or a panic) is sent
+//     back to the broker (CONSUMER_SEND_MSG_BACK, delay level 0) into the retry topic; messages
+//     the broker did not take are consumed again locally after a delay. The offset committed is
+//     the smallest one still cached. A scan every WithConsumeTimeout (15 min) sends back
+//     messages whose listener call took longer than that.
+//   - orderly consume service (WithOrderly): one consume loop per queue, consuming only while
+//     the client holds the queue's broker lock (LOCK_BATCH_MQ at assignment, renewed every
+//     WithLockInterval by the lock loop); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the same
+//     messages locally after WithSuspendDelay, up to WithMaxReconsumeTimes, then sends them to
+//     the dead-letter topic (delay level -1). At most one minute per turn.
+//   - persist loop: every WithPersistInterval (5 s) the offsets of the held queues go to the
+//     broker (UPDATE_CONSUMER_OFFSET, one-way unless WithSyncCommit) or, broadcasting, to
+//     <dir>/<clientId>/<group>/offsets.json (written atomically).
+//
+// Close stops pulls, lets listener calls in progress finish (their context is cancelled after
+// WithCloseTimeout), persists offsets, unlocks orderly queues, unregisters the group and
+// releases the client instance; it returns after every goroutine above has exited. Messages
+// pulled but not consumed are redelivered to whoever takes their queue next (at-least-once).
+//
+// # Pull consumer
+//
+// NewPullConsumer builds a lite pull consumer on the same machinery: Subscribe (rebalanced) or
+// Assign (fixed queues), then Poll returns pulled batches; offsets advance by auto-commit (what
+// earlier Polls returned counts as consumed at the next Poll) or Commit; Seek, SeekToBegin,
+// SeekToEnd, Pause and Resume act per queue.
+//
+// # Locks
+//
+// PullConsumer.mu, then PushConsumer.mu (state, subscriptions), then PushConsumer.queuesMu
+// (the queue table); processQueue.mu and the offset stores' locks are leaves. None is held
+// across I/O or a listener call.
+package consumer
