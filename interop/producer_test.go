@@ -168,27 +168,45 @@ func TestOfficialProducerOurPull(t *testing.T) {
 	}
 	sent = append(sent, sentMsg{id: res.MsgID, body: big.Body})
 
+	// Pull until every message is there: the broker dispatches to the consume queue
+	// asynchronously, so a pull right after the send may find nothing yet.
 	c := remoting.NewClient(remoting.ClientOptions{})
 	defer c.Close()
-	h := &protocol.PullMessageRequestHeader{ConsumerGroup: "our-pull", Topic: topic, QueueID: 0, QueueOffset: 0,
-		MaxMsgNums: 32, SysFlag: protocol.BuildPullSysFlag(false, false, true, false), Subscription: "*",
-		ExpressionType: protocol.ExpressionTag}
-	resp, err := c.InvokeSync(ctx, n.BrokerAddr(), remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Code != remoting.Success {
-		t.Fatalf("pull: code %d %s", resp.Code, resp.Remark)
-	}
 	var got []message.Record
-	for b := resp.Body; len(b) > 0; {
-		var r message.Record
-		size, err := message.DecodeRecord(b, &r, true)
+	deadline := time.Now().Add(10 * time.Second)
+	for offset := int64(0); len(got) < len(sent); {
+		h := &protocol.PullMessageRequestHeader{ConsumerGroup: "our-pull", Topic: topic, QueueID: 0, QueueOffset: offset,
+			MaxMsgNums: 32, SysFlag: protocol.BuildPullSysFlag(false, false, true, false), Subscription: "*",
+			ExpressionType: protocol.ExpressionTag}
+		resp, err := c.InvokeSync(ctx, n.BrokerAddr(), remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, r)
-		b = b[size:]
+		switch resp.Code {
+		case remoting.Success:
+		case remoting.PullNotFound, remoting.PullRetryImmediately:
+			if time.Now().After(deadline) {
+				t.Fatalf("pulled %d of %d messages: code %d %s", len(got), len(sent), resp.Code, resp.Remark)
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		default:
+			t.Fatalf("pull: code %d %s", resp.Code, resp.Remark)
+		}
+		var rh protocol.PullMessageResponseHeader
+		if err := rh.Decode(resp.ExtFields); err != nil {
+			t.Fatal(err)
+		}
+		for b := resp.Body; len(b) > 0; {
+			var r message.Record
+			size, err := message.DecodeRecord(b, &r, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r)
+			b = b[size:]
+		}
+		offset = rh.NextBeginOffset
 	}
 	if len(got) != len(sent) {
 		t.Fatalf("pulled %d records, sent %d", len(got), len(sent))
