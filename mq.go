@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -276,6 +277,26 @@ func (n *Node) NameServer() *route.NameServer { return n.nameServer }
 func (n *Node) NewTransport() remoting.Transport {
 	return remoting.NewInProcTransport(lookupLocal,
 		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
+}
+
+// NewProducer returns a producer that reaches this node (and any other node of this process)
+// in-process, without sockets or frame encoding, and other addresses over TCP. Its name servers
+// are this node's name service, or Options.NameServers when the node has none; its logger is
+// the node's. opts come last and override these. The producer owns its transport: close the
+// producer when done (before or after the node).
+func (n *Node) NewProducer(opts ...producer.Option) (*producer.Producer, error) {
+	base := []producer.Option{producer.WithNameServers(n.nameServers()...),
+		producer.WithLogger(n.opts.Logger), producer.WithOwnedTransport(n.NewTransport())}
+	return producer.New(append(base, opts...)...)
+}
+
+// nameServers is where this node's clients look up routes: its own name service, else the
+// ones it registers with.
+func (n *Node) nameServers() []string {
+	if a := n.NameServerAddr(); a != "" {
+		return []string{a}
+	}
+	return n.opts.NameServers
 }
 
 // Close stops the node: listeners first, then in-flight requests drain, then background

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/rs/zerolog"
@@ -197,4 +198,39 @@ func TestNodeBrokerRegistersWithItsNameService(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoModuleGoroutines(t)
+}
+
+// A producer from the node sends in-process to its broker.
+func TestNodeNewProducer(t *testing.T) {
+	opts := testOptions(t)
+	opts.DisableBroker = false
+	opts.SegmentBytes = 1 << 20
+	n, err := StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	p, err := n.NewProducer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := p.SendSync(ctx, producer.NewMessage("NodeTopic", []byte("hi")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != producer.SendOK || res.Queue.BrokerName != DefaultBrokerName {
+		t.Fatalf("result %+v", res)
+	}
+	// The ConsumeQueue unit is written by the dispatcher, just after the append.
+	for n.Broker().Store().MaxOffsetInQueue("NodeTopic", int32(res.Queue.QueueID)) != res.QueueOffset+1 {
+		if ctx.Err() != nil {
+			t.Fatal("message never reached its queue")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
