@@ -29,8 +29,9 @@ type offsetStore interface {
 	read(mq MessageQueue) (int64, bool)
 	// update sets the in-memory offset; with increaseOnly a smaller offset is ignored.
 	update(mq MessageQueue, offset int64, increaseOnly bool)
-	// persist writes the in-memory offsets of mqs.
-	persist(ctx context.Context, mqs []MessageQueue) error
+	// persist writes the in-memory offsets of mqs. With wait it returns once the backing store
+	// has them (the remote store otherwise sends one-way unless configured to commit synchronously).
+	persist(ctx context.Context, mqs []MessageQueue, wait bool) error
 	// remove forgets mq's in-memory offset (after it was persisted on drop).
 	remove(mq MessageQueue)
 }
@@ -101,11 +102,11 @@ func (s *remoteOffsetStore) fetch(ctx context.Context, mq MessageQueue) (int64, 
 	return off, nil
 }
 
-func (s *remoteOffsetStore) persist(ctx context.Context, mqs []MessageQueue) error {
+func (s *remoteOffsetStore) persist(ctx context.Context, mqs []MessageQueue, wait bool) error {
 	var errs []error
 	tr := s.inst.Transport()
 	for mq, off := range s.snapshot(mqs) {
-		if err := updateConsumerOffset(ctx, tr, s.inst.MasterAddr(mq.BrokerName), s.group, mq, off, s.sync); err != nil {
+		if err := updateConsumerOffset(ctx, tr, s.inst.MasterAddr(mq.BrokerName), s.group, mq, off, s.sync || wait); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", mq, err))
 		}
 	}
@@ -178,7 +179,7 @@ func (s *localOffsetStore) fetch(_ context.Context, mq MessageQueue) (int64, err
 }
 
 // persist writes the file with the in-memory offsets of mqs merged over what it held.
-func (s *localOffsetStore) persist(_ context.Context, mqs []MessageQueue) error {
+func (s *localOffsetStore) persist(_ context.Context, mqs []MessageQueue, _ bool) error {
 	snap := s.snapshot(mqs)
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()

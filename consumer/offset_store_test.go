@@ -22,7 +22,7 @@ func TestLocalOffsetStore(t *testing.T) {
 	s.update(q0, 10, false)
 	s.update(q0, 5, true) // ignored: increase only
 	s.update(q1, 3, false)
-	if err := s.persist(context.Background(), []MessageQueue{q0, q1}); err != nil {
+	if err := s.persist(context.Background(), []MessageQueue{q0, q1}, false); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "1.2.3.4@x_y", "g", "offsets.json")
@@ -45,7 +45,7 @@ func TestLocalOffsetStore(t *testing.T) {
 		}
 	}
 	s2.update(q1, 4, true)
-	if err := s2.persist(context.Background(), []MessageQueue{q1}); err != nil {
+	if err := s2.persist(context.Background(), []MessageQueue{q1}, false); err != nil {
 		t.Fatal(err)
 	}
 	s3, _ := newLocalOffsetStore(dir, "1.2.3.4@x/y", "g")

@@ -123,7 +123,7 @@ func (pc *PushConsumer) handlePull(qs *queueState, res *pullResult) bool {
 				delete(pc.queues, mq)
 			}
 			pc.queuesMu.Unlock()
-			if err := pc.store.persist(pc.ctx, []MessageQueue{mq}); err != nil {
+			if err := pc.store.persist(pc.ctx, []MessageQueue{mq}, true); err != nil {
 				pc.log.Warn().Err(err).Msg("persist corrected offset")
 			}
 			pc.store.remove(mq)

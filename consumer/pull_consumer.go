@@ -167,7 +167,7 @@ func (c *PullConsumer) Commit(ctx context.Context) error {
 	c.mu.Lock()
 	c.countDeliveredLocked()
 	c.mu.Unlock()
-	return c.pc.store.persist(ctx, c.pc.assigned())
+	return c.pc.store.persist(ctx, c.pc.assigned(), true)
 }
 
 // Committed returns the in-memory committed offset of mq (the next offset to consume).

@@ -213,27 +213,33 @@ func (pc *PushConsumer) startWith(inst instance) error {
 	}
 	pc.ctx, pc.cancel = context.WithCancel(context.Background())
 	pc.consumeCtx, pc.consumeCancel = context.WithCancel(context.Background())
+	// The consume service's channels exist before anything that feeds them runs.
+	switch {
+	case pc.cfg.poll:
+		pc.polls = make(chan consumeRequest, 64)
+	case pc.cfg.orderly:
+		pc.slots = make(chan struct{}, pc.cfg.consumeGoroutines)
+	default:
+		pc.work = make(chan consumeRequest, pc.cfg.consumeGoroutines)
+	}
 	if err := inst.RegisterConsumer(pc.cfg.group, pc); err != nil {
 		pc.cancel()
 		pc.consumeCancel()
 		return err
 	}
 	inst.SendHeartbeatToAllBrokers(ctx)
-	pc.goLoop(pc.rebalanceLoop)
-	pc.goLoop(pc.persistLoop)
 	switch {
 	case pc.cfg.poll:
-		pc.polls = make(chan consumeRequest, 64)
 	case pc.cfg.orderly:
-		pc.slots = make(chan struct{}, pc.cfg.consumeGoroutines)
 		pc.goLoop(pc.lockLoop)
 	default:
-		pc.work = make(chan consumeRequest, pc.cfg.consumeGoroutines)
 		for range pc.cfg.consumeGoroutines {
 			pc.goConsumer(pc.worker)
 		}
 		pc.goLoop(pc.expiryLoop)
 	}
+	pc.goLoop(pc.rebalanceLoop)
+	pc.goLoop(pc.persistLoop)
 	pc.Rebalance()
 	pc.log.Info().Str("client_id", pc.clientID).Str("model", pc.cfg.model.String()).
 		Bool("orderly", pc.cfg.orderly).Msg("consumer started")
@@ -305,7 +311,7 @@ func (pc *PushConsumer) Close() error {
 		defer cancel()
 		mqs := pc.assigned()
 		var errs []error
-		if err := pc.store.persist(ctx, mqs); err != nil {
+		if err := pc.store.persist(ctx, mqs, true); err != nil {
 			errs = append(errs, err)
 		}
 		if pc.cfg.orderly && pc.cfg.model == Clustering {

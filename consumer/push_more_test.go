@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -130,4 +131,49 @@ func TestConsumeMessageDirectly(t *testing.T) {
 	if resp := pc.ConsumeMessageDirectly([]byte("junk")); resp.Code == remoting.Success {
 		t.Error("junk body answered success")
 	}
+}
+
+// Close waits for listener calls in progress and cancels their context after the close timeout;
+// a call that then fails still hands its message back to the broker (retry topic), so the
+// queue's offset moves on without losing it.
+func TestCloseCancelsSlowListener(t *testing.T) {
+	n := testNode(t)
+	a := newAdmin(t, n)
+	a.createTopic("stuck", 1)
+	started := make(chan struct{})
+	var cancelled atomic.Bool
+	listener := func(ctx context.Context, msgs []*Message) (ConsumeResult, error) {
+		close(started)
+		<-ctx.Done()
+		cancelled.Store(true)
+		return ConsumeRetryLater, ctx.Err()
+	}
+	opts := append(fastOptions(t, n, transportFor(t, n, "inproc"), "g-stuck", "s"), WithCloseTimeout(100*time.Millisecond))
+	pc := startConsumer(t, "stuck", "*", listener, opts...)
+	a.sendN("stuck", 1, 1, "s")
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("listener not called")
+	}
+	begin := time.Now()
+	if err := pc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	if !cancelled.Load() {
+		t.Error("the listener's context was not cancelled")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	off, err := queryConsumerOffset(ctx, a.tr, n.BrokerAddr(), "g-stuck", MessageQueue{Topic: "stuck", BrokerName: "broker-a", QueueID: 0})
+	if err != nil && !errors.Is(err, ErrOffsetNotFound) {
+		t.Fatal(err)
+	}
+	if off != 1 {
+		t.Errorf("committed offset %d, want 1", off)
+	}
+	eventually(t, "the message in the retry topic", func() bool { return a.maxOffset(RetryTopic("g-stuck"), 0) == 1 })
 }

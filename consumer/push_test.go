@@ -215,14 +215,17 @@ func TestOffsetResumedAfterRestart(t *testing.T) {
 			a.sendN("resume", 2, 10, "first")
 			var got1 seen
 			tr := transportFor(t, n, kind)
-			pc := startConsumer(t, "resume", "*", got1.recorder("1"), fastOptions(t, n, tr, "g-resume", "r")...)
+			// Over TCP the periodic commits wait for the broker (WithSyncCommit); in-process they are
+			// one-way. Either way Close persists synchronously.
+			opts := append(fastOptions(t, n, tr, "g-resume", "r"), WithSyncCommit(kind == "tcp"))
+			pc := startConsumer(t, "resume", "*", got1.recorder("1"), opts...)
 			eventually(t, "first batch", func() bool { return got1.count() >= 10 })
 			if err := pc.Close(); err != nil {
 				t.Fatal(err)
 			}
 			a.sendN("resume", 2, 6, "second")
 			var got2 seen
-			startConsumer(t, "resume", "*", got2.recorder("2"), fastOptions(t, n, tr, "g-resume", "r")...)
+			startConsumer(t, "resume", "*", got2.recorder("2"), opts...)
 			eventually(t, "second batch", func() bool { return got2.count() >= 6 })
 			time.Sleep(300 * time.Millisecond)
 			want := []string{"second-0", "second-1", "second-2", "second-3", "second-4", "second-5"}

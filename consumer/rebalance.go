@@ -213,7 +213,7 @@ func (pc *PushConsumer) dropQueue(mq MessageQueue) {
 	qs.pq.drop()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := pc.store.persist(ctx, []MessageQueue{mq}); err != nil {
+	if err := pc.store.persist(ctx, []MessageQueue{mq}, true); err != nil {
 		pc.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("persist offset of dropped queue")
 	}
 	pc.store.remove(mq)
@@ -255,7 +255,7 @@ func (pc *PushConsumer) persistLoop() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Second)
-		if err := pc.store.persist(ctx, pc.assigned()); err != nil && !pc.isClosing() {
+		if err := pc.store.persist(ctx, pc.assigned(), false); err != nil && !pc.isClosing() {
 			pc.log.Warn().Err(err).Msg("persist offsets")
 		}
 		cancel()
