@@ -273,3 +273,7 @@ func mustJSON(t *testing.T, b []byte, v any) {
 		t.Fatalf("%s: %v", b, err)
 	}
 }
+
+func testLogger(t *testing.T) zerolog.Logger {
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -176,4 +177,70 @@ func TestCloseCancelsSlowListener(t *testing.T) {
 		t.Errorf("committed offset %d, want 1", off)
 	}
 	eventually(t, "the message in the retry topic", func() bool { return a.maxOffset(RetryTopic("g-stuck"), 0) == 1 })
+}
+
+// Two orderly members of a group never consume one queue at the same time, while the second
+// joins and the queues move: a queue changes hands only through its broker lock.
+func TestOrderlyLockExclusive(t *testing.T) {
+	n := testNode(t)
+	a := newAdmin(t, n)
+	a.createTopic("excl", 4)
+	type call struct {
+		who        string
+		queue      int
+		start, end time.Time
+		offsets    []int64
+	}
+	var mu sync.Mutex
+	var calls []call
+	listener := func(who string) Listener {
+		return func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
+			c := call{who: who, queue: msgs[0].Queue.QueueID, start: time.Now()}
+			time.Sleep(2 * time.Millisecond)
+			for _, m := range msgs {
+				c.offsets = append(c.offsets, m.QueueOffset)
+			}
+			c.end = time.Now()
+			mu.Lock()
+			calls = append(calls, c)
+			mu.Unlock()
+			return ConsumeSuccess, nil
+		}
+	}
+	opts := func(inst string) []Option {
+		return append(fastOptions(t, n, transportFor(t, n, "inproc"), "g-excl", inst), WithOrderly(true))
+	}
+	startConsumer(t, "excl", "*", listener("c1"), opts("c1")...)
+	for i := range 40 {
+		if i == 12 {
+			startConsumer(t, "excl", "*", listener("c2"), opts("c2")...)
+		}
+		a.send("excl", int32(i%4), "", "", fmt.Sprintf("e-%d", i))
+		time.Sleep(5 * time.Millisecond)
+	}
+	eventually(t, "every offset consumed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		seen := map[[2]int64]bool{}
+		for _, c := range calls {
+			for _, o := range c.offsets {
+				seen[[2]int64{int64(c.queue), o}] = true
+			}
+		}
+		return len(seen) == 40
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	whoSeen := map[string]bool{}
+	for i, x := range calls {
+		whoSeen[x.who] = true
+		for _, y := range calls[i+1:] {
+			if x.queue == y.queue && x.who != y.who && x.start.Before(y.end) && y.start.Before(x.end) {
+				t.Errorf("queue %d consumed by %s and %s at once", x.queue, x.who, y.who)
+			}
+		}
+	}
+	if !whoSeen["c2"] {
+		t.Error("the second member never consumed")
+	}
 }

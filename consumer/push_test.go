@@ -91,10 +91,11 @@ func TestBroadcastingEachGetsAll(t *testing.T) {
 	a.createTopic("bcast", 3)
 	dir := t.TempDir()
 	var got [2]seen
+	var pcs []*PushConsumer
 	for i := range 2 {
 		opts := append(fastOptions(t, n, transportFor(t, n, "inproc"), "g-bcast", fmt.Sprintf("b%d", i)),
 			WithModel(Broadcasting), WithOffsetDir(dir))
-		startConsumer(t, "bcast", "*", got[i].recorder("x"), opts...)
+		pcs = append(pcs, startConsumer(t, "bcast", "*", got[i].recorder("x"), opts...))
 	}
 	want := a.sendN("bcast", 3, 30, "b")
 	slices.Sort(want)
@@ -105,6 +106,19 @@ func TestBroadcastingEachGetsAll(t *testing.T) {
 	for i := range got {
 		if diff := cmp.Diff(want, got[i].bodies()); diff != "" {
 			t.Errorf("consumer %d (-sent +got):\n%s", i, diff)
+		}
+	}
+	// Each member's offsets are in its own file once persisted.
+	for _, pc := range pcs {
+		pc.Close()
+		s, err := newLocalOffsetStore(dir, pc.ClientID(), "g-bcast")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := range 3 {
+			if off, err := s.fetch(context.Background(), MessageQueue{Topic: "bcast", BrokerName: "broker-a", QueueID: q}); err != nil || off != 10 {
+				t.Errorf("%s queue %d: offset %d, %v; want 10", pc.ClientID(), q, off, err)
+			}
 		}
 	}
 }
@@ -157,6 +171,12 @@ func TestRetryLaterRedelivers(t *testing.T) {
 // An orderly consumer sees each queue's messages in offset order, retrying a suspended batch
 // locally before the rest of its queue.
 func TestOrderlyKeepsQueueOrder(t *testing.T) {
+	for _, kind := range transports {
+		t.Run(kind, func(t *testing.T) { testOrderly(t, kind) })
+	}
+}
+
+func testOrderly(t *testing.T, kind string) {
 	n := testNode(t)
 	a := newAdmin(t, n)
 	a.createTopic("ordered", 3)
@@ -176,7 +196,7 @@ func TestOrderlyKeepsQueueOrder(t *testing.T) {
 		}
 		return ConsumeSuccess, nil
 	}
-	opts := append(fastOptions(t, n, transportFor(t, n, "inproc"), "g-ordered", "o"),
+	opts := append(fastOptions(t, n, transportFor(t, n, kind), "g-ordered", "o"),
 		WithOrderly(true), WithSuspendDelay(20*time.Millisecond), WithConsumeGoroutines(3))
 	pc := startConsumer(t, "ordered", "*", listener, opts...)
 	for i := range 30 {

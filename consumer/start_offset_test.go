@@ -1,0 +1,97 @@
+package consumer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+)
+
+// fakeTransport answers the offset requests with fixed offsets and records the codes asked.
+type fakeTransport struct {
+	answers map[int16]int64
+	asked   []int16
+}
+
+func (f *fakeTransport) InvokeSync(_ context.Context, _ string, req *remoting.Command) (*remoting.Command, error) {
+	f.asked = append(f.asked, req.Code)
+	off, ok := f.answers[req.Code]
+	if !ok {
+		return remoting.NewResponse(remoting.QueryNotFound, "no offset"), nil
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.ExtFields = remoting.EncodeHeader(&protocol.OffsetResponseHeader{Offset: off})
+	return resp, nil
+}
+
+func (f *fakeTransport) InvokeAsync(context.Context, string, *remoting.Command, func(*remoting.Command, error)) error {
+	return nil
+}
+func (f *fakeTransport) InvokeOneway(context.Context, string, *remoting.Command) error { return nil }
+func (f *fakeTransport) RegisterProcessor(int16, remoting.Processor)                   {}
+func (f *fakeTransport) Close() error                                                  { return nil }
+
+// fakeInstance is an instance with one broker, "b" at "addr".
+type fakeInstance struct{ tr remoting.Transport }
+
+func (f fakeInstance) ClientID() string                              { return "1.2.3.4@test" }
+func (f fakeInstance) Transport() remoting.Transport                 { return f.tr }
+func (f fakeInstance) RegisterConsumer(string, clientConsumer) error { return nil }
+func (f fakeInstance) UnregisterConsumer(string)                     {}
+func (f fakeInstance) BrokerAddr(string, int64) string               { return "addr" }
+func (f fakeInstance) MasterAddr(string) string                      { return "addr" }
+func (f fakeInstance) AnyBrokerAddrOfTopic(string) string            { return "addr" }
+func (f fakeInstance) SendHeartbeatToAllBrokers(context.Context)     {}
+func (f fakeInstance) Release() error                                { return nil }
+func (f fakeInstance) TopicRoute(context.Context, string) (*route.TopicRouteData, error) {
+	return &route.TopicRouteData{}, nil
+}
+
+// The consume-from-where table of REMOTING.md §10.3, for a queue without a stored offset, and a
+// stored offset winning over it.
+func TestStartOffset(t *testing.T) {
+	ts := time.UnixMilli(1700000000000)
+	normal := MessageQueue{Topic: "T", BrokerName: "b"}
+	retry := MessageQueue{Topic: RetryTopic("g"), BrokerName: "b"}
+	cases := []struct {
+		name   string
+		from   From
+		mq     MessageQueue
+		stored bool
+		want   int64
+		asked  []int16
+	}{
+		{"last normal", FromLastOffset, normal, false, 50, []int16{remoting.QueryConsumerOffset, remoting.GetMaxOffset}},
+		{"last retry", FromLastOffset, retry, false, 0, []int16{remoting.QueryConsumerOffset}},
+		{"first normal", FromFirstOffset, normal, false, 0, []int16{remoting.QueryConsumerOffset}},
+		{"first retry", FromFirstOffset, retry, false, 0, []int16{remoting.QueryConsumerOffset}},
+		{"timestamp normal", FromTimestamp, normal, false, 30, []int16{remoting.QueryConsumerOffset, remoting.SearchOffsetByTimestamp}},
+		{"timestamp retry", FromTimestamp, retry, false, 50, []int16{remoting.QueryConsumerOffset, remoting.GetMaxOffset}},
+		{"stored", FromLastOffset, normal, true, 7, []int16{remoting.QueryConsumerOffset}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := &fakeTransport{answers: map[int16]int64{remoting.GetMaxOffset: 50, remoting.SearchOffsetByTimestamp: 30}}
+			if c.stored {
+				tr.answers[remoting.QueryConsumerOffset] = 7
+			}
+			inst := fakeInstance{tr: tr}
+			pc := &PushConsumer{cfg: config{group: "g", from: c.from, fromTime: ts}, inst: inst,
+				store: newRemoteOffsetStore("g", inst, false, testLogger(t))}
+			got, err := pc.startOffset(context.Background(), c.mq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("start offset %d, want %d", got, c.want)
+			}
+			if diff := cmp.Diff(c.asked, tr.asked); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
