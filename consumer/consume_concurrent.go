@@ -131,13 +131,11 @@ func (pc *PushConsumer) sendBackOne(m *Message, delayLevel int32) error {
 	return sendBack(ctx, pc.inst.Transport(), addr, pc.cfg.group, m, delayLevel, pc.cfg.maxReconsumeTimes)
 }
 
-// consumeLater resubmits messages whose send-back failed after the send-back retry delay,
-// counting the attempt, as the official client does. They stay cached meanwhile, so the
-// queue's committed offset cannot pass them.
+// consumeLater resubmits messages whose send-back failed after the send-back retry delay.
+// They stay cached meanwhile, so the queue's committed offset cannot pass them. Unlike the
+// official client, ReconsumeTimes is left as the broker stored it: the expiry scan may read it
+// concurrently, and the broker decides retries and the DLQ by its own count.
 func (pc *PushConsumer) consumeLater(qs *queueState, msgs []*Message) {
-	for _, m := range msgs {
-		m.ReconsumeTimes++
-	}
 	pc.goLoop(func() {
 		if sleep(pc.ctx, qs.pq.done, pc.cfg.sendBackRetryDelay) {
 			pc.submit(qs, msgs)

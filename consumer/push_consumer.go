@@ -399,6 +399,9 @@ type consumeDirectlyResult struct {
 // on one stored record (CONSUME_MESSAGE_DIRECTLY) and reports the result. Offsets are not
 // touched.
 func (pc *PushConsumer) ConsumeMessageDirectly(body []byte) *remoting.Command {
+	if pc.cfg.poll {
+		return remoting.NewResponse(remoting.SystemError, "consumer: a pull consumer does not consume directly")
+	}
 	var r message.Record
 	if _, err := message.DecodeRecord(body, &r, false); err != nil {
 		return remoting.NewResponse(remoting.SystemError, "consumer: bad message: "+err.Error())

@@ -95,3 +95,62 @@ func TestStartOffset(t *testing.T) {
 		})
 	}
 }
+
+// failingSendBack is a fakeTransport that refuses CONSUMER_SEND_MSG_BACK.
+type failingSendBack struct{ fakeTransport }
+
+func (f *failingSendBack) InvokeSync(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	if req.Code == remoting.ConsumerSendMsgBack {
+		f.asked = append(f.asked, req.Code)
+		return remoting.NewResponse(remoting.SystemError, "refused"), nil
+	}
+	return f.fakeTransport.InvokeSync(ctx, addr, req)
+}
+
+// A failed batch whose send-back the broker refuses stays cached (the offset does not pass it)
+// and is handed to the consume service again after the retry delay.
+func TestSendBackFailureConsumesAgain(t *testing.T) {
+	tr := &failingSendBack{fakeTransport{answers: map[int16]int64{}}}
+	inst := fakeInstance{tr: tr}
+	cfg := defaultConfig()
+	cfg.group, cfg.sendBackRetryDelay = "g", 20*time.Millisecond
+	pc := &PushConsumer{cfg: cfg, inst: inst, store: newRemoteOffsetStore("g", inst, false, testLogger(t)),
+		work: make(chan consumeRequest, 4), queues: map[MessageQueue]*queueState{}}
+	pc.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", func(context.Context, []*Message) (ConsumeResult, error) {
+		return ConsumeRetryLater, nil
+	})}
+	pc.ctx, pc.cancel = context.WithCancel(context.Background())
+	pc.consumeCtx = pc.ctx
+	defer func() { pc.cancel(); pc.loops.Wait() }()
+	mq := MessageQueue{Topic: "T", BrokerName: "b"}
+	qs := &queueState{mq: mq, pq: newProcessQueue(mq)}
+	msgs := msgsAt(0, 1)
+	for _, m := range msgs {
+		m.Topic, m.Queue = "T", mq
+	}
+	qs.pq.put(msgs)
+	pc.consumeConcurrently(consumeRequest{qs: qs, msgs: msgs})
+	if c, _, _ := qs.pq.stats(); c != 2 {
+		t.Errorf("%d messages cached after the failed send-back, want 2", c)
+	}
+	if off, ok := pc.store.read(mq); ok && off > 0 {
+		t.Errorf("offset committed (%d) past messages the broker never took", off)
+	}
+	var again []int64
+	for len(again) < 2 {
+		select {
+		case req := <-pc.work: // batches of one (the default consume batch size)
+			if req.qs != qs {
+				t.Fatal("resubmitted to another queue")
+			}
+			for _, m := range req.msgs {
+				again = append(again, m.QueueOffset)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("consumed again: %v, want offsets 0 and 1", again)
+		}
+	}
+	if len(tr.asked) != 2 {
+		t.Errorf("%d send-backs tried, want 2", len(tr.asked))
+	}
+}
