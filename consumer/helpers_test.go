@@ -198,7 +198,7 @@ func fastOptions(t *testing.T, n *mq.Node, tr remoting.Transport, group, instanc
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	opts := []Option{WithNameServers(n.Addr()), WithGroup(group), WithInstanceName(instance),
 		WithRebalanceInterval(200 * time.Millisecond), WithPersistInterval(100 * time.Millisecond),
-		WithPullSuspend(time.Second), WithPullErrorDelay(50 * time.Millisecond), WithLogger(l),
+		WithPullSuspend(time.Second), WithPullErrorDelay(50 * time.Millisecond), WithLogger(&l),
 		WithConsumeFrom(FromFirstOffset, time.Time{})}
 	if tr != nil {
 		opts = append(opts, WithTransport(tr))

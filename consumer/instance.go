@@ -34,8 +34,11 @@ func acquireInstance(cfg *config) (instance, error) {
 	}
 	l := cfg.logger
 	inst, err := client.Acquire(client.Options{NameServers: cfg.nameServers, InstanceName: cfg.instanceName,
-		Transport: cfg.transport, Logger: &l})
+		Transport: cfg.transport, OwnTransport: cfg.ownTransport, Logger: &l})
 	if err != nil {
+		if cfg.ownTransport && cfg.transport != nil {
+			cfg.transport.Close()
+		}
 		return nil, fmt.Errorf("%w: %w", ErrNoInstance, err)
 	}
 	return inst, nil

@@ -115,6 +115,8 @@ type config struct {
 	offsetDir          string
 	subscriptionInPull bool
 	transport          remoting.Transport
+	ownTransport       bool
+	owned              []remoting.Transport // every transport handed over, for closing replaced ones
 	logger             zerolog.Logger
 	inst               instance // tests: use this instance instead of acquiring one
 
@@ -322,14 +324,43 @@ func WithSubscriptionInPull(on bool) Option {
 	return optionFunc(func(c *config) { c.subscriptionInPull = on })
 }
 
-// WithTransport sets the transport the client instance uses (for example a node's in-process
-// transport); default a TCP client.
-func WithTransport(t remoting.Transport) Option {
-	return optionFunc(func(c *config) { c.transport = t })
+// WithTransport sends through tr (for example mq.Node.NewTransport for in-process consuming);
+// default a TCP client. The caller keeps ownership and closes tr after the consumer.
+func WithTransport(tr remoting.Transport) Option {
+	return optionFunc(func(c *config) { c.transport, c.ownTransport = tr, false })
 }
 
-// WithLogger sets the logger; default silent.
-func WithLogger(l zerolog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
+// WithOwnedTransport sends through tr and hands it over: it is closed when the last handle
+// using it closes, when NewPushConsumer or Start fails, or when a later transport option
+// replaces it.
+func WithOwnedTransport(tr remoting.Transport) Option {
+	return optionFunc(func(c *config) {
+		c.transport, c.ownTransport = tr, true
+		c.owned = append(c.owned, tr)
+	})
+}
+
+// closeReplaced closes the owned transports that a later option replaced, and with all also
+// the one in use (when the consumer will never hand it to an instance).
+func (c *config) closeOwned(all bool) {
+	for _, tr := range c.owned {
+		if tr != c.transport || (all && c.ownTransport) {
+			tr.Close()
+		}
+	}
+	c.owned = nil
+}
+
+// WithLogger sets the logger; nil or absent means silent.
+func WithLogger(l *zerolog.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l == nil {
+			c.logger = zerolog.Nop()
+			return
+		}
+		c.logger = *l
+	})
+}
 
 func withInstance(i instance) Option { return optionFunc(func(c *config) { c.inst = i }) }
 

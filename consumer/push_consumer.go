@@ -120,8 +120,10 @@ func NewPushConsumer(opts ...Option) (*PushConsumer, error) {
 		o.apply(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
+		cfg.closeOwned(true)
 		return nil, err
 	}
+	cfg.closeOwned(false)
 	pc := &PushConsumer{cfg: cfg, queues: map[MessageQueue]*queueState{}, rebalanceNow: make(chan struct{}, 1),
 		paused: map[MessageQueue]bool{}}
 	pc.log = cfg.logger.With().Str("component", "consumer").Str("group", cfg.group).Logger()
@@ -205,7 +207,8 @@ func (pc *PushConsumer) startWith(inst instance) error {
 	for _, topic := range pc.SubscribedTopics() {
 		if _, err := inst.TopicRoute(ctx, topic); err != nil {
 			if isRetryTopic(topic) {
-				pc.log.Warn().Str("topic", topic).Err(err).Msg("no route for the retry topic yet")
+				// Normal for a new group: brokers create the retry topic on its first heartbeat.
+				pc.log.Debug().Str("topic", topic).Err(err).Msg("no route for the retry topic yet")
 				continue
 			}
 			return fmt.Errorf("consumer: route of %s: %w", topic, err)
@@ -284,6 +287,9 @@ func (pc *PushConsumer) Close() error {
 		pc.mu.state = stateClosed
 		pc.mu.Unlock()
 		if !started {
+			if pc.cfg.ownTransport && pc.cfg.transport != nil && pc.inst == nil {
+				pc.closeErr = pc.cfg.transport.Close() // never handed to an instance
+			}
 			return
 		}
 		pc.cancel()

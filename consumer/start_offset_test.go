@@ -154,3 +154,32 @@ func TestSendBackFailureConsumesAgain(t *testing.T) {
 		t.Errorf("%d send-backs tried, want 2", len(tr.asked))
 	}
 }
+
+type closeCounter struct {
+	fakeTransport
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }
+
+// An owned transport is closed when NewPushConsumer fails, when a later option replaces it, and
+// when a consumer that never started is closed; a lent one never is.
+func TestOwnedTransportClosed(t *testing.T) {
+	bad, replaced, kept, lent := &closeCounter{}, &closeCounter{}, &closeCounter{}, &closeCounter{}
+	if _, err := NewPushConsumer(WithOwnedTransport(bad), WithNameServers("127.0.0.1:1")); err == nil {
+		t.Fatal("no group accepted")
+	}
+	pc, err := NewPushConsumer(WithGroup("g"), WithNameServers("127.0.0.1:1"), WithOwnedTransport(replaced),
+		WithTransport(lent), WithOwnedTransport(kept))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pc.Close()
+	if bad.closed != 1 || replaced.closed != 1 || kept.closed != 1 || lent.closed != 0 {
+		t.Errorf("closes: failed New %d, replaced %d, kept %d, lent %d; want 1 1 1 0",
+			bad.closed, replaced.closed, kept.closed, lent.closed)
+	}
+}

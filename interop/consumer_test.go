@@ -27,7 +27,7 @@ func ourConsumer(t *testing.T, n *mq.Node, group, instance, topic, expr string, 
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	pc, err := mqconsumer.NewPushConsumer(mqconsumer.WithNameServers(n.Addr()), mqconsumer.WithGroup(group),
 		mqconsumer.WithInstanceName(instance), mqconsumer.WithConsumeFrom(mqconsumer.FromFirstOffset, time.Time{}),
-		mqconsumer.WithRebalanceInterval(time.Second), mqconsumer.WithPullSuspend(2*time.Second), mqconsumer.WithLogger(log))
+		mqconsumer.WithRebalanceInterval(time.Second), mqconsumer.WithPullSuspend(2*time.Second), mqconsumer.WithLogger(&log))
 	if err != nil {
 		t.Fatal(err)
 	}
