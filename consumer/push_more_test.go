@@ -244,3 +244,27 @@ func TestOrderlyLockExclusive(t *testing.T) {
 		t.Error("the second member never consumed")
 	}
 }
+
+// With the periodic rebalance out of the way, a member joining or leaving reaches the others
+// through NOTIFY_CONSUMER_IDS_CHANGED (the client instance calls Rebalance).
+func TestRebalanceOnNotify(t *testing.T) {
+	for _, kind := range transports {
+		t.Run(kind, func(t *testing.T) {
+			n := testNode(t)
+			a := newAdmin(t, n)
+			a.createTopic("notify", 4)
+			var got seen
+			opts := func(inst string) []Option {
+				return append(fastOptions(t, n, transportFor(t, n, kind), "g-notify", inst), WithRebalanceInterval(time.Hour))
+			}
+			c1 := startConsumer(t, "notify", "*", got.recorder("1"), opts("n1")...)
+			eventually(t, "first member takes every queue", func() bool { return len(heldQueues(c1, "notify")) == 4 })
+			c2 := startConsumer(t, "notify", "*", got.recorder("2"), opts("n2")...)
+			eventually(t, "the queues split on notification", func() bool {
+				return len(heldQueues(c1, "notify")) == 2 && len(heldQueues(c2, "notify")) == 2
+			})
+			c2.Close()
+			eventually(t, "the first member takes them back", func() bool { return len(heldQueues(c1, "notify")) == 4 })
+		})
+	}
+}
