@@ -14,6 +14,8 @@ var (
 	ErrNoInstance = errors.New("consumer: no client instance")
 	// ErrNoBroker is a queue whose broker address is unknown.
 	ErrNoBroker = errors.New("consumer: broker address unknown")
+	// ErrNotAssigned is a Seek of a queue the pull consumer does not hold.
+	ErrNotAssigned = errors.New("consumer: queue not assigned")
 	// ErrOffsetNotFound is a queue for which the group has no stored offset.
 	ErrOffsetNotFound = errors.New("consumer: no stored offset")
 )

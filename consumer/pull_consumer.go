@@ -2,16 +2,12 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/mqgo/mq/internal/protocol"
 )
-
-// ErrNotAssigned is a Seek, Pause or Resume of a queue the consumer does not hold.
-var ErrNotAssigned = errors.New("consumer: queue not assigned")
 
 // PullConsumer is a lite pull consumer: the application calls Poll for messages instead of
 // registering listeners. It shares the push consumer's machinery — rebalancing (Subscribe) or a
