@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -288,6 +289,23 @@ func (n *Node) NewProducer(opts ...producer.Option) (*producer.Producer, error) 
 	base := []producer.Option{producer.WithNameServers(n.nameServers()...),
 		producer.WithLogger(n.opts.Logger), producer.WithOwnedTransport(n.NewTransport())}
 	return producer.New(append(base, opts...)...)
+}
+
+// NewPushConsumer returns a push consumer that reaches this node (and any other node of this
+// process) in-process and other addresses over TCP, with the node's name service and logger;
+// opts come last and override these. Subscribe, then Start; the consumer owns its transport.
+func (n *Node) NewPushConsumer(opts ...consumer.Option) (*consumer.PushConsumer, error) {
+	return consumer.NewPushConsumer(append(n.consumerBase(), opts...)...)
+}
+
+// NewPullConsumer is NewPushConsumer's lite pull counterpart: Subscribe or Assign, Start, Poll.
+func (n *Node) NewPullConsumer(opts ...consumer.Option) (*consumer.PullConsumer, error) {
+	return consumer.NewPullConsumer(append(n.consumerBase(), opts...)...)
+}
+
+func (n *Node) consumerBase() []consumer.Option {
+	return []consumer.Option{consumer.WithNameServers(n.nameServers()...),
+		consumer.WithLogger(n.opts.Logger), consumer.WithOwnedTransport(n.NewTransport())}
 }
 
 // nameServers is where this node's clients look up routes: its own name service, else the

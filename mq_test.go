@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -231,6 +232,58 @@ func TestNodeNewProducer(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A push consumer from the node receives, in-process, what a producer from the node sent.
+func TestNodeNewPushConsumer(t *testing.T) {
+	opts := testOptions(t)
+	opts.DisableBroker = false
+	opts.SegmentBytes = 1 << 20
+	n, err := StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	p, err := n.NewProducer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := p.SendSync(ctx, producer.NewMessage("NodeConsume", []byte("hello"))); err != nil {
+		t.Fatal(err)
+	}
+	c, err := n.NewPushConsumer(consumer.WithGroup("node-cg"), consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	if err := c.Subscribe("NodeConsume", "*", func(_ context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			select {
+			case got <- string(m.Body):
+			default:
+			}
+		}
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case body := <-got:
+		if body != "hello" {
+			t.Fatalf("got %q", body)
+		}
+	case <-ctx.Done():
+		t.Fatal("nothing consumed")
+	}
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
