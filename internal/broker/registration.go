@@ -19,6 +19,21 @@ func (b *Broker) triggerRegister() {
 	}
 }
 
+// registerChanged registers the changed topic table now when the broker is up, else leaves it
+// to the first registration.
+func (b *Broker) registerChanged() {
+	if len(b.opts.NameServers) == 0 {
+		return
+	}
+	if !b.registered.Load() {
+		b.triggerRegister()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+	defer cancel()
+	b.registerAll(ctx)
+}
+
 // runRegistration registers with every name server at start, every RegisterNameServerPeriod and
 // whenever the topics change, and unregisters when ctx ends.
 func (b *Broker) runRegistration(ctx context.Context) error {
@@ -30,6 +45,7 @@ func (b *Broker) runRegistration(ctx context.Context) error {
 	defer t.Stop()
 	if !b.registered.Load() {
 		b.registerAll(ctx)
+		b.registered.Store(true)
 	}
 	for {
 		select {

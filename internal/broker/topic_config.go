@@ -193,13 +193,14 @@ func (m *topicConfigManager) bumpLocked() {
 	m.version.Counter++
 }
 
-// changed persists the table and asks for a prompt registration with the name servers, so new
-// routes (a retry topic, an auto-created topic) appear without waiting a whole period.
+// changed persists the table and registers with the name servers before returning, as
+// RocketMQ's createTopicInSendMessageMethod does: once a send that created a topic (or a
+// heartbeat that created a retry topic) is answered, the name servers have its route.
 func (m *topicConfigManager) changed() {
 	if err := m.persist(); err != nil {
 		m.b.log.Error().Err(err).Msg("persist topics")
 	}
-	m.b.triggerRegister()
+	m.b.registerChanged()
 }
 
 // snapshot returns a copy of the table and its version.
