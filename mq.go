@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -286,31 +285,20 @@ func (n *Node) NewTransport() remoting.Transport {
 // the node's. opts come last and override these. The producer owns its transport: close the
 // producer when done (before or after the node).
 func (n *Node) NewProducer(opts ...producer.Option) (*producer.Producer, error) {
-	base := []producer.Option{producer.WithNameServers(n.nameServers()...),
+	base := []producer.Option{producer.WithNameServers(n.NameServers()...),
 		producer.WithLogger(n.opts.Logger), producer.WithOwnedTransport(n.NewTransport())}
 	return producer.New(append(base, opts...)...)
 }
 
-// NewPushConsumer returns a push consumer that reaches this node (and any other node of this
-// process) in-process and other addresses over TCP, with the node's name service and logger;
-// opts come last and override these. Subscribe, then Start; the consumer owns its transport.
-func (n *Node) NewPushConsumer(opts ...consumer.Option) (*consumer.PushConsumer, error) {
-	return consumer.NewPushConsumer(append(n.consumerBase(), opts...)...)
-}
-
-// NewPullConsumer is NewPushConsumer's lite pull counterpart: Subscribe or Assign, Start, Poll.
-func (n *Node) NewPullConsumer(opts ...consumer.Option) (*consumer.PullConsumer, error) {
-	return consumer.NewPullConsumer(append(n.consumerBase(), opts...)...)
-}
-
-func (n *Node) consumerBase() []consumer.Option {
-	return []consumer.Option{consumer.WithNameServers(n.nameServers()...),
-		consumer.WithLogger(n.opts.Logger), consumer.WithOwnedTransport(n.NewTransport())}
-}
-
-// nameServers is where this node's clients look up routes: its own name service, else the
-// ones it registers with.
-func (n *Node) nameServers() []string {
+// NameServers is where this node's clients look up routes: its own name service, else the
+// ones its broker registers with. A consumer of this node in the same process is
+//
+//	consumer.NewPushConsumer(consumer.WithNameServers(node.NameServers()...),
+//		consumer.WithOwnedTransport(node.NewTransport()), ...)
+//
+// (Node has no NewPushConsumer: the consumer package's own tests start nodes, and a method here
+// would make an import cycle of them.)
+func (n *Node) NameServers() []string {
 	if a := n.NameServerAddr(); a != "" {
 		return []string{a}
 	}

@@ -236,8 +236,9 @@ func TestNodeNewProducer(t *testing.T) {
 	}
 }
 
-// A push consumer from the node receives, in-process, what a producer from the node sent.
-func TestNodeNewPushConsumer(t *testing.T) {
+// A push consumer on the node's transport receives, in-process, what a producer from the node
+// sent.
+func TestNodeInProcessConsumer(t *testing.T) {
 	opts := testOptions(t)
 	opts.DisableBroker = false
 	opts.SegmentBytes = 1 << 20
@@ -256,7 +257,9 @@ func TestNodeNewPushConsumer(t *testing.T) {
 	if _, err := p.SendSync(ctx, producer.NewMessage("NodeConsume", []byte("hello"))); err != nil {
 		t.Fatal(err)
 	}
-	c, err := n.NewPushConsumer(consumer.WithGroup("node-cg"), consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
+	c, err := consumer.NewPushConsumer(consumer.WithNameServers(n.NameServers()...),
+		consumer.WithOwnedTransport(n.NewTransport()), consumer.WithGroup("node-cg"),
+		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
 	if err != nil {
 		t.Fatal(err)
 	}
