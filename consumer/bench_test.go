@@ -1,0 +1,215 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/producer"
+	"github.com/rs/zerolog"
+)
+
+// Consume benchmarks: a push consumer on a topic of 8 queues, in-process and over TCP.
+//
+//	go test -run '^$' -bench . -benchtime 20000x ./consumer
+
+const (
+	benchBody   = 1024
+	benchQueues = 8
+	benchBatch  = 64
+)
+
+func startBenchNode(b *testing.B) *mq.Node {
+	b.Helper()
+	l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	return n
+}
+
+// benchProducer sends in-process; the topic is auto-created with 8 queues.
+func benchProducer(b *testing.B, n *mq.Node) *producer.Producer {
+	b.Helper()
+	p, err := n.NewProducer(producer.WithGroup("bench-pg"), producer.WithDefaultTopicQueueNums(benchQueues),
+		producer.WithInstanceName(fmt.Sprintf("bench-p-%d", benchSeq.Add(1))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	return p
+}
+
+var benchSeq atomic.Int64
+
+// fill stores count 1 KiB messages in topic, in batches.
+func fill(b *testing.B, p *producer.Producer, topic string, count int) {
+	b.Helper()
+	body := bytes.Repeat([]byte("x"), benchBody)
+	ctx := context.Background()
+	for sent := 0; sent < count; {
+		k := min(benchBatch, count-sent)
+		msgs := make([]*producer.Message, k)
+		for i := range msgs {
+			msgs[i] = producer.NewMessage(topic, body)
+		}
+		if _, err := p.SendBatch(ctx, msgs...); err != nil {
+			b.Fatal(err)
+		}
+		sent += k
+	}
+}
+
+func benchConsumer(b *testing.B, n *mq.Node, kind, topic string, l Listener, opts ...Option) *PushConsumer {
+	b.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
+	seq := benchSeq.Add(1)
+	base := []Option{WithNameServers(n.Addr()), WithGroup(fmt.Sprintf("bench-cg-%d", seq)),
+		WithInstanceName(fmt.Sprintf("bench-c-%d", seq)), WithConsumeFrom(FromFirstOffset, time.Time{}), WithLogger(&log),
+		WithRebalanceInterval(200 * time.Millisecond)}
+	if kind == "inproc" {
+		base = append(base, WithOwnedTransport(n.NewTransport()))
+	}
+	pc, err := NewPushConsumer(append(base, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pc.Subscribe(topic, "*", l); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pc.Close() })
+	return pc
+}
+
+// BenchmarkPushConsume consumes b.N pre-filled 1 KiB messages with a concurrent listener that
+// does nothing; the time runs from Start to the last message.
+func BenchmarkPushConsume(b *testing.B) {
+	for _, kind := range []string{"tcp", "inproc"} {
+		b.Run(kind, func(b *testing.B) {
+			n := startBenchNode(b)
+			p := benchProducer(b, n)
+			topic := fmt.Sprintf("BenchConsume_%d", benchSeq.Add(1))
+			fill(b, p, topic, b.N)
+			var got atomic.Int64
+			done := make(chan struct{})
+			target := int64(b.N)
+			pc := benchConsumer(b, n, kind, topic, func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
+				if got.Add(int64(len(msgs))) == target {
+					close(done)
+				}
+				return ConsumeSuccess, nil
+			})
+			b.SetBytes(benchBody)
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			if err := pc.Start(); err != nil {
+				b.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(5*time.Minute + time.Duration(b.N)*time.Millisecond):
+				b.Fatalf("consumed %d of %d", got.Load(), b.N)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+		})
+	}
+}
+
+// BenchmarkEndToEndLatency sends b.N 1 KiB messages at 5,000 a second (so about b.N/5000
+// seconds) to a started push consumer; each body starts with its send time, and the consumer
+// records receive time minus send time. Reports p50 and p99 in milliseconds.
+func BenchmarkEndToEndLatency(b *testing.B) {
+	const rate = 5000
+	for _, kind := range []string{"tcp", "inproc"} {
+		b.Run(kind, func(b *testing.B) {
+			n := startBenchNode(b)
+			p := benchProducer(b, n)
+			topic := fmt.Sprintf("BenchLatency_%d", benchSeq.Add(1))
+			fill(b, p, topic, 1) // creates the topic and its route
+			var mu sync.Mutex
+			lat := make([]time.Duration, 0, b.N)
+			done := make(chan struct{})
+			pc := benchConsumer(b, n, kind, topic, func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
+				now := time.Now()
+				mu.Lock()
+				defer mu.Unlock()
+				for _, m := range msgs {
+					if len(m.Body) != benchBody {
+						continue // the topic-creating message
+					}
+					lat = append(lat, now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(m.Body)))))
+					if len(lat) == b.N {
+						close(done)
+					}
+				}
+				return ConsumeSuccess, nil
+			})
+			if err := pc.Start(); err != nil {
+				b.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(pc.Assignment()) < benchQueues {
+				if time.Now().After(deadline) {
+					b.Fatalf("consumer holds %v", pc.Assignment())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			b.SetBytes(benchBody)
+			b.ResetTimer()
+			const workers = 4
+			var next atomic.Int64
+			errs := make(chan error, workers)
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / rate)))
+						body := make([]byte, benchBody)
+						binary.BigEndian.PutUint64(body, uint64(time.Now().UnixNano()))
+						if _, err := p.SendSync(context.Background(), producer.NewMessage(topic, body)); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				b.Fatalf("consumed %d of %d", len(lat), b.N)
+			}
+			b.StopTimer()
+			mu.Lock()
+			defer mu.Unlock()
+			slices.Sort(lat)
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+			b.ReportMetric(ms(lat[len(lat)/2]), "p50_ms")
+			b.ReportMetric(ms(lat[len(lat)*99/100]), "p99_ms")
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+		})
+	}
+}
