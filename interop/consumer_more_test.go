@@ -109,7 +109,10 @@ func TestOurProducerOfficialBroadcasting(t *testing.T) {
 }
 
 // An ORDERLY official consumer sees each key's messages, sent by our producer with
-// HashSelector, in send order.
+// HashSelector, in send order. It takes about 3 s: the official client locks a new queue
+// before it creates the queue's process queue, so the lock is not recorded, its first pull
+// finds the queue "not locked in broker" and waits _PullDelayTimeWhenError (3 s) until its
+// lockAll has run.
 func TestOurProducerOfficialOrderly(t *testing.T) {
 	n := startNode(t)
 	const topic, group, keys, perKey = "OursOrderly", "cg-official-orderly", 5, 20
