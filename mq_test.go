@@ -236,9 +236,8 @@ func TestNodeNewProducer(t *testing.T) {
 	}
 }
 
-// A push consumer on the node's transport receives, in-process, what a producer from the node
-// sent.
-func TestNodeInProcessConsumer(t *testing.T) {
+// A push consumer from the node receives, in-process, what a producer from the node sent.
+func TestNodeNewPushConsumer(t *testing.T) {
 	opts := testOptions(t)
 	opts.DisableBroker = false
 	opts.SegmentBytes = 1 << 20
@@ -257,9 +256,7 @@ func TestNodeInProcessConsumer(t *testing.T) {
 	if _, err := p.SendSync(ctx, producer.NewMessage("NodeConsume", []byte("hello"))); err != nil {
 		t.Fatal(err)
 	}
-	c, err := consumer.NewPushConsumer(consumer.WithNameServers(n.NameServers()...),
-		consumer.WithOwnedTransport(n.NewTransport()), consumer.WithGroup("node-cg"),
-		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
+	c, err := n.NewPushConsumer(consumer.WithGroup("node-cg"), consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/producer"
 	"github.com/rs/zerolog"
 )
@@ -26,10 +26,10 @@ const (
 	benchBatch  = 64
 )
 
-func startBenchNode(b *testing.B) *mq.Node {
+func startBenchNode(b *testing.B) *node.Node {
 	b.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
+	n, err := node.Start(node.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,9 +38,10 @@ func startBenchNode(b *testing.B) *mq.Node {
 }
 
 // benchProducer sends in-process; the topic is auto-created with 8 queues.
-func benchProducer(b *testing.B, n *mq.Node) *producer.Producer {
+func benchProducer(b *testing.B, n *node.Node) *producer.Producer {
 	b.Helper()
-	p, err := n.NewProducer(producer.WithGroup("bench-pg"), producer.WithDefaultTopicQueueNums(benchQueues),
+	p, err := producer.New(producer.WithNameServers(n.NameServers()...), producer.WithOwnedTransport(n.NewTransport()),
+		producer.WithGroup("bench-pg"), producer.WithDefaultTopicQueueNums(benchQueues),
 		producer.WithInstanceName(fmt.Sprintf("bench-p-%d", benchSeq.Add(1))))
 	if err != nil {
 		b.Fatal(err)
@@ -73,7 +74,7 @@ func fillBody(b *testing.B, p *producer.Producer, topic string, count int, body 
 	}
 }
 
-func benchConsumer(b *testing.B, n *mq.Node, kind, topic string, l Listener, opts ...Option) *PushConsumer {
+func benchConsumer(b *testing.B, n *node.Node, kind, topic string, l Listener, opts ...Option) *PushConsumer {
 	b.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
 	seq := benchSeq.Add(1)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -22,14 +22,14 @@ import (
 
 // testNode runs a whole node (name service and broker) with short delay levels, so retries
 // come back in milliseconds.
-func testNode(t *testing.T) *mq.Node {
+func testNode(t *testing.T) *node.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	levels := make([]time.Duration, 18)
 	for i := range levels {
 		levels[i] = 20 * time.Millisecond
 	}
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
+	n, err := node.Start(node.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
 		SegmentBytes: 4 << 20, DelayLevels: levels, RegisterNameServerPeriod: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ var transports = []string{"inproc", "tcp"}
 
 // transportFor returns the in-process transport of n (closed at cleanup), or nil for TCP (the
 // client instance then dials).
-func transportFor(t *testing.T, n *mq.Node, kind string) remoting.Transport {
+func transportFor(t *testing.T, n *node.Node, kind string) remoting.Transport {
 	t.Helper()
 	if kind == "tcp" {
 		return nil
@@ -56,11 +56,11 @@ func transportFor(t *testing.T, n *mq.Node, kind string) remoting.Transport {
 // admin is a raw-protocol helper for setting up topics and producing messages.
 type admin struct {
 	t  *testing.T
-	n  *mq.Node
+	n  *node.Node
 	tr remoting.Transport
 }
 
-func newAdmin(t *testing.T, n *mq.Node) *admin {
+func newAdmin(t *testing.T, n *node.Node) *admin {
 	tr := n.NewTransport()
 	t.Cleanup(func() { tr.Close() })
 	return &admin{t: t, n: n, tr: tr}
@@ -194,7 +194,7 @@ func (s *seen) recorder(who string) Listener {
 }
 
 // fastOptions are the short periods tests run with.
-func fastOptions(t *testing.T, n *mq.Node, tr remoting.Transport, group, instance string) []Option {
+func fastOptions(t *testing.T, n *node.Node, tr remoting.Transport, group, instance string) []Option {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	opts := []Option{WithNameServers(n.Addr()), WithGroup(group), WithInstanceName(instance),
 		WithRebalanceInterval(200 * time.Millisecond), WithPersistInterval(100 * time.Millisecond),

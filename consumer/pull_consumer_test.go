@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/internal/node"
 )
 
-func startPullConsumer(t *testing.T, n *mq.Node, group string, setup func(*PullConsumer), opts ...Option) *PullConsumer {
+func startPullConsumer(t *testing.T, n *node.Node, group string, setup func(*PullConsumer), opts ...Option) *PullConsumer {
 	t.Helper()
 	c, err := NewPullConsumer(append(fastOptions(t, n, transportFor(t, n, "inproc"), group, "p"), opts...)...)
 	if err != nil {

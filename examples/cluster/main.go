@@ -77,8 +77,7 @@ func run() (err error) {
 	var mu sync.Mutex
 	got := map[string]int{}
 	done := make(chan struct{})
-	c, err := consumer.NewPushConsumer(consumer.WithNameServers(brokers[1].NameServers()...),
-		consumer.WithOwnedTransport(brokers[1].NewTransport()), consumer.WithGroup("example-consumers"),
+	c, err := brokers[1].NewPushConsumer(consumer.WithGroup("example-consumers"),
 		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package mq
+package node
 
 import (
 	"errors"
@@ -47,7 +47,7 @@ const (
 )
 
 // Options configures a Node. The zero value of every field means its default, so
-// mq.StartNode(mq.Options{}) runs a name service on DefaultListen.
+// mq.StartNode(mq.Options{}) runs a name service and a broker on DefaultListen.
 type Options struct {
 	// Listen is the "host:port" the node serves the name service and the broker on; port 0
 	// picks a free port (see Node.Addr). Default DefaultListen.

@@ -1,0 +1,348 @@
+// Package node wires a name service, a broker and their listeners into one running node. The
+// root package mq re-exports it (mq.StartNode, mq.Options) and adds the client handles; it lives
+// here so that packages the root imports (the consumer's tests start nodes) can use it without
+// an import cycle.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+)
+
+// Node is a running name service and/or broker. Its methods are safe for concurrent use.
+type Node struct {
+	opts Options
+	log  zerolog.Logger
+
+	nameServer *route.NameServer
+	broker     *broker.Broker
+	brokerTr   remoting.Transport
+	servers    []*endpoint
+	started    atomic.Bool
+
+	cancel    context.CancelFunc
+	g         *errgroup.Group
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// endpoint is one listener with its processor table.
+type endpoint struct {
+	role string // "namesrv", "broker" or "namesrv+broker"
+	d    *remoting.Dispatcher
+	srv  *remoting.Server
+}
+
+// Start builds and starts a node, returning once every listener is bound. On error nothing
+// is left running.
+func Start(opts Options) (*Node, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	n, err := newNode(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.start(); err != nil {
+		return nil, errors.Join(err, n.Close())
+	}
+	return n, nil
+}
+
+func newNode(opts Options) (*Node, error) {
+	l := zerolog.Nop()
+	if opts.Logger != nil {
+		l = *opts.Logger
+	}
+	n := &Node{opts: opts, log: l.With().Str("component", "node").Logger()}
+	separate := opts.NameServerListen != "" && opts.BrokerListen != ""
+	switch {
+	case !opts.DisableNameServer && !opts.DisableBroker && !separate:
+		n.servers = append(n.servers, n.newEndpoint("namesrv+broker", opts.Listen))
+	default:
+		if !opts.DisableNameServer {
+			n.servers = append(n.servers, n.newEndpoint("namesrv", firstNonEmpty(opts.NameServerListen, opts.Listen)))
+		}
+		if !opts.DisableBroker {
+			n.servers = append(n.servers, n.newEndpoint("broker", firstNonEmpty(opts.BrokerListen, opts.Listen)))
+		}
+	}
+	if !opts.DisableNameServer {
+		n.nameServer = route.NewNameServer(route.Options{
+			ScanInterval: opts.ScanNotActiveBrokerInterval,
+			BrokerExpiry: opts.BrokerChannelExpiredTime,
+			KVConfigPath: filepath.Join(opts.StoreDir, "namesrv", "kvConfig.json"),
+			Logger:       opts.Logger,
+		})
+		if err := n.nameServer.LoadKVConfig(); err != nil {
+			return nil, fmt.Errorf("mq: name service: %w", err)
+		}
+		n.nameServer.Register(n.servers[0].d, remoting.NewExecutor("namesrv",
+			opts.ServerWorkerThreads, opts.ServerQueueCapacity))
+	}
+	return n, nil
+}
+
+func (n *Node) newEndpoint(role, addr string) *endpoint {
+	d := remoting.NewDispatcher(n.opts.Logger)
+	srv := remoting.NewServer(d, remoting.ServerOptions{
+		Addr:          addr,
+		MaxFrameBytes: n.opts.MaxFrameBytes,
+		IdleTimeout:   n.opts.ChannelMaxIdleTime,
+		EventLoops:    n.opts.EventLoops,
+		Logger:        n.opts.Logger,
+	})
+	// Codes nobody serves: while the node starts (the broker registers its processors once
+	// the listener is bound and the store recovered) say so, afterwards say "not supported".
+	d.RegisterDefault(remoting.ProcessorFunc(func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		if !n.started.Load() {
+			return remoting.NewResponse(remoting.ServiceNotAvailable, "node is starting"), nil
+		}
+		return remoting.NewResponse(remoting.RequestCodeNotSupported,
+			fmt.Sprintf(" request type %d not supported", req.Code)), nil
+	}), remoting.NewExecutor("default", 1, 1000))
+	return &endpoint{role: role, d: d, srv: srv}
+}
+
+func (n *Node) start() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	n.g, ctx = errgroup.WithContext(ctx)
+	for _, ep := range n.servers {
+		ep.d.Start()
+		n.g.Go(func() error { return ep.srv.Run(ctx) })
+	}
+	if n.nameServer != nil {
+		n.g.Go(func() error { return n.nameServer.Run(ctx) })
+	}
+	timeout := time.NewTimer(n.opts.StartTimeout)
+	defer timeout.Stop()
+	for _, ep := range n.servers {
+		select {
+		case <-ep.srv.Ready():
+		case <-timeout.C:
+			return fmt.Errorf("mq: %s listener not ready after %v", ep.role, n.opts.StartTimeout)
+		}
+		if ep.srv.Addr() == "" {
+			cancel()
+			return fmt.Errorf("mq: %s listener: %w", ep.role, n.g.Wait())
+		}
+		registerLocal(ep.srv.Addr(), ep.d)
+		n.log.Info().Str("role", ep.role).Str("addr", ep.srv.Addr()).Msg("serving")
+	}
+	if !n.opts.DisableBroker {
+		if err := n.startBroker(ctx); err != nil {
+			cancel()
+			return err
+		}
+	}
+	n.started.Store(true)
+	return nil
+}
+
+// startBroker opens the store (recovering it if needed) and starts the broker on its listener,
+// which is bound by now so the broker knows the address it advertises.
+func (n *Node) startBroker(ctx context.Context) error {
+	ep := n.endpointOf("broker")
+	addr, err := advertisedAddr(ep.srv.Addr(), n.opts.BrokerIP)
+	if err != nil {
+		return err
+	}
+	nameServers := n.opts.NameServers
+	if len(nameServers) == 0 && n.nameServer != nil {
+		nameServers = []string{n.endpointOf("namesrv").srv.Addr()}
+	}
+	n.brokerTr = remoting.NewInProcTransport(lookupLocal,
+		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
+	flush := storage.AsyncFlush
+	if n.opts.FlushDiskType == SyncFlush {
+		flush = storage.SyncFlush
+	}
+	b, err := broker.New(broker.Options{
+		ClusterName: n.opts.ClusterName,
+		BrokerName:  n.opts.BrokerName,
+		BrokerID:    n.opts.BrokerID,
+		BrokerAddr:  addr,
+		NameServers: nameServers,
+		Transport:   n.brokerTr,
+		Store: storage.Options{
+			Dir:              n.opts.StoreDir,
+			FlushDiskType:    flush,
+			SegmentBytes:     n.opts.SegmentBytes,
+			FileReservedTime: n.opts.FileReservedTime,
+		},
+		DisableAutoCreateTopic:      n.opts.DisableAutoCreateTopic,
+		DelayLevels:                 n.opts.DelayLevels,
+		RegisterNameServerPeriod:    n.opts.RegisterNameServerPeriod,
+		FlushConsumerOffsetInterval: n.opts.FlushConsumerOffsetInterval,
+		ChannelExpiredTimeout:       n.opts.ClientChannelExpiredTime,
+		RebalanceLockMaxLiveTime:    n.opts.RebalanceLockMaxLiveTime,
+		Logger:                      n.opts.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("mq: broker: %w", err)
+	}
+	n.broker = b
+	b.Register(ep.d)
+	b.RegisterWithNameServers(ctx)
+	n.g.Go(func() error { return b.Run(ctx) })
+	n.log.Info().Str("broker", n.opts.BrokerName).Str("addr", addr).Str("store", n.opts.StoreDir).
+		Strs("namesrv", nameServers).Msg("broker started")
+	return nil
+}
+
+// advertisedAddr is the "ip:port" a broker bound to listen tells clients: ip, else the
+// listener's host, else (for a wildcard listener) the first non-loopback IPv4 address.
+func advertisedAddr(listen, ip string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("mq: listener address %q: %w", listen, err)
+	}
+	if ip == "" {
+		ip = host
+		if a, err := netip.ParseAddr(host); err != nil || a.IsUnspecified() {
+			ip = firstIPv4()
+		}
+	}
+	return net.JoinHostPort(ip, port), nil
+}
+
+func firstIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+func (n *Node) endpointOf(role string) *endpoint {
+	for _, ep := range n.servers {
+		if ep.role == role || ep.role == "namesrv+broker" {
+			return ep
+		}
+	}
+	return nil
+}
+
+// Addr is the address of the node's first listener: the shared one, or the name service's when
+// the roles listen apart.
+func (n *Node) Addr() string { return n.servers[0].srv.Addr() }
+
+// NameServerAddr is where the name service listens, or "" when this node has none.
+func (n *Node) NameServerAddr() string { return n.addrOf("namesrv") }
+
+// BrokerAddr is where the broker listens, or "" when this node has none.
+func (n *Node) BrokerAddr() string { return n.addrOf("broker") }
+
+func (n *Node) addrOf(role string) string {
+	if ep := n.endpointOf(role); ep != nil {
+		return ep.srv.Addr()
+	}
+	return ""
+}
+
+// Broker gives direct access to this node's broker, or nil when it has none. Its package is
+// internal: this is for the module's own tests and tools.
+func (n *Node) Broker() *broker.Broker { return n.broker }
+
+// NameServer gives direct access to this node's route table, or nil when it has none.
+func (n *Node) NameServer() *route.NameServer { return n.nameServer }
+
+// NewTransport returns a transport that reaches nodes of this process in-process (no socket, no
+// encoding) and every other address over TCP. The caller closes it.
+func (n *Node) NewTransport() remoting.Transport {
+	return remoting.NewInProcTransport(lookupLocal,
+		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
+}
+
+// Logger is the logger the node was given (nil when it runs silent).
+func (n *Node) Logger() *zerolog.Logger { return n.opts.Logger }
+
+// NameServers is where this node's clients look up routes: its own name service, else the
+// ones its broker registers with.
+func (n *Node) NameServers() []string {
+	if a := n.NameServerAddr(); a != "" {
+		return []string{a}
+	}
+	return n.opts.NameServers
+}
+
+// Close stops the node: listeners first, then in-flight requests drain, then background
+// services. It waits for every goroutine the node started and is safe to call more than once.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		for _, ep := range n.servers {
+			unregisterLocal(ep.srv.Addr(), ep.d)
+		}
+		if n.cancel != nil {
+			n.cancel()
+			n.closeErr = n.g.Wait()
+		}
+		for _, ep := range n.servers {
+			ep.d.Close()
+		}
+		if n.broker != nil {
+			n.closeErr = errors.Join(n.closeErr, n.broker.Close())
+		}
+		if n.brokerTr != nil {
+			n.closeErr = errors.Join(n.closeErr, n.brokerTr.Close())
+		}
+		n.log.Info().Msg("closed")
+	})
+	return n.closeErr
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Nodes started in this process, by listen address, for in-process transports.
+var local struct {
+	sync.RWMutex
+	m map[string]*remoting.Dispatcher
+}
+
+func registerLocal(addr string, d *remoting.Dispatcher) {
+	local.Lock()
+	defer local.Unlock()
+	if local.m == nil {
+		local.m = make(map[string]*remoting.Dispatcher)
+	}
+	local.m[addr] = d
+}
+
+func unregisterLocal(addr string, d *remoting.Dispatcher) {
+	local.Lock()
+	defer local.Unlock()
+	if local.m[addr] == d {
+		delete(local.m, addr)
+	}
+}
+
+func lookupLocal(addr string) *remoting.Dispatcher {
+	local.RLock()
+	defer local.RUnlock()
+	return local.m[addr]
+}
