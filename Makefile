@@ -27,4 +27,4 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeFrame$$' -fuzztime=$(FUZZTIME) ./remoting
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./remoting ./storage ./internal/broker
+	$(GO) test -run='^$$' -bench=. -benchmem ./remoting ./storage ./internal/broker ./consumer
