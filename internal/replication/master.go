@@ -1,0 +1,329 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
+)
+
+// Master serves a store's CommitLog to slaves over the HA protocol (doc.go) and tracks what
+// they acknowledged, for sync replication (WaitForAck). Build it with NewMaster, run it with
+// Run. Every method is safe for concurrent use.
+type Master struct {
+	store *storage.Store
+	opts  MasterOptions
+	log   zerolog.Logger
+	gt    groupTransfer
+
+	running atomic.Bool
+	ready   chan struct{}
+	addr    atomic.Pointer[string]
+
+	mu struct {
+		sync.RWMutex
+		conns map[*slaveConn]struct{}
+	}
+}
+
+// slaveConn is one slave connection on the master.
+type slaveConn struct {
+	conn net.Conn
+	addr string
+	// wake (capacity 1) is signalled by Notify: the log grew.
+	wake chan struct{}
+	// gone is closed when the report reader exits: the writer stops.
+	gone chan struct{}
+	// ack is the highest offset this slave reported.
+	ack atomic.Int64
+}
+
+// SlaveInfo describes one connected slave.
+type SlaveInfo struct {
+	Addr      string // remote address of the HA connection
+	AckOffset int64  // the slave's CommitLog end, as last reported
+}
+
+// NewMaster builds a master for store. It starts nothing; call Run.
+func NewMaster(store *storage.Store, opts MasterOptions) (*Master, error) {
+	if store == nil {
+		return nil, errors.New("replication: nil store")
+	}
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	m := &Master{
+		store: store,
+		opts:  opts,
+		log:   opts.Logger.With().Str("component", "replication").Str("role", "master").Logger(),
+		ready: make(chan struct{}),
+	}
+	m.mu.conns = make(map[*slaveConn]struct{})
+	return m, nil
+}
+
+// Run listens on ListenAddr and serves slaves until ctx ends; then it closes the listener
+// and every slave connection and returns nil once all of its goroutines have exited. It
+// returns an error if it cannot listen or the listener fails. Call it at most once.
+func (m *Master) Run(ctx context.Context) error {
+	if !m.running.CompareAndSwap(false, true) {
+		return errors.New("replication: Master.Run called twice")
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", m.opts.ListenAddr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("replication: listen %s: %w", m.opts.ListenAddr, err)
+	}
+	addr := ln.Addr().String()
+	m.addr.Store(&addr)
+	close(m.ready)
+	m.log.Info().Str("addr", addr).Msg("HA listener started")
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+
+	var wg sync.WaitGroup
+	var runErr error
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() == nil {
+				runErr = fmt.Errorf("replication: accept on %s: %w", addr, err)
+			}
+			break
+		}
+		wg.Go(func() { m.serve(ctx, c) })
+	}
+	ln.Close()
+	m.closeSlaveConns()
+	wg.Wait()
+	m.log.Info().Str("addr", addr).Err(runErr).Msg("HA listener stopped")
+	return runErr
+}
+
+// Ready is closed once the listener is bound; Addr is valid from then on.
+func (m *Master) Ready() <-chan struct{} { return m.ready }
+
+// Addr returns the bound HA address (host:port), or "" before Ready.
+func (m *Master) Addr() string {
+	if p := m.addr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Notify tells the connection writers that the log grew, so they send at once instead of at
+// their next TransferWaitInterval check (RocketMQ notifyTransferSome). It never blocks; the
+// broker may call it after every append. WaitForAck calls it.
+func (m *Master) Notify() {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for sc := range m.mu.conns {
+		select {
+		case sc.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// WaitForAck blocks until a slave has acknowledged the CommitLog up to offset (the end
+// offset of a sender's message): group transfer, one acknowledgement releases every waiter
+// it covers. It returns nil at once if a slave already has offset; ErrNoSlave if no slave is
+// connected or the best one is more than SlaveFallBehindMax behind (SLAVE_NOT_AVAILABLE);
+// an error wrapping ErrSlaveTimeout after SyncFlushTimeout (FLUSH_SLAVE_TIMEOUT); ctx.Err()
+// if ctx ends first.
+func (m *Master) WaitForAck(ctx context.Context, offset int64) error {
+	w, err := m.gt.add(offset, m.opts.SlaveFallBehindMax)
+	if err != nil || w == nil {
+		return err
+	}
+	m.Notify()
+	t := time.NewTimer(m.opts.SyncFlushTimeout)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return nil
+	case <-t.C:
+		if m.gt.remove(w) {
+			return nil
+		}
+		return fmt.Errorf("%w: offset %d not acknowledged within %v", ErrSlaveTimeout, offset, m.opts.SyncFlushTimeout)
+	case <-ctx.Done():
+		if m.gt.remove(w) {
+			return nil
+		}
+		return ctx.Err()
+	}
+}
+
+// SlaveAckOffset returns the highest CommitLog offset any slave has acknowledged since the
+// master started (RocketMQ push2SlaveMaxOffset); it never decreases.
+func (m *Master) SlaveAckOffset() int64 { return m.gt.acked() }
+
+// Slaves lists the connected slaves.
+func (m *Master) Slaves() []SlaveInfo {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]SlaveInfo, 0, len(m.mu.conns))
+	for sc := range m.mu.conns {
+		out = append(out, SlaveInfo{Addr: sc.addr, AckOffset: sc.ack.Load()})
+	}
+	return out
+}
+
+// closeSlaveConns closes every slave connection; their goroutines exit and the slaves
+// reconnect. Run uses it on shutdown; tests use it to cut the network.
+func (m *Master) closeSlaveConns() {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for sc := range m.mu.conns {
+		sc.conn.Close()
+	}
+}
+
+// serve runs one slave connection: it reads the slave's first report, then runs a report
+// reader (a goroutine) and the block writer (here) until either fails or ctx ends.
+func (m *Master) serve(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	sc := &slaveConn{conn: c, addr: c.RemoteAddr().String(), wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	log := m.log.With().Str("addr", sc.addr).Logger()
+
+	var buf [reportBytes]byte
+	if err := readFull(c, buf[:], m.opts.HousekeepingInterval); err != nil {
+		log.Warn().Err(err).Msg("slave sent no offset report")
+		return
+	}
+	from := parseReport(buf[:])
+	if err := checkReport(from, m.store.MinPhyOffset(), m.store.MaxPhyOffset()); err != nil {
+		log.Error().Err(err).Int64("phy_offset", from).Msg("cannot serve slave")
+		return
+	}
+	sc.ack.Store(from)
+	m.mu.Lock()
+	m.mu.conns[sc] = struct{}{}
+	m.mu.Unlock()
+	m.gt.connected()
+	m.gt.ack(from)
+	log.Info().Int64("phy_offset", from).Msg("slave connected")
+
+	var wg sync.WaitGroup
+	var readErr error
+	wg.Go(func() {
+		defer close(sc.gone)
+		readErr = m.readReports(sc)
+		c.Close() // the writer may be blocked in a write
+	})
+	writeErr := m.writeBlocks(ctx, sc, from)
+	c.Close()
+	wg.Wait()
+
+	m.gt.disconnected()
+	m.mu.Lock()
+	delete(m.mu.conns, sc)
+	m.mu.Unlock()
+	if ctx.Err() != nil {
+		log.Info().Int64("phy_offset", sc.ack.Load()).Msg("slave disconnected at shutdown")
+		return
+	}
+	log.Warn().AnErr("read_err", readErr).AnErr("write_err", writeErr).
+		Int64("phy_offset", sc.ack.Load()).Msg("slave disconnected")
+}
+
+// readReports reads the slave's offset reports until the connection fails or the slave is
+// silent for HousekeepingInterval (it reports at least every SendHeartbeatInterval).
+func (m *Master) readReports(sc *slaveConn) error {
+	var buf [reportBytes]byte
+	for {
+		if err := readFull(sc.conn, buf[:], m.opts.HousekeepingInterval); err != nil {
+			return err
+		}
+		off := parseReport(buf[:])
+		if off > sc.ack.Load() {
+			sc.ack.Store(off)
+		}
+		m.gt.ack(off)
+	}
+}
+
+// writeBlocks streams the CommitLog from offset next in blocks of at most
+// TransferBatchBytes, and an empty block after SendHeartbeatInterval without one. It
+// returns when a write fails, the report reader exits or ctx ends.
+func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) error {
+	hdr := make([]byte, headerBytes)
+	lastWrite := time.Now()
+	timer := time.NewTimer(m.opts.TransferWaitInterval)
+	defer timer.Stop()
+	for {
+		if next < m.store.MaxPhyOffset() {
+			n, err := m.sendBlock(sc.conn, hdr, next)
+			if err != nil {
+				return err
+			}
+			next += int64(n)
+			lastWrite = time.Now()
+			continue
+		}
+		idle := time.Since(lastWrite)
+		if idle >= m.opts.SendHeartbeatInterval {
+			putHeader(hdr, next, 0)
+			if err := writeAll(sc.conn, net.Buffers{hdr}, m.opts.HousekeepingInterval); err != nil {
+				return err
+			}
+			lastWrite = time.Now()
+			continue
+		}
+		timer.Reset(min(m.opts.TransferWaitInterval, m.opts.SendHeartbeatInterval-idle))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-sc.gone:
+			return nil
+		case <-sc.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// sendBlock writes one block from offset and returns its body size.
+func (m *Master) sendBlock(c net.Conn, hdr []byte, offset int64) (int, error) {
+	v, err := m.store.ReadCommitLog(offset, m.opts.TransferBatchBytes)
+	if err != nil {
+		return 0, fmt.Errorf("read CommitLog at %d: %w", offset, err)
+	}
+	defer v.Release()
+	if len(v.Data) == 0 {
+		return 0, fmt.Errorf("%w: CommitLog empty at %d below its end %d", ErrProtocol, offset, m.store.MaxPhyOffset())
+	}
+	putHeader(hdr, offset, len(v.Data))
+	return len(v.Data), writeAll(c, net.Buffers{hdr, v.Data}, m.opts.HousekeepingInterval)
+}
+
+// readFull reads len(b) bytes within timeout.
+func readFull(c net.Conn, b []byte, timeout time.Duration) error {
+	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(c, b)
+	return err
+}
+
+// writeAll writes bufs (writev) within timeout.
+func writeAll(c net.Conn, bufs net.Buffers, timeout time.Duration) error {
+	if err := c.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	_, err := bufs.WriteTo(c)
+	return err
+}

@@ -1,0 +1,153 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults, as in RocketMQ's MessageStoreConfig and HAService.
+const (
+	// DefaultListenAddr is the HA listener's address: any host, haListenPort 10912.
+	DefaultListenAddr = ":10912"
+	// DefaultTransferBatchBytes is haTransferBatchSize: the most CommitLog bytes in one block.
+	DefaultTransferBatchBytes = 32 << 10
+	// DefaultHousekeepingInterval is haHousekeepingInterval: a peer silent this long is
+	// dropped.
+	DefaultHousekeepingInterval = 20 * time.Second
+	// DefaultSendHeartbeatInterval is haSendHeartbeatInterval: the slave reports its offset
+	// (and the master sends an empty block) at least this often.
+	DefaultSendHeartbeatInterval = 5 * time.Second
+	// DefaultSlaveFallBehindMax is haSlaveFallbehindMax: a slave further behind than this
+	// does not count as available for sync replication.
+	DefaultSlaveFallBehindMax = 256 << 20
+	// DefaultSyncFlushTimeout is syncFlushTimeout: how long WaitForAck waits.
+	DefaultSyncFlushTimeout = 5 * time.Second
+	// DefaultTransferWaitInterval is how long the master's writer sleeps when a slave has
+	// everything and nobody called Notify (RocketMQ WriteSocketService waits 100 ms).
+	DefaultTransferWaitInterval = 100 * time.Millisecond
+	// DefaultReconnectInterval is how long a slave waits before dialing again after a failed
+	// attempt (RocketMQ HAClient waits 5 s).
+	DefaultReconnectInterval = 5 * time.Second
+)
+
+// MasterOptions configures a Master. The zero value of every field means the default.
+type MasterOptions struct {
+	// ListenAddr is the HA listener's host:port (haListenPort; RocketMQ listens on the broker
+	// port + 1), default ":10912". Port 0 picks a free port; see Master.Addr.
+	ListenAddr string
+	// TransferBatchBytes is haTransferBatchSize, the most CommitLog bytes per block, 32 KiB.
+	// At most MaxBlockBytes.
+	TransferBatchBytes int
+	// HousekeepingInterval is haHousekeepingInterval: a slave that sends no report for this
+	// long is disconnected, and a write that blocks this long fails, 20 s.
+	HousekeepingInterval time.Duration
+	// SendHeartbeatInterval is haSendHeartbeatInterval: with nothing to send for this long,
+	// the master sends an empty block so the slave knows it is alive, 5 s.
+	SendHeartbeatInterval time.Duration
+	// SlaveFallBehindMax is haSlaveFallbehindMax in bytes, 256 MiB: WaitForAck answers
+	// ErrNoSlave when the best slave acknowledgement is further behind than this.
+	SlaveFallBehindMax int64
+	// SyncFlushTimeout is syncFlushTimeout, how long WaitForAck waits for a slave, 5 s.
+	SyncFlushTimeout time.Duration
+	// TransferWaitInterval is how often a writer with nothing to send checks the log's end
+	// when Notify is not called, 100 ms.
+	TransferWaitInterval time.Duration
+	// Logger receives logs with component=replication, role=master; nil means silent.
+	Logger *zerolog.Logger
+}
+
+func (o MasterOptions) withDefaults() MasterOptions {
+	if o.ListenAddr == "" {
+		o.ListenAddr = DefaultListenAddr
+	}
+	if o.TransferBatchBytes == 0 {
+		o.TransferBatchBytes = DefaultTransferBatchBytes
+	}
+	if o.HousekeepingInterval == 0 {
+		o.HousekeepingInterval = DefaultHousekeepingInterval
+	}
+	if o.SendHeartbeatInterval == 0 {
+		o.SendHeartbeatInterval = DefaultSendHeartbeatInterval
+	}
+	if o.SlaveFallBehindMax == 0 {
+		o.SlaveFallBehindMax = DefaultSlaveFallBehindMax
+	}
+	if o.SyncFlushTimeout == 0 {
+		o.SyncFlushTimeout = DefaultSyncFlushTimeout
+	}
+	if o.TransferWaitInterval == 0 {
+		o.TransferWaitInterval = DefaultTransferWaitInterval
+	}
+	if o.Logger == nil {
+		l := zerolog.Nop()
+		o.Logger = &l
+	}
+	return o
+}
+
+func (o MasterOptions) validate() error {
+	var errs []error
+	if o.TransferBatchBytes < 0 || o.TransferBatchBytes > MaxBlockBytes {
+		errs = append(errs, fmt.Errorf("replication: TransferBatchBytes %d not in [1, %d]", o.TransferBatchBytes, MaxBlockBytes))
+	}
+	errs = append(errs, positive("HousekeepingInterval", o.HousekeepingInterval),
+		positive("SendHeartbeatInterval", o.SendHeartbeatInterval),
+		positive("SyncFlushTimeout", o.SyncFlushTimeout),
+		positive("TransferWaitInterval", o.TransferWaitInterval))
+	if o.SlaveFallBehindMax < 0 {
+		errs = append(errs, fmt.Errorf("replication: SlaveFallBehindMax %d is negative", o.SlaveFallBehindMax))
+	}
+	return errors.Join(errs...)
+}
+
+// SlaveOptions configures a Slave. The zero value of every field means the default.
+type SlaveOptions struct {
+	// MasterAddr is the master's HA address host:port (haMasterAddress). It may be empty and
+	// set later with Slave.SetMasterAddr (RocketMQ learns it from the name service).
+	MasterAddr string
+	// HousekeepingInterval is haHousekeepingInterval: a master silent this long (it sends an
+	// empty block every SendHeartbeatInterval) is dropped and dialed again, 20 s.
+	HousekeepingInterval time.Duration
+	// SendHeartbeatInterval is haSendHeartbeatInterval: the slave reports its offset at least
+	// this often, besides after every block, 5 s.
+	SendHeartbeatInterval time.Duration
+	// ReconnectInterval is the wait before dialing again after a failed dial or a connection
+	// that broke before the first valid block, 5 s (RocketMQ HAClient). A connection that
+	// carried data is dialed again at once.
+	ReconnectInterval time.Duration
+	// Logger receives logs with component=replication, role=slave; nil means silent.
+	Logger *zerolog.Logger
+}
+
+func (o SlaveOptions) withDefaults() SlaveOptions {
+	if o.HousekeepingInterval == 0 {
+		o.HousekeepingInterval = DefaultHousekeepingInterval
+	}
+	if o.SendHeartbeatInterval == 0 {
+		o.SendHeartbeatInterval = DefaultSendHeartbeatInterval
+	}
+	if o.ReconnectInterval == 0 {
+		o.ReconnectInterval = DefaultReconnectInterval
+	}
+	if o.Logger == nil {
+		l := zerolog.Nop()
+		o.Logger = &l
+	}
+	return o
+}
+
+func (o SlaveOptions) validate() error {
+	return errors.Join(positive("HousekeepingInterval", o.HousekeepingInterval),
+		positive("SendHeartbeatInterval", o.SendHeartbeatInterval),
+		positive("ReconnectInterval", o.ReconnectInterval))
+}
+
+func positive(name string, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("replication: %s %v must be positive", name, d)
+	}
+	return nil
+}

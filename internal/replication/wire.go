@@ -1,0 +1,63 @@
+package replication
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Wire sizes; part of the format, do not change (RocketMQ HAService).
+const (
+	// reportBytes is the size of the slave's offset report: its CommitLog max offset.
+	reportBytes = 8
+	// headerBytes is the size of a block header: start offset (8) + body size (4).
+	headerBytes = 12
+)
+
+// MaxBlockBytes bounds the body size a slave accepts in one block; a larger size is a
+// protocol error (garbage on the wire must not become a huge allocation). A master's
+// TransferBatchBytes may not exceed it.
+const MaxBlockBytes = 64 << 20
+
+// putReport encodes a slave's offset report into b[:reportBytes].
+func putReport(b []byte, offset int64) { binary.BigEndian.PutUint64(b, uint64(offset)) }
+
+// parseReport decodes a slave's offset report from b[:reportBytes].
+func parseReport(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
+
+// putHeader encodes a block header into b[:headerBytes].
+func putHeader(b []byte, offset int64, size int) {
+	binary.BigEndian.PutUint64(b, uint64(offset))
+	binary.BigEndian.PutUint32(b[8:], uint32(size))
+}
+
+// parseHeader decodes a block header from b[:headerBytes].
+func parseHeader(b []byte) (offset int64, size int32) {
+	return int64(binary.BigEndian.Uint64(b)), int32(binary.BigEndian.Uint32(b[8:]))
+}
+
+// checkHeader is the slave's validation of a block header: the block must start where the
+// slave's log ends (RocketMQ: slavePhyOffset != masterPhyOffset is an error) and its size must
+// be within [0, MaxBlockBytes]. A heartbeat is a header with size 0.
+func checkHeader(expected, offset int64, size int32) error {
+	if offset != expected {
+		return fmt.Errorf("%w: block at offset %d, slave log ends at %d", ErrProtocol, offset, expected)
+	}
+	if size < 0 || size > MaxBlockBytes {
+		return fmt.Errorf("%w: block size %d out of bounds", ErrProtocol, size)
+	}
+	return nil
+}
+
+// checkReport is the master's validation of a slave's first report: it can serve a slave
+// whose log ends within [min, max] of its own log (with min = 0 when the log is empty).
+// A slave ahead of its master (it followed another master, or the master lost data) or
+// behind the master's oldest segment cannot be served without corrupting its log.
+func checkReport(offset, minOff, maxOff int64) error {
+	if offset < 0 || offset > maxOff {
+		return fmt.Errorf("%w: slave log ends at %d, past the master's end %d", ErrProtocol, offset, maxOff)
+	}
+	if offset < minOff {
+		return fmt.Errorf("%w: slave log ends at %d, before the master's oldest offset %d", ErrProtocol, offset, minOff)
+	}
+	return nil
+}
