@@ -34,7 +34,8 @@ func acquireInstance(cfg *config) (instance, error) {
 	}
 	l := cfg.logger
 	inst, err := client.Acquire(client.Options{NameServers: cfg.nameServers, InstanceName: cfg.instanceName,
-		Transport: cfg.transport, OwnTransport: cfg.ownTransport, Logger: &l})
+		Transport: cfg.transport, OwnTransport: cfg.ownTransport, Logger: &l,
+		PollNameServerInterval: cfg.pollRoutes, HeartbeatBrokerInterval: cfg.heartbeat})
 	if err != nil {
 		if cfg.ownTransport && cfg.transport != nil {
 			cfg.transport.Close()

@@ -114,6 +114,8 @@ type config struct {
 	syncCommit         bool
 	offsetDir          string
 	subscriptionInPull bool
+	pollRoutes         time.Duration // client instance route refresh; 0 means its default
+	heartbeat          time.Duration // client instance heartbeat period; 0 means its default
 	transport          remoting.Transport
 	ownTransport       bool
 	owned              []remoting.Transport // every transport handed over, for closing replaced ones
@@ -322,6 +324,19 @@ func WithOffsetDir(dir string) Option { return optionFunc(func(c *config) { c.of
 // consumer does.
 func WithSubscriptionInPull(on bool) Option {
 	return optionFunc(func(c *config) { c.subscriptionInPull = on })
+}
+
+// WithPollNameServerInterval sets how often the client instance refreshes routes (default
+// 30 s); a shorter period notices a dead or returning master sooner. It applies when this
+// consumer creates the client instance.
+func WithPollNameServerInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.pollRoutes = d })
+}
+
+// WithHeartbeatInterval sets how often the client instance sends heartbeats to every broker
+// (default 30 s). It applies when this consumer creates the client instance.
+func WithHeartbeatInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.heartbeat = d })
 }
 
 // WithTransport sends through tr (for example mq.Node.NewTransport for in-process consuming);

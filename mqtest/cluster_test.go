@@ -1,0 +1,144 @@
+package mqtest_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/mqtest"
+	"github.com/mqgo/mq/producer"
+)
+
+// consumeAll subscribes pc to topic and records every body it sees (by count).
+func consumeAll(t *testing.T, pc *consumer.PushConsumer, topic string) func() map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	err := pc.Subscribe(topic, "*", func(_ context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			seen[string(m.Body)]++
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[string]int, len(seen))
+		for k, v := range seen {
+			out[k] = v
+		}
+		return out
+	}
+}
+
+func send(t *testing.T, p *producer.Producer, topic, body string) *producer.SendResult {
+	t.Helper()
+	res, err := p.SendSync(context.Background(), producer.NewMessage(topic, []byte(body)))
+	if err != nil {
+		t.Fatalf("send %s: %v", body, err)
+	}
+	return res
+}
+
+func TestStartCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  mqtest.Config
+	}{
+		{"1ns_1group_tcp", mqtest.Config{}},
+		{"2ns_2groups_tcp", mqtest.Config{NameServers: 2, BrokerGroups: 2}},
+		{"2ns_2groups_inproc", mqtest.Config{NameServers: 2, BrokerGroups: 2, InProcess: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mqtest.StartCluster(t, tc.cfg)
+			if got, want := len(c.NameServerAddrs()), max(1, tc.cfg.NameServers); got != want {
+				t.Fatalf("%d name servers, want %d", got, want)
+			}
+			if got, want := len(c.Masters()), max(1, tc.cfg.BrokerGroups); got != want {
+				t.Fatalf("%d masters, want %d", got, want)
+			}
+			const topic = "Orders"
+			c.CreateTopic(topic, 4)
+			p := c.NewProducer()
+			brokers := map[string]bool{}
+			for i := range 16 {
+				brokers[send(t, p, topic, string(rune('a'+i))).Queue.BrokerName] = true
+			}
+			if len(brokers) != len(c.Masters()) {
+				t.Fatalf("sends reached %v, want every one of %d groups", brokers, len(c.Masters()))
+			}
+			seen := consumeAll(t, c.NewPushConsumer(), topic)
+			mqtest.Eventually(t, "16 messages consumed", func() bool { return len(seen()) == 16 })
+		})
+	}
+}
+
+// A killed master restarts on its store and port: what it stored before is consumed after.
+func TestKillRestartMaster(t *testing.T) {
+	c := mqtest.StartCluster(t, mqtest.Config{})
+	const topic = "Restart"
+	c.CreateTopic(topic, 2)
+	p := c.NewProducer()
+	for _, b := range []string{"m1", "m2", "m3"} {
+		send(t, p, topic, b)
+	}
+	m := c.Master(0)
+	addr := m.Addr()
+	if err := c.KillMaster(0); err != nil {
+		t.Fatal(err)
+	}
+	if m.Running() || m.Current() != nil {
+		t.Fatal("killed master still running")
+	}
+	if err := c.KillMaster(0); err != nil {
+		t.Fatalf("second kill: %v", err)
+	}
+	if err := c.Restart(m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Addr() != addr {
+		t.Logf("port %s was taken; restarted on %s", addr, m.Addr())
+	}
+	mqtest.Eventually(t, "a send after the restart", func() bool {
+		_, err := p.SendSync(context.Background(), producer.NewMessage(topic, []byte("m4")))
+		return err == nil
+	})
+	seen := consumeAll(t, c.NewPushConsumer(consumer.WithGroup("after_restart")), topic)
+	mqtest.Eventually(t, "m1..m4 consumed", func() bool {
+		s := seen()
+		return s["m1"] > 0 && s["m2"] > 0 && s["m3"] > 0 && s["m4"] > 0
+	})
+}
+
+// A restarted name server (same port) learns every broker again from their registrations.
+func TestRestartNameServer(t *testing.T) {
+	c := mqtest.StartCluster(t, mqtest.Config{NameServers: 2, BrokerGroups: 2})
+	ns := c.NameServerNodes()[0]
+	if err := c.Kill(ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(ns); err != nil { // returns once both brokers registered again
+		t.Fatal(err)
+	}
+	info := ns.Current().NameServer().ClusterInfo()
+	if len(info.BrokerAddrTable) != 2 {
+		t.Fatalf("restarted name server knows %v", info.BrokerAddrTable)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []mqtest.Config{{Role: "LEADER"}, {SlavesPerGroup: -1}} {
+		if err := mqtest.Validate(cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
