@@ -35,6 +35,7 @@ type Broker struct {
 	clients *clientState
 	pull    *pullState
 	retry   *retryState
+	ha      *haState
 
 	// runners are the background services Run starts, in order.
 	runners []func(ctx context.Context) error
@@ -65,9 +66,9 @@ func New(opts Options) (*Broker, error) {
 	}
 	storeOpts := opts.Store
 	storeOpts.Logger = opts.Logger
-	storeOpts.Slave = opts.BrokerID != 0
+	storeOpts.Slave = opts.BrokerRole == RoleSlave
 	storeOpts.DelayLevels = opts.DelayLevels
-	storeOpts.OnDispatch = b.onMessageArriving
+	storeOpts.OnDispatch = b.onDispatch
 	store, err := storage.Open(storeOpts)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)
@@ -80,6 +81,9 @@ func New(opts Options) (*Broker, error) {
 	b.initClients()
 	b.initPull()
 	b.initRetry()
+	if err := b.initHA(); err != nil {
+		return nil, errors.Join(err, store.Close())
+	}
 	return b, nil
 }
 

@@ -41,8 +41,14 @@ type Options struct {
 	// BrokerAddr is the "ip:port" clients are told to dial and the store host written into
 	// every record (RocketMQ brokerIP1 + listenPort). Required.
 	BrokerAddr string
-	// HAServerAddr is the master's replication address ("" until HA exists).
+	// BrokerRole is RoleAsyncMaster (default for broker id 0), RoleSyncMaster or RoleSlave
+	// (default, and required, for a broker id above 0). See ha.go.
+	BrokerRole Role
+	// HAServerAddr is the master's advertised replication address, sent in REGISTER_BROKER so
+	// slaves learn it. The node sets it (SetHAServerAddr) once the HA listener is bound.
 	HAServerAddr string
+	// HA configures replication: the master's HA listener or the slave's link to its master.
+	HA HAOptions
 	// NameServers receive REGISTER_BROKER every RegisterNameServerPeriod.
 	NameServers []string
 	// Transport carries requests to name servers (the node's in-process transport with a TCP
@@ -65,8 +71,15 @@ type Options struct {
 	// until a message arrives (longPollingEnable = !LongPollingDisable).
 	LongPollingDisable bool
 	ShortPollingTime   time.Duration
-	// SlaveReadEnable lets a master send lagging consumers to a slave.
+	// SlaveReadEnable lets a master send lagging consumers to a slave (slaveReadEnable).
 	SlaveReadEnable bool
+	// AccessMessageInMemoryMaxBytes, when above 0, replaces the store's
+	// AccessMessageInMemoryMaxRatio test: a pull whose last message lies more than this many
+	// bytes behind the CommitLog's end counts as "far behind" (tests set a few bytes).
+	AccessMessageInMemoryMaxBytes int64
+	// SlaveSyncPeriod is how often a slave copies topics, consumer offsets, delay offsets and
+	// subscription groups from its master (RocketMQ SlaveSynchronize), 10 s.
+	SlaveSyncPeriod time.Duration
 	// DelayLevels are the 18 (or configured) delays of RocketMQ's messageDelayLevel.
 	DelayLevels []time.Duration
 
@@ -139,7 +152,7 @@ func (o Options) withDefaults() Options {
 		l := zerolog.Nop()
 		o.Logger = &l
 	}
-	return o
+	return o.haDefaults()
 }
 
 func (o Options) validate() error {
@@ -156,5 +169,6 @@ func (o Options) validate() error {
 	if o.BrokerID < 0 {
 		errs = append(errs, fmt.Errorf("broker: BrokerID %d is negative", o.BrokerID))
 	}
+	errs = append(errs, o.haValidate())
 	return errors.Join(errs...)
 }

@@ -135,10 +135,11 @@ func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *prot
 
 	r := b.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxMsgs, 0, sub.filter())
 	code := pullCode(r.Status, h.QueueOffset)
-	suggest := int64(masterID)
+	suggest := b.suggestBroker(r, cfg)
 	if code == remoting.PullOffsetMoved && !b.IsMaster() && !b.opts.Store.OffsetCheckInSlave {
 		// A slave does not correct offsets: the consumer retries (at the master).
 		code = remoting.PullRetryImmediately
+		suggest = masterID
 	}
 	if allowSuspend && h.HasCommitOffset() && b.IsMaster() {
 		b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)

@@ -82,12 +82,13 @@ func (b *Broker) registerAll(ctx context.Context) {
 			defer wg.Done()
 			req := route.BuildRegisterBroker(&route.RegisterBrokerRequest{
 				ClusterName: b.opts.ClusterName, BrokerName: b.opts.BrokerName, BrokerAddr: b.opts.BrokerAddr,
-				HAServerAddr: b.opts.HAServerAddr, BrokerID: b.opts.BrokerID, Body: body})
+				HAServerAddr: b.haServerAddr(), BrokerID: b.opts.BrokerID, Body: body})
 			rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 			defer cancel()
 			resp, err := b.opts.Transport.InvokeSync(rctx, ns, req)
+			var res *route.RegisterBrokerResult
 			if err == nil {
-				_, err = route.DecodeRegisterBrokerResult(resp)
+				res, err = route.DecodeRegisterBrokerResult(resp)
 			}
 			if err != nil {
 				if ctx.Err() == nil {
@@ -95,6 +96,7 @@ func (b *Broker) registerAll(ctx context.Context) {
 				}
 				return
 			}
+			b.onRegistered(res)
 			b.log.Debug().Str("addr", ns).Msg("registered with name server")
 		}()
 	}

@@ -130,6 +130,7 @@ func (b *Broker) sendOne(ch remoting.Channel, req *remoting.Command, h *protocol
 		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
 	}
 	r, err := b.store.PutMessage(m)
+	b.waitForSlave(&r)
 	if putStored(r.Status) && m.Topic == TopicSchedule {
 		b.scheduleArrived()
 	}
@@ -189,6 +190,7 @@ func (b *Broker) sendBatch(ch remoting.Channel, req *remoting.Command, h *protoc
 		msgs[i] = m
 	}
 	r, err := b.store.PutMessages(msgs)
+	b.waitForSlave(&r)
 	return b.putResponse(&r, err, queueID, true, "")
 }
 

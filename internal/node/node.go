@@ -173,18 +173,38 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if n.opts.FlushDiskType == SyncFlush {
 		flush = storage.SyncFlush
 	}
+	haListen, err := n.haListenAddr(ep.srv.Addr())
+	if err != nil {
+		return err
+	}
 	b, err := broker.New(broker.Options{
 		ClusterName: n.opts.ClusterName,
 		BrokerName:  n.opts.BrokerName,
 		BrokerID:    n.opts.BrokerID,
 		BrokerAddr:  addr,
-		NameServers: nameServers,
-		Transport:   n.brokerTr,
+		BrokerRole:  broker.Role(n.opts.BrokerRole),
+		HA: broker.HAOptions{
+			ListenAddr:            haListen,
+			MasterAddr:            n.opts.MasterHA,
+			TransferBatchBytes:    n.opts.HATransferBatchBytes,
+			HousekeepingInterval:  n.opts.HAHousekeepingInterval,
+			SendHeartbeatInterval: n.opts.HASendHeartbeatInterval,
+			SlaveFallBehindMax:    n.opts.HASlaveFallBehindMax,
+			SyncFlushTimeout:      n.opts.HASyncFlushTimeout,
+			TransferWaitInterval:  n.opts.HATransferWaitInterval,
+			ReconnectInterval:     n.opts.HAReconnectInterval,
+		},
+		SlaveReadEnable:               n.opts.SlaveReadEnable,
+		AccessMessageInMemoryMaxBytes: n.opts.AccessMessageInMemoryMaxBytes,
+		SlaveSyncPeriod:               n.opts.SlaveSyncPeriod,
+		NameServers:                   nameServers,
+		Transport:                     n.brokerTr,
 		Store: storage.Options{
-			Dir:              n.opts.StoreDir,
-			FlushDiskType:    flush,
-			SegmentBytes:     n.opts.SegmentBytes,
-			FileReservedTime: n.opts.FileReservedTime,
+			Dir:                           n.opts.StoreDir,
+			FlushDiskType:                 flush,
+			SegmentBytes:                  n.opts.SegmentBytes,
+			FileReservedTime:              n.opts.FileReservedTime,
+			AccessMessageInMemoryMaxRatio: n.opts.AccessMessageInMemoryMaxRatio,
 		},
 		DisableAutoCreateTopic:      n.opts.DisableAutoCreateTopic,
 		DelayLevels:                 n.opts.DelayLevels,
@@ -198,6 +218,9 @@ func (n *Node) startBroker(ctx context.Context) error {
 		return fmt.Errorf("mq: broker: %w", err)
 	}
 	n.broker = b
+	if err := n.startHA(ctx); err != nil {
+		return err
+	}
 	b.Register(ep.d)
 	b.RegisterWithNameServers(ctx)
 	n.g.Go(func() error { return b.Run(ctx) })

@@ -114,9 +114,54 @@ type Options struct {
 	// StartTimeout bounds StartNode's wait for the listeners. Default 10 s.
 	StartTimeout time.Duration
 
+	// BrokerRole is AsyncMaster (default for broker id 0), SyncMaster, or Slave (default, and
+	// required, for a broker id above 0; a Slave with broker id 0 gets id 1).
+	BrokerRole BrokerRole
+	// HAListen is a master's replication listener "host:port" (haListenPort). Default: the
+	// broker listener's host and port + 1, or port 0 (a free port) when the broker listens on
+	// port 0. The bound address is advertised to slaves through the name service.
+	HAListen string
+	// MasterHA is a slave's master replication address "host:port" (haMasterAddress). Default:
+	// learned from the name service's REGISTER_BROKER answers.
+	MasterHA string
+	// HATransferBatchBytes (haTransferBatchSize, 32 KiB), HAHousekeepingInterval
+	// (haHousekeepingInterval, 20 s), HASendHeartbeatInterval (haSendHeartbeatInterval, 5 s),
+	// HASlaveFallBehindMax (haSlaveFallbehindMax, 256 MiB), HASyncFlushTimeout (how long a
+	// SyncMaster send waits for a slave, syncFlushTimeout, 5 s), HATransferWaitInterval (100 ms)
+	// and HAReconnectInterval (5 s) tune replication; tests use milliseconds.
+	HATransferBatchBytes    int
+	HAHousekeepingInterval  time.Duration
+	HASendHeartbeatInterval time.Duration
+	HASlaveFallBehindMax    int64
+	HASyncFlushTimeout      time.Duration
+	HATransferWaitInterval  time.Duration
+	HAReconnectInterval     time.Duration
+	// SlaveReadEnable lets the master send consumers that fall far behind to the slave
+	// (slaveReadEnable), and lets a slave keep serving the consumers it was sent.
+	SlaveReadEnable bool
+	// AccessMessageInMemoryMaxRatio is the share of physical memory, in percent, a reader may
+	// lag behind the CommitLog's end before it counts as far behind (40).
+	AccessMessageInMemoryMaxRatio int
+	// AccessMessageInMemoryMaxBytes, when above 0, replaces the ratio with a byte count, so
+	// tests can make a reader "far behind" with a few messages.
+	AccessMessageInMemoryMaxBytes int64
+	// SlaveSyncPeriod is how often a slave copies topics, consumer offsets, delay offsets and
+	// subscription groups from its master (RocketMQ: 10 s).
+	SlaveSyncPeriod time.Duration
+
 	// Logger receives the node's structured logs; nil discards them.
 	Logger *zerolog.Logger
 }
+
+// BrokerRole is a broker's part in its master/slave group (RocketMQ brokerRole).
+type BrokerRole string
+
+// Broker roles.
+const (
+	AsyncMaster BrokerRole = "ASYNC_MASTER" // acknowledges sends without waiting for a slave
+	SyncMaster  BrokerRole = "SYNC_MASTER"  // acknowledges sends once a slave has them
+	Slave       BrokerRole = "SLAVE"        // follows its master; refuses sends, serves reads
+)
 
 func (o Options) withDefaults() Options {
 	if o.Listen == "" {
@@ -155,6 +200,15 @@ func (o Options) withDefaults() Options {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
 	}
+	if o.BrokerRole == "" {
+		o.BrokerRole = AsyncMaster
+		if o.BrokerID > 0 {
+			o.BrokerRole = Slave
+		}
+	}
+	if o.BrokerRole == Slave && o.BrokerID == 0 {
+		o.BrokerID = 1
+	}
 	return o
 }
 
@@ -187,6 +241,28 @@ func (o Options) validate() error {
 	}
 	if o.BrokerID < 0 {
 		errs = append(errs, fmt.Errorf("mq: BrokerID %d is negative", o.BrokerID))
+	}
+	switch o.BrokerRole {
+	case AsyncMaster, SyncMaster:
+		if o.BrokerID != 0 {
+			errs = append(errs, fmt.Errorf("mq: a %s has BrokerID 0, not %d", o.BrokerRole, o.BrokerID))
+		}
+	case Slave:
+	default:
+		errs = append(errs, fmt.Errorf("mq: BrokerRole %q is not %s, %s or %s", o.BrokerRole,
+			AsyncMaster, SyncMaster, Slave))
+	}
+	for name, addr := range map[string]string{"HAListen": o.HAListen, "MasterHA": o.MasterHA} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("mq: %s %q: %w", name, addr, err))
+		}
+	}
+	if o.AccessMessageInMemoryMaxRatio < 0 || o.AccessMessageInMemoryMaxRatio > 100 {
+		errs = append(errs, fmt.Errorf("mq: AccessMessageInMemoryMaxRatio %d not in [0, 100]",
+			o.AccessMessageInMemoryMaxRatio))
 	}
 	return errors.Join(errs...)
 }

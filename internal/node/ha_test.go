@@ -1,0 +1,272 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// haOpts are a node's options for HA tests: loopback, free ports, short periods.
+func haOpts(t *testing.T, role BrokerRole) Options {
+	return Options{
+		Listen:                   "127.0.0.1:0",
+		StoreDir:                 t.TempDir(),
+		SegmentBytes:             1 << 20,
+		BrokerRole:               role,
+		RegisterNameServerPeriod: 100 * time.Millisecond,
+		HASendHeartbeatInterval:  100 * time.Millisecond,
+		HAReconnectInterval:      50 * time.Millisecond,
+		HATransferWaitInterval:   10 * time.Millisecond,
+		HASyncFlushTimeout:       15 * time.Second, // generous: a slow CI machine must not time out
+		SlaveSyncPeriod:          50 * time.Millisecond,
+	}
+}
+
+func startNode(t *testing.T, opts Options) *Node {
+	t.Helper()
+	n, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return n
+}
+
+// startSlave starts a slave (no name service) of the master node m.
+func startSlave(t *testing.T, m *Node, mutate func(*Options)) *Node {
+	o := haOpts(t, Slave)
+	o.DisableNameServer = true
+	o.NameServers = []string{m.NameServerAddr()}
+	if mutate != nil {
+		mutate(&o)
+	}
+	return startNode(t, o)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func invoke(t *testing.T, n *Node, addr string, req *remoting.Command) *remoting.Command {
+	t.Helper()
+	tr := n.NewTransport()
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := tr.InvokeSync(ctx, addr, req)
+	if err != nil {
+		t.Fatalf("request %d to %s: %v", req.Code, addr, err)
+	}
+	return resp
+}
+
+func sendReq(topic string, queueID int32, body string) *remoting.Command {
+	props := map[string]string{message.PropertyUniqKey: "U-" + body, "WAIT": "true"}
+	h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: "TBW102",
+		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: time.Now().UnixMilli(),
+		Properties: message.MarshalProperties(props), MaxReconsumeTimes: -1}
+	return remoting.NewRequest(remoting.SendMessage, remoting.EncodeHeader(h), []byte(body))
+}
+
+func send(t *testing.T, n *Node, addr, topic string, queueID int32, body string) *remoting.Command {
+	t.Helper()
+	return invoke(t, n, addr, sendReq(topic, queueID, body))
+}
+
+func pull(t *testing.T, n *Node, addr, topic string, queueID int32, offset int64, max int32) (*remoting.Command, protocol.PullMessageResponseHeader) {
+	t.Helper()
+	h := &protocol.PullMessageRequestHeader{ConsumerGroup: "cg", Topic: topic, QueueID: queueID,
+		QueueOffset: offset, MaxMsgNums: max, SysFlag: protocol.PullFlagSubscription, Subscription: "*"}
+	resp := invoke(t, n, addr, remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil))
+	var rh protocol.PullMessageResponseHeader
+	if resp.Code == remoting.Success {
+		if err := rh.Decode(resp.ExtFields); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp, rh
+}
+
+// equalCommitLogs fails unless both stores hold the same CommitLog bytes.
+func equalCommitLogs(t *testing.T, master, slave *storage.Store) {
+	t.Helper()
+	end := master.MaxPhyOffset()
+	if got := slave.MaxPhyOffset(); got != end {
+		t.Fatalf("slave CommitLog ends at %d, master's at %d", got, end)
+	}
+	for off := int64(0); off < end; {
+		a, err := master.ReadCommitLog(off, 1<<20)
+		if err != nil {
+			t.Fatalf("master ReadCommitLog(%d): %v", off, err)
+		}
+		b, err := slave.ReadCommitLog(off, len(a.Data))
+		if err != nil {
+			a.Release()
+			t.Fatalf("slave ReadCommitLog(%d): %v", off, err)
+		}
+		same, n := bytes.Equal(a.Data, b.Data), len(a.Data)
+		a.Release()
+		b.Release()
+		if !same || n == 0 {
+			t.Fatalf("CommitLogs differ in the %d bytes at %d", n, off)
+		}
+		off += int64(n)
+	}
+}
+
+func TestHAMasterSlave(t *testing.T) {
+	m := startNode(t, haOpts(t, AsyncMaster))
+	if m.HAAddr() == "" {
+		t.Fatal("master has no HA address")
+	}
+	s := startSlave(t, m, nil)
+	if s.HAAddr() != "" {
+		t.Fatalf("slave has an HA address %q", s.HAAddr())
+	}
+	if s.Broker().IsMaster() || s.Broker().Role() != "SLAVE" {
+		t.Fatalf("slave broker: master %v, role %s", s.Broker().IsMaster(), s.Broker().Role())
+	}
+	eventually(t, "the slave to learn its master", func() bool {
+		return s.Broker().HASlave().MasterAddr() == m.HAAddr() && s.Broker().MasterAddr() == m.BrokerAddr()
+	})
+
+	const n = 60
+	for i := range n {
+		if resp := send(t, m, m.BrokerAddr(), "HA", int32(i%4), fmt.Sprintf("m-%d", i)); resp.Code != remoting.Success {
+			t.Fatalf("send %d: %d %s", i, resp.Code, resp.Remark)
+		}
+	}
+	mst, sst := m.Broker().Store(), s.Broker().Store()
+	eventually(t, "the slave to catch up", func() bool { return sst.MaxPhyOffset() == mst.MaxPhyOffset() })
+	equalCommitLogs(t, mst, sst)
+
+	t.Run("slave refuses sends", func(t *testing.T) {
+		resp := send(t, s, s.BrokerAddr(), "HA", 0, "refused")
+		if resp.Code != remoting.ServiceNotAvailable {
+			t.Fatalf("send to slave: code %d %q, want %d", resp.Code, resp.Remark, remoting.ServiceNotAvailable)
+		}
+	})
+
+	t.Run("metadata sync", func(t *testing.T) {
+		// The topic HA was created on the master by the first send; commit an offset there.
+		h := &protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "cg", Topic: "HA", QueueID: 1, CommitOffset: 7}
+		resp := invoke(t, m, m.BrokerAddr(), remoting.NewRequest(remoting.UpdateConsumerOffset, remoting.EncodeHeader(h), nil))
+		if resp.Code != remoting.Success {
+			t.Fatalf("commit offset: %d %s", resp.Code, resp.Remark)
+		}
+		eventually(t, "the slave to sync topic HA and the offset", func() bool {
+			topics := invoke(t, s, s.BrokerAddr(), remoting.NewRequest(remoting.GetAllTopicConfig, nil, nil))
+			offsets := invoke(t, s, s.BrokerAddr(), remoting.NewRequest(remoting.GetAllConsumerOffset, nil, nil))
+			if topics.Code != remoting.Success || offsets.Code != remoting.Success {
+				return false
+			}
+			w, err := protocol.DecodeConsumerOffsetSerializeWrapper(offsets.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return bytes.Contains(topics.Body, []byte(`"HA"`)) && w.OffsetTable["HA@cg"][1] == 7
+		})
+	})
+
+	t.Run("slave serves pulls", func(t *testing.T) {
+		eventually(t, "the slave to know topic HA", func() bool {
+			resp, _ := pull(t, s, s.BrokerAddr(), "HA", 0, 0, 32)
+			return resp.Code == remoting.Success
+		})
+		resp, rh := pull(t, s, s.BrokerAddr(), "HA", 0, 0, 32)
+		if resp.Code != remoting.Success {
+			t.Fatalf("pull from slave: %d %s", resp.Code, resp.Remark)
+		}
+		if rh.NextBeginOffset != n/4 || !bytes.Contains(resp.Body, []byte("m-0")) {
+			t.Fatalf("pull from slave: next %d, body has m-0: %v", rh.NextBeginOffset, bytes.Contains(resp.Body, []byte("m-0")))
+		}
+		if rh.SuggestWhichBrokerID != 0 {
+			t.Fatalf("slave without slave reading suggests broker %d, want 0", rh.SuggestWhichBrokerID)
+		}
+	})
+}
+
+func TestHASyncMaster(t *testing.T) {
+	m := startNode(t, haOpts(t, SyncMaster))
+	if resp := send(t, m, m.BrokerAddr(), "SYNC", 0, "alone"); resp.Code != remoting.SlaveNotAvailable {
+		t.Fatalf("sync master without slave: code %d %q, want %d", resp.Code, resp.Remark, remoting.SlaveNotAvailable)
+	}
+	s := startSlave(t, m, nil)
+	eventually(t, "the slave to connect", func() bool { return len(m.Broker().HAMaster().Slaves()) > 0 })
+	for i := range 20 {
+		if resp := send(t, m, m.BrokerAddr(), "SYNC", int32(i%2), fmt.Sprintf("s-%d", i)); resp.Code != remoting.Success {
+			t.Fatalf("sync send %d: code %d %q", i, resp.Code, resp.Remark)
+		}
+		// Acknowledged means replicated: the slave has the message's bytes already.
+		if s.Broker().Store().MaxPhyOffset() < m.Broker().Store().MaxPhyOffset() {
+			t.Fatalf("send %d acknowledged before the slave had it", i)
+		}
+	}
+	equalCommitLogs(t, m.Broker().Store(), s.Broker().Store())
+}
+
+func TestHASuggestSlave(t *testing.T) {
+	o := haOpts(t, AsyncMaster)
+	o.SlaveReadEnable = true
+	o.AccessMessageInMemoryMaxBytes = 1 // any unread byte is "far behind"
+	m := startNode(t, o)
+	for i := range 3 {
+		if resp := send(t, m, m.BrokerAddr(), "SLOW", 0, fmt.Sprintf("x-%d", i)); resp.Code != remoting.Success {
+			t.Fatalf("send: %d %s", resp.Code, resp.Remark)
+		}
+	}
+	eventually(t, "dispatch", func() bool { return m.Broker().Store().MaxOffsetInQueue("SLOW", 0) == 3 })
+	resp, rh := pull(t, m, m.BrokerAddr(), "SLOW", 0, 0, 1)
+	if resp.Code != remoting.Success || rh.SuggestWhichBrokerID != 1 {
+		t.Fatalf("far-behind pull: code %d, suggest %d, want 0 and 1", resp.Code, rh.SuggestWhichBrokerID)
+	}
+
+	o = haOpts(t, AsyncMaster)
+	o.AccessMessageInMemoryMaxBytes = 1 // slave reading disabled: always the master
+	m2 := startNode(t, o)
+	if resp := send(t, m2, m2.BrokerAddr(), "SLOW", 0, "y"); resp.Code != remoting.Success {
+		t.Fatalf("send: %d %s", resp.Code, resp.Remark)
+	}
+	send(t, m2, m2.BrokerAddr(), "SLOW", 0, "z")
+	eventually(t, "dispatch", func() bool { return m2.Broker().Store().MaxOffsetInQueue("SLOW", 0) == 2 })
+	resp, rh = pull(t, m2, m2.BrokerAddr(), "SLOW", 0, 0, 1)
+	if resp.Code != remoting.Success || rh.SuggestWhichBrokerID != 0 {
+		t.Fatalf("pull without slave reading: code %d, suggest %d, want 0 and 0", resp.Code, rh.SuggestWhichBrokerID)
+	}
+}
+
+func TestHAOptionsValidate(t *testing.T) {
+	for _, o := range []Options{
+		{BrokerRole: AsyncMaster, BrokerID: 2},
+		{BrokerRole: "PRIMARY"},
+		{HAListen: "nope"},
+	} {
+		if err := o.withDefaults().validate(); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	if o := (Options{BrokerID: 2}).withDefaults(); o.BrokerRole != Slave {
+		t.Errorf("broker id 2 defaults to role %s", o.BrokerRole)
+	}
+	if o := (Options{BrokerRole: Slave}).withDefaults(); o.BrokerID != 1 {
+		t.Errorf("a slave with no id gets id %d", o.BrokerID)
+	}
+}
