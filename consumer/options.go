@@ -101,6 +101,7 @@ type config struct {
 	pullErrorDelay     time.Duration
 	flowControlDelay   time.Duration
 	offsetIllegalDelay time.Duration
+	failoverHold       time.Duration
 	rebalanceInterval  time.Duration
 	persistInterval    time.Duration
 	maxReconsumeTimes  int32
@@ -141,6 +142,7 @@ func defaultConfig() config {
 		pullErrorDelay:     3 * time.Second,
 		flowControlDelay:   50 * time.Millisecond,
 		offsetIllegalDelay: 10 * time.Second,
+		failoverHold:       DefaultFailoverHold,
 		rebalanceInterval:  DefaultRebalanceInterval,
 		persistInterval:    DefaultPersistInterval,
 		maxReconsumeTimes:  DefaultMaxReconsumeTimes,

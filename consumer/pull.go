@@ -7,7 +7,6 @@ import (
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
-	"github.com/mqgo/mq/route"
 )
 
 // pullLoop pulls one queue until it is dropped or the consumer closes (seed 003,
@@ -19,12 +18,15 @@ func (pc *PushConsumer) pullLoop(qs *queueState) {
 			sleep(pc.ctx, pq.done, d)
 			continue
 		}
-		res, err := pc.pullOnce(qs)
+		res, addr, err := pc.pullOnce(qs)
 		if pq.isDropped() || pc.isClosing() {
 			return
 		}
 		if err != nil {
-			pc.log.Debug().Str("topic", qs.mq.Topic).Int("queue_id", qs.mq.QueueID).Err(err).Msg("pull failed")
+			pc.log.Debug().Str("topic", qs.mq.Topic).Int("queue_id", qs.mq.QueueID).Str("addr", addr).Err(err).Msg("pull failed")
+			if pc.pullFailed(qs, addr, err) {
+				continue // another address of the broker name (a slave when the master died)
+			}
 			sleep(pc.ctx, pq.done, pc.cfg.pullErrorDelay)
 			continue
 		}
@@ -59,23 +61,19 @@ func (pc *PushConsumer) pullPause(qs *queueState) time.Duration {
 	return 0
 }
 
-// pullOnce sends one long-polling pull for the queue's next offset.
-func (pc *PushConsumer) pullOnce(qs *queueState) (*pullResult, error) {
+// pullOnce sends one long-polling pull for the queue's next offset to the address pullTarget
+// picks, which it returns with the answer. The commit-offset bit is set only towards a master:
+// a slave must not take offsets.
+func (pc *PushConsumer) pullOnce(qs *queueState) (*pullResult, string, error) {
 	mq := qs.mq
 	sub := pc.subscriptionOf(mq.Topic)
 	if sub == nil {
-		return nil, ErrNoSubscription
+		return nil, "", ErrNoSubscription
 	}
-	addr := ""
-	if qs.brokerID != route.MasterID {
-		addr = pc.inst.BrokerAddr(mq.BrokerName, qs.brokerID)
-	}
-	fromMaster := addr == ""
-	if fromMaster {
-		addr = pc.inst.MasterAddr(mq.BrokerName)
-	}
+	addr, slave := pc.pullTarget(qs)
+	qs.fromSlave = slave
 	var commit int64
-	if pc.cfg.model == Clustering && fromMaster {
+	if pc.cfg.model == Clustering && !slave {
 		if off, ok := pc.store.read(mq); ok && off > 0 {
 			commit = off
 		}
@@ -88,13 +86,20 @@ func (pc *PushConsumer) pullOnce(qs *queueState) (*pullResult, error) {
 		h.Subscription = sub.expr
 	}
 	h.SysFlag = protocol.BuildPullSysFlag(commit > 0, true, pc.cfg.subscriptionInPull, false)
-	return pullMessage(pc.ctx, pc.inst.Transport(), addr, h, pc.cfg.pullSuspend+10*time.Second)
+	res, err := pullMessage(pc.ctx, pc.inst.Transport(), addr, h, pc.cfg.pullSuspend+10*time.Second)
+	return res, addr, err
 }
 
 // handlePull applies a pull's answer; false means the queue was given up (offset moved).
 func (pc *PushConsumer) handlePull(qs *queueState, res *pullResult) bool {
 	mq, pq := qs.mq, qs.pq
 	qs.brokerID = res.header.SuggestWhichBrokerID
+	if qs.fromSlave && res.code != remoting.Success && res.header.NextBeginOffset < qs.nextOffset {
+		// A slave behind its master (async replication) does not know the offset yet: keep
+		// it and ask again (RocketMQ slaves answer so with offsetCheckInSlave off) rather than
+		// move the queue, and its committed offset, backwards.
+		return true
+	}
 	switch res.code {
 	case remoting.Success:
 		msgs, err := decodeMessages(res.body, mq)

@@ -108,9 +108,14 @@ type PushConsumer struct {
 type queueState struct {
 	mq MessageQueue
 	pq *processQueue
-	// nextOffset and brokerID are touched only by the queue's pull loop.
-	nextOffset int64
-	brokerID   int64
+	// The rest is touched only by the queue's pull loop: where the next pull starts, the
+	// broker id the last answer suggested, whether the last pull went to a slave, and the
+	// address a pull last failed to reach with when to try it again.
+	nextOffset  int64
+	brokerID    int64
+	fromSlave   bool
+	failedAddr  string
+	failedUntil time.Time
 }
 
 // NewPushConsumer builds a push consumer; it starts nothing until Start.

@@ -1,0 +1,187 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+)
+
+// REMOTING.md §3.1.4's pull address rule, plus avoiding an address that just failed.
+func TestSelectPullAddr(t *testing.T) {
+	both := map[int64]string{0: "m", 1: "s1"}
+	two := map[int64]string{0: "m", 1: "s1", 2: "s2"}
+	for _, c := range []struct {
+		name      string
+		addrs     map[int64]string
+		suggested int64
+		avoid     string
+		want      string
+		wantID    int64
+	}{
+		{"master by default", both, 0, "", "m", 0},
+		{"suggested slave", both, 1, "", "s1", 1},
+		{"suggested second slave", two, 2, "", "s2", 2},
+		{"suggested id missing: id+1", map[int64]string{0: "m", 2: "s2"}, 1, "", "s2", 2},
+		{"suggested id and id+1 missing: lowest", map[int64]string{0: "m"}, 3, "", "m", 0},
+		{"master gone from route: slave", map[int64]string{1: "s1"}, 0, "", "s1", 1},
+		{"master gone, slaves 2 and 3: lowest", map[int64]string{3: "s3", 2: "s2"}, 0, "", "s2", 2},
+		{"master failed: slave", both, 0, "m", "s1", 1},
+		{"slave failed: master", both, 1, "s1", "m", 0},
+		{"master failed, two slaves: lowest slave", two, 0, "m", "s1", 1},
+		{"failed address only one left: keep it", map[int64]string{0: "m"}, 0, "m", "m", 0},
+		{"avoid something else", both, 0, "s1", "m", 0},
+		{"no addresses", map[int64]string{}, 0, "", "", 0},
+		{"nil addresses", nil, 1, "m", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, id := selectPullAddr(c.addrs, c.suggested, c.avoid)
+			if got != c.want || id != c.wantID {
+				t.Errorf("selectPullAddr(%v, %d, %q) = %q, %d; want %q, %d", c.addrs, c.suggested, c.avoid, got, id, c.want, c.wantID)
+			}
+		})
+	}
+}
+
+func TestIsTransportError(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), true},
+		{context.DeadlineExceeded, true},
+		{&remoting.ResponseError{Code: remoting.SystemBusy}, false},
+		{fmt.Errorf("wrapped: %w", &remoting.ResponseError{Code: remoting.SystemError}), false},
+		{ErrNoBroker, false},
+		{context.Canceled, false},
+	} {
+		if got := isTransportError(c.err); got != c.want {
+			t.Errorf("isTransportError(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// pullTransport plays a master "m" and a slave "s": each answers PULL_NOT_FOUND with a
+// suggested broker id and the next offset, or fails like a dead node; it records every pull.
+type pullTransport struct {
+	fakeTransport
+	mu      sync.Mutex
+	dead    map[string]bool
+	suggest map[string]int64
+	next    map[string]int64 // nextBeginOffset answered
+	pulls   []pullSeen
+}
+
+type pullSeen struct {
+	Addr   string
+	Commit bool
+	Offset int64
+}
+
+func (f *pullTransport) InvokeSync(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	if req.Code != remoting.PullMessage {
+		return f.fakeTransport.InvokeSync(ctx, addr, req)
+	}
+	var h protocol.PullMessageRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pulls = append(f.pulls, pullSeen{Addr: addr, Commit: h.HasCommitOffset(), Offset: h.QueueOffset})
+	if f.dead[addr] {
+		return nil, fmt.Errorf("dial tcp %s: connect: connection refused", addr)
+	}
+	resp := remoting.NewResponse(remoting.PullNotFound, "")
+	next, ok := f.next[addr]
+	if !ok {
+		next = h.QueueOffset
+	}
+	resp.ExtFields = remoting.EncodeHeader(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: f.suggest[addr],
+		NextBeginOffset: next, MaxOffset: next})
+	return resp, nil
+}
+
+// routeInstance is fakeInstance with a route of broker "b": master "m", slave "s".
+type routeInstance struct{ fakeInstance }
+
+func (routeInstance) TopicRoute(context.Context, string) (*route.TopicRouteData, error) {
+	return &route.TopicRouteData{BrokerDatas: []route.BrokerData{{BrokerName: "b", BrokerAddrs: map[int64]string{0: "m", 1: "s"}}}}, nil
+}
+
+// The pull path: the suggestion is followed, the commit-offset bit goes only to the master, a
+// dead master sends the pulls to the slave at once (and is avoided for the failover hold), and
+// a slave behind the consumer does not move the offset back.
+func TestPullFollowsSuggestionAndFailsOver(t *testing.T) {
+	tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int16]int64{}}, dead: map[string]bool{},
+		suggest: map[string]int64{"m": 1, "s": 0}, next: map[string]int64{}}
+	inst := routeInstance{fakeInstance{tr: tr}}
+	cfg := defaultConfig()
+	cfg.group, cfg.failoverHold = "g", time.Hour
+	pc := &PushConsumer{cfg: cfg, inst: inst, store: newRemoteOffsetStore("g", inst, false, testLogger(t)),
+		queues: map[MessageQueue]*queueState{}}
+	pc.ctx, pc.cancel = context.WithCancel(context.Background())
+	defer pc.cancel()
+	pc.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", func(context.Context, []*Message) (ConsumeResult, error) {
+		return ConsumeSuccess, nil
+	})}
+	mq := MessageQueue{Topic: "T", BrokerName: "b"}
+	pc.store.update(mq, 5, false)
+	qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: 5}
+
+	step := func() (string, error) {
+		t.Helper()
+		res, addr, err := pc.pullOnce(qs)
+		if err == nil {
+			pc.handlePull(qs, res)
+		}
+		return addr, err
+	}
+	// 1: master, with the commit bit; it suggests the slave.
+	if addr, err := step(); err != nil || addr != "m" {
+		t.Fatalf("first pull to %q: %v", addr, err)
+	}
+	// 2: slave, no commit bit; it suggests the master again.
+	if addr, err := step(); err != nil || addr != "s" {
+		t.Fatalf("second pull to %q: %v", addr, err)
+	}
+	// 3: master dies: the pull fails, the slave is worth trying at once.
+	tr.dead["m"] = true
+	addr, err := step()
+	if addr != "m" || !isTransportError(err) {
+		t.Fatalf("third pull to %q: %v", addr, err)
+	}
+	if !pc.pullFailed(qs, addr, err) {
+		t.Fatal("pullFailed offered no other address")
+	}
+	// 4: slave although it suggests the master (avoided for the hold); the slave is behind
+	// (answers next offset 3): the queue keeps offset 5.
+	tr.next["s"] = 3
+	if addr, err := step(); err != nil || addr != "s" {
+		t.Fatalf("fourth pull to %q: %v", addr, err)
+	}
+	if qs.nextOffset != 5 {
+		t.Fatalf("next offset %d after a lagging slave's answer, want 5", qs.nextOffset)
+	}
+	if addr, err := step(); err != nil || addr != "s" {
+		t.Fatalf("fifth pull to %q: %v", addr, err)
+	}
+	// 6: the hold is over and the master back: pulls return to it.
+	tr.dead["m"] = false
+	qs.failedUntil = time.Time{}
+	if addr, err := step(); err != nil || addr != "m" {
+		t.Fatalf("sixth pull to %q: %v", addr, err)
+	}
+	want := []pullSeen{{"m", true, 5}, {"s", false, 5}, {"m", true, 5}, {"s", false, 5}, {"s", false, 5}, {"m", true, 5}}
+	if diff := cmp.Diff(want, tr.pulls); diff != "" {
+		t.Errorf("pulls (-want +got):\n%s", diff)
+	}
+}
