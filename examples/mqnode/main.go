@@ -2,6 +2,11 @@
 // port by default.
 //
 //	go run ./examples/mqnode -listen 127.0.0.1:9876 -store ./mqdata
+//
+// A master and its slave (the slave learns the master's HA address from the name service):
+//
+//	go run ./examples/mqnode -listen 127.0.0.1:9876 -store ./m -role sync-master
+//	go run ./examples/mqnode -listen 127.0.0.1:9886 -store ./s -role slave -no-namesrv -namesrv 127.0.0.1:9876
 package main
 
 import (
@@ -35,7 +40,11 @@ func run(args []string) error {
 		flush         = fs.String("flush", "async", "flush mode: async|sync")
 		cluster       = fs.String("cluster", mq.DefaultClusterName, "cluster name")
 		brokerName    = fs.String("broker-name", mq.DefaultBrokerName, "broker name")
-		brokerID      = fs.Int64("broker-id", 0, "broker id (0 = master)")
+		brokerID      = fs.Int64("broker-id", 0, "broker id (0 = master; a slave defaults to 1)")
+		role          = fs.String("role", "", "broker role: async-master|sync-master|slave (default async-master, slave when -broker-id > 0)")
+		haListen      = fs.String("ha-listen", "", "master: replication listener `HOST:PORT` (default: the broker port + 1)")
+		masterHA      = fs.String("master-ha", "", "slave: the master's replication address `HOST:PORT` (default: learned from the name service)")
+		slaveRead     = fs.Bool("slave-read", false, "master: send consumers that fall far behind to the slave (slaveReadEnable)")
 		brokerIP      = fs.String("broker-ip", "", "`IP` clients are told to dial (default: the listener's host)")
 		noNamesrv     = fs.Bool("no-namesrv", false, "do not run the name service")
 		noBroker      = fs.Bool("no-broker", false, "do not run the broker")
@@ -61,7 +70,21 @@ func run(args []string) error {
 		BrokerName:        *brokerName,
 		BrokerID:          *brokerID,
 		BrokerIP:          *brokerIP,
+		HAListen:          *haListen,
+		MasterHA:          *masterHA,
+		SlaveReadEnable:   *slaveRead,
 		Logger:            &log,
+	}
+	switch *role {
+	case "":
+	case "async-master":
+		opts.BrokerRole = "ASYNC_MASTER"
+	case "sync-master":
+		opts.BrokerRole = "SYNC_MASTER"
+	case "slave":
+		opts.BrokerRole = "SLAVE"
+	default:
+		return errors.New("-role must be async-master, sync-master or slave")
 	}
 	if *namesrv != "" {
 		opts.NameServers = strings.Split(*namesrv, ";")

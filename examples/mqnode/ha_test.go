@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/producer"
+	"github.com/mqgo/mq/remoting"
+)
+
+// mqnodeProc is a running mqnode binary and the addresses its "mqnode started" line gave.
+type mqnodeProc struct {
+	cmd             *exec.Cmd
+	namesrv, broker string
+	done            chan error
+	drained         chan struct{}
+}
+
+// startMqnode runs bin with args and waits for its "mqnode started" log line. The process is
+// stopped with SIGINT (SIGKILL after 30 s) when the test ends.
+func startMqnode(t *testing.T, bin string, args ...string) *mqnodeProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &mqnodeProc{cmd: cmd, done: make(chan error, 1), drained: make(chan struct{})}
+	lines := bufio.NewScanner(stderr)
+	// A binary that never says it started is killed, which ends the scan below.
+	stuck := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
+	for p.broker == "" && lines.Scan() {
+		var rec map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &rec); err != nil {
+			continue
+		}
+		if rec["message"] == "mqnode started" {
+			p.namesrv, _ = rec["namesrv_addr"].(string)
+			p.broker, _ = rec["broker_addr"].(string)
+		}
+	}
+	stuck.Stop()
+	go func() {
+		defer close(p.drained)
+		for lines.Scan() {
+		}
+	}()
+	go func() {
+		<-p.drained
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("mqnode %v: exit: %v", args, err)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("mqnode %v still running 30 s after SIGINT", args)
+		}
+	})
+	if p.broker == "" {
+		t.Fatalf("mqnode %v logged no broker address", args)
+	}
+	return p
+}
+
+// maxOffset asks a broker for a queue's max offset (GET_MAX_OFFSET) over TCP.
+func maxOffset(t *testing.T, c *remoting.Client, addr, topic string, queueID int) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": strconv.Itoa(queueID)}, nil)
+	resp, err := c.InvokeSync(ctx, addr, req)
+	if err != nil {
+		t.Fatalf("GET_MAX_OFFSET at %s: %v", addr, err)
+	}
+	if resp.Code != remoting.Success {
+		t.Fatalf("GET_MAX_OFFSET at %s: %d %s", addr, resp.Code, resp.Remark)
+	}
+	off, err := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+	if err != nil {
+		t.Fatalf("GET_MAX_OFFSET at %s: offset %q", addr, resp.ExtFields["offset"])
+	}
+	return off
+}
+
+// A master and a slave binary on loopback replicate: every message sent to the master is in
+// the slave's queues, and the slave refuses sends.
+func TestBinaryMasterSlaveReplicate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := filepath.Join(t.TempDir(), "mqnode")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	master := startMqnode(t, bin, "-listen", "127.0.0.1:0", "-store", t.TempDir(), "-role", "sync-master",
+		"-ha-listen", "127.0.0.1:0")
+	slave := startMqnode(t, bin, "-listen", "127.0.0.1:0", "-store", t.TempDir(), "-role", "slave",
+		"-no-namesrv", "-namesrv", master.namesrv)
+
+	p, err := producer.New(producer.WithNameServers(master.namesrv), producer.WithGroup("ha-pg"),
+		producer.WithSendTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// A sync master answers SLAVE_NOT_AVAILABLE until the slave connected; those sends are
+	// stored all the same. Send until one is acknowledged as replicated.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sent := map[int]int64{} // queue id -> messages sent
+	for i := 0; ; i++ {
+		r, err := p.SendSync(ctx, producer.NewMessage("HABIN", []byte(fmt.Sprintf("b-%d", i))))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		sent[r.Queue.QueueID]++
+		if r.Status == producer.SendOK && i >= 20 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no send acknowledged by the slave")
+		}
+	}
+	client := remoting.NewClient(remoting.ClientOptions{})
+	defer client.Close()
+	for q, n := range sent {
+		if got := maxOffset(t, client, master.broker, "HABIN", q); got != n {
+			t.Fatalf("master queue %d: max offset %d, sent %d", q, got, n)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for maxOffset(t, client, slave.broker, "HABIN", q) != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("slave queue %d never reached %d messages", q, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
