@@ -61,6 +61,7 @@ const (
 	DefaultPullThresholdSizeMiB    = 100
 	DefaultConsumeConcurrentlySpan = 2000
 	DefaultPullSuspend             = 15 * time.Second
+	DefaultPullTimeout             = 10 * time.Second
 	DefaultRebalanceInterval       = 20 * time.Second
 	DefaultPersistInterval         = 5 * time.Second
 	DefaultMaxReconsumeTimes       = 16
@@ -98,6 +99,7 @@ type config struct {
 	pullThresholdBytes int64
 	maxSpan            int64
 	pullSuspend        time.Duration
+	pullTimeout        time.Duration // beyond pullSuspend
 	pullErrorDelay     time.Duration
 	flowControlDelay   time.Duration
 	offsetIllegalDelay time.Duration
@@ -139,6 +141,7 @@ func defaultConfig() config {
 		pullThresholdBytes: DefaultPullThresholdSizeMiB << 20,
 		maxSpan:            DefaultConsumeConcurrentlySpan,
 		pullSuspend:        DefaultPullSuspend,
+		pullTimeout:        DefaultPullTimeout,
 		pullErrorDelay:     3 * time.Second,
 		flowControlDelay:   50 * time.Millisecond,
 		offsetIllegalDelay: 10 * time.Second,
@@ -187,7 +190,7 @@ func (c *config) validate() error {
 		}
 	}
 	durations := map[string]time.Duration{
-		"pull suspend": c.pullSuspend, "rebalance interval": c.rebalanceInterval,
+		"pull suspend": c.pullSuspend, "pull timeout": c.pullTimeout, "rebalance interval": c.rebalanceInterval,
 		"persist interval": c.persistInterval, "consume timeout": c.consumeTimeout,
 		"lock interval": c.lockInterval, "suspend delay": c.suspendDelay, "close timeout": c.closeTimeout,
 	}
@@ -258,6 +261,14 @@ func WithMaxSpan(n int64) Option { return optionFunc(func(c *config) { c.maxSpan
 // WithPullSuspend sets how long the broker may hold a pull with no new messages (default 15 s).
 func WithPullSuspend(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.pullSuspend = d })
+}
+
+// WithPullTimeout sets how long a pull may wait for its answer beyond the suspend time
+// (default DefaultPullTimeout, RocketMQ's consumerPullTimeoutMillis). A pull whose broker
+// died without answering holds its queue that long (suspend + timeout) before the queue moves
+// on, to a slave for instance; tests that kill brokers shorten both.
+func WithPullTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.pullTimeout = d })
 }
 
 // WithPullErrorDelay sets the pause after a failed pull (default 3 s).

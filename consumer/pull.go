@@ -86,7 +86,7 @@ func (pc *PushConsumer) pullOnce(qs *queueState) (*pullResult, string, error) {
 		h.Subscription = sub.expr
 	}
 	h.SysFlag = protocol.BuildPullSysFlag(commit > 0, true, pc.cfg.subscriptionInPull, false)
-	res, err := pullMessage(pc.ctx, pc.inst.Transport(), addr, h, pc.cfg.pullSuspend+10*time.Second)
+	res, err := pullMessage(pc.ctx, pc.inst.Transport(), addr, h, pc.cfg.pullSuspend+pc.cfg.pullTimeout)
 	return res, addr, err
 }
 

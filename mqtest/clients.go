@@ -50,13 +50,16 @@ func (c *Cluster) NewProducer(opts ...producer.Option) *producer.Producer {
 // consumerBase is the consumers' fast defaults: group "mqtest" (override with WithGroup),
 // consume from the first offset (so messages sent before Start are seen), rebalance every
 // 100 ms, persist offsets every 100 ms, retry a failed pull after 50 ms, refresh routes every
-// 100 ms, heartbeats every 200 ms, its own client instance.
+// 100 ms, heartbeats every 200 ms, its own client instance, and pulls held at most 2 s and
+// answered within 2 s more: a pull in flight when its broker is killed may go unanswered, and
+// its queue waits that long before it pulls elsewhere.
 func (c *Cluster) consumerBase() []consumer.Option {
 	base := []consumer.Option{consumer.WithNameServers(c.NameServerAddrs()...), consumer.WithLogger(&c.log),
 		consumer.WithGroup("mqtest"), consumer.WithInstanceName(fmt.Sprintf("mqtest-c%d", clientSeq.Add(1))),
 		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}),
 		consumer.WithRebalanceInterval(100 * time.Millisecond), consumer.WithPersistInterval(100 * time.Millisecond),
 		consumer.WithPullErrorDelay(defaultConsumerDelay), consumer.WithSendBackRetryDelay(defaultConsumerDelay),
+		consumer.WithPullSuspend(2 * time.Second), consumer.WithPullTimeout(2 * time.Second),
 		consumer.WithPollNameServerInterval(clientRoutePeriod), consumer.WithHeartbeatInterval(clientHeartbeat)}
 	if tr := c.transport(); tr != nil {
 		base = append(base, consumer.WithOwnedTransport(tr))
@@ -88,8 +91,9 @@ func (c *Cluster) NewPullConsumer(opts ...consumer.Option) *consumer.PullConsume
 }
 
 // CreateTopic creates topic with queues read and write queues on every running master and
-// waits until every running name server's route has them for every group. Call from the
-// test's goroutine.
+// waits until every running name server's route has them for every group and every running
+// slave has copied its master's topics (WaitSlavesSynced), so slaves serve the topic too.
+// Call from the test's goroutine.
 func (c *Cluster) CreateTopic(topic string, queues int) {
 	c.t.Helper()
 	if err := c.createTopic(topic, queues); err != nil {
@@ -119,7 +123,7 @@ func (c *Cluster) createTopic(topic string, queues int) error {
 	if !poll(DefaultWaitTimeout, func() bool { return c.hasTopic(topic, queues) }) {
 		return fmt.Errorf("mqtest: route of topic %s incomplete after %v", topic, DefaultWaitTimeout)
 	}
-	return nil
+	return c.waitSlavesSynced()
 }
 
 // hasTopic reports whether every running name server routes topic to every group with

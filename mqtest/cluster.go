@@ -68,10 +68,11 @@ type Node struct {
 	// BrokerName is the group's broker name ("" for a name server).
 	BrokerName string
 
-	mu   sync.Mutex
-	n    *mq.Node
-	opts mq.Options
-	addr string // last listen address, reused by Restart
+	mu     sync.Mutex
+	n      *mq.Node
+	opts   mq.Options
+	addr   string // last listen address, reused by Restart
+	haAddr string // a master's last HA listen address, reused by Restart
 }
 
 // Current returns the running node, or nil while it is killed.
@@ -113,7 +114,8 @@ type Cluster struct {
 }
 
 // StartCluster starts cfg's nodes, waits until every broker is registered with every name
-// server and registers t.Cleanup to close them. It fails the test on error.
+// server and every slave is connected to its master, and registers t.Cleanup to close them.
+// It fails the test on error.
 func StartCluster(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	c, err := startCluster(t, cfg)
@@ -249,7 +251,7 @@ func (c *Cluster) startNode(n *Node, listen string) error {
 	if n.isNameServer() {
 		n.addr = mn.NameServerAddr()
 	} else {
-		n.addr = mn.BrokerAddr()
+		n.addr, n.haAddr = mn.BrokerAddr(), mn.HAAddr()
 	}
 	n.mu.Unlock()
 	return nil
@@ -317,8 +319,10 @@ func (c *Cluster) KillMaster(g int) error { return c.Kill(c.Master(g)) }
 
 // Restart reopens a killed node on its store and, if it is still free, its port; a broker
 // whose port was taken meanwhile gets a new one (a name server needs its port: brokers and
-// clients know it by address). It returns once every running broker is registered with every
-// running name server. Restarting a running node kills it first.
+// clients know it by address); a master keeps its HA port the same way, and slaves learn a new
+// one from the name servers. It returns once every running broker is registered with every
+// running name server and every running slave is connected to its running master. Restarting
+// a running node kills it first.
 func (c *Cluster) Restart(n *Node) error {
 	if err := c.Kill(n); err != nil {
 		return err
@@ -335,11 +339,14 @@ func (c *Cluster) Restart(n *Node) error {
 }
 
 // waitRegistered waits until every running broker is registered, at its current address, with
-// every running name server.
+// every running name server, and every running slave is connected to its running master.
 func (c *Cluster) waitRegistered(timeout time.Duration) error {
 	var missing string
 	ok := poll(timeout, func() bool {
 		missing = c.unregistered()
+		if missing == "" {
+			missing = c.slavesConnected()
+		}
 		return missing == ""
 	})
 	if !ok {
@@ -370,9 +377,10 @@ func (c *Cluster) unregistered() string {
 	return ""
 }
 
-// closeAll closes every node, brokers first.
+// closeAll closes every node: slaves, masters, then name servers, so nothing reconnects to
+// a node already gone.
 func (c *Cluster) closeAll() {
-	for _, n := range c.Brokers() {
+	for _, n := range append(c.Slaves(), c.Masters()...) {
 		if err := c.Kill(n); err != nil {
 			c.t.Errorf("mqtest: close %s: %v", n, err)
 		}
