@@ -133,7 +133,9 @@ func equalCommitLogs(t *testing.T, master, slave *storage.Store) {
 }
 
 func TestHAMasterSlave(t *testing.T) {
-	m := startNode(t, haOpts(t, AsyncMaster))
+	mo := haOpts(t, AsyncMaster)
+	mo.DelayLevels = []time.Duration{10 * time.Millisecond}
+	m := startNode(t, mo)
 	if m.HAAddr() == "" {
 		t.Fatal("master has no HA address")
 	}
@@ -183,6 +185,35 @@ func TestHAMasterSlave(t *testing.T) {
 				t.Fatal(err)
 			}
 			return bytes.Contains(topics.Body, []byte(`"HA"`)) && w.OffsetTable["HA@cg"][1] == 7
+		})
+	})
+
+	t.Run("metadata sync of groups and delay offsets", func(t *testing.T) {
+		resp := invoke(t, m, m.BrokerAddr(), remoting.NewRequest(remoting.UpdateAndCreateSubscription, nil,
+			[]byte(`{"groupName":"ha-group","consumeEnable":true}`)))
+		if resp.Code != remoting.Success {
+			t.Fatalf("create group: %d %s", resp.Code, resp.Remark)
+		}
+		// A level-1 delayed message (10 ms here) advances the master's level-1 cursor to 1.
+		props := map[string]string{message.PropertyUniqKey: "U-delayed", message.PropertyDelayTimeLevel: "1"}
+		h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "HAD", DefaultTopic: "TBW102",
+			DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: time.Now().UnixMilli(),
+			Properties: message.MarshalProperties(props), MaxReconsumeTimes: -1}
+		resp = invoke(t, m, m.BrokerAddr(), remoting.NewRequest(remoting.SendMessage, remoting.EncodeHeader(h), []byte("delayed")))
+		if resp.Code != remoting.Success {
+			t.Fatalf("delayed send: %d %s", resp.Code, resp.Remark)
+		}
+		eventually(t, "the slave to sync the group and the delay cursor", func() bool {
+			groups := invoke(t, s, s.BrokerAddr(), remoting.NewRequest(remoting.GetAllSubscriptionGroupConfig, nil, nil))
+			delays := invoke(t, s, s.BrokerAddr(), remoting.NewRequest(remoting.GetAllDelayOffset, nil, nil))
+			if groups.Code != remoting.Success || delays.Code != remoting.Success {
+				return false
+			}
+			w, err := protocol.DecodeDelayOffsetSerializeWrapper(delays.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return bytes.Contains(groups.Body, []byte(`"ha-group"`)) && w.OffsetTable[1] == 1
 		})
 	})
 
