@@ -51,6 +51,17 @@
 // releases the client instance; it returns after every goroutine above has exited. Messages
 // pulled but not consumed are redelivered to whoever takes their queue next (at-least-once).
 //
+// # Masters and slaves
+//
+// A queue's pulls go where the last answer's suggestWhichBrokerId says (a master sends a
+// reader far behind to its slave; the slave sends it back), per REMOTING.md §3.1.4: that id's
+// address, else id+1's, else the lowest id of the broker name. The commit-offset bit is set
+// only on pulls to the master. A pull that cannot reach its broker (the master died) is
+// retried at once at another address of the broker name, and the failed address is avoided
+// for DefaultFailoverHold; offsets are still persisted to the master only, so commits wait
+// until it is back. A pull left unanswered by a dying broker holds its queue for
+// WithPullSuspend + WithPullTimeout before it counts as failed.
+//
 // # Pull consumer
 //
 // NewPullConsumer builds a lite pull consumer on the same machinery: Subscribe (rebalanced) or

@@ -49,7 +49,9 @@ type Config struct {
 	// ClusterName defaults to mq.DefaultClusterName.
 	ClusterName string
 	// Options, when set, edits the options of every node before it starts (after mqtest set
-	// its own). It may be called again for a node that restarts.
+	// its own). It may be called again for a node that restarts. Tell nodes apart by
+	// DisableBroker (name servers), BrokerName and BrokerID; for example SlaveReadEnable and
+	// AccessMessageInMemoryMaxBytes make masters send lagging readers to their slaves.
 	Options func(*mq.Options)
 	// InProcess makes the helpers' clients (NewProducer, NewPushConsumer, NewPullConsumer)
 	// reach the nodes in-process, without sockets; by default they use TCP like any client.
