@@ -142,16 +142,21 @@ func TestBinaryMasterSlaveReplicate(t *testing.T) {
 	}
 	client := remoting.NewClient(remoting.ClientOptions{})
 	defer client.Close()
+	// ConsumeQueues are built asynchronously on both brokers: wait for each to count every
+	// message sent.
+	deadline := time.Now().Add(30 * time.Second)
 	for q, n := range sent {
-		if got := maxOffset(t, client, master.broker, "HABIN", q); got != n {
-			t.Fatalf("master queue %d: max offset %d, sent %d", q, got, n)
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for maxOffset(t, client, slave.broker, "HABIN", q) != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("slave queue %d never reached %d messages", q, n)
+		for _, b := range []struct{ name, addr string }{{"master", master.broker}, {"slave", slave.broker}} {
+			for {
+				got := maxOffset(t, client, b.addr, "HABIN", q)
+				if got == n {
+					break
+				}
+				if got > n || time.Now().After(deadline) {
+					t.Fatalf("%s queue %d: max offset %d, sent %d", b.name, q, got, n)
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -218,9 +219,10 @@ func TestHAMasterSlave(t *testing.T) {
 	})
 
 	t.Run("slave serves pulls", func(t *testing.T) {
-		eventually(t, "the slave to know topic HA", func() bool {
-			resp, _ := pull(t, s, s.BrokerAddr(), "HA", 0, 0, 32)
-			return resp.Code == remoting.Success
+		// The slave builds its ConsumeQueues from the replicated log asynchronously.
+		eventually(t, "the slave to know topic HA and index queue 0", func() bool {
+			resp, rh := pull(t, s, s.BrokerAddr(), "HA", 0, 0, 32)
+			return resp.Code == remoting.Success && rh.NextBeginOffset == n/4
 		})
 		resp, rh := pull(t, s, s.BrokerAddr(), "HA", 0, 0, 32)
 		if resp.Code != remoting.Success {
@@ -300,4 +302,27 @@ func TestHAOptionsValidate(t *testing.T) {
 	if o := (Options{BrokerRole: Slave}).withDefaults(); o.BrokerID != 1 {
 		t.Errorf("a slave with no id gets id %d", o.BrokerID)
 	}
+}
+
+// A slave that connects but never acknowledges makes a sync master answer FLUSH_SLAVE_TIMEOUT
+// once HASyncFlushTimeout passed; the message is stored all the same.
+func TestHASyncMasterSlaveTimeout(t *testing.T) {
+	o := haOpts(t, SyncMaster)
+	o.HASyncFlushTimeout = 50 * time.Millisecond
+	m := startNode(t, o)
+	c, err := net.Dial("tcp", m.HAAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var report [8]byte // "I hold nothing": offset 0, then silence
+	if _, err := c.Write(report[:]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fake slave to count", func() bool { return len(m.Broker().HAMaster().Slaves()) > 0 })
+	resp := send(t, m, m.BrokerAddr(), "SYNC", 0, "unacked")
+	if resp.Code != remoting.FlushSlaveTimeout {
+		t.Fatalf("send: code %d %q, want %d", resp.Code, resp.Remark, remoting.FlushSlaveTimeout)
+	}
+	eventually(t, "the message to be stored", func() bool { return m.Broker().Store().MaxOffsetInQueue("SYNC", 0) == 1 })
 }
