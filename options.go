@@ -15,6 +15,16 @@ const (
 	SyncFlush  = node.SyncFlush  // acknowledged once fsynced (group commit)
 )
 
+// BrokerRole is a broker's part in its master/slave group (RocketMQ brokerRole).
+type BrokerRole = node.BrokerRole
+
+// Broker roles.
+const (
+	AsyncMaster = node.AsyncMaster // acknowledges sends without waiting for a slave (the default)
+	SyncMaster  = node.SyncMaster  // acknowledges sends once a slave has them
+	Slave       = node.Slave       // follows its master; refuses sends, serves reads
+)
+
 // Defaults of Options, named after the RocketMQ settings they mirror.
 const (
 	DefaultListen                      = node.DefaultListen

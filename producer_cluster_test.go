@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -94,10 +95,31 @@ func eachTransport(t *testing.T, f func(t *testing.T, transport string)) {
 	}
 }
 
-// waitBothBrokers sends until the topic's route (auto-created through TBW102) has both
-// brokers, so later sends spread over them.
-func waitBothBrokers(t *testing.T, p *producer.Producer, topic string) {
+// waitBothBrokers creates topic with 4 queues on both brokers, then sends until the producer has
+// reached both. (Auto-creation through TBW102 would put the topic only on the brokers the first
+// sends happened to reach before the real route, registered at once, replaced the borrowed one;
+// that path is tested on its own.)
+func waitBothBrokers(t *testing.T, c *prodCluster, p *producer.Producer, topic string) {
 	t.Helper()
+	tr := c.ns.NewTransport()
+	defer tr.Close()
+	invoke := func(addr string, req *remoting.Command) *remoting.Command {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := tr.InvokeSync(ctx, addr, req)
+		if err != nil {
+			t.Fatalf("request %d to %s: %v", req.Code, addr, err)
+		}
+		return resp
+	}
+	for _, n := range []*mq.Node{c.a, c.b} {
+		h := &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "TBW102", ReadQueueNums: 4,
+			WriteQueueNums: 4, Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag}
+		if resp := invoke(n.BrokerAddr(), remoting.NewRequest(remoting.UpdateAndCreateTopic,
+			remoting.EncodeHeader(h), nil)); resp.Code != remoting.Success {
+			t.Fatalf("create topic on %s: %d %s", n.BrokerAddr(), resp.Code, resp.Remark)
+		}
+	}
 	ctx := context.Background()
 	seen := map[string]bool{}
 	deadline := time.Now().Add(15 * time.Second)
@@ -118,7 +140,7 @@ func TestProducerSpreadsOverBrokers(t *testing.T) {
 	eachTransport(t, func(t *testing.T, transport string) {
 		p := newTestProducer(t, c, transport)
 		topic := "Spread_" + transport
-		waitBothBrokers(t, p, topic)
+		waitBothBrokers(t, c, p, topic)
 		time.Sleep(300 * time.Millisecond) // the real route (4 queues on each broker) replaces TBW102's
 		queues := map[producer.MessageQueue]int{}
 		brokers := map[string]int{}
@@ -149,7 +171,7 @@ func TestProducerBrokerDownIsolated(t *testing.T) {
 		// 30 s against a real name server), so the sends must find out by themselves.
 		p := newTestProducer(t, c, transport, producer.WithPollNameServerInterval(time.Hour))
 		topic := "Down_" + transport
-		waitBothBrokers(t, p, topic)
+		waitBothBrokers(t, c, p, topic)
 		c.b.Close()
 		ctx := context.Background()
 		// Async sends first: those that picked broker-b are retried on broker-a.
@@ -215,7 +237,7 @@ func TestProducerSendsWithNameServerDown(t *testing.T) {
 		c := startProdCluster(t)
 		p := newTestProducer(t, c, transport)
 		topic := "NsDown_" + transport
-		waitBothBrokers(t, p, topic)
+		waitBothBrokers(t, c, p, topic)
 		c.ns.Close()
 		time.Sleep(300 * time.Millisecond) // several failed route refreshes
 		for i := 0; i < 20; i++ {
@@ -237,7 +259,7 @@ func TestProducerOrderedPerKey(t *testing.T) {
 	eachTransport(t, func(t *testing.T, transport string) {
 		p := newTestProducer(t, c, transport)
 		topic := "Ordered_" + transport
-		waitBothBrokers(t, p, topic)
+		waitBothBrokers(t, c, p, topic)
 		time.Sleep(300 * time.Millisecond)
 		type sent struct {
 			q   producer.MessageQueue
@@ -277,7 +299,7 @@ func TestProducerOrderedWhenBrokerDown(t *testing.T) {
 	c := startProdCluster(t)
 	p := newTestProducer(t, c, "inproc")
 	topic := "OrderedDown"
-	waitBothBrokers(t, p, topic)
+	waitBothBrokers(t, c, p, topic)
 	time.Sleep(300 * time.Millisecond)
 	onB := producer.SelectorFunc(func(qs []producer.MessageQueue, _ *producer.Message, _ any) producer.MessageQueue {
 		for _, q := range qs {
@@ -333,7 +355,7 @@ func TestProducerBatchAndCompression(t *testing.T) {
 	eachTransport(t, func(t *testing.T, transport string) {
 		p := newTestProducer(t, c, transport)
 		topic := "Batch_" + transport
-		waitBothBrokers(t, p, topic)
+		waitBothBrokers(t, c, p, topic)
 		msgs := make([]*producer.Message, 10)
 		for i := range msgs {
 			msgs[i] = producer.NewMessage(topic, []byte(fmt.Sprint(i))).WithKeys(fmt.Sprint("k", i))
@@ -366,7 +388,7 @@ func TestProducerAsyncCallbackPanicAndClose(t *testing.T) {
 	eachTransport(t, func(t *testing.T, transport string) {
 		p := newTestProducer(t, c, transport)
 		topic := "Close_" + transport
-		waitBothBrokers(t, p, topic)
+		waitBothBrokers(t, c, p, topic)
 		ctx := context.Background()
 		// A panicking callback is recovered; the producer keeps working.
 		if err := p.SendAsync(ctx, producer.NewMessage(topic, []byte("boom")), func(*producer.SendResult, error) {
@@ -451,7 +473,7 @@ func TestProducerAsyncBackpressure(t *testing.T) {
 	c := startProdCluster(t)
 	p := newTestProducer(t, c, "inproc", producer.WithMaxAsyncInFlight(1))
 	topic := "Backpressure"
-	waitBothBrokers(t, p, topic)
+	waitBothBrokers(t, c, p, topic)
 	release := make(chan struct{})
 	ran := make(chan struct{}, 2)
 	cb := func(*producer.SendResult, error) { <-release; ran <- struct{}{} }
