@@ -85,9 +85,26 @@ func (t *InProcTransport) channel(addr string) (*inprocChannel, error) {
 	}
 	id := nextChannelID()
 	ch := &inprocChannel{id: id, t: t, d: d, local: addr,
-		remote: fmt.Sprintf("127.0.0.2:%d", id%65535+1)}
+		remote: fmt.Sprintf("127.0.0.2:%d", id%65535+1), done: make(chan struct{})}
 	t.chans[addr] = ch
 	d.FireEvent(ConnEvent{Type: ConnConnect, Channel: ch})
+	// A node that closes drops its links as a server drops its sockets: requests still waiting
+	// on it fail at once instead of at their deadline.
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		select {
+		case <-d.Context().Done():
+			t.mu.Lock()
+			if t.chans[addr] == ch {
+				delete(t.chans, addr)
+			}
+			ch.closeLocked()
+			t.mu.Unlock()
+		case <-ch.done:
+		case <-t.stop:
+		}
+	}()
 	return ch, nil
 }
 
@@ -184,6 +201,7 @@ type inprocChannel struct {
 	local  string
 	remote string
 	closed atomic.Bool
+	done   chan struct{} // closed with the channel
 }
 
 func (ch *inprocChannel) ID() uint64         { return ch.id }
@@ -196,6 +214,7 @@ func (ch *inprocChannel) closeLocked() {
 	if ch.closed.Swap(true) {
 		return
 	}
+	close(ch.done)
 	ch.t.table.failOwner(ch.id, ErrConnClosed)
 	ch.t.srvTable.failOwner(ch.id, ErrConnClosed)
 	ch.d.FireEvent(ConnEvent{Type: ConnClose, Channel: ch})

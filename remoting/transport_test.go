@@ -443,3 +443,28 @@ func TestServerAssemblesSplitFrames(t *testing.T) {
 		}
 	}
 }
+
+// A request parked by a local node fails with ErrConnClosed when that node's dispatcher closes,
+// as a TCP request does when its server goes away, not at its deadline.
+func TestInProcRequestsFailWhenNodeCloses(t *testing.T) {
+	d := NewDispatcher(testLogger(t))
+	parked := make(chan struct{}, 1)
+	d.Register(PullMessage, ProcessorFunc(func(context.Context, Channel, *Command) (*Command, error) {
+		parked <- struct{}{}
+		return nil, nil // answered later, or never
+	}), NewExecutor("pull", 1, 8))
+	d.Start()
+	tr := NewInProcTransport(func(string) *Dispatcher { return d }, nil, 0)
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errc := make(chan error, 1)
+	if err := tr.InvokeAsync(ctx, "node", NewRequest(PullMessage, nil, nil), func(_ *Command, err error) { errc <- err }); err != nil {
+		t.Fatal(err)
+	}
+	<-parked
+	d.Close()
+	if err := <-errc; !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("parked request: %v, want ErrConnClosed", err)
+	}
+}
