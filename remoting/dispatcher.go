@@ -55,6 +55,11 @@ type Dispatcher struct {
 	cancel context.CancelFunc
 	events chan ConnEvent
 	wg     sync.WaitGroup
+
+	hookMu     sync.Mutex
+	closeHooks map[uint64]func()
+	hookSeq    uint64
+	hooksRun   bool
 }
 
 // NewDispatcher makes an empty processor table. log may be nil.
@@ -137,11 +142,46 @@ func (d *Dispatcher) Close() {
 	executors := d.executors
 	d.mu.Unlock()
 	d.cancel()
+	d.runCloseHooks()
 	for _, ex := range executors {
 		ex.stop()
 	}
 	close(d.events)
 	d.wg.Wait()
+}
+
+// onClose registers f to run once when Close begins (the in-process transport drops its links
+// then); the returned function unregisters it. It reports false, registering nothing, when
+// Close has begun already.
+func (d *Dispatcher) onClose(f func()) (unregister func(), ok bool) {
+	d.hookMu.Lock()
+	defer d.hookMu.Unlock()
+	if d.hooksRun {
+		return nil, false
+	}
+	if d.closeHooks == nil {
+		d.closeHooks = make(map[uint64]func())
+	}
+	d.hookSeq++
+	id := d.hookSeq
+	d.closeHooks[id] = f
+	return func() {
+		d.hookMu.Lock()
+		delete(d.closeHooks, id)
+		d.hookMu.Unlock()
+	}, true
+}
+
+// runCloseHooks runs the close hooks, outside every lock (they take their owners' locks).
+func (d *Dispatcher) runCloseHooks() {
+	d.hookMu.Lock()
+	d.hooksRun = true
+	hooks := d.closeHooks
+	d.closeHooks = nil
+	d.hookMu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
 }
 
 // Context is the dispatcher's lifetime; it ends when Close begins.

@@ -85,26 +85,23 @@ func (t *InProcTransport) channel(addr string) (*inprocChannel, error) {
 	}
 	id := nextChannelID()
 	ch := &inprocChannel{id: id, t: t, d: d, local: addr,
-		remote: fmt.Sprintf("127.0.0.2:%d", id%65535+1), done: make(chan struct{})}
-	t.chans[addr] = ch
-	d.FireEvent(ConnEvent{Type: ConnConnect, Channel: ch})
+		remote: fmt.Sprintf("127.0.0.2:%d", id%65535+1)}
 	// A node that closes drops its links as a server drops its sockets: requests still waiting
 	// on it fail at once instead of at their deadline.
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		select {
-		case <-d.Context().Done():
-			t.mu.Lock()
-			if t.chans[addr] == ch {
-				delete(t.chans, addr)
-			}
-			ch.closeLocked()
-			t.mu.Unlock()
-		case <-ch.done:
-		case <-t.stop:
+	unhook, ok := d.onClose(func() {
+		t.mu.Lock()
+		if t.chans[addr] == ch {
+			delete(t.chans, addr)
 		}
-	}()
+		ch.closeLocked()
+		t.mu.Unlock()
+	})
+	if !ok {
+		return nil, nil // the node is closing: as if it were gone
+	}
+	ch.unhook = unhook
+	t.chans[addr] = ch
+	d.FireEvent(ConnEvent{Type: ConnConnect, Channel: ch})
 	return ch, nil
 }
 
@@ -201,7 +198,7 @@ type inprocChannel struct {
 	local  string
 	remote string
 	closed atomic.Bool
-	done   chan struct{} // closed with the channel
+	unhook func() // forgets the dispatcher's close hook
 }
 
 func (ch *inprocChannel) ID() uint64         { return ch.id }
@@ -214,7 +211,9 @@ func (ch *inprocChannel) closeLocked() {
 	if ch.closed.Swap(true) {
 		return
 	}
-	close(ch.done)
+	if ch.unhook != nil {
+		ch.unhook()
+	}
 	ch.t.table.failOwner(ch.id, ErrConnClosed)
 	ch.t.srvTable.failOwner(ch.id, ErrConnClosed)
 	ch.d.FireEvent(ConnEvent{Type: ConnClose, Channel: ch})
