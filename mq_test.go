@@ -201,8 +201,10 @@ func TestNodeBrokerRegistersWithItsNameService(t *testing.T) {
 	assertNoModuleGoroutines(t)
 }
 
-// A producer from the node sends in-process to its broker.
-func TestNodeNewProducer(t *testing.T) {
+// startWholeNode starts a node with name service and broker (1 MiB segments) until the test
+// ends.
+func startWholeNode(t *testing.T) *Node {
+	t.Helper()
 	opts := testOptions(t)
 	opts.DisableBroker = false
 	opts.SegmentBytes = 1 << 20
@@ -210,11 +212,25 @@ func TestNodeNewProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n.Close()
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// startNodeAndProducer is startWholeNode plus a producer from the node.
+func startNodeAndProducer(t *testing.T) (*Node, *producer.Producer) {
+	t.Helper()
+	n := startWholeNode(t)
 	p, err := n.NewProducer()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { p.Close() })
+	return n, p
+}
+
+// A producer from the node sends in-process to its broker.
+func TestNodeNewProducer(t *testing.T) {
+	n, p := startNodeAndProducer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := p.SendSync(ctx, producer.NewMessage("NodeTopic", []byte("hi")))
@@ -238,19 +254,7 @@ func TestNodeNewProducer(t *testing.T) {
 
 // A push consumer from the node receives, in-process, what a producer from the node sent.
 func TestNodeNewPushConsumer(t *testing.T) {
-	opts := testOptions(t)
-	opts.DisableBroker = false
-	opts.SegmentBytes = 1 << 20
-	n, err := StartNode(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	p, err := n.NewProducer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	n, p := startNodeAndProducer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := p.SendSync(ctx, producer.NewMessage("NodeConsume", []byte("hello"))); err != nil {

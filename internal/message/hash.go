@@ -1,6 +1,9 @@
 package message
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+	"unsafe"
+)
 
 // TagsHashCode is the consume-queue tag code of a TAGS value: Java's String.hashCode over the
 // UTF-16 code units of tags, sign-extended to int64 (RocketMQ tagsString2tagsCode). Invalid
@@ -10,27 +13,9 @@ func TagsHashCode(tags string) int64 {
 }
 
 // JavaStringHash is Java's String.hashCode of s: h = 31*h + c over UTF-16 code units, in
-// wrapping int32 arithmetic. It does not allocate.
+// wrapping int32 arithmetic. It does not allocate: the bytes of s are only read.
 func JavaStringHash(s string) int32 {
-	var h int32
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			h = 31*h + int32(c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
+	return JavaHashContinue(0, unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // JavaBytesHash is JavaStringHash of the UTF-8 bytes b, without converting them to a string.
