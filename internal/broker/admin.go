@@ -25,8 +25,8 @@ import (
 // GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
 // and DELETE_SUBSCRIPTIONGROUP.
 func (b *Broker) registerAdmin(d *remoting.Dispatcher) {
-	d.Register(remoting.QueryMessage, remoting.ProcessorFunc(b.processQueryMessage), b.queryEx)
-	d.Register(remoting.ViewMessageByID, remoting.ProcessorFunc(b.processViewMessage), b.queryEx)
+	b.handle(d, remoting.QueryMessage, remoting.ProcessorFunc(b.processQueryMessage), b.queryEx)
+	b.handle(d, remoting.ViewMessageByID, remoting.ProcessorFunc(b.processViewMessage), b.queryEx)
 	for code, f := range map[int16]remoting.ProcessorFunc{
 		remoting.GetBrokerRuntimeInfo:          b.processRuntimeInfo,
 		remoting.GetTopicStatsInfo:             b.processTopicStats,
@@ -37,7 +37,7 @@ func (b *Broker) registerAdmin(d *remoting.Dispatcher) {
 		remoting.UpdateAndCreateSubscription:   b.processUpdateSubscriptionGroup,
 		remoting.DeleteSubscriptionGroup:       b.processDeleteSubscriptionGroup,
 	} {
-		d.Register(code, f, b.adminEx)
+		b.handle(d, code, f, b.adminEx)
 	}
 }
 

@@ -152,3 +152,9 @@ func (b *Broker) addRunner(r func(ctx context.Context) error) { b.runners = appe
 
 // configPath is where a metadata file lives: <store>/config/<name>.
 func (b *Broker) configPath(name string) string { return b.store.ConfigPath(name) }
+
+// handle installs p for code on d behind the broker's checks of the names a request carries
+// (names.go), so no processor can see a topic or group that was not validated.
+func (b *Broker) handle(d *remoting.Dispatcher, code int16, p remoting.Processor, ex *remoting.Executor) {
+	d.Register(code, b.guardNames(code, p), ex)
+}

@@ -27,12 +27,12 @@ func (b *Broker) initClients() {
 // CHECK_CLIENT_CONFIG, LOCK_BATCH_MQ and UNLOCK_BATCH_MQ. Heartbeats get their own pool, as in
 // RocketMQ, so they are never queued behind offset or lock traffic.
 func (b *Broker) registerClients(d *remoting.Dispatcher) {
-	d.Register(remoting.HeartBeat, remoting.ProcessorFunc(b.processHeartbeat), b.heartbeatEx)
-	d.Register(remoting.UnregisterClient, remoting.ProcessorFunc(b.processUnregisterClient), b.heartbeatEx)
-	d.Register(remoting.CheckClientConfig, remoting.ProcessorFunc(b.processCheckClientConfig), b.heartbeatEx)
-	d.Register(remoting.GetConsumerListByGroup, remoting.ProcessorFunc(b.processGetConsumerList), b.clientEx)
-	d.Register(remoting.LockBatchMQ, remoting.ProcessorFunc(b.processLockBatch), b.clientEx)
-	d.Register(remoting.UnlockBatchMQ, remoting.ProcessorFunc(b.processUnlockBatch), b.clientEx)
+	b.handle(d, remoting.HeartBeat, remoting.ProcessorFunc(b.processHeartbeat), b.heartbeatEx)
+	b.handle(d, remoting.UnregisterClient, remoting.ProcessorFunc(b.processUnregisterClient), b.heartbeatEx)
+	b.handle(d, remoting.CheckClientConfig, remoting.ProcessorFunc(b.processCheckClientConfig), b.heartbeatEx)
+	b.handle(d, remoting.GetConsumerListByGroup, remoting.ProcessorFunc(b.processGetConsumerList), b.clientEx)
+	b.handle(d, remoting.LockBatchMQ, remoting.ProcessorFunc(b.processLockBatch), b.clientEx)
+	b.handle(d, remoting.UnlockBatchMQ, remoting.ProcessorFunc(b.processUnlockBatch), b.clientEx)
 }
 
 // processHeartbeat registers a client's producer and consumer groups on the channel (RocketMQ

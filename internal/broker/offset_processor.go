@@ -12,12 +12,12 @@ import (
 // SEARCH_OFFSET_BY_TIMESTAMP, GET_MAX_OFFSET, GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME on the
 // client pool (RocketMQ's consumerManageExecutor).
 func (b *Broker) registerOffsets(d *remoting.Dispatcher) {
-	d.Register(remoting.QueryConsumerOffset, remoting.ProcessorFunc(b.processQueryConsumerOffset), b.clientEx)
-	d.Register(remoting.UpdateConsumerOffset, remoting.ProcessorFunc(b.processUpdateConsumerOffset), b.clientEx)
-	d.Register(remoting.SearchOffsetByTimestamp, remoting.ProcessorFunc(b.processSearchOffset), b.clientEx)
-	d.Register(remoting.GetMaxOffset, remoting.ProcessorFunc(b.processGetMaxOffset), b.clientEx)
-	d.Register(remoting.GetMinOffset, remoting.ProcessorFunc(b.processGetMinOffset), b.clientEx)
-	d.Register(remoting.GetEarliestMsgStoreTime, remoting.ProcessorFunc(b.processGetEarliestMsgStoreTime), b.clientEx)
+	b.handle(d, remoting.QueryConsumerOffset, remoting.ProcessorFunc(b.processQueryConsumerOffset), b.clientEx)
+	b.handle(d, remoting.UpdateConsumerOffset, remoting.ProcessorFunc(b.processUpdateConsumerOffset), b.clientEx)
+	b.handle(d, remoting.SearchOffsetByTimestamp, remoting.ProcessorFunc(b.processSearchOffset), b.clientEx)
+	b.handle(d, remoting.GetMaxOffset, remoting.ProcessorFunc(b.processGetMaxOffset), b.clientEx)
+	b.handle(d, remoting.GetMinOffset, remoting.ProcessorFunc(b.processGetMinOffset), b.clientEx)
+	b.handle(d, remoting.GetEarliestMsgStoreTime, remoting.ProcessorFunc(b.processGetEarliestMsgStoreTime), b.clientEx)
 }
 
 // queryNotFoundRemark is RocketMQ's remark for QUERY_NOT_FOUND.

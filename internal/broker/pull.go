@@ -33,7 +33,7 @@ func (b *Broker) initPull() {
 // registerPull installs PULL_MESSAGE and the offset requests.
 func (b *Broker) registerPull(d *remoting.Dispatcher) {
 	b.pull.d.Store(d)
-	d.Register(remoting.PullMessage, remoting.ProcessorFunc(b.processPull), b.pullEx)
+	b.handle(d, remoting.PullMessage, remoting.ProcessorFunc(b.processPull), b.pullEx)
 	b.registerOffsets(d)
 }
 

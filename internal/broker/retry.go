@@ -56,7 +56,7 @@ func (b *Broker) initRetry() {
 
 // registerRetry installs CONSUMER_SEND_MSG_BACK.
 func (b *Broker) registerRetry(d *remoting.Dispatcher) {
-	d.Register(remoting.ConsumerSendMsgBack, remoting.ProcessorFunc(b.processSendBack), b.sendEx)
+	b.handle(d, remoting.ConsumerSendMsgBack, remoting.ProcessorFunc(b.processSendBack), b.sendEx)
 }
 
 // persistRetry saves the schedule service's per-level offsets.

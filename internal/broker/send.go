@@ -60,7 +60,7 @@ func (b *Broker) registerSend(d *remoting.Dispatcher) {
 	p := remoting.ProcessorFunc(b.processSend)
 	for _, code := range []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
 		remoting.SendReplyMessage, remoting.SendReplyMessageV2} {
-		d.Register(code, p, b.sendEx)
+		b.handle(d, code, p, b.sendEx)
 	}
 	b.registerTopicAdmin(d)
 }

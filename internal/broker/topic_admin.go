@@ -30,9 +30,9 @@ func (b *Broker) isSystemTopic(topic string) bool {
 }
 
 func (b *Broker) registerTopicAdmin(d *remoting.Dispatcher) {
-	d.Register(remoting.UpdateAndCreateTopic, remoting.ProcessorFunc(b.updateAndCreateTopic), b.adminEx)
-	d.Register(remoting.DeleteTopicInBroker, remoting.ProcessorFunc(b.deleteTopic), b.adminEx)
-	d.Register(remoting.GetAllTopicConfig, remoting.ProcessorFunc(b.getAllTopicConfig), b.adminEx)
+	b.handle(d, remoting.UpdateAndCreateTopic, remoting.ProcessorFunc(b.updateAndCreateTopic), b.adminEx)
+	b.handle(d, remoting.DeleteTopicInBroker, remoting.ProcessorFunc(b.deleteTopic), b.adminEx)
+	b.handle(d, remoting.GetAllTopicConfig, remoting.ProcessorFunc(b.getAllTopicConfig), b.adminEx)
 }
 
 // checkAdminTopic refuses invalid and reserved topic names for the admin requests.
