@@ -3,9 +3,9 @@ package consumer
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/rebalance"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -162,12 +162,12 @@ func defaultConfig() config {
 	}
 }
 
-var groupPattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]{1,255}$`)
-
 func (c *config) validate() error {
 	var errs []error
-	if !groupPattern.MatchString(c.group) {
-		errs = append(errs, fmt.Errorf("consumer: group %q must be 1-255 characters of [%%|a-zA-Z0-9_-]", c.group))
+	// The broker's rule for a consumer group (internal/names): its retry topic %RETRY%<group>
+	// must be a valid topic, so at most 120 bytes, fewer than RocketMQ clients' 255.
+	if err := names.CheckRetryGroup(c.group); err != nil {
+		errs = append(errs, fmt.Errorf("consumer: %w", err))
 	}
 	if c.group == "DEFAULT_CONSUMER" {
 		errs = append(errs, errors.New("consumer: group DEFAULT_CONSUMER is reserved"))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
@@ -114,17 +115,11 @@ func (c *config) validate() error {
 	return errors.Join(errs...)
 }
 
+// validateGroup applies the broker's group rules (internal/names), so a group New accepts is
+// one the broker accepts.
 func validateGroup(g string) error {
-	if g == "" {
-		return errors.New("empty")
-	}
-	if len(g) > 255 {
-		return fmt.Errorf("length %d exceeds 255", len(g))
-	}
-	for i := 0; i < len(g); i++ {
-		if !validTopicChar(g[i]) {
-			return fmt.Errorf("%q contains %q, outside ^[%%|a-zA-Z0-9_-]+$", g, g[i])
-		}
+	if err := names.CheckGroup(g); err != nil {
+		return errors.New(nameProblem(err))
 	}
 	return nil
 }

@@ -1,14 +1,16 @@
 package producer
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 )
 
 // MaxTopicLength is the longest topic name (RocketMQ 4.x, one-byte length in the record).
-const MaxTopicLength = message.MaxTopicBytes
+const MaxTopicLength = names.MaxTopicBytes
 
 // reservedTopics may not be sent to: the auto-create template, the broker's internal topics.
 var reservedTopics = map[string]bool{
@@ -23,24 +25,11 @@ var reservedTopics = map[string]bool{
 	"RMQ_SYS_TRANS_CHECK_MAX_TIME": true,
 }
 
-func validTopicChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '%' || c == '|' || c == '_' || c == '-'
-}
-
 // ValidateTopic checks a topic name: non-empty, characters from [%|a-zA-Z0-9_-], at most 127
 // bytes, and not a reserved system topic. The error wraps ErrInvalidMessage and names the rule.
 func ValidateTopic(topic string) error {
-	if topic == "" {
-		return invalid("topic is empty")
-	}
-	if len(topic) > MaxTopicLength {
-		return invalid("topic length %d exceeds %d", len(topic), MaxTopicLength)
-	}
-	for i := 0; i < len(topic); i++ {
-		if !validTopicChar(topic[i]) {
-			return invalid("topic %q contains %q, outside ^[%%|a-zA-Z0-9_-]+$", topic, topic[i])
-		}
+	if err := names.CheckTopic(topic); err != nil {
+		return invalid("topic %s", nameProblem(err))
 	}
 	if reservedTopics[topic] || strings.HasPrefix(topic, "RMQ_SYS_") || strings.HasPrefix(topic, "rmq_sys_") {
 		return invalid("topic %s is a reserved system topic", topic)
@@ -88,6 +77,24 @@ func (p *Producer) validate(msg *Message) error {
 		return invalid("properties of about %d bytes exceed %d", n+len(msg.Tags)+64, message.MaxPropertiesBytes)
 	}
 	return nil
+}
+
+// nameProblem says what is wrong with a name internal/names refused, in the producer's words
+// (the same rules as the broker's).
+func nameProblem(err error) string {
+	var e *names.Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	switch e.Rule {
+	case names.Empty:
+		return "is empty"
+	case names.TooLong:
+		return fmt.Sprintf("length %d exceeds %d", e.Len, e.Max)
+	case names.IllegalChar:
+		return fmt.Sprintf("%s contains %q at byte %d, outside %s", e.Quoted(), e.Byte, e.At, names.Pattern)
+	}
+	return err.Error()
 }
 
 func invalid(format string, args ...any) error {

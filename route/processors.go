@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -14,6 +17,49 @@ import (
 // makes the dispatcher answer SYSTEM_ERROR naming the field. Nothing here panics on input.
 
 func success() *remoting.Command { return remoting.NewResponse(remoting.Success, "") }
+
+// nameRefused is SYSTEM_ERROR for an invalid name in field (internal/names), the remark naming
+// the field.
+func nameRefused(field string, err error) error {
+	return &remoting.ResponseError{Code: remoting.SystemError, Remark: field + ": " + err.Error()}
+}
+
+// KV config limits. RocketMQ has none; the table is rewritten to kvConfig.json on every change
+// and its values reach clients in REGISTER_BROKER answers and routes, so a request may not make
+// it arbitrarily large, and text that JSON cannot hold as it is (invalid UTF-8) is refused
+// rather than silently changed on disk.
+const (
+	maxKVNameBytes  = names.MaxGroupBytes // a namespace or a key
+	maxKVValueBytes = 64 << 10
+)
+
+// checkKVText refuses a namespace, key or value over max bytes or not valid UTF-8. An empty
+// one was refused by the header decoder already.
+func checkKVText(field, s string, max int) error {
+	// HeaderError quotes Value (%q: escaped, valid UTF-8); quote only the start of it.
+	prefix := s[:min(len(s), 64)]
+	if len(s) > max {
+		return &remoting.HeaderError{Field: field, Value: prefix,
+			Reason: strconv.Itoa(len(s)) + " bytes, longer than " + strconv.Itoa(max)}
+	}
+	if !utf8.ValidString(s) {
+		return &remoting.HeaderError{Field: field, Value: prefix, Reason: "not valid UTF-8"}
+	}
+	return nil
+}
+
+// checkKVKey checks a namespace and key; in ORDER_TOPIC_CONFIG the key is a topic.
+func checkKVKey(ns, key string) error {
+	if err := checkKVText("namespace", ns, maxKVNameBytes); err != nil {
+		return err
+	}
+	if ns == NamespaceOrderTopicConfig {
+		if err := names.CheckTopic(key); err != nil {
+			return nameRefused("key", err)
+		}
+	}
+	return checkKVText("key", key, maxKVNameBytes)
+}
 
 func withHeader(resp *remoting.Command, h remoting.Header) *remoting.Command {
 	if resp.ExtFields == nil {
@@ -39,6 +85,11 @@ func (n *NameServer) registerBroker(_ context.Context, ch remoting.Channel, req 
 	body, err := DecodeRegisterBrokerBody(req.Body, h.Compressed)
 	if err != nil {
 		return nil, err // wraps ErrMalformed and says what was wrong
+	}
+	if err := body.checkTopicNames(); err != nil {
+		n.log.Warn().Err(err).Str("broker", h.BrokerName).Str("addr", h.BrokerAddr).Str("remote", remoteAddr(ch)).
+			Msg("register broker refused: invalid topic name")
+		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: err.Error()}
 	}
 	w := &body.TopicConfigSerializeWrapper
 	master, masterHA, isNew := n.table.register(&registration{
@@ -97,6 +148,10 @@ func (n *NameServer) getRouteInfoByTopic(_ context.Context, _ remoting.Channel, 
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
+	if err := names.CheckTopic(h.Topic); err != nil {
+		// No route can exist for it: answered like an unknown topic, so clients react as to one.
+		return remoting.NewResponse(remoting.TopicNotExist, "topic: "+err.Error()), nil
+	}
 	r, ok := n.TopicRoute(h.Topic)
 	if !ok {
 		return remoting.NewResponse(remoting.TopicNotExist,
@@ -127,6 +182,9 @@ func (n *NameServer) deleteTopic(_ context.Context, _ remoting.Channel, req *rem
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
+	if err := names.CheckTopic(h.Topic); err != nil {
+		return nil, nameRefused("topic", err)
+	}
 	n.table.deleteTopic(h.Topic)
 	n.log.Info().Str("topic", h.Topic).Msg("topic deleted")
 	return success(), nil
@@ -138,6 +196,9 @@ func (n *NameServer) registerTopic(_ context.Context, _ remoting.Channel, req *r
 	var h protocol.RegisterTopicRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
+	}
+	if err := names.CheckTopic(h.Topic); err != nil {
+		return nil, nameRefused("topic", err)
 	}
 	if len(req.Body) == 0 {
 		return success(), nil
@@ -174,6 +235,12 @@ func (n *NameServer) putKVConfig(_ context.Context, _ remoting.Channel, req *rem
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
+	if err := checkKVKey(h.Namespace, h.Key); err != nil {
+		return nil, err
+	}
+	if err := checkKVText("value", h.Value, maxKVValueBytes); err != nil {
+		return nil, err
+	}
 	if h.Namespace == NamespaceOrderTopicConfig && !validOrderTopicConf(h.Value) {
 		return nil, &remoting.HeaderError{Field: "value", Value: h.Value,
 			Reason: "not an order topic config (brokerName:queueCount;...)"}
@@ -187,6 +254,9 @@ func (n *NameServer) putKVConfig(_ context.Context, _ remoting.Channel, req *rem
 func (n *NameServer) getKVConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.GetKVConfigRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if err := checkKVKey(h.Namespace, h.Key); err != nil {
 		return nil, err
 	}
 	v, ok := n.kv.get(h.Namespace, h.Key)
@@ -203,6 +273,9 @@ func (n *NameServer) deleteKVConfig(_ context.Context, _ remoting.Channel, req *
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
+	if err := checkKVKey(h.Namespace, h.Key); err != nil {
+		return nil, err
+	}
 	n.kv.delete(h.Namespace, h.Key)
 	return success(), nil
 }
@@ -211,6 +284,9 @@ func (n *NameServer) deleteKVConfig(_ context.Context, _ remoting.Channel, req *
 func (n *NameServer) getKVListByNamespace(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.GetKVListByNamespaceRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if err := checkKVText("namespace", h.Namespace, maxKVNameBytes); err != nil {
 		return nil, err
 	}
 	kv, ok := n.kv.list(h.Namespace)

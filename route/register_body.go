@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mqgo/mq/internal/names"
 )
 
 // Topic filter types (TopicConfig.TopicFilterType); part of the wire format.
@@ -253,6 +255,23 @@ func readErr(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// checkTopicNames refuses a registration whose topic table holds a name that is not a valid
+// topic (internal/names), as key or as topicName: the name server would hand it to every client
+// as a route. The error names the entry.
+func (b *RegisterBrokerBody) checkTopicNames() error {
+	for key, tc := range b.TopicConfigSerializeWrapper.TopicConfigTable {
+		if err := names.CheckTopic(key); err != nil {
+			return fmt.Errorf("topicConfigTable key: %w", err)
+		}
+		if tc.TopicName != key {
+			if err := names.CheckTopic(tc.TopicName); err != nil {
+				return fmt.Errorf("topicConfigTable[%s].topicName: %w", key, err)
+			}
+		}
+	}
+	return nil
 }
 
 // bodyCRC32 is RocketMQ's UtilAll.crc32: the IEEE CRC-32 with the sign bit cleared.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // CQUnitBytes is the size of a ConsumeQueue unit. Part of the format; do not change.
@@ -77,17 +78,23 @@ type consumeQueue struct {
 
 func (q *consumeQueue) unitsPerFile() int64 { return q.segs.segSize / CQUnitBytes }
 
-func newConsumeQueue(root, topic string, qid int32, units int, ops *fileOps) *consumeQueue {
+// newConsumeQueue makes the queue of <root>/<topic>/<qid>; a topic or queue id that cannot be
+// a path under root is refused (ErrUnsafeName, paths.go).
+func newConsumeQueue(root, topic string, qid int32, units int, ops *fileOps) (*consumeQueue, error) {
+	dir, err := queueDir(root, topic, qid)
+	if err != nil {
+		return nil, err
+	}
 	return &consumeQueue{
 		topic:   topic,
 		queueID: qid,
 		segs: segmentList{
-			dir:      filepath.Join(root, topic, strconv.Itoa(int(qid))),
+			dir:      dir,
 			segSize:  int64(units) * CQUnitBytes,
 			ops:      ops,
 			prealloc: true,
 		},
-	}
+	}, nil
 }
 
 // load maps the queue's files and finds its write position; units pointing past maxPhy
@@ -343,6 +350,11 @@ type queueTable struct {
 
 	mu     sync.RWMutex
 	queues map[string]map[int32]*consumeQueue // mu guards
+
+	// unsafeSkipped counts records not dispatched because their topic is not a safe path;
+	// unsafeLoggedAt is when that was last logged (the store's dispatchMu guards it).
+	unsafeSkipped  atomic.Int64
+	unsafeLoggedAt time.Time
 }
 
 // get returns the queue, or nil. topic may be a converted byte slice: the lookup does not
@@ -359,24 +371,28 @@ func (t *queueTable) getBytes(topic []byte, qid int32) *consumeQueue {
 	return t.queues[string(topic)][qid]
 }
 
-// getOrCreate returns the queue, creating an empty one.
-func (t *queueTable) getOrCreate(topic string, qid int32) *consumeQueue {
+// getOrCreate returns the queue, creating an empty one; it refuses (ErrUnsafeName) a topic or
+// queue id that cannot be a path under the store directory.
+func (t *queueTable) getOrCreate(topic string, qid int32) (*consumeQueue, error) {
 	if q := t.get(topic, qid); q != nil {
-		return q
+		return q, nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if q := t.queues[topic][qid]; q != nil {
+		return q, nil
+	}
+	q, err := newConsumeQueue(t.root, topic, qid, t.units, t.ops)
+	if err != nil {
+		return nil, err
+	}
 	m := t.queues[topic]
 	if m == nil {
 		m = make(map[int32]*consumeQueue)
 		t.queues[topic] = m
 	}
-	q := m[qid]
-	if q == nil {
-		q = newConsumeQueue(t.root, topic, qid, t.units, t.ops)
-		m[qid] = q
-	}
-	return q
+	m[qid] = q
+	return q, nil
 }
 
 func (t *queueTable) all() []*consumeQueue {
@@ -420,7 +436,11 @@ func (t *queueTable) discover() ([]*consumeQueue, error) {
 			if !qe.IsDir() || err != nil {
 				continue
 			}
-			out = append(out, t.getOrCreate(te.Name(), int32(qid)))
+			q, err := t.getOrCreate(te.Name(), int32(qid))
+			if err != nil {
+				continue // not a name the store could have made (a reserved device name)
+			}
+			out = append(out, q)
 		}
 	}
 	return out, nil

@@ -140,7 +140,11 @@ func (s *Store) dispatchRecord(rec *message.Record, rebuild map[*consumeQueue]bo
 	}
 	q := s.cqs.getBytes(rec.Topic, rec.QueueID)
 	if q == nil {
-		q = s.cqs.getOrCreate(string(rec.Topic), rec.QueueID)
+		var err error
+		if q, err = s.cqs.getOrCreate(string(rec.Topic), rec.QueueID); err != nil {
+			s.skipUnsafeRecord(rec, err)
+			return nil
+		}
 	}
 	if rebuild[q] {
 		return nil // rebuilt from the whole log afterwards

@@ -4,15 +4,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 )
+
+// metaLocks serialize the backup-and-rename step of WriteJSONFile per path (striped by a hash
+// of the path, so the set stays bounded however many stores a process opens). Unique temp files
+// already keep concurrent writers from renaming each other's half-written file; the lock is for
+// path.bak. Unserialized, writer A could remove path.bak, writer B remove it too and link it,
+// and A's link then fail with EEXIST; or A could link path.bak after B's rename, making the
+// backup the version that is current instead of the one before it.
+var metaLocks [64]sync.Mutex
+
+func metaLock(path string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(path))
+	return &metaLocks[h.Sum32()%uint32(len(metaLocks))]
+}
 
 // WriteJSONFile writes v as indented JSON to path atomically, as RocketMQ's ConfigManager
 // keeps broker metadata (topics, subscription groups, consumer offsets, delay offsets): the
-// JSON goes to path.tmp, is fsynced, the current file becomes path.bak, and path.tmp is renamed
-// to path; the directory is fsynced. A crash at any point leaves path or path.bak whole.
+// JSON goes to a temp file of its own in path's directory and is fsynced, the current file
+// becomes path.bak, the temp file is renamed to path and the directory is fsynced. A crash at
+// any point leaves path or path.bak whole. Safe for concurrent use, also on one path: each call
+// succeeds, and path ends as one of the values written, whole.
 func WriteJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "\t")
 	if err != nil {
@@ -22,12 +40,15 @@ func WriteJSONFile(path string, v any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return err
+		return fmt.Errorf("storage: write %s: %w", path, err)
 	}
+	tmp := f.Name()
 	_, err = f.Write(b)
+	if err == nil {
+		err = f.Chmod(0o644) // CreateTemp makes 0600; keep the mode the files always had
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -35,22 +56,39 @@ func WriteJSONFile(path string, v any) error {
 		os.Remove(tmp)
 		return fmt.Errorf("storage: write %s: %w", tmp, err)
 	}
+	mu := metaLock(path)
+	mu.Lock()
+	err = replaceKeepingBackup(tmp, path)
+	mu.Unlock()
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	// Without this the rename may not survive a crash. Some file systems cannot sync a
+	// directory; the rename is then as durable as they make it.
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// replaceKeepingBackup makes the current path path.bak and renames tmp to path. The caller
+// holds path's metaLock.
+func replaceKeepingBackup(tmp, path string) error {
 	if _, err := os.Stat(path); err == nil {
-		// Keep the previous version: a hard link leaves path in place until the rename.
-		os.Remove(path + ".bak")
-		if err := os.Link(path, path+".bak"); err != nil {
+		// A hard link leaves path in place until the rename.
+		bak := path + ".bak"
+		os.Remove(bak)
+		if err := os.Link(path, bak); err != nil {
 			// No hard links here: copy instead.
-			if err := copyFile(path, path+".bak"); err != nil {
+			if err := copyFile(path, bak); err != nil {
 				return fmt.Errorf("storage: back up %s: %w", path, err)
 			}
 		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("storage: rename %s: %w", tmp, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -111,6 +111,10 @@ func (s *Store) check(m *Message) (int, PutStatus, error) {
 	if m.QueueID < 0 {
 		return 0, MessageIllegal, fmt.Errorf("%w: queue id %d", ErrIllegalMessage, m.QueueID)
 	}
+	if err := pathElement(m.Topic); err != nil {
+		// It could never be dispatched to a ConsumeQueue (paths.go): refuse it here.
+		return 0, MessageIllegal, fmt.Errorf("%w: topic: %w", ErrIllegalMessage, err)
+	}
 	size, err := message.RecordSize(m)
 	if err != nil {
 		return 0, MessageIllegal, fmt.Errorf("%w: %v", ErrIllegalMessage, err)

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,19 +20,27 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// mqnodeProc is a running mqnode binary and the addresses its "mqnode started" line gave.
+// mqnodeProc is a running mqnode binary and the addresses its "mqnode started" line gave
+// (ha: the master's HA listener, from its "serving" line).
 type mqnodeProc struct {
-	cmd             *exec.Cmd
-	namesrv, broker string
-	done            chan error
-	drained         chan struct{}
+	cmd                 *exec.Cmd
+	namesrv, broker, ha string
+	done                chan error
+	drained             chan struct{}
 }
 
 // startMqnode runs bin with args and waits for its "mqnode started" log line. The process is
 // stopped with SIGINT (SIGKILL after 30 s) when the test ends.
 func startMqnode(t *testing.T, bin string, args ...string) *mqnodeProc {
 	t.Helper()
+	return startMqnodeEnv(t, bin, nil, args...)
+}
+
+// startMqnodeEnv is startMqnode with env added to the test's environment.
+func startMqnodeEnv(t *testing.T, bin string, env []string, args ...string) *mqnodeProc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +56,9 @@ func startMqnode(t *testing.T, bin string, args ...string) *mqnodeProc {
 		var rec map[string]any
 		if err := json.Unmarshal(lines.Bytes(), &rec); err != nil {
 			continue
+		}
+		if rec["message"] == "serving" && rec["role"] == "ha" {
+			p.ha, _ = rec["addr"].(string)
 		}
 		if rec["message"] == "mqnode started" {
 			p.namesrv, _ = rec["namesrv_addr"].(string)
@@ -100,7 +114,8 @@ func maxOffset(t *testing.T, c *remoting.Client, addr, topic string, queueID int
 }
 
 // A master and a slave binary on loopback replicate: every message sent to the master is in
-// the slave's queues, and the slave refuses sends.
+// the slave's queues, and the slave refuses sends. With a shared HA secret (the master's from
+// -ha-secret, the slave's from MQ_HA_SECRET) too, and then a peer without it gets nothing.
 func TestBinaryMasterSlaveReplicate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
@@ -111,11 +126,61 @@ func TestBinaryMasterSlaveReplicate(t *testing.T) {
 	if err := build.Run(); err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	master := startMqnode(t, bin, "-listen", "127.0.0.1:0", "-store", t.TempDir(), "-role", "sync-master",
-		"-ha-listen", "127.0.0.1:0")
-	slave := startMqnode(t, bin, "-listen", "127.0.0.1:0", "-store", t.TempDir(), "-role", "slave",
-		"-no-namesrv", "-namesrv", master.namesrv)
+	const secret = "a secret shared by the group"
+	for _, tc := range []struct {
+		name       string
+		masterArgs []string
+		slaveEnv   []string
+	}{
+		{"plain", nil, nil},
+		{"secret", []string{"-ha-secret", secret}, []string{"MQ_HA_SECRET=" + secret}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			master := startMqnode(t, bin, append([]string{"-listen", "127.0.0.1:0", "-store", t.TempDir(),
+				"-role", "sync-master", "-ha-listen", "127.0.0.1:0"}, tc.masterArgs...)...)
+			slave := startMqnodeEnv(t, bin, tc.slaveEnv, "-listen", "127.0.0.1:0", "-store", t.TempDir(),
+				"-role", "slave", "-no-namesrv", "-namesrv", master.namesrv)
+			replicateBinary(t, master, slave, "HABIN"+tc.name)
+			if tc.masterArgs != nil {
+				peerWithoutSecretGetsNothing(t, master.ha)
+			}
+		})
+	}
+}
 
+// peerWithoutSecretGetsNothing dials a master's HA port, answers its challenge with a wrong
+// proof and checks that nothing but the challenge arrives before the master hangs up.
+func peerWithoutSecretGetsNothing(t *testing.T, haAddr string) {
+	t.Helper()
+	if haAddr == "" {
+		t.Fatal("the master logged no HA address")
+	}
+	c, err := net.Dial("tcp", haAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	challenge := make([]byte, 32)
+	if _, err := io.ReadFull(c, challenge); err != nil {
+		t.Fatalf("read challenge: %v", err)
+	}
+	if _, err := c.Write(make([]byte, 64)); err != nil { // nonce and a wrong proof
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(c)
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the master kept a peer with a wrong proof")
+	}
+	if len(rest) != 0 {
+		t.Fatalf("a peer without the secret received %d bytes after the challenge", len(rest))
+	}
+}
+
+// replicateBinary sends to the master until a send is acknowledged as replicated, then checks
+// that both brokers' queues hold every message sent.
+func replicateBinary(t *testing.T, master, slave *mqnodeProc, topic string) {
+	t.Helper()
 	p, err := producer.New(producer.WithNameServers(master.namesrv), producer.WithGroup("ha-pg"),
 		producer.WithSendTimeout(30*time.Second))
 	if err != nil {
@@ -128,7 +193,7 @@ func TestBinaryMasterSlaveReplicate(t *testing.T) {
 	defer cancel()
 	sent := map[int]int64{} // queue id -> messages sent
 	for i := 0; ; i++ {
-		r, err := p.SendSync(ctx, producer.NewMessage("HABIN", []byte(fmt.Sprintf("b-%d", i))))
+		r, err := p.SendSync(ctx, producer.NewMessage(topic, []byte(fmt.Sprintf("b-%d", i))))
 		if err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
@@ -148,7 +213,7 @@ func TestBinaryMasterSlaveReplicate(t *testing.T) {
 	for q, n := range sent {
 		for _, b := range []struct{ name, addr string }{{"master", master.broker}, {"slave", slave.broker}} {
 			for {
-				got := maxOffset(t, client, b.addr, "HABIN", q)
+				got := maxOffset(t, client, b.addr, topic, q)
 				if got == n {
 					break
 				}

@@ -7,6 +7,9 @@
 //
 //	go run ./examples/mqnode -listen 127.0.0.1:9876 -store ./m -role sync-master
 //	go run ./examples/mqnode -listen 127.0.0.1:9886 -store ./s -role slave -no-namesrv -namesrv 127.0.0.1:9876
+//
+// With MQ_HA_SECRET (or -ha-secret) set to the same value of 16 bytes or more on both, only a
+// slave that knows it is served.
 package main
 
 import (
@@ -29,6 +32,17 @@ func main() {
 	}
 }
 
+// haSecretEnv names the environment variable that carries the HA secret when -ha-secret is
+// not given: a flag's value is visible to every local user in the process list.
+const haSecretEnv = "MQ_HA_SECRET"
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("mqnode", flag.ContinueOnError)
 	var (
@@ -44,6 +58,7 @@ func run(args []string) error {
 		role          = fs.String("role", "", "broker role: async-master|sync-master|slave (default async-master, slave when -broker-id > 0)")
 		haListen      = fs.String("ha-listen", "", "master: replication listener `HOST:PORT` (default: the broker port + 1)")
 		masterHA      = fs.String("master-ha", "", "slave: the master's replication address `HOST:PORT` (default: learned from the name service)")
+		haSecret      = fs.String("ha-secret", "", "master and slave: shared replication `SECRET` (16+ bytes; default: $MQ_HA_SECRET, which ps does not show)")
 		slaveRead     = fs.Bool("slave-read", false, "master: send consumers that fall far behind to the slave (slaveReadEnable)")
 		brokerIP      = fs.String("broker-ip", "", "`IP` clients are told to dial (default: the listener's host)")
 		noNamesrv     = fs.Bool("no-namesrv", false, "do not run the name service")
@@ -72,6 +87,7 @@ func run(args []string) error {
 		BrokerIP:          *brokerIP,
 		HAListen:          *haListen,
 		MasterHA:          *masterHA,
+		HASecret:          firstNonEmpty(*haSecret, os.Getenv(haSecretEnv)),
 		SlaveReadEnable:   *slaveRead,
 		Logger:            &log,
 	}

@@ -67,6 +67,13 @@ func (b *Broker) processUpdateSubscriptionGroup(_ context.Context, _ remoting.Ch
 	if c.GroupName == "" {
 		return remoting.NewResponse(remoting.SystemError, "subscription group config without groupName"), nil
 	}
+	if resp := checkGroupField("groupName", c.GroupName); resp != nil {
+		return resp, nil
+	}
+	// 0 is valid: RocketMQ reads it as "no retries for this group" (send-back answers SUCCESS).
+	if remark := b.queueNumsRemark("retryQueueNums", c.RetryQueueNums, 0); remark != "" {
+		return remoting.NewResponse(remoting.SystemError, "subscription group["+c.GroupName+"]: "+remark), nil
+	}
 	b.groups.update(c)
 	b.log.Info().Str("group", c.GroupName).Msg("subscription group updated")
 	return remoting.NewResponse(remoting.Success, ""), nil
@@ -96,7 +103,8 @@ func (b *Broker) processAllDelayOffset(context.Context, remoting.Channel, *remot
 }
 
 // processTopicStats handles GET_TOPIC_STATS_INFO (202): per write queue, its offsets and the
-// store time of its last message.
+// store time of its last message. It visits only the stored config's queues (at most
+// MaxQueueNums), whatever the request says.
 func (b *Broker) processTopicStats(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.GetTopicStatsInfoRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
@@ -106,8 +114,9 @@ func (b *Broker) processTopicStats(_ context.Context, _ remoting.Channel, req *r
 	if !ok {
 		return remoting.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist", h.Topic)), nil
 	}
-	t := protocol.TopicStatsTable{OffsetTable: map[protocol.MessageQueue]protocol.TopicOffset{}}
-	for q := int32(0); q < tc.WriteQueueNums; q++ {
+	n := b.queueLoopBound(tc.WriteQueueNums)
+	t := protocol.TopicStatsTable{OffsetTable: make(map[protocol.MessageQueue]protocol.TopicOffset, n)}
+	for q := range n {
 		o := protocol.TopicOffset{MinOffset: b.store.MinOffsetInQueue(h.Topic, q),
 			MaxOffset: b.store.MaxOffsetInQueue(h.Topic, q)}
 		if o.MaxOffset > 0 {
@@ -138,7 +147,7 @@ func (b *Broker) processConsumeStats(_ context.Context, _ remoting.Channel, req 
 		if !ok {
 			continue
 		}
-		for q := int32(0); q < tc.ReadQueueNums; q++ {
+		for q := range b.queueLoopBound(tc.ReadQueueNums) {
 			w := protocol.OffsetWrapper{BrokerOffset: b.store.MaxOffsetInQueue(topic, q),
 				ConsumerOffset: max(0, b.offsets.query(h.ConsumerGroup, topic, q))}
 			if w.ConsumerOffset > 0 {

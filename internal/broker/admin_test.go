@@ -97,9 +97,10 @@ func TestAdminOffsetsForSlaveSync(t *testing.T) {
 	if err := slave.updateDelayOffsets(tb.retry.sched.snapshot()); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(tb.retry.sched.snapshot(), readDelayOffsets(t, slave.Dir)); diff != "" {
-		t.Errorf("slave's delayOffset.json (-want +got):\n%s", diff)
-	}
+	// The metadata writer saves them a few milliseconds later (persist.go).
+	eventually(t, "slave's delayOffset.json", func() bool {
+		return cmp.Equal(tb.retry.sched.snapshot(), readDelayOffsets(t, slave.Dir))
+	})
 }
 
 func TestAdminTopicAndConsumeStats(t *testing.T) {

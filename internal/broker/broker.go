@@ -26,6 +26,7 @@ type Broker struct {
 	topics  *topicConfigManager
 	groups  *subscriptionGroupManager
 	offsets *consumerOffsetManager
+	meta    *metaWriter // writes the four tables above and the delay offsets (persist.go)
 
 	// Request pools, as RocketMQ's BrokerController keeps them.
 	sendEx, pullEx, queryEx, adminEx, clientEx, heartbeatEx *remoting.Executor
@@ -42,6 +43,7 @@ type Broker struct {
 
 	registerNow chan struct{}
 	registered  atomic.Bool // RegisterWithNameServers ran
+	reg         *registrar  // registration rounds that topic changes wait for (registration.go)
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -57,6 +59,7 @@ func New(opts Options) (*Broker, error) {
 		log:         opts.Logger.With().Str("component", "broker").Str("broker", opts.BrokerName).Logger(),
 		storeHost:   netip.MustParseAddrPort(opts.BrokerAddr),
 		registerNow: make(chan struct{}, 1),
+		reg:         newRegistrar(),
 		sendEx:      remoting.NewExecutor("send", opts.SendThreads, 10000),
 		pullEx:      remoting.NewExecutor("pull", opts.PullThreads, 100000),
 		queryEx:     remoting.NewExecutor("query", opts.QueryThreads, 20000),
@@ -74,9 +77,12 @@ func New(opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
+	b.meta = newMetaWriter(b)
+	b.addRunner(b.meta.run)
 	if err := b.loadMetadata(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
+	b.clampLoadedQueueNums()
 	b.initSend()
 	b.initClients()
 	b.initPull()
@@ -111,22 +117,21 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	d.AddConnListener(b.onConnEvent)
 }
 
-// Run runs the store and the broker's background services until ctx ends, then persists the
-// metadata and returns. The first failing service stops the others.
+// Run runs the store and the broker's background services, the metadata writer among them,
+// until ctx ends, and returns once they all have; the writer's last pass has then written what
+// changed. The first failing service stops the others.
 func (b *Broker) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return b.store.Run(ctx) })
 	g.Go(func() error { return b.runRegistration(ctx) })
-	g.Go(func() error { return b.runOffsetPersist(ctx) })
 	for _, r := range b.runners {
 		g.Go(func() error { return r(ctx) })
 	}
-	err := g.Wait()
-	return errors.Join(err, b.persistAll())
+	return g.Wait()
 }
 
-// Close persists metadata and closes the store. Call it after Run has returned; safe to call
-// twice.
+// Close writes every metadata table (also what services changed after the writer's last pass)
+// and closes the store. Call it after Run has returned; safe to call twice.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.closeErr = errors.Join(b.persistAll(), b.store.Close())
@@ -134,8 +139,10 @@ func (b *Broker) Close() error {
 	return b.closeErr
 }
 
+// persistAll writes every metadata table, dirty or not: a table loaded from disk and never
+// changed is rewritten whole, as RocketMQ's shutdown persists every ConfigManager.
 func (b *Broker) persistAll() error {
-	return errors.Join(b.topics.persist(), b.groups.persist(), b.offsets.persist(), b.persistRetry())
+	return b.meta.flush(metaAll | b.meta.takeDirty())
 }
 
 // Store exposes the message store (tests and the node's admin use it).

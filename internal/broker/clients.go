@@ -19,7 +19,9 @@ type clientState struct {
 }
 
 func (b *Broker) initClients() {
-	b.clients = &clientState{consumers: newConsumerManager(), locks: newLockManager(), now: time.Now}
+	b.clients = &clientState{locks: newLockManager(), now: time.Now}
+	// Through b.clients.now, so a test that sets a fake clock there moves expiry too.
+	b.clients.consumers = newConsumerManager(func() time.Time { return b.clients.now() })
 	b.addRunner(b.runClientHousekeeping)
 }
 
@@ -36,28 +38,28 @@ func (b *Broker) registerClients(d *remoting.Dispatcher) {
 }
 
 // processHeartbeat registers a client's producer and consumer groups on the channel (RocketMQ
-// ClientManageProcessor.heartBeat): per consumer group it makes sure the group's settings and
-// retry topic exist, records members and subscriptions, and notifies the group's members when
-// either changed.
+// ClientManageProcessor.heartBeat): it makes sure every consumer group's settings and retry
+// topic exist, then per group records members and subscriptions and notifies the group's
+// members when either changed.
 func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	hb, err := protocol.DecodeHeartbeatData(req.Body)
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
 	}
-	info := clientChannelInfo{ch: ch, clientID: hb.ClientID, language: req.Language, version: req.Version,
-		lastUpdate: b.clients.now()}
+	if resp := checkHeartbeatNames(hb); resp != nil {
+		return resp, nil
+	}
+	// The consumer manager stamps each registration as it records it (consumer_manager.go), so
+	// however long ensureConsumerGroups takes, it cannot expire what this heartbeat registers.
+	info := clientChannelInfo{ch: ch, clientID: hb.ClientID, language: req.Language, version: req.Version}
+	notify := b.ensureConsumerGroups(hb.ConsumerDataSet)
 	for i := range hb.ConsumerDataSet {
 		data := &hb.ConsumerDataSet[i]
-		notify := true
-		if cfg, ok := b.groups.find(data.GroupName); ok {
-			notify = cfg.NotifyConsumerIdsChangedEnable
-			b.ensureRetryTopic(data.GroupName, cfg.RetryQueueNums, data.UnitMode)
-		}
 		changed, members := b.clients.consumers.registerConsumer(info, data)
 		if changed {
 			b.log.Info().Str("group", data.GroupName).Str("client_id", hb.ClientID).
 				Str("addr", ch.RemoteAddr()).Msg("consumer group changed")
-			if notify {
+			if notify[i] {
 				b.notifyConsumerIDsChanged(data.GroupName, members)
 			}
 		}
@@ -71,11 +73,38 @@ func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *r
 // topicSysFlagUnitSub is RocketMQ's TopicSysFlag for a unit-mode group's retry topic.
 const topicSysFlagUnitSub = 1 << 1
 
-// ensureRetryTopic creates %RETRY%group (which registers it with the name servers).
-func (b *Broker) ensureRetryTopic(group string, queues int32, unitMode bool) {
+// ensureConsumerGroups makes sure each group's settings and %RETRY% topic exist and reports,
+// per group, whether its members want NOTIFY_CONSUMER_IDS_CHANGED. What it creates is handed
+// to the metadata writer as one change, and the new topics to the name servers in one
+// registration round that it waits for: a heartbeat bringing N new groups costs about one
+// write per file and one round, not N (RocketMQ writes and registers once per group). Members
+// are notified only after it returns, so the routes of their retry topics exist by then.
+func (b *Broker) ensureConsumerGroups(set []protocol.ConsumerData) []bool {
+	notify := make([]bool, len(set))
+	var newGroups, newTopics bool
+	for i := range set {
+		cfg, ok, created := b.groups.findOrAdd(set[i].GroupName)
+		newGroups = newGroups || created
+		notify[i] = !ok || cfg.NotifyConsumerIdsChangedEnable
+		if ok && b.addRetryTopic(set[i].GroupName, cfg.RetryQueueNums, set[i].UnitMode) {
+			newTopics = true
+		}
+	}
+	if newGroups {
+		b.meta.changed(metaGroups)
+	}
+	if newTopics {
+		b.topics.changed()
+	}
+	return notify
+}
+
+// addRetryTopic adds %RETRY%group unless it exists (topics.addIfAbsent: the caller registers)
+// and reports whether it did.
+func (b *Broker) addRetryTopic(group string, queues int32, unitMode bool) bool {
 	topic := RetryTopic(group)
 	if _, ok := b.topics.get(topic); ok {
-		return
+		return false
 	}
 	if queues <= 0 {
 		queues = 1
@@ -84,7 +113,8 @@ func (b *Broker) ensureRetryTopic(group string, queues int32, unitMode bool) {
 	if unitMode {
 		sysFlag = topicSysFlagUnitSub
 	}
-	b.topics.createIfAbsent(topic, queues, route.PermReadWrite, sysFlag)
+	_, created := b.topics.addIfAbsent(topic, queues, route.PermReadWrite, sysFlag)
+	return created
 }
 
 // notifyConsumerIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED one-way to each channel; clients
@@ -196,9 +226,8 @@ func (b *Broker) runClientHousekeeping(ctx context.Context) error {
 // scanNotActiveChannels forgets expired queue locks, expires stale registrations, notifies the groups that lost members and
 // closes the connections left with no registration.
 func (b *Broker) scanNotActiveChannels() {
-	now := b.clients.now()
-	b.clients.locks.expire(now, b.opts.RebalanceLockMaxLiveTime)
-	changes, closeList := b.clients.consumers.expire(now.Add(-b.opts.ChannelExpiredTimeout))
+	b.clients.locks.expire(b.clients.now(), b.opts.RebalanceLockMaxLiveTime)
+	changes, closeList := b.clients.consumers.expire(b.opts.ChannelExpiredTimeout)
 	for _, c := range changes {
 		b.log.Info().Str("group", c.group).Msg("consumer registration expired")
 		b.notifyIfEnabled(c)

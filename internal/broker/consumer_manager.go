@@ -55,20 +55,29 @@ func (g *consumerGroupInfo) channelList() []remoting.Channel {
 // consumerManager tracks consumer groups (RocketMQ ConsumerManager) and producer groups
 // (ProducerManager) registered by heartbeats. One mutex guards both tables; nothing under it
 // does I/O or calls another manager.
+//
+// Expiry rule: a registration's lastUpdate is read from now under mu at the moment it is
+// recorded, and expire reads its cutoff from the same clock under mu. A registration is thus
+// dropped only when more than the timeout passed since it was recorded, however long the
+// heartbeat that carried it took before recording it (RocketMQ stamps the channel info once,
+// before the heartbeat's loop, so a slow heartbeat can register already-expired entries).
 type consumerManager struct {
+	now func() time.Time
+
 	mu        sync.RWMutex
 	consumers map[string]*consumerGroupInfo
 	producers map[string]map[uint64]*clientChannelInfo // group -> channel ID -> registration
 }
 
-func newConsumerManager() *consumerManager {
-	return &consumerManager{consumers: map[string]*consumerGroupInfo{},
+func newConsumerManager(now func() time.Time) *consumerManager {
+	return &consumerManager{now: now, consumers: map[string]*consumerGroupInfo{},
 		producers: map[string]map[uint64]*clientChannelInfo{}}
 }
 
 // registerConsumer records a heartbeat's consumer group on a channel (RocketMQ
-// registerConsumer). It reports whether the group's members or subscribed topics (or a
-// topic's expression) changed, and then the channels to notify.
+// registerConsumer), stamped now (info.lastUpdate is ignored). It reports whether the group's
+// members or subscribed topics (or a topic's expression) changed, and then the channels to
+// notify.
 func (m *consumerManager) registerConsumer(info clientChannelInfo, data *protocol.ConsumerData) (bool, []remoting.Channel) {
 	subs := make(map[string]*subscription, len(data.SubscriptionDataSet))
 	for i := range data.SubscriptionDataSet {
@@ -77,6 +86,7 @@ func (m *consumerManager) registerConsumer(info clientChannelInfo, data *protoco
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	info.lastUpdate = m.now()
 	g := m.consumers[data.GroupName]
 	if g == nil {
 		g = &consumerGroupInfo{group: data.GroupName, channels: map[uint64]*clientChannelInfo{},
@@ -147,10 +157,11 @@ func (m *consumerManager) unregisterConsumer(group string, chID uint64) (bool, [
 	return true, g.channelList()
 }
 
-// registerProducer records a producer group on a channel.
+// registerProducer records a producer group on a channel, stamped now.
 func (m *consumerManager) registerProducer(group string, info clientChannelInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	info.lastUpdate = m.now()
 	p := m.producers[group]
 	if p == nil {
 		p = map[uint64]*clientChannelInfo{}
@@ -203,11 +214,12 @@ func (m *consumerManager) removeChannel(chID uint64) []groupChange {
 	return out
 }
 
-// expire drops registrations not refreshed since before, and returns the consumer groups that
-// lost members and the channels left with no registration at all (to be closed).
-func (m *consumerManager) expire(before time.Time) ([]groupChange, []remoting.Channel) {
+// expire drops registrations recorded more than timeout ago, and returns the consumer groups
+// that lost members and the channels left with no registration at all (to be closed).
+func (m *consumerManager) expire(timeout time.Duration) ([]groupChange, []remoting.Channel) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	before := m.now().Add(-timeout)
 	expired := map[uint64]remoting.Channel{}
 	var changes []groupChange
 	for name, g := range m.consumers {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,12 +31,31 @@ func (c *fakeChannel) InvokeOneway(*remoting.Command) error { return nil }
 func (c *fakeChannel) Close() error                         { c.closed = true; return nil }
 func (c *fakeChannel) Closed() bool                         { return c.closed }
 
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1700000000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
 func TestSubscriptionUpdates(t *testing.T) {
-	m := newConsumerManager()
-	now := time.Now()
+	m := newConsumerManager(time.Now)
 	ch := &fakeChannel{id: 1}
 	reg := func(subs ...protocol.SubscriptionData) bool {
-		changed, _ := m.registerConsumer(clientChannelInfo{ch: ch, clientID: "c", lastUpdate: now},
+		changed, _ := m.registerConsumer(clientChannelInfo{ch: ch, clientID: "c"},
 			&protocol.ConsumerData{GroupName: "g", SubscriptionDataSet: subs})
 		return changed
 	}
@@ -76,14 +96,15 @@ func TestSubscriptionUpdates(t *testing.T) {
 }
 
 func TestExpireKeepsChannelWithLiveGroups(t *testing.T) {
-	m := newConsumerManager()
-	old, now := time.Now().Add(-time.Hour), time.Now()
+	clock := newFakeClock()
+	m := newConsumerManager(clock.Now)
 	a, b := &fakeChannel{id: 1}, &fakeChannel{id: 2}
-	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A", lastUpdate: old}, &protocol.ConsumerData{GroupName: "g1"})
-	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A", lastUpdate: now}, &protocol.ConsumerData{GroupName: "g2"})
-	m.registerConsumer(clientChannelInfo{ch: b, clientID: "B", lastUpdate: old}, &protocol.ConsumerData{GroupName: "g2"})
-	m.registerProducer("p", clientChannelInfo{ch: b, clientID: "B", lastUpdate: old})
-	changes, closeList := m.expire(now.Add(-time.Minute))
+	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A"}, &protocol.ConsumerData{GroupName: "g1"})
+	m.registerConsumer(clientChannelInfo{ch: b, clientID: "B"}, &protocol.ConsumerData{GroupName: "g2"})
+	m.registerProducer("p", clientChannelInfo{ch: b, clientID: "B"})
+	clock.Advance(time.Hour)
+	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A"}, &protocol.ConsumerData{GroupName: "g2"})
+	changes, closeList := m.expire(time.Minute)
 	if len(changes) != 2 {
 		t.Errorf("changes %+v", changes)
 	}
@@ -98,5 +119,29 @@ func TestExpireKeepsChannelWithLiveGroups(t *testing.T) {
 	}
 	if chs := m.producerChannels("p"); len(chs) != 0 {
 		t.Errorf("producer kept %v", chs)
+	}
+}
+
+// The expiry rule: a registration lives for the timeout from when it was recorded, whatever
+// time the request carrying it started; the caller's lastUpdate is not trusted.
+func TestExpireCountsFromRecording(t *testing.T) {
+	clock := newFakeClock()
+	m := newConsumerManager(clock.Now)
+	ch := &fakeChannel{id: 1}
+	started := clock.Now()
+	clock.Advance(3 * time.Minute) // a slow heartbeat: creating its groups took this long
+	m.registerConsumer(clientChannelInfo{ch: ch, clientID: "A", lastUpdate: started}, &protocol.ConsumerData{GroupName: "g"})
+	m.registerProducer("p", clientChannelInfo{ch: ch, clientID: "A", lastUpdate: started})
+	if changes, closeList := m.expire(2 * time.Minute); len(changes) != 0 || len(closeList) != 0 {
+		t.Fatalf("just-recorded registrations expired: changes %+v close %v", changes, closeList)
+	}
+	clock.Advance(2 * time.Minute)
+	if changes, _ := m.expire(2 * time.Minute); len(changes) != 0 {
+		t.Fatalf("expired at exactly the timeout: %+v", changes)
+	}
+	clock.Advance(time.Millisecond)
+	changes, closeList := m.expire(2 * time.Minute)
+	if len(changes) != 1 || len(closeList) != 1 || len(m.producerChannels("p")) != 0 {
+		t.Fatalf("past the timeout: changes %+v close %v producers %v", changes, closeList, m.producerChannels("p"))
 	}
 }

@@ -1,28 +1,25 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/mqgo/mq/storage"
 )
 
 // consumerOffsetManager keeps each group's committed offset per topic queue (RocketMQ
-// ConsumerOffsetManager), persisted to <store>/config/consumerOffset.json every
-// FlushConsumerOffsetInterval and on close.
+// ConsumerOffsetManager). The metadata writer persists it to <store>/config/consumerOffset.json
+// every FlushConsumerOffsetInterval when it changed, and on close (persist.go).
 type consumerOffsetManager struct {
 	b    *Broker
 	path string
 
 	mu    sync.RWMutex
 	table map[string]map[int32]int64 // "topic@group" -> queue id -> next offset to consume
-	dirty bool
 }
 
 // offsetFile is consumerOffset.json.
@@ -60,8 +57,8 @@ func (m *consumerOffsetManager) commit(group, topic string, queueID int32, offse
 		m.table[key] = q
 	}
 	q[queueID] = offset
-	m.dirty = true
 	m.mu.Unlock()
+	m.b.meta.markDirty(metaOffsets)
 }
 
 // query returns the group's stored offset for the queue, or -1 when it has none.
@@ -116,12 +113,16 @@ func (m *consumerOffsetManager) groupsOf(topic string) []string {
 // removeTopic drops every group's offsets of a deleted topic.
 func (m *consumerOffsetManager) removeTopic(topic string) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	removed := false
 	for k := range m.table {
 		if t, _, ok := strings.Cut(k, topicGroupSeparator); ok && t == topic {
 			delete(m.table, k)
-			m.dirty = true
+			removed = true
 		}
+	}
+	m.mu.Unlock()
+	if removed {
+		m.b.meta.markDirty(metaOffsets)
 	}
 }
 
@@ -140,30 +141,7 @@ func (m *consumerOffsetManager) snapshot() map[string]map[int32]int64 {
 	return out
 }
 
+// persist writes consumerOffset.json; only the metadata writer and Close call it.
 func (m *consumerOffsetManager) persist() error {
-	m.mu.Lock()
-	m.dirty = false
-	m.mu.Unlock()
 	return storage.WriteJSONFile(m.path, offsetFile{OffsetTable: m.snapshot()})
-}
-
-// runOffsetPersist writes consumer offsets every FlushConsumerOffsetInterval when they changed.
-func (b *Broker) runOffsetPersist(ctx context.Context) error {
-	t := time.NewTicker(b.opts.FlushConsumerOffsetInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			b.offsets.mu.RLock()
-			dirty := b.offsets.dirty
-			b.offsets.mu.RUnlock()
-			if dirty {
-				if err := b.offsets.persist(); err != nil {
-					b.log.Error().Err(err).Msg("persist consumer offsets")
-				}
-			}
-		}
-	}
 }

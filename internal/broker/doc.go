@@ -17,6 +17,7 @@
 //	retry.go, schedule.go        CONSUMER_SEND_MSG_BACK, retry and dead-letter topics, delayed
 //	                             delivery (SCHEDULE_TOPIC_XXXX, delayOffset.json)
 //	query.go, admin.go, stats.go QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, admin reads, counters
+//	limits.go                    caps on suspend time, parked pulls and queue counts
 //
 // One message: a send processor validates and appends to the store; the store's dispatcher
 // writes the ConsumeQueue unit and calls onMessageArriving, which wakes pulls parked on that

@@ -12,6 +12,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
 )
 
 // Role is a broker's part in its master/slave group (RocketMQ brokerRole).
@@ -51,6 +52,12 @@ type HAOptions struct {
 	SyncFlushTimeout      time.Duration
 	TransferWaitInterval  time.Duration
 	ReconnectInterval     time.Duration
+	// Secret, when set (at least replication.MinSecretBytes), is the shared secret master and
+	// slave prove to each other before any CommitLog byte crosses the HA connection; both
+	// sides need the same one. Empty speaks RocketMQ's unauthenticated protocol.
+	Secret string
+	// HandshakeTimeout bounds that handshake, replication.DefaultHandshakeTimeout (3 s).
+	HandshakeTimeout time.Duration
 }
 
 // haDefaults fills the role from the broker id and the slave sync period.
@@ -98,12 +105,15 @@ type haState struct {
 	masterAddr atomic.Pointer[string]
 	// synced counts completed metadata syncs (tests wait on it).
 	synced atomic.Int64
+	// timeoutLog is the broker's logger, rate-limited: a connected slave that stops
+	// acknowledging would otherwise log once per send.
+	timeoutLog zerolog.Logger
 }
 
 // initHA builds the replication master or slave over the opened store. It starts nothing:
 // the node runs HAMaster or HASlave under its errgroup.
 func (b *Broker) initHA() error {
-	b.ha = &haState{}
+	b.ha = &haState{timeoutLog: b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: 10 * time.Second})}
 	b.ha.haServerAddr.Store(&b.opts.HAServerAddr)
 	ho := b.opts.HA
 	var err error
@@ -113,6 +123,8 @@ func (b *Broker) initHA() error {
 			HousekeepingInterval:  ho.HousekeepingInterval,
 			SendHeartbeatInterval: ho.SendHeartbeatInterval,
 			ReconnectInterval:     ho.ReconnectInterval,
+			Secret:                []byte(ho.Secret),
+			HandshakeTimeout:      ho.HandshakeTimeout,
 			Logger:                b.opts.Logger,
 		})
 		if err != nil {
@@ -133,6 +145,8 @@ func (b *Broker) initHA() error {
 		SlaveFallBehindMax:    ho.SlaveFallBehindMax,
 		SyncFlushTimeout:      ho.SyncFlushTimeout,
 		TransferWaitInterval:  ho.TransferWaitInterval,
+		Secret:                []byte(ho.Secret),
+		HandshakeTimeout:      ho.HandshakeTimeout,
 		Logger:                b.opts.Logger,
 	})
 	if err != nil {
@@ -211,7 +225,7 @@ func (b *Broker) waitForSlave(r *storage.PutResult) {
 		r.Status = storage.SlaveNotAvailable
 	default: // ErrSlaveTimeout
 		r.Status = storage.FlushSlaveTimeout
-		b.log.Warn().Err(err).Int64("phy_offset", r.PhyOffset).Msg("slave did not acknowledge in time")
+		b.ha.timeoutLog.Warn().Err(err).Int64("phy_offset", r.PhyOffset).Msg("slave did not acknowledge in time")
 	}
 }
 

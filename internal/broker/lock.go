@@ -103,6 +103,9 @@ func decodeLockBody(req *remoting.Command) (*protocol.LockBatchRequestBody, erro
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: "lock body: " + err.Error()}
 	}
+	if err := checkLockNames(&body); err != nil {
+		return nil, err
+	}
 	return &body, nil
 }
 

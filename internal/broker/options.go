@@ -71,6 +71,19 @@ type Options struct {
 	// until a message arrives (longPollingEnable = !LongPollingDisable).
 	LongPollingDisable bool
 	ShortPollingTime   time.Duration
+	// MaxLongPollingSuspend caps the suspend time a pull asks for; a longer (or negative) one
+	// is clamped, so every parked pull is answered by its own deadline. Ours (limits.go),
+	// default DefaultMaxLongPollingSuspend.
+	MaxLongPollingSuspend time.Duration
+	// MaxHeldPullsPerConnection and MaxHeldPulls cap the pulls parked for one connection and
+	// in all; over a cap a pull is answered SYSTEM_BUSY at once (pull.go says why). Ours,
+	// defaults DefaultMaxHeldPullsPerConnection and DefaultMaxHeldPulls.
+	MaxHeldPullsPerConnection int
+	MaxHeldPulls              int
+	// MaxQueueNums caps a topic's read and write queue counts and a group's retryQueueNums:
+	// admin requests asking more are refused, topics loaded with more are clamped. Default
+	// DefaultMaxQueueNums.
+	MaxQueueNums int32
 	// SlaveReadEnable lets a master send lagging consumers to a slave (slaveReadEnable).
 	SlaveReadEnable bool
 	// AccessMessageInMemoryMaxBytes, when above 0, replaces the store's
@@ -152,7 +165,7 @@ func (o Options) withDefaults() Options {
 		l := zerolog.Nop()
 		o.Logger = &l
 	}
-	return o.haDefaults()
+	return o.limitDefaults().haDefaults()
 }
 
 func (o Options) validate() error {
@@ -170,5 +183,7 @@ func (o Options) validate() error {
 		errs = append(errs, fmt.Errorf("broker: BrokerID %d is negative", o.BrokerID))
 	}
 	errs = append(errs, o.haValidate())
+	errs = append(errs, o.limitsValidate())
+	errs = append(errs, o.namesValidate())
 	return errors.Join(errs...)
 }

@@ -23,10 +23,17 @@ type pullState struct {
 	hold *pullHold
 	// d re-dispatches woken pulls onto the pull pool; set by registerPull.
 	d atomic.Pointer[remoting.Dispatcher]
+	// refused counts pulls answered SYSTEM_BUSY because the hold was full; refusedLog keeps
+	// the warning about it to one per minute.
+	refused    atomic.Int64
+	refusedLog logLimiter
 }
 
+// holdFullLogPeriod spaces the warnings about pulls refused by a full hold.
+const holdFullLogPeriod = time.Minute
+
 func (b *Broker) initPull() {
-	b.pull = &pullState{hold: newPullHold()}
+	b.pull = &pullState{hold: newPullHold(b.opts.MaxHeldPullsPerConnection, b.opts.MaxHeldPulls)}
 	b.addRunner(b.runPullHold)
 }
 
@@ -144,9 +151,15 @@ func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *prot
 	if allowSuspend && h.HasCommitOffset() && b.IsMaster() {
 		b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
-	if code == remoting.PullNotFound && allowSuspend && h.HasSuspend() && b.parkPull(ch, req, h, sub) {
-		r.Release()
-		return nil
+	if code == remoting.PullNotFound && allowSuspend && h.HasSuspend() {
+		switch res := b.parkPull(ch, req, h, sub); res {
+		case parked:
+			r.Release()
+			return nil
+		case parkChannelFull, parkHoldFull:
+			r.Release()
+			return b.holdFullResponse(ch, res)
+		}
 	}
 	resp := remoting.NewResponse(code, r.Status.String())
 	resp.ExtFields = make(map[string]string, 4)
@@ -181,28 +194,61 @@ func pullCode(st storage.GetStatus, offset int64) int16 {
 	return remoting.SystemError
 }
 
-// parkPull holds a pull until a message arrives for its queue or its suspend time runs out
-// (LongPollingDisable: ShortPollingTime). It reports false when the pull must be answered now
-// (the hold is shut down).
-func (b *Broker) parkPull(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, sub *subscription) bool {
-	wait := time.Duration(max(h.SuspendTimeoutMillis, 0)) * time.Millisecond
+// parkPull holds a pull until a message arrives for its queue or its suspend time (capped by
+// MaxLongPollingSuspend; LongPollingDisable: ShortPollingTime) runs out. Unless it reports
+// parked, the caller answers the pull now.
+func (b *Broker) parkPull(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, sub *subscription) parkResult {
+	wait := b.suspendTime(h.SuspendTimeoutMillis)
 	if b.opts.LongPollingDisable {
 		wait = b.opts.ShortPollingTime
 	}
-	p := &heldPull{ch: ch, req: req, key: queueKey{topic: h.Topic, queueID: h.QueueID}, offset: h.QueueOffset,
-		sub: sub, deadline: time.Now().Add(wait)}
-	if !b.pull.hold.park(p) {
-		return false
+	p := &heldPull{ch: ch, req: heldRequest(req, h), key: queueKey{topic: h.Topic, queueID: h.QueueID},
+		offset: h.QueueOffset, sub: sub, deadline: time.Now().Add(wait), slots: heldPullSlots(h, sub)}
+	if res := b.pull.hold.park(p); res != parked {
+		return res
 	}
 	// The connection may have closed while the pull waited for a worker, after its close
 	// event dropped the channel's parked pulls: drop this one too.
 	if ch.Closed() {
 		b.pull.hold.take(p)
-		return true
+		return parked
 	}
 	// A message dispatched between our read and park found nothing to wake: look again.
 	if b.store.MaxOffsetInQueue(h.Topic, h.QueueID) > h.QueueOffset && b.pull.hold.take(p) {
 		b.wakePull(p)
 	}
-	return true
+	return parked
+}
+
+// heldRequest is what a parked pull keeps of req: what re-running it through the dispatcher
+// and addressing its answer need. The body (a pull has none, but a client may attach
+// megabytes), the remark and every extension field the pull header does not know are left
+// behind, so what a parked pull retains is its header's own fields, which heldPullSlots
+// charges against the caps. The decoder copies header strings out of the frame, so they pin
+// nothing else.
+func heldRequest(req *remoting.Command, h *protocol.PullMessageRequestHeader) *remoting.Command {
+	return &remoting.Command{Code: req.Code, Language: req.Language, Version: req.Version, Opaque: req.Opaque,
+		Flag: req.Flag, Serialize: req.Serialize, ExtFields: remoting.EncodeHeader(h)}
+}
+
+// holdFullResponse answers a pull the full hold could not park.
+//
+// SYSTEM_BUSY rather than PULL_NOT_FOUND: clients re-pull at once after PULL_NOT_FOUND (the
+// official Go client's push consumer loops straight back, the Java one too), so answering it
+// without waiting would turn every parked-pull slot we refuse into a busy loop of pulls. Any
+// other code is an error to the clients, and they wait before pulling that queue again (Go
+// client: _PullDelayTimeWhenError 3 s; Java: pullTimeDelayMillsWhenException 3 s; ours:
+// pullErrorDelay 3 s), which is the back-off a full hold needs. The remark names the limit.
+func (b *Broker) holdFullResponse(ch remoting.Channel, res parkResult) *remoting.Command {
+	limit, value := "MaxHeldPulls", b.opts.MaxHeldPulls
+	if res == parkChannelFull {
+		limit, value = "MaxHeldPullsPerConnection", b.opts.MaxHeldPullsPerConnection
+	}
+	refused := b.pull.refused.Add(1)
+	if now := time.Now(); b.pull.refusedLog.allow(now, holdFullLogPeriod) {
+		b.log.Warn().Str("addr", ch.RemoteAddr()).Str("limit", limit).Int("max", value).Int64("refused_total", refused).
+			Msg("parked pulls at their limit; answering pulls SYSTEM_BUSY")
+	}
+	return remoting.NewResponse(remoting.SystemBusy,
+		fmt.Sprintf("[PULL_HOLD_FULL]too many parked pulls (%s %d), pull again later", limit, value))
 }

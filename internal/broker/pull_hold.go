@@ -19,14 +19,34 @@ type queueKey struct {
 
 // heldPull is a parked PULL_MESSAGE (RocketMQ PullRequest).
 type heldPull struct {
-	ch       remoting.Channel
+	ch remoting.Channel
+	// req is what re-running the pull needs of its request (heldRequest): no body, no remark,
+	// no extension field the pull header does not know.
 	req      *remoting.Command
 	key      queueKey
 	offset   int64 // the queue offset the pull wants
 	sub      *subscription
 	deadline time.Time
+	slots    int // what it counts against the caps (heldPullSlots)
 	index    int // position in pullHold.deadlines; -1 once taken out
+	queuePos int // position in pullHold.byQueue[key]
 }
+
+// channelHeld is one connection's parked pulls.
+type channelHeld struct {
+	pulls map[*heldPull]struct{}
+	slots int
+}
+
+// parkResult says whether park held a pull.
+type parkResult int
+
+const (
+	parked          parkResult = iota
+	parkClosed                 // the hold is shut down
+	parkChannelFull            // the connection holds MaxHeldPullsPerConnection slots
+	parkHoldFull               // the broker holds MaxHeldPulls slots
+)
 
 // pullHold parks long-poll pulls without holding a worker (RocketMQ PullRequestHoldService).
 // A pull leaves the hold exactly once, through one of: arrive (a message for its queue),
@@ -34,37 +54,60 @@ type heldPull struct {
 // it out answers it (or, for dropChannel, nobody does).
 //
 // Deadlines are kept in a min-heap and one goroutine (runPullHold) sleeps until the earliest,
-// so a pull is answered within a timer's precision of its deadline.
+// so a pull is answered within a timer's precision of its deadline. Every deadline is finite
+// (suspendTime caps it), so a pull leaves by expiry even when its connection's close event
+// never arrives.
+//
+// The hold is bounded: a connection may hold maxPerChannel slots and the hold maxTotal; park
+// refuses a pull that would go over either.
 type pullHold struct {
 	held atomic.Int64 // pulls parked; lets arrive skip the lock when there are none
 	kick chan struct{}
 
+	maxPerChannel, maxTotal int // in slots
+
 	mu        sync.Mutex
 	byQueue   map[queueKey][]*heldPull
-	byChannel map[uint64]map[*heldPull]struct{}
+	byChannel map[uint64]*channelHeld
 	deadlines deadlineHeap
+	slots     int // of every held pull
 	closed    bool
 }
 
-func newPullHold() *pullHold {
-	return &pullHold{kick: make(chan struct{}, 1), byQueue: map[queueKey][]*heldPull{},
-		byChannel: map[uint64]map[*heldPull]struct{}{}}
+func newPullHold(maxPerChannel, maxTotal int) *pullHold {
+	return &pullHold{kick: make(chan struct{}, 1), maxPerChannel: maxPerChannel, maxTotal: maxTotal,
+		byQueue: map[queueKey][]*heldPull{}, byChannel: map[uint64]*channelHeld{}}
 }
 
-// park holds p; it reports false once the hold is closed.
-func (h *pullHold) park(p *heldPull) bool {
+// park holds p unless the hold is closed or p would take its connection or the hold over a
+// cap.
+func (h *pullHold) park(p *heldPull) parkResult {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return false
+		return parkClosed
 	}
+	c := h.byChannel[p.ch.ID()]
+	if c == nil {
+		c = &channelHeld{}
+	}
+	switch {
+	case c.slots+p.slots > h.maxPerChannel:
+		h.mu.Unlock()
+		return parkChannelFull
+	case h.slots+p.slots > h.maxTotal:
+		h.mu.Unlock()
+		return parkHoldFull
+	}
+	if c.pulls == nil {
+		c.pulls = map[*heldPull]struct{}{}
+		h.byChannel[p.ch.ID()] = c
+	}
+	c.pulls[p] = struct{}{}
+	c.slots += p.slots
+	h.slots += p.slots
+	p.queuePos = len(h.byQueue[p.key])
 	h.byQueue[p.key] = append(h.byQueue[p.key], p)
-	set := h.byChannel[p.ch.ID()]
-	if set == nil {
-		set = map[*heldPull]struct{}{}
-		h.byChannel[p.ch.ID()] = set
-	}
-	set[p] = struct{}{}
 	heap.Push(&h.deadlines, p)
 	earliest := h.deadlines[0] == p
 	h.held.Add(1)
@@ -75,7 +118,7 @@ func (h *pullHold) park(p *heldPull) bool {
 		default:
 		}
 	}
-	return true
+	return parked
 }
 
 // take removes p if it is still held and reports whether it was.
@@ -92,27 +135,28 @@ func (h *pullHold) take(p *heldPull) bool {
 // removeLocked takes p out of every index. h.mu must be held and p held.
 func (h *pullHold) removeLocked(p *heldPull) {
 	heap.Remove(&h.deadlines, p.index)
+	// Swap-remove by position: a linear search would make taking out the n pulls of one
+	// queue (a closed connection's, or a burst expiring together) cost n², with n up to
+	// MaxHeldPulls, under the lock the store's dispatcher waits on.
 	list := h.byQueue[p.key]
-	for i, q := range list {
-		if q == p {
-			last := len(list) - 1
-			list[i] = list[last]
-			list[last] = nil
-			list = list[:last]
-			break
-		}
-	}
+	last := len(list) - 1
+	list[p.queuePos] = list[last]
+	list[p.queuePos].queuePos = p.queuePos
+	list[last] = nil
+	list = list[:last]
 	if len(list) == 0 {
 		delete(h.byQueue, p.key)
 	} else {
 		h.byQueue[p.key] = list
 	}
-	if set := h.byChannel[p.ch.ID()]; set != nil {
-		delete(set, p)
-		if len(set) == 0 {
+	if c := h.byChannel[p.ch.ID()]; c != nil {
+		delete(c.pulls, p)
+		c.slots -= p.slots
+		if len(c.pulls) == 0 {
 			delete(h.byChannel, p.ch.ID())
 		}
 	}
+	h.slots -= p.slots
 	h.held.Add(-1)
 }
 
@@ -164,8 +208,10 @@ func (h *pullHold) next() (time.Time, bool) {
 func (h *pullHold) dropChannel(chID uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for p := range h.byChannel[chID] {
-		h.removeLocked(p)
+	if c := h.byChannel[chID]; c != nil {
+		for p := range c.pulls {
+			h.removeLocked(p)
+		}
 	}
 }
 

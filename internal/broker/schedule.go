@@ -29,10 +29,11 @@ import (
 // due time among the levels, at most scheduleIdlePoll (new messages are noticed by polling, or
 // at once through notify).
 //
-// The cursors are saved to <store>/config/delayOffset.json every FlushConsumerOffsetInterval
-// when they moved, and when the broker stops. A cursor only moves past a message once its real
-// copy is stored, so after a crash the service resumes from the last saved cursor and may
-// deliver a message twice, never zero times (at least once, as RocketMQ).
+// The metadata writer saves the cursors to <store>/config/delayOffset.json every
+// FlushConsumerOffsetInterval when they moved, and when the broker stops (persist.go). A cursor
+// only moves past a message once its real copy is stored, so after a crash the service resumes
+// from the last saved cursor and may deliver a message twice, never zero times (at least once,
+// as RocketMQ).
 
 // Tuning of the schedule service.
 const (
@@ -58,7 +59,6 @@ type scheduleService struct {
 	mu struct {
 		sync.Mutex
 		offsets map[int32]int64 // level -> next queue offset to deliver
-		dirty   bool
 	}
 }
 
@@ -113,11 +113,12 @@ func (s *scheduleService) offset(level int) int64 {
 
 func (s *scheduleService) setOffset(level int, off int64) {
 	s.mu.Lock()
-	if s.mu.offsets[int32(level)] != off {
-		s.mu.offsets[int32(level)] = off
-		s.mu.dirty = true
-	}
+	moved := s.mu.offsets[int32(level)] != off
+	s.mu.offsets[int32(level)] = off
 	s.mu.Unlock()
+	if moved {
+		s.b.meta.markDirty(metaDelay)
+	}
 }
 
 // snapshot returns the cursors of every configured level (GET_ALL_DELAY_OFFSET,
@@ -136,47 +137,31 @@ func (s *scheduleService) snapshot() protocol.DelayOffsetSerializeWrapper {
 }
 
 // replace installs cursors synced from a master (a slave's copy of GET_ALL_DELAY_OFFSET) and
-// saves them.
+// has the metadata writer save them.
 func (s *scheduleService) replace(w protocol.DelayOffsetSerializeWrapper) error {
 	s.mu.Lock()
 	s.mu.offsets = maps.Clone(w.OffsetTable)
 	if s.mu.offsets == nil {
 		s.mu.offsets = map[int32]int64{}
 	}
-	s.mu.dirty = true
 	s.mu.Unlock()
-	return s.persist()
+	s.b.meta.changed(metaDelay)
+	return nil
 }
 
 // updateDelayOffsets replaces the schedule cursors with a master's (slave sync through
-// GET_ALL_DELAY_OFFSET) and persists them.
+// GET_ALL_DELAY_OFFSET); the metadata writer persists them.
 func (b *Broker) updateDelayOffsets(w protocol.DelayOffsetSerializeWrapper) error {
 	return b.retry.sched.replace(w)
 }
 
+// persist writes delayOffset.json; only the metadata writer and Close call it.
 func (s *scheduleService) persist() error {
-	w := s.snapshot()
-	s.mu.Lock()
-	s.mu.dirty = false
-	s.mu.Unlock()
-	return storage.WriteJSONFile(s.path, w)
+	return storage.WriteJSONFile(s.path, s.snapshot())
 }
 
-func (s *scheduleService) persistIfDirty() {
-	s.mu.Lock()
-	dirty := s.mu.dirty
-	s.mu.Unlock()
-	if dirty {
-		if err := s.persist(); err != nil {
-			s.log.Error().Err(err).Msg("persist delay offsets")
-		}
-	}
-}
-
-// run delivers due messages until ctx ends. The broker persists the cursors after it returns.
+// run delivers due messages until ctx ends. The metadata writer persists the cursors.
 func (s *scheduleService) run(ctx context.Context) error {
-	persist := time.NewTicker(s.b.opts.FlushConsumerOffsetInterval)
-	defer persist.Stop()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	retryAt := make([]time.Time, len(s.levels)+1)
@@ -184,9 +169,6 @@ func (s *scheduleService) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-persist.C:
-			s.persistIfDirty()
-			continue
 		case <-timer.C:
 		case <-s.wake:
 		}

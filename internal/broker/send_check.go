@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -33,27 +35,26 @@ var notAllowedSendTopics = map[string]bool{
 	topicTransCheckMaxTime: true,
 }
 
-// validTopicChar reports whether c is in RocketMQ's topic charset ^[%|a-zA-Z0-9_-]+$.
-func validTopicChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '%' || c == '|' || c == '_' || c == '-'
-}
-
-// validateTopic checks a topic name as RocketMQ's TopicValidator.validateTopic does and returns
-// its SYSTEM_ERROR remark, or "" for a valid name.
+// validateTopic checks a topic name with internal/names and returns RocketMQ's msgCheck remark
+// (TopicValidator.validateTopic) for SYSTEM_ERROR, or "" for a valid name.
 func validateTopic(topic string) string {
 	if strings.TrimSpace(topic) == "" {
 		return "The specified topic is blank."
 	}
-	for i := 0; i < len(topic); i++ {
-		if !validTopicChar(topic[i]) {
-			return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-		}
-	}
-	if len(topic) > message.MaxTopicBytes {
-		return "The specified topic is longer than topic max length."
+	if err := names.CheckTopic(topic); err != nil {
+		return invalidTopicRemark(err)
 	}
 	return ""
+}
+
+// invalidTopicRemark is RocketMQ's remark for a topic names refused. Apart from validateTopic
+// so that the errors.As target escapes only on a refusal, not on every send.
+func invalidTopicRemark(err error) string {
+	var e *names.Error
+	if errors.As(err, &e) && e.Rule == names.TooLong {
+		return "The specified topic is longer than topic max length."
+	}
+	return "The specified topic contains illegal characters, allowing only " + names.Pattern
 }
 
 // checkSend runs RocketMQ's checks of a send before the message is built (msgCheck): broker
@@ -100,6 +101,11 @@ func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 // group gets the group's retry queue count and read-write permission; any other topic (or a
 // retry topic of a group that cannot be found) is created from the request's default topic
 // when that one carries the inherit bit (createTopicInSendMessageMethod).
+//
+// The queue count never exceeds MaxQueueNums: like RocketMQ, a defaultTopicQueueNums above the
+// default topic's write queue count gets that count (so a send asking 2^31 queues off TBW102
+// gets TBW102's 8), and the counts it is clamped to were capped when stored; the explicit
+// min here keeps that true whatever path stored them.
 func (b *Broker) autoCreateTopic(h *protocol.SendMessageRequestHeader) (TopicConfig, bool) {
 	retry := strings.HasPrefix(h.Topic, RetryGroupPrefix)
 	var sysFlag int32
@@ -111,10 +117,11 @@ func (b *Broker) autoCreateTopic(h *protocol.SendMessageRequestHeader) (TopicCon
 	}
 	if retry {
 		if gc, ok := b.groups.find(h.Topic[len(RetryGroupPrefix):]); ok {
-			return b.topics.createIfAbsent(h.Topic, max(gc.RetryQueueNums, 1), route.PermReadWrite, sysFlag), true
+			queues := min(max(gc.RetryQueueNums, 1), b.opts.MaxQueueNums)
+			return b.topics.createIfAbsent(h.Topic, queues, route.PermReadWrite, sysFlag), true
 		}
 	}
-	return b.topics.createInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, sysFlag)
+	return b.topics.createInSendMessage(h.Topic, h.DefaultTopic, min(h.DefaultTopicQueueNums, b.opts.MaxQueueNums), sysFlag)
 }
 
 // handleRetryAndDLQ redirects a message sent to %RETRY%<group> to %DLQ%<group> (one queue,

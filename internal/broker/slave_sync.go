@@ -10,7 +10,8 @@ import (
 
 // A slave installs its master's metadata as RocketMQ's SlaveSynchronize does: topics and
 // subscription groups replace the local tables when the master's data version differs;
-// consumer offsets replace the local table; delay offsets replace the schedule cursors.
+// consumer offsets replace the local table; delay offsets replace the schedule cursors. The
+// metadata writer persists what was installed (persist.go).
 
 func (b *Broker) installTopicConfigs(body []byte) error {
 	var w route.TopicConfigSerializeWrapper
@@ -29,7 +30,8 @@ func (b *Broker) installTopicConfigs(body []byte) error {
 	}
 	m.version = w.DataVersion
 	m.mu.Unlock()
-	return m.persist()
+	b.meta.changed(metaTopics)
+	return nil
 }
 
 func (b *Broker) installConsumerOffsets(body []byte) error {
@@ -48,8 +50,8 @@ func (b *Broker) installConsumerOffsets(body []byte) error {
 	m := b.offsets
 	m.mu.Lock()
 	m.table = table
-	m.dirty = true
 	m.mu.Unlock()
+	b.meta.markDirty(metaOffsets)
 	return nil
 }
 
@@ -78,5 +80,6 @@ func (b *Broker) installSubscriptionGroups(body []byte) error {
 	}
 	m.version = w.DataVersion
 	m.mu.Unlock()
-	return m.persist()
+	b.meta.changed(metaGroups)
+	return nil
 }

@@ -38,7 +38,8 @@ type SubscriptionGroupWrapper struct {
 	DataVersion            route.DataVersion                  `json:"dataVersion"`
 }
 
-// subscriptionGroupManager holds consumer group settings (RocketMQ SubscriptionGroupManager).
+// subscriptionGroupManager holds consumer group settings (RocketMQ SubscriptionGroupManager);
+// the metadata writer persists them to <store>/config/subscriptionGroup.json (persist.go).
 type subscriptionGroupManager struct {
 	b    *Broker
 	path string
@@ -77,27 +78,37 @@ func (m *subscriptionGroupManager) get(group string) (SubscriptionGroupConfig, b
 // find returns the group's settings, creating the default ones when auto-creation is on. It
 // reports false for an unknown group otherwise.
 func (m *subscriptionGroupManager) find(group string) (SubscriptionGroupConfig, bool) {
+	c, ok, created := m.findOrAdd(group)
+	if created {
+		m.b.meta.changed(metaGroups)
+	}
+	return c, ok
+}
+
+// findOrAdd is find without waking the metadata writer: a new group is only marked dirty. A
+// caller that creates several groups calls meta.changed(metaGroups) once after the last.
+func (m *subscriptionGroupManager) findOrAdd(group string) (c SubscriptionGroupConfig, ok, created bool) {
 	m.mu.RLock()
-	c, ok := m.table[group]
+	c, ok = m.table[group]
 	m.mu.RUnlock()
 	if ok {
-		return c, true
+		return c, true, false
 	}
 	if m.b.opts.DisableAutoCreateSubscriptionGroup {
-		return SubscriptionGroupConfig{}, false
+		return SubscriptionGroupConfig{}, false, false
 	}
 	c = NewSubscriptionGroupConfig(group)
 	m.mu.Lock()
 	if old, ok := m.table[group]; ok {
 		m.mu.Unlock()
-		return old, true
+		return old, true, false
 	}
 	m.table[group] = c
 	m.bumpLocked()
 	m.mu.Unlock()
+	m.b.meta.markDirty(metaGroups)
 	m.b.log.Info().Str("group", group).Msg("subscription group created")
-	m.save()
-	return c, true
+	return c, true, true
 }
 
 // update creates or replaces a group's settings.
@@ -106,7 +117,7 @@ func (m *subscriptionGroupManager) update(c SubscriptionGroupConfig) {
 	m.table[c.GroupName] = c
 	m.bumpLocked()
 	m.mu.Unlock()
-	m.save()
+	m.b.meta.changed(metaGroups)
 }
 
 // delete removes a group's settings.
@@ -119,7 +130,7 @@ func (m *subscriptionGroupManager) delete(group string) bool {
 	}
 	m.mu.Unlock()
 	if ok {
-		m.save()
+		m.b.meta.changed(metaGroups)
 	}
 	return ok
 }
@@ -139,12 +150,7 @@ func (m *subscriptionGroupManager) snapshot() SubscriptionGroupWrapper {
 	return SubscriptionGroupWrapper{SubscriptionGroupTable: t, DataVersion: m.version}
 }
 
-func (m *subscriptionGroupManager) save() {
-	if err := m.persist(); err != nil {
-		m.b.log.Error().Err(err).Msg("persist subscription groups")
-	}
-}
-
+// persist writes subscriptionGroup.json; only the metadata writer and Close call it.
 func (m *subscriptionGroupManager) persist() error {
 	return storage.WriteJSONFile(m.path, m.snapshot())
 }

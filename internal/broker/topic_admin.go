@@ -51,6 +51,24 @@ func (b *Broker) checkAdminTopic(topic string) error {
 	return nil
 }
 
+// checkTopicShape refuses queue counts outside [1, MaxQueueNums] and a perm outside
+// PermName.isValid's [0, 8). RocketMQ's broker stores whatever arrives and leaves the checks to
+// its tools; we refuse here because every later admin read loops over the queue counts and
+// every client that routes to the topic allocates that many queues.
+func (b *Broker) checkTopicShape(h *protocol.CreateTopicRequestHeader) error {
+	remark := b.queueNumsRemark("readQueueNums", h.ReadQueueNums, 1)
+	if remark == "" {
+		remark = b.queueNumsRemark("writeQueueNums", h.WriteQueueNums, 1)
+	}
+	if remark == "" && (h.Perm < 0 || h.Perm > maxPermValue) {
+		remark = fmt.Sprintf("perm %d is out of range [0, %d]", h.Perm, maxPermValue)
+	}
+	if remark == "" {
+		return nil
+	}
+	return &remoting.ResponseError{Code: remoting.SystemError, Remark: "topic[" + h.Topic + "]: " + remark}
+}
+
 // updateAndCreateTopic creates or replaces a topic and registers it with the name servers at
 // once (the topic manager asks the registration loop to run).
 func (b *Broker) updateAndCreateTopic(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -61,9 +79,8 @@ func (b *Broker) updateAndCreateTopic(_ context.Context, ch remoting.Channel, re
 	if err := b.checkAdminTopic(h.Topic); err != nil {
 		return nil, err
 	}
-	if h.ReadQueueNums < 0 || h.WriteQueueNums < 0 {
-		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: fmt.Sprintf(
-			"the queue nums of topic[%s] must not be negative: read %d, write %d", h.Topic, h.ReadQueueNums, h.WriteQueueNums)}
+	if err := b.checkTopicShape(&h); err != nil {
+		return nil, err
 	}
 	switch h.TopicFilterType {
 	case "":

@@ -36,8 +36,8 @@ func DLQTopic(group string) string { return DLQGroupPrefix + group }
 // sends in REGISTER_BROKER.
 type TopicConfig = route.TopicConfig
 
-// topicConfigManager holds the broker's topics (RocketMQ TopicConfigManager) and persists them
-// to <store>/config/topics.json.
+// topicConfigManager holds the broker's topics (RocketMQ TopicConfigManager); the metadata
+// writer persists them to <store>/config/topics.json (persist.go).
 type topicConfigManager struct {
 	b    *Broker
 	path string
@@ -133,20 +133,35 @@ func (m *topicConfigManager) createInSendMessage(topic, defaultTopic string, cli
 	if created {
 		m.b.log.Info().Str("topic", topic).Str("default_topic", defaultTopic).Int32("queues", n).
 			Msg("topic created on send")
+		m.changed()
 	}
 	return tc, true
 }
 
-// createIfAbsent creates a system-made topic (retry, DLQ, half topics) with the given shape.
+// createIfAbsent creates a system-made topic (retry, DLQ, half topics) with the given shape;
+// when it created it, it returns once the name servers were sent the topic (changed).
 func (m *topicConfigManager) createIfAbsent(topic string, queueNums, perm, sysFlag int32) TopicConfig {
+	tc, created := m.addIfAbsent(topic, queueNums, perm, sysFlag)
+	if created {
+		m.changed()
+	}
+	return tc
+}
+
+// addIfAbsent is createIfAbsent without the wait: the topic is marked for the writer but
+// neither written nor registered. A caller that creates several topics calls changed once
+// after the last, before answering.
+func (m *topicConfigManager) addIfAbsent(topic string, queueNums, perm, sysFlag int32) (TopicConfig, bool) {
 	tc, created := m.putIfAbsent(TopicConfig{TopicName: topic, ReadQueueNums: queueNums,
 		WriteQueueNums: queueNums, Perm: perm, TopicFilterType: route.FilterSingleTag, TopicSysFlag: sysFlag})
 	if created {
 		m.b.log.Info().Str("topic", topic).Int32("queues", queueNums).Msg("topic created")
 	}
-	return tc
+	return tc, created
 }
 
+// putIfAbsent adds tc unless its topic exists and marks the table dirty; the caller calls
+// changed when it added it.
 func (m *topicConfigManager) putIfAbsent(tc TopicConfig) (TopicConfig, bool) {
 	m.mu.Lock()
 	if old, ok := m.table[tc.TopicName]; ok {
@@ -156,7 +171,7 @@ func (m *topicConfigManager) putIfAbsent(tc TopicConfig) (TopicConfig, bool) {
 	m.table[tc.TopicName] = tc
 	m.bumpLocked()
 	m.mu.Unlock()
-	m.changed()
+	m.b.meta.markDirty(metaTopics)
 	return tc, true
 }
 
@@ -193,13 +208,13 @@ func (m *topicConfigManager) bumpLocked() {
 	m.version.Counter++
 }
 
-// changed persists the table and registers with the name servers before returning, as
-// RocketMQ's createTopicInSendMessageMethod does: once a send that created a topic (or a
-// heartbeat that created a retry topic) is answered, the name servers have its route.
+// changed hands the table to the metadata writer and returns once a registration round that
+// started after the change has ended, as RocketMQ's createTopicInSendMessageMethod registers
+// before answering: once a send that created a topic (or a heartbeat that created retry
+// topics) is answered, the name servers have its route. Concurrent changes share one round
+// (registration.go); the file is written a few milliseconds later by the writer.
 func (m *topicConfigManager) changed() {
-	if err := m.persist(); err != nil {
-		m.b.log.Error().Err(err).Msg("persist topics")
-	}
+	m.b.meta.changed(metaTopics)
 	m.b.registerChanged()
 }
 
@@ -226,6 +241,7 @@ func (m *topicConfigManager) names() []string {
 	return out
 }
 
+// persist writes topics.json; only the metadata writer and Close call it (persist.go).
 func (m *topicConfigManager) persist() error {
 	return storage.WriteJSONFile(m.path, m.snapshot())
 }

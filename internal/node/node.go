@@ -193,25 +193,30 @@ func (n *Node) startBroker(ctx context.Context) error {
 			SyncFlushTimeout:      n.opts.HASyncFlushTimeout,
 			TransferWaitInterval:  n.opts.HATransferWaitInterval,
 			ReconnectInterval:     n.opts.HAReconnectInterval,
+			Secret:                n.opts.HASecret,
 		},
 		SlaveReadEnable:               n.opts.SlaveReadEnable,
 		AccessMessageInMemoryMaxBytes: n.opts.AccessMessageInMemoryMaxBytes,
 		SlaveSyncPeriod:               n.opts.SlaveSyncPeriod,
 		NameServers:                   nameServers,
 		Transport:                     n.brokerTr,
-		Store: storage.Options{
+		Store: n.storeOptions(storage.Options{
 			Dir:                           n.opts.StoreDir,
 			FlushDiskType:                 flush,
 			SegmentBytes:                  n.opts.SegmentBytes,
 			FileReservedTime:              n.opts.FileReservedTime,
 			AccessMessageInMemoryMaxRatio: n.opts.AccessMessageInMemoryMaxRatio,
-		},
+		}),
 		DisableAutoCreateTopic:      n.opts.DisableAutoCreateTopic,
 		DelayLevels:                 n.opts.DelayLevels,
 		RegisterNameServerPeriod:    n.opts.RegisterNameServerPeriod,
 		FlushConsumerOffsetInterval: n.opts.FlushConsumerOffsetInterval,
 		ChannelExpiredTimeout:       n.opts.ClientChannelExpiredTime,
 		RebalanceLockMaxLiveTime:    n.opts.RebalanceLockMaxLiveTime,
+		MaxLongPollingSuspend:       n.opts.MaxLongPollingSuspend,
+		MaxHeldPullsPerConnection:   n.opts.MaxHeldPullsPerConnection,
+		MaxHeldPulls:                n.opts.MaxHeldPulls,
+		MaxQueueNums:                n.opts.MaxQueueNums,
 		Logger:                      n.opts.Logger,
 	})
 	if err != nil {
@@ -227,6 +232,14 @@ func (n *Node) startBroker(ctx context.Context) error {
 	n.log.Info().Str("broker", n.opts.BrokerName).Str("addr", addr).Str("store", n.opts.StoreDir).
 		Strs("namesrv", nameServers).Msg("broker started")
 	return nil
+}
+
+// storeOptions applies the test hook, if any, to the store's options.
+func (n *Node) storeOptions(o storage.Options) storage.Options {
+	if n.opts.storeHook != nil {
+		n.opts.storeHook(&o)
+	}
+	return o
 }
 
 // advertisedAddr is the "ip:port" a broker bound to listen tells clients: ip, else the

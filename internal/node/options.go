@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
@@ -136,6 +137,12 @@ type Options struct {
 	HASyncFlushTimeout      time.Duration
 	HATransferWaitInterval  time.Duration
 	HAReconnectInterval     time.Duration
+	// HASecret, when set (at least 16 bytes), is a secret shared by a master and its slaves:
+	// each side proves it knows it before any CommitLog byte crosses the HA connection, so a
+	// peer without it gets nothing and cannot acknowledge SyncMaster sends. Give every node
+	// of the group the same one. Empty speaks RocketMQ's protocol, which any peer that can
+	// reach the HA port may follow: then keep that port off untrusted networks.
+	HASecret string
 	// SlaveReadEnable lets the master send consumers that fall far behind to the slave
 	// (slaveReadEnable), and lets a slave keep serving the consumers it was sent.
 	SlaveReadEnable bool
@@ -148,9 +155,24 @@ type Options struct {
 	// SlaveSyncPeriod is how often a slave copies topics, consumer offsets, delay offsets and
 	// subscription groups from its master (RocketMQ: 10 s).
 	SlaveSyncPeriod time.Duration
+	// MaxLongPollingSuspend caps the time a consumer's pull may be held waiting for messages;
+	// a pull asking longer (clients ask 15-30 s) is held this long. Default 60 s.
+	MaxLongPollingSuspend time.Duration
+	// MaxHeldPullsPerConnection and MaxHeldPulls cap the pulls held waiting for messages, for
+	// one connection and in all; a pull over a cap is answered SYSTEM_BUSY at once and the
+	// client retries it a few seconds later. Defaults 4096 and 65,536.
+	MaxHeldPullsPerConnection int
+	MaxHeldPulls              int
+	// MaxQueueNums caps a topic's read and write queue counts and a group's retryQueueNums;
+	// admin requests asking more are refused. Default 1024.
+	MaxQueueNums int32
 
 	// Logger receives the node's structured logs; nil discards them.
 	Logger *zerolog.Logger
+
+	// storeHook, when set, adjusts the store's options before it opens: the package's tests
+	// shrink the preallocated files with it when they create many queues.
+	storeHook func(*storage.Options)
 }
 
 // BrokerRole is a broker's part in its master/slave group (RocketMQ brokerRole).

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,6 +66,25 @@ func TestCheckHeaderAndReport(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		name         string
+		offset, sent int64
+		ok           bool
+	}{
+		{"all sent", 500, 500, true},
+		{"behind", 100, 500, true},
+		{"zero", 0, 500, true},
+		{"past sent", 501, 500, false},
+		{"max int64", math.MaxInt64, 500, false},
+		{"negative", -1, 500, false},
+	} {
+		t.Run("ack/"+tc.name, func(t *testing.T) {
+			err := checkAck(tc.offset, tc.sent)
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrProtocol)) {
+				t.Fatalf("checkAck: %v", err)
+			}
+		})
+	}
 }
 
 func released(w *waiter) bool {
@@ -81,7 +101,7 @@ func TestGroupTransfer(t *testing.T) {
 	if _, err := g.add(10, 1000); !errors.Is(err, ErrNoSlave) {
 		t.Fatalf("add with no slave: %v", err)
 	}
-	g.connected()
+	g.connect(1, 0)
 	if w, err := g.add(0, 1000); w != nil || err != nil {
 		t.Fatalf("add(0) = %v, %v; want already acknowledged", w, err)
 	}
@@ -103,17 +123,26 @@ func TestGroupTransfer(t *testing.T) {
 		}
 		return out
 	}
-	g.ack(5)
+	g.report(1, 5)
 	if diff := cmp.Diff([]bool{false, false, false, false, false}, state()); diff != "" {
-		t.Fatalf("after ack(5) (-want +got):\n%s", diff)
+		t.Fatalf("after report 5 (-want +got):\n%s", diff)
 	}
-	g.ack(20)
+	g.report(1, 20)
 	if diff := cmp.Diff([]bool{false, true, true, true, false}, state()); diff != "" {
-		t.Fatalf("after ack(20) (-want +got):\n%s", diff)
+		t.Fatalf("after report 20 (-want +got):\n%s", diff)
 	}
-	g.ack(15) // acks never go back
-	if g.acked() != 20 {
-		t.Fatalf("acked %d after a lower ack", g.acked())
+	// A lower report is the slave's truth now: later waiters go by it, released ones stay.
+	g.report(1, 15)
+	if g.acked() != 15 {
+		t.Fatalf("acked %d after the slave reported 15", g.acked())
+	}
+	if diff := cmp.Diff([]bool{false, true, true, true, false}, state()); diff != "" {
+		t.Fatalf("after a lower report (-want +got):\n%s", diff)
+	}
+	if w, err := g.add(20, 1000); w == nil || err != nil {
+		t.Fatalf("add(20) after the slave went down to 15: %v, %v; want a waiter", w, err)
+	} else if g.remove(w) {
+		t.Fatal("remove of a waiting waiter: released")
 	}
 	if g.remove(ws[1]) != true {
 		t.Fatal("remove of a released waiter: want released")
@@ -121,16 +150,51 @@ func TestGroupTransfer(t *testing.T) {
 	if g.remove(ws[4]) != false || g.pending() != 1 {
 		t.Fatalf("remove of a waiting waiter: pending %d", g.pending())
 	}
-	g.ack(35)
+	g.report(1, 35)
 	if diff := cmp.Diff([]bool{true, true, true, true, false}, state()); diff != "" {
-		t.Fatalf("after ack(35) (-want +got):\n%s", diff)
+		t.Fatalf("after report 35 (-want +got):\n%s", diff)
 	}
-	g.disconnected()
-	if _, err := g.add(36, 1000); !errors.Is(err, ErrNoSlave) || g.pending() != 0 {
-		t.Fatalf("add after the last slave left: %v, pending %d", err, g.pending())
+	g.disconnect(1)
+	g.report(1, 1000) // a late report of a gone slave counts for nothing
+	if g.slaves() != 0 || g.acked() != 0 {
+		t.Fatalf("after the last slave left: %d slaves, acked %d", g.slaves(), g.acked())
 	}
-	if w, err := g.add(35, 1000); w != nil || err != nil {
-		t.Fatalf("add(35) with no slave but acknowledged: %v %v", w, err)
+	if _, err := g.add(35, 1000); !errors.Is(err, ErrNoSlave) {
+		t.Fatalf("add(35) after the slave that acknowledged it left: %v, want ErrNoSlave", err)
+	}
+}
+
+// The acknowledgement is the best connected slave's latest report: it follows slaves as they
+// come, report and go, and one report releases every waiter it covers.
+func TestGroupTransferSeveralSlaves(t *testing.T) {
+	var g groupTransfer
+	g.connect(1, 100)
+	g.connect(2, 50)
+	w, err := g.add(120, 1000)
+	if err != nil || w == nil {
+		t.Fatalf("add(120) = %v, %v", w, err)
+	}
+	g.report(2, 110)
+	if released(w) || g.acked() != 110 {
+		t.Fatalf("after slave 2 reported 110: released %v, acked %d", released(w), g.acked())
+	}
+	g.disconnect(2) // the best slave leaves: slave 1's 100 counts
+	if g.acked() != 100 {
+		t.Fatalf("acked %d after the best slave left, want 100", g.acked())
+	}
+	g.connect(3, 130) // a slave that comes with more releases the waiter
+	if !released(w) {
+		t.Fatal("waiter at 120 not released by a slave connecting at 130")
+	}
+	g.report(3, 60) // restarted lower: slave 1 is best again
+	if g.acked() != 100 {
+		t.Fatalf("acked %d after slave 3 went down to 60, want 100", g.acked())
+	}
+	g.disconnect(1)
+	g.disconnect(3)
+	g.disconnect(3) // twice is harmless
+	if g.slaves() != 0 || g.acked() != 0 {
+		t.Fatalf("no slave left: %d slaves, acked %d", g.slaves(), g.acked())
 	}
 }
 

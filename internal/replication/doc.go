@@ -27,12 +27,58 @@
 // connection never leaves part of a block in the log. Either side drops a peer silent for
 // HousekeepingInterval (haHousekeepingInterval, 20 s).
 //
+// # Acknowledgement
+//
+// Reports are claims by a peer the master cannot see into, so the master takes them only
+// within what it can know:
+//
+//   - The first report must lie within the master's log [MinPhyOffset, MaxPhyOffset], else
+//     the peer is closed (it cannot be served).
+//   - Every later report must be at most what the master has handed that connection (its
+//     first report, then each block's end): a slave holds only what it received. A report
+//     past that (and so any report past the master's end, such as MaxInt64) is ErrProtocol:
+//     the peer is closed, logged at a rate-limited Error, and the report acknowledges nothing.
+//   - A report lower than the previous one is legal (RocketMQ accepts it): it is the slave's
+//     truth now and lowers its standing for later waiters.
+//   - The acknowledgement WaitForAck goes by is the highest latest report among the slaves
+//     connected now, not the highest ever seen (RocketMQ's push2SlaveMaxOffset): when a slave
+//     leaves, its reports stop counting, and with no slave WaitForAck answers ErrNoSlave even
+//     for an offset a departed slave had acknowledged. A waiter already released stays
+//     released: a connected slave held its bytes when it was told.
+//
+// Without a secret the first report is unverifiable: any peer that reaches the HA port can
+// read the whole CommitLog and, by reporting what it was sent, acknowledge sync sends it did
+// not store. Keep the port on a trusted network, or set a secret.
+//
+// # Authentication
+//
+// With MasterOptions.Secret set, the master runs this handshake on every connection before
+// RocketMQ's protocol starts; SlaveOptions.Secret must hold the same secret. Without a secret
+// neither side sends these bytes, so a RocketMQ slave can follow an mq master and the reverse.
+//
+//	master -> slave   MASTERNONCE   32   random (crypto/rand), sent at accept
+//	slave -> master   SLAVENONCE    32   random
+//	                  SLAVEPROOF    32   HMAC-SHA256(secret, "mq-ha-slave-v1" | MASTERNONCE | SLAVENONCE)
+//	master -> slave   MASTERPROOF   32   HMAC-SHA256(secret, "mq-ha-master-v1" | MASTERNONCE | SLAVENONCE)
+//
+// then the slave's first offset report. The master compares SLAVEPROOF in constant time
+// (hmac.Equal); the whole exchange must end within HandshakeTimeout (3 s) from accept, so a
+// peer that trickles bytes is cut at the same deadline. A peer that answers wrongly, late or
+// not at all (a RocketMQ slave sends its 8-byte report instead) is closed having received
+// MASTERNONCE and nothing else. The slave checks MASTERPROOF the same way and drops a master
+// that cannot prove the secret before it reports or appends anything, so an impostor cannot
+// feed it a log. The labels keep one side's proof from serving as the other's; fresh nonces
+// on both sides keep an old exchange from being replayed. The secret authenticates the peers
+// at connect; it does not encrypt the stream or protect it from an attacker on the path
+// (use a private network or a tunnel for that), and it must be at least MinSecretBytes (16)
+// long, since anyone who saw one exchange can test guesses offline.
+//
 // # Types
 //
 // Master (NewMaster, Run) listens, serves each slave with two goroutines (report reader,
-// block writer) and feeds their reports to the group-transfer core (transfer.go), which has
-// no goroutines: WaitForAck queues a waiter for an offset, and one acknowledgement releases
-// every waiter at or below it, like group commit. Slave (NewSlave, Run, SetMasterAddr) runs
+// block writer) and feeds their connects, reports and disconnects to the group-transfer core
+// (transfer.go), which has no goroutines: WaitForAck queues a waiter for an offset, and one
+// acknowledgement releases every waiter at or below it, like group commit. Slave (NewSlave, Run, SetMasterAddr) runs
 // one connection at a time with two goroutines (block receiver, offset reporter) and
 // reconnects after any break.
 //

@@ -21,7 +21,12 @@ type Master struct {
 	store *storage.Store
 	opts  MasterOptions
 	log   zerolog.Logger
-	gt    groupTransfer
+	// peerLog is log, rate-limited: per-connection events, which a peer that connects in a
+	// loop could otherwise turn into a flood.
+	peerLog zerolog.Logger
+	gt      groupTransfer
+	// lastID numbers slave connections for gt.
+	lastID atomic.Uint64
 
 	running atomic.Bool
 	ready   chan struct{}
@@ -35,14 +40,20 @@ type Master struct {
 
 // slaveConn is one slave connection on the master.
 type slaveConn struct {
+	id   peerID
 	conn net.Conn
 	addr string
 	// wake (capacity 1) is signalled by Notify: the log grew.
 	wake chan struct{}
 	// gone is closed when the report reader exits: the writer stops.
 	gone chan struct{}
-	// ack is the highest offset this slave reported.
+	// ack is the slave's latest report.
 	ack atomic.Int64
+	// sent is the end of what the writer has handed to this connection (its first report,
+	// then each block's end, stored before the block is written). An honest slave never
+	// reports more, since it holds only what it received; sent never exceeds bytes the
+	// master has written.
+	sent atomic.Int64
 }
 
 // SlaveInfo describes one connected slave.
@@ -50,6 +61,12 @@ type SlaveInfo struct {
 	Addr      string // remote address of the HA connection
 	AckOffset int64  // the slave's CommitLog end, as last reported
 }
+
+// peerLogBurst and peerLogPeriod rate-limit per-connection logs: a few per period pass.
+const (
+	peerLogBurst  = 10
+	peerLogPeriod = 10 * time.Second
+)
 
 // NewMaster builds a master for store. It starts nothing; call Run.
 func NewMaster(store *storage.Store, opts MasterOptions) (*Master, error) {
@@ -66,6 +83,7 @@ func NewMaster(store *storage.Store, opts MasterOptions) (*Master, error) {
 		log:   opts.Logger.With().Str("component", "replication").Str("role", "master").Logger(),
 		ready: make(chan struct{}),
 	}
+	m.peerLog = m.log.Sample(&zerolog.BurstSampler{Burst: peerLogBurst, Period: peerLogPeriod})
 	m.mu.conns = make(map[*slaveConn]struct{})
 	return m, nil
 }
@@ -88,7 +106,7 @@ func (m *Master) Run(ctx context.Context) error {
 	addr := ln.Addr().String()
 	m.addr.Store(&addr)
 	close(m.ready)
-	m.log.Info().Str("addr", addr).Msg("HA listener started")
+	m.log.Info().Str("addr", addr).Bool("secret", len(m.opts.Secret) > 0).Msg("HA listener started")
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 
@@ -136,12 +154,14 @@ func (m *Master) Notify() {
 	}
 }
 
-// WaitForAck blocks until a slave has acknowledged the CommitLog up to offset (the end
-// offset of a sender's message): group transfer, one acknowledgement releases every waiter
-// it covers. It returns nil at once if a slave already has offset; ErrNoSlave if no slave is
-// connected or the best one is more than SlaveFallBehindMax behind (SLAVE_NOT_AVAILABLE);
-// an error wrapping ErrSlaveTimeout after SyncFlushTimeout (FLUSH_SLAVE_TIMEOUT); ctx.Err()
-// if ctx ends first.
+// WaitForAck blocks until a connected slave has acknowledged the CommitLog up to offset (the
+// end offset of a sender's message): group transfer, one acknowledgement releases every
+// waiter it covers. Only the latest report of a slave connected now counts, and a report is
+// only taken if it is within what the master sent that slave. It returns nil at once if a
+// connected slave already has offset; ErrNoSlave if no slave is connected (even if one that
+// left had acknowledged offset) or the best one is more than SlaveFallBehindMax behind
+// (SLAVE_NOT_AVAILABLE); an error wrapping ErrSlaveTimeout after SyncFlushTimeout
+// (FLUSH_SLAVE_TIMEOUT); ctx.Err() if ctx ends first.
 func (m *Master) WaitForAck(ctx context.Context, offset int64) error {
 	w, err := m.gt.add(offset, m.opts.SlaveFallBehindMax)
 	if err != nil || w == nil {
@@ -166,8 +186,9 @@ func (m *Master) WaitForAck(ctx context.Context, offset int64) error {
 	}
 }
 
-// SlaveAckOffset returns the highest CommitLog offset any slave has acknowledged since the
-// master started (RocketMQ push2SlaveMaxOffset); it never decreases.
+// SlaveAckOffset returns the acknowledgement WaitForAck goes by: the highest latest report
+// among the slaves connected now, 0 with none. Unlike RocketMQ's push2SlaveMaxOffset it goes
+// down when the best slave leaves or reports less.
 func (m *Master) SlaveAckOffset() int64 { return m.gt.acked() }
 
 // Slaves lists the connected slaves.
@@ -191,18 +212,33 @@ func (m *Master) closeSlaveConns() {
 	}
 }
 
-// serve runs one slave connection: it reads the slave's first report, then runs a report
-// reader (a goroutine) and the block writer (here) until either fails or ctx ends.
+// serve runs one slave connection: with a Secret it runs the handshake first; it reads the
+// slave's first report, then runs a report reader (a goroutine) and the block writer (here)
+// until either fails or ctx ends.
 func (m *Master) serve(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	sc := &slaveConn{conn: c, addr: c.RemoteAddr().String(), wake: make(chan struct{}, 1), gone: make(chan struct{})}
-	log := m.log.With().Str("addr", sc.addr).Logger()
+	sc := &slaveConn{
+		id:   peerID(m.lastID.Add(1)),
+		conn: c, addr: c.RemoteAddr().String(),
+		wake: make(chan struct{}, 1), gone: make(chan struct{}),
+	}
+	log := m.peerLog.With().Str("addr", sc.addr).Logger()
 
+	if len(m.opts.Secret) > 0 {
+		if err := masterHandshake(c, m.opts.Secret, m.opts.HandshakeTimeout); err != nil {
+			if ctx.Err() == nil {
+				log.Warn().Err(err).Msg("HA peer refused")
+			}
+			return
+		}
+	}
 	var buf [reportBytes]byte
 	if err := readFull(c, buf[:], m.opts.HousekeepingInterval); err != nil {
-		log.Warn().Err(err).Msg("slave sent no offset report")
+		if ctx.Err() == nil {
+			log.Warn().Err(err).Msg("slave sent no offset report")
+		}
 		return
 	}
 	from := parseReport(buf[:])
@@ -211,11 +247,11 @@ func (m *Master) serve(ctx context.Context, c net.Conn) {
 		return
 	}
 	sc.ack.Store(from)
+	sc.sent.Store(from)
 	m.mu.Lock()
 	m.mu.conns[sc] = struct{}{}
 	m.mu.Unlock()
-	m.gt.connected()
-	m.gt.ack(from)
+	m.gt.connect(sc.id, from)
 	log.Info().Int64("phy_offset", from).Msg("slave connected")
 
 	var wg sync.WaitGroup
@@ -229,12 +265,16 @@ func (m *Master) serve(ctx context.Context, c net.Conn) {
 	c.Close()
 	wg.Wait()
 
-	m.gt.disconnected()
+	m.gt.disconnect(sc.id)
 	m.mu.Lock()
 	delete(m.mu.conns, sc)
 	m.mu.Unlock()
 	if ctx.Err() != nil {
 		log.Info().Int64("phy_offset", sc.ack.Load()).Msg("slave disconnected at shutdown")
+		return
+	}
+	if errors.Is(readErr, ErrProtocol) {
+		log.Error().Err(readErr).Msg("slave closed: its report cannot be true")
 		return
 	}
 	log.Warn().AnErr("read_err", readErr).AnErr("write_err", writeErr).
@@ -250,10 +290,11 @@ func (m *Master) readReports(sc *slaveConn) error {
 			return err
 		}
 		off := parseReport(buf[:])
-		if off > sc.ack.Load() {
-			sc.ack.Store(off)
+		if err := checkAck(off, sc.sent.Load()); err != nil {
+			return err
 		}
-		m.gt.ack(off)
+		sc.ack.Store(off)
+		m.gt.report(sc.id, off)
 	}
 }
 
@@ -267,7 +308,7 @@ func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) err
 	defer timer.Stop()
 	for {
 		if next < m.store.MaxPhyOffset() {
-			n, err := m.sendBlock(sc.conn, hdr, next)
+			n, err := m.sendBlock(sc, hdr, next)
 			if err != nil {
 				return err
 			}
@@ -297,7 +338,7 @@ func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) err
 }
 
 // sendBlock writes one block from offset and returns its body size.
-func (m *Master) sendBlock(c net.Conn, hdr []byte, offset int64) (int, error) {
+func (m *Master) sendBlock(sc *slaveConn, hdr []byte, offset int64) (int, error) {
 	v, err := m.store.ReadCommitLog(offset, m.opts.TransferBatchBytes)
 	if err != nil {
 		return 0, fmt.Errorf("read CommitLog at %d: %w", offset, err)
@@ -307,7 +348,9 @@ func (m *Master) sendBlock(c net.Conn, hdr []byte, offset int64) (int, error) {
 		return 0, fmt.Errorf("%w: CommitLog empty at %d below its end %d", ErrProtocol, offset, m.store.MaxPhyOffset())
 	}
 	putHeader(hdr, offset, len(v.Data))
-	return len(v.Data), writeAll(c, net.Buffers{hdr, v.Data}, m.opts.HousekeepingInterval)
+	// Before the write: a fast slave may report the block before writeAll returns.
+	sc.sent.Store(offset + int64(len(v.Data)))
+	return len(v.Data), writeAll(sc.conn, net.Buffers{hdr, v.Data}, m.opts.HousekeepingInterval)
 }
 
 // readFull reads len(b) bytes within timeout.

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -31,7 +32,15 @@ const (
 	// DefaultReconnectInterval is how long a slave waits before dialing again after a failed
 	// attempt (RocketMQ HAClient waits 5 s).
 	DefaultReconnectInterval = 5 * time.Second
+	// DefaultHandshakeTimeout bounds the shared-secret handshake (no RocketMQ setting: it has
+	// no handshake). It is RocketMQ's remoting connect timeout, 3 s: ample for a slave on a
+	// LAN, and the longest a peer without the secret holds a connection.
+	DefaultHandshakeTimeout = 3 * time.Second
 )
+
+// MinSecretBytes is the shortest HA secret accepted: the handshake's proofs can be attacked
+// offline by anyone who saw one exchange, so a short secret would be guessed.
+const MinSecretBytes = 16
 
 // MasterOptions configures a Master. The zero value of every field means the default.
 type MasterOptions struct {
@@ -55,6 +64,13 @@ type MasterOptions struct {
 	// TransferWaitInterval is how often a writer with nothing to send checks the log's end
 	// when Notify is not called, 100 ms.
 	TransferWaitInterval time.Duration
+	// Secret, when not empty (at least MinSecretBytes), makes every peer prove it knows it
+	// before anything else crosses the connection (doc.go, Authentication); a peer that does
+	// not gets nothing and is closed. Empty keeps RocketMQ's protocol, which any peer that
+	// reaches the HA port can follow. NewMaster keeps a copy.
+	Secret []byte
+	// HandshakeTimeout bounds the whole handshake when Secret is set, 3 s.
+	HandshakeTimeout time.Duration
 	// Logger receives logs with component=replication, role=master; nil means silent.
 	Logger *zerolog.Logger
 }
@@ -81,6 +97,10 @@ func (o MasterOptions) withDefaults() MasterOptions {
 	if o.TransferWaitInterval == 0 {
 		o.TransferWaitInterval = DefaultTransferWaitInterval
 	}
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	o.Secret = bytes.Clone(o.Secret)
 	if o.Logger == nil {
 		l := zerolog.Nop()
 		o.Logger = &l
@@ -96,7 +116,9 @@ func (o MasterOptions) validate() error {
 	errs = append(errs, positive("HousekeepingInterval", o.HousekeepingInterval),
 		positive("SendHeartbeatInterval", o.SendHeartbeatInterval),
 		positive("SyncFlushTimeout", o.SyncFlushTimeout),
-		positive("TransferWaitInterval", o.TransferWaitInterval))
+		positive("TransferWaitInterval", o.TransferWaitInterval),
+		positive("HandshakeTimeout", o.HandshakeTimeout),
+		checkSecret(o.Secret))
 	if o.SlaveFallBehindMax < 0 {
 		errs = append(errs, fmt.Errorf("replication: SlaveFallBehindMax %d is negative", o.SlaveFallBehindMax))
 	}
@@ -118,6 +140,12 @@ type SlaveOptions struct {
 	// that broke before the first valid block, 5 s (RocketMQ HAClient). A connection that
 	// carried data is dialed again at once.
 	ReconnectInterval time.Duration
+	// Secret is the master's MasterOptions.Secret: the slave proves it knows it and follows
+	// only a master that proves the same (doc.go, Authentication). Empty speaks RocketMQ's
+	// protocol, for a master without a secret. NewSlave keeps a copy.
+	Secret []byte
+	// HandshakeTimeout bounds the whole handshake when Secret is set, 3 s.
+	HandshakeTimeout time.Duration
 	// Logger receives logs with component=replication, role=slave; nil means silent.
 	Logger *zerolog.Logger
 }
@@ -132,6 +160,10 @@ func (o SlaveOptions) withDefaults() SlaveOptions {
 	if o.ReconnectInterval == 0 {
 		o.ReconnectInterval = DefaultReconnectInterval
 	}
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	o.Secret = bytes.Clone(o.Secret)
 	if o.Logger == nil {
 		l := zerolog.Nop()
 		o.Logger = &l
@@ -142,7 +174,17 @@ func (o SlaveOptions) withDefaults() SlaveOptions {
 func (o SlaveOptions) validate() error {
 	return errors.Join(positive("HousekeepingInterval", o.HousekeepingInterval),
 		positive("SendHeartbeatInterval", o.SendHeartbeatInterval),
-		positive("ReconnectInterval", o.ReconnectInterval))
+		positive("ReconnectInterval", o.ReconnectInterval),
+		positive("HandshakeTimeout", o.HandshakeTimeout),
+		checkSecret(o.Secret))
+}
+
+// checkSecret refuses a secret too short to resist guessing; the error never shows it.
+func checkSecret(secret []byte) error {
+	if len(secret) > 0 && len(secret) < MinSecretBytes {
+		return fmt.Errorf("replication: Secret has %d bytes, want none or at least %d", len(secret), MinSecretBytes)
+	}
+	return nil
 }
 
 func positive(name string, d time.Duration) error {

@@ -131,7 +131,8 @@ func (s *Slave) Run(ctx context.Context) error {
 	}
 }
 
-// session runs one HA connection: a reporter goroutine sends the store's end offset at
+// session runs one HA connection: with a Secret, the handshake first (a failure counts as a
+// failed dial); then a reporter goroutine sends the store's end offset at
 // start, after each block and every SendHeartbeatInterval; this goroutine receives blocks.
 // established reports whether a valid block (or heartbeat) arrived.
 func (s *Slave) session(ctx context.Context, addr string) (established bool, err error) {
@@ -155,6 +156,11 @@ func (s *Slave) session(ctx context.Context, addr string) (established bool, err
 	}()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
+	if len(s.opts.Secret) > 0 {
+		if err := slaveHandshake(c, s.opts.Secret, s.opts.HandshakeTimeout); err != nil {
+			return false, err
+		}
+	}
 	s.log.Info().Str("addr", addr).Int64("phy_offset", s.store.MaxPhyOffset()).Msg("connected to master")
 
 	progress := make(chan struct{}, 1)

@@ -5,22 +5,35 @@ import (
 	"sync"
 )
 
+// peerID names one slave connection inside groupTransfer; the master numbers connections
+// from 1 and never reuses a number.
+type peerID uint64
+
 // groupTransfer is the sync-replication core (RocketMQ GroupTransferService), like group
 // commit: senders queue a waiter for the end offset of their message; one slave
 // acknowledgement releases every waiter at or below it. It has no goroutines and no clock:
-// connections feed it acks and connect/disconnect events, WaitForAck adds and removes
+// connections feed it connect, report and disconnect events, WaitForAck adds and removes
 // waiters and owns the timeout. All methods are safe for concurrent use.
+//
+// The acknowledgement that counts is the highest latest report among the slaves connected
+// now, not the highest report ever seen (RocketMQ's push2SlaveMaxOffset): a peer that
+// reported a high offset and left, or a slave that restarted with less, must not make later
+// sends look replicated. A released waiter stays released: what it was told was true when
+// told (a connected slave held its bytes).
 type groupTransfer struct {
 	mu struct {
 		sync.Mutex
-		acked   int64 // highest offset any slave acknowledged; never decreases
-		slaves  int   // connected slaves
+		// reports is each connected slave's latest report.
+		reports map[peerID]int64
+		// acked is the highest value in reports, 0 with no slave.
+		acked   int64
 		waiters waiterHeap
 	}
 }
 
-// waiter is one sender waiting for a slave to acknowledge offset. done is closed (by ack,
-// under gt.mu) when it is released; index is its heap position, -1 once out of the heap.
+// waiter is one sender waiting for a slave to acknowledge offset. done is closed (by a
+// report, under gt.mu) when it is released; index is its heap position, -1 once out of the
+// heap.
 type waiter struct {
 	offset int64
 	done   chan struct{}
@@ -28,16 +41,16 @@ type waiter struct {
 }
 
 // add registers a waiter for offset. It returns nil and ErrNoSlave when no slave is
-// connected, or when the best acknowledgement is more than fallBehindMax behind offset
-// (RocketMQ isSlaveOK); it returns nil and nil when offset is already acknowledged.
+// connected, or when the best connected slave is more than fallBehindMax behind offset
+// (RocketMQ isSlaveOK); it returns nil and nil when a connected slave already has offset.
 func (g *groupTransfer) add(offset, fallBehindMax int64) (*waiter, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if len(g.mu.reports) == 0 || offset-g.mu.acked > fallBehindMax {
+		return nil, ErrNoSlave
+	}
 	if g.mu.acked >= offset {
 		return nil, nil
-	}
-	if g.mu.slaves == 0 || offset-g.mu.acked > fallBehindMax {
-		return nil, ErrNoSlave
 	}
 	w := &waiter{offset: offset, done: make(chan struct{})}
 	heap.Push(&g.mu.waiters, w)
@@ -56,10 +69,52 @@ func (g *groupTransfer) remove(w *waiter) (released bool) {
 	return false
 }
 
-// ack records that a slave has the log up to offset and releases every waiter it covers.
-func (g *groupTransfer) ack(offset int64) {
+// connect counts a slave whose first report is offset; the report acknowledges like any
+// other (the slave says it holds everything below offset).
+func (g *groupTransfer) connect(id peerID, offset int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.mu.reports == nil {
+		g.mu.reports = make(map[peerID]int64)
+	}
+	g.mu.reports[id] = offset
+	g.raiseLocked(offset)
+}
+
+// report records that slave id now holds the log up to offset and releases every waiter the
+// new acknowledgement covers. A report lower than the slave's previous one is taken as the
+// truth (the slave lost data): it lowers that slave's standing for later waiters. A report
+// from a slave that is not connected (any more) is ignored. The caller has checked that
+// offset is within what the master sent.
+func (g *groupTransfer) report(id peerID, offset int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	prev, ok := g.mu.reports[id]
+	if !ok {
+		return
+	}
+	g.mu.reports[id] = offset
+	if offset >= g.mu.acked {
+		g.raiseLocked(offset)
+	} else if prev == g.mu.acked {
+		g.recomputeLocked()
+	}
+}
+
+// disconnect forgets slave id: its reports no longer acknowledge anything.
+func (g *groupTransfer) disconnect(id peerID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.mu.reports[id]; !ok {
+		return
+	}
+	delete(g.mu.reports, id)
+	g.recomputeLocked()
+}
+
+// raiseLocked sets acked to offset if higher and releases the waiters it covers. g.mu must
+// be held.
+func (g *groupTransfer) raiseLocked(offset int64) {
 	if offset <= g.mu.acked {
 		return
 	}
@@ -70,19 +125,17 @@ func (g *groupTransfer) ack(offset int64) {
 	}
 }
 
-// connected and disconnected count slave connections.
-func (g *groupTransfer) connected() {
-	g.mu.Lock()
-	g.mu.slaves++
-	g.mu.Unlock()
+// recomputeLocked sets acked to the highest report of the connected slaves after one went
+// down or away; nothing is released by a lower value. g.mu must be held.
+func (g *groupTransfer) recomputeLocked() {
+	var best int64
+	for _, off := range g.mu.reports {
+		best = max(best, off)
+	}
+	g.mu.acked = best
 }
 
-func (g *groupTransfer) disconnected() {
-	g.mu.Lock()
-	g.mu.slaves--
-	g.mu.Unlock()
-}
-
+// acked is the acknowledgement that counts now: the best connected slave's latest report.
 func (g *groupTransfer) acked() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -92,7 +145,7 @@ func (g *groupTransfer) acked() int64 {
 func (g *groupTransfer) slaves() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.mu.slaves
+	return len(g.mu.reports)
 }
 
 func (g *groupTransfer) pending() int {

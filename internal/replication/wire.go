@@ -61,3 +61,14 @@ func checkReport(offset, minOff, maxOff int64) error {
 	}
 	return nil
 }
+
+// checkAck is the master's validation of every later report: a slave holds at most what the
+// master sent it (sent), so a report past that, and a fortiori past the master's end, is a
+// lie or garbage and must not acknowledge anything. A report below the previous one is legal
+// (RocketMQ accepts it): it lowers what the slave stands for (groupTransfer.report).
+func checkAck(offset, sent int64) error {
+	if offset < 0 || offset > sent {
+		return fmt.Errorf("%w: slave reports its log ends at %d, past the %d bytes sent to it", ErrProtocol, offset, sent)
+	}
+	return nil
+}

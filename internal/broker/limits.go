@@ -1,0 +1,159 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/route"
+)
+
+// Limits on what one client can make the broker hold or loop over. RocketMQ has none of them
+// (docs/rocketmq-differences.md): its broker trusts the suspend time a pull asks for, parks
+// any number of pulls and takes any queue count an admin request carries.
+const (
+	// DefaultMaxLongPollingSuspend caps a pull's suspendTimeoutMillis. Clients ask 15-30 s
+	// (the Go client 20 s, the Java client 15 s), so honest ones never notice.
+	DefaultMaxLongPollingSuspend = 60 * time.Second
+	// DefaultMaxHeldPullsPerConnection and DefaultMaxHeldPulls cap parked pulls. A push
+	// consumer parks one pull per queue it owns, so 4096 covers any honest client.
+	DefaultMaxHeldPullsPerConnection = 4096
+	DefaultMaxHeldPulls              = 65536
+	// DefaultMaxQueueNums caps a topic's read and write queue counts and a group's
+	// retryQueueNums; 1024 is the bound RocketMQ's admin tools and console follow by convention.
+	DefaultMaxQueueNums = 1024
+)
+
+// minMaxQueueNums is the smallest MaxQueueNums allowed: the system topics' own counts
+// (SCHEDULE_TOPIC_XXXX has 18 queues, the cluster's topic 16) must fit under it, or clamping
+// loaded topics would cut delay levels off.
+const minMaxQueueNums = scheduleTopicQueues
+
+// maxPermValue bounds a topic's perm: PermName.isValid accepts 0 <= perm < PERM_PRIORITY.
+const maxPermValue = route.PermPriority - 1
+
+func (o Options) limitDefaults() Options {
+	if o.MaxLongPollingSuspend <= 0 {
+		o.MaxLongPollingSuspend = DefaultMaxLongPollingSuspend
+	}
+	if o.MaxHeldPullsPerConnection <= 0 {
+		o.MaxHeldPullsPerConnection = DefaultMaxHeldPullsPerConnection
+	}
+	if o.MaxHeldPulls <= 0 {
+		o.MaxHeldPulls = DefaultMaxHeldPulls
+	}
+	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower
+	// lowers both.
+	o.MaxHeldPullsPerConnection = min(o.MaxHeldPullsPerConnection, o.MaxHeldPulls)
+	if o.MaxQueueNums <= 0 {
+		o.MaxQueueNums = DefaultMaxQueueNums
+	}
+	return o
+}
+
+func (o Options) limitsValidate() error {
+	var errs []error
+	if o.MaxQueueNums < minMaxQueueNums {
+		errs = append(errs, fmt.Errorf("broker: MaxQueueNums %d is below %d, the queues of %s",
+			o.MaxQueueNums, minMaxQueueNums, TopicSchedule))
+	}
+	if o.DefaultTopicQueueNums > o.MaxQueueNums {
+		errs = append(errs, fmt.Errorf("broker: DefaultTopicQueueNums %d is above MaxQueueNums %d",
+			o.DefaultTopicQueueNums, o.MaxQueueNums))
+	}
+	return errors.Join(errs...)
+}
+
+// suspendTime is how long a pull asking suspendMillis is parked: never negative, never past
+// MaxLongPollingSuspend. Clamped rather than refused, so a client asking for two minutes still
+// long-polls; the multiplication happens only below the cap, where it cannot overflow.
+func (b *Broker) suspendTime(suspendMillis int64) time.Duration {
+	limit := b.opts.MaxLongPollingSuspend
+	switch {
+	case suspendMillis <= 0:
+		return 0
+	case suspendMillis >= int64(limit/time.Millisecond):
+		return limit
+	}
+	return time.Duration(suspendMillis) * time.Millisecond
+}
+
+// queueNumsRemark returns the remark refusing n as the value of field (a queue count that
+// must lie in [lowest, MaxQueueNums]), or "" when n is fine.
+func (b *Broker) queueNumsRemark(field string, n, lowest int32) string {
+	if n >= lowest && n <= b.opts.MaxQueueNums {
+		return ""
+	}
+	return fmt.Sprintf("%s %d is out of range [%d, %d] (MaxQueueNums)", field, n, lowest, b.opts.MaxQueueNums)
+}
+
+// queueLoopBound is the number of queues an admin read may visit for a stored count n: the
+// stored configs are capped when written and loaded, and this keeps a loop bounded even if a
+// path that installs configs (slave sync) let a larger one in.
+func (b *Broker) queueLoopBound(n int32) int32 {
+	return max(0, min(n, b.opts.MaxQueueNums))
+}
+
+// clampLoadedQueueNums caps the queue counts of the topics and subscription groups loaded
+// from disk, which an older build or a hand-edited file may have left above MaxQueueNums: a
+// topic with 2^31 queues would make every admin read loop that many times and every client
+// that routes to it allocate as many queues. The clamped configs are written back.
+func (b *Broker) clampLoadedQueueNums() {
+	limit := b.opts.MaxQueueNums
+	clamp := func(n int32) int32 { return max(0, min(n, limit)) }
+	for name, tc := range b.topics.snapshot().TopicConfigTable {
+		r, w := clamp(tc.ReadQueueNums), clamp(tc.WriteQueueNums)
+		if r == tc.ReadQueueNums && w == tc.WriteQueueNums {
+			continue
+		}
+		b.log.Error().Str("topic", name).Int32("read_queues", tc.ReadQueueNums).Int32("write_queues", tc.WriteQueueNums).
+			Int32("max_queue_nums", limit).Msg("loaded topic has a queue count out of range; clamped (raise MaxQueueNums to keep it)")
+		tc.ReadQueueNums, tc.WriteQueueNums = r, w
+		b.topics.update(tc)
+	}
+	for name, gc := range b.groups.snapshot().SubscriptionGroupTable {
+		n := clamp(gc.RetryQueueNums)
+		if n == gc.RetryQueueNums {
+			continue
+		}
+		b.log.Error().Str("group", name).Int32("retry_queues", gc.RetryQueueNums).Int32("max_queue_nums", limit).
+			Msg("loaded subscription group has retryQueueNums out of range; clamped")
+		gc.RetryQueueNums = n
+		b.groups.update(gc)
+	}
+}
+
+// heldPullSlotBytes is what one slot of the parked-pull caps stands for. A parked pull keeps
+// its header's text and, when it carries its own expression, the compiled subscription; an
+// honest one keeps a few hundred bytes and takes one slot, one that keeps more takes one slot
+// per started 1 KiB, so MaxHeldPulls bounds memory and not only a count.
+const heldPullSlotBytes = 1 << 10
+
+// heldTagBytes is about what one tag of a compiled subscription costs: its string header in
+// TagsSet and its entries in the tag and code maps.
+const heldTagBytes = 96
+
+// heldPullSlots is the number of slots a parked pull with header h and subscription sub takes.
+func heldPullSlots(h *protocol.PullMessageRequestHeader, sub *subscription) int {
+	n := len(h.ConsumerGroup) + len(h.Topic) + len(h.Subscription) + len(h.ExpressionType) + len(h.BrokerName)
+	if h.HasSubscription() && sub != nil {
+		// Compiled from this header for this pull alone (a heartbeat's is shared).
+		n += len(sub.data.SubString) + heldTagBytes*max(len(sub.data.TagsSet), len(sub.tags))
+	}
+	return 1 + n/heldPullSlotBytes
+}
+
+// logLimiter lets a repeating warning through at most once per period, so a client hammering
+// a limit cannot flood the log from a hot path.
+type logLimiter struct{ next atomic.Int64 }
+
+// allow reports whether a warning may be logged now; concurrent callers race for one pass.
+func (l *logLimiter) allow(now time.Time, every time.Duration) bool {
+	n := l.next.Load()
+	if now.UnixNano() < n {
+		return false
+	}
+	return l.next.CompareAndSwap(n, now.Add(every).UnixNano())
+}

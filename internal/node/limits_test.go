@@ -1,0 +1,68 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+)
+
+// TestLimitOptionsReachTheBroker: the node's MaxQueueNums, MaxLongPollingSuspend and
+// MaxHeldPulls are the broker's.
+func TestLimitOptionsReachTheBroker(t *testing.T) {
+	o := haOpts(t, AsyncMaster)
+	o.MaxQueueNums = 32
+	o.MaxLongPollingSuspend = 300 * time.Millisecond
+	o.MaxHeldPulls = 1
+	n := startNode(t, o)
+	create := func(queues int32) *remoting.Command {
+		h := &protocol.CreateTopicRequestHeader{Topic: "Limits", DefaultTopic: "TBW102", ReadQueueNums: queues,
+			WriteQueueNums: queues, Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag}
+		return invoke(t, n, n.BrokerAddr(), remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil))
+	}
+	if resp := create(33); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "[1, 32]") {
+		t.Fatalf("33 queues: %d %q, want SYSTEM_ERROR naming the cap 32", resp.Code, resp.Remark)
+	}
+	if resp := create(32); resp.Code != remoting.Success {
+		t.Fatalf("32 queues: %d %q", resp.Code, resp.Remark)
+	}
+
+	// Two pulls asking 2^50 ms on one connection: one is held (and answered by the 300 ms
+	// cap), the other finds the hold full.
+	tr := remoting.NewClient(remoting.ClientOptions{})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	codes := make(chan int16, 2)
+	for q := range int32(2) {
+		h := &protocol.PullMessageRequestHeader{ConsumerGroup: "g", Topic: "Limits", QueueID: q, MaxMsgNums: 32,
+			SysFlag: protocol.PullFlagSuspend | protocol.PullFlagSubscription, SuspendTimeoutMillis: 1 << 50,
+			Subscription: "*", ExpressionType: protocol.ExpressionTag}
+		err := tr.InvokeAsync(ctx, n.BrokerAddr(), remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil),
+			func(resp *remoting.Command, err error) {
+				if err != nil {
+					resp = remoting.NewResponse(-1, err.Error())
+				}
+				codes <- resp.Code
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[int16]int{}
+	for range 2 {
+		select {
+		case c := <-codes:
+			got[c]++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("pulls not answered by the suspend cap; answers so far %v", got)
+		}
+	}
+	if got[remoting.PullNotFound] != 1 || got[remoting.SystemBusy] != 1 {
+		t.Errorf("answers %v, want one PULL_NOT_FOUND and one SYSTEM_BUSY", got)
+	}
+}
