@@ -12,12 +12,26 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// DefaultMaxServerRequests is how many requests from servers (NOTIFY_CONSUMER_IDS_CHANGED,
+// GET_CONSUMER_RUNNING_INFO, ...) one Client runs at once. A value of ours: a server flooding a
+// client with requests whose handlers are slow must not start goroutines without bound.
+const DefaultMaxServerRequests = 64
+
 // ClientOptions configures a TCP Client. The zero value of each field means its default.
 type ClientOptions struct {
 	// DialTimeout bounds connecting (RocketMQ's connectTimeoutMillis, 3 s).
 	DialTimeout time.Duration
 	// MaxFrameBytes is the largest frame accepted from a server. Default 16 MiB.
 	MaxFrameBytes int
+	// MaxHeaderBytes and MaxExtFields bound each header from a server (see DecodeLimits); a
+	// header over either closes the connection. Defaults DefaultMaxHeaderBytes and
+	// DefaultMaxExtFields.
+	MaxHeaderBytes int
+	MaxExtFields   int
+	// MaxServerRequests is how many server-initiated requests run at once; beyond it a two-way
+	// request is answered SYSTEM_BUSY and a one-way one dropped. Default
+	// DefaultMaxServerRequests.
+	MaxServerRequests int
 	// ScanInterval is how often pending requests are checked for timeouts. Default 1 s.
 	ScanInterval time.Duration
 	// Hooks see every request and response.
@@ -33,6 +47,15 @@ func (o ClientOptions) withDefaults() ClientOptions {
 	if o.MaxFrameBytes <= 0 {
 		o.MaxFrameBytes = DefaultMaxFrameBytes
 	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if o.MaxExtFields <= 0 {
+		o.MaxExtFields = DefaultMaxExtFields
+	}
+	if o.MaxServerRequests <= 0 {
+		o.MaxServerRequests = DefaultMaxServerRequests
+	}
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = time.Second
 	}
@@ -42,9 +65,13 @@ func (o ClientOptions) withDefaults() ClientOptions {
 // Client is a TCP Transport: one multiplexed connection per address string, created on first use
 // and dialled again after it dies; concurrent requests are matched to responses by opaque.
 type Client struct {
-	opts  ClientOptions
-	log   zerolog.Logger
-	table *responseTable
+	opts   ClientOptions
+	limits DecodeLimits
+	log    zerolog.Logger
+	table  *responseTable
+
+	serving chan struct{} // a token per running server-initiated request
+	refused rateLimiter   // server requests over MaxServerRequests
 
 	procMu sync.RWMutex
 	procs  map[int16]Processor
@@ -72,13 +99,16 @@ func NewClient(opts ClientOptions) *Client {
 		l = *opts.Logger
 	}
 	c := &Client{
-		opts:  opts,
-		log:   l.With().Str("component", "remoting-client").Logger(),
-		table: newResponseTable(),
-		procs: make(map[int16]Processor),
-		conns: make(map[string]*clientConn),
-		dials: make(map[string]*dialCall),
-		stop:  make(chan struct{}),
+		opts:    opts,
+		limits:  DecodeLimits{MaxHeaderBytes: opts.MaxHeaderBytes, MaxExtFields: opts.MaxExtFields},
+		log:     l.With().Str("component", "remoting-client").Logger(),
+		table:   newResponseTable(),
+		serving: make(chan struct{}, opts.MaxServerRequests),
+		refused: rateLimiter{interval: time.Second},
+		procs:   make(map[int16]Processor),
+		conns:   make(map[string]*clientConn),
+		dials:   make(map[string]*dialCall),
+		stop:    make(chan struct{}),
 	}
 	c.wg.Add(1)
 	go func() {
@@ -320,7 +350,7 @@ func (cc *clientConn) readLoop() {
 		if _, err := io.ReadFull(r, frame); err != nil {
 			return
 		}
-		cmd, err := DecodeFrame(frame)
+		cmd, err := DecodeFrameLimits(frame, cc.c.limits)
 		if err != nil {
 			cc.c.log.Warn().Err(err).Str("addr", cc.addr).Msg("closing connection after a malformed frame")
 			return
@@ -334,7 +364,7 @@ func (cc *clientConn) readLoop() {
 }
 
 // serveRequest runs a server-initiated request on its own goroutine, as the official clients do,
-// so a slow handler never stalls responses.
+// so a slow handler never stalls responses; at most MaxServerRequests run at once.
 func (cc *clientConn) serveRequest(req *Command) {
 	cc.c.procMu.RLock()
 	p := cc.c.procs[req.Code]
@@ -347,9 +377,23 @@ func (cc *clientConn) serveRequest(req *Command) {
 		}
 		return
 	}
+	select {
+	case cc.c.serving <- struct{}{}:
+	default:
+		if ok, suppressed := cc.c.refused.allow(); ok {
+			cc.c.log.Warn().Str("addr", cc.addr).Int16("code", req.Code).Bool("oneway", req.IsOneway()).
+				Int("max_server_requests", cap(cc.c.serving)).Int64("suppressed", suppressed).
+				Msg("server request refused: too many running")
+		}
+		if !req.IsOneway() {
+			_ = cc.send(NewResponseFor(req, SystemBusy, "[OVERLOAD]system busy, start flow control for a while"))
+		}
+		return
+	}
 	cc.c.wg.Add(1)
 	go func() {
 		defer cc.c.wg.Done()
+		defer func() { <-cc.c.serving }()
 		resp, err := p.ProcessRequest(context.Background(), cc, req)
 		if err != nil {
 			resp = ErrorResponse(err)

@@ -29,7 +29,9 @@ func appendBinaryHeader(dst []byte, c *Command) []byte {
 	return dst
 }
 
-func decodeBinaryHeader(b []byte, c *Command) error {
+// decodeBinaryHeader decodes b into c, failing at entry maxExt+1 so a hostile header cannot
+// build a large map (maxExt <= 0: no limit).
+func decodeBinaryHeader(b []byte, c *Command, maxExt int) error {
 	if len(b) < binaryFixedBytes {
 		return malformed("binary header of %d bytes is under %d", len(b), binaryFixedBytes)
 	}
@@ -54,7 +56,11 @@ func decodeBinaryHeader(b []byte, c *Command) error {
 		return nil
 	}
 	c.ExtFields = make(map[string]string, 8)
-	for p < len(b) {
+	for n := 0; p < len(b); n++ {
+		if maxExt > 0 && n == maxExt {
+			c.ExtFields = nil
+			return tooManyExtFields(maxExt)
+		}
 		if len(b)-p < 2 {
 			return malformed("binary header: truncated key length at %d", p)
 		}

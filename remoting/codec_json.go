@@ -47,15 +47,17 @@ func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString
 
 // jsonScanner walks one JSON header. Depth-limited so hostile nesting cannot exhaust the stack.
 type jsonScanner struct {
-	b     []byte
-	i     int
-	depth int
+	b      []byte
+	i      int
+	depth  int
+	maxExt int // extFields entries allowed; <= 0 means no limit
 }
 
 const maxJSONDepth = 64
 
-func decodeJSONHeader(b []byte, c *Command) error {
-	s := jsonScanner{b: b}
+// decodeJSONHeader decodes b into c, failing at extFields entry maxExt+1 (maxExt <= 0: no limit).
+func decodeJSONHeader(b []byte, c *Command, maxExt int) error {
+	s := jsonScanner{b: b, maxExt: maxExt}
 	if !s.consume('{') {
 		return s.fail("header is not a JSON object")
 	}
@@ -237,7 +239,10 @@ func (s *jsonScanner) extFields() (map[string]string, error) {
 	if s.consume('}') {
 		return m, nil
 	}
-	for {
+	for n := 0; ; n++ {
+		if s.maxExt > 0 && n == s.maxExt {
+			return nil, tooManyExtFields(s.maxExt)
+		}
 		k, err := s.str()
 		if err != nil {
 			return nil, err

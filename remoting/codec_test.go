@@ -67,7 +67,7 @@ func TestBinaryHeaderMatchesSpecExample(t *testing.T) {
 func TestJSONHeaderFromOfficialClient(t *testing.T) {
 	hdr := `{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T"}}`
 	c := &Command{}
-	if err := decodeJSONHeader([]byte(hdr), c); err != nil {
+	if err := decodeJSONHeader([]byte(hdr), c, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := &Command{Code: 105, Language: LanguageGo, Version: 317, Opaque: 1,
@@ -78,7 +78,7 @@ func TestJSONHeaderFromOfficialClient(t *testing.T) {
 	java := `{"code":0,"flag":1,"language":"JAVA","version":395,"opaque":7,"remark":null,` +
 		`"extFields":{"msgId":"7F00","queueId":"2","n":null},"serializeTypeCurrentRPC":"JSON","x":[1,{"a":[]}]}`
 	c = &Command{}
-	if err := decodeJSONHeader([]byte(java), c); err != nil {
+	if err := decodeJSONHeader([]byte(java), c, 0); err != nil {
 		t.Fatal(err)
 	}
 	want = &Command{Code: 0, Flag: 1, Language: LanguageJava, Version: 395, Opaque: 7,
@@ -91,7 +91,7 @@ func TestJSONHeaderFromOfficialClient(t *testing.T) {
 func TestJSONEscapes(t *testing.T) {
 	hdr := `{"code":1,"remark":"a\u0001b\u0002\ud83d\ude00\n\"\\\/","extFields":{"k\u00e9":"v"}}`
 	c := &Command{}
-	if err := decodeJSONHeader([]byte(hdr), c); err != nil {
+	if err := decodeJSONHeader([]byte(hdr), c, 0); err != nil {
 		t.Fatal(err)
 	}
 	if want := "a\x01b\x02😀\n\"\\/"; c.Remark != want {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -33,8 +34,9 @@ type processorEntry struct {
 	ex *Executor
 }
 
-// eventQueueSize bounds connection events waiting for listeners (RocketMQ's NettyEventExecutor
-// keeps 10,000).
+// eventQueueSize bounds the connect and idle events waiting for listeners (RocketMQ's
+// NettyEventExecutor keeps 10,000). Close and exception events are never dropped: see
+// eventQueue.
 const eventQueueSize = 10000
 
 // Dispatcher is the processor table shared by the TCP server and the in-process transport:
@@ -51,10 +53,11 @@ type Dispatcher struct {
 	started   bool
 	closed    bool
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	events chan ConnEvent
-	wg     sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	events  eventQueue
+	dropped rateLimiter // events dropped from a full queue
+	wg      sync.WaitGroup
 
 	hookMu     sync.Mutex
 	closeHooks map[uint64]func()
@@ -70,11 +73,12 @@ func NewDispatcher(log *zerolog.Logger) *Dispatcher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Dispatcher{
-		log:    l.With().Str("component", "remoting").Logger(),
-		table:  make(map[int16]processorEntry),
-		ctx:    ctx,
-		cancel: cancel,
-		events: make(chan ConnEvent, eventQueueSize),
+		log:     l.With().Str("component", "remoting").Logger(),
+		table:   make(map[int16]processorEntry),
+		ctx:     ctx,
+		cancel:  cancel,
+		events:  newEventQueue(eventQueueSize),
+		dropped: rateLimiter{interval: time.Second},
 	}
 }
 
@@ -146,7 +150,7 @@ func (d *Dispatcher) Close() {
 	for _, ex := range executors {
 		ex.stop()
 	}
-	close(d.events)
+	d.events.close()
 	d.wg.Wait()
 }
 
@@ -189,7 +193,11 @@ func (d *Dispatcher) Context() context.Context { return d.ctx }
 
 func (d *Dispatcher) runEvents() {
 	defer d.wg.Done()
-	for ev := range d.events {
+	for {
+		ev, ok := d.events.pop()
+		if !ok {
+			return
+		}
 		d.mu.RLock()
 		ls := d.listeners
 		d.mu.RUnlock()
@@ -199,20 +207,112 @@ func (d *Dispatcher) runEvents() {
 	}
 }
 
-// FireEvent queues a connection event for the listeners; it drops the event (and logs) when the
-// queue is full rather than block a transport.
+// FireEvent queues a connection event for the listeners without blocking a transport. Connect
+// and idle events are dropped (and logged, at most once a second) while eventQueueSize of them
+// wait; close and exception events are always delivered, since listeners free what a channel
+// held when it closes.
 func (d *Dispatcher) FireEvent(ev ConnEvent) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.closed || !d.started {
 		return
 	}
-	select {
-	case d.events <- ev:
-	default:
-		d.log.Warn().Str("event", ev.Type.String()).Str("addr", ev.Channel.RemoteAddr()).
-			Msg("connection event queue full, event dropped")
+	if !d.events.push(ev) {
+		if ok, suppressed := d.dropped.allow(); ok {
+			d.log.Warn().Str("event", ev.Type.String()).Str("addr", ev.Channel.RemoteAddr()).
+				Int64("suppressed", suppressed).Msg("connection event queue full, event dropped")
+		}
 	}
+}
+
+// eventQueue is the FIFO from transports to the event goroutine. One FIFO keeps each channel's
+// events in order (a listener must not see a channel close before it connects). Connect and idle
+// events count against max; close and exception events do not, and are bounded instead by the
+// channels: each fires each at most once.
+type eventQueue struct {
+	ready chan struct{} // holds a token while events or closing wait
+
+	mu        sync.Mutex
+	q         []ConnEvent
+	head      int
+	droppable int // connect and idle events in q[head:]
+	max       int
+	closed    bool
+}
+
+func newEventQueue(max int) eventQueue {
+	return eventQueue{ready: make(chan struct{}, 1), max: max}
+}
+
+func mayDrop(t ConnEventType) bool { return t == ConnConnect || t == ConnIdle }
+
+// push queues ev, or reports false when it is droppable and the queue is full.
+func (e *eventQueue) push(ev ConnEvent) bool {
+	e.mu.Lock()
+	if mayDrop(ev.Type) {
+		if e.droppable >= e.max {
+			e.mu.Unlock()
+			return false
+		}
+		e.droppable++
+	}
+	e.q = append(e.q, ev)
+	e.mu.Unlock()
+	e.signal()
+	return true
+}
+
+func (e *eventQueue) signal() {
+	select {
+	case e.ready <- struct{}{}:
+	default:
+	}
+}
+
+// pop waits for the next event; it reports false once the queue is closed and empty.
+func (e *eventQueue) pop() (ConnEvent, bool) {
+	for {
+		e.mu.Lock()
+		if e.head < len(e.q) {
+			ev := e.q[e.head]
+			e.q[e.head] = ConnEvent{}
+			e.head++
+			if mayDrop(ev.Type) {
+				e.droppable--
+			}
+			switch {
+			case e.head == len(e.q):
+				e.head = 0
+				e.q = e.q[:0]
+				if cap(e.q) > 1024 {
+					e.q = nil // let a burst's backing array go
+				}
+			case e.head >= 1024 && e.head >= len(e.q)/2:
+				// A queue that never quite empties would otherwise keep every event
+				// it ever held.
+				n := copy(e.q, e.q[e.head:])
+				clear(e.q[n:])
+				e.q = e.q[:n]
+				e.head = 0
+			}
+			e.mu.Unlock()
+			return ev, true
+		}
+		closed := e.closed
+		e.mu.Unlock()
+		if closed {
+			return ConnEvent{}, false
+		}
+		<-e.ready
+	}
+}
+
+// close lets pop return false once the queued events are delivered.
+func (e *eventQueue) close() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.signal()
 }
 
 // Dispatch hands req to its processor's executor and returns at once. Unknown codes answer

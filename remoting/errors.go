@@ -12,6 +12,12 @@ var (
 	ErrMalformedFrame = errors.New("remoting: malformed frame")
 	// ErrFrameTooLarge is a frame whose length word exceeds the configured maximum.
 	ErrFrameTooLarge = errors.New("remoting: frame too large")
+	// ErrHeaderTooLarge is a frame whose header-length word exceeds the decoder's
+	// MaxHeaderBytes; like a malformed frame, it closes the connection.
+	ErrHeaderTooLarge = errors.New("remoting: header too large")
+	// ErrTooManyExtFields is a header with more extFields entries than the decoder's
+	// MaxExtFields; like a malformed frame, it closes the connection.
+	ErrTooManyExtFields = errors.New("remoting: too many extFields")
 	// ErrTimeout is a request whose response did not arrive in time.
 	ErrTimeout = errors.New("remoting: request timed out")
 	// ErrClosed is a call on a closed client, server or connection.
@@ -63,4 +69,8 @@ func ErrorFromResponse(resp *Command, accepted ...int16) error {
 
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrMalformedFrame}, args...)...)
+}
+
+func tooManyExtFields(limit int) error {
+	return fmt.Errorf("%w: more than MaxExtFields (%d)", ErrTooManyExtFields, limit)
 }

@@ -9,6 +9,36 @@ import (
 // (RocketMQ's 16 MiB).
 const DefaultMaxFrameBytes = 16 << 20
 
+// DefaultMaxHeaderBytes is the largest header (the bytes the header-length word counts) a server
+// or client decodes unless told otherwise. Ours, not RocketMQ's: RocketMQ decodes any header its
+// 24-bit length allows. 64 KiB is twice what SEND_MESSAGE's properties may take (32 KiB).
+const DefaultMaxHeaderBytes = 64 << 10
+
+// DefaultMaxExtFields is the largest number of extFields entries decoded from one header unless
+// told otherwise. Ours, not RocketMQ's; RocketMQ's own headers carry a few dozen at most.
+const DefaultMaxExtFields = 256
+
+// DecodeLimits bounds what one frame's header may cost to decode. Both are checked before the
+// decoder allocates for what they count: the header length before any field is read, the field
+// count before each field enters the map. The zero value of each field means its default.
+type DecodeLimits struct {
+	// MaxHeaderBytes is the largest header accepted. Default DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
+	// MaxExtFields is the largest number of extFields entries accepted. Default
+	// DefaultMaxExtFields.
+	MaxExtFields int
+}
+
+func (l DecodeLimits) withDefaults() DecodeLimits {
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if l.MaxExtFields <= 0 {
+		l.MaxExtFields = DefaultMaxExtFields
+	}
+	return l
+}
+
 // frameOverhead is the 4-byte length word plus the 4-byte header-length word.
 const frameOverhead = 8
 
@@ -43,14 +73,25 @@ func SplitFrame(buf []byte, maxFrame int) (frame []byte, n int, err error) {
 }
 
 // DecodeFrame decodes a frame without its length prefix: the header-length word, the header and
-// the body. The returned command's Body aliases frame; the caller must own frame.
+// the body, within the default DecodeLimits. The returned command's Body aliases frame; the
+// caller must own frame.
 func DecodeFrame(frame []byte) (*Command, error) {
+	return DecodeFrameLimits(frame, DecodeLimits{})
+}
+
+// DecodeFrameLimits is DecodeFrame within lim. A header over a limit fails with
+// ErrHeaderTooLarge or ErrTooManyExtFields, naming the limit.
+func DecodeFrameLimits(frame []byte, lim DecodeLimits) (*Command, error) {
+	lim = lim.withDefaults()
 	if len(frame) < 4 {
 		return nil, malformed("frame of %d bytes has no header-length word", len(frame))
 	}
 	word := binary.BigEndian.Uint32(frame)
 	st := SerializeType(word >> 24)
 	hl := int(word & 0xFFFFFF)
+	if hl > lim.MaxHeaderBytes {
+		return nil, fmt.Errorf("%w: %d bytes, MaxHeaderBytes is %d", ErrHeaderTooLarge, hl, lim.MaxHeaderBytes)
+	}
 	if hl > len(frame)-4 {
 		return nil, malformed("header length %d exceeds frame of %d bytes", hl, len(frame))
 	}
@@ -59,9 +100,9 @@ func DecodeFrame(frame []byte) (*Command, error) {
 	var err error
 	switch st {
 	case SerializeJSON:
-		err = decodeJSONHeader(header, c)
+		err = decodeJSONHeader(header, c, lim.MaxExtFields)
 	case SerializeRocketMQ:
-		err = decodeBinaryHeader(header, c)
+		err = decodeBinaryHeader(header, c, lim.MaxExtFields)
 	default:
 		return nil, malformed("unknown serialize type %d", st)
 	}

@@ -2,6 +2,8 @@ package remoting
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -66,4 +68,57 @@ func splitAll(t *testing.T, pieces [][]byte, max int) [][]byte {
 		}
 	}
 	return out
+}
+
+// FuzzDecodeFrameLimits checks DecodeFrameLimits against the unlimited decoder: within the limits
+// both agree, over them the limited one refuses with the limit's error and nothing else.
+func FuzzDecodeFrameLimits(f *testing.F) {
+	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+		frame := AppendFrame(nil, sampleCommand(st))[4:]
+		f.Add(frame, uint16(len(frame)), uint8(3))
+		f.Add(frame, uint16(40), uint8(200))
+		f.Add(frame, uint16(2000), uint8(2))
+		f.Add(commandWithFields(st, 9), uint16(4000), uint8(8))
+		f.Add(commandWithFields(st, 9), uint16(4000), uint8(9))
+	}
+	f.Add(append([]byte{0, 0, 0, 33}, `{"extFields":{"a":"1","b":2,"c":3}}`...), uint16(100), uint8(2))
+
+	f.Fuzz(func(t *testing.T, frame []byte, maxHeader uint16, maxExt uint8) {
+		lim := DecodeLimits{MaxHeaderBytes: int(maxHeader) + 1, MaxExtFields: int(maxExt) + 1}
+		got, err := DecodeFrameLimits(frame, lim)
+		free, freeErr := DecodeFrameLimits(frame, DecodeLimits{MaxHeaderBytes: 1 << 24, MaxExtFields: 1 << 30})
+		hl := 0
+		if len(frame) >= 4 {
+			hl = int(binary.BigEndian.Uint32(frame) & 0xFFFFFF)
+		}
+		switch {
+		case err == nil:
+			if freeErr != nil {
+				t.Fatalf("limited decode accepted what the unlimited one refuses: %v", freeErr)
+			}
+			if hl > lim.MaxHeaderBytes || len(got.ExtFields) > lim.MaxExtFields {
+				t.Fatalf("accepted a header of %d bytes with %d fields over %+v", hl, len(got.ExtFields), lim)
+			}
+			if diff := cmp.Diff(free, got, cmpCommand); diff != "" {
+				t.Fatalf("limited and unlimited decodes differ:\n%s", diff)
+			}
+		case errors.Is(err, ErrHeaderTooLarge):
+			if hl <= lim.MaxHeaderBytes {
+				t.Fatalf("header of %d bytes refused under %+v: %v", hl, lim, err)
+			}
+		case errors.Is(err, ErrTooManyExtFields):
+			if hl > lim.MaxHeaderBytes {
+				t.Fatalf("the header size is checked first")
+			}
+		default:
+			if freeErr == nil {
+				t.Fatalf("limited decode failed where the unlimited one did not: %v", err)
+			}
+		}
+		// Whatever fits both limits must decode the same way.
+		if freeErr == nil && hl <= lim.MaxHeaderBytes && len(free.ExtFields) <= lim.MaxExtFields && err != nil &&
+			!errors.Is(err, ErrTooManyExtFields) {
+			t.Fatalf("a header within %+v was refused: %v", lim, err)
+		}
+	})
 }

@@ -14,6 +14,15 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// DefaultMaxPendingWriteBytes is how many bytes of responses a connection may leave unsent
+// before the server stops reading its requests. Ours, not RocketMQ's (its Netty outbound buffer
+// grows without bound); 4 MiB is a few pull responses, so a client that reads at all keeps going.
+const DefaultMaxPendingWriteBytes = 4 << 20
+
+// DefaultMaxConnections is how many connections a server keeps open at once. Ours: RocketMQ has
+// no such limit.
+const DefaultMaxConnections = 10000
+
 // ServerOptions configures a Server. The zero value of each field means its default.
 type ServerOptions struct {
 	// Addr is the TCP "host:port" to listen on; port 0 picks a free port. Default 127.0.0.1:0.
@@ -21,6 +30,19 @@ type ServerOptions struct {
 	// MaxFrameBytes is the largest frame accepted; a larger length word closes the connection.
 	// Default DefaultMaxFrameBytes (16 MiB).
 	MaxFrameBytes int
+	// MaxHeaderBytes and MaxExtFields bound each request's header (see DecodeLimits); a header
+	// over either closes the connection. Defaults DefaultMaxHeaderBytes and DefaultMaxExtFields.
+	MaxHeaderBytes int
+	MaxExtFields   int
+	// MaxPendingWriteBytes caps the bytes of one connection's responses handed to the socket
+	// layer but not yet sent. Above it, further responses wait (uncopied) until the peer reads,
+	// and the server stops taking the connection's requests; it takes them again once the
+	// backlog drains. A peer that, meanwhile, sends more than MaxFrameBytes +
+	// MaxPendingWriteBytes of requests is disconnected. Default DefaultMaxPendingWriteBytes.
+	MaxPendingWriteBytes int
+	// MaxConnections is how many connections may be open at once; one more is closed as soon as
+	// it is accepted. Default DefaultMaxConnections.
+	MaxConnections int
 	// IdleTimeout closes a connection that sent nothing for this long, after a ConnIdle event
 	// (RocketMQ's serverChannelMaxIdleTimeSeconds). Default 120 s.
 	IdleTimeout time.Duration
@@ -40,6 +62,18 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxFrameBytes <= 0 {
 		o.MaxFrameBytes = DefaultMaxFrameBytes
 	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if o.MaxExtFields <= 0 {
+		o.MaxExtFields = DefaultMaxExtFields
+	}
+	if o.MaxPendingWriteBytes <= 0 {
+		o.MaxPendingWriteBytes = DefaultMaxPendingWriteBytes
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 120 * time.Second
 	}
@@ -52,14 +86,22 @@ func (o ServerOptions) withDefaults() ServerOptions {
 // Server serves the remoting protocol over TCP on gnet event loops. The loops only split and
 // decode frames; requests go to the Dispatcher's executors and responses leave with async writes,
 // so a loop never waits for a handler.
+//
+// Memory per connection is bounded: a frame by MaxFrameBytes, a header by MaxHeaderBytes and
+// MaxExtFields, unsent responses by MaxPendingWriteBytes (beyond it responses wait, uncopied,
+// and the connection's requests are left unread), requests left unread by MaxFrameBytes +
+// MaxPendingWriteBytes; and the number of connections by MaxConnections.
 type Server struct {
 	gnet.BuiltinEventEngine
 
 	opts      ServerOptions
+	limits    DecodeLimits
 	d         *Dispatcher
 	log       zerolog.Logger
 	table     *responseTable
 	badFrames rateLimiter
+	refused   rateLimiter // connections over MaxConnections
+	flooders  rateLimiter // connections that sent too much while paused
 
 	ready   chan struct{}
 	addr    atomic.Value // string
@@ -70,6 +112,8 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[uint64]*serverConn
+
+	stalls stallPoller
 }
 
 // NewServer builds a server for d. It listens only when Run is called.
@@ -81,12 +125,16 @@ func NewServer(d *Dispatcher, opts ServerOptions) *Server {
 	}
 	return &Server{
 		opts:      opts,
+		limits:    DecodeLimits{MaxHeaderBytes: opts.MaxHeaderBytes, MaxExtFields: opts.MaxExtFields},
 		d:         d,
 		log:       l.With().Str("component", "remoting").Logger(),
 		table:     newResponseTable(),
 		badFrames: rateLimiter{interval: time.Second},
+		refused:   rateLimiter{interval: time.Second},
+		flooders:  rateLimiter{interval: time.Second},
 		ready:     make(chan struct{}),
 		conns:     make(map[uint64]*serverConn),
+		stalls:    newStallPoller(),
 	}
 }
 
@@ -108,7 +156,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// half second; stopCtx ends the poll as soon as Run is back.
 	stopCtx, stopped := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		select {
@@ -120,6 +168,10 @@ func (s *Server) Run(ctx context.Context) error {
 		if s.bootErr == nil {
 			_ = s.engine.Stop(stopCtx)
 		}
+	}()
+	go func() {
+		defer wg.Done()
+		s.stalls.run(stopCtx.Done())
 	}()
 	opts := []gnet.Option{
 		gnet.WithMulticore(true),
@@ -176,8 +228,18 @@ func boundAddr(eng gnet.Engine) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// OnOpen registers the connection. Loop-only.
+// OnOpen registers the connection, or closes it at once when MaxConnections are open (it then
+// has no context, so OnClose ignores it and listeners never hear of it). Loop-only.
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	s.mu.Lock()
+	if n := len(s.conns); n >= s.opts.MaxConnections {
+		s.mu.Unlock()
+		if ok, suppressed := s.refused.allow(); ok {
+			s.log.Warn().Str("addr", addrString(c.RemoteAddr())).Int("max_connections", n).
+				Int64("suppressed", suppressed).Msg("connection refused: too many connections")
+		}
+		return nil, gnet.Close
+	}
 	sc := &serverConn{
 		id:     nextChannelID(),
 		s:      s,
@@ -185,22 +247,25 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		remote: addrString(c.RemoteAddr()),
 		local:  addrString(c.LocalAddr()),
 	}
+	sc.out.limit = s.opts.MaxPendingWriteBytes
 	sc.lastActive.Store(time.Now().UnixNano())
 	c.SetContext(sc)
-	s.mu.Lock()
 	s.conns[sc.id] = sc
 	s.mu.Unlock()
 	s.d.FireEvent(ConnEvent{Type: ConnConnect, Channel: sc})
 	return nil, gnet.None
 }
 
-// OnClose forgets the connection and fails requests the server sent on it. Loop-only.
+// OnClose forgets the connection, releases the responses it still held and fails requests the
+// server sent on it. Loop-only.
 func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	sc, _ := c.Context().(*serverConn)
 	if sc == nil {
 		return gnet.None
 	}
 	sc.closed.Store(true)
+	sc.out.close()
+	s.stalls.remove(sc)
 	s.mu.Lock()
 	delete(s.conns, sc.id)
 	s.mu.Unlock()
@@ -213,15 +278,30 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 }
 
 // OnTraffic splits whole frames off the inbound buffer and dispatches them. Partial frames stay
-// buffered until the rest arrives. Loop-only.
+// buffered until the rest arrives. While the connection's unsent responses are over
+// MaxPendingWriteBytes it takes no frames at all; the stall poller wakes it (gnet's Wake runs
+// OnTraffic again) until the backlog drains. Loop-only.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	sc, _ := c.Context().(*serverConn)
 	if sc == nil {
 		return gnet.Close
 	}
-	sc.lastActive.Store(time.Now().UnixNano())
+	// A wake-up brings no bytes; only bytes count as activity, or a peer that never reads would
+	// never go idle.
+	if c.InboundBuffered() > sc.unread {
+		sc.lastActive.Store(time.Now().UnixNano())
+	}
+	if sc.out.over.Load() && !sc.out.drain(c) {
+		return s.pause(sc, c)
+	}
+	sc.paused = false
+	s.stalls.remove(sc)
 	for {
+		if sc.out.over.Load() {
+			return s.pause(sc, c)
+		}
 		n := c.InboundBuffered()
+		sc.unread = n
 		if n < 4 {
 			return gnet.None
 		}
@@ -233,10 +313,11 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		if n < 4+l {
 			return gnet.None
 		}
-		buf, _ := c.Next(4 + l)
 		frame := make([]byte, l)
-		copy(frame, buf[4:])
-		cmd, err := DecodeFrame(frame)
+		_, _ = c.Discard(4)
+		_, _ = c.Read(frame)
+		sc.unread = n - 4 - l
+		cmd, err := DecodeFrameLimits(frame, s.limits)
 		if err != nil {
 			return s.rejectConn(sc, err)
 		}
@@ -246,6 +327,27 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		}
 		s.d.Dispatch(sc, cmd)
 	}
+}
+
+// pause leaves the connection's inbound bytes unread until its backlog drains, and closes it
+// when the bytes it sent meanwhile exceed what a paused connection may buffer. Loop-only.
+func (s *Server) pause(sc *serverConn, c gnet.Conn) gnet.Action {
+	if sc.closed.Load() { // a loop-side write failed and gnet closed c
+		return gnet.None
+	}
+	n := c.InboundBuffered()
+	sc.unread = n
+	if limit := s.opts.MaxFrameBytes + s.opts.MaxPendingWriteBytes; n > limit {
+		if ok, suppressed := s.flooders.allow(); ok {
+			s.log.Warn().Str("addr", sc.remote).Int("unread_bytes", n).Int("limit", limit).
+				Int64("suppressed", suppressed).
+				Msg("closing connection that kept sending requests without reading its responses")
+		}
+		return gnet.Close
+	}
+	sc.paused = true
+	s.stalls.add(sc)
+	return gnet.None
 }
 
 // rejectConn closes a connection whose byte stream cannot be trusted, logging at most once a
@@ -258,8 +360,8 @@ func (s *Server) rejectConn(sc *serverConn, err error) gnet.Action {
 	return gnet.Close
 }
 
-// OnTick scans for timed-out server requests and idle connections. Loop-only (one loop runs
-// the ticker).
+// OnTick scans for timed-out server requests and idle connections. It runs on gnet's ticker
+// goroutine, beside the loops.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	now := time.Now()
 	s.table.scan(now)
@@ -307,6 +409,12 @@ type serverConn struct {
 	local      string
 	lastActive atomic.Int64
 	closed     atomic.Bool
+	stalled    atomic.Bool // in Server.stalls
+	out        outbox
+
+	// Loop-only.
+	paused bool // frames are left unread until out drains
+	unread int  // inbound bytes left when OnTraffic last returned
 }
 
 func (sc *serverConn) ID() uint64         { return sc.id }
@@ -322,39 +430,19 @@ func (sc *serverConn) Close() error {
 	return sc.c.Close()
 }
 
-var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-// send writes cmd with one vectored async write: the pooled header buffer and the body as is, so
-// a body lent from mapped storage is never copied. cmd.OnWritten runs when the write is done.
+// send writes cmd with one vectored write: the pooled header buffer and the body as is, so a body
+// lent from mapped storage is never copied. cmd.OnWritten runs once gnet has taken the bytes (or
+// the connection closed). Over MaxPendingWriteBytes the frame waits in the outbox instead.
 func (sc *serverConn) send(cmd *Command) error {
 	if sc.closed.Load() {
 		cmd.written()
 		return ErrConnClosed
 	}
 	bp := framePool.Get().(*[]byte)
-	hdr := AppendFrameHeader((*bp)[:0], cmd)
-	*bp = hdr
-	bufs := [][]byte{hdr}
-	if len(cmd.Body) > 0 {
-		bufs = append(bufs, cmd.Body)
-	}
-	done := cmd.OnWritten
+	*bp = AppendFrameHeader((*bp)[:0], cmd)
+	f := outFrame{hdr: bp, body: cmd.Body, done: cmd.OnWritten}
 	cmd.OnWritten = nil
-	err := sc.c.AsyncWritev(bufs, func(gnet.Conn, error) error {
-		framePool.Put(bp)
-		if done != nil {
-			done()
-		}
-		return nil
-	})
-	if err != nil {
-		framePool.Put(bp)
-		if done != nil {
-			done()
-		}
-		return fmt.Errorf("%w: %v", ErrConnClosed, err)
-	}
-	return nil
+	return sc.out.send(sc, f)
 }
 
 func (sc *serverConn) WriteResponse(resp *Command) error { return sc.send(resp) }

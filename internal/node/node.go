@@ -101,11 +101,15 @@ func newNode(opts Options) (*Node, error) {
 func (n *Node) newEndpoint(role, addr string) *endpoint {
 	d := remoting.NewDispatcher(n.opts.Logger)
 	srv := remoting.NewServer(d, remoting.ServerOptions{
-		Addr:          addr,
-		MaxFrameBytes: n.opts.MaxFrameBytes,
-		IdleTimeout:   n.opts.ChannelMaxIdleTime,
-		EventLoops:    n.opts.EventLoops,
-		Logger:        n.opts.Logger,
+		Addr:                 addr,
+		MaxFrameBytes:        n.opts.MaxFrameBytes,
+		MaxHeaderBytes:       n.opts.MaxHeaderBytes,
+		MaxExtFields:         n.opts.MaxExtFields,
+		MaxPendingWriteBytes: n.opts.MaxPendingWriteBytes,
+		MaxConnections:       n.opts.MaxConnections,
+		IdleTimeout:          n.opts.ChannelMaxIdleTime,
+		EventLoops:           n.opts.EventLoops,
+		Logger:               n.opts.Logger,
 	})
 	// Codes nobody serves: while the node starts (the broker registers its processors once
 	// the listener is bound and the store recovered) say so, afterwards say "not supported".

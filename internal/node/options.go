@@ -107,6 +107,18 @@ type Options struct {
 	ChannelMaxIdleTime time.Duration
 	// MaxFrameBytes is the largest frame accepted. Default 16 MiB.
 	MaxFrameBytes int
+	// MaxHeaderBytes and MaxExtFields bound each request's header; a header over either closes
+	// its connection. Defaults remoting.DefaultMaxHeaderBytes (64 KiB) and
+	// remoting.DefaultMaxExtFields (256); RocketMQ has no such limits.
+	MaxHeaderBytes int
+	MaxExtFields   int
+	// MaxPendingWriteBytes is how many bytes of responses one connection may leave unread before
+	// the node stops reading its requests until it catches up. Default
+	// remoting.DefaultMaxPendingWriteBytes (4 MiB).
+	MaxPendingWriteBytes int
+	// MaxConnections is how many connections each listener keeps open at once; more are closed
+	// as they arrive. Default remoting.DefaultMaxConnections (10,000); RocketMQ has no such limit.
+	MaxConnections int
 	// ServerWorkerThreads and ServerQueueCapacity size each request pool.
 	ServerWorkerThreads int
 	ServerQueueCapacity int
@@ -212,6 +224,18 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxFrameBytes <= 0 {
 		o.MaxFrameBytes = remoting.DefaultMaxFrameBytes
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = remoting.DefaultMaxHeaderBytes
+	}
+	if o.MaxExtFields <= 0 {
+		o.MaxExtFields = remoting.DefaultMaxExtFields
+	}
+	if o.MaxPendingWriteBytes <= 0 {
+		o.MaxPendingWriteBytes = remoting.DefaultMaxPendingWriteBytes
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = remoting.DefaultMaxConnections
 	}
 	if o.ServerWorkerThreads <= 0 {
 		o.ServerWorkerThreads = DefaultServerWorkerThreads
