@@ -1,6 +1,9 @@
 package route
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
 )
 
 // badTopics are names no route may carry, with what makes each bad.
@@ -22,40 +26,108 @@ var badTopics = map[string]string{
 	"invalid utf8": "T\xff\xfe",
 }
 
-// TestRegisterBrokerRefusesBadTopic: a registration whose topic table holds one bad name is
-// refused as a whole (SYSTEM_ERROR naming the table) and leaves the route table as it was;
-// a 127-byte topic is accepted.
-func TestRegisterBrokerRefusesBadTopic(t *testing.T) {
-	ns, _ := newTestNameServer(t, Options{})
-	register(t, ns, newFakeChannel("10.0.0.1:50001"), brokerA0)
-	before := ns.Topics()
+// TestRegisterBrokerSkipsBadTopics: a registration whose topic table holds a bad name (as key
+// or as topicName) registers the broker and its valid topics, leaves the bad one out of every
+// route and topic list, and answers SUCCESS with a bounded remark naming it; a 127-byte topic
+// is registered.
+func TestRegisterBrokerSkipsBadTopics(t *testing.T) {
+	long := strings.Repeat("t", 127)
 	for name, bad := range badTopics {
 		for _, compress := range []bool{false, true} {
-			t.Run(name, func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/compress=%v", name, compress), func(t *testing.T) {
+				ns, _ := newTestNameServer(t, Options{})
+				register(t, ns, newFakeChannel("10.0.0.1:50001"), brokerA0)
 				b := brokerB0
 				b.compress = compress
-				b.topics = append([]TopicConfig{topic(bad, 4, 6)}, b.topics...)
+				b.topics = append([]TopicConfig{topic(bad, 4, 6), topic(long, 2, 6)}, b.topics...)
 				resp := call(t, ns, newFakeChannel("10.0.0.3:50001"), b.request())
-				if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "topicConfigTable") {
-					t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
+				if resp.Code != remoting.Success {
+					t.Fatalf("code %d remark %q, want SUCCESS", resp.Code, resp.Remark)
 				}
-				if !utf8.ValidString(resp.Remark) || len(resp.Remark) > 512 {
+				if !strings.Contains(resp.Remark, "1 topic(s) with an invalid name left out") ||
+					!utf8.ValidString(resp.Remark) || len(resp.Remark) > 512 {
 					t.Errorf("remark %q", resp.Remark)
 				}
-				if diff := cmp.Diff(before, ns.Topics()); diff != "" {
-					t.Errorf("topics changed (-before +after):\n%s", diff)
+				want := []string{"T1", "T2", "TBW102", long}
+				if diff := cmp.Diff(want, ns.Topics()); diff != "" {
+					t.Errorf("topics (-want +got):\n%s", diff)
 				}
-				if len(ns.ClusterInfo().BrokerAddrTable) != 1 {
-					t.Errorf("refused broker registered: %+v", ns.ClusterInfo().BrokerAddrTable)
+				routeBody(t, ns, "T2", remoting.Success)
+				routeBody(t, ns, long, remoting.Success)
+				if _, ok := ns.table.topicRoute(bad); ok {
+					t.Errorf("the bad topic has a route")
+				}
+				if _, ok := ns.ClusterInfo().BrokerAddrTable["broker-b"]; !ok {
+					t.Errorf("broker-b not registered: %+v", ns.ClusterInfo().BrokerAddrTable)
 				}
 			})
 		}
 	}
-	long := strings.Repeat("t", 127)
-	b := brokerB0
-	b.topics = append([]TopicConfig{topic(long, 4, 6)}, b.topics...)
-	register(t, ns, newFakeChannel("10.0.0.3:50001"), b)
-	routeBody(t, ns, long, remoting.Success)
+	t.Run("bad topicName under a good key", func(t *testing.T) {
+		ns, _ := newTestNameServer(t, Options{})
+		req := BuildRegisterBroker(&RegisterBrokerRequest{ClusterName: "c", BrokerName: "b", BrokerAddr: "10.0.0.9:10911",
+			Body: RegisterBrokerBody{TopicConfigSerializeWrapper: TopicConfigSerializeWrapper{
+				TopicConfigTable: map[string]TopicConfig{"Good": topic("../x", 1, 6), "T": topic("T", 1, 6)}}}})
+		if resp := call(t, ns, newFakeChannel("10.0.0.9:1"), req); resp.Code != remoting.Success {
+			t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
+		}
+		if diff := cmp.Diff([]string{"T"}, ns.Topics()); diff != "" {
+			t.Errorf("topics (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestRegisterBrokerJavaHostName registers what an Apache broker sends by default: its broker
+// name is the host name (dots), and it registers its broker and cluster names as topics. The
+// broker and its other topics are served; the dotted topic is not.
+func TestRegisterBrokerJavaHostName(t *testing.T) {
+	var logs bytes.Buffer
+	l := zerolog.New(&logs)
+	ns, _ := newTestNameServer(t, Options{Logger: &l})
+	const host = "mq-01.prod.example.com"
+	b := brokerSpec{cluster: "DefaultCluster", name: host, addr: "10.0.0.7:10911", id: 0, version: v1,
+		topics: []TopicConfig{topic(host, 1, 7), topic("DefaultCluster", 16, 7), topic("TBW102", 8, 7),
+			topic("Orders", 4, 6), topic("a.b", 1, 6)}}
+	for _, compress := range []bool{false, true} {
+		b.compress = compress
+		b.version.Counter++ // a new version: the topic table is read again
+		resp := call(t, ns, newFakeChannel("10.0.0.7:50001"), b.request())
+		if resp.Code != remoting.Success {
+			t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
+		}
+		if !strings.Contains(resp.Remark, "2 topic(s)") || !strings.Contains(resp.Remark, `"a.b"`) {
+			t.Errorf("remark %q does not name the first bad topic", resp.Remark)
+		}
+	}
+	if diff := cmp.Diff([]string{"DefaultCluster", "Orders", "TBW102"}, ns.Topics()); diff != "" {
+		t.Errorf("topics (-want +got):\n%s", diff)
+	}
+	r, err := DecodeTopicRouteData([]byte(routeBody(t, ns, "Orders", remoting.Success)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.BrokerDatas) != 1 || r.BrokerDatas[0].BrokerName != host || r.BrokerDatas[0].MasterAddr() != b.addr {
+		t.Errorf("route of Orders: %+v", r.BrokerDatas)
+	}
+	// Two flawed registrations within the rate limit's period: one warning, naming the broker
+	// and the least bad name, quoted.
+	var warns []map[string]any
+	for line := range strings.Lines(logs.String()) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["level"] == "warn" {
+			warns = append(warns, m)
+		}
+	}
+	if len(warns) != 1 {
+		t.Fatalf("%d warnings, want 1: %v", len(warns), warns)
+	}
+	if w := warns[0]; w["broker"] != host || w["first_bad"] != `"a.b"` || w["skipped"] != float64(2) ||
+		w["component"] != "route" {
+		t.Errorf("warning %v", w)
+	}
 }
 
 func TestTopicRequestsRefuseBadNames(t *testing.T) {

@@ -41,6 +41,9 @@ type NameServer struct {
 	now   func() time.Time
 	table *table
 	kv    *kvConfig
+
+	// regLog is log, rate-limited: a broker repeats a flawed registration every 30 s.
+	regLog zerolog.Logger
 }
 
 // NewNameServer builds a name server. It starts nothing and touches no file.
@@ -61,7 +64,8 @@ func NewNameServer(opts Options) *NameServer {
 		now = time.Now
 	}
 	return &NameServer{opts: opts, log: log, now: now, table: newTable(),
-		kv: newKVConfig(opts.KVConfigPath, log)}
+		regLog: log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Minute}),
+		kv:     newKVConfig(opts.KVConfigPath, log)}
 }
 
 // LoadKVConfig reads Options.KVConfigPath into the KV config, replacing what it holds. A missing

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/mqgo/mq/internal/names"
@@ -69,46 +70,134 @@ func withHeader(resp *remoting.Command, h remoting.Header) *remoting.Command {
 	return resp
 }
 
-// registerBroker handles REGISTER_BROKER (103).
+// Bounds on a registration's identity. The name server keys its tables by the broker name,
+// cluster name and address and copies them into every route and cluster info answer; all it
+// needs of them is that they are present, bounded, and come back from JSON as they went in
+// (valid UTF-8). Control characters are refused too: no host name or broker configuration holds
+// one, and admin tools print these names. Unlike topics they may hold dots and the like: an
+// Apache broker's default broker name is its host name.
+const (
+	maxIdentityBytes = names.MaxGroupBytes // broker and cluster names, RocketMQ's CHARACTER_MAX_LENGTH
+	maxAddrBytes     = 261                 // a 255-byte host name, ':' and a five-digit port
+)
+
+// checkIdentity refuses an empty (when required), over-long, invalid UTF-8 or control-character
+// value of a registration's identity field; the error quotes at most 64 bytes of it.
+func checkIdentity(field, s string, max int, required bool) error {
+	if s == "" {
+		if required {
+			return &remoting.HeaderError{Field: field, Reason: "empty"}
+		}
+		return nil
+	}
+	if err := checkKVText(field, s, max); err != nil {
+		return err
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return &remoting.HeaderError{Field: field, Value: s[:min(len(s), 64)],
+				Reason: "not printable (a control character at byte " + strconv.Itoa(i) + ")"}
+		}
+	}
+	return nil
+}
+
+// checkRegistrationIdentity checks what a REGISTER_BROKER header says the broker is.
+func checkRegistrationIdentity(h *protocol.RegisterBrokerRequestHeader) error {
+	if h.BrokerID < 0 {
+		return &remoting.HeaderError{Field: "brokerId", Value: strconv.FormatInt(h.BrokerID, 10), Reason: "negative"}
+	}
+	for _, f := range []struct {
+		field, value string
+		max          int
+		required     bool
+	}{
+		{"brokerName", h.BrokerName, maxIdentityBytes, true},
+		{"clusterName", h.ClusterName, maxIdentityBytes, true},
+		{"brokerAddr", h.BrokerAddr, maxAddrBytes, true},
+		{"haServerAddr", h.HAServerAddr, maxAddrBytes, false}, // slaves send none
+	} {
+		if err := checkIdentity(f.field, f.value, f.max, f.required); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// registerBroker handles REGISTER_BROKER (103). Topics with invalid names are left out and
+// queue counts clamped (scrubTopics); the rest registers and the answer is SUCCESS, its remark
+// saying what was left out.
 func (n *NameServer) registerBroker(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.RegisterBrokerRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	if h.BrokerID < 0 {
-		return nil, &remoting.HeaderError{Field: "brokerId", Value: req.Ext("brokerId"), Reason: "negative"}
+	if err := checkRegistrationIdentity(&h); err != nil {
+		return nil, err
 	}
 	if h.BodyCrc32 != 0 && bodyCRC32(req.Body) != h.BodyCrc32 {
-		n.log.Warn().Str("addr", h.BrokerAddr).Str("remote", remoteAddr(ch)).Msg("register broker: crc32 not match")
+		n.regLog.Warn().Str("addr", h.BrokerAddr).Str("remote", remoteAddr(ch)).Msg("register broker: crc32 not match")
 		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: "crc32 not match"}
 	}
 	body, err := DecodeRegisterBrokerBody(req.Body, h.Compressed)
 	if err != nil {
 		return nil, err // wraps ErrMalformed and says what was wrong
 	}
-	if err := body.checkTopicNames(); err != nil {
-		n.log.Warn().Err(err).Str("broker", h.BrokerName).Str("addr", h.BrokerAddr).Str("remote", remoteAddr(ch)).
-			Msg("register broker refused: invalid topic name")
-		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: err.Error()}
-	}
+	scrub := body.scrubTopics()
 	w := &body.TopicConfigSerializeWrapper
-	master, masterHA, isNew := n.table.register(&registration{
+	reg, err := n.table.register(&registration{
 		cluster: h.ClusterName, brokerName: h.BrokerName, brokerAddr: h.BrokerAddr,
 		haServerAddr: h.HAServerAddr, brokerID: h.BrokerID, topics: w.TopicConfigTable,
 		dataVersion: w.DataVersion, channel: ch,
 	}, n.now())
-	if isNew {
+	if err != nil {
+		n.regLog.Warn().Str("broker", h.BrokerName).Str("addr", h.BrokerAddr).Str("remote", remoteAddr(ch)).
+			Int("max_broker_addrs", n.table.maxAddrs).Msg("register broker refused: broker table full")
+		return nil, &remoting.ResponseError{Code: remoting.SystemError,
+			Remark: errTooManyBrokers.Error() + " (" + strconv.Itoa(n.table.maxAddrs) + ")"}
+	}
+	if scrub.skipped > 0 || scrub.clamped > 0 || reg.overCap > 0 {
+		e := n.regLog.Warn().Str("broker", h.BrokerName).Str("addr", h.BrokerAddr).Str("remote", remoteAddr(ch)).
+			Int("skipped", scrub.skipped).Int("clamped", scrub.clamped).Int("over_cap", reg.overCap)
+		if scrub.firstBad != nil {
+			e = e.Str("first_bad", scrub.firstBad.Quoted())
+		}
+		if scrub.clamped > 0 {
+			e = e.Str("first_clamped", scrub.firstClamped).Int("max_queue_nums", maxQueueNums)
+		}
+		e.Msg("register broker: topics left out or queue counts clamped")
+	}
+	if reg.isNew {
 		n.log.Info().Str("cluster", h.ClusterName).Str("broker", h.BrokerName).Int64("broker_id", h.BrokerID).
 			Str("addr", h.BrokerAddr).Str("ha_addr", h.HAServerAddr).Int("topics", len(w.TopicConfigTable)).
 			Msg("new broker registered")
 	} else if e := n.log.Debug(); e.Enabled() {
 		e.Str("broker", h.BrokerName).Str("addr", h.BrokerAddr).Msg("broker registration refreshed")
 	}
-	resp := withHeader(success(), &protocol.RegisterBrokerResponseHeader{HAServerAddr: masterHA, MasterAddr: master})
+	resp := withHeader(success(), &protocol.RegisterBrokerResponseHeader{HAServerAddr: reg.masterHA, MasterAddr: reg.masterAddr})
+	resp.Remark = scrub.remark(reg.overCap, n.table.maxTopics)
 	if kv, ok := n.kv.list(NamespaceOrderTopicConfig); ok {
 		resp.Body = (&KVTable{Table: kv}).Encode()
 	}
 	return resp, nil
+}
+
+// remark tells the broker what its registration lost ("" when nothing): Apache brokers ignore
+// the remark of a SUCCESS, but a person reading the answer learns why a topic has no route.
+func (s *topicScrub) remark(overCap, maxTopics int) string {
+	var parts []string
+	if s.skipped > 0 && s.firstBad != nil {
+		parts = append(parts, strconv.Itoa(s.skipped)+" topic(s) with an invalid name left out, first: "+s.firstBad.Error())
+	}
+	if s.clamped > 0 {
+		parts = append(parts, strconv.Itoa(s.clamped)+" topic(s) with queue counts clamped to [0, "+
+			strconv.Itoa(maxQueueNums)+"], first: "+s.firstClamped)
+	}
+	if overCap > 0 {
+		parts = append(parts, strconv.Itoa(overCap)+" topic(s) left out: the broker holds "+
+			strconv.Itoa(maxTopics)+" topics, the most the name server takes")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // unregisterBroker handles UNREGISTER_BROKER (104).
@@ -210,9 +299,14 @@ func (n *NameServer) registerTopic(_ context.Context, _ remoting.Channel, req *r
 	if len(r.QueueDatas) == 0 {
 		return success(), nil
 	}
-	if unknown := n.table.registerTopic(h.Topic, r.QueueDatas); unknown != "" {
+	unknown, overCap := n.table.registerTopic(h.Topic, r.QueueDatas)
+	if unknown != "" {
 		return nil, &remoting.ResponseError{Code: remoting.SystemError,
-			Remark: fmt.Sprintf("register topic %s: broker %s is not registered", h.Topic, unknown)}
+			Remark: fmt.Sprintf("register topic %s: broker %s is not registered", h.Topic, names.Quote(unknown, len(unknown)))}
+	}
+	if overCap > 0 {
+		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: fmt.Sprintf(
+			"register topic %s: %d broker(s) already hold %d topics", h.Topic, overCap, n.table.maxTopics)}
 	}
 	return success(), nil
 }

@@ -127,19 +127,68 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool) (*RegisterBrokerBody
 	if compressed {
 		return decodeCompressed(data)
 	}
-	if err := json.Unmarshal(data, b); err != nil {
+	// The table and the filter list are kept raw and read entry by entry: a 16 MiB body of
+	// empty entries ({"a":{},"b":{},...}) would otherwise become millions of map entries before
+	// any count could be checked.
+	var raw struct {
+		Wrapper struct {
+			Table       json.RawMessage `json:"topicConfigTable"`
+			DataVersion DataVersion     `json:"dataVersion"`
+		} `json:"topicConfigSerializeWrapper"`
+		Filters json.RawMessage `json:"filterServerList"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("%w: register broker body: %v", ErrMalformed, err)
 	}
-	if b.TopicConfigSerializeWrapper.TopicConfigTable == nil {
-		b.TopicConfigSerializeWrapper.TopicConfigTable = map[string]TopicConfig{}
+	table, err := decodeTopicTable(raw.Wrapper.Table, maxRegisterTopics)
+	if err != nil {
+		return nil, fmt.Errorf("%w: register broker body: topicConfigTable: %v", ErrMalformed, err)
 	}
-	for name, tc := range b.TopicConfigSerializeWrapper.TopicConfigTable {
-		if tc.TopicName == "" { // Java keys the table by name; trust the key
-			tc.TopicName = name
-			b.TopicConfigSerializeWrapper.TopicConfigTable[name] = tc
+	b.TopicConfigSerializeWrapper = TopicConfigSerializeWrapper{TopicConfigTable: table,
+		DataVersion: raw.Wrapper.DataVersion}
+	if len(raw.Filters) <= maxFilterListBytes {
+		if err := json.Unmarshal(raw.Filters, &b.FilterServerList); err != nil && len(raw.Filters) > 0 {
+			return nil, fmt.Errorf("%w: register broker body: filterServerList: %v", ErrMalformed, err)
 		}
-	}
+	} // else left out, as the compressed form leaves out an unreadable one: nothing reads it
 	return b, nil
+}
+
+// maxFilterListBytes bounds the filter server list a JSON registration may carry (RocketMQ
+// filter servers are deprecated; a broker has a few).
+const maxFilterListBytes = 64 << 10
+
+// decodeTopicTable reads a JSON topic table one entry at a time, refusing more than limit
+// entries. null or absent is an empty table. An entry without topicName takes its key, as Java
+// keys the table by name.
+func decodeTopicTable(data json.RawMessage, limit int) (map[string]TopicConfig, error) {
+	table := map[string]TopicConfig{}
+	if len(data) == 0 || string(data) == "null" {
+		return table, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	for d.More() {
+		if len(table) >= limit {
+			return nil, fmt.Errorf("more than %d topics", limit)
+		}
+		tok, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string) // inside an object the decoder yields only string keys
+		var tc TopicConfig
+		if err := d.Decode(&tc); err != nil {
+			return nil, fmt.Errorf("%s: %v", names.Quote(key, len(key)), err)
+		}
+		if tc.TopicName == "" {
+			tc.TopicName = key
+		}
+		table[key] = tc
+	}
+	return table, nil
 }
 
 func decodeCompressed(data []byte) (*RegisterBrokerBody, error) {
@@ -157,8 +206,8 @@ func decodeCompressed(data []byte) (*RegisterBrokerBody, error) {
 		}
 	}
 	n := r.int32("topic count")
-	if r.err == nil && n < 0 {
-		r.fail("topic count %d is negative", n)
+	if r.err == nil && (n < 0 || n > maxRegisterTopics) {
+		r.fail("topic count %d out of range [0, %d]", n, maxRegisterTopics)
 	}
 	w.TopicConfigTable = make(map[string]TopicConfig, min(int(max(n, 0)), 1024))
 	for i := int32(0); r.err == nil && i < n; i++ {
@@ -257,22 +306,70 @@ func readErr(err error) error {
 	return err
 }
 
-// checkTopicNames refuses a registration whose topic table holds a name that is not a valid
-// topic (internal/names), as key or as topicName: the name server would hand it to every client
-// as a route. The error names the entry.
-func (b *RegisterBrokerBody) checkTopicNames() error {
-	for key, tc := range b.TopicConfigSerializeWrapper.TopicConfigTable {
-		if err := names.CheckTopic(key); err != nil {
-			return fmt.Errorf("topicConfigTable key: %w", err)
+// Bounds on what one registration may put in the route table (RocketMQ has none).
+const (
+	// maxQueueNums caps a topic's read and write queue counts in a route: every client that
+	// routes to a topic allocates one queue per count, so a registration claiming 2^31-1 queues
+	// must not reach them. 1024 is the bound RocketMQ's admin tools follow by convention and the
+	// broker's default MaxQueueNums.
+	maxQueueNums = 1024
+	// maxRegisterTopics caps a registration's topic table, checked while it is decoded: a
+	// 16 MiB frame of minimal JSON entries, or a compressed body inflating to 64 MiB, would
+	// otherwise hold millions. 131,072 is well above what one broker serves.
+	maxRegisterTopics = 1 << 17
+)
+
+// topicScrub is what scrubTopics left out of or changed in a registration's topic table.
+type topicScrub struct {
+	// skipped counts entries dropped for a name that is not a valid topic; firstBad is the
+	// error of the one with the least key, so the log names the same entry every time.
+	skipped  int
+	firstBad *names.Error
+	// clamped counts entries whose queue counts were brought into [0, maxQueueNums];
+	// firstClamped is the least of their names.
+	clamped      int
+	firstClamped string
+}
+
+// scrubTopics drops every entry whose key or topicName is not a valid topic (internal/names)
+// and clamps queue counts into [0, maxQueueNums]. A bad name is skipped rather than refusing
+// the registration: an Apache broker registers its broker and cluster names as topics, and its
+// default broker name is the host name, dots and all; those topics are unusable as routes, the
+// broker's other topics are not.
+func (b *RegisterBrokerBody) scrubTopics() topicScrub {
+	var s topicScrub
+	var badKey string
+	table := b.TopicConfigSerializeWrapper.TopicConfigTable
+	for key, tc := range table {
+		err := names.CheckTopic(key)
+		if err == nil && tc.TopicName != key {
+			err = names.CheckTopic(tc.TopicName)
 		}
-		if tc.TopicName != key {
-			if err := names.CheckTopic(tc.TopicName); err != nil {
-				return fmt.Errorf("topicConfigTable[%s].topicName: %w", key, err)
+		if err != nil {
+			delete(table, key) // deleting during range is defined: the entry is not visited again
+			var ne *names.Error
+			if errors.As(err, &ne) && (s.firstBad == nil || key < badKey) {
+				s.firstBad, badKey = ne, key
 			}
+			s.skipped++
+			continue
+		}
+		r, w := clampQueueNums(tc.ReadQueueNums), clampQueueNums(tc.WriteQueueNums)
+		if r != tc.ReadQueueNums || w != tc.WriteQueueNums {
+			tc.ReadQueueNums, tc.WriteQueueNums = r, w
+			table[key] = tc
+			if s.clamped == 0 || key < s.firstClamped {
+				s.firstClamped = key
+			}
+			s.clamped++
 		}
 	}
-	return nil
+	return s
 }
+
+// clampQueueNums brings a queue count into [0, maxQueueNums]. Zero stays: RocketMQ sets a
+// broker's write queues of a topic to 0 to drain it.
+func clampQueueNums(n int32) int32 { return max(0, min(n, maxQueueNums)) }
 
 // bodyCRC32 is RocketMQ's UtilAll.crc32: the IEEE CRC-32 with the sign bit cleared.
 func bodyCRC32(body []byte) int32 { return int32(crc32.ChecksumIEEE(body) & 0x7fffffff) }

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -8,6 +9,25 @@ import (
 
 	"github.com/mqgo/mq/remoting"
 )
+
+// Bounds on the table, so that what a registration can make the name server hold, and the
+// GET_BROKER_CLUSTER_INFO and GET_ROUTEINFO_BY_TOPIC answers built from it, stay bounded
+// (RocketMQ has none). Broker names and cluster names are never more than addresses: a name
+// goes with its last address, and a broker name is in one cluster, its latest.
+const (
+	// maxBrokerAddrs caps the registered broker addresses: a route lists at most this many
+	// broker datas and queue datas, each bounded by maxIdentityBytes and maxQueueNums. The
+	// largest RocketMQ deployments run hundreds of brokers per name server.
+	maxBrokerAddrs = 4096
+	// maxTopicsPerBroker caps the topics with queue data on one broker name. Topics a broker
+	// stops reporting are kept (see updateQueueDataLocked), so without it a broker that
+	// registers new topics under each new data version would grow the table without end.
+	maxTopicsPerBroker = maxRegisterTopics
+)
+
+// errTooManyBrokers refuses a registration from a new address when the table holds
+// maxBrokerAddrs addresses.
+var errTooManyBrokers = errors.New("the name server holds the most broker addresses it takes")
 
 // brokerLiveInfo is what the name server knows about one broker address's liveness.
 type brokerLiveInfo struct {
@@ -46,6 +66,11 @@ type table struct {
 	clusterAddr map[string]map[string]struct{}
 	// brokerLive: broker address -> liveness.
 	brokerLive map[string]*brokerLiveInfo
+	// nameTopics: broker name -> number of topics in topicQueue with its queue data.
+	nameTopics map[string]int
+
+	// maxAddrs and maxTopics are maxBrokerAddrs and maxTopicsPerBroker; tests lower them.
+	maxAddrs, maxTopics int
 }
 
 func newTable() *table {
@@ -54,21 +79,33 @@ func newTable() *table {
 		brokerAddr:  make(map[string]*BrokerData),
 		clusterAddr: make(map[string]map[string]struct{}),
 		brokerLive:  make(map[string]*brokerLiveInfo),
+		nameTopics:  make(map[string]int),
+		maxAddrs:    maxBrokerAddrs,
+		maxTopics:   maxTopicsPerBroker,
 	}
 }
 
-// register records a broker (RouteInfoManager.registerBroker). It returns, for a slave whose
-// master is alive, the master's address and HA address, and whether the address is new.
-func (t *table) register(r *registration, now time.Time) (masterAddr, masterHA string, isNew bool) {
+// registered is what register did with a registration.
+type registered struct {
+	// masterAddr and masterHA are, for a slave whose master is alive, the master's address and
+	// HA address.
+	masterAddr, masterHA string
+	// isNew: the address was not registered.
+	isNew bool
+	// overCap counts topics left out because the broker name holds maxTopicsPerBroker.
+	overCap int
+}
+
+// register records a broker (RouteInfoManager.registerBroker). It refuses (errTooManyBrokers)
+// a new address when the table holds maxBrokerAddrs of them, and changes nothing then.
+func (t *table) register(r *registration, now time.Time) (registered, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-
-	names := t.clusterAddr[r.cluster]
-	if names == nil {
-		names = make(map[string]struct{})
-		t.clusterAddr[r.cluster] = names
+	var res registered
+	res.isNew = t.brokerLive[r.brokerAddr] == nil
+	if res.isNew && len(t.brokerLive) >= t.maxAddrs {
+		return res, errTooManyBrokers
 	}
-	names[r.brokerName] = struct{}{}
 
 	first := false
 	bd := t.brokerAddr[r.brokerName]
@@ -76,7 +113,19 @@ func (t *table) register(r *registration, now time.Time) (masterAddr, masterHA s
 		first = true
 		bd = &BrokerData{Cluster: r.cluster, BrokerName: r.brokerName, BrokerAddrs: make(map[int64]string)}
 		t.brokerAddr[r.brokerName] = bd
+	} else if bd.Cluster != r.cluster {
+		// RocketMQ leaves the name in its old cluster too; moving it keeps the cluster table
+		// no larger than the broker table, whatever cluster names one broker sends.
+		t.leaveClusterLocked(bd.Cluster, r.brokerName)
+		bd.Cluster = r.cluster
 	}
+	names := t.clusterAddr[r.cluster]
+	if names == nil {
+		names = make(map[string]struct{})
+		t.clusterAddr[r.cluster] = names
+	}
+	names[r.brokerName] = struct{}{}
+
 	// One address has one id: a slave promoted to master (same address, new id) loses its old
 	// entry first.
 	for id, addr := range bd.BrokerAddrs {
@@ -91,39 +140,58 @@ func (t *table) register(r *registration, now time.Time) (masterAddr, masterHA s
 
 	if r.brokerID == MasterID && (first || t.dataVersionChangedLocked(r.brokerAddr, r.dataVersion)) {
 		for _, tc := range r.topics {
-			t.updateQueueDataLocked(r.brokerName, &tc)
+			qd := QueueData{BrokerName: r.brokerName, ReadQueueNums: tc.ReadQueueNums,
+				WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm, TopicSynFlag: tc.TopicSysFlag}
+			if !t.updateQueueDataLocked(tc.TopicName, qd) {
+				res.overCap++
+			}
 		}
 	}
 
-	isNew = t.brokerLive[r.brokerAddr] == nil
 	t.brokerLive[r.brokerAddr] = &brokerLiveInfo{lastUpdate: now, dataVersion: r.dataVersion,
 		channel: r.channel, haServerAddr: r.haServerAddr}
 
 	if r.brokerID != MasterID {
 		if m := bd.BrokerAddrs[MasterID]; m != "" {
 			if live := t.brokerLive[m]; live != nil {
-				return m, live.haServerAddr, isNew
+				res.masterAddr, res.masterHA = m, live.haServerAddr
 			}
 		}
 	}
-	return "", "", isNew
+	return res, nil
 }
 
 // updateQueueDataLocked is RouteInfoManager.createAndUpdateQueueData. Topics the broker no longer
 // reports are kept, as in RocketMQ 4.x: brokers may register only what changed
-// (registerIncrementBrokerData), and deletions arrive as DELETE_TOPIC_IN_NAMESRV.
-func (t *table) updateQueueDataLocked(brokerName string, tc *TopicConfig) {
-	if tc.TopicName == "" {
-		return
+// (registerIncrementBrokerData), and deletions arrive as DELETE_TOPIC_IN_NAMESRV. It reports
+// false, changing nothing, for a topic new to a broker name that holds maxTopicsPerBroker.
+func (t *table) updateQueueDataLocked(topic string, qd QueueData) bool {
+	if topic == "" {
+		return true
 	}
-	qd := QueueData{BrokerName: brokerName, ReadQueueNums: tc.ReadQueueNums,
-		WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm, TopicSynFlag: tc.TopicSysFlag}
-	m := t.topicQueue[tc.TopicName]
+	m := t.topicQueue[topic]
+	if _, ok := m[qd.BrokerName]; !ok {
+		if t.nameTopics[qd.BrokerName] >= t.maxTopics {
+			return false
+		}
+		t.nameTopics[qd.BrokerName]++
+	}
 	if m == nil {
 		m = make(map[string]QueueData)
-		t.topicQueue[tc.TopicName] = m
+		t.topicQueue[topic] = m
 	}
-	m[brokerName] = qd
+	m[qd.BrokerName] = qd
+	return true
+}
+
+// leaveClusterLocked takes brokerName out of cluster, and drops the cluster when it is left
+// empty.
+func (t *table) leaveClusterLocked(cluster, brokerName string) {
+	names := t.clusterAddr[cluster]
+	delete(names, brokerName)
+	if len(names) == 0 {
+		delete(t.clusterAddr, cluster)
+	}
 }
 
 // dataVersionChangedLocked reports whether addr is unknown or last registered another version.
@@ -205,16 +273,14 @@ func (t *table) removeAddrLocked(addr string) removedBroker {
 }
 
 // removeBrokerNameLocked drops a broker name that has no address left: its broker data, its
-// membership in every cluster (and clusters left empty; a broker that moved clusters may be in
-// more than one), and its queue data in every topic (and topics left without queue data).
+// membership in its cluster (and the cluster when left empty), and its queue data in every
+// topic (and topics left without queue data).
 func (t *table) removeBrokerNameLocked(brokerName string) {
-	delete(t.brokerAddr, brokerName)
-	for cluster, names := range t.clusterAddr {
-		delete(names, brokerName)
-		if len(names) == 0 {
-			delete(t.clusterAddr, cluster)
-		}
+	if bd := t.brokerAddr[brokerName]; bd != nil {
+		t.leaveClusterLocked(bd.Cluster, brokerName)
 	}
+	delete(t.brokerAddr, brokerName)
+	delete(t.nameTopics, brokerName)
 	for topic, m := range t.topicQueue {
 		delete(m, brokerName)
 		if len(m) == 0 {
@@ -329,29 +395,34 @@ func (t *table) topicsByCluster(cluster string) []string {
 // deleteTopic forgets a topic's queue data on every broker.
 func (t *table) deleteTopic(topic string) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range t.topicQueue[topic] {
+		if t.nameTopics[name]--; t.nameTopics[name] <= 0 {
+			delete(t.nameTopics, name)
+		}
+	}
 	delete(t.topicQueue, topic)
-	t.mu.Unlock()
 }
 
-// registerTopic records queue datas for topic (REGISTER_TOPIC_IN_NAMESRV). Every queue data must
-// name a known broker; it reports the first unknown broker name and changes nothing then.
-func (t *table) registerTopic(topic string, qds []QueueData) (unknownBroker string) {
+// registerTopic records queue datas for topic (REGISTER_TOPIC_IN_NAMESRV), their queue counts
+// clamped into [0, maxQueueNums]. Every queue data must name a known broker; it reports the
+// first unknown broker name and changes nothing then. A broker name that holds
+// maxTopicsPerBroker topics is left out of a topic new to it (overCap counts them).
+func (t *table) registerTopic(topic string, qds []QueueData) (unknownBroker string, overCap int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range qds {
 		if _, ok := t.brokerAddr[qds[i].BrokerName]; !ok {
-			return qds[i].BrokerName
+			return qds[i].BrokerName, 0
 		}
 	}
-	m := t.topicQueue[topic]
-	if m == nil {
-		m = make(map[string]QueueData, len(qds))
-		t.topicQueue[topic] = m
-	}
 	for _, qd := range qds {
-		m[qd.BrokerName] = qd
+		qd.ReadQueueNums, qd.WriteQueueNums = clampQueueNums(qd.ReadQueueNums), clampQueueNums(qd.WriteQueueNums)
+		if !t.updateQueueDataLocked(topic, qd) {
+			overCap++
+		}
 	}
-	return ""
+	return "", overCap
 }
 
 // liveBrokers returns the registered broker addresses, sorted (for tests and admin).

@@ -59,6 +59,9 @@ func newSubscriptionGroupManager(b *Broker) (*subscriptionGroupManager, error) {
 	case err != nil:
 		return nil, fmt.Errorf("broker: load subscription groups: %w", err)
 	default:
+		if d := dropInvalidGroups(w.SubscriptionGroupTable); d.count > 0 { // as topics.json (topic_config.go)
+			d.log(b.log.Error().Str("file", m.path), "subscription groups with invalid names dropped at load")
+		}
 		for k, v := range w.SubscriptionGroupTable {
 			m.table[k] = v
 		}

@@ -59,6 +59,11 @@ func newTopicConfigManager(b *Broker) (*topicConfigManager, error) {
 		if fromBak {
 			b.log.Warn().Str("file", m.path).Msg("topics loaded from backup")
 		}
+		// An older build or a hand edit may have left names no request may carry: the broker
+		// must neither register nor serve them. The file loses them at its next write.
+		if d := dropInvalidTopics(w.TopicConfigTable); d.count > 0 {
+			d.log(b.log.Error().Str("file", m.path), "topics with invalid names dropped at load")
+		}
 		for name, tc := range w.TopicConfigTable {
 			m.table[name] = tc
 		}

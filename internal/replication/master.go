@@ -28,6 +28,10 @@ type Master struct {
 	// lastID numbers slave connections for gt.
 	lastID atomic.Uint64
 
+	// served counts the connections Run's accept loop handed to serve and that have not
+	// ended: at most MaxConnections.
+	served atomic.Int32
+
 	running atomic.Bool
 	ready   chan struct{}
 	addr    atomic.Pointer[string]
@@ -110,6 +114,10 @@ func (m *Master) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 
+	// One warning per period for refused connections: a peer that connects in a loop must
+	// not flood the log (refused counts them all).
+	refusedLog := m.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: peerLogPeriod})
+	var refused int64
 	var wg sync.WaitGroup
 	var runErr error
 	for {
@@ -120,7 +128,19 @@ func (m *Master) Run(ctx context.Context) error {
 			}
 			break
 		}
-		wg.Go(func() { m.serve(ctx, c) })
+		// Only this loop adds to served, so the check cannot be raced past the cap.
+		if int(m.served.Load()) >= m.opts.MaxConnections {
+			refused++
+			refusedLog.Warn().Str("addr", c.RemoteAddr().String()).Int("max_connections", m.opts.MaxConnections).
+				Int64("refused", refused).Msg("HA connection refused: too many connections")
+			c.Close()
+			continue
+		}
+		m.served.Add(1)
+		wg.Go(func() {
+			defer m.served.Add(-1)
+			m.serve(ctx, c)
+		})
 	}
 	ln.Close()
 	m.closeSlaveConns()

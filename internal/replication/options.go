@@ -36,6 +36,10 @@ const (
 	// no handshake). It is RocketMQ's remoting connect timeout, 3 s: ample for a slave on a
 	// LAN, and the longest a peer without the secret holds a connection.
 	DefaultHandshakeTimeout = 3 * time.Second
+	// DefaultMaxConnections caps the HA connections a master serves at once (no RocketMQ
+	// setting: its HA port takes any number). A master has one or two slaves; the rest of the
+	// room is for slaves reconnecting before the master noticed their old connection died.
+	DefaultMaxConnections = 16
 )
 
 // MinSecretBytes is the shortest HA secret accepted: the handshake's proofs can be attacked
@@ -71,6 +75,10 @@ type MasterOptions struct {
 	Secret []byte
 	// HandshakeTimeout bounds the whole handshake when Secret is set, 3 s.
 	HandshakeTimeout time.Duration
+	// MaxConnections caps the connections served at once, 16: each holds a goroutine for up
+	// to HandshakeTimeout (with a Secret) or HousekeepingInterval before it proves anything.
+	// A connection beyond it is closed as soon as it is accepted.
+	MaxConnections int
 	// Logger receives logs with component=replication, role=master; nil means silent.
 	Logger *zerolog.Logger
 }
@@ -100,6 +108,9 @@ func (o MasterOptions) withDefaults() MasterOptions {
 	if o.HandshakeTimeout == 0 {
 		o.HandshakeTimeout = DefaultHandshakeTimeout
 	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
 	o.Secret = bytes.Clone(o.Secret)
 	if o.Logger == nil {
 		l := zerolog.Nop()
@@ -121,6 +132,9 @@ func (o MasterOptions) validate() error {
 		checkSecret(o.Secret))
 	if o.SlaveFallBehindMax < 0 {
 		errs = append(errs, fmt.Errorf("replication: SlaveFallBehindMax %d is negative", o.SlaveFallBehindMax))
+	}
+	if o.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("replication: MaxConnections %d is negative", o.MaxConnections))
 	}
 	return errors.Join(errs...)
 }
