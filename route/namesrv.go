@@ -12,6 +12,9 @@ import (
 const (
 	DefaultScanInterval = 10 * time.Second  // scanNotActiveBroker period
 	DefaultBrokerExpiry = 120 * time.Second // BROKER_CHANNEL_EXPIRED_TIME
+	// DefaultMaxQueueNums is ours (RocketMQ's name server takes any count): 1024, the bound
+	// RocketMQ's admin tools follow by convention and the broker's default MaxQueueNums.
+	DefaultMaxQueueNums = 1024
 )
 
 // Options configures a NameServer. The zero value is valid.
@@ -26,6 +29,10 @@ type Options struct {
 	// persisted to on every change. Call LoadKVConfig before serving to read it back. Empty keeps
 	// the KV config in memory only.
 	KVConfigPath string
+	// MaxQueueNums caps the read and write queue counts a broker may register for a topic
+	// (larger counts are clamped): every client routing to the topic allocates one queue per
+	// count. Zero or negative means DefaultMaxQueueNums.
+	MaxQueueNums int32
 	// Logger receives the name server's logs (component "route"); nil discards them.
 	Logger *zerolog.Logger
 
@@ -53,6 +60,9 @@ func NewNameServer(opts Options) *NameServer {
 	}
 	if opts.BrokerExpiry <= 0 {
 		opts.BrokerExpiry = DefaultBrokerExpiry
+	}
+	if opts.MaxQueueNums <= 0 {
+		opts.MaxQueueNums = DefaultMaxQueueNums
 	}
 	l := zerolog.Nop()
 	if opts.Logger != nil {

@@ -143,7 +143,7 @@ func (n *NameServer) registerBroker(_ context.Context, ch remoting.Channel, req 
 	if err != nil {
 		return nil, err // wraps ErrMalformed and says what was wrong
 	}
-	scrub := body.scrubTopics()
+	scrub := body.scrubTopics(n.opts.MaxQueueNums)
 	w := &body.TopicConfigSerializeWrapper
 	reg, err := n.table.register(&registration{
 		cluster: h.ClusterName, brokerName: h.BrokerName, brokerAddr: h.BrokerAddr,
@@ -163,7 +163,7 @@ func (n *NameServer) registerBroker(_ context.Context, ch remoting.Channel, req 
 			e = e.Str("first_bad", scrub.firstBad.Quoted())
 		}
 		if scrub.clamped > 0 {
-			e = e.Str("first_clamped", scrub.firstClamped).Int("max_queue_nums", maxQueueNums)
+			e = e.Str("first_clamped", scrub.firstClamped).Int32("max_queue_nums", n.opts.MaxQueueNums)
 		}
 		e.Msg("register broker: topics left out or queue counts clamped")
 	}
@@ -175,7 +175,7 @@ func (n *NameServer) registerBroker(_ context.Context, ch remoting.Channel, req 
 		e.Str("broker", h.BrokerName).Str("addr", h.BrokerAddr).Msg("broker registration refreshed")
 	}
 	resp := withHeader(success(), &protocol.RegisterBrokerResponseHeader{HAServerAddr: reg.masterHA, MasterAddr: reg.masterAddr})
-	resp.Remark = scrub.remark(reg.overCap, n.table.maxTopics)
+	resp.Remark = scrub.remark(reg.overCap, n.table.maxTopics, n.opts.MaxQueueNums)
 	if kv, ok := n.kv.list(NamespaceOrderTopicConfig); ok {
 		resp.Body = (&KVTable{Table: kv}).Encode()
 	}
@@ -184,14 +184,14 @@ func (n *NameServer) registerBroker(_ context.Context, ch remoting.Channel, req 
 
 // remark tells the broker what its registration lost ("" when nothing): Apache brokers ignore
 // the remark of a SUCCESS, but a person reading the answer learns why a topic has no route.
-func (s *topicScrub) remark(overCap, maxTopics int) string {
+func (s *topicScrub) remark(overCap, maxTopics int, maxQ int32) string {
 	var parts []string
 	if s.skipped > 0 && s.firstBad != nil {
 		parts = append(parts, strconv.Itoa(s.skipped)+" topic(s) with an invalid name left out, first: "+s.firstBad.Error())
 	}
 	if s.clamped > 0 {
 		parts = append(parts, strconv.Itoa(s.clamped)+" topic(s) with queue counts clamped to [0, "+
-			strconv.Itoa(maxQueueNums)+"], first: "+s.firstClamped)
+			strconv.Itoa(int(maxQ))+"], first: "+s.firstClamped)
 	}
 	if overCap > 0 {
 		parts = append(parts, strconv.Itoa(overCap)+" topic(s) left out: the broker holds "+
@@ -299,7 +299,7 @@ func (n *NameServer) registerTopic(_ context.Context, _ remoting.Channel, req *r
 	if len(r.QueueDatas) == 0 {
 		return success(), nil
 	}
-	unknown, overCap := n.table.registerTopic(h.Topic, r.QueueDatas)
+	unknown, overCap := n.table.registerTopic(h.Topic, r.QueueDatas, n.opts.MaxQueueNums)
 	if unknown != "" {
 		return nil, &remoting.ResponseError{Code: remoting.SystemError,
 			Remark: fmt.Sprintf("register topic %s: broker %s is not registered", h.Topic, names.Quote(unknown, len(unknown)))}

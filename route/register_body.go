@@ -308,11 +308,6 @@ func readErr(err error) error {
 
 // Bounds on what one registration may put in the route table (RocketMQ has none).
 const (
-	// maxQueueNums caps a topic's read and write queue counts in a route: every client that
-	// routes to a topic allocates one queue per count, so a registration claiming 2^31-1 queues
-	// must not reach them. 1024 is the bound RocketMQ's admin tools follow by convention and the
-	// broker's default MaxQueueNums.
-	maxQueueNums = 1024
 	// maxRegisterTopics caps a registration's topic table, checked while it is decoded: a
 	// 16 MiB frame of minimal JSON entries, or a compressed body inflating to 64 MiB, would
 	// otherwise hold millions. 131,072 is well above what one broker serves.
@@ -325,18 +320,18 @@ type topicScrub struct {
 	// error of the one with the least key, so the log names the same entry every time.
 	skipped  int
 	firstBad *names.Error
-	// clamped counts entries whose queue counts were brought into [0, maxQueueNums];
+	// clamped counts entries whose queue counts were brought into [0, Options.MaxQueueNums];
 	// firstClamped is the least of their names.
 	clamped      int
 	firstClamped string
 }
 
 // scrubTopics drops every entry whose key or topicName is not a valid topic (internal/names)
-// and clamps queue counts into [0, maxQueueNums]. A bad name is skipped rather than refusing
+// and clamps queue counts into [0, maxQ]. A bad name is skipped rather than refusing
 // the registration: an Apache broker registers its broker and cluster names as topics, and its
 // default broker name is the host name, dots and all; those topics are unusable as routes, the
 // broker's other topics are not.
-func (b *RegisterBrokerBody) scrubTopics() topicScrub {
+func (b *RegisterBrokerBody) scrubTopics(maxQ int32) topicScrub {
 	var s topicScrub
 	var badKey string
 	table := b.TopicConfigSerializeWrapper.TopicConfigTable
@@ -354,7 +349,7 @@ func (b *RegisterBrokerBody) scrubTopics() topicScrub {
 			s.skipped++
 			continue
 		}
-		r, w := clampQueueNums(tc.ReadQueueNums), clampQueueNums(tc.WriteQueueNums)
+		r, w := clampQueueNums(tc.ReadQueueNums, maxQ), clampQueueNums(tc.WriteQueueNums, maxQ)
 		if r != tc.ReadQueueNums || w != tc.WriteQueueNums {
 			tc.ReadQueueNums, tc.WriteQueueNums = r, w
 			table[key] = tc
@@ -367,9 +362,9 @@ func (b *RegisterBrokerBody) scrubTopics() topicScrub {
 	return s
 }
 
-// clampQueueNums brings a queue count into [0, maxQueueNums]. Zero stays: RocketMQ sets a
-// broker's write queues of a topic to 0 to drain it.
-func clampQueueNums(n int32) int32 { return max(0, min(n, maxQueueNums)) }
+// clampQueueNums brings a queue count into [0, maxQ]. Zero stays: RocketMQ sets a broker's
+// write queues of a topic to 0 to drain it.
+func clampQueueNums(n, maxQ int32) int32 { return max(0, min(n, maxQ)) }
 
 // bodyCRC32 is RocketMQ's UtilAll.crc32: the IEEE CRC-32 with the sign bit cleared.
 func bodyCRC32(body []byte) int32 { return int32(crc32.ChecksumIEEE(body) & 0x7fffffff) }

@@ -18,8 +18,8 @@ import (
 )
 
 // TestRegisterBrokerClampsQueueNums: a registration claiming 2^31-1 queues (or a negative
-// count) yields a route whose counts lie in [0, maxQueueNums], in both body forms and through
-// REGISTER_TOPIC_IN_NAMESRV, so no client allocates more than maxQueueNums queues per broker.
+// count) yields a route whose counts lie in [0, DefaultMaxQueueNums], in both body forms and through
+// REGISTER_TOPIC_IN_NAMESRV, so no client allocates more than DefaultMaxQueueNums queues per broker.
 func TestRegisterBrokerClampsQueueNums(t *testing.T) {
 	for _, compress := range []bool{false, true} {
 		t.Run(fmt.Sprintf("compress=%v", compress), func(t *testing.T) {
@@ -34,7 +34,7 @@ func TestRegisterBrokerClampsQueueNums(t *testing.T) {
 			if resp.Code != remoting.Success || !strings.Contains(resp.Remark, "2 topic(s) with queue counts clamped") {
 				t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
 			}
-			for topic, want := range map[string][2]int32{"Huge": {maxQueueNums, maxQueueNums}, "Negative": {0, 0}, "Drained": {4, 0}} {
+			for topic, want := range map[string][2]int32{"Huge": {DefaultMaxQueueNums, DefaultMaxQueueNums}, "Negative": {0, 0}, "Drained": {4, 0}} {
 				body := routeBody(t, ns, topic, remoting.Success)
 				r, err := DecodeTopicRouteData([]byte(body))
 				if err != nil {
@@ -60,10 +60,30 @@ func TestRegisterBrokerClampsQueueNums(t *testing.T) {
 			t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
 		}
 		r, ok := ns.TopicRoute("Made")
-		if !ok || r.QueueDatas[0].ReadQueueNums != maxQueueNums || r.QueueDatas[0].WriteQueueNums != 0 {
+		if !ok || r.QueueDatas[0].ReadQueueNums != DefaultMaxQueueNums || r.QueueDatas[0].WriteQueueNums != 0 {
 			t.Errorf("route %+v", r)
 		}
 	})
+}
+
+// TestRegisterBrokerMaxQueueNumsOption: Options.MaxQueueNums moves the clamp, so a node whose
+// brokers allow more queues routes them all.
+func TestRegisterBrokerMaxQueueNumsOption(t *testing.T) {
+	ns, _ := newTestNameServer(t, Options{MaxQueueNums: 2048})
+	b := brokerSpec{cluster: "c", name: "broker-w", addr: "10.0.0.9:10911", version: v1,
+		topics: []TopicConfig{
+			{TopicName: "Wide", ReadQueueNums: 2000, WriteQueueNums: 2000, Perm: 6},
+			{TopicName: "Wider", ReadQueueNums: 4096, WriteQueueNums: 3000, Perm: 6},
+		}}
+	if resp := call(t, ns, newFakeChannel("10.0.0.9:1"), b.request()); resp.Code != remoting.Success {
+		t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
+	}
+	for topic, want := range map[string]int32{"Wide": 2000, "Wider": 2048} {
+		r, ok := ns.TopicRoute(topic)
+		if !ok || r.QueueDatas[0].ReadQueueNums != want || r.QueueDatas[0].WriteQueueNums != want {
+			t.Errorf("%s: route %+v, want %d queues", topic, r, want)
+		}
+	}
 }
 
 // TestRegisterBrokerBadIdentity: a registration whose broker name, cluster name or address is

@@ -16,7 +16,7 @@ import (
 // goes with its last address, and a broker name is in one cluster, its latest.
 const (
 	// maxBrokerAddrs caps the registered broker addresses: a route lists at most this many
-	// broker datas and queue datas, each bounded by maxIdentityBytes and maxQueueNums. The
+	// broker datas and queue datas, each bounded by maxIdentityBytes and Options.MaxQueueNums. The
 	// largest RocketMQ deployments run hundreds of brokers per name server.
 	maxBrokerAddrs = 4096
 	// maxTopicsPerBroker caps the topics with queue data on one broker name. Topics a broker
@@ -405,10 +405,10 @@ func (t *table) deleteTopic(topic string) {
 }
 
 // registerTopic records queue datas for topic (REGISTER_TOPIC_IN_NAMESRV), their queue counts
-// clamped into [0, maxQueueNums]. Every queue data must name a known broker; it reports the
+// clamped into [0, maxQ]. Every queue data must name a known broker; it reports the
 // first unknown broker name and changes nothing then. A broker name that holds
 // maxTopicsPerBroker topics is left out of a topic new to it (overCap counts them).
-func (t *table) registerTopic(topic string, qds []QueueData) (unknownBroker string, overCap int) {
+func (t *table) registerTopic(topic string, qds []QueueData, maxQ int32) (unknownBroker string, overCap int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range qds {
@@ -417,7 +417,7 @@ func (t *table) registerTopic(topic string, qds []QueueData) (unknownBroker stri
 		}
 	}
 	for _, qd := range qds {
-		qd.ReadQueueNums, qd.WriteQueueNums = clampQueueNums(qd.ReadQueueNums), clampQueueNums(qd.WriteQueueNums)
+		qd.ReadQueueNums, qd.WriteQueueNums = clampQueueNums(qd.ReadQueueNums, maxQ), clampQueueNums(qd.WriteQueueNums, maxQ)
 		if !t.updateQueueDataLocked(topic, qd) {
 			overCap++
 		}

@@ -86,6 +86,7 @@ func newNode(opts Options) (*Node, error) {
 		n.nameServer = route.NewNameServer(route.Options{
 			ScanInterval: opts.ScanNotActiveBrokerInterval,
 			BrokerExpiry: opts.BrokerChannelExpiredTime,
+			MaxQueueNums: opts.MaxQueueNums,
 			KVConfigPath: filepath.Join(opts.StoreDir, "namesrv", "kvConfig.json"),
 			Logger:       opts.Logger,
 		})

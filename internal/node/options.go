@@ -176,7 +176,8 @@ type Options struct {
 	MaxHeldPullsPerConnection int
 	MaxHeldPulls              int
 	// MaxQueueNums caps a topic's read and write queue counts and a group's retryQueueNums;
-	// admin requests asking more are refused. Default 1024.
+	// admin requests asking more are refused, and this node's name service clamps the counts
+	// brokers register to it. Default 1024.
 	MaxQueueNums int32
 
 	// Logger receives the node's structured logs; nil discards them.
