@@ -66,3 +66,16 @@ func TestLimitOptionsReachTheBroker(t *testing.T) {
 		t.Errorf("answers %v, want one PULL_NOT_FOUND and one SYSTEM_BUSY", got)
 	}
 }
+
+// TestMaxMessageBytesReachesTheBroker: the node's MaxMessageBytes is the broker's maxMessageSize.
+func TestMaxMessageBytesReachesTheBroker(t *testing.T) {
+	o := haOpts(t, AsyncMaster)
+	o.MaxMessageBytes = 1024
+	n := startNode(t, o)
+	if resp := send(t, n, n.BrokerAddr(), "Sized", 0, strings.Repeat("x", 1024)); resp.Code != remoting.Success {
+		t.Fatalf("1024-byte body: %d %q", resp.Code, resp.Remark)
+	}
+	if resp := send(t, n, n.BrokerAddr(), "Sized", 0, strings.Repeat("x", 1025)); resp.Code != remoting.MessageIllegal {
+		t.Fatalf("1025-byte body: %d %q, want MESSAGE_ILLEGAL", resp.Code, resp.Remark)
+	}
+}

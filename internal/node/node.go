@@ -222,6 +222,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 		MaxHeldPullsPerConnection:   n.opts.MaxHeldPullsPerConnection,
 		MaxHeldPulls:                n.opts.MaxHeldPulls,
 		MaxQueueNums:                n.opts.MaxQueueNums,
+		MaxMessageBytes:             n.opts.MaxMessageBytes,
 		Logger:                      n.opts.Logger,
 	})
 	if err != nil {

@@ -107,6 +107,9 @@ type Options struct {
 	ChannelMaxIdleTime time.Duration
 	// MaxFrameBytes is the largest frame accepted. Default 16 MiB.
 	MaxFrameBytes int
+	// MaxMessageBytes is the largest message body a send may carry (RocketMQ maxMessageSize,
+	// 4 MiB); a larger one is refused with MESSAGE_ILLEGAL.
+	MaxMessageBytes int
 	// MaxHeaderBytes and MaxExtFields bound each request's header; a header over either closes
 	// its connection. Defaults remoting.DefaultMaxHeaderBytes (64 KiB) and
 	// remoting.DefaultMaxExtFields (256); RocketMQ has no such limits.
