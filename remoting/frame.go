@@ -43,14 +43,15 @@ func (l DecodeLimits) withDefaults() DecodeLimits {
 const frameOverhead = 8
 
 // FrameLength validates the 4-byte length prefix of a frame and returns L, the number of bytes
-// that follow it. prefix must hold at least 4 bytes.
+// that follow it. prefix must hold at least 4 bytes. maxFrame bounds the whole frame, the length
+// word included, as RocketMQ's NettyDecoder counts frameMaxLength: L may be maxFrame-4 at most.
 func FrameLength(prefix []byte, maxFrame int) (int, error) {
 	l := int(int32(binary.BigEndian.Uint32(prefix)))
 	if l < 4 {
 		return 0, malformed("frame length %d is under the 4-byte header-length word", l)
 	}
-	if maxFrame > 0 && l > maxFrame {
-		return 0, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, l, maxFrame)
+	if maxFrame > 0 && l > maxFrame-4 {
+		return 0, fmt.Errorf("%w: %d bytes with its length word, maximum %d", ErrFrameTooLarge, l+4, maxFrame)
 	}
 	return l, nil
 }

@@ -27,7 +27,8 @@ const DefaultMaxConnections = 10000
 type ServerOptions struct {
 	// Addr is the TCP "host:port" to listen on; port 0 picks a free port. Default 127.0.0.1:0.
 	Addr string
-	// MaxFrameBytes is the largest frame accepted; a larger length word closes the connection.
+	// MaxFrameBytes is the largest frame accepted, its 4-byte length word included (RocketMQ's
+	// frameMaxLength); a larger length word closes the connection.
 	// Default DefaultMaxFrameBytes (16 MiB).
 	MaxFrameBytes int
 	// MaxHeaderBytes and MaxExtFields bound each request's header (see DecodeLimits); a header

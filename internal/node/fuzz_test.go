@@ -845,7 +845,7 @@ func (e *fuzzEnv) exchange(r fuzzRequest, desc string) (*remoting.Command, error
 
 // frameBytes is the frame length word of resp once encoded (what the frame limit bounds).
 func frameBytes(resp *remoting.Command) int {
-	return len(remoting.AppendFrameHeader(nil, resp)) - 4 + len(resp.Body)
+	return len(remoting.AppendFrameHeader(nil, resp)) + len(resp.Body)
 }
 
 // inproc sends req through the node's dispatcher without a socket. A request unanswered after

@@ -105,7 +105,7 @@ type Options struct {
 	BrokerChannelExpiredTime    time.Duration
 	// ChannelMaxIdleTime closes connections idle this long. Default 120 s.
 	ChannelMaxIdleTime time.Duration
-	// MaxFrameBytes is the largest frame accepted. Default 16 MiB.
+	// MaxFrameBytes is the largest frame accepted, its length word included. Default 16 MiB.
 	MaxFrameBytes int
 	// MaxMessageBytes is the largest message body a send may carry (RocketMQ maxMessageSize,
 	// 4 MiB); a larger one is refused with MESSAGE_ILLEGAL.
