@@ -2,6 +2,7 @@ package mqtest_test
 
 import (
 	"context"
+	"net"
 	"sync"
 	"testing"
 
@@ -82,7 +83,8 @@ func TestStartCluster(t *testing.T) {
 	}
 }
 
-// A killed master restarts on its store and port: what it stored before is consumed after.
+// A killed master restarts on its store and on its ports, broker and HA (Restart's contract
+// while they are free): what it stored before is consumed after.
 func TestKillRestartMaster(t *testing.T) {
 	c := mqtest.StartCluster(t, mqtest.Config{})
 	const topic = "Restart"
@@ -92,7 +94,10 @@ func TestKillRestartMaster(t *testing.T) {
 		send(t, p, topic, b)
 	}
 	m := c.Master(0)
-	addr := m.Addr()
+	addr, haAddr := m.Addr(), m.Current().HAAddr()
+	if haAddr == "" {
+		t.Fatal("the master serves no HA port")
+	}
 	if err := c.KillMaster(0); err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +110,16 @@ func TestKillRestartMaster(t *testing.T) {
 	if err := c.Restart(m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Addr() != addr {
-		t.Logf("port %s was taken; restarted on %s", addr, m.Addr())
+	if got, gotHA := m.Addr(), m.Current().HAAddr(); got != addr || gotHA != haAddr {
+		// Restart may move only off a port someone took meanwhile (TestRestartOnTakenPort); one
+		// we can bind now was free then, barring a holder that came and went within the restart.
+		for _, a := range []string{addr, haAddr} {
+			if l, err := net.Listen("tcp", a); err == nil {
+				l.Close()
+				t.Fatalf("restarted on %s (HA %s), not on %s (HA %s), though %s is free", got, gotHA, addr, haAddr, a)
+			}
+		}
+		t.Logf("ports %s, %s were taken by another process; restarted on %s, %s", addr, haAddr, got, gotHA)
 	}
 	mqtest.Eventually(t, "a send after the restart", func() bool {
 		_, err := p.SendSync(context.Background(), producer.NewMessage(topic, []byte("m4")))
@@ -116,6 +129,42 @@ func TestKillRestartMaster(t *testing.T) {
 	mqtest.Eventually(t, "m1..m4 consumed", func() bool {
 		s := seen()
 		return s["m1"] > 0 && s["m2"] > 0 && s["m3"] > 0 && s["m4"] > 0
+	})
+}
+
+// A master whose port was taken while it was down restarts on a new one, registers it with the
+// name server, and serves what it stored before.
+func TestRestartOnTakenPort(t *testing.T) {
+	c := mqtest.StartCluster(t, mqtest.Config{})
+	const topic = "Moved"
+	c.CreateTopic(topic, 2)
+	send(t, c.NewProducer(), topic, "before")
+	m := c.Master(0)
+	addr := m.Addr()
+	if err := c.KillMaster(0); err != nil {
+		t.Fatal(err)
+	}
+	squatter, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("take the killed master's port %s: %v", addr, err)
+	}
+	defer squatter.Close()
+	if err := c.Restart(m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Addr() == addr || !m.Running() {
+		t.Fatalf("restarted on %s (running %v), the taken port was %s", m.Addr(), m.Running(), addr)
+	}
+	info := c.NameServerNodes()[0].Current().NameServer().ClusterInfo()
+	if got := info.BrokerAddrTable[m.BrokerName].BrokerAddrs[0]; got != m.Addr() {
+		t.Fatalf("name server knows the master at %s, want %s", got, m.Addr())
+	}
+	// A new producer: the old one's route still names the squatter, which never answers.
+	send(t, c.NewProducer(), topic, "after")
+	seen := consumeAll(t, c.NewPushConsumer(consumer.WithGroup("moved")), topic)
+	mqtest.Eventually(t, "both messages consumed", func() bool {
+		s := seen()
+		return s["before"] > 0 && s["after"] > 0
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -21,16 +22,18 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if _, err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run() (err error) {
+// run starts the cluster, sends 20 messages and consumes them; it returns the distinct bodies
+// consumed, once every one sent has been.
+func run() (consumed map[string]bool, err error) {
 	dir, err := os.MkdirTemp("", "mq-cluster-*")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 
@@ -40,7 +43,7 @@ func run() (err error) {
 	nsOpts.DisableBroker, nsOpts.StoreDir = true, dir+"/namesrv"
 	ns, err := mq.StartNode(nsOpts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { err = errors.Join(err, ns.Close()) }()
 
@@ -51,7 +54,7 @@ func run() (err error) {
 		o.BrokerName, o.StoreDir = name, dir+"/"+name
 		b, err := mq.StartNode(o)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer func() { err = errors.Join(err, b.Close()) }()
 		brokers = append(brokers, b)
@@ -60,58 +63,69 @@ func run() (err error) {
 
 	p, err := brokers[0].NewProducer(producer.WithGroup("example"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 20
+	sent := map[string]bool{}
 	for i := range n {
-		res, err := p.SendSync(ctx, producer.NewMessage("ClusterDemo", fmt.Appendf(nil, "message %d", i)))
+		body := fmt.Sprintf("message %d", i)
+		res, err := p.SendSync(ctx, producer.NewMessage("ClusterDemo", []byte(body)))
 		if err != nil {
-			return err
+			return nil, err
 		}
+		sent[body] = true
 		fmt.Printf("sent %2d to %s\n", i, res.Queue)
 	}
 
+	// Delivery is at least once: a message may come twice, so count distinct bodies.
 	var mu sync.Mutex
-	got := map[string]int{}
+	consumed = map[string]bool{}
+	perBroker := map[string]int{}
+	left := n // sent bodies not consumed yet
 	done := make(chan struct{})
 	c, err := brokers[1].NewPushConsumer(consumer.WithGroup("example-consumers"),
 		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	err = c.Subscribe("ClusterDemo", "*", func(_ context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range msgs {
-			got[m.Queue.BrokerName]++
-			if sum(got) == n {
-				close(done)
+			body := string(m.Body)
+			if consumed[body] {
+				continue
+			}
+			consumed[body] = true
+			perBroker[m.Queue.BrokerName]++
+			if sent[body] {
+				left--
+				if left == 0 {
+					close(done)
+				}
 			}
 		}
 		return consumer.ConsumeSuccess, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	defer c.Close()
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return fmt.Errorf("consumed %v of %d", got, n)
+		mu.Lock()
+		defer mu.Unlock()
+		return nil, fmt.Errorf("consumed %d distinct of %d sent", n-left, n)
 	}
-	fmt.Printf("consumed all %d: %v per broker\n", n, got)
-	return nil
-}
-
-func sum(m map[string]int) (s int) {
-	for _, v := range m {
-		s += v
-	}
-	return s
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Printf("consumed all %d: %v per broker\n", n, perBroker)
+	return maps.Clone(consumed), nil
 }

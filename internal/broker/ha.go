@@ -214,15 +214,19 @@ func (b *Broker) onDispatch(e storage.DispatchEvent) {
 // replication SyncFlushTimeout) until a slave has the bytes, and turns the outcome into the
 // put status RocketMQ answers (FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE). Other roles return
 // at once.
-func (b *Broker) waitForSlave(r *storage.PutResult) {
+func (b *Broker) waitForSlave(ctx context.Context, r *storage.PutResult) {
 	if b.opts.BrokerRole != RoleSyncMaster || b.ha.master == nil || !putStored(r.Status) {
 		return
 	}
-	err := b.ha.master.WaitForAck(context.Background(), r.PhyOffset+int64(r.WroteBytes))
+	// ctx is the dispatcher's: it ends when the node closes, which must not wait out
+	// SyncFlushTimeout for every send still waiting on a slave.
+	err := b.ha.master.WaitForAck(ctx, r.PhyOffset+int64(r.WroteBytes))
 	switch {
 	case err == nil:
 	case errors.Is(err, replication.ErrNoSlave):
 		r.Status = storage.SlaveNotAvailable
+	case ctx.Err() != nil: // closing: stored, but not known to be on a slave
+		r.Status = storage.FlushSlaveTimeout
 	default: // ErrSlaveTimeout
 		r.Status = storage.FlushSlaveTimeout
 		b.ha.timeoutLog.Warn().Err(err).Int64("phy_offset", r.PhyOffset).Msg("slave did not acknowledge in time")

@@ -67,7 +67,7 @@ func (b *Broker) registerSend(d *remoting.Dispatcher) {
 
 // processSend serves the five send codes. A header that does not decode answers SYSTEM_ERROR
 // naming the field (the dispatcher turns the *remoting.HeaderError into that response).
-func (b *Broker) processSend(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (b *Broker) processSend(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.SendMessageRequestHeader
 	var err error
 	switch req.Code {
@@ -81,13 +81,13 @@ func (b *Broker) processSend(_ context.Context, ch remoting.Channel, req *remoti
 	}
 	reply := req.Code == remoting.SendReplyMessage || req.Code == remoting.SendReplyMessageV2
 	if !reply && (req.Code == remoting.SendBatchMessage || h.Batch) {
-		return b.sendBatch(ch, req, &h), nil
+		return b.sendBatch(ctx, ch, req, &h), nil
 	}
-	return b.sendOne(ch, req, &h), nil
+	return b.sendOne(ctx, ch, req, &h), nil
 }
 
 // sendOne stores a single message (RocketMQ SendMessageProcessor.sendMessage).
-func (b *Broker) sendOne(ch remoting.Channel, req *remoting.Command, h *protocol.SendMessageRequestHeader) *remoting.Command {
+func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting.Command, h *protocol.SendMessageRequestHeader) *remoting.Command {
 	tc, resp := b.checkSend(ch, h)
 	if resp != nil {
 		return resp
@@ -130,7 +130,7 @@ func (b *Broker) sendOne(ch remoting.Channel, req *remoting.Command, h *protocol
 		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
 	}
 	r, err := b.store.PutMessage(m)
-	b.waitForSlave(&r)
+	b.waitForSlave(ctx, &r)
 	if putStored(r.Status) && m.Topic == TopicSchedule {
 		b.scheduleArrived()
 	}
@@ -139,7 +139,7 @@ func (b *Broker) sendOne(ch remoting.Channel, req *remoting.Command, h *protocol
 
 // sendBatch stores the messages of a SEND_BATCH_MESSAGE body at consecutive offsets of one queue
 // (RocketMQ SendMessageProcessor.sendBatchMessage and CommitLog.putMessages).
-func (b *Broker) sendBatch(ch remoting.Channel, req *remoting.Command, h *protocol.SendMessageRequestHeader) *remoting.Command {
+func (b *Broker) sendBatch(ctx context.Context, ch remoting.Channel, req *remoting.Command, h *protocol.SendMessageRequestHeader) *remoting.Command {
 	if len(h.Topic) > message.MaxTopicBytes {
 		return sendResponse(remoting.MessageIllegal, fmt.Sprintf("message topic length too long %d", len(h.Topic)))
 	}
@@ -190,7 +190,7 @@ func (b *Broker) sendBatch(ch remoting.Channel, req *remoting.Command, h *protoc
 		msgs[i] = m
 	}
 	r, err := b.store.PutMessages(msgs)
-	b.waitForSlave(&r)
+	b.waitForSlave(ctx, &r)
 	return b.putResponse(&r, err, queueID, true, "")
 }
 
