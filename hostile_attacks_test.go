@@ -33,8 +33,7 @@ func hsRows() []hsRow {
 		{name: "5-huge-queue-counts", attack: hsAttackQueueCounts},
 		{name: "6-huge-binary-header", attack: hsAttackHugeHeader},
 		{name: "7-heartbeat-2000-groups", attack: hsAttackManyGroups},
-		{name: "8-too-many-connections", attack: hsAttackConnections,
-			inprocOnly: "the default MaxConnections (10,000) is too many for a test; the in-process run uses a small cap"},
+		{name: "8-too-many-connections", attack: hsAttackConnections},
 		{name: "9-malformed-frames", attack: hsAttackMalformedFrames},
 	}
 }

@@ -68,7 +68,7 @@ const (
 type hsNodeConfig struct {
 	syncMaster bool
 	haSecret   string // HASecret / -ha-secret
-	maxConns   int    // MaxConnections (0: the default); in-process only
+	maxConns   int    // MaxConnections / -max-connections (0: the default)
 }
 
 // hsNode is one running node, in-process or a child process, with what the suite checks.
@@ -136,8 +136,6 @@ func TestHostileClients(t *testing.T) {
 // hsRow is one attack of the table.
 type hsRow struct {
 	name string
-	// inprocOnly, when set, says why the binary run skips the row.
-	inprocOnly string
 	// attack runs the attack and asserts its own outcome. It leaves the attack in progress
 	// (connections open, requests unanswered) and returns a function that ends it, called
 	// after the memory check; the attack also registers that function with t.Cleanup.
@@ -146,9 +144,6 @@ type hsRow struct {
 
 // run runs one row with the checks every row shares.
 func (e *hsEnv) run(t *testing.T, row hsRow) {
-	if e.mode == "binary" && row.inprocOnly != "" {
-		t.Skip(row.inprocOnly)
-	}
 	before := e.main.mustMemory(t)
 	end := row.attack(t, e)
 	peak := e.main.mustMemory(t)
@@ -268,10 +263,10 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 // stopped with SIGINT (SIGKILL after hsTimeout) when the test ends and must exit 0.
 func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 	t.Helper()
-	if cfg.maxConns > 0 {
-		t.Fatal("MaxConnections is an in-process option")
-	}
 	args := []string{"-listen", "127.0.0.1:0", "-store", n.store, "-ha-listen", "127.0.0.1:0"}
+	if cfg.maxConns > 0 {
+		args = append(args, "-max-connections", strconv.Itoa(cfg.maxConns))
+	}
 	if cfg.syncMaster {
 		args = append(args, "-role", "sync-master")
 	}

@@ -60,6 +60,7 @@ func run(args []string) error {
 		masterHA      = fs.String("master-ha", "", "slave: the master's replication address `HOST:PORT` (default: learned from the name service)")
 		haSecret      = fs.String("ha-secret", "", "master and slave: shared replication `SECRET` (16+ bytes; default: $MQ_HA_SECRET, which ps does not show)")
 		slaveRead     = fs.Bool("slave-read", false, "master: send consumers that fall far behind to the slave (slaveReadEnable)")
+		maxConns      = fs.Int("max-connections", 0, "most connections each listener keeps open (default 10,000)")
 		brokerIP      = fs.String("broker-ip", "", "`IP` clients are told to dial (default: the listener's host)")
 		noNamesrv     = fs.Bool("no-namesrv", false, "do not run the name service")
 		noBroker      = fs.Bool("no-broker", false, "do not run the broker")
@@ -89,6 +90,7 @@ func run(args []string) error {
 		MasterHA:          *masterHA,
 		HASecret:          firstNonEmpty(*haSecret, os.Getenv(haSecretEnv)),
 		SlaveReadEnable:   *slaveRead,
+		MaxConnections:    *maxConns,
 		Logger:            &log,
 	}
 	switch *role {
