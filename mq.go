@@ -9,33 +9,73 @@
 //	c, err := node.NewPushConsumer(consumer.WithGroup("g"))
 //	fmt.Println("name server for other clients:", node.Addr())
 //
-// The node's wiring lives in internal/node (so that packages this one imports can start nodes
-// in their tests); Options and its defaults are documented there and re-exported here.
+// Options, Node and StartNode are this package's own; the wiring that builds and runs the parts
+// lives in internal/node, so that packages this one imports can start nodes in their tests.
 package mq
 
 import (
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/producer"
+	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
 )
 
-// Node is a running name service and/or broker: Addr, NameServerAddr, BrokerAddr, NameServers,
-// NewTransport and Close come from the embedded node, plus the client handles below. Its
-// methods are safe for concurrent use.
+// Node is a running name service and/or broker with its listeners. Its methods are safe for
+// concurrent use.
 type Node struct {
-	*node.Node
+	n      *node.Node
+	logger *zerolog.Logger
+}
+
+// mqtest and the module's tests reach the broker and the route table through this hook; the
+// public API offers neither.
+func init() {
+	node.Of = func(v any) *node.Node {
+		if n, ok := v.(*Node); ok && n != nil {
+			return n.n
+		}
+		return nil
+	}
 }
 
 // StartNode builds and starts a node, returning once every listener is bound, the store is
 // recovered and the broker has registered with its name servers. On error nothing is left
 // running. Close stops it and every goroutine it started.
 func StartNode(opts Options) (*Node, error) {
-	n, err := node.Start(opts)
+	n, err := node.Start(opts.wiring())
 	if err != nil {
 		return nil, err
 	}
-	return &Node{Node: n}, nil
+	return &Node{n: n, logger: opts.Logger}, nil
 }
+
+// Close stops the node: listeners first, then in-flight requests drain, then background
+// services. It waits for every goroutine the node started and is safe to call more than once.
+func (n *Node) Close() error { return n.n.Close() }
+
+// Addr is the address of the node's first listener: the shared one, or the name service's when
+// the roles listen apart. Give it to RocketMQ clients as their name server.
+func (n *Node) Addr() string { return n.n.Addr() }
+
+// NameServerAddr is where the name service listens, or "" when this node has none.
+func (n *Node) NameServerAddr() string { return n.n.NameServerAddr() }
+
+// BrokerAddr is where the broker listens, or "" when this node has none.
+func (n *Node) BrokerAddr() string { return n.n.BrokerAddr() }
+
+// HAAddr is the advertised address of a master's replication listener, or "" for a slave or a
+// node without a broker.
+func (n *Node) HAAddr() string { return n.n.HAAddr() }
+
+// NameServers is where this node's clients look up routes: its own name service, else the
+// ones its broker registers with (Options.NameServers).
+func (n *Node) NameServers() []string { return n.n.NameServers() }
+
+// NewTransport returns a transport that reaches nodes of this process in-process (no socket, no
+// encoding) and every other address over TCP, for producer.WithOwnedTransport and the like. The
+// caller closes it.
+func (n *Node) NewTransport() remoting.Transport { return n.n.NewTransport() }
 
 // NewProducer returns a producer that reaches this node (and any other node of this process)
 // in-process, without sockets or frame encoding, and other addresses over TCP. Its name servers
@@ -44,7 +84,7 @@ func StartNode(opts Options) (*Node, error) {
 // producer when done (before or after the node).
 func (n *Node) NewProducer(opts ...producer.Option) (*producer.Producer, error) {
 	base := []producer.Option{producer.WithNameServers(n.NameServers()...),
-		producer.WithLogger(n.Logger()), producer.WithOwnedTransport(n.NewTransport())}
+		producer.WithLogger(n.logger), producer.WithOwnedTransport(n.NewTransport())}
 	return producer.New(append(base, opts...)...)
 }
 
@@ -62,5 +102,5 @@ func (n *Node) NewPullConsumer(opts ...consumer.Option) (*consumer.PullConsumer,
 
 func (n *Node) consumerBase() []consumer.Option {
 	return []consumer.Option{consumer.WithNameServers(n.NameServers()...),
-		consumer.WithLogger(n.Logger()), consumer.WithOwnedTransport(n.NewTransport())}
+		consumer.WithLogger(n.logger), consumer.WithOwnedTransport(n.NewTransport())}
 }

@@ -1,40 +1,210 @@
 package mq
 
-import "github.com/mqgo/mq/internal/node"
+import (
+	"time"
 
-// Options configures a node; every field is documented on node.Options, and the zero value of
-// each means RocketMQ's default.
-type Options = node.Options
-
-// FlushDiskType says when an appended message counts as stored.
-type FlushDiskType = node.FlushDiskType
-
-// Flush modes (RocketMQ's flushDiskType).
-const (
-	AsyncFlush = node.AsyncFlush // acknowledged once in the page cache (the default)
-	SyncFlush  = node.SyncFlush  // acknowledged once fsynced (group commit)
+	"github.com/mqgo/mq/internal/node"
+	"github.com/rs/zerolog"
 )
 
-// BrokerRole is a broker's part in its master/slave group (RocketMQ brokerRole).
-type BrokerRole = node.BrokerRole
+// Options configures a Node. The zero value of every field means its default, so
+// mq.StartNode(mq.Options{}) runs a name service and a broker on DefaultListen.
+type Options struct {
+	// Listen is the "host:port" the node serves the name service and the broker on; port 0
+	// picks a free port (see Node.Addr). Default DefaultListen.
+	Listen string
+	// NameServerListen and BrokerListen, when set, serve the two roles on separate ports
+	// instead of sharing Listen.
+	NameServerListen string
+	BrokerListen     string
+	// DisableNameServer and DisableBroker leave a role out of this node.
+	DisableNameServer bool
+	DisableBroker     bool
+
+	// NameServers are the name services a broker registers with. Default: this node's own.
+	NameServers []string
+	// StoreDir holds the broker's CommitLog, ConsumeQueues and metadata, and the name
+	// service's KV config. Default DefaultStoreDir, relative to the working directory.
+	StoreDir string
+	// FlushDiskType is AsyncFlush (default) or SyncFlush.
+	FlushDiskType FlushDiskType
+	// ClusterName, BrokerName and BrokerID identify the broker (id 0 is the master).
+	ClusterName string
+	BrokerName  string
+	BrokerID    int64
+	// BrokerIP is the address clients are told to dial and the store host of every message
+	// (RocketMQ brokerIP1). Default: the listener's host, or, when that is a wildcard, the
+	// first non-loopback IPv4 address of this machine.
+	BrokerIP string
+	// DisableAutoCreateTopic refuses sends to unknown topics instead of creating them from
+	// TBW102 (autoCreateTopicEnable, on by default for an embedded node).
+	DisableAutoCreateTopic bool
+	// SegmentBytes is the CommitLog segment size (mappedFileSizeCommitLog). Default 1 GiB;
+	// tests use far less.
+	SegmentBytes int64
+	// FileReservedTime is how long CommitLog segments are kept. Default 72 h.
+	FileReservedTime time.Duration
+	// DelayLevels are the delays of levels 1..n (messageDelayLevel). Default RocketMQ's 18,
+	// 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h.
+	DelayLevels []time.Duration
+	// RegisterNameServerPeriod is how often the broker registers with the name servers
+	// (registerNameServerPeriod). Default 30 s.
+	RegisterNameServerPeriod time.Duration
+	// FlushConsumerOffsetInterval is how often consumer offsets are persisted. Default 5 s.
+	FlushConsumerOffsetInterval time.Duration
+	// ClientChannelExpiredTime drops producers and consumers that sent no heartbeat for this
+	// long. Default 120 s.
+	ClientChannelExpiredTime time.Duration
+	// RebalanceLockMaxLiveTime expires orderly consumers' queue locks not renewed for this
+	// long. Default 60 s.
+	RebalanceLockMaxLiveTime time.Duration
+
+	// ScanNotActiveBrokerInterval and BrokerChannelExpiredTime drive the name service's expiry
+	// of silent brokers. Defaults 10 s and 120 s; tests use milliseconds.
+	ScanNotActiveBrokerInterval time.Duration
+	BrokerChannelExpiredTime    time.Duration
+	// ChannelMaxIdleTime closes connections idle this long. Default 120 s.
+	ChannelMaxIdleTime time.Duration
+	// MaxFrameBytes is the largest frame accepted, its length word included. Default 16 MiB.
+	MaxFrameBytes int
+	// MaxMessageBytes is the largest message body a send may carry (RocketMQ maxMessageSize,
+	// 4 MiB); a larger one is refused with MESSAGE_ILLEGAL.
+	MaxMessageBytes int
+	// MaxHeaderBytes and MaxExtFields bound each request's header; a header over either closes
+	// its connection. Defaults remoting.DefaultMaxHeaderBytes (64 KiB) and
+	// remoting.DefaultMaxExtFields (256); RocketMQ has no such limits.
+	MaxHeaderBytes int
+	MaxExtFields   int
+	// MaxPendingWriteBytes is how many bytes of responses one connection may leave unread before
+	// the node stops reading its requests until it catches up. Default
+	// remoting.DefaultMaxPendingWriteBytes (4 MiB).
+	MaxPendingWriteBytes int
+	// MaxConnections is how many connections each listener keeps open at once; more are closed
+	// as they arrive. Default remoting.DefaultMaxConnections (10,000); RocketMQ has no such limit.
+	MaxConnections int
+	// ServerWorkerThreads and ServerQueueCapacity size each request pool.
+	ServerWorkerThreads int
+	ServerQueueCapacity int
+	// EventLoops is the number of gnet event loops. Default: one per CPU.
+	EventLoops int
+	// StartTimeout bounds StartNode's wait for the listeners. Default 10 s.
+	StartTimeout time.Duration
+
+	// BrokerRole is AsyncMaster (default for broker id 0), SyncMaster, or Slave (default, and
+	// required, for a broker id above 0; a Slave with broker id 0 gets id 1).
+	BrokerRole BrokerRole
+	// HAListen is a master's replication listener "host:port" (haListenPort). Default: the
+	// broker listener's host and port + 1, or port 0 (a free port) when the broker listens on
+	// port 0. The bound address is advertised to slaves through the name service.
+	HAListen string
+	// MasterHA is a slave's master replication address "host:port" (haMasterAddress). Default:
+	// learned from the name service's REGISTER_BROKER answers.
+	MasterHA string
+	// HATransferBatchBytes (haTransferBatchSize, 32 KiB), HAHousekeepingInterval
+	// (haHousekeepingInterval, 20 s), HASendHeartbeatInterval (haSendHeartbeatInterval, 5 s),
+	// HASlaveFallBehindMax (haSlaveFallbehindMax, 256 MiB), HASyncFlushTimeout (how long a
+	// SyncMaster send waits for a slave, syncFlushTimeout, 5 s), HATransferWaitInterval (100 ms)
+	// and HAReconnectInterval (5 s) tune replication; tests use milliseconds.
+	HATransferBatchBytes    int
+	HAHousekeepingInterval  time.Duration
+	HASendHeartbeatInterval time.Duration
+	HASlaveFallBehindMax    int64
+	HASyncFlushTimeout      time.Duration
+	HATransferWaitInterval  time.Duration
+	HAReconnectInterval     time.Duration
+	// HASecret, when set (at least 16 bytes), is a secret shared by a master and its slaves:
+	// each side proves it knows it before any CommitLog byte crosses the HA connection, so a
+	// peer without it gets nothing and cannot acknowledge SyncMaster sends. Give every node
+	// of the group the same one. Empty speaks RocketMQ's protocol, which any peer that can
+	// reach the HA port may follow: then keep that port off untrusted networks.
+	HASecret string
+	// SlaveReadEnable lets the master send consumers that fall far behind to the slave
+	// (slaveReadEnable), and lets a slave keep serving the consumers it was sent.
+	SlaveReadEnable bool
+	// AccessMessageInMemoryMaxRatio is the share of physical memory, in percent, a reader may
+	// lag behind the CommitLog's end before it counts as far behind (40).
+	AccessMessageInMemoryMaxRatio int
+	// AccessMessageInMemoryMaxBytes, when above 0, replaces the ratio with a byte count, so
+	// tests can make a reader "far behind" with a few messages.
+	AccessMessageInMemoryMaxBytes int64
+	// SlaveSyncPeriod is how often a slave copies topics, consumer offsets, delay offsets and
+	// subscription groups from its master (RocketMQ: 10 s).
+	SlaveSyncPeriod time.Duration
+	// MaxLongPollingSuspend caps the time a consumer's pull may be held waiting for messages;
+	// a pull asking longer (clients ask 15-30 s) is held this long. Default 60 s.
+	MaxLongPollingSuspend time.Duration
+	// MaxHeldPullsPerConnection and MaxHeldPulls cap the pulls held waiting for messages, for
+	// one connection and in all; a pull over a cap is answered SYSTEM_BUSY at once and the
+	// client retries it a few seconds later. Defaults 4096 and 65,536.
+	MaxHeldPullsPerConnection int
+	MaxHeldPulls              int
+	// MaxQueueNums caps a topic's read and write queue counts and a group's retryQueueNums;
+	// admin requests asking more are refused, and this node's name service clamps the counts
+	// brokers register to it. Default 1024.
+	MaxQueueNums int32
+
+	// Logger receives the node's structured logs; nil discards them.
+	Logger *zerolog.Logger
+}
+
+// FlushDiskType says when an appended message counts as stored (RocketMQ flushDiskType). It is
+// a string so that Options converts to the wiring's options without a copy.
+type FlushDiskType = string
+
+// Flush modes.
+const (
+	// AsyncFlush, "ASYNC_FLUSH" and the default, acknowledges once in the page cache.
+	AsyncFlush FlushDiskType = node.AsyncFlush
+	// SyncFlush, "SYNC_FLUSH", acknowledges once fsynced (group commit).
+	SyncFlush FlushDiskType = node.SyncFlush
+)
+
+// BrokerRole is a broker's part in its master/slave group (RocketMQ brokerRole), a string for
+// the same reason as FlushDiskType.
+type BrokerRole = string
 
 // Broker roles.
 const (
-	AsyncMaster = node.AsyncMaster // acknowledges sends without waiting for a slave (the default)
-	SyncMaster  = node.SyncMaster  // acknowledges sends once a slave has them
-	Slave       = node.Slave       // follows its master; refuses sends, serves reads
+	// AsyncMaster, "ASYNC_MASTER" and the default for broker id 0, acknowledges sends without
+	// waiting for a slave.
+	AsyncMaster BrokerRole = node.AsyncMaster
+	// SyncMaster, "SYNC_MASTER", acknowledges sends once a slave has them.
+	SyncMaster BrokerRole = node.SyncMaster
+	// Slave, "SLAVE" and the default for a broker id above 0, follows its master; it refuses
+	// sends and serves reads.
+	Slave BrokerRole = node.Slave
 )
 
-// Defaults of Options, named after the RocketMQ settings they mirror.
+// Defaults of Options, named after the RocketMQ settings they mirror. The values live with the
+// wiring, which applies them; each comment gives the value.
 const (
-	DefaultListen                      = node.DefaultListen
-	DefaultStoreDir                    = node.DefaultStoreDir
-	DefaultClusterName                 = node.DefaultClusterName
-	DefaultBrokerName                  = node.DefaultBrokerName
+	// DefaultListen, "127.0.0.1:9876", is where a node serves when Options.Listen is empty:
+	// RocketMQ's name server port, on loopback so an embedded node is not exposed by accident.
+	DefaultListen = node.DefaultListen
+	// DefaultStoreDir, "mqdata", is the store directory when Options.StoreDir is empty.
+	DefaultStoreDir = node.DefaultStoreDir
+	// DefaultClusterName ("DefaultCluster") and DefaultBrokerName ("broker-a") are RocketMQ's.
+	DefaultClusterName = node.DefaultClusterName
+	DefaultBrokerName  = node.DefaultBrokerName
+	// DefaultScanNotActiveBrokerInterval (10 s) is how often the name service drops silent
+	// brokers.
 	DefaultScanNotActiveBrokerInterval = node.DefaultScanNotActiveBrokerInterval
-	DefaultBrokerChannelExpiredTime    = node.DefaultBrokerChannelExpiredTime
-	DefaultChannelMaxIdleTime          = node.DefaultChannelMaxIdleTime
-	DefaultServerWorkerThreads         = node.DefaultServerWorkerThreads
-	DefaultServerQueueCapacity         = node.DefaultServerQueueCapacity
-	DefaultStartTimeout                = node.DefaultStartTimeout
+	// DefaultBrokerChannelExpiredTime (120 s) is how long a broker may stay silent before its
+	// routes go.
+	DefaultBrokerChannelExpiredTime = node.DefaultBrokerChannelExpiredTime
+	// DefaultChannelMaxIdleTime (120 s, serverChannelMaxIdleTimeSeconds) closes connections that
+	// sent nothing for this long.
+	DefaultChannelMaxIdleTime = node.DefaultChannelMaxIdleTime
+	// DefaultServerWorkerThreads (8, serverWorkerThreads) is the size of each request pool.
+	DefaultServerWorkerThreads = node.DefaultServerWorkerThreads
+	// DefaultServerQueueCapacity (10,000) is how many requests may wait for a worker before the
+	// node answers SYSTEM_BUSY.
+	DefaultServerQueueCapacity = node.DefaultServerQueueCapacity
+	// DefaultStartTimeout (10 s) bounds StartNode's wait for its listeners.
+	DefaultStartTimeout = node.DefaultStartTimeout
 )
+
+// wiring converts o to the options of internal/node, which applies the defaults, validates and
+// starts the parts. node.Options has the same fields with the same types (documented here
+// only): a field added to one and not the other stops this conversion from compiling.
+func (o Options) wiring() node.Options { return node.Options(o) }

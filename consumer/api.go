@@ -10,7 +10,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// Broker requests of the consume side (REMOTING.md §5). Each takes the broker address; the
+// Broker requests of the consume side (docs/protocol.md §5). Each takes the broker address; the
 // caller picks it from the instance's route table.
 
 const requestTimeout = 3 * time.Second

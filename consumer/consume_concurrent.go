@@ -68,7 +68,7 @@ func (pc *PushConsumer) worker() {
 // consumeConcurrently runs one listener call and acknowledges its messages: on success they
 // leave the cache; on failure each is sent back to the broker (clustering) and leaves the cache
 // once the broker has it; those that could not be sent back are consumed again later. The
-// offset committed is the smallest one still cached (REMOTING.md §10.4).
+// offset committed is the smallest one still cached (docs/protocol.md §10.4).
 func (pc *PushConsumer) consumeConcurrently(req consumeRequest) {
 	qs, msgs := req.qs, req.msgs
 	if qs.pq.isDropped() {

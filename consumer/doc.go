@@ -1,6 +1,6 @@
 // Package consumer is the consume side of the RocketMQ 4.x client: a push consumer that
 // receives the messages of its subscriptions and hands them to listeners, with the offset
-// stores behind it (REMOTING.md §5, §10).
+// stores behind it (docs/protocol.md §5, §10).
 //
 //	pc, err := consumer.NewPushConsumer(consumer.WithNameServers("127.0.0.1:9876"),
 //		consumer.WithGroup("orders-service"))
@@ -24,7 +24,7 @@
 //     (rebalance.Averagely() by default; broadcasting takes every queue) and updates the queue
 //     table: a dropped queue stops at once and its offset is persisted (orderly: its broker lock
 //     released); a new queue gets its start offset (stored offset, else consume-from-where,
-//     REMOTING.md §10.3) and a pull loop.
+//     docs/protocol.md §10.3) and a pull loop.
 //   - one pull loop per queue: long-polling PULL_MESSAGE (suspend WithPullSuspend, 15 s; the
 //     commit-offset bit carries the consumed offset in clustering), client-side tag filtering,
 //     the messages into the queue's processQueue (ordered by queue offset), then to the consume
@@ -54,7 +54,7 @@
 // # Masters and slaves
 //
 // A queue's pulls go where the last answer's suggestWhichBrokerId says (a master sends a
-// reader far behind to its slave; the slave sends it back), per REMOTING.md §3.1.4: that id's
+// reader far behind to its slave; the slave sends it back), per docs/protocol.md §3.1.4: that id's
 // address, else id+1's, else the lowest id of the broker name. The commit-offset bit is set
 // only on pulls to the master. A pull that cannot reach its broker (the master died) is
 // retried at once at another address of the broker name, and the failed address is avoided

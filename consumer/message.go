@@ -23,7 +23,7 @@ type MessageQueue = rebalance.MessageQueue
 // are at most 4 MiB before compression; a larger result keeps the raw bytes.
 const maxInflatedBody = 64 << 20
 
-// Message is a message as a listener receives it: a decoded stored record (REMOTING.md §9.1).
+// Message is a message as a listener receives it: a decoded stored record (docs/protocol.md §9.1).
 //
 // A Message handed to a listener belongs to the consumer until the listener returns; the
 // listener may read every field but must not keep or modify Properties afterwards. Body is the
@@ -52,7 +52,7 @@ type Message struct {
 	QueueOffset int64
 	// MsgID is the UNIQ_KEY property, else OffsetMsgID.
 	MsgID string
-	// OffsetMsgID is derived from the store host and CommitLogOffset (REMOTING.md §9.5).
+	// OffsetMsgID is derived from the store host and CommitLogOffset (docs/protocol.md §9.5).
 	OffsetMsgID     string
 	CommitLogOffset int64
 	ReconsumeTimes  int32
@@ -175,7 +175,7 @@ func markConsumeStart(m *Message, now time.Time) {
 	m.consumeStart.Store(ms)
 }
 
-// RetryTopic is the retry topic of a consumer group, %RETRY%<group> (REMOTING.md §10.2).
+// RetryTopic is the retry topic of a consumer group, %RETRY%<group> (docs/protocol.md §10.2).
 func RetryTopic(group string) string { return "%RETRY%" + group }
 
 // DLQTopic is the dead-letter topic of a consumer group, %DLQ%<group>.

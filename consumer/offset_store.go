@@ -20,7 +20,7 @@ import (
 
 // offsetStore keeps a group's consume offsets: in memory while queues are consumed, persisted
 // to the broker (clustering) or a local file (broadcasting). Offsets are the next offset to
-// consume (REMOTING.md §10.4). Implementations are safe for concurrent use.
+// consume (docs/protocol.md §10.4). Implementations are safe for concurrent use.
 type offsetStore interface {
 	// fetch reads mq's persisted offset (on queue assignment) and keeps it in memory;
 	// ErrOffsetNotFound when the group has none.

@@ -29,7 +29,7 @@ func (m Model) String() string {
 }
 
 // From is where a consumer starts on a queue for which its group has no stored offset
-// (REMOTING.md §10.3).
+// (docs/protocol.md §10.3).
 type From int
 
 const (

@@ -104,7 +104,7 @@ func (pq *processQueue) removeOffsetLocked(off int64) {
 
 // remove acknowledges consumed messages and returns the offset to commit: the smallest offset
 // still cached, or, when the cache empties, the largest offset seen + 1; -1 when the cache was
-// already empty (nothing to commit). REMOTING.md §10.4.
+// already empty (nothing to commit). docs/protocol.md §10.4.
 func (pq *processQueue) remove(msgs []*Message) int64 {
 	pq.mu.Lock()
 	defer pq.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 	"github.com/mqgo/mq/route"
 )
 
-// Where a queue's pulls go (REMOTING.md §3.1.4). A pull answer carries suggestWhichBrokerId:
+// Where a queue's pulls go (docs/protocol.md §3.1.4). A pull answer carries suggestWhichBrokerId:
 // a master sends a reader that is far behind to a slave, a slave sends it back to the master.
 // The next pull of the queue follows it. A pull that cannot reach its broker (a transport
 // error: the master died) moves to another address of the same broker name at once, and the

@@ -14,7 +14,7 @@ import (
 	"github.com/mqgo/mq/route"
 )
 
-// REMOTING.md §3.1.4's pull address rule, plus avoiding an address that just failed.
+// docs/protocol.md §3.1.4's pull address rule, plus avoiding an address that just failed.
 func TestSelectPullAddr(t *testing.T) {
 	both := map[int64]string{0: "m", 1: "s1"}
 	two := map[int64]string{0: "m", 1: "s1", 2: "s2"}

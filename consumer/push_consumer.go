@@ -397,7 +397,7 @@ func (pc *PushConsumer) Rebalance() {
 	}
 }
 
-// consumeDirectlyResult is the body answering CONSUME_MESSAGE_DIRECTLY (REMOTING.md §7.4).
+// consumeDirectlyResult is the body answering CONSUME_MESSAGE_DIRECTLY (docs/protocol.md §7.4).
 type consumeDirectlyResult struct {
 	Order          bool   `json:"order"`
 	AutoCommit     bool   `json:"autoCommit"`

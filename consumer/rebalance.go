@@ -173,7 +173,7 @@ func (pc *PushConsumer) addQueue(mq MessageQueue) bool {
 }
 
 // startOffset is where consumption of a newly taken queue begins: the stored offset, else the
-// consume-from-where rule (REMOTING.md §10.3).
+// consume-from-where rule (docs/protocol.md §10.3).
 func (pc *PushConsumer) startOffset(ctx context.Context, mq MessageQueue) (int64, error) {
 	off, err := pc.store.fetch(ctx, mq)
 	if err == nil && off >= 0 {

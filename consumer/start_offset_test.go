@@ -51,7 +51,7 @@ func (f fakeInstance) TopicRoute(context.Context, string) (*route.TopicRouteData
 	return &route.TopicRouteData{}, nil
 }
 
-// The consume-from-where table of REMOTING.md §10.3, for a queue without a stored offset, and a
+// The consume-from-where table of docs/protocol.md §10.3, for a queue without a stored offset, and a
 // stored offset winning over it.
 func TestStartOffset(t *testing.T) {
 	ts := time.UnixMilli(1700000000000)

@@ -52,7 +52,7 @@ func newSubscription(topic, expr string, l Listener) *subscription {
 }
 
 // matches reports whether a message with the given TAGS passes the client-side filter: the
-// whole tag string must be in the set (REMOTING.md §5.6).
+// whole tag string must be in the set (docs/protocol.md §5.6).
 func (s *subscription) matches(tags string) bool {
 	if s.tags == nil {
 		return true

@@ -130,7 +130,7 @@ func (c *Cluster) createTopic(topic string, queues int) error {
 // queues queues.
 func (c *Cluster) hasTopic(topic string, queues int) bool {
 	for _, ns := range c.nameServers {
-		nsn := ns.Current()
+		nsn := ns.wiring()
 		if nsn == nil {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/internal/node"
 	"github.com/rs/zerolog"
 )
 
@@ -91,6 +92,10 @@ func (n *Node) Addr() string {
 	defer n.mu.Unlock()
 	return n.addr
 }
+
+// wiring is the running node's internals (broker, route table), or nil while it is down: the
+// cluster's waits read them, and mq.Node does not offer them.
+func (n *Node) wiring() *node.Node { return node.Of(n.Current()) }
 
 // Running reports whether the node is up.
 func (n *Node) Running() bool { return n.Current() != nil }
@@ -361,7 +366,7 @@ func (c *Cluster) waitRegistered(timeout time.Duration) error {
 // or returns "".
 func (c *Cluster) unregistered() string {
 	for _, ns := range c.nameServers {
-		nsn := ns.Current()
+		nsn := ns.wiring()
 		if nsn == nil {
 			continue
 		}

@@ -155,7 +155,7 @@ func TestRestartOnTakenPort(t *testing.T) {
 	if m.Addr() == addr || !m.Running() {
 		t.Fatalf("restarted on %s (running %v), the taken port was %s", m.Addr(), m.Running(), addr)
 	}
-	info := c.NameServerNodes()[0].Current().NameServer().ClusterInfo()
+	info := c.NameServerNodes()[0].Wiring().NameServer().ClusterInfo()
 	if got := info.BrokerAddrTable[m.BrokerName].BrokerAddrs[0]; got != m.Addr() {
 		t.Fatalf("name server knows the master at %s, want %s", got, m.Addr())
 	}
@@ -178,7 +178,7 @@ func TestRestartNameServer(t *testing.T) {
 	if err := c.Restart(ns); err != nil { // returns once both brokers registered again
 		t.Fatal(err)
 	}
-	info := ns.Current().NameServer().ClusterInfo()
+	info := ns.Wiring().NameServer().ClusterInfo()
 	if len(info.BrokerAddrTable) != 2 {
 		t.Fatalf("restarted name server knows %v", info.BrokerAddrTable)
 	}

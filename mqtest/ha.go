@@ -50,7 +50,7 @@ func (c *Cluster) roleOptions(n *Node, o *mq.Options) {
 // or returns "".
 func (c *Cluster) slavesConnected() string {
 	for g, group := range c.groups {
-		mn := group[0].Current()
+		mn := group[0].wiring()
 		if mn == nil || mn.Broker() == nil || mn.Broker().HAMaster() == nil {
 			continue
 		}
@@ -89,7 +89,7 @@ func (c *Cluster) waitSlavesSynced() error {
 			continue
 		}
 		for _, s := range group[1:] {
-			if mn := s.Current(); mn != nil && mn.Broker() != nil {
+			if mn := s.wiring(); mn != nil && mn.Broker() != nil {
 				marks = append(marks, mark{s, mn.Broker().MetadataSyncs()})
 			}
 		}
@@ -97,7 +97,7 @@ func (c *Cluster) waitSlavesSynced() error {
 	for _, m := range marks {
 		// +2: the sync running at the call may have fetched before it; the next one did not.
 		ok := poll(DefaultWaitTimeout, func() bool {
-			mn := m.n.Current()
+			mn := m.n.wiring()
 			return mn == nil || mn.Broker().MetadataSyncs() >= m.from+2
 		})
 		if !ok {

@@ -26,7 +26,7 @@ func TestMasterSlave(t *testing.T) {
 				send(t, p, "Replicated", string(rune('a'+i)))
 			}
 			for g := range 2 {
-				m, s := c.Group(g)[0].Current().Broker().Store(), c.Group(g)[1].Current().Broker().Store()
+				m, s := c.Group(g)[0].Wiring().Broker().Store(), c.Group(g)[1].Wiring().Broker().Store()
 				if role == mqtest.SyncMaster && s.MaxPhyOffset() < m.MaxPhyOffset() {
 					// Every send was acknowledged by the slave: nothing to wait for.
 					t.Fatalf("group %d: sync slave at %d behind master %d", g, s.MaxPhyOffset(), m.MaxPhyOffset())
@@ -50,8 +50,8 @@ func TestRestartSlave(t *testing.T) {
 	if err := c.Restart(s); err != nil {
 		t.Fatal(err)
 	}
-	m := c.Master(0).Current().Broker().Store()
+	m := c.Master(0).Wiring().Broker().Store()
 	mqtest.Eventually(t, "restarted slave caught up", func() bool {
-		return s.Current().Broker().Store().MaxPhyOffset() == m.MaxPhyOffset()
+		return s.Wiring().Broker().Store().MaxPhyOffset() == m.MaxPhyOffset()
 	})
 }

@@ -64,7 +64,7 @@ func (m *Message) String() string {
 	return fmt.Sprintf("Message{Topic: %s, Tags: %s, Keys: %v, BodyLen: %d}", m.Topic, m.Tags, m.Keys, len(m.Body))
 }
 
-// appendProperties appends m's encoded properties (REMOTING.md §9.3) with uniqKey (when not
+// appendProperties appends m's encoded properties (docs/protocol.md §9.3) with uniqKey (when not
 // empty and the user gave none) to sb.
 func (m *Message) appendProperties(sb *strings.Builder, uniqKey string) {
 	put := func(k, v string) {

@@ -27,7 +27,7 @@ type publishInfo struct {
 	checkAt  atomic.Int64
 }
 
-// buildPublishInfo turns a route into the writable queues of topic (REMOTING.md §3.1.3):
+// buildPublishInfo turns a route into the writable queues of topic (docs/protocol.md §3.1.3):
 // the orderTopicConf when set, else every writable queue data whose broker has a master, with
 // write queue counts capped at maxQueues when maxQueues > 0.
 func buildPublishInfo(topic string, r *route.TopicRouteData, maxQueues int) *publishInfo {

@@ -48,7 +48,7 @@ func (p *Producer) prepare(msg *Message) *prepared {
 	return pr
 }
 
-// prepareBatch encodes msgs as one SEND_BATCH_MESSAGE body (REMOTING.md §9.6). Unlike the
+// prepareBatch encodes msgs as one SEND_BATCH_MESSAGE body (docs/protocol.md §9.6). Unlike the
 // official Go client, every element gets its own UNIQ_KEY (as Java's MessageBatch does), so
 // consumers see stable client ids; elements are never compressed.
 func (p *Producer) prepareBatch(msgs []*Message) *prepared {
@@ -129,7 +129,7 @@ func (p *Producer) command(q MessageQueue, pr *prepared) *remoting.Command {
 	return cmd
 }
 
-// result reads a send response (REMOTING.md §4.1): the four success codes, else a
+// result reads a send response (docs/protocol.md §4.1): the four success codes, else a
 // *remoting.ResponseError.
 func (p *Producer) result(resp *remoting.Command, q MessageQueue, pr *prepared) (*SendResult, error) {
 	var st SendStatus

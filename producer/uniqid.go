@@ -13,7 +13,7 @@ import (
 	"github.com/mqgo/mq/internal/client"
 )
 
-// Unique message ids (UNIQ_KEY, REMOTING.md §9.5): 32 hex characters,
+// Unique message ids (UNIQ_KEY, docs/protocol.md §9.5): 32 hex characters,
 //
 //	upper-case hex of [IPv4 (4 bytes, random when none) | pid int16 | 0 int32]   20 chars
 //	lower-case hex of [ms since the start of the month (local time) int32 | counter int16]  12 chars

@@ -36,7 +36,7 @@ const DefaultVirtualNodes = 10
 // endian), points keyed c + "-" + i, a queue going to the first point greater than or equal
 // to its hash — so Java and Go members using CONSISTENT_HASH in one group already disagree
 // upstream; passing an MD5-based hash here would not make this strategy match Java either.
-// We follow the Go client, the one REMOTING.md asks us to interoperate with.
+// We follow the Go client, the one docs/protocol.md asks us to interoperate with.
 //
 // Every queue goes to exactly one member. hash must be a pure function; it may be called
 // concurrently.

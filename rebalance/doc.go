@@ -8,7 +8,7 @@
 // pulls from the queues it was given, dropping the others. Members agree because they run
 // the same deterministic function over the same lists; a member whose lists are stale for a
 // round may briefly overlap with another, which RocketMQ accepts (at-least-once delivery).
-// See REMOTING.md §5.2.
+// See docs/protocol.md §5.2.
 //
 // The package is pure: no goroutines, I/O, locks, clock or logging, and only the standard
 // library. The consumer package owns the rebalance loop and calls in.

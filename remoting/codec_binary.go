@@ -2,7 +2,7 @@ package remoting
 
 import "encoding/binary"
 
-// The compact ROCKETMQ header (serialize type 1), REMOTING.md §1.5:
+// The compact ROCKETMQ header (serialize type 1), docs/protocol.md §1.5:
 //
 //	code int16 | language byte | version int16 | opaque int32 | flag int32 |
 //	remark length int32 | remark | extFields length int32 |

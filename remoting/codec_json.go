@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// The JSON header (serialize type 0) is a flat object; see REMOTING.md §1.4. It is encoded and
+// The JSON header (serialize type 0) is a flat object; see docs/protocol.md §1.4. It is encoded and
 // decoded by hand: the shape is fixed, the official client's extFields must be strings, and the
 // generic encoding/json path costs several allocations per frame on the hottest path we have.
 

@@ -41,7 +41,7 @@ func TestRoundTripBothCodecs(t *testing.T) {
 	}
 }
 
-// The example frame of REMOTING.md §1.5, byte for byte.
+// The example frame of docs/protocol.md §1.5, byte for byte.
 func TestBinaryHeaderMatchesSpecExample(t *testing.T) {
 	raw, _ := hex.DecodeString(strings.ReplaceAll(
 		"00000022 0100001e 000b 09 013d 00000002 00000000 00000001 72 00000008 00016b0000000176", " ", ""))
@@ -63,7 +63,7 @@ func TestBinaryHeaderMatchesSpecExample(t *testing.T) {
 	}
 }
 
-// A header as the official Go client writes it (REMOTING.md §1.2), plus what Java servers add.
+// A header as the official Go client writes it (docs/protocol.md §1.2), plus what Java servers add.
 func TestJSONHeaderFromOfficialClient(t *testing.T) {
 	hdr := `{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T"}}`
 	c := &Command{}

@@ -22,7 +22,7 @@ const (
 )
 
 // ProtocolVersion is the version number this project writes into every command. Clients record it
-// as the broker's version; it must stay non-negative (REMOTING.md §5.1).
+// as the broker's version; it must stay non-negative (docs/protocol.md §5.1).
 const ProtocolVersion int16 = 399
 
 // Language identifies the implementation that sent a command. In JSON headers it travels as its

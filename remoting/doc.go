@@ -2,7 +2,7 @@
 // AppendFrame, DecodeFrame), the request-code table shared by every transport (Dispatcher,
 // Executor), the gnet Server, the TCP Client and the in-process transport.
 //
-// A frame (REMOTING.md §1), big-endian:
+// A frame (docs/protocol.md §1), big-endian:
 //
 //	+----------+-----------+-----------------+----------------+------------+
 //	| length 4 | type 1    | header length 3 | header         | body       |

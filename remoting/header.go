@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Typed request and response headers travel in Command.ExtFields as strings (REMOTING.md §1.4).
+// Typed request and response headers travel in Command.ExtFields as strings (docs/protocol.md §1.4).
 // A header type implements Encode to fill the map and Decode to read it back; FieldReader makes
 // Decode short and its errors name the field.
 

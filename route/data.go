@@ -63,7 +63,7 @@ func (b *BrokerData) appendJSON(dst []byte) []byte {
 	dst = appendString(dst, b.Cluster)
 	dst = append(dst, `,"brokerName":`...)
 	dst = appendString(dst, b.BrokerName)
-	// brokerAddrs: always an object, never null, no whitespace (REMOTING.md §3.1.2).
+	// brokerAddrs: always an object, never null, no whitespace (docs/protocol.md §3.1.2).
 	dst = append(dst, `,"brokerAddrs":{`...)
 	for i, id := range slices.Sorted(maps.Keys(b.BrokerAddrs)) {
 		if i > 0 {
@@ -102,7 +102,7 @@ type TopicRouteData struct {
 	FilterServerTable map[string][]string
 }
 
-// Encode returns the route as compact JSON, byte for byte in the form REMOTING.md §3.1.1 shows:
+// Encode returns the route as compact JSON, byte for byte in the form docs/protocol.md §3.1.1 shows:
 //
 //	{"orderTopicConf":null,"queueDatas":[...],"brokerDatas":[{"cluster":"c","brokerName":"b","brokerAddrs":{"0":"a:1"}}],"filterServerTable":{}}
 //

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// goldenRoute is REMOTING.md §3.1.1's example, compact.
+// goldenRoute is docs/protocol.md §3.1.1's example, compact.
 const goldenRoute = `{"orderTopicConf":null,"queueDatas":[{"brokerName":"broker-a","readQueueNums":4,"writeQueueNums":4,"perm":6,"topicSynFlag":0}],"brokerDatas":[{"cluster":"DefaultCluster","brokerName":"broker-a","brokerAddrs":{"0":"10.0.0.5:10911","1":"10.0.0.6:10911"}}],"filterServerTable":{}}`
 
 func exampleRoute() *TopicRouteData {
@@ -228,7 +228,7 @@ func TestValidOrderTopicConf(t *testing.T) {
 }
 
 // goClientBrokerAddrs parses a brokerAddrs object the way the official Go client does
-// (REMOTING.md §3.1.2): strip the first and last character, split on ",", id before the first
+// (docs/protocol.md §3.1.2): strip the first and last character, split on ",", id before the first
 // ":" with quotes removed, address after it with quotes removed.
 func goClientBrokerAddrs(raw string) map[int64]string {
 	out := map[int64]string{}

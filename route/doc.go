@@ -1,5 +1,5 @@
 // Package route is the name service: the registry brokers register with and clients ask for
-// topic routes, speaking RocketMQ 4.x's name server protocol (REMOTING.md §3), plus the route
+// topic routes, speaking RocketMQ 4.x's name server protocol (docs/protocol.md §3), plus the route
 // data types and request helpers brokers and clients use against it or against Apache RocketMQ
 // name servers.
 //

@@ -6,7 +6,7 @@ import (
 	"github.com/mqgo/mq/internal/jsonenc"
 )
 
-// Hand-written JSON helpers. The route body's shape is fixed by REMOTING.md §3.1 and the official
+// Hand-written JSON helpers. The route body's shape is fixed by docs/protocol.md §3.1 and the official
 // Go client parses brokerAddrs by hand (§3.1.2), so the encoder controls every byte: compact, no
 // whitespace, keys in a fixed order, broker ids in ascending numeric order.
 

@@ -154,7 +154,7 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // validOrderTopicConf reports whether s is "brokerName:count(;brokerName:count)*", the only form
-// the Go client's producer survives (REMOTING.md §3.1.2).
+// the Go client's producer survives (docs/protocol.md §3.1.2).
 func validOrderTopicConf(s string) bool {
 	if s == "" {
 		return false

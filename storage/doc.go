@@ -13,7 +13,7 @@
 //
 // # CommitLog record
 //
-// Every message is stored as one record, RocketMQ's format byte for byte (REMOTING.md §9.1);
+// Every message is stored as one record, RocketMQ's format byte for byte (docs/protocol.md §9.1);
 // a pull returns these bytes unchanged. Integers are big-endian. IPv4 hosts shown; a host is
 // 16+4 bytes instead of 4+4 when SYSFLAG has 0x10 (born) or 0x20 (store).
 //

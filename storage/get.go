@@ -14,7 +14,7 @@ import (
 // GetStatus is the outcome of GetMessage (RocketMQ GetMessageStatus).
 type GetStatus int
 
-// Get statuses; String gives RocketMQ's names. REMOTING.md §5.6 maps them to pull responses.
+// Get statuses; String gives RocketMQ's names. docs/protocol.md §5.6 maps them to pull responses.
 const (
 	Found               GetStatus = iota // messages returned
 	NoMatchedMessage                     // units scanned, none passed the filter
@@ -53,7 +53,7 @@ type Filter interface {
 // exactly once (also for results without messages); after it the result must not be used.
 type GetResult struct {
 	Status GetStatus
-	// NextBeginOffset is where the consumer's next pull starts (REMOTING.md §5.6).
+	// NextBeginOffset is where the consumer's next pull starts (docs/protocol.md §5.6).
 	NextBeginOffset int64
 	MinOffset       int64
 	MaxOffset       int64
@@ -64,7 +64,7 @@ type GetResult struct {
 	TotalBytes int
 	// SuggestPullingFromSlave is set when the messages lie so far behind the log's end that
 	// they are likely not in memory (more than AccessMessageInMemoryMaxRatio percent of RAM):
-	// the broker may suggest a slave for the next pull (REMOTING.md §5.6
+	// the broker may suggest a slave for the next pull (docs/protocol.md §5.6
 	// suggestWhichBrokerId).
 	SuggestPullingFromSlave bool
 

@@ -52,7 +52,7 @@ func jsonResponse(v any) (*remoting.Command, error) {
 	return resp, nil
 }
 
-// processAllSubscriptionGroups handles GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), REMOTING.md §6.3.
+// processAllSubscriptionGroups handles GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), docs/protocol.md §6.3.
 func (b *Broker) processAllSubscriptionGroups(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
 	return jsonResponse(b.groups.snapshot())
 }

@@ -30,7 +30,7 @@ func sub(topic, expr string) protocol.SubscriptionData {
 	return s
 }
 
-// goClientHash is the Go client's tag hash: Java's formula over UTF-8 bytes (REMOTING.md §9.8).
+// goClientHash is the Go client's tag hash: Java's formula over UTF-8 bytes (docs/protocol.md §9.8).
 func goClientHash(s string) int32 {
 	var h int32
 	for i := 0; i < len(s); i++ {

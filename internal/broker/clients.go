@@ -118,7 +118,7 @@ func (b *Broker) addRetryTopic(group string, queues int32, unitMode bool) bool {
 }
 
 // notifyConsumerIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED one-way to each channel; clients
-// send no reply (REMOTING.md §7.1).
+// send no reply (docs/protocol.md §7.1).
 func (b *Broker) notifyConsumerIDsChanged(group string, channels []remoting.Channel) {
 	for _, ch := range channels {
 		if ch.Closed() {

@@ -251,7 +251,7 @@ func (m *consumerManager) expire(timeout time.Duration) ([]groupChange, []remoti
 		}
 	}
 	// A channel whose other groups are still alive stays open: closing it would break the
-	// client's live consumers (REMOTING.md §5.9: a client drops one group and keeps its
+	// client's live consumers (docs/protocol.md §5.9: a client drops one group and keeps its
 	// connection).
 	for id := range expired {
 		if m.registeredLocked(id) {

@@ -10,7 +10,7 @@ import (
 
 // subscription is a consumer group's subscription of one topic, compiled for filtering pulls.
 //
-// Tag subscriptions are decided by tag strings (REMOTING.md §9.8): the ConsumeQueue test
+// Tag subscriptions are decided by tag strings (docs/protocol.md §9.8): the ConsumeQueue test
 // compares the unit's tag code with Java hash codes recomputed here from tagsSet (the Go client
 // sends UTF-8 byte hashes in codeSet, which differ for non-ASCII tags), and the CommitLog test
 // compares the record's TAGS with tagsSet, so a hash collision never delivers a foreign tag.

@@ -32,7 +32,7 @@ func offsetResponse(offset int64) *remoting.Command {
 // processQueryConsumerOffset answers a group's committed offset. With none stored it answers 0
 // when the queue still starts at offset 0 with its first message in the store (or is empty),
 // so a new group reads a young queue from its start whatever its consume-from-where; otherwise
-// QUERY_NOT_FOUND, and the client applies its consume-from-where (REMOTING.md §5.3, §10.3).
+// QUERY_NOT_FOUND, and the client applies its consume-from-where (docs/protocol.md §5.3, §10.3).
 func (b *Broker) processQueryConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.QueryConsumerOffsetRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {

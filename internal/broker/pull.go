@@ -174,7 +174,7 @@ func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *prot
 	return resp
 }
 
-// pullCode maps a store result to a pull response code (REMOTING.md §5.6).
+// pullCode maps a store result to a pull response code (docs/protocol.md §5.6).
 func pullCode(st storage.GetStatus, offset int64) int16 {
 	switch st {
 	case storage.Found:

@@ -81,7 +81,7 @@ func TestPullMaxMsgNums(t *testing.T) {
 	}
 }
 
-// TestPullStatusMapping covers the rows of REMOTING.md §5.6 "Reference broker mapping of store
+// TestPullStatusMapping covers the rows of docs/protocol.md §5.6 "Reference broker mapping of store
 // results" that a live store produces here; TestPullCodeTable covers every store status.
 func TestPullStatusMapping(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.Store.FileReservedTime = time.Millisecond })

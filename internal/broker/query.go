@@ -14,7 +14,7 @@ const (
 	maxQueryMaxNum     = 64 // matches answered to any query
 )
 
-// processQueryMessage handles QUERY_MESSAGE (12), REMOTING.md §5.10, as RocketMQ's
+// processQueryMessage handles QUERY_MESSAGE (12), docs/protocol.md §5.10, as RocketMQ's
 // QueryMessageProcessor: the body is the matching records back to back; no match answers
 // QUERY_NOT_FOUND. The index positions travel in the response header either way.
 func (b *Broker) processQueryMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {

@@ -34,7 +34,7 @@ const dlqQueueNums = 1
 // dlqPerm is the permission a dead-letter topic is created with. RocketMQ 4.x brokers create
 // it write-only (createTopicInSendMessageBackMethod(dlq, 1, PERM_WRITE, 0)): dead letters are
 // not consumed by accident, and an operator who wants to re-consume them grants read with
-// UPDATE_AND_CREATE_TOPIC. We do the same; REMOTING.md §5.7 notes later releases use
+// UPDATE_AND_CREATE_TOPIC. We do the same; docs/protocol.md §5.7 notes later releases use
 // read+write. An existing DLQ topic keeps its permission.
 const dlqPerm = route.PermWrite
 
@@ -62,7 +62,7 @@ func (b *Broker) registerRetry(d *remoting.Dispatcher) {
 // persistRetry saves the schedule service's per-level offsets.
 func (b *Broker) persistRetry() error { return b.retry.sched.persist() }
 
-// processSendBack handles CONSUMER_SEND_MSG_BACK (36), REMOTING.md §5.7.
+// processSendBack handles CONSUMER_SEND_MSG_BACK (36), docs/protocol.md §5.7.
 func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumerSendMsgBackRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {

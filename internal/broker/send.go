@@ -16,7 +16,7 @@ import (
 
 // The send side: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320),
 // SEND_REPLY_MESSAGE (324) and SEND_REPLY_MESSAGE_V2 (325), as RocketMQ 4.x's
-// SendMessageProcessor serves them (REMOTING.md §4):
+// SendMessageProcessor serves them (docs/protocol.md §4):
 //
 //  1. decode the header (long keys for 10 and 324, one-letter keys for 310, 320 and 325);
 //  2. check, in RocketMQ's order: broker role, topic name, reserved topics, topic config

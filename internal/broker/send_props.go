@@ -8,7 +8,7 @@ import (
 	"github.com/mqgo/mq/storage"
 )
 
-// Editing encoded properties strings ("name 0x01 value 0x02" pairs, REMOTING.md §9.3) without
+// Editing encoded properties strings ("name 0x01 value 0x02" pairs, docs/protocol.md §9.3) without
 // decoding them into a map: the send path adds CLUSTER to every message, so the common case is
 // one concatenation.
 

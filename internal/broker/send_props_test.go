@@ -21,7 +21,7 @@ func FuzzSetProperty(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, props, key, value string) {
 		if key == "" || strings.ContainsAny(key+value, "\x01\x02") {
-			t.Skip() // names and values cannot hold the separators (REMOTING.md §9.3)
+			t.Skip() // names and values cannot hold the separators (docs/protocol.md §9.3)
 		}
 		want := message.UnmarshalProperties([]byte(props))
 		want[key] = value

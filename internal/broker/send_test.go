@@ -16,7 +16,7 @@ import (
 	"github.com/mqgo/mq/storage"
 )
 
-// goSendHeader is a single send as the official Go client builds it (REMOTING.md §4.1).
+// goSendHeader is a single send as the official Go client builds it (docs/protocol.md §4.1).
 func goSendHeader(topic string, queueID int32, props map[string]string) protocol.SendMessageRequestHeader {
 	return protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: TopicAutoCreate,
 		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000123, Flag: 7,

@@ -12,7 +12,7 @@ import (
 )
 
 // Topic admin: UPDATE_AND_CREATE_TOPIC (17), DELETE_TOPIC_IN_BROKER (215) and
-// GET_ALL_TOPIC_CONFIG (21), as RocketMQ's AdminBrokerProcessor serves them (REMOTING.md §6).
+// GET_ALL_TOPIC_CONFIG (21), as RocketMQ's AdminBrokerProcessor serves them (docs/protocol.md §6).
 
 // systemTopicPrefix marks topics RocketMQ keeps for itself (TopicValidator.SYSTEM_TOPIC_PREFIX).
 const systemTopicPrefix = "rmq_sys_"

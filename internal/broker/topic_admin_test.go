@@ -11,7 +11,7 @@ import (
 	"github.com/mqgo/mq/route"
 )
 
-// goAdminCreate is UPDATE_AND_CREATE_TOPIC with the Go admin's defaults (REMOTING.md §6.1).
+// goAdminCreate is UPDATE_AND_CREATE_TOPIC with the Go admin's defaults (docs/protocol.md §6.1).
 func goAdminCreate(topic string) *protocol.CreateTopicRequestHeader {
 	return &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "defaultTopic", ReadQueueNums: 8,
 		WriteQueueNums: 8, Perm: 6, TopicFilterType: route.FilterSingleTag}

@@ -1,5 +1,5 @@
 // Package client is the client instance shared by the producers and consumers of a process that
-// use the same client id (ip@instanceName, REMOTING.md §10.1): one transport, one route table
+// use the same client id (ip@instanceName, docs/protocol.md §10.1): one transport, one route table
 // refreshed in the background, one heartbeat listing every group, and the processors for the
 // requests brokers send to clients. Producer and consumer handles acquire an Instance and
 // release it; the last release stops it.

@@ -43,7 +43,7 @@ func (i *Instance) heartbeatData() *protocol.HeartbeatData {
 }
 
 // SendHeartbeatToAllBrokers sends one heartbeat round now and waits for it: to every master,
-// and to every address of every broker when a consumer is registered (REMOTING.md §5.1).
+// and to every address of every broker when a consumer is registered (docs/protocol.md §5.1).
 // Failures are logged, not returned.
 func (i *Instance) SendHeartbeatToAllBrokers(ctx context.Context) {
 	hb := i.heartbeatData()
@@ -96,7 +96,7 @@ func (i *Instance) heartbeatLoop() {
 }
 
 // registerProcessors installs the handlers of the requests brokers send to clients
-// (REMOTING.md §7). CHECK_TRANSACTION_STATE (39) is not handled yet: there is no
+// (docs/protocol.md §7). CHECK_TRANSACTION_STATE (39) is not handled yet: there is no
 // transactional producer.
 func (i *Instance) registerProcessors() {
 	i.tr.RegisterProcessor(remoting.NotifyConsumerIDsChanged, remoting.ProcessorFunc(i.processNotifyIDsChanged))
@@ -104,7 +104,7 @@ func (i *Instance) registerProcessors() {
 	i.tr.RegisterProcessor(remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(i.processConsumeDirectly))
 }
 
-// processNotifyIDsChanged rebalances every consumer; no reply (REMOTING.md §7.1).
+// processNotifyIDsChanged rebalances every consumer; no reply (docs/protocol.md §7.1).
 func (i *Instance) processNotifyIDsChanged(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	i.log.Debug().Str("group", req.Ext("consumerGroup")).Msg("consumer ids changed; rebalancing")
 	for _, c := range i.consumerList() {
@@ -114,7 +114,7 @@ func (i *Instance) processNotifyIDsChanged(_ context.Context, _ remoting.Channel
 }
 
 // processRunningInfo answers GET_CONSUMER_RUNNING_INFO with a minimal body: properties and
-// subscriptions (REMOTING.md §7.3).
+// subscriptions (docs/protocol.md §7.3).
 func (i *Instance) processRunningInfo(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	group := req.Ext("consumerGroup")
 	c := i.consumer(group)
@@ -154,7 +154,7 @@ func (i *Instance) processRunningInfo(_ context.Context, _ remoting.Channel, req
 	return resp, nil
 }
 
-// processConsumeDirectly hands CONSUME_MESSAGE_DIRECTLY to the group's consumer (REMOTING.md
+// processConsumeDirectly hands CONSUME_MESSAGE_DIRECTLY to the group's consumer (docs/protocol.md
 // §7.4).
 func (i *Instance) processConsumeDirectly(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	group := req.Ext("consumerGroup")

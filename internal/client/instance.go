@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Defaults of Options (REMOTING.md §10.6).
+// Defaults of Options (docs/protocol.md §10.6).
 const (
 	DefaultPollNameServerInterval  = 30 * time.Second
 	DefaultHeartbeatBrokerInterval = 30 * time.Second
@@ -200,7 +200,7 @@ func newInstance(key, clientID string, opts Options) *Instance {
 	return i
 }
 
-// BuildClientID returns ip@instance as the official clients do (REMOTING.md §10.1): the first
+// BuildClientID returns ip@instance as the official clients do (docs/protocol.md §10.1): the first
 // non-loopback IPv4 address of an up interface ("" when none), and the process id when the
 // instance name is "" or DEFAULT.
 func BuildClientID(instanceName string) string {

@@ -57,7 +57,7 @@ func (i *Instance) RefreshTopicRoute(ctx context.Context, topic string) (*route.
 }
 
 // fetchRoute asks the name servers in round-robin order, moving to the next one only on a
-// transport error (REMOTING.md §3.1): the first server that answers decides.
+// transport error (docs/protocol.md §3.1): the first server that answers decides.
 func (i *Instance) fetchRoute(ctx context.Context, topic string) (*route.TopicRouteData, error) {
 	ns := i.opts.NameServers
 	i.mu.Lock()
@@ -139,7 +139,7 @@ func (i *Instance) MasterAddr(brokerName string) string {
 }
 
 // AnyBrokerAddrOfTopic returns the master (else any address) of a random broker of topic's
-// cached route, or "" (REMOTING.md §3.1.4, get consumer list).
+// cached route, or "" (docs/protocol.md §3.1.4, get consumer list).
 func (i *Instance) AnyBrokerAddrOfTopic(topic string) string {
 	i.mu.RLock()
 	r := i.routes[topic]

@@ -1,5 +1,5 @@
 // Package message is the RocketMQ 4.x message codec shared by the store, the broker and the
-// clients: the stored record (REMOTING.md §9.1) with IPv4 and IPv6 hosts, the sysFlag bits
+// clients: the stored record (docs/protocol.md §9.1) with IPv4 and IPv6 hosts, the sysFlag bits
 // (§9.2), the properties string (§9.3) and its well-known keys (§9.4), offset message ids
 // (§9.5), the SEND_BATCH_MESSAGE element encoding (§9.6), the Java tag hash code (§9.8) and the
 // body CRC (§9.9).

@@ -77,7 +77,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRecordLayout checks the byte positions against REMOTING.md §9.1 with a hand-built record.
+// TestRecordLayout checks the byte positions against docs/protocol.md §9.1 with a hand-built record.
 func TestRecordLayout(t *testing.T) {
 	m := &Message{Topic: "T", QueueID: 1, Body: []byte("ab"), Properties: "a\x01b\x02",
 		BornHost: netip.MustParseAddrPort("1.2.3.4:80"), StoreHost: netip.MustParseAddrPort("5.6.7.8:10911")}

@@ -424,19 +424,18 @@ func startFuzzEnv(cfg fuzzEnvConfig) (*fuzzEnv, error) {
 		// Delayed messages come due within the input that stored them (see settle).
 		levels[i] = time.Duration(i+1) * time.Millisecond
 	}
-	e.node, err = Start(Options{
+	e.node, err = start(Options{
 		Listen:       "127.0.0.1:0",
 		StoreDir:     store,
 		SegmentBytes: 16 << 20,
 		DelayLevels:  levels,
 		EventLoops:   1,
 		Logger:       &e.log,
-		storeHook: func(o *storage.Options) {
-			// Every new queue preallocates a ConsumeQueue file, and inputs create thousands.
-			o.ConsumeQueueUnits = 1024
-			o.MaxHashSlotNum = 1024
-			o.MaxIndexNum = 4096
-		},
+	}, func(o *storage.Options) {
+		// Every new queue preallocates a ConsumeQueue file, and inputs create thousands.
+		o.ConsumeQueueUnits = 1024
+		o.MaxHashSlotNum = 1024
+		o.MaxIndexNum = 4096
 	})
 	if err != nil {
 		os.RemoveAll(sentinel)

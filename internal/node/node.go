@@ -1,7 +1,8 @@
 // Package node wires a name service, a broker and their listeners into one running node. The
-// root package mq re-exports it (mq.StartNode, mq.Options) and adds the client handles; it lives
-// here so that packages the root imports (the consumer's tests start nodes) can use it without
-// an import cycle.
+// root package mq defines the API (mq.Options, mq.Node, mq.StartNode) and runs this wiring
+// behind it; the wiring lives here so that packages the root imports (the consumer's tests
+// start nodes) can use it without an import cycle, and so that the module's own tools (mqtest)
+// reach the broker through Of without the public API handing out internal types.
 package node
 
 import (
@@ -25,8 +26,9 @@ import (
 
 // Node is a running name service and/or broker. Its methods are safe for concurrent use.
 type Node struct {
-	opts Options
-	log  zerolog.Logger
+	opts      Options
+	storeHook func(*storage.Options)
+	log       zerolog.Logger
 
 	nameServer *route.NameServer
 	broker     *broker.Broker
@@ -49,7 +51,11 @@ type endpoint struct {
 
 // Start builds and starts a node, returning once every listener is bound. On error nothing
 // is left running.
-func Start(opts Options) (*Node, error) {
+func Start(opts Options) (*Node, error) { return start(opts, nil) }
+
+// start is Start with a hook that adjusts the store's options before it opens: the package's
+// tests shrink the preallocated files with it when they create many queues.
+func start(opts Options, storeHook func(*storage.Options)) (*Node, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -58,6 +64,7 @@ func Start(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.storeHook = storeHook
 	if err := n.start(); err != nil {
 		return nil, errors.Join(err, n.Close())
 	}
@@ -242,8 +249,8 @@ func (n *Node) startBroker(ctx context.Context) error {
 
 // storeOptions applies the test hook, if any, to the store's options.
 func (n *Node) storeOptions(o storage.Options) storage.Options {
-	if n.opts.storeHook != nil {
-		n.opts.storeHook(&o)
+	if n.storeHook != nil {
+		n.storeHook(&o)
 	}
 	return o
 }
@@ -302,8 +309,8 @@ func (n *Node) addrOf(role string) string {
 	return ""
 }
 
-// Broker gives direct access to this node's broker, or nil when it has none. Its package is
-// internal: this is for the module's own tests and tools.
+// Broker gives direct access to this node's broker, or nil when it has none, for the module's
+// own tests and tools.
 func (n *Node) Broker() *broker.Broker { return n.broker }
 
 // NameServer gives direct access to this node's route table, or nil when it has none.
@@ -318,6 +325,11 @@ func (n *Node) NewTransport() remoting.Transport {
 
 // Logger is the logger the node was given (nil when it runs silent).
 func (n *Node) Logger() *zerolog.Logger { return n.opts.Logger }
+
+// Of returns the node behind a *mq.Node (nil for anything else). Package mq sets it in its
+// init, so that mqtest and the module's tests reach the broker and the route table while the
+// public API offers neither.
+var Of func(mqNode any) *Node
 
 // NameServers is where this node's clients look up routes: its own name service, else the
 // ones its broker registers with.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/remoting"
-	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
@@ -38,168 +37,87 @@ const (
 	DefaultStartTimeout = 10 * time.Second
 )
 
-// FlushDiskType says when an appended message counts as stored.
-type FlushDiskType string
-
-// Flush modes (RocketMQ's flushDiskType).
-const (
-	AsyncFlush FlushDiskType = "ASYNC_FLUSH" // acknowledged once in the page cache
-	SyncFlush  FlushDiskType = "SYNC_FLUSH"  // acknowledged once fsynced (group commit)
+// FlushDiskType and BrokerRole are plain strings so that mq.Options, whose fields have the
+// same types, converts to Options without a copy.
+type (
+	FlushDiskType = string
+	BrokerRole    = string
 )
 
-// Options configures a Node. The zero value of every field means its default, so
-// mq.StartNode(mq.Options{}) runs a name service and a broker on DefaultListen.
+// Flush modes (RocketMQ flushDiskType).
+const (
+	AsyncFlush FlushDiskType = "ASYNC_FLUSH"
+	SyncFlush  FlushDiskType = "SYNC_FLUSH"
+)
+
+// Broker roles (RocketMQ brokerRole).
+const (
+	AsyncMaster BrokerRole = "ASYNC_MASTER"
+	SyncMaster  BrokerRole = "SYNC_MASTER"
+	Slave       BrokerRole = "SLAVE"
+)
+
+// Options is mq.Options field for field, same names and types in the same order, so that package
+// mq converts with node.Options(o); the fields are documented there, once.
 type Options struct {
-	// Listen is the "host:port" the node serves the name service and the broker on; port 0
-	// picks a free port (see Node.Addr). Default DefaultListen.
-	Listen string
-	// NameServerListen and BrokerListen, when set, serve the two roles on separate ports
-	// instead of sharing Listen.
-	NameServerListen string
-	BrokerListen     string
-	// DisableNameServer and DisableBroker leave a role out of this node.
+	Listen            string
+	NameServerListen  string
+	BrokerListen      string
 	DisableNameServer bool
 	DisableBroker     bool
 
-	// NameServers are the name services a broker registers with. Default: this node's own.
-	NameServers []string
-	// StoreDir holds the broker's CommitLog, ConsumeQueues and metadata, and the name
-	// service's KV config. Default DefaultStoreDir, relative to the working directory.
-	StoreDir string
-	// FlushDiskType is AsyncFlush (default) or SyncFlush.
-	FlushDiskType FlushDiskType
-	// ClusterName, BrokerName and BrokerID identify the broker (id 0 is the master).
-	ClusterName string
-	BrokerName  string
-	BrokerID    int64
-	// BrokerIP is the address clients are told to dial and the store host of every message
-	// (RocketMQ brokerIP1). Default: the listener's host, or, when that is a wildcard, the
-	// first non-loopback IPv4 address of this machine.
-	BrokerIP string
-	// DisableAutoCreateTopic refuses sends to unknown topics instead of creating them from
-	// TBW102 (autoCreateTopicEnable, on by default for an embedded node).
-	DisableAutoCreateTopic bool
-	// SegmentBytes is the CommitLog segment size (mappedFileSizeCommitLog). Default 1 GiB;
-	// tests use far less.
-	SegmentBytes int64
-	// FileReservedTime is how long CommitLog segments are kept. Default 72 h.
-	FileReservedTime time.Duration
-	// DelayLevels are the delays of levels 1..n (messageDelayLevel). Default RocketMQ's 18,
-	// 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h.
-	DelayLevels []time.Duration
-	// RegisterNameServerPeriod is how often the broker registers with the name servers
-	// (registerNameServerPeriod). Default 30 s.
-	RegisterNameServerPeriod time.Duration
-	// FlushConsumerOffsetInterval is how often consumer offsets are persisted. Default 5 s.
+	NameServers                 []string
+	StoreDir                    string
+	FlushDiskType               FlushDiskType
+	ClusterName                 string
+	BrokerName                  string
+	BrokerID                    int64
+	BrokerIP                    string
+	DisableAutoCreateTopic      bool
+	SegmentBytes                int64
+	FileReservedTime            time.Duration
+	DelayLevels                 []time.Duration
+	RegisterNameServerPeriod    time.Duration
 	FlushConsumerOffsetInterval time.Duration
-	// ClientChannelExpiredTime drops producers and consumers that sent no heartbeat for this
-	// long. Default 120 s.
-	ClientChannelExpiredTime time.Duration
-	// RebalanceLockMaxLiveTime expires orderly consumers' queue locks not renewed for this
-	// long. Default 60 s.
-	RebalanceLockMaxLiveTime time.Duration
+	ClientChannelExpiredTime    time.Duration
+	RebalanceLockMaxLiveTime    time.Duration
 
-	// ScanNotActiveBrokerInterval and BrokerChannelExpiredTime drive the name service's expiry
-	// of silent brokers. Defaults 10 s and 120 s; tests use milliseconds.
 	ScanNotActiveBrokerInterval time.Duration
 	BrokerChannelExpiredTime    time.Duration
-	// ChannelMaxIdleTime closes connections idle this long. Default 120 s.
-	ChannelMaxIdleTime time.Duration
-	// MaxFrameBytes is the largest frame accepted, its length word included. Default 16 MiB.
-	MaxFrameBytes int
-	// MaxMessageBytes is the largest message body a send may carry (RocketMQ maxMessageSize,
-	// 4 MiB); a larger one is refused with MESSAGE_ILLEGAL.
-	MaxMessageBytes int
-	// MaxHeaderBytes and MaxExtFields bound each request's header; a header over either closes
-	// its connection. Defaults remoting.DefaultMaxHeaderBytes (64 KiB) and
-	// remoting.DefaultMaxExtFields (256); RocketMQ has no such limits.
-	MaxHeaderBytes int
-	MaxExtFields   int
-	// MaxPendingWriteBytes is how many bytes of responses one connection may leave unread before
-	// the node stops reading its requests until it catches up. Default
-	// remoting.DefaultMaxPendingWriteBytes (4 MiB).
-	MaxPendingWriteBytes int
-	// MaxConnections is how many connections each listener keeps open at once; more are closed
-	// as they arrive. Default remoting.DefaultMaxConnections (10,000); RocketMQ has no such limit.
-	MaxConnections int
-	// ServerWorkerThreads and ServerQueueCapacity size each request pool.
-	ServerWorkerThreads int
-	ServerQueueCapacity int
-	// EventLoops is the number of gnet event loops. Default: one per CPU.
-	EventLoops int
-	// StartTimeout bounds StartNode's wait for the listeners. Default 10 s.
-	StartTimeout time.Duration
+	ChannelMaxIdleTime          time.Duration
+	MaxFrameBytes               int
+	MaxMessageBytes             int
+	MaxHeaderBytes              int
+	MaxExtFields                int
+	MaxPendingWriteBytes        int
+	MaxConnections              int
+	ServerWorkerThreads         int
+	ServerQueueCapacity         int
+	EventLoops                  int
+	StartTimeout                time.Duration
 
-	// BrokerRole is AsyncMaster (default for broker id 0), SyncMaster, or Slave (default, and
-	// required, for a broker id above 0; a Slave with broker id 0 gets id 1).
-	BrokerRole BrokerRole
-	// HAListen is a master's replication listener "host:port" (haListenPort). Default: the
-	// broker listener's host and port + 1, or port 0 (a free port) when the broker listens on
-	// port 0. The bound address is advertised to slaves through the name service.
-	HAListen string
-	// MasterHA is a slave's master replication address "host:port" (haMasterAddress). Default:
-	// learned from the name service's REGISTER_BROKER answers.
-	MasterHA string
-	// HATransferBatchBytes (haTransferBatchSize, 32 KiB), HAHousekeepingInterval
-	// (haHousekeepingInterval, 20 s), HASendHeartbeatInterval (haSendHeartbeatInterval, 5 s),
-	// HASlaveFallBehindMax (haSlaveFallbehindMax, 256 MiB), HASyncFlushTimeout (how long a
-	// SyncMaster send waits for a slave, syncFlushTimeout, 5 s), HATransferWaitInterval (100 ms)
-	// and HAReconnectInterval (5 s) tune replication; tests use milliseconds.
-	HATransferBatchBytes    int
-	HAHousekeepingInterval  time.Duration
-	HASendHeartbeatInterval time.Duration
-	HASlaveFallBehindMax    int64
-	HASyncFlushTimeout      time.Duration
-	HATransferWaitInterval  time.Duration
-	HAReconnectInterval     time.Duration
-	// HASecret, when set (at least 16 bytes), is a secret shared by a master and its slaves:
-	// each side proves it knows it before any CommitLog byte crosses the HA connection, so a
-	// peer without it gets nothing and cannot acknowledge SyncMaster sends. Give every node
-	// of the group the same one. Empty speaks RocketMQ's protocol, which any peer that can
-	// reach the HA port may follow: then keep that port off untrusted networks.
-	HASecret string
-	// SlaveReadEnable lets the master send consumers that fall far behind to the slave
-	// (slaveReadEnable), and lets a slave keep serving the consumers it was sent.
-	SlaveReadEnable bool
-	// AccessMessageInMemoryMaxRatio is the share of physical memory, in percent, a reader may
-	// lag behind the CommitLog's end before it counts as far behind (40).
+	BrokerRole                    BrokerRole
+	HAListen                      string
+	MasterHA                      string
+	HATransferBatchBytes          int
+	HAHousekeepingInterval        time.Duration
+	HASendHeartbeatInterval       time.Duration
+	HASlaveFallBehindMax          int64
+	HASyncFlushTimeout            time.Duration
+	HATransferWaitInterval        time.Duration
+	HAReconnectInterval           time.Duration
+	HASecret                      string
+	SlaveReadEnable               bool
 	AccessMessageInMemoryMaxRatio int
-	// AccessMessageInMemoryMaxBytes, when above 0, replaces the ratio with a byte count, so
-	// tests can make a reader "far behind" with a few messages.
 	AccessMessageInMemoryMaxBytes int64
-	// SlaveSyncPeriod is how often a slave copies topics, consumer offsets, delay offsets and
-	// subscription groups from its master (RocketMQ: 10 s).
-	SlaveSyncPeriod time.Duration
-	// MaxLongPollingSuspend caps the time a consumer's pull may be held waiting for messages;
-	// a pull asking longer (clients ask 15-30 s) is held this long. Default 60 s.
-	MaxLongPollingSuspend time.Duration
-	// MaxHeldPullsPerConnection and MaxHeldPulls cap the pulls held waiting for messages, for
-	// one connection and in all; a pull over a cap is answered SYSTEM_BUSY at once and the
-	// client retries it a few seconds later. Defaults 4096 and 65,536.
-	MaxHeldPullsPerConnection int
-	MaxHeldPulls              int
-	// MaxQueueNums caps a topic's read and write queue counts and a group's retryQueueNums;
-	// admin requests asking more are refused, and this node's name service clamps the counts
-	// brokers register to it. Default 1024.
-	MaxQueueNums int32
+	SlaveSyncPeriod               time.Duration
+	MaxLongPollingSuspend         time.Duration
+	MaxHeldPullsPerConnection     int
+	MaxHeldPulls                  int
+	MaxQueueNums                  int32
 
-	// Logger receives the node's structured logs; nil discards them.
 	Logger *zerolog.Logger
-
-	// storeHook, when set, adjusts the store's options before it opens: the package's tests
-	// shrink the preallocated files with it when they create many queues.
-	storeHook func(*storage.Options)
 }
-
-// BrokerRole is a broker's part in its master/slave group (RocketMQ brokerRole).
-type BrokerRole string
-
-// Broker roles.
-const (
-	AsyncMaster BrokerRole = "ASYNC_MASTER" // acknowledges sends without waiting for a slave
-	SyncMaster  BrokerRole = "SYNC_MASTER"  // acknowledges sends once a slave has them
-	Slave       BrokerRole = "SLAVE"        // follows its master; refuses sends, serves reads
-)
 
 func (o Options) withDefaults() Options {
 	if o.Listen == "" {

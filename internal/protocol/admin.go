@@ -15,7 +15,7 @@ import (
 // Admin request headers and bodies of the broker (RocketMQ 4.x AdminBrokerProcessor).
 //
 // Bodies keyed by MessageQueue (TopicStatsTable, ConsumeStats) are written the way Java's
-// fastjson writes a Map with object keys, which is not strict JSON (REMOTING.md §7.5):
+// fastjson writes a Map with object keys, which is not strict JSON (docs/protocol.md §7.5):
 //
 //	{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"lastUpdateTimestamp":0,...}}}
 //

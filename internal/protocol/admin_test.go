@@ -45,7 +45,7 @@ func TestRetryQueryAdminHeadersRoundTrip(t *testing.T) {
 	}
 }
 
-// The Go client's send-back header (REMOTING.md §5.7) decodes.
+// The Go client's send-back header (docs/protocol.md §5.7) decodes.
 func TestSendBackHeaderFromGoClient(t *testing.T) {
 	ext := map[string]string{"group": "cg", "offset": "4096", "delayLevel": "0",
 		"originMsgId": "AC11000100002A9F0000000000001000", "originTopic": "TopicTest", "unitMode": "false",

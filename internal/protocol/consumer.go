@@ -11,7 +11,7 @@ import (
 
 // Consumer-group management: HEART_BEAT (34) bodies, UNREGISTER_CLIENT (35),
 // GET_CONSUMER_LIST_BY_GROUP (38), NOTIFY_CONSUMER_IDS_CHANGED (40), LOCK_BATCH_MQ (41) and
-// UNLOCK_BATCH_MQ (42). See REMOTING.md §5.1, §5.2, §5.8, §7.1.
+// UNLOCK_BATCH_MQ (42). See docs/protocol.md §5.1, §5.2, §5.8, §7.1.
 
 // Values of ConsumerData.ConsumeType, MessageModel and ConsumeFromWhere (Java enum names).
 const (
@@ -26,7 +26,7 @@ const (
 	ConsumeFromTimestamp   = "CONSUME_FROM_TIMESTAMP"
 )
 
-// Expression types of a subscription. An empty type means TAG (REMOTING.md §5.1).
+// Expression types of a subscription. An empty type means TAG (docs/protocol.md §5.1).
 const (
 	ExpressionTag   = "TAG"
 	ExpressionSQL92 = "SQL92"

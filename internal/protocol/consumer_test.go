@@ -8,7 +8,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// goClientHeartbeat is a heartbeat body as the official Go client writes it (REMOTING.md §5.1).
+// goClientHeartbeat is a heartbeat body as the official Go client writes it (docs/protocol.md §5.1).
 const goClientHeartbeat = `{"clientID":"10.0.0.1@1234","producerDataSet":[{"groupName":"pg"}],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"a || b","tagsSet":["a","b"],"codeSet":["97","98"],"subVersion":1700000000000000000,"expressionType":"TAG"},{"classFilterMode":false,"topic":"%RETRY%cg","subString":"*","tagsSet":[],"codeSet":[],"subVersion":1700000000000000001,"expressionType":"TAG"}],"unitMode":false}]}`
 
 func TestHeartbeatDecodeGoClient(t *testing.T) {
@@ -71,7 +71,7 @@ func TestHeartbeatDecodeErrors(t *testing.T) {
 }
 
 func TestLockBodies(t *testing.T) {
-	// REMOTING.md §5.8.
+	// docs/protocol.md §5.8.
 	const req = `{"consumerGroup":"cg","clientId":"10.0.0.1@1234","mqSet":[{"topic":"T","brokerName":"broker-a","queueId":0}]}`
 	var body LockBatchRequestBody
 	if err := json.Unmarshal([]byte(req), &body); err != nil {

@@ -4,7 +4,7 @@ import "github.com/mqgo/mq/remoting"
 
 // Offset requests: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15),
 // SEARCH_OFFSET_BY_TIMESTAMP (29), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) and
-// GET_EARLIEST_MSG_STORETIME (32). See REMOTING.md §5.3–§5.5.
+// GET_EARLIEST_MSG_STORETIME (32). See docs/protocol.md §5.3–§5.5.
 
 // QueryConsumerOffsetRequestHeader is the header of QUERY_CONSUMER_OFFSET.
 type QueryConsumerOffsetRequestHeader struct {

@@ -4,7 +4,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// Pull sysFlag bits of PullMessageRequestHeader.SysFlag (REMOTING.md §5.6). Part of the wire
+// Pull sysFlag bits of PullMessageRequestHeader.SysFlag (docs/protocol.md §5.6). Part of the wire
 // format; do not change.
 const (
 	PullFlagCommitOffset int32 = 1 << 0 // commitOffset carries the consumer's offset
@@ -91,7 +91,7 @@ func (h *PullMessageRequestHeader) HasSuspend() bool { return h.SysFlag&PullFlag
 func (h *PullMessageRequestHeader) HasSubscription() bool { return h.SysFlag&PullFlagSubscription != 0 }
 
 // PullMessageResponseHeader answers PULL_MESSAGE with codes 0, 19, 20 and 21. Every field is
-// always written (REMOTING.md §5.6: a missing nextBeginOffset rewinds the consumer to 0).
+// always written (docs/protocol.md §5.6: a missing nextBeginOffset rewinds the consumer to 0).
 type PullMessageResponseHeader struct {
 	SuggestWhichBrokerID int64
 	NextBeginOffset      int64

@@ -9,7 +9,7 @@ import (
 )
 
 func TestPullHeaderWire(t *testing.T) {
-	// The keys and value forms of the Go push consumer's pull (REMOTING.md §5.6).
+	// The keys and value forms of the Go push consumer's pull (docs/protocol.md §5.6).
 	h := &PullMessageRequestHeader{ConsumerGroup: "cg", Topic: "T", QueueID: 2, QueueOffset: 15, MaxMsgNums: 32,
 		SysFlag: BuildPullSysFlag(true, true, false, false), CommitOffset: 12, SuspendTimeoutMillis: 20000,
 		ExpressionType: "TAG", BrokerName: "broker-a"}

@@ -7,7 +7,7 @@ import "github.com/mqgo/mq/remoting"
 // UNIQUE_MSG_QUERY_FLAG). The broker then answers up to its default number of matches.
 const UniqueKeyQueryField = "_UNIQUE_KEY_QUERY"
 
-// QueryMessageRequestHeader is the header of QUERY_MESSAGE (12), REMOTING.md §5.10: messages of
+// QueryMessageRequestHeader is the header of QUERY_MESSAGE (12), docs/protocol.md §5.10: messages of
 // Topic whose KEYS contain Key (or whose UNIQ_KEY is Key) stored in [BeginTimestamp,
 // EndTimestamp] ms.
 type QueryMessageRequestHeader struct {

@@ -3,10 +3,10 @@ package protocol
 import "github.com/mqgo/mq/remoting"
 
 // Send headers (RocketMQ 4.x SendMessageRequestHeader, SendMessageRequestHeaderV2,
-// SendMessageResponseHeader; REMOTING.md §4.1–§4.3).
+// SendMessageResponseHeader; docs/protocol.md §4.1–§4.3).
 
 // SendMessageRequestHeader is the header of SEND_MESSAGE (10) and SEND_REPLY_MESSAGE (324), with
-// the long key names of REMOTING.md §4.1. SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and
+// the long key names of docs/protocol.md §4.1. SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and
 // SEND_REPLY_MESSAGE_V2 (325) carry the same fields under one-letter keys: see
 // SendMessageRequestHeaderV2, a conversion of this type.
 type SendMessageRequestHeader struct {
@@ -18,11 +18,11 @@ type SendMessageRequestHeader struct {
 	DefaultTopicQueueNums int32
 	// QueueID is the target queue; a negative id asks the broker to pick one.
 	QueueID int32
-	// SysFlag holds the message sysFlag bits (REMOTING.md §9.2).
+	// SysFlag holds the message sysFlag bits (docs/protocol.md §9.2).
 	SysFlag       int32
 	BornTimestamp int64
 	Flag          int32
-	// Properties is the encoded properties string (REMOTING.md §9.3).
+	// Properties is the encoded properties string (docs/protocol.md §9.3).
 	Properties     string
 	ReconsumeTimes int32
 	UnitMode       bool
@@ -35,7 +35,7 @@ type SendMessageRequestHeader struct {
 }
 
 // Encode implements remoting.Header. With DefaultTopic "TBW102" and DefaultTopicQueueNums 4 it
-// writes exactly the keys and values the official Go client sends (REMOTING.md §4.1).
+// writes exactly the keys and values the official Go client sends (docs/protocol.md §4.1).
 func (h *SendMessageRequestHeader) Encode(ext map[string]string) {
 	ext["producerGroup"] = h.ProducerGroup
 	ext["topic"] = h.Topic
@@ -61,7 +61,7 @@ func (h *SendMessageRequestHeader) Decode(ext map[string]string) error {
 }
 
 // SendMessageRequestHeaderV2 is SendMessageRequestHeader under the one-letter keys a..n of
-// SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2 (REMOTING.md §4.2). Convert
+// SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2 (docs/protocol.md §4.2). Convert
 // with (*SendMessageRequestHeaderV2)(&h).
 type SendMessageRequestHeaderV2 SendMessageRequestHeader
 
@@ -125,7 +125,7 @@ func (h *SendMessageRequestHeader) decode(ext map[string]string, k *sendKeys) er
 	return r.Err()
 }
 
-// SendMessageResponseHeader answers the send requests (REMOTING.md §4.1): the stored message's
+// SendMessageResponseHeader answers the send requests (docs/protocol.md §4.1): the stored message's
 // offset message id (comma-joined ids for a batch), its queue and queue offset (the first
 // message's for a batch), and the broker's region and trace switch.
 type SendMessageResponseHeader struct {

@@ -17,7 +17,7 @@ func goClientSend() SendMessageRequestHeader {
 		Properties: goClientProps, BrokerName: "broker-a"}
 }
 
-// TestSendHeaderWire pins the long-key encoding to REMOTING.md §4.1.
+// TestSendHeaderWire pins the long-key encoding to docs/protocol.md §4.1.
 func TestSendHeaderWire(t *testing.T) {
 	h := goClientSend()
 	want := map[string]string{
@@ -31,7 +31,7 @@ func TestSendHeaderWire(t *testing.T) {
 	}
 }
 
-// TestSendHeaderV2Wire pins the short-key encoding to REMOTING.md §4.2 (a batch send).
+// TestSendHeaderV2Wire pins the short-key encoding to docs/protocol.md §4.2 (a batch send).
 func TestSendHeaderV2Wire(t *testing.T) {
 	h := SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102",
 		DefaultTopicQueueNums: 4, QueueID: 3, BornTimestamp: 1700000000123, Batch: true, BrokerName: "broker-a"}
@@ -152,7 +152,7 @@ func TestSendHeadersMissingField(t *testing.T) {
 	}
 }
 
-// TestSendResponseHeaderWire pins the response to REMOTING.md Appendix A.
+// TestSendResponseHeaderWire pins the response to docs/protocol.md Appendix A.
 func TestSendResponseHeaderWire(t *testing.T) {
 	h := SendMessageResponseHeader{MsgID: "7F00000100002A9F0000000000000064", QueueID: 2, QueueOffset: 15,
 		MsgRegion: "DefaultRegion", TraceOn: true}
@@ -173,7 +173,7 @@ func TestSendResponseHeaderWire(t *testing.T) {
 }
 
 // TestCreateTopicHeaderWire pins UPDATE_AND_CREATE_TOPIC to the Go admin defaults of
-// REMOTING.md §6.1.
+// docs/protocol.md §6.1.
 func TestCreateTopicHeaderWire(t *testing.T) {
 	h := CreateTopicRequestHeader{Topic: "T", DefaultTopic: "defaultTopic", ReadQueueNums: 8, WriteQueueNums: 8,
 		Perm: 6, TopicFilterType: "SINGLE_TAG"}

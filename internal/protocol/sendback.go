@@ -2,7 +2,7 @@ package protocol
 
 import "github.com/mqgo/mq/remoting"
 
-// ConsumerSendMsgBackRequestHeader is the header of CONSUMER_SEND_MSG_BACK (36), REMOTING.md
+// ConsumerSendMsgBackRequestHeader is the header of CONSUMER_SEND_MSG_BACK (36), docs/protocol.md
 // §5.7: a consumer hands a message it failed to consume back to the broker, which stores a copy
 // in the group's retry topic (delayed) or, past the reconsume limit, in its dead-letter topic.
 type ConsumerSendMsgBackRequestHeader struct {

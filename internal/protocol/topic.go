@@ -3,7 +3,7 @@ package protocol
 import "github.com/mqgo/mq/remoting"
 
 // Topic admin headers (RocketMQ 4.x CreateTopicRequestHeader, DeleteTopicRequestHeader;
-// REMOTING.md §6.1, §6.2).
+// docs/protocol.md §6.1, §6.2).
 
 // CreateTopicRequestHeader is the header of UPDATE_AND_CREATE_TOPIC (17).
 type CreateTopicRequestHeader struct {
