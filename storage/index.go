@@ -83,8 +83,8 @@ func (f *indexFile) put(h int32, phy, ts int64) {
 	b := f.seg.data
 	slotPos := indexHeaderBytes + int(h)%f.slotNum*indexSlotBytes
 	prev := int32(be.Uint32(b[slotPos:]))
-	if prev <= 0 || prev > f.count {
-		prev = 0
+	if prev <= 0 || prev >= f.count {
+		prev = 0 // never chain an entry to itself (see repairTornPut)
 	}
 	if f.count <= 1 {
 		f.beginTs, f.beginPhy = ts, phy
@@ -108,6 +108,33 @@ func (f *indexFile) put(h int32, phy, ts int64) {
 	f.count++
 	f.endPhy, f.endTs = phy, ts
 	f.writeHeader()
+	f.dirty = true
+}
+
+// repairTornPut undoes what a put killed part-way leaves for later puts to follow. put
+// writes its entry, then points the slot at it, then counts it in the header: killed between
+// the last two, the slot names the uncounted entry at count, whose prev holds the chain's
+// real head. Re-dispatch then indexes the record again. Called by load.
+func (f *indexFile) repairTornPut() {
+	if f.full() {
+		return
+	}
+	be := binary.BigEndian
+	b := f.seg.data
+	pos := indexHeaderBytes + f.slotNum*indexSlotBytes + int(f.count)*indexEntryBytes
+	h := int32(be.Uint32(b[pos:]))
+	if h < 0 {
+		return
+	}
+	slotPos := indexHeaderBytes + int(h)%f.slotNum*indexSlotBytes
+	if int32(be.Uint32(b[slotPos:])) != f.count {
+		return
+	}
+	prev := int32(be.Uint32(b[pos+16:]))
+	if prev <= 0 || prev >= f.count {
+		prev = 0
+	}
+	be.PutUint32(b[slotPos:], uint32(prev))
 	f.dirty = true
 }
 
@@ -148,7 +175,9 @@ type indexService struct {
 	mu    sync.RWMutex
 	files []*indexFile // mu guards; oldest first
 	// skipUpTo is the last CommitLog offset known indexed; re-dispatch after a crash skips
-	// records up to it. mu guards it.
+	// records up to it. mu guards it. After load it is before the last record the index
+	// names: a crash may have cut that record's keys short, so it is indexed again (query
+	// drops the duplicate offsets).
 	skipUpTo int64
 }
 
@@ -158,6 +187,7 @@ func (x *indexService) fileBytes() int64 {
 
 // load maps existing index files; damaged ones are removed and reported.
 func (x *indexService) load() (removed []string, err error) {
+	x.skipUpTo = -1
 	ents, err := os.ReadDir(x.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -192,9 +222,10 @@ func (x *indexService) load() (removed []string, err error) {
 			removed = append(removed, path)
 			continue
 		}
+		f.repairTornPut()
 		x.files = append(x.files, f)
-		if f.endPhy > x.skipUpTo {
-			x.skipUpTo = f.endPhy
+		if f.count > 1 && f.endPhy-1 > x.skipUpTo {
+			x.skipUpTo = f.endPhy - 1
 		}
 	}
 	return removed, nil
