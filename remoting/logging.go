@@ -8,14 +8,27 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// gnetLogger routes gnet's own messages into zerolog.
-type gnetLogger struct{ log zerolog.Logger }
+// gnetLogger routes gnet's own messages into zerolog. Once quiet is set (the server shut its
+// listener to stop), gnet's errors are the expected failed accept and the engine stopping on
+// it, logged at debug level.
+type gnetLogger struct {
+	log   zerolog.Logger
+	quiet *atomic.Bool
+}
 
 func (g gnetLogger) Debugf(f string, a ...any) { g.log.Debug().Msg(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Infof(f string, a ...any)  { g.log.Debug().Msg(fmt.Sprintf(f, a...)) }
 func (g gnetLogger) Warnf(f string, a ...any)  { g.log.Warn().Msg(fmt.Sprintf(f, a...)) }
-func (g gnetLogger) Errorf(f string, a ...any) { g.log.Error().Msg(fmt.Sprintf(f, a...)) }
-func (g gnetLogger) Fatalf(f string, a ...any) { g.log.Error().Msg(fmt.Sprintf(f, a...)) }
+func (g gnetLogger) Errorf(f string, a ...any) { g.errorf(f, a...) }
+func (g gnetLogger) Fatalf(f string, a ...any) { g.errorf(f, a...) }
+
+func (g gnetLogger) errorf(f string, a ...any) {
+	if g.quiet != nil && g.quiet.Load() {
+		g.log.Debug().Msg(fmt.Sprintf(f, a...))
+		return
+	}
+	g.log.Error().Msg(fmt.Sprintf(f, a...))
+}
 
 // rateLimiter lets one event through per interval and counts the rest, so a flood of bad frames
 // costs one log line a second.

@@ -110,6 +110,7 @@ type Server struct {
 	bootErr error
 
 	onBootHook func()
+	stopping   atomic.Bool // the listener is shut: gnet's errors about it are expected
 
 	mu    sync.Mutex
 	conns map[uint64]*serverConn
@@ -167,6 +168,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		<-s.ready
 		if s.bootErr == nil {
+			s.stopAccepting(stopCtx.Done())
 			_ = s.engine.Stop(stopCtx)
 		}
 	}()
@@ -179,13 +181,14 @@ func (s *Server) Run(ctx context.Context) error {
 		gnet.WithTicker(true),
 		gnet.WithReuseAddr(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		gnet.WithLogger(gnetLogger{s.log}),
+		gnet.WithLogger(gnetLogger{log: s.log, quiet: &s.stopping}),
 	}
 	if s.opts.EventLoops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(s.opts.EventLoops))
 	}
 	s.onBootHook = readyOnce
 	err := gnet.Run(s, "tcp://"+s.opts.Addr, opts...)
+	s.stopping.Store(true) // gnet's own complaints from here on are about the shutdown
 	readyOnce()
 	stopped()
 	wg.Wait()
@@ -197,6 +200,36 @@ func (s *Server) Run(ctx context.Context) error {
 		return s.bootErr
 	}
 	return nil
+}
+
+// stopAccepting shuts the listening socket before the engine is told to stop, and waits (a
+// second at most) for gnet to stop on its own. gnet's main reactor accepts each connection and
+// hands it to an event loop as a queued task; an event loop already told to shut down never runs
+// that task, so a connection accepted while the engine stops would stay open, unserved and never
+// closed, for the life of the process, and a client that dialled in that window (a producer
+// reconnecting to a node being closed) would wait out its full timeout for an answer. Once the
+// socket is shut, the kernel resets the connections not yet accepted and refuses new ones; the
+// main reactor's next accept fails and it shuts the engine down itself, after queueing every
+// connection it accepted, so each reaches a running loop and is closed with the others.
+func (s *Server) stopAccepting(stopped <-chan struct{}) {
+	fd, err := s.engine.Dup()
+	if err != nil {
+		return
+	}
+	s.stopping.Store(true)
+	err = shutdownListener(fd)
+	closeFD(fd)
+	if err != nil { // not Linux, say: stop as before
+		s.stopping.Store(false)
+		s.log.Debug().Err(err).Msg("listener not shut before stopping; stopping anyway")
+		return
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+	}
 }
 
 // OnBoot records the engine and the bound address. Loop-only.
