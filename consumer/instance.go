@@ -5,12 +5,21 @@ import (
 	"fmt"
 
 	"github.com/mqgo/mq/internal/client"
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
 
 // clientConsumer is what the shared client instance needs from a consumer.
 type clientConsumer = client.Consumer
+
+// registered is the PushConsumer as the shared instance sees it: the instance's Consumer
+// interface names the internal heartbeat body type, which PushConsumer's exported methods must
+// not.
+type registered struct{ *PushConsumer }
+
+// HeartbeatData implements clientConsumer.
+func (r registered) HeartbeatData() protocol.ConsumerData { return r.heartbeatData() }
 
 // instance is the part of the shared client instance (internal/client, one per client id) the
 // consumer uses: transport, routes, broker addresses and heartbeats.
@@ -46,4 +55,4 @@ func acquireInstance(cfg *config) (instance, error) {
 }
 
 var _ instance = (*client.Instance)(nil)
-var _ clientConsumer = (*PushConsumer)(nil)
+var _ clientConsumer = registered{}

@@ -230,7 +230,7 @@ func (pc *PushConsumer) startWith(inst instance) error {
 	default:
 		pc.work = make(chan consumeRequest, pc.cfg.consumeGoroutines)
 	}
-	if err := inst.RegisterConsumer(pc.cfg.group, pc); err != nil {
+	if err := inst.RegisterConsumer(pc.cfg.group, registered{pc}); err != nil {
 		pc.cancel()
 		pc.consumeCancel()
 		return err
@@ -359,8 +359,9 @@ func (pc *PushConsumer) subscriptionOf(topic string) *subscription {
 	return pc.mu.subs[topic]
 }
 
-// HeartbeatData implements the client instance's Consumer: the group as heartbeats carry it.
-func (pc *PushConsumer) HeartbeatData() protocol.ConsumerData {
+// heartbeatData is the group as heartbeats carry it (the instance reaches it through
+// registered.HeartbeatData).
+func (pc *PushConsumer) heartbeatData() protocol.ConsumerData {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	consumeType := protocol.ConsumePassively
