@@ -190,7 +190,7 @@ func dispatchesToQueue(sysFlag int32) bool {
 
 // append writes the messages as consecutive records under one lock. sizes[i] is
 // RecordSize(msgs[i]); total is their sum and must fit in one segment.
-func (c *commitLog) append(msgs []*message.Message, sizes []int, total int, storeTs int64, r *PutResult) error {
+func (c *commitLog) append(msgs []*Message, sizes []int, total int, storeTs int64, r *PutResult) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -218,7 +218,7 @@ func (c *commitLog) append(msgs []*message.Message, sizes []int, total int, stor
 		if r.QueueOffset < 0 {
 			r.QueueOffset = qo
 		}
-		message.EncodeRecord(s.data[pos:], sizes[i], m, qo, s.start+pos, storeTs)
+		message.EncodeRecord(s.data[pos:], sizes[i], m.record(), qo, s.start+pos, storeTs)
 		pos += int64(sizes[i])
 	}
 	s.lastTimestamp.Store(storeTs)

@@ -8,8 +8,29 @@ import (
 	"github.com/mqgo/mq/internal/message"
 )
 
-// Message is what the broker appends; see message.Message. PutMessage fills in BodyCRC.
-type Message = message.Message
+// Message is what the broker appends. PutMessage fills in BodyCRC. Its fields are those of
+// the record codec's message (internal/message), so the store converts it without copying.
+type Message struct {
+	Topic   string
+	QueueID int32
+	Flag    int32
+	Body    []byte
+	// Properties is the encoded properties string (docs/protocol.md §9.3).
+	Properties string
+	// SysFlag as sent; the IPv6 host bits are set when the record is encoded, from the hosts.
+	SysFlag                   int32
+	BornTimestamp             int64
+	BornHost                  netip.AddrPort
+	StoreHost                 netip.AddrPort
+	ReconsumeTimes            int32
+	PreparedTransactionOffset int64
+	// BodyCRC is the masked CRC of Body.
+	BodyCRC int32
+}
+
+// record is m as the record codec takes it; Message and message.Message have the same fields,
+// which this conversion checks at compile time.
+func (m *Message) record() *message.Message { return (*message.Message)(m) }
 
 // PutStatus is the outcome of an append (RocketMQ PutMessageStatus).
 type PutStatus int
@@ -115,7 +136,7 @@ func (s *Store) check(m *Message) (int, PutStatus, error) {
 		// It could never be dispatched to a ConsumeQueue (paths.go): refuse it here.
 		return 0, MessageIllegal, fmt.Errorf("%w: topic: %w", ErrIllegalMessage, err)
 	}
-	size, err := message.RecordSize(m)
+	size, err := message.RecordSize(m.record())
 	if err != nil {
 		return 0, MessageIllegal, fmt.Errorf("%w: %v", ErrIllegalMessage, err)
 	}
