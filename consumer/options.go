@@ -390,8 +390,6 @@ func WithLogger(l *zerolog.Logger) Option {
 	})
 }
 
-func withInstance(i instance) Option { return optionFunc(func(c *config) { c.inst = i }) }
-
 // WithAutoCommit (pull consumer) commits what earlier Poll calls returned at each Poll and
 // persists it every WithPersistInterval (default on). Off, only Commit commits.
 func WithAutoCommit(on bool) Option { return optionFunc(func(c *config) { c.autoCommit = on }) }

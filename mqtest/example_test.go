@@ -49,7 +49,6 @@ func Example() {
 type exampleTB struct {
 	testing.TB // nil: only the methods below are called
 	cleanups   []func()
-	dirs       []string
 }
 
 func exampleT() (*exampleTB, func()) {

@@ -98,9 +98,3 @@ func (t *responseTable) failAll(err error) {
 		f.complete(nil, err)
 	}
 }
-
-func (t *responseTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,15 +143,6 @@ func newFakeClock(t time.Time) *fakeClock {
 }
 func (c *fakeClock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
 func (c *fakeClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
-
-func fileSize(t testing.TB, path string) int64 {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Size()
-}
 
 func body(i, n int) string {
 	b := make([]byte, n)

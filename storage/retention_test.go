@@ -18,9 +18,7 @@ func TestRetention(t *testing.T) {
 	opts.MaxIndexNum = 100
 	s := openStore(t, opts)
 	// 12 segments; segment i's messages are stored at hour i.
-	var segStartTimes []time.Time
 	for seg := 0; s.cl.segs.len() < 12; seg++ {
-		segStartTimes = append(segStartTimes, clk.now())
 		first := s.cl.segs.len()
 		for s.cl.segs.len() == first {
 			mustPut(t, s, testMsg("T", 0, body(0, 1000), map[string]string{"KEYS": "k"}))

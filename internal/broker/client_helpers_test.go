@@ -169,12 +169,6 @@ func recordNotifies(tr remoting.Transport) *notifyRecorder {
 	return r
 }
 
-func (r *notifyRecorder) count(group string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.groups[group]
-}
-
 // waitNotify waits for one notification of group.
 func (r *notifyRecorder) waitNotify(t *testing.T, group string) {
 	t.Helper()

@@ -254,6 +254,3 @@ func (b *Broker) clientChannel(clientID string) (remoting.Channel, bool) {
 func (b *Broker) consumerGroupState(group string) (ConsumerGroupState, bool) {
 	return b.clients.consumers.snapshot(group)
 }
-
-// onlineConsumerGroups lists the consumer groups with members.
-func (b *Broker) onlineConsumerGroups() []string { return b.clients.consumers.groups() }

@@ -360,18 +360,6 @@ func (m *consumerManager) snapshot(group string) (ConsumerGroupState, bool) {
 	return s, true
 }
 
-// groups lists the consumer groups with members, sorted.
-func (m *consumerManager) groups() []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.consumers))
-	for g := range m.consumers {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // producerChannels returns the live channels of a producer group.
 func (m *consumerManager) producerChannels(group string) []remoting.Channel {
 	m.mu.RLock()

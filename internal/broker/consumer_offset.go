@@ -71,17 +71,6 @@ func (m *consumerOffsetManager) query(group, topic string, queueID int32) int64 
 	return -1
 }
 
-// queryAll returns a copy of the group's offsets of a topic.
-func (m *consumerOffsetManager) queryAll(group, topic string) map[int32]int64 {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := map[int32]int64{}
-	for q, off := range m.table[offsetKey(topic, group)] {
-		out[q] = off
-	}
-	return out
-}
-
 // topicsOf lists the topics a group has offsets for, sorted.
 func (m *consumerOffsetManager) topicsOf(group string) []string {
 	m.mu.RLock()
@@ -90,20 +79,6 @@ func (m *consumerOffsetManager) topicsOf(group string) []string {
 	for k := range m.table {
 		if t, g, ok := strings.Cut(k, topicGroupSeparator); ok && g == group {
 			out = append(out, t)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// groupsOf lists the groups that have offsets for a topic, sorted.
-func (m *consumerOffsetManager) groupsOf(topic string) []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	var out []string
-	for k := range m.table {
-		if t, g, ok := strings.Cut(k, topicGroupSeparator); ok && t == topic {
-			out = append(out, g)
 		}
 	}
 	sort.Strings(out)

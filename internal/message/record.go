@@ -13,8 +13,6 @@ const (
 	// fixedBytes is the record size without body, topic and properties, IPv4 hosts:
 	// 91 = 4+4+4+4+4+8+8+4+8+8+8+8+4+8+4 + 1 (topic length) + 2 (properties length).
 	fixedBytes = 91
-	// v6Extra is what an IPv6 host adds (16+4 instead of 4+4).
-	v6Extra = 12
 	// MaxTopicBytes is the longest topic the one-byte TOPICLENGTH field admits for Java
 	// compatibility.
 	MaxTopicBytes = 127

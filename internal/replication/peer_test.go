@@ -128,11 +128,11 @@ func TestSlaveRejectsBadBlocks(t *testing.T) {
 	f.send(c, 100, 10, make([]byte, 10)) // wrong offset: the slave hangs up
 	readUntilClosed(t, c)
 
-	c, off = f.accept()
+	c, _ = f.accept()
 	f.send(c, 0, 1<<30, nil) // size out of bounds
 	readUntilClosed(t, c)
 
-	c, off = f.accept()
+	c, _ = f.accept()
 	f.send(c, 0, len(logBytes), logBytes[:len(logBytes)/2]) // a partial block, then a cut
 	c.Close()
 
