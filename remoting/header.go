@@ -40,9 +40,6 @@ func EncodeHeader(h Header) map[string]string {
 	return m
 }
 
-// DecodeHeader decodes cmd's extFields into h.
-func DecodeHeader(cmd *Command, h Header) error { return h.Decode(cmd.ExtFields) }
-
 // FieldReader reads typed values out of an extFields map and keeps the first error.
 type FieldReader struct {
 	ext map[string]string
