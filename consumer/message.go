@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"io"
 	"net/netip"
 	"strconv"
@@ -176,9 +177,9 @@ func markConsumeStart(m *Message, now time.Time) {
 }
 
 // RetryTopic is the retry topic of a consumer group, %RETRY%<group> (docs/protocol.md §10.2).
-func RetryTopic(group string) string { return "%RETRY%" + group }
+func RetryTopic(group string) string { return names.RetryTopic(group) }
 
 // DLQTopic is the dead-letter topic of a consumer group, %DLQ%<group>.
-func DLQTopic(group string) string { return "%DLQ%" + group }
+func DLQTopic(group string) string { return names.DLQTopic(group) }
 
-func isRetryTopic(topic string) bool { return strings.HasPrefix(topic, "%RETRY%") }
+func isRetryTopic(topic string) bool { return names.IsRetryTopic(topic) }

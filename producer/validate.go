@@ -12,26 +12,13 @@ import (
 // MaxTopicLength is the longest topic name (RocketMQ 4.x, one-byte length in the record).
 const MaxTopicLength = names.MaxTopicBytes
 
-// reservedTopics may not be sent to: the auto-create template, the broker's internal topics.
-var reservedTopics = map[string]bool{
-	"TBW102":                       true,
-	"SCHEDULE_TOPIC_XXXX":          true,
-	"OFFSET_MOVED_EVENT":           true,
-	"SELF_TEST_TOPIC":              true,
-	"RMQ_SYS_TRANS_HALF_TOPIC":     true,
-	"RMQ_SYS_TRANS_OP_HALF_TOPIC":  true,
-	"TRANS_CHECK_MAX_TIME_TOPIC":   true,
-	"RMQ_SYS_TRACE_TOPIC":          true,
-	"RMQ_SYS_TRANS_CHECK_MAX_TIME": true,
-}
-
 // ValidateTopic checks a topic name: non-empty, characters from [%|a-zA-Z0-9_-], at most 127
 // bytes, and not a reserved system topic. The error wraps ErrInvalidMessage and names the rule.
 func ValidateTopic(topic string) error {
 	if err := names.CheckTopic(topic); err != nil {
 		return invalid("topic %s", nameProblem(err))
 	}
-	if reservedTopics[topic] || strings.HasPrefix(topic, "RMQ_SYS_") || strings.HasPrefix(topic, "rmq_sys_") {
+	if names.Reserved(topic) {
 		return invalid("topic %s is a reserved system topic", topic)
 	}
 	return nil

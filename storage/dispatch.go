@@ -4,17 +4,16 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"strconv"
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
 )
 
-// scheduleTopic is the topic delayed messages wait in; their tag code is the delivery time.
-const scheduleTopic = "SCHEDULE_TOPIC_XXXX"
-
-// defaultDelayLevels are RocketMQ's messageDelayLevel, levels 1..18.
-var defaultDelayLevels = []time.Duration{
+// DefaultDelayLevels are RocketMQ's messageDelayLevel: the delays of levels 1..18 of a message
+// waiting in names.TopicSchedule, whose ConsumeQueue tag code is its delivery time.
+var DefaultDelayLevels = []time.Duration{
 	time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
 	time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
 	6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute,
@@ -24,7 +23,7 @@ var defaultDelayLevels = []time.Duration{
 // tagsCode is the ConsumeQueue tag code of a record: the Java hash of its TAGS, or for a
 // message in SCHEDULE_TOPIC_XXXX with a DELAY level, its delivery time in ms.
 func (s *Store) tagsCode(r *message.Record) int64 {
-	if string(r.Topic) == scheduleTopic {
+	if string(r.Topic) == names.TopicSchedule {
 		if v, ok := message.PropertyValue(r.Properties, message.PropertyDelayTimeLevel); ok {
 			if lvl, err := strconv.Atoi(string(v)); err == nil && lvl > 0 {
 				levels := s.opts.DelayLevels

@@ -188,7 +188,7 @@ func (o Options) withDefaults() Options {
 		o.MaxIndexNum = DefaultMaxIndexNum
 	}
 	if len(o.DelayLevels) == 0 {
-		o.DelayLevels = defaultDelayLevels
+		o.DelayLevels = DefaultDelayLevels
 	}
 	if o.Logger == nil {
 		nop := zerolog.Nop()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -696,9 +697,9 @@ func TestIPv6HostsAndScheduleTagsCode(t *testing.T) {
 		t.Fatalf("store timestamp through v6 born host: %d %v", ts, err)
 	}
 	// Delayed messages wait in SCHEDULE_TOPIC_XXXX with their delivery time as tag code.
-	d := mustPut(t, s, testMsg(scheduleTopic, 2, "later", map[string]string{"DELAY": "3", "TAGS": "x"}))
+	d := mustPut(t, s, testMsg(names.TopicSchedule, 2, "later", map[string]string{"DELAY": "3", "TAGS": "x"}))
 	waitDispatched(t, s)
-	u, err := s.cqs.get(scheduleTopic, 2).unit(0)
+	u, err := s.cqs.get(names.TopicSchedule, 2).unit(0)
 	if err != nil || u.TagsCode != d.StoreTimestamp+10_000 {
 		t.Fatalf("schedule tag code %d, want %d", u.TagsCode, d.StoreTimestamp+10_000)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"strconv"
 	"time"
 
@@ -203,7 +204,7 @@ func (b *Broker) runtimeInfo(now time.Time) map[string]string {
 		t["earliestMessageTimeStamp"] = i64(ts)
 	}
 	for level, off := range b.retry.sched.snapshot().OffsetTable {
-		maxOff := b.store.MaxOffsetInQueue(TopicSchedule, level-1)
+		maxOff := b.store.MaxOffsetInQueue(names.TopicSchedule, level-1)
 		t["scheduleMessageOffset_"+strconv.Itoa(int(level))] = i64(off) + "," + i64(maxOff)
 	}
 	return t

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"github.com/mqgo/mq/internal/names"
 	"time"
 
 	"github.com/mqgo/mq/internal/protocol"
@@ -102,7 +103,7 @@ func (b *Broker) ensureConsumerGroups(set []protocol.ConsumerData) []bool {
 // addRetryTopic adds %RETRY%group unless it exists (topics.addIfAbsent: the caller registers)
 // and reports whether it did.
 func (b *Broker) addRetryTopic(group string, queues int32, unitMode bool) bool {
-	topic := RetryTopic(group)
+	topic := names.RetryTopic(group)
 	if _, ok := b.topics.get(topic); ok {
 		return false
 	}

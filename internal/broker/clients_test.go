@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/mqgo/mq/internal/names"
 	"slices"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestHeartbeatRegistersConsumer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			group := "cg-" + name
 			client := "10.0.0.1@" + name
-			heartbeat(t, tr, tb.Addr, client, group, sub("T", "*"), sub(RetryTopic(group), "*"))
+			heartbeat(t, tr, tb.Addr, client, group, sub("T", "*"), sub(names.RetryTopic(group), "*"))
 			code, ids := consumerList(t, tr, tb.Addr, group)
 			if code != remoting.Success {
 				t.Fatalf("consumer list code %d", code)
@@ -25,7 +26,7 @@ func TestHeartbeatRegistersConsumer(t *testing.T) {
 			if diff := cmp.Diff([]string{client}, ids); diff != "" {
 				t.Errorf("consumer ids (-want +got):\n%s", diff)
 			}
-			tc, ok := tb.topics.get(RetryTopic(group))
+			tc, ok := tb.topics.get(names.RetryTopic(group))
 			if !ok || tc.ReadQueueNums != 1 || tc.WriteQueueNums != 1 || tc.Perm != 6 {
 				t.Errorf("retry topic %+v, exists %v", tc, ok)
 			}

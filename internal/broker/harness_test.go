@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"github.com/mqgo/mq/internal/names"
 	"testing"
 	"time"
 
@@ -138,7 +139,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 func TestBrokerStartsAndRestarts(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	if _, ok := tb.topics.get(TopicAutoCreate); !ok {
+	if _, ok := tb.topics.get(names.TopicAutoCreate); !ok {
 		t.Fatal("TBW102 missing")
 	}
 	tb.topics.update(TopicConfig{TopicName: "Kept", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})

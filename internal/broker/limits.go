@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +58,7 @@ func (o Options) limitsValidate() error {
 	var errs []error
 	if o.MaxQueueNums < minMaxQueueNums {
 		errs = append(errs, fmt.Errorf("broker: MaxQueueNums %d is below %d, the queues of %s",
-			o.MaxQueueNums, minMaxQueueNums, TopicSchedule))
+			o.MaxQueueNums, minMaxQueueNums, names.TopicSchedule))
 	}
 	if o.DefaultTopicQueueNums > o.MaxQueueNums {
 		errs = append(errs, fmt.Errorf("broker: DefaultTopicQueueNums %d is above MaxQueueNums %d",

@@ -174,7 +174,7 @@ func nameRefused(field string, err error) *remoting.Command {
 // be routable.
 func (o Options) namesValidate() error {
 	for _, c := range []struct{ field, topic string }{
-		{"ClusterName", o.ClusterName}, {"BrokerName", o.BrokerName}, {"ClusterName", o.ClusterName + ReplyTopicSuffix},
+		{"ClusterName", o.ClusterName}, {"BrokerName", o.BrokerName}, {"ClusterName", o.ClusterName + names.ReplyTopicSuffix},
 	} {
 		if err := names.CheckTopic(c.topic); err != nil {
 			return fmt.Errorf("broker: %s must make a valid topic name: %w", c.field, err)

@@ -36,7 +36,7 @@ func TestSendBackTraversalRefused(t *testing.T) {
 	// queue directory appears on dispatch).
 	eventually(t, "dispatch", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
 	assertInsideStore(t, tb)
-	for _, topic := range []string{RetryTopic(group), DLQTopic(group)} {
+	for _, topic := range []string{names.RetryTopic(group), names.DLQTopic(group)} {
 		if _, ok := tb.topics.get(topic); ok {
 			t.Errorf("topic %q created", topic)
 		}

@@ -25,14 +25,6 @@ const (
 	DefaultScanConnectionInterval      = 10 * time.Second // ClientHousekeepingService period
 )
 
-// DefaultDelayLevels are RocketMQ's messageDelayLevel: the delays of levels 1..18.
-var DefaultDelayLevels = []time.Duration{
-	time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
-	time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
-	6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute,
-	20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
-}
-
 // Options configures a Broker. Zero values mean the defaults above.
 type Options struct {
 	ClusterName string
@@ -129,7 +121,7 @@ func (o Options) withDefaults() Options {
 		o.ShortPollingTime = DefaultShortPollingTime
 	}
 	if len(o.DelayLevels) == 0 {
-		o.DelayLevels = DefaultDelayLevels
+		o.DelayLevels = storage.DefaultDelayLevels
 	}
 	if o.RegisterNameServerPeriod <= 0 {
 		o.RegisterNameServerPeriod = DefaultRegisterNameServerPeriod

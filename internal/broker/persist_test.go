@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -85,7 +86,7 @@ func manyGroupsHeartbeat(clientID, prefix string, n int) *remoting.Command {
 		hb.ConsumerDataSet = append(hb.ConsumerDataSet, protocol.ConsumerData{GroupName: g,
 			ConsumeType: protocol.ConsumePassively, MessageModel: protocol.Clustering,
 			ConsumeFromWhere:    protocol.ConsumeFromLastOffset,
-			SubscriptionDataSet: []protocol.SubscriptionData{sub("T", "*"), sub(RetryTopic(g), "*")}})
+			SubscriptionDataSet: []protocol.SubscriptionData{sub("T", "*"), sub(names.RetryTopic(g), "*")}})
 	}
 	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
 }
@@ -131,12 +132,12 @@ func TestHeartbeatManyNewGroups(t *testing.T) {
 	}
 	for i := range groups {
 		g := fmt.Sprintf("g-%05d", i)
-		if _, ok := tb.topics.get(RetryTopic(g)); !ok {
-			t.Fatalf("%s missing", RetryTopic(g))
+		if _, ok := tb.topics.get(names.RetryTopic(g)); !ok {
+			t.Fatalf("%s missing", names.RetryTopic(g))
 		}
 		// Routable at once: the answer waited for the registration.
-		if !ns.routable(RetryTopic(g)) {
-			t.Fatalf("%s not routable when the heartbeat was answered", RetryTopic(g))
+		if !ns.routable(names.RetryTopic(g)) {
+			t.Fatalf("%s not routable when the heartbeat was answered", names.RetryTopic(g))
 		}
 		if ids := tb.clients.consumers.consumerIDs(g); len(ids) != 1 || ids[0] != "many@1" {
 			t.Fatalf("group %s members %v", g, ids)
@@ -151,7 +152,7 @@ func TestHeartbeatManyNewGroups(t *testing.T) {
 		if _, err := storage.ReadJSONFile(tb.Dir+"/config/topics.json", &w); err != nil {
 			return false
 		}
-		_, ok := w.TopicConfigTable[RetryTopic(fmt.Sprintf("g-%05d", groups-1))]
+		_, ok := w.TopicConfigTable[names.RetryTopic(fmt.Sprintf("g-%05d", groups-1))]
 		return ok
 	})
 	eventually(t, "groups on disk", func() bool {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"strconv"
 	"testing"
 	"time"
@@ -250,16 +251,16 @@ func TestPullRefusals(t *testing.T) {
 func TestPullCommitOffsetAndRetryTopic(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "*"), sub(RetryTopic("g"), "*"))
-	putMsgs(t, tb, RetryTopic("g"), 0, 2, "", "r")
-	h := pullHeader("g", RetryTopic("g"), 0, 0)
+	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "*"), sub(names.RetryTopic("g"), "*"))
+	putMsgs(t, tb, names.RetryTopic("g"), 0, 2, "", "r")
+	h := pullHeader("g", names.RetryTopic("g"), 0, 0)
 	h.SysFlag = protocol.PullFlagCommitOffset | protocol.PullFlagSuspend
 	h.CommitOffset = 1
 	r := pull(t, tb.TCP, tb.Addr, h)
 	if r.code != remoting.Success || !cmp.Equal(bodies("r", 0, 2), r.bodies) {
 		t.Fatalf("retry topic pull: code %d bodies %v", r.code, r.bodies)
 	}
-	if off := tb.offsets.query("g", RetryTopic("g"), 0); off != 1 {
+	if off := tb.offsets.query("g", names.RetryTopic("g"), 0); off != 1 {
 		t.Errorf("committed offset %d, want 1", off)
 	}
 }

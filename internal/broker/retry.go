@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"math/rand/v2"
 	"strconv"
 
@@ -80,7 +81,7 @@ func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *rem
 	if cfg.RetryQueueNums <= 0 {
 		return remoting.NewResponse(remoting.Success, ""), nil // retries disabled for the group
 	}
-	retryTopic := RetryTopic(h.Group)
+	retryTopic := names.RetryTopic(h.Group)
 	tc := b.topics.createIfAbsent(retryTopic, cfg.RetryQueueNums, int32(route.PermReadWrite), 0)
 	if !route.IsWritable(tc.Perm) {
 		return remoting.NewResponse(remoting.NoPermission,
@@ -98,7 +99,7 @@ func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *rem
 		maxTimes = cfg.RetryMaxTimes
 	}
 	if h.DelayLevel < 0 || rec.ReconsumeTimes >= maxTimes {
-		dlq := DLQTopic(h.Group)
+		dlq := names.DLQTopic(h.Group)
 		b.topics.createIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0)
 		m.Topic, m.QueueID = dlq, rand.Int32N(dlqQueueNums)
 		m.Properties = message.MarshalProperties(props)
@@ -121,7 +122,7 @@ func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *rem
 		return remoting.NewResponse(remoting.SystemError, res.Status.String()), nil
 	}
 	b.retry.stats.countPut(1)
-	if m.Topic == TopicSchedule {
+	if m.Topic == names.TopicSchedule {
 		b.retry.sched.notify()
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil

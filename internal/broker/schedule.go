@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"maps"
 	"math"
 	"os"
@@ -205,10 +206,10 @@ func (s *scheduleService) deliverLevel(ctx context.Context, level int, now time.
 	nowMs := now.UnixMilli()
 	off := s.offset(level)
 	for ctx.Err() == nil {
-		if off >= s.b.store.MaxOffsetInQueue(TopicSchedule, qid) {
+		if off >= s.b.store.MaxOffsetInQueue(names.TopicSchedule, qid) {
 			return 0, nil
 		}
-		if minOff := s.b.store.MinOffsetInQueue(TopicSchedule, qid); off < minOff {
+		if minOff := s.b.store.MinOffsetInQueue(names.TopicSchedule, qid); off < minOff {
 			// Retention deleted what the cursor points at (RocketMQ moves to the min offset too).
 			s.log.Warn().Int("delay_level", level).Int64("offset", off).Int64("min_offset", minOff).
 				Msg("schedule cursor behind the queue, moved to its head")
@@ -216,7 +217,7 @@ func (s *scheduleService) deliverLevel(ctx context.Context, level int, now time.
 			s.setOffset(level, off)
 			continue
 		}
-		units, err := s.b.store.ConsumeQueueUnits(TopicSchedule, qid, off, scheduleBatch)
+		units, err := s.b.store.ConsumeQueueUnits(names.TopicSchedule, qid, off, scheduleBatch)
 		if err != nil {
 			return 0, fmt.Errorf("read schedule queue %d at %d: %w", qid, off, err)
 		}
@@ -284,7 +285,7 @@ func (s *scheduleService) realMessage(rec *message.Record) (*storage.Message, er
 	if topic == "" || err != nil || qid < 0 {
 		return nil, errNoRealTopic
 	}
-	if topic == TopicTransHalf {
+	if topic == names.TopicTransHalf {
 		return nil, fmt.Errorf("broker: delayed message bound for %s", topic)
 	}
 	delete(props, message.PropertyDelayTimeLevel)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"github.com/mqgo/mq/internal/names"
 	"os"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func TestScheduleResumesAfterRestart(t *testing.T) {
 	sbRead(t, tb, "R", 0, 0)
 	putDelayed(t, tb, "R", 1, "pending", 2)
 	eventually(t, "pending message in the schedule queue", func() bool {
-		return tb.Store().MaxOffsetInQueue(TopicSchedule, 1) == 1
+		return tb.Store().MaxOffsetInQueue(names.TopicSchedule, 1) == 1
 	})
 	if n := tb.Store().MaxOffsetInQueue("R", 1); n != 0 {
 		t.Fatalf("an hour's delay delivered at once (%d messages)", n)
@@ -148,7 +149,7 @@ func TestScheduleRedeliversFromSavedCursor(t *testing.T) {
 func TestScheduleSkipsBrokenMessages(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = []time.Duration{time.Millisecond} })
 	// No REAL_TOPIC: dropped, and the next message still goes through.
-	m := &storage.Message{Topic: TopicSchedule, QueueID: 0, Body: []byte("lost"),
+	m := &storage.Message{Topic: names.TopicSchedule, QueueID: 0, Body: []byte("lost"),
 		Properties: message.MarshalProperties(map[string]string{message.PropertyDelayTimeLevel: "1"}),
 		BornHost:   sbBornHost, StoreHost: tb.storeHost}
 	if _, err := tb.Store().PutMessage(m); err != nil {

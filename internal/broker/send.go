@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"math/rand/v2"
 	"net/netip"
 	"strings"
@@ -131,7 +132,7 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 	}
 	r, err := b.store.PutMessage(m)
 	b.waitForSlave(ctx, &r)
-	if putStored(r.Status) && m.Topic == TopicSchedule {
+	if putStored(r.Status) && m.Topic == names.TopicSchedule {
 		b.scheduleArrived()
 	}
 	return b.putResponse(&r, err, queueID, false, txID)
@@ -143,7 +144,7 @@ func (b *Broker) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 	if len(h.Topic) > message.MaxTopicBytes {
 		return sendResponse(remoting.MessageIllegal, fmt.Sprintf("message topic length too long %d", len(h.Topic)))
 	}
-	if strings.HasPrefix(h.Topic, RetryGroupPrefix) {
+	if strings.HasPrefix(h.Topic, names.RetryPrefix) {
 		return sendResponse(remoting.MessageIllegal, "batch request does not support retry group "+h.Topic)
 	}
 	tc, resp := b.checkSend(ch, h)

@@ -23,16 +23,13 @@ const (
 // (DLQ_NUMS_PER_GROUP).
 const sendDLQQueueNums = 1
 
-// topicTransCheckMaxTime is where RocketMQ parks half messages checked too often.
-const topicTransCheckMaxTime = "TRANS_CHECK_MAX_TIME_TOPIC"
-
 // notAllowedSendTopics may not be the target of a send (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET):
 // the broker writes them itself.
 var notAllowedSendTopics = map[string]bool{
-	TopicSchedule:          true,
-	TopicTransHalf:         true,
-	TopicTransOpHalf:       true,
-	topicTransCheckMaxTime: true,
+	names.TopicSchedule:          true,
+	names.TopicTransHalf:         true,
+	names.TopicTransOpHalf:       true,
+	names.TopicTransCheckMaxTime: true,
 }
 
 // validateTopic checks a topic name with internal/names and returns RocketMQ's msgCheck remark
@@ -67,7 +64,7 @@ func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 	if remark := validateTopic(h.Topic); remark != "" {
 		return TopicConfig{}, sendResponse(remoting.SystemError, remark)
 	}
-	if h.Topic == TopicAutoCreate {
+	if h.Topic == names.TopicAutoCreate {
 		return TopicConfig{}, sendResponse(remoting.SystemError,
 			"the topic["+h.Topic+"] is conflict with system reserved words.")
 	}
@@ -107,7 +104,7 @@ func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 // gets TBW102's 8), and the counts it is clamped to were capped when stored; the explicit
 // min here keeps that true whatever path stored them.
 func (b *Broker) autoCreateTopic(h *protocol.SendMessageRequestHeader) (TopicConfig, bool) {
-	retry := strings.HasPrefix(h.Topic, RetryGroupPrefix)
+	retry := strings.HasPrefix(h.Topic, names.RetryPrefix)
 	var sysFlag int32
 	if h.UnitMode {
 		sysFlag = sendSysFlagUnitTopic
@@ -116,7 +113,7 @@ func (b *Broker) autoCreateTopic(h *protocol.SendMessageRequestHeader) (TopicCon
 		}
 	}
 	if retry {
-		if gc, ok := b.groups.find(h.Topic[len(RetryGroupPrefix):]); ok {
+		if gc, ok := b.groups.find(h.Topic[len(names.RetryPrefix):]); ok {
 			queues := min(max(gc.RetryQueueNums, 1), b.opts.MaxQueueNums)
 			return b.topics.createIfAbsent(h.Topic, queues, route.PermReadWrite, sysFlag), true
 		}
@@ -130,10 +127,10 @@ func (b *Broker) autoCreateTopic(h *protocol.SendMessageRequestHeader) (TopicCon
 // going to the DLQ loses its DELAY property, so it lands there at once rather than after the
 // longest delay. props is the message's properties string, updated in place.
 func (b *Broker) handleRetryAndDLQ(h *protocol.SendMessageRequestHeader, m *storage.Message, props *string) *remoting.Command {
-	if !strings.HasPrefix(h.Topic, RetryGroupPrefix) {
+	if !strings.HasPrefix(h.Topic, names.RetryPrefix) {
 		return nil
 	}
-	group := h.Topic[len(RetryGroupPrefix):]
+	group := h.Topic[len(names.RetryPrefix):]
 	gc, ok := b.groups.find(group)
 	if !ok {
 		return sendResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
@@ -145,7 +142,7 @@ func (b *Broker) handleRetryAndDLQ(h *protocol.SendMessageRequestHeader, m *stor
 	if h.ReconsumeTimes < maxTimes {
 		return nil
 	}
-	dlq := DLQTopic(group)
+	dlq := names.DLQTopic(group)
 	b.topics.createIfAbsent(dlq, sendDLQQueueNums, route.PermWrite, 0) // write-only, as RocketMQ 4.x creates it
 	m.Topic = dlq
 	m.QueueID = 0 // RocketMQ: random % DLQ_NUMS_PER_GROUP

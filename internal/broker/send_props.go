@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/mqgo/mq/internal/names"
 	"strconv"
 	"strings"
 
@@ -90,6 +91,6 @@ func (b *Broker) toScheduleTopic(m *storage.Message, level int) {
 	props := setProperty(m.Properties, message.PropertyRealTopic, m.Topic)
 	props = setProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
 	m.Properties = setProperty(props, message.PropertyDelayTimeLevel, strconv.Itoa(level))
-	m.Topic = TopicSchedule
+	m.Topic = names.TopicSchedule
 	m.QueueID = int32(level - 1)
 }

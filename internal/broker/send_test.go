@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -18,7 +19,7 @@ import (
 
 // goSendHeader is a single send as the official Go client builds it (docs/protocol.md §4.1).
 func goSendHeader(topic string, queueID int32, props map[string]string) protocol.SendMessageRequestHeader {
-	return protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: TopicAutoCreate,
+	return protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: names.TopicAutoCreate,
 		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000123, Flag: 7,
 		Properties: message.MarshalProperties(props), BrokerName: "broker-a"}
 }
@@ -309,8 +310,8 @@ func TestSendRefused(t *testing.T) {
 		{"blank topic", " ", 0, nil, []byte("x"), remoting.SystemError, "The specified topic is blank."},
 		{"illegal characters", "bad/topic", 0, nil, []byte("x"), remoting.SystemError, "illegal characters"},
 		{"topic too long", long, 0, nil, []byte("x"), remoting.SystemError, "longer than topic max length"},
-		{"TBW102", TopicAutoCreate, 0, nil, []byte("x"), remoting.SystemError, "conflict with system reserved words"},
-		{"schedule topic", TopicSchedule, 0, nil, []byte("x"), remoting.NoPermission, "is forbidden"},
+		{"TBW102", names.TopicAutoCreate, 0, nil, []byte("x"), remoting.SystemError, "conflict with system reserved words"},
+		{"schedule topic", names.TopicSchedule, 0, nil, []byte("x"), remoting.NoPermission, "is forbidden"},
 		{"not writable", "ReadOnly", 0, nil, []byte("x"), remoting.NoPermission, "the topic[ReadOnly] sending message is forbidden"},
 	}
 	for trName, tr := range tb.Transports() {
@@ -323,7 +324,7 @@ func TestSendRefused(t *testing.T) {
 			})
 		}
 	}
-	if _, ok := tb.topics.get(DLQTopic("cg")); ok {
+	if _, ok := tb.topics.get(names.DLQTopic("cg")); ok {
 		t.Error("a refused retry message created the DLQ topic")
 	}
 	t.Run("bad header", func(t *testing.T) {
@@ -363,7 +364,7 @@ func TestSendRetryAndDLQ(t *testing.T) {
 	for trName, tr := range tb.Transports() {
 		t.Run(trName, func(t *testing.T) {
 			group := "cg_" + trName
-			retry := RetryTopic(group)
+			retry := names.RetryTopic(group)
 			send := func(reconsume, max int32, props map[string]string) protocol.SendMessageResponseHeader {
 				h := goSendHeader(retry, 0, props)
 				h.ProducerGroup = "CLIENT_INNER_PRODUCER"
@@ -382,7 +383,7 @@ func TestSendRetryAndDLQ(t *testing.T) {
 			send(16, 16, map[string]string{"RETRY_TOPIC": "T", "DELAY": "19"})
 			// No max in the header: the group's retryMaxTimes (16) decides.
 			send(16, -1, map[string]string{"RETRY_TOPIC": "T"})
-			dlq := DLQTopic(group)
+			dlq := names.DLQTopic(group)
 			// Write-only, as RocketMQ 4.x creates it: an operator grants read to re-consume.
 			if tc, ok := tb.topics.get(dlq); !ok || tc.WriteQueueNums != 1 || route.IsReadable(tc.Perm) || !route.IsWritable(tc.Perm) {
 				t.Errorf("DLQ topic %+v (exists %t), want 1 write-only queue", tc, ok)
@@ -403,7 +404,7 @@ func TestSendDelay(t *testing.T) {
 	tb.topics.update(TopicConfig{TopicName: "Delayed", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
 	next := map[int32]int64{}
 	for trName, tr := range tb.Transports() {
-		cases := []struct{ level, wantLevel int }{{3, 3}, {99, len(DefaultDelayLevels)}}
+		cases := []struct{ level, wantLevel int }{{3, 3}, {99, len(storage.DefaultDelayLevels)}}
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/%d", trName, c.level), func(t *testing.T) {
 				h := goSendHeader("Delayed", 2, map[string]string{"DELAY": strconv.Itoa(c.level), "TAGS": "a"})
@@ -412,7 +413,7 @@ func TestSendDelay(t *testing.T) {
 				if rh.QueueID != 2 || rh.QueueOffset != next[q] {
 					t.Errorf("answered queue %d offset %d, want 2 (as requested) and %d", rh.QueueID, rh.QueueOffset, next[q])
 				}
-				rec := storedRecord(t, tb, TopicSchedule, q, next[q])
+				rec := storedRecord(t, tb, names.TopicSchedule, q, next[q])
 				next[q]++
 				checkMsgID(t, tb, rh.MsgID, rec.PhysicalOffset)
 				want := map[string]string{"DELAY": strconv.Itoa(c.wantLevel), "TAGS": "a", "REAL_TOPIC": "Delayed",

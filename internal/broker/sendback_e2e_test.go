@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/mqgo/mq/internal/names"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestSendBackConsumerCycle(t *testing.T) {
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			group, topic := "cyc_"+name, "CT_"+name
-			retry := RetryTopic(group)
+			retry := names.RetryTopic(group)
 			addTopic(tb, topic, 1)
 			heartbeat(t, tr, tb.Addr, "c@"+name, group, sub(topic, "*"), sub(retry, "*"))
 			sbPut(t, tb, topic, 0, "payload", map[string]string{message.PropertyUniqKey: "UK", message.PropertyTags: "A"}, 0)
@@ -55,7 +56,7 @@ func TestSendBackConsumerCycle(t *testing.T) {
 			if resp.Code != remoting.Success {
 				t.Fatalf("last send back: %d %q", resp.Code, resp.Remark)
 			}
-			dead := sbRead(t, tb, DLQTopic(group), 0, 0)
+			dead := sbRead(t, tb, names.DLQTopic(group), 0, 0)
 			if dead.ReconsumeTimes != maxTimes+1 || dead.Props[message.PropertyRetryTopic] != topic {
 				t.Errorf("dead letter: reconsume %d props %v", dead.ReconsumeTimes, dead.Props)
 			}

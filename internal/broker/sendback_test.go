@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/mqgo/mq/internal/names"
 	"net/netip"
 	"strings"
 	"testing"
@@ -69,10 +70,10 @@ func TestSendBackArrivesOnRetryTopicAfterDelay(t *testing.T) {
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			group, topic := "cg_"+name, "T_"+name
-			retry := RetryTopic(group)
+			retry := names.RetryTopic(group)
 			orig := sbPut(t, tb, topic, 0, "hello", map[string]string{
 				message.PropertyUniqKey: "UNIQ-" + name, message.PropertyTags: "TagA", message.PropertyKeys: "k1"}, 0)
-			schedBefore := tb.Store().MaxOffsetInQueue(TopicSchedule, 2)
+			schedBefore := tb.Store().MaxOffsetInQueue(names.TopicSchedule, 2)
 			sent := time.Now()
 			resp := sbSendBack(t, tr, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: group, Offset: orig.PhyOffset,
 				OriginMsgID: "ORIGIN-" + name, OriginTopic: topic, MaxReconsumeTimes: 16, BrokerName: "broker-a"})
@@ -84,7 +85,7 @@ func TestSendBackArrivesOnRetryTopicAfterDelay(t *testing.T) {
 				t.Fatalf("retry topic %+v %v", tc, ok)
 			}
 			// Level 3 + 0 reconsumes = 400 ms: it waits in the schedule topic first.
-			sched := sbRead(t, tb, TopicSchedule, 2, schedBefore)
+			sched := sbRead(t, tb, names.TopicSchedule, 2, schedBefore)
 			if n := tb.Store().MaxOffsetInQueue(retry, 0); n != 0 && time.Since(sent) < 300*time.Millisecond {
 				t.Fatalf("retry message visible after %v", time.Since(sent))
 			}
@@ -138,10 +139,10 @@ func TestSendBackDeadLetters(t *testing.T) {
 	tb := startTestBroker(t, sbWithDelays)
 	tr := tb.InProc
 	const group = "cg"
-	dlq := DLQTopic(group)
+	dlq := names.DLQTopic(group)
 
 	// The 17th failure: reconsumed 16 times with a maximum of 16.
-	m := sbPut(t, tb, RetryTopic(group), 0, "tired", map[string]string{
+	m := sbPut(t, tb, names.RetryTopic(group), 0, "tired", map[string]string{
 		message.PropertyRetryTopic: "T", message.PropertyOriginMessageID: "FIRST"}, 16)
 	resp := sbSendBack(t, tr, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: group, Offset: m.PhyOffset,
 		OriginMsgID: "X", MaxReconsumeTimes: 16})
@@ -174,13 +175,13 @@ func TestSendBackDeadLetters(t *testing.T) {
 	}
 
 	// Without maxReconsumeTimes the group's retryMaxTimes (16) applies: 15 retries, 16 dies.
-	schedBefore := tb.Store().MaxOffsetInQueue(TopicSchedule, int32(len(sbDelays)-1))
+	schedBefore := tb.Store().MaxOffsetInQueue(names.TopicSchedule, int32(len(sbDelays)-1))
 	m = sbPut(t, tb, "T", 0, "fifteen", nil, 15)
 	if resp = sbSendBack(t, tr, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: group, Offset: m.PhyOffset}); resp.Code != 0 {
 		t.Fatalf("send back 15: %d %s", resp.Code, resp.Remark)
 	}
 	// 3 + 15 is past the last level: capped to it.
-	sched := sbRead(t, tb, TopicSchedule, int32(len(sbDelays)-1), schedBefore)
+	sched := sbRead(t, tb, names.TopicSchedule, int32(len(sbDelays)-1), schedBefore)
 	if string(sched.Body) != "fifteen" || sched.Props[message.PropertyDelayTimeLevel] != "5" {
 		t.Errorf("capped level: body %q props %v", sched.Body, sched.Props)
 	}
@@ -214,7 +215,7 @@ func TestSendBackErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := tb.topics.get(RetryTopic("unknown")); ok {
+	if _, ok := tb.topics.get(names.RetryTopic("unknown")); ok {
 		t.Error("retry topic created for an unknown group")
 	}
 }
@@ -236,7 +237,7 @@ func TestSendBackSlaveAndDisabledRetries(t *testing.T) {
 	if resp.Code != remoting.Success {
 		t.Errorf("retries disabled: %d %q", resp.Code, resp.Remark)
 	}
-	if _, ok := tb.topics.get(RetryTopic("noretry")); ok || tb.Store().MaxPhyOffset() != maxPhy {
+	if _, ok := tb.topics.get(names.RetryTopic("noretry")); ok || tb.Store().MaxPhyOffset() != maxPhy {
 		t.Error("a group without retry queues got a retry topic or a stored copy")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"strings"
 
 	"github.com/mqgo/mq/internal/protocol"
@@ -22,8 +23,8 @@ const systemTopicPrefix = "rmq_sys_"
 // an admin can create it for message tracing.
 func (b *Broker) isSystemTopic(topic string) bool {
 	switch topic {
-	case TopicAutoCreate, TopicSchedule, TopicTransHalf, TopicTransOpHalf, topicTransCheckMaxTime,
-		TopicSelfTest, TopicOffsetMoved:
+	case names.TopicAutoCreate, names.TopicSchedule, names.TopicTransHalf, names.TopicTransOpHalf, names.TopicTransCheckMaxTime,
+		names.TopicSelfTest, names.TopicOffsetMoved:
 		return true
 	}
 	return strings.HasPrefix(topic, systemTopicPrefix)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"github.com/mqgo/mq/internal/names"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestTopicAdmin(t *testing.T) {
 			if diff := cmp.Diff(want, before.TopicConfigTable[topic]); diff != "" {
 				t.Errorf("GET_ALL_TOPIC_CONFIG entry (-want +got):\n%s", diff)
 			}
-			if _, ok := before.TopicConfigTable[TopicAutoCreate]; !ok || before.DataVersion.Counter == 0 {
+			if _, ok := before.TopicConfigTable[names.TopicAutoCreate]; !ok || before.DataVersion.Counter == 0 {
 				t.Errorf("GET_ALL_TOPIC_CONFIG lacks TBW102 or a data version: %+v", before.DataVersion)
 			}
 
@@ -88,7 +89,7 @@ func TestTopicAdminRefused(t *testing.T) {
 	}{
 		{"create invalid name", remoting.UpdateAndCreateTopic, remoting.EncodeHeader(goAdminCreate("a b")),
 			remoting.SystemError, "illegal characters"},
-		{"create TBW102", remoting.UpdateAndCreateTopic, remoting.EncodeHeader(goAdminCreate(TopicAutoCreate)),
+		{"create TBW102", remoting.UpdateAndCreateTopic, remoting.EncodeHeader(goAdminCreate(names.TopicAutoCreate)),
 			remoting.NoPermission, "conflict with system topic"},
 		{"create cluster name", remoting.UpdateAndCreateTopic, remoting.EncodeHeader(goAdminCreate("DefaultCluster")),
 			remoting.SystemError, "conflict with system reserved words"},
@@ -99,7 +100,7 @@ func TestTopicAdminRefused(t *testing.T) {
 		}(), remoting.SystemError, "topicFilterType"},
 		{"create no perm", remoting.UpdateAndCreateTopic, map[string]string{"topic": "T", "readQueueNums": "1",
 			"writeQueueNums": "1"}, remoting.SystemError, "<perm>"},
-		{"delete schedule topic", remoting.DeleteTopicInBroker, map[string]string{"topic": TopicSchedule},
+		{"delete schedule topic", remoting.DeleteTopicInBroker, map[string]string{"topic": names.TopicSchedule},
 			remoting.NoPermission, "conflict with system topic"},
 		{"delete blank", remoting.DeleteTopicInBroker, map[string]string{}, remoting.SystemError, "<topic>"},
 	}
@@ -115,7 +116,7 @@ func TestTopicAdminRefused(t *testing.T) {
 			}
 		})
 	}
-	if tc, _ := tb.topics.get(TopicAutoCreate); !route.IsInherited(tc.Perm) {
+	if tc, _ := tb.topics.get(names.TopicAutoCreate); !route.IsInherited(tc.Perm) {
 		t.Errorf("TBW102 changed: %+v", tc)
 	}
 }

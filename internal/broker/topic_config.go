@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"os"
 	"sort"
 	"sync"
@@ -12,25 +13,8 @@ import (
 	"github.com/mqgo/mq/storage"
 )
 
-// System topic names (RocketMQ TopicValidator / MixAll).
-const (
-	TopicAutoCreate     = "TBW102"
-	TopicSelfTest       = "SELF_TEST_TOPIC"
-	TopicOffsetMoved    = "OFFSET_MOVED_EVENT"
-	TopicSchedule       = "SCHEDULE_TOPIC_XXXX"
-	TopicTransHalf      = "RMQ_SYS_TRANS_HALF_TOPIC"
-	TopicTransOpHalf    = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	RetryGroupPrefix    = "%RETRY%"
-	DLQGroupPrefix      = "%DLQ%"
-	ReplyTopicSuffix    = "_REPLY_TOPIC"
-	scheduleTopicQueues = 18
-)
-
-// RetryTopic is the retry topic of a consumer group.
-func RetryTopic(group string) string { return RetryGroupPrefix + group }
-
-// DLQTopic is the dead-letter topic of a consumer group.
-func DLQTopic(group string) string { return DLQGroupPrefix + group }
+// scheduleTopicQueues is the queue count of names.TopicSchedule: one queue per delay level.
+const scheduleTopicQueues = 18
 
 // TopicConfig is one topic's configuration, in the JSON form RocketMQ keeps in topics.json and
 // sends in REGISTER_BROKER.
@@ -78,15 +62,15 @@ func (m *topicConfigManager) addSystemTopics() {
 	o := m.b.opts
 	rw := int32(route.PermReadWrite)
 	sys := []TopicConfig{
-		{TopicName: TopicSelfTest, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
+		{TopicName: names.TopicSelfTest, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
 		{TopicName: o.ClusterName, ReadQueueNums: 16, WriteQueueNums: 16, Perm: int32(route.PermInherit) | rw},
 		{TopicName: o.BrokerName, ReadQueueNums: 1, WriteQueueNums: 1, Perm: int32(route.PermInherit) | rw},
-		{TopicName: TopicOffsetMoved, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
-		{TopicName: TopicSchedule, ReadQueueNums: scheduleTopicQueues, WriteQueueNums: scheduleTopicQueues, Perm: rw},
-		{TopicName: o.ClusterName + ReplyTopicSuffix, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
+		{TopicName: names.TopicOffsetMoved, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
+		{TopicName: names.TopicSchedule, ReadQueueNums: scheduleTopicQueues, WriteQueueNums: scheduleTopicQueues, Perm: rw},
+		{TopicName: o.ClusterName + names.ReplyTopicSuffix, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
 	}
 	if !o.DisableAutoCreateTopic {
-		sys = append(sys, TopicConfig{TopicName: TopicAutoCreate, ReadQueueNums: o.DefaultTopicQueueNums,
+		sys = append(sys, TopicConfig{TopicName: names.TopicAutoCreate, ReadQueueNums: o.DefaultTopicQueueNums,
 			WriteQueueNums: o.DefaultTopicQueueNums, Perm: int32(route.PermInherit) | rw})
 	}
 	m.mu.Lock()
@@ -102,7 +86,7 @@ func (m *topicConfigManager) addSystemTopics() {
 	if !o.DisableAutoCreateTopic {
 		return
 	}
-	delete(m.table, TopicAutoCreate)
+	delete(m.table, names.TopicAutoCreate)
 }
 
 // get returns a topic's configuration.
@@ -125,7 +109,7 @@ func (m *topicConfigManager) createInSendMessage(topic, defaultTopic string, cli
 	if !ok || !route.IsInherited(def.Perm) {
 		return TopicConfig{}, false
 	}
-	if defaultTopic == TopicAutoCreate && m.b.opts.DisableAutoCreateTopic {
+	if defaultTopic == names.TopicAutoCreate && m.b.opts.DisableAutoCreateTopic {
 		return TopicConfig{}, false
 	}
 	n := min(clientQueueNums, def.WriteQueueNums)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mqgo/mq/internal/names"
 	"hash/crc32"
 	"maps"
 	"net"
@@ -714,7 +715,7 @@ func (e *fuzzEnv) key(code int16, k string) string {
 // them from random bytes and small steps.
 var (
 	fuzzDict = []string{"", "..", "../../../../x/pwn", "%RETRY%../../x", "%DLQ%" + fzConsumer,
-		"%RETRY%" + fzConsumer, broker.TopicSchedule, "TBW102", "RMQ_SYS_TRANS_HALF_TOPIC", "a@b", "\xff\xfe",
+		"%RETRY%" + fzConsumer, names.TopicSchedule, "TBW102", "RMQ_SYS_TRANS_HALF_TOPIC", "a@b", "\xff\xfe",
 		strings.Repeat("T", 127), strings.Repeat("T", 128), strings.Repeat("G", 255), strings.Repeat("G", 256),
 		"/", fzTopic, fzConsumer, fzProducer, DefaultClusterName, DefaultBrokerName, "*", "TagA || TagB",
 		"a b", ".", "%", "|", "\x00", "null", "CLUSTERING", "BROADCASTING", "SQL92"}
@@ -949,7 +950,7 @@ func (e *fuzzEnv) settle(desc string) error {
 		}
 		behind := ""
 		for level := int32(1); level <= 18; level++ {
-			if end := st.MaxOffsetInQueue(broker.TopicSchedule, level-1); w.OffsetTable[level] < end {
+			if end := st.MaxOffsetInQueue(names.TopicSchedule, level-1); w.OffsetTable[level] < end {
 				behind = fmt.Sprintf("level %d at %d of %d", level, w.OffsetTable[level], end)
 				break
 			}
