@@ -18,14 +18,14 @@ const (
 	DefaultMaxMessageSize = 4 << 20
 	DefaultCompressOver   = 4 << 10
 	DefaultCompressLevel  = 5
-	DefaultCreateTopicKey = "TBW102"
+	DefaultCreateTopicKey = names.TopicAutoCreate
 	DefaultTopicQueueNums = 4
 	DefaultCloseTimeout   = 5 * time.Second
 	// DefaultMaxAsyncInFlight bounds SendAsync calls awaiting their callback (RocketMQ 5's
 	// backPressureForAsyncSendNum).
-	DefaultMaxAsyncInFlight      = 10000
-	DefaultPollNameServerInteval = 30 * time.Second
-	DefaultHeartbeatInterval     = 30 * time.Second
+	DefaultMaxAsyncInFlight       = 10000
+	DefaultPollNameServerInterval = 30 * time.Second
+	DefaultHeartbeatInterval      = 30 * time.Second
 )
 
 // Option configures a Producer; see the With... functions.
@@ -77,7 +77,7 @@ func defaultConfig() config {
 		topicQueueNums:    DefaultTopicQueueNums,
 		closeTimeout:      DefaultCloseTimeout,
 		maxAsyncInFlight:  DefaultMaxAsyncInFlight,
-		pollInterval:      DefaultPollNameServerInteval,
+		pollInterval:      DefaultPollNameServerInterval,
 		heartbeatInterval: DefaultHeartbeatInterval,
 		now:               time.Now,
 	}
