@@ -68,16 +68,23 @@ func (h *RegisterBrokerResponseHeader) Decode(ext map[string]string) error {
 	return r.Err()
 }
 
-// UnregisterBrokerRequestHeader is the header of UNREGISTER_BROKER (104).
-type UnregisterBrokerRequestHeader struct {
+// BrokerIdentityHeader names one broker: the header of UNREGISTER_BROKER (104) and of
+// QUERY_DATA_VERSION (322, whose body is the broker's DataVersion JSON).
+type BrokerIdentityHeader struct {
 	BrokerName  string
 	BrokerAddr  string
 	ClusterName string
 	BrokerID    int64
 }
 
+// UnregisterBrokerRequestHeader and QueryDataVersionRequestHeader are RocketMQ's names for it.
+type (
+	UnregisterBrokerRequestHeader = BrokerIdentityHeader
+	QueryDataVersionRequestHeader = BrokerIdentityHeader
+)
+
 // Encode implements remoting.Header.
-func (h *UnregisterBrokerRequestHeader) Encode(ext map[string]string) {
+func (h *BrokerIdentityHeader) Encode(ext map[string]string) {
 	ext["brokerName"] = h.BrokerName
 	ext["brokerAddr"] = h.BrokerAddr
 	ext["clusterName"] = h.ClusterName
@@ -85,34 +92,7 @@ func (h *UnregisterBrokerRequestHeader) Encode(ext map[string]string) {
 }
 
 // Decode implements remoting.Header.
-func (h *UnregisterBrokerRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.BrokerName = r.String("brokerName", true)
-	h.BrokerAddr = r.String("brokerAddr", true)
-	h.ClusterName = r.String("clusterName", true)
-	h.BrokerID = r.Int64("brokerId", true)
-	return r.Err()
-}
-
-// QueryDataVersionRequestHeader is the header of QUERY_DATA_VERSION (322); the body is the
-// broker's DataVersion JSON.
-type QueryDataVersionRequestHeader struct {
-	BrokerName  string
-	BrokerAddr  string
-	ClusterName string
-	BrokerID    int64
-}
-
-// Encode implements remoting.Header.
-func (h *QueryDataVersionRequestHeader) Encode(ext map[string]string) {
-	ext["brokerName"] = h.BrokerName
-	ext["brokerAddr"] = h.BrokerAddr
-	ext["clusterName"] = h.ClusterName
-	remoting.PutInt64(ext, "brokerId", h.BrokerID)
-}
-
-// Decode implements remoting.Header.
-func (h *QueryDataVersionRequestHeader) Decode(ext map[string]string) error {
+func (h *BrokerIdentityHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
 	h.BrokerName = r.String("brokerName", true)
 	h.BrokerAddr = r.String("brokerAddr", true)
