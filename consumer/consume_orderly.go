@@ -87,8 +87,8 @@ func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeRes
 		return 0, false
 	}
 	defer func() { <-pc.slots }()
-	qs.pq.consumeMu.Lock()
-	defer qs.pq.consumeMu.Unlock()
+	qs.pq.lockConsume()
+	defer qs.pq.unlockConsume()
 	now := time.Now()
 	for _, m := range msgs {
 		markConsumeStart(m, now)

@@ -33,13 +33,15 @@ type processQueue struct {
 	lastPullTime atomic.Int64
 	// wake nudges the orderly consume goroutine of this queue.
 	wake chan struct{}
-	// consumeMu is held by the orderly consume loop during a listener call, so a drop can
-	// tell whether the queue is safe to unlock.
-	consumeMu sync.Mutex
+	// consumeSlot (capacity 1) is held by the orderly consume loop during a listener call, so
+	// a drop can tell whether the queue is safe to unlock; a channel, so a drop can wait for
+	// it with a deadline.
+	consumeSlot chan struct{}
 }
 
 func newProcessQueue(mq MessageQueue) *processQueue {
-	pq := &processQueue{mq: mq, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	pq := &processQueue{mq: mq, done: make(chan struct{}), wake: make(chan struct{}, 1),
+		consumeSlot: make(chan struct{}, 1)}
 	pq.mu.msgs = make(map[int64]*Message)
 	pq.mu.consuming = make(map[int64]*Message)
 	pq.mu.maxOffset = -1
@@ -208,16 +210,23 @@ func (pq *processQueue) setLocked(now time.Time) {
 	pq.locked.Store(true)
 }
 
-// tryConsumeLock takes consumeMu if it comes free within wait.
+// lockConsume takes the consume slot; unlockConsume gives it back.
+func (pq *processQueue) lockConsume()   { pq.consumeSlot <- struct{}{} }
+func (pq *processQueue) unlockConsume() { <-pq.consumeSlot }
+
+// tryConsumeLock takes the consume slot if it comes free within wait.
 func (pq *processQueue) tryConsumeLock(wait time.Duration) bool {
-	deadline := time.Now().Add(wait)
-	for {
-		if pq.consumeMu.TryLock() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case pq.consumeSlot <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case pq.consumeSlot <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
 	}
 }

@@ -95,3 +95,21 @@ func TestProcessQueueDrop(t *testing.T) {
 		t.Fatal("not dropped")
 	}
 }
+
+// tryConsumeLock waits for the orderly loop's listener call to end, up to its deadline.
+func TestTryConsumeLock(t *testing.T) {
+	pq := newProcessQueue(MessageQueue{Topic: "T"})
+	if !pq.tryConsumeLock(time.Millisecond) {
+		t.Fatal("a free slot was not taken")
+	}
+	if pq.tryConsumeLock(time.Millisecond) {
+		t.Fatal("a held slot was taken")
+	}
+	released := make(chan struct{})
+	go func() { <-released; pq.unlockConsume() }()
+	close(released)
+	if !pq.tryConsumeLock(time.Minute) {
+		t.Fatal("a slot released while waiting was not taken")
+	}
+	pq.unlockConsume()
+}

@@ -74,6 +74,8 @@ type PushConsumer struct {
 		sync.Mutex
 		state int
 		subs  map[string]*subscription
+		// started is closed when a Start that set stateStarting is over, either way.
+		started chan struct{}
 	}
 
 	inst     instance
@@ -172,10 +174,12 @@ func (pc *PushConsumer) Start() error {
 	// The instance calls back into HeartbeatData and SubscribedTopics, which take pc.mu, so
 	// the rest runs unlocked; stateStarting keeps Subscribe, Start and Close out meanwhile.
 	pc.mu.state = stateStarting
+	pc.mu.started = make(chan struct{})
 	pc.mu.Unlock()
 	err := pc.start()
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
+	close(pc.mu.started)
 	if err != nil {
 		pc.mu.state = stateNew
 		return err
@@ -284,8 +288,9 @@ func (pc *PushConsumer) Close() error {
 	pc.closeOnce.Do(func() {
 		pc.mu.Lock()
 		for pc.mu.state == stateStarting { // Start is running: let it finish first
+			started := pc.mu.started
 			pc.mu.Unlock()
-			time.Sleep(10 * time.Millisecond)
+			<-started
 			pc.mu.Lock()
 		}
 		started := pc.mu.state == stateStarted

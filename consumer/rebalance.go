@@ -222,7 +222,7 @@ func (pc *PushConsumer) dropQueue(mq MessageQueue) {
 		// lock expires by itself and the next owner waits for it.
 		if qs.pq.tryConsumeLock(time.Second) {
 			pc.unlockQueues(ctx, []MessageQueue{mq})
-			qs.pq.consumeMu.Unlock()
+			qs.pq.unlockConsume()
 		}
 	}
 }
