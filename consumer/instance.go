@@ -31,6 +31,7 @@ type instance interface {
 	TopicRoute(ctx context.Context, topic string) (*route.TopicRouteData, error)
 	BrokerAddr(brokerName string, brokerID int64) string
 	MasterAddr(brokerName string) string
+	AdminAddr(brokerName string) string
 	AnyBrokerAddrOfTopic(topic string) string
 	SendHeartbeatToAllBrokers(ctx context.Context)
 	Release() error

@@ -94,7 +94,9 @@ func newRemoteOffsetStore(group string, inst instance, sync bool, log zerolog.Lo
 }
 
 func (s *remoteOffsetStore) fetch(ctx context.Context, mq MessageQueue) (int64, error) {
-	off, err := queryConsumerOffset(ctx, s.inst.Transport(), s.inst.MasterAddr(mq.BrokerName), s.group, mq)
+	// Reads may go to a slave when the master is gone (its copy of the offsets); commits go to
+	// the master only.
+	off, err := queryConsumerOffset(ctx, s.inst.Transport(), s.inst.AdminAddr(mq.BrokerName), s.group, mq)
 	if err != nil {
 		return 0, err
 	}

@@ -208,7 +208,7 @@ func (c *PullConsumer) SeekToBegin(ctx context.Context, mq MessageQueue) error {
 	if !c.started() {
 		return ErrClosed
 	}
-	off, err := getMinOffset(ctx, c.pc.inst.Transport(), c.pc.inst.MasterAddr(mq.BrokerName), mq)
+	off, err := getMinOffset(ctx, c.pc.inst.Transport(), c.pc.inst.AdminAddr(mq.BrokerName), mq)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (c *PullConsumer) SeekToEnd(ctx context.Context, mq MessageQueue) error {
 	if !c.started() {
 		return ErrClosed
 	}
-	off, err := getMaxOffset(ctx, c.pc.inst.Transport(), c.pc.inst.MasterAddr(mq.BrokerName), mq)
+	off, err := getMaxOffset(ctx, c.pc.inst.Transport(), c.pc.inst.AdminAddr(mq.BrokerName), mq)
 	if err != nil {
 		return err
 	}

@@ -182,7 +182,7 @@ func (pc *PushConsumer) startOffset(ctx context.Context, mq MessageQueue) (int64
 	if err != nil && !errors.Is(err, ErrOffsetNotFound) {
 		return 0, err
 	}
-	tr, addr := pc.inst.Transport(), pc.inst.MasterAddr(mq.BrokerName)
+	tr, addr := pc.inst.Transport(), pc.inst.AdminAddr(mq.BrokerName)
 	retry := isRetryTopic(mq.Topic)
 	switch pc.cfg.from {
 	case FromFirstOffset:

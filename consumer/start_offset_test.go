@@ -44,6 +44,7 @@ func (f fakeInstance) RegisterConsumer(string, clientConsumer) error { return ni
 func (f fakeInstance) UnregisterConsumer(string)                     {}
 func (f fakeInstance) BrokerAddr(string, int64) string               { return "addr" }
 func (f fakeInstance) MasterAddr(string) string                      { return "addr" }
+func (f fakeInstance) AdminAddr(string) string                       { return "addr" }
 func (f fakeInstance) AnyBrokerAddrOfTopic(string) string            { return "addr" }
 func (f fakeInstance) SendHeartbeatToAllBrokers(context.Context)     {}
 func (f fakeInstance) Release() error                                { return nil }

@@ -138,6 +138,26 @@ func (i *Instance) MasterAddr(brokerName string) string {
 	return i.BrokerAddr(brokerName, route.MasterID)
 }
 
+// AdminAddr returns where reads of a broker's consumer offsets go: the master, else the
+// slave with the lowest id, else "" (RocketMQ findBrokerAddressInAdmin). Slaves copy their
+// master's offsets, so a consumer taking a queue while the master is down starts from the
+// slave's copy instead of not taking the queue at all.
+func (i *Instance) AdminAddr(brokerName string) string {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	addrs := i.brokers[brokerName]
+	if a := addrs[route.MasterID]; a != "" {
+		return a
+	}
+	best, addr := int64(-1), ""
+	for id, a := range addrs {
+		if a != "" && (best < 0 || id < best) {
+			best, addr = id, a
+		}
+	}
+	return addr
+}
+
 // AnyBrokerAddrOfTopic returns the master (else any address) of a random broker of topic's
 // cached route, or "" (docs/protocol.md §3.1.4, get consumer list).
 func (i *Instance) AnyBrokerAddrOfTopic(topic string) string {
