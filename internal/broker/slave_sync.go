@@ -175,30 +175,25 @@ func (d *nameDrops) log(e *zerolog.Event, msg string) {
 // key is not a valid topic name or whose topicName is not its key; an empty topicName takes
 // the key. The broker would otherwise register and serve a name no request may carry.
 func dropInvalidTopics(table map[string]TopicConfig) nameDrops {
-	var d nameDrops
-	for key, tc := range table {
-		if tc.TopicName == "" {
-			tc.TopicName = key
-			table[key] = tc
-		}
-		if tc.TopicName != key || !names.ValidTopic(key) {
-			delete(table, key)
-			d.add(key)
-		}
-	}
-	return d
+	return dropInvalidNames(table, func(c *TopicConfig) *string { return &c.TopicName }, names.ValidTopic)
 }
 
 // dropInvalidGroups is dropInvalidTopics for a subscription group table (groupName and group
 // names).
 func dropInvalidGroups(table map[string]SubscriptionGroupConfig) nameDrops {
+	return dropInvalidNames(table, func(c *SubscriptionGroupConfig) *string { return &c.GroupName }, names.ValidGroup)
+}
+
+// dropInvalidNames deletes every entry whose key fails valid or whose own name (name(entry),
+// filled in from the key when empty) is not its key.
+func dropInvalidNames[C any](table map[string]C, name func(*C) *string, valid func(string) bool) nameDrops {
 	var d nameDrops
 	for key, c := range table {
-		if c.GroupName == "" {
-			c.GroupName = key
+		if n := name(&c); *n == "" {
+			*n = key
 			table[key] = c
 		}
-		if c.GroupName != key || !names.ValidGroup(key) {
+		if *name(&c) != key || !valid(key) {
 			delete(table, key)
 			d.add(key)
 		}
