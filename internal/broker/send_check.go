@@ -55,15 +55,13 @@ func invalidTopicRemark(err error) string {
 }
 
 // checkSend runs RocketMQ's checks of a send before the message is built (msgCheck): broker
-// role, topic name, reserved topics, the topic's config (auto-created when unknown), its write
+// role, reserved topics, the topic's config (auto-created when unknown), its write
 // permission and the queue id. It returns the topic config, or the response refusing the send.
 func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHeader) (TopicConfig, *remoting.Command) {
 	if !b.IsMaster() {
 		return TopicConfig{}, sendResponse(remoting.ServiceNotAvailable, b.send.slaveRemark)
 	}
-	if remark := validateTopic(h.Topic); remark != "" {
-		return TopicConfig{}, sendResponse(remoting.SystemError, remark)
-	}
+	// The topic's name was checked by guardNames (names.go) before the processor ran.
 	if h.Topic == names.TopicAutoCreate {
 		return TopicConfig{}, sendResponse(remoting.SystemError,
 			"the topic["+h.Topic+"] is conflict with system reserved words.")
