@@ -131,17 +131,9 @@ func consumerIDs(ctx context.Context, tr remoting.Transport, addr, group string)
 	return body.ConsumerIDList, nil
 }
 
-func toProtocolQueues(mqs []MessageQueue) []protocol.MessageQueue {
-	out := make([]protocol.MessageQueue, len(mqs))
-	for i, q := range mqs {
-		out[i] = protocol.MessageQueue{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: int32(q.QueueID)}
-	}
-	return out
-}
-
 // lockBatch asks the broker to lock mqs for (group, clientID) and returns those it locked.
 func lockBatch(ctx context.Context, tr remoting.Transport, addr, group, clientID string, mqs []MessageQueue) ([]MessageQueue, error) {
-	body, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: group, ClientID: clientID, MQSet: toProtocolQueues(mqs)})
+	body, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: group, ClientID: clientID, MQSet: mqs})
 	resp, err := invoke(ctx, tr, addr, remoting.LockBatchMQ, nil, body)
 	if err != nil {
 		return nil, err
@@ -155,16 +147,12 @@ func lockBatch(ctx context.Context, tr remoting.Transport, addr, group, clientID
 			return nil, fmt.Errorf("consumer: lock answer: %w", err)
 		}
 	}
-	out := make([]MessageQueue, 0, len(r.LockOKMQSet))
-	for _, q := range r.LockOKMQSet {
-		out = append(out, MessageQueue{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: int(q.QueueID)})
-	}
-	return out, nil
+	return r.LockOKMQSet, nil
 }
 
 // unlockBatch releases the locks of mqs held by (group, clientID).
 func unlockBatch(ctx context.Context, tr remoting.Transport, addr, group, clientID string, mqs []MessageQueue) error {
-	body, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: group, ClientID: clientID, MQSet: toProtocolQueues(mqs)})
+	body, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: group, ClientID: clientID, MQSet: mqs})
 	resp, err := invoke(ctx, tr, addr, remoting.UnlockBatchMQ, nil, body)
 	if err != nil {
 		return err

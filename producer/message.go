@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/rebalance"
 )
 
 // Message is what a producer sends. The producer reads it during the send call only (and, for
@@ -101,17 +102,9 @@ func (m *Message) appendProperties(sb *strings.Builder, uniqKey string) {
 // uniqKeyOf returns the UNIQ_KEY the user set, or "".
 func (m *Message) uniqKeyOf() string { return m.Properties[message.PropertyUniqKey] }
 
-// MessageQueue names one queue of a topic on a broker.
-type MessageQueue struct {
-	Topic      string
-	BrokerName string
-	QueueID    int
-}
-
-// String renders the queue as "topic@broker:queueId".
-func (q MessageQueue) String() string {
-	return q.Topic + "@" + q.BrokerName + ":" + strconv.Itoa(q.QueueID)
-}
+// MessageQueue names one queue of a topic on a broker; it is rebalance.MessageQueue, the module's
+// one queue type, so a queue a producer sent to compares equal to the one a consumer reads.
+type MessageQueue = rebalance.MessageQueue
 
 // SendStatus is the outcome of a successful send.
 type SendStatus int

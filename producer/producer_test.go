@@ -65,7 +65,7 @@ func TestBuildPublishInfo(t *testing.T) {
 	r.QueueDatas = append(r.QueueDatas, route.QueueData{BrokerName: "nomaster", WriteQueueNums: 4, Perm: 6})
 	r.BrokerDatas = append(r.BrokerDatas, route.BrokerData{BrokerName: "nomaster", BrokerAddrs: map[int64]string{1: "s:1"}})
 	pi := buildPublishInfo("T", r, 0)
-	want := []MessageQueue{{"T", "a", 0}, {"T", "a", 1}, {"T", "b", 0}, {"T", "b", 1}}
+	want := []MessageQueue{{Topic: "T", BrokerName: "a", QueueID: 0}, {Topic: "T", BrokerName: "a", QueueID: 1}, {Topic: "T", BrokerName: "b", QueueID: 0}, {Topic: "T", BrokerName: "b", QueueID: 1}}
 	if diff := cmp.Diff(want, pi.queues); diff != "" {
 		t.Fatalf("queues (-want +got):\n%s", diff)
 	}
@@ -76,7 +76,7 @@ func TestBuildPublishInfo(t *testing.T) {
 		t.Fatalf("TBW102 route not capped at 4: %v", capped.queues)
 	}
 	ordered := buildPublishInfo("T", &route.TopicRouteData{OrderTopicConf: "b:2;a:1;junk"}, 0)
-	if diff := cmp.Diff([]MessageQueue{{"T", "b", 0}, {"T", "b", 1}, {"T", "a", 0}}, ordered.queues); diff != "" {
+	if diff := cmp.Diff([]MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 0}, {Topic: "T", BrokerName: "b", QueueID: 1}, {Topic: "T", BrokerName: "a", QueueID: 0}}, ordered.queues); diff != "" {
 		t.Fatalf("orderTopicConf (-want +got):\n%s", diff)
 	}
 }
@@ -207,7 +207,7 @@ func TestOrderedSelection(t *testing.T) {
 	if q, _ := p.selectOrdered(pi, msg, onB1, nil, FailoverOrder); q != pi.queues[0] {
 		t.Fatalf("failover order went to %v, want the next available queue %v", q, pi.queues[0])
 	}
-	bad := SelectorFunc(func([]MessageQueue, *Message, any) MessageQueue { return MessageQueue{"T", "zz", 9} })
+	bad := SelectorFunc(func([]MessageQueue, *Message, any) MessageQueue { return MessageQueue{Topic: "T", BrokerName: "zz", QueueID: 9} })
 	if _, err := p.selectOrdered(pi, msg, bad, nil, StrictOrder); !errors.Is(err, ErrSelector) {
 		t.Fatalf("foreign queue: %v", err)
 	}
@@ -335,8 +335,8 @@ func TestPropertiesEncoding(t *testing.T) {
 func TestSendErrorUnwrap(t *testing.T) {
 	busy := &remoting.ResponseError{Code: remoting.SystemBusy, Remark: "busy"}
 	se := &SendError{Topic: "T", Attempts: []Attempt{
-		{Queue: MessageQueue{"T", "a", 0}, Addr: "a:1", Err: remoting.ErrTimeout},
-		{Queue: MessageQueue{"T", "b", 1}, Addr: "b:1", Err: busy}}}
+		{Queue: MessageQueue{Topic: "T", BrokerName: "a", QueueID: 0}, Addr: "a:1", Err: remoting.ErrTimeout},
+		{Queue: MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}, Addr: "b:1", Err: busy}}}
 	if !errors.Is(se, remoting.ErrTimeout) {
 		t.Fatal("errors.Is misses the first attempt")
 	}

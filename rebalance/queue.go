@@ -7,11 +7,13 @@ import (
 )
 
 // MessageQueue names one queue of a topic on one broker (a master/slave set), as RocketMQ's
-// MessageQueue does. It is a comparable value type and can key maps.
+// MessageQueue does. It is a comparable value type and can key maps. It is the module's one
+// queue type: the producer, the consumer and the wire bodies that carry queues (lock batches,
+// admin statistics) all use it, and its JSON form is RocketMQ's.
 type MessageQueue struct {
-	Topic      string
-	BrokerName string
-	QueueID    int
+	Topic      string `json:"topic"`
+	BrokerName string `json:"brokerName"`
+	QueueID    int    `json:"queueId"`
 }
 
 // String formats q exactly as RocketMQ's MessageQueue.toString and the official Go client's

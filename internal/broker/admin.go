@@ -123,7 +123,7 @@ func (b *Broker) processTopicStats(_ context.Context, _ remoting.Channel, req *r
 		if o.MaxOffset > 0 {
 			o.LastUpdateTimestamp, _ = b.store.GetMessageStoreTimestamp(h.Topic, q, o.MaxOffset-1)
 		}
-		t.OffsetTable[protocol.MessageQueue{Topic: h.Topic, BrokerName: b.opts.BrokerName, QueueID: q}] = o
+		t.OffsetTable[protocol.MessageQueue{Topic: h.Topic, BrokerName: b.opts.BrokerName, QueueID: int(q)}] = o
 	}
 	resp := remoting.NewResponse(remoting.Success, "")
 	resp.Body = t.Encode()
@@ -154,7 +154,7 @@ func (b *Broker) processConsumeStats(_ context.Context, _ remoting.Channel, req 
 			if w.ConsumerOffset > 0 {
 				w.LastTimestamp, _ = b.store.GetMessageStoreTimestamp(topic, q, w.ConsumerOffset-1)
 			}
-			s.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.opts.BrokerName, QueueID: q}] = w
+			s.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.opts.BrokerName, QueueID: int(q)}] = w
 		}
 	}
 	resp := remoting.NewResponse(remoting.Success, "")

@@ -1218,7 +1218,7 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 	lockBody := func(v *fuzzVals) []byte {
 		b, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: v.s(0, fzConsumer), ClientID: v.s(1, fzClient),
 			MQSet: []protocol.MessageQueue{{Topic: v.s(2, fzTopic), BrokerName: v.s(3, DefaultBrokerName),
-				QueueID: int32(v.n(0, 0))}}})
+				QueueID: int(v.n(0, 0))}}})
 		return b
 	}
 	return map[int16]fuzzTemplate{

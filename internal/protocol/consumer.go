@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/mqgo/mq/rebalance"
 	"github.com/mqgo/mq/remoting"
 )
 
@@ -184,13 +185,8 @@ type GetConsumerListByGroupResponseBody struct {
 	ConsumerIDList []string `json:"consumerIdList"`
 }
 
-// MessageQueue names one queue of a topic on a broker: the triple lock bodies (and admin bodies)
-// carry.
-type MessageQueue struct {
-	Topic      string `json:"topic"`
-	BrokerName string `json:"brokerName"`
-	QueueID    int32  `json:"queueId"`
-}
+// MessageQueue is the triple lock bodies (and admin bodies) carry: the module's one queue type.
+type MessageQueue = rebalance.MessageQueue
 
 // LockBatchRequestBody is the body of LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42).
 type LockBatchRequestBody struct {
