@@ -207,7 +207,9 @@ func TestOrderedSelection(t *testing.T) {
 	if q, _ := p.selectOrdered(pi, msg, onB1, nil, FailoverOrder); q != pi.queues[0] {
 		t.Fatalf("failover order went to %v, want the next available queue %v", q, pi.queues[0])
 	}
-	bad := SelectorFunc(func([]MessageQueue, *Message, any) MessageQueue { return MessageQueue{Topic: "T", BrokerName: "zz", QueueID: 9} })
+	bad := SelectorFunc(func([]MessageQueue, *Message, any) MessageQueue {
+		return MessageQueue{Topic: "T", BrokerName: "zz", QueueID: 9}
+	})
 	if _, err := p.selectOrdered(pi, msg, bad, nil, StrictOrder); !errors.Is(err, ErrSelector) {
 		t.Fatalf("foreign queue: %v", err)
 	}
