@@ -6,8 +6,9 @@ import (
 )
 
 // Typed request and response headers travel in Command.ExtFields as strings (docs/protocol.md §1.4).
-// A header type implements Encode to fill the map and Decode to read it back; FieldReader makes
-// Decode short and its errors name the field.
+// A header type implements Encode to fill the map and Decode to read it back. internal/protocol
+// generates both from struct tags as straight-line calls to FieldReader, whose errors name the
+// field, and to the Put helpers.
 
 // Header is a typed custom header.
 type Header interface {
@@ -106,7 +107,7 @@ func (r *FieldReader) Bool(key string, required bool) bool {
 	return ok && (v == "true" || v == "TRUE" || v == "True")
 }
 
-// FieldWriter helpers keep Encode methods one line per field.
+// The Put helpers write numbers and bools in the forms RocketMQ's clients write and parse.
 
 // PutInt64 stores a decimal int64.
 func PutInt64(ext map[string]string, key string, v int64) { ext[key] = strconv.FormatInt(v, 10) }

@@ -8,8 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-
-	"github.com/mqgo/mq/remoting"
 )
 
 // Admin request headers and bodies of the broker (RocketMQ 4.x AdminBrokerProcessor).
@@ -24,68 +22,19 @@ import (
 // ErrMalformedBody wraps every error decoding an admin body.
 var ErrMalformedBody = errors.New("protocol: malformed body")
 
-// GetTopicStatsInfoRequestHeader is the header of GET_TOPIC_STATS_INFO (202).
-type GetTopicStatsInfoRequestHeader struct {
-	Topic string
-}
-
-// Encode implements remoting.Header.
-func (h *GetTopicStatsInfoRequestHeader) Encode(ext map[string]string) { ext["topic"] = h.Topic }
-
-// Decode implements remoting.Header.
-func (h *GetTopicStatsInfoRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.Topic = r.String("topic", true)
-	return r.Err()
-}
-
 // GetConsumeStatsRequestHeader is the header of GET_CONSUME_STATS (208). An empty Topic asks
 // for every topic the group has offsets for.
 type GetConsumeStatsRequestHeader struct {
-	ConsumerGroup string
-	Topic         string
-}
-
-// Encode implements remoting.Header.
-func (h *GetConsumeStatsRequestHeader) Encode(ext map[string]string) {
-	ext["consumerGroup"] = h.ConsumerGroup
-	putOptional(ext, "topic", h.Topic)
-}
-
-// Decode implements remoting.Header.
-func (h *GetConsumeStatsRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.ConsumerGroup = r.String("consumerGroup", true)
-	h.Topic = r.String("topic", false)
-	return r.Err()
+	ConsumerGroup string `ext:"consumerGroup,required"`
+	Topic         string `ext:"topic,omitempty"`
 }
 
 // DeleteSubscriptionGroupRequestHeader is the header of DELETE_SUBSCRIPTIONGROUP (207).
 // RemoveOffset (RocketMQ 4.9.3+) also drops the group's consumer offsets.
 type DeleteSubscriptionGroupRequestHeader struct {
-	GroupName    string
-	RemoveOffset bool
+	GroupName    string `ext:"groupName,required"`
+	RemoveOffset bool   `ext:"removeOffset"`
 }
-
-// Encode implements remoting.Header.
-func (h *DeleteSubscriptionGroupRequestHeader) Encode(ext map[string]string) {
-	ext["groupName"] = h.GroupName
-	remoting.PutBool(ext, "removeOffset", h.RemoveOffset)
-}
-
-// Decode implements remoting.Header.
-func (h *DeleteSubscriptionGroupRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.GroupName = r.String("groupName", true)
-	h.RemoveOffset = r.Bool("removeOffset", false)
-	return r.Err()
-}
-
-var (
-	_ remoting.Header = (*GetTopicStatsInfoRequestHeader)(nil)
-	_ remoting.Header = (*GetConsumeStatsRequestHeader)(nil)
-	_ remoting.Header = (*DeleteSubscriptionGroupRequestHeader)(nil)
-)
 
 // MessageQueue is declared in consumer.go.
 

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/mqgo/mq/rebalance"
-	"github.com/mqgo/mq/remoting"
 )
 
 // Consumer-group management: HEART_BEAT (34) bodies, UNREGISTER_CLIENT (35),
@@ -143,41 +142,15 @@ func (h *HeartbeatData) Encode() []byte {
 // UnregisterClientRequestHeader is the header of UNREGISTER_CLIENT (35). Either group may be
 // empty.
 type UnregisterClientRequestHeader struct {
-	ClientID      string
-	ProducerGroup string
-	ConsumerGroup string
-}
-
-// Encode implements remoting.Header.
-func (h *UnregisterClientRequestHeader) Encode(ext map[string]string) {
-	ext["clientID"] = h.ClientID
-	putOptional(ext, "producerGroup", h.ProducerGroup)
-	putOptional(ext, "consumerGroup", h.ConsumerGroup)
-}
-
-// Decode implements remoting.Header.
-func (h *UnregisterClientRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.ClientID = r.String("clientID", true)
-	h.ProducerGroup = r.String("producerGroup", false)
-	h.ConsumerGroup = r.String("consumerGroup", false)
-	return r.Err()
+	ClientID      string `ext:"clientID,required"`
+	ProducerGroup string `ext:"producerGroup,omitempty"`
+	ConsumerGroup string `ext:"consumerGroup,omitempty"`
 }
 
 // ConsumerGroupHeader is the header of the requests that name only a consumer group:
 // GET_CONSUMER_LIST_BY_GROUP (38) and NOTIFY_CONSUMER_IDS_CHANGED (40).
 type ConsumerGroupHeader struct {
-	ConsumerGroup string
-}
-
-// Encode implements remoting.Header.
-func (h *ConsumerGroupHeader) Encode(ext map[string]string) { ext["consumerGroup"] = h.ConsumerGroup }
-
-// Decode implements remoting.Header.
-func (h *ConsumerGroupHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.ConsumerGroup = r.String("consumerGroup", true)
-	return r.Err()
+	ConsumerGroup string `ext:"consumerGroup,required"`
 }
 
 // GetConsumerListByGroupResponseBody is the body answering GET_CONSUMER_LIST_BY_GROUP.

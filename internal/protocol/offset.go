@@ -1,172 +1,55 @@
 package protocol
 
-import "github.com/mqgo/mq/remoting"
-
 // Offset requests: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15),
 // SEARCH_OFFSET_BY_TIMESTAMP (29), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) and
 // GET_EARLIEST_MSG_STORETIME (32). See docs/protocol.md §5.3–§5.5.
 
 // QueryConsumerOffsetRequestHeader is the header of QUERY_CONSUMER_OFFSET.
 type QueryConsumerOffsetRequestHeader struct {
-	ConsumerGroup string
-	Topic         string
-	QueueID       int32
-	BrokerName    string // "bname"; optional
-}
-
-// Encode implements remoting.Header.
-func (h *QueryConsumerOffsetRequestHeader) Encode(ext map[string]string) {
-	ext["consumerGroup"] = h.ConsumerGroup
-	ext["topic"] = h.Topic
-	remoting.PutInt32(ext, "queueId", h.QueueID)
-	putOptional(ext, "bname", h.BrokerName)
-}
-
-// Decode implements remoting.Header.
-func (h *QueryConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.ConsumerGroup = r.String("consumerGroup", true)
-	h.Topic = r.String("topic", true)
-	h.QueueID = r.Int32("queueId", true)
-	h.BrokerName = r.String("bname", false)
-	return r.Err()
+	ConsumerGroup string `ext:"consumerGroup,required"`
+	Topic         string `ext:"topic,required"`
+	QueueID       int32  `ext:"queueId,required"`
+	BrokerName    string `ext:"bname,omitempty"`
 }
 
 // UpdateConsumerOffsetRequestHeader is the header of UPDATE_CONSUMER_OFFSET.
 type UpdateConsumerOffsetRequestHeader struct {
-	ConsumerGroup string
-	Topic         string
-	QueueID       int32
-	CommitOffset  int64
-	BrokerName    string // "bname"; optional
-}
-
-// Encode implements remoting.Header.
-func (h *UpdateConsumerOffsetRequestHeader) Encode(ext map[string]string) {
-	ext["consumerGroup"] = h.ConsumerGroup
-	ext["topic"] = h.Topic
-	remoting.PutInt32(ext, "queueId", h.QueueID)
-	remoting.PutInt64(ext, "commitOffset", h.CommitOffset)
-	putOptional(ext, "bname", h.BrokerName)
-}
-
-// Decode implements remoting.Header.
-func (h *UpdateConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.ConsumerGroup = r.String("consumerGroup", true)
-	h.Topic = r.String("topic", true)
-	h.QueueID = r.Int32("queueId", true)
-	h.CommitOffset = r.Int64("commitOffset", true)
-	h.BrokerName = r.String("bname", false)
-	return r.Err()
+	ConsumerGroup string `ext:"consumerGroup,required"`
+	Topic         string `ext:"topic,required"`
+	QueueID       int32  `ext:"queueId,required"`
+	CommitOffset  int64  `ext:"commitOffset,required"`
+	BrokerName    string `ext:"bname,omitempty"`
 }
 
 // QueueHeader is the header of the requests that name one queue: GET_MAX_OFFSET,
 // GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME.
 type QueueHeader struct {
-	Topic      string
-	QueueID    int32
-	BrokerName string // "bname"; optional
+	Topic      string `ext:"topic,required"`
+	QueueID    int32  `ext:"queueId,required"`
+	BrokerName string `ext:"bname,omitempty"`
 }
 
-// Encode implements remoting.Header.
-func (h *QueueHeader) Encode(ext map[string]string) {
-	ext["topic"] = h.Topic
-	remoting.PutInt32(ext, "queueId", h.QueueID)
-	putOptional(ext, "bname", h.BrokerName)
-}
-
-// Decode implements remoting.Header.
-func (h *QueueHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.Topic = r.String("topic", true)
-	h.QueueID = r.Int32("queueId", true)
-	h.BrokerName = r.String("bname", false)
-	return r.Err()
-}
-
-// SearchOffsetRequestHeader is the header of SEARCH_OFFSET_BY_TIMESTAMP.
+// SearchOffsetRequestHeader is the header of SEARCH_OFFSET_BY_TIMESTAMP. Old Go clients (before
+// 2.0) sent "Topic" and "QueueId"; those spellings are accepted too.
 type SearchOffsetRequestHeader struct {
-	Topic      string
-	QueueID    int32
-	Timestamp  int64 // ms since the epoch
-	BrokerName string
+	Topic      string `ext:"topic,required,alias=Topic"`
+	QueueID    int32  `ext:"queueId,required,alias=QueueId"`
+	Timestamp  int64  `ext:"timestamp,required"` // ms since the epoch
+	BrokerName string `ext:"bname,omitempty"`
 }
 
-// Encode implements remoting.Header.
-func (h *SearchOffsetRequestHeader) Encode(ext map[string]string) {
-	ext["topic"] = h.Topic
-	remoting.PutInt32(ext, "queueId", h.QueueID)
-	remoting.PutInt64(ext, "timestamp", h.Timestamp)
-	putOptional(ext, "bname", h.BrokerName)
+// OffsetHeader carries one offset: it answers QUERY_CONSUMER_OFFSET, GET_MAX_OFFSET,
+// GET_MIN_OFFSET and SEARCH_OFFSET_BY_TIMESTAMP with a queue offset, and asks
+// VIEW_MESSAGE_BY_ID for the record at a CommitLog offset.
+type OffsetHeader struct {
+	Offset int64 `ext:"offset,required"`
 }
 
-// Decode implements remoting.Header. Old Go clients (before 2.0) sent "Topic" and "QueueId";
-// those spellings are accepted too.
-func (h *SearchOffsetRequestHeader) Decode(ext map[string]string) error {
-	if _, ok := ext["topic"]; !ok {
-		if v, ok := ext["Topic"]; ok {
-			ext["topic"] = v
-		}
-	}
-	if _, ok := ext["queueId"]; !ok {
-		if v, ok := ext["QueueId"]; ok {
-			ext["queueId"] = v
-		}
-	}
-	r := remoting.NewFieldReader(ext)
-	h.Topic = r.String("topic", true)
-	h.QueueID = r.Int32("queueId", true)
-	h.Timestamp = r.Int64("timestamp", true)
-	h.BrokerName = r.String("bname", false)
-	return r.Err()
-}
-
-// OffsetResponseHeader answers QUERY_CONSUMER_OFFSET, GET_MAX_OFFSET, GET_MIN_OFFSET and
-// SEARCH_OFFSET_BY_TIMESTAMP.
-type OffsetResponseHeader struct {
-	Offset int64
-}
-
-// Encode implements remoting.Header.
-func (h *OffsetResponseHeader) Encode(ext map[string]string) {
-	remoting.PutInt64(ext, "offset", h.Offset)
-}
-
-// Decode implements remoting.Header.
-func (h *OffsetResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.Offset = r.Int64("offset", true)
-	return r.Err()
-}
+// OffsetResponseHeader and ViewMessageRequestHeader (query.go) are RocketMQ's names for
+// OffsetHeader.
+type OffsetResponseHeader = OffsetHeader
 
 // EarliestMsgStoreTimeResponseHeader answers GET_EARLIEST_MSG_STORETIME.
 type EarliestMsgStoreTimeResponseHeader struct {
-	Timestamp int64
+	Timestamp int64 `ext:"timestamp,required"`
 }
-
-// Encode implements remoting.Header.
-func (h *EarliestMsgStoreTimeResponseHeader) Encode(ext map[string]string) {
-	remoting.PutInt64(ext, "timestamp", h.Timestamp)
-}
-
-// Decode implements remoting.Header.
-func (h *EarliestMsgStoreTimeResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.Timestamp = r.Int64("timestamp", true)
-	return r.Err()
-}
-
-// Compile-time checks.
-var (
-	_ remoting.Header = (*UnregisterClientRequestHeader)(nil)
-	_ remoting.Header = (*ConsumerGroupHeader)(nil)
-	_ remoting.Header = (*PullMessageRequestHeader)(nil)
-	_ remoting.Header = (*PullMessageResponseHeader)(nil)
-	_ remoting.Header = (*QueryConsumerOffsetRequestHeader)(nil)
-	_ remoting.Header = (*UpdateConsumerOffsetRequestHeader)(nil)
-	_ remoting.Header = (*QueueHeader)(nil)
-	_ remoting.Header = (*SearchOffsetRequestHeader)(nil)
-	_ remoting.Header = (*OffsetResponseHeader)(nil)
-	_ remoting.Header = (*EarliestMsgStoreTimeResponseHeader)(nil)
-)

@@ -32,3 +32,16 @@ func TestSearchOffsetOldGoClientKeys(t *testing.T) {
 		t.Error("missing queueId accepted")
 	}
 }
+
+// TestSearchOffsetDecodeLeavesRequestAlone: an in-process request's extFields are the sender's
+// map, so reading the old spellings must not write the new ones into it.
+func TestSearchOffsetDecodeLeavesRequestAlone(t *testing.T) {
+	ext := map[string]string{"Topic": "T", "QueueId": "3", "timestamp": "9"}
+	var h SearchOffsetRequestHeader
+	if err := h.Decode(ext); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"Topic": "T", "QueueId": "3", "timestamp": "9"}, ext); diff != "" {
+		t.Errorf("Decode changed the request's extFields (-want +got):\n%s", diff)
+	}
+}

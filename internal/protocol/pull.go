@@ -1,9 +1,5 @@
 package protocol
 
-import (
-	"github.com/mqgo/mq/remoting"
-)
-
 // Pull sysFlag bits of PullMessageRequestHeader.SysFlag (docs/protocol.md §5.6). Part of the wire
 // format; do not change.
 const (
@@ -31,54 +27,21 @@ func BuildPullSysFlag(commitOffset, suspend, subscription, classFilter bool) int
 	return f
 }
 
-// PullMessageRequestHeader is the header of PULL_MESSAGE (11).
+// PullMessageRequestHeader is the header of PULL_MESSAGE (11), with the keys and value forms the
+// Go client sends.
 type PullMessageRequestHeader struct {
-	ConsumerGroup        string
-	Topic                string
-	QueueID              int32
-	QueueOffset          int64
-	MaxMsgNums           int32
-	SysFlag              int32
-	CommitOffset         int64
-	SuspendTimeoutMillis int64
-	Subscription         string // empty unless PullFlagSubscription
-	SubVersion           int64
-	ExpressionType       string // "" means TAG
-	BrokerName           string // "bname"; optional
-}
-
-// Encode implements remoting.Header with the keys and value forms the Go client sends.
-func (h *PullMessageRequestHeader) Encode(ext map[string]string) {
-	ext["consumerGroup"] = h.ConsumerGroup
-	ext["topic"] = h.Topic
-	remoting.PutInt32(ext, "queueId", h.QueueID)
-	remoting.PutInt64(ext, "queueOffset", h.QueueOffset)
-	remoting.PutInt32(ext, "maxMsgNums", h.MaxMsgNums)
-	remoting.PutInt32(ext, "sysFlag", h.SysFlag)
-	remoting.PutInt64(ext, "commitOffset", h.CommitOffset)
-	remoting.PutInt64(ext, "suspendTimeoutMillis", h.SuspendTimeoutMillis)
-	ext["subscription"] = h.Subscription
-	remoting.PutInt64(ext, "subVersion", h.SubVersion)
-	ext["expressionType"] = h.ExpressionType
-	putOptional(ext, "bname", h.BrokerName)
-}
-
-// Decode implements remoting.Header.
-func (h *PullMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.ConsumerGroup = r.String("consumerGroup", true)
-	h.Topic = r.String("topic", true)
-	h.QueueID = r.Int32("queueId", true)
-	h.QueueOffset = r.Int64("queueOffset", true)
-	h.MaxMsgNums = r.Int32("maxMsgNums", true)
-	h.SysFlag = r.Int32("sysFlag", true)
-	h.CommitOffset = r.Int64("commitOffset", true)
-	h.SuspendTimeoutMillis = r.Int64("suspendTimeoutMillis", true)
-	h.Subscription = r.String("subscription", false)
-	h.SubVersion = r.Int64("subVersion", true)
-	h.ExpressionType = r.String("expressionType", false)
-	h.BrokerName = r.String("bname", false)
-	return r.Err()
+	ConsumerGroup        string `ext:"consumerGroup,required"`
+	Topic                string `ext:"topic,required"`
+	QueueID              int32  `ext:"queueId,required"`
+	QueueOffset          int64  `ext:"queueOffset,required"`
+	MaxMsgNums           int32  `ext:"maxMsgNums,required"`
+	SysFlag              int32  `ext:"sysFlag,required"`
+	CommitOffset         int64  `ext:"commitOffset,required"`
+	SuspendTimeoutMillis int64  `ext:"suspendTimeoutMillis,required"`
+	Subscription         string `ext:"subscription"` // empty unless PullFlagSubscription
+	SubVersion           int64  `ext:"subVersion,required"`
+	ExpressionType       string `ext:"expressionType"` // "" means TAG
+	BrokerName           string `ext:"bname,omitempty"`
 }
 
 // HasCommitOffset, HasSuspend and HasSubscription test the sysFlag bits.
@@ -93,26 +56,8 @@ func (h *PullMessageRequestHeader) HasSubscription() bool { return h.SysFlag&Pul
 // PullMessageResponseHeader answers PULL_MESSAGE with codes 0, 19, 20 and 21. Every field is
 // always written (docs/protocol.md §5.6: a missing nextBeginOffset rewinds the consumer to 0).
 type PullMessageResponseHeader struct {
-	SuggestWhichBrokerID int64
-	NextBeginOffset      int64
-	MinOffset            int64
-	MaxOffset            int64
-}
-
-// Encode implements remoting.Header.
-func (h *PullMessageResponseHeader) Encode(ext map[string]string) {
-	remoting.PutInt64(ext, "suggestWhichBrokerId", h.SuggestWhichBrokerID)
-	remoting.PutInt64(ext, "nextBeginOffset", h.NextBeginOffset)
-	remoting.PutInt64(ext, "minOffset", h.MinOffset)
-	remoting.PutInt64(ext, "maxOffset", h.MaxOffset)
-}
-
-// Decode implements remoting.Header.
-func (h *PullMessageResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
-	h.SuggestWhichBrokerID = r.Int64("suggestWhichBrokerId", false)
-	h.NextBeginOffset = r.Int64("nextBeginOffset", true)
-	h.MinOffset = r.Int64("minOffset", true)
-	h.MaxOffset = r.Int64("maxOffset", true)
-	return r.Err()
+	SuggestWhichBrokerID int64 `ext:"suggestWhichBrokerId"`
+	NextBeginOffset      int64 `ext:"nextBeginOffset,required"`
+	MinOffset            int64 `ext:"minOffset,required"`
+	MaxOffset            int64 `ext:"maxOffset,required"`
 }

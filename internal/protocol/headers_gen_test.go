@@ -1,0 +1,49 @@
+package protocol
+
+import (
+	"os"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/protocol/internal/headergen"
+)
+
+// TestHeadersGenUpToDate fails when a header's tags changed without go generate.
+func TestHeadersGenUpToDate(t *testing.T) {
+	want, err := headergen.Generate(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(headergen.OutputFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s is stale, run go generate ./internal/protocol/ (-want +got):\n%s", headergen.OutputFile, diff)
+	}
+}
+
+// TestEveryHeaderIsGolden keeps the golden file complete: a new header type must get an entry
+// in goldenHeaders.
+func TestEveryHeaderIsGolden(t *testing.T) {
+	_, headers, err := headergen.Parse(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generated, listed []string
+	for _, h := range headers {
+		generated = append(generated, h.Name)
+	}
+	for _, g := range goldenHeaders {
+		if name := reflect.TypeOf(g.make()).Elem().Name(); !slices.Contains(listed, name) {
+			listed = append(listed, name)
+		}
+	}
+	slices.Sort(generated)
+	slices.Sort(listed)
+	if diff := cmp.Diff(generated, listed); diff != "" {
+		t.Errorf("header types (-generated +in goldenHeaders):\n%s", diff)
+	}
+}
