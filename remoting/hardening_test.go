@@ -13,7 +13,10 @@ import (
 	"github.com/panjf2000/gnet/v2"
 )
 
-// waitFor polls cond until it holds or the test has waited too long.
+// waitFor polls cond until it holds or the test has waited too long. Its users drive a real
+// gnet server over loopback sockets, which cannot run in a synctest bubble (socket I/O never
+// blocks durably), and the state they wait for (gnet's buffers, the server's connection table)
+// offers no channel to wait on.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -140,7 +143,7 @@ func honestTraffic(t *testing.T, addr string) func() int {
 				return
 			}
 			n++
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // pacing: an honest client's trickle beside the attack, not a wait
 		}
 	}()
 	var n int

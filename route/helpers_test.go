@@ -131,7 +131,9 @@ func call(t *testing.T, ns *NameServer, ch remoting.Channel, req *remoting.Comma
 	return resp
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or the deadline passes. It is for tests on a real socket
+// (a gnet server), which cannot run in a synctest bubble: socket I/O never blocks durably, so
+// synctest.Wait would not return. In-memory tests use synctest.Wait instead.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -297,24 +298,47 @@ func TestExpiryScan(t *testing.T) {
 	}
 }
 
-// TestRunExpires lets Run's scan expire a broker on the real clock, with millisecond periods.
+// TestRunExpires runs Run's scan on synctest's fake clock with RocketMQ's periods (the
+// defaults): a broker silent for exactly BROKER_CHANNEL_EXPIRED_TIME is still routed after the
+// scan of that instant, since only a broker silent longer expires; the next scan removes its
+// routes and closes its channel.
 func TestRunExpires(t *testing.T) {
-	ns := NewNameServer(Options{ScanInterval: 2 * time.Millisecond, BrokerExpiry: 20 * time.Millisecond,
-		Logger: testLogger(t)})
-	ch := newFakeChannel("10.0.0.3:50003")
-	register(t, ns, ch, brokerB0)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ns.Run(ctx) }()
-	// Routes go first (under the table lock), then the channel is closed.
-	waitFor(t, 5*time.Second, "broker-b to expire and its channel to close", func() bool {
-		_, ok := ns.TopicRoute("T2")
-		return !ok && ch.Closed()
+	const (
+		scanInterval = 10 * time.Second  // scanNotActiveBroker period
+		brokerExpiry = 120 * time.Second // BROKER_CHANNEL_EXPIRED_TIME
+	)
+	synctest.Test(t, func(t *testing.T) {
+		ns := NewNameServer(Options{Logger: testLogger(t)})
+		ch := newFakeChannel("10.0.0.3:50003")
+		register(t, ns, ch, brokerB0)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- ns.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v, want nil", err)
+			}
+		})
+
+		time.Sleep(brokerExpiry)
+		synctest.Wait() // the scan due at this instant has run
+		if _, ok := ns.TopicRoute("T2"); !ok || ch.Closed() {
+			t.Fatalf("broker-b silent for exactly %v: routed %v, channel closed %v; want routed, open",
+				brokerExpiry, ok, ch.Closed())
+		}
+		time.Sleep(scanInterval - time.Nanosecond)
+		synctest.Wait()
+		if _, ok := ns.TopicRoute("T2"); !ok {
+			t.Fatal("broker-b expired between two scans")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		// Routes go first (under the table lock), then the channel is closed.
+		if _, ok := ns.TopicRoute("T2"); ok || !ch.Closed() {
+			t.Fatalf("one scan after the expiry: routed %v, channel closed %v; want gone, closed", ok, ch.Closed())
+		}
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run = %v, want nil", err)
-	}
 }
 
 func TestKVConfig(t *testing.T) {
@@ -501,34 +525,38 @@ func TestBadRequests(t *testing.T) {
 	}
 }
 
-// TestThroughDispatcher runs requests and connection events through a real remoting.Dispatcher.
+// TestThroughDispatcher runs requests and connection events through a real remoting.Dispatcher,
+// in a synctest bubble: the dispatcher is all goroutines and channels, so synctest.Wait tells
+// when a fired event has been handled, with no polling.
 func TestThroughDispatcher(t *testing.T) {
-	ns, _ := newTestNameServer(t, Options{})
-	d := remoting.NewDispatcher(testLogger(t))
-	ns.Register(d, remoting.NewExecutor("namesrv", 2, 64))
-	d.Start()
-	t.Cleanup(d.Close)
+	synctest.Test(t, func(t *testing.T) {
+		ns, _ := newTestNameServer(t, Options{})
+		d := remoting.NewDispatcher(testLogger(t))
+		ns.Register(d, remoting.NewExecutor("namesrv", 2, 64))
+		d.Start()
+		t.Cleanup(d.Close)
 
-	ch := newFakeChannel("10.0.0.3:50003")
-	req := brokerB0.request()
-	d.Dispatch(ch, req)
-	if resp := ch.response(t, req.Opaque); resp.Code != remoting.Success || !resp.IsResponse() {
-		t.Fatalf("register: %d %s", resp.Code, resp.Remark)
-	}
-	req = BuildGetRouteInfo("T2")
-	d.Dispatch(ch, req)
-	if resp := ch.response(t, req.Opaque); string(resp.Body) != routeT2 {
-		t.Fatalf("route: %d %s", resp.Code, resp.Body)
-	}
-	req = remoting.NewRequest(remoting.GetRouteInfoByTopic, nil, nil)
-	d.Dispatch(ch, req)
-	if resp := ch.response(t, req.Opaque); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "<topic>") {
-		t.Fatalf("missing topic: %d %q", resp.Code, resp.Remark)
-	}
-	d.FireEvent(remoting.ConnEvent{Type: remoting.ConnClose, Channel: ch})
-	waitFor(t, 5*time.Second, "routes of the closed broker to go", func() bool {
-		_, ok := ns.TopicRoute("T2")
-		return !ok
+		ch := newFakeChannel("10.0.0.3:50003")
+		req := brokerB0.request()
+		d.Dispatch(ch, req)
+		if resp := ch.response(t, req.Opaque); resp.Code != remoting.Success || !resp.IsResponse() {
+			t.Fatalf("register: %d %s", resp.Code, resp.Remark)
+		}
+		req = BuildGetRouteInfo("T2")
+		d.Dispatch(ch, req)
+		if resp := ch.response(t, req.Opaque); string(resp.Body) != routeT2 {
+			t.Fatalf("route: %d %s", resp.Code, resp.Body)
+		}
+		req = remoting.NewRequest(remoting.GetRouteInfoByTopic, nil, nil)
+		d.Dispatch(ch, req)
+		if resp := ch.response(t, req.Opaque); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "<topic>") {
+			t.Fatalf("missing topic: %d %q", resp.Code, resp.Remark)
+		}
+		d.FireEvent(remoting.ConnEvent{Type: remoting.ConnClose, Channel: ch})
+		synctest.Wait() // the event goroutine has run the listeners and is idle again
+		if _, ok := ns.TopicRoute("T2"); ok {
+			t.Fatal("routes of the closed broker still there once the close event was handled")
+		}
 	})
 }
 

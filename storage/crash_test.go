@@ -242,7 +242,11 @@ func TestPowerLossLosesOnlyUnsyncedData(t *testing.T) {
 	// disk as the power cut leaves it is a copy of the files now, minus every CommitLog
 	// byte past the last completed fsync.
 	h.block.Store(true)
-	waitFor(t, 10*time.Second, func() bool { return len(h.entered) > 0 })
+	select {
+	case <-h.entered: // the flusher is inside an fsync, held
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fsync began once fsyncs were frozen")
+	}
 	waitFor(t, 10*time.Second, func() bool { return s.gc.queued() == 4 })
 	durable := h.durable.Load()
 	maxPhy := s.cl.maxPhy.Load()

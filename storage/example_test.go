@@ -6,7 +6,6 @@ import (
 	"log"
 	"net/netip"
 	"os"
-	"time"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/storage"
@@ -15,8 +14,11 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "store")
 	defer os.RemoveAll(dir)
+	// The dispatcher indexes appends in the background; OnDispatch tells when (it must not
+	// block, hence the buffer).
+	dispatched := make(chan storage.DispatchEvent, 3)
 	st, err := storage.Open(storage.Options{Dir: dir, SegmentBytes: 1 << 20, ConsumeQueueUnits: 1000,
-		MaxHashSlotNum: 100, MaxIndexNum: 1000})
+		MaxHashSlotNum: 100, MaxIndexNum: 1000, OnDispatch: func(e storage.DispatchEvent) { dispatched <- e }})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,8 +39,8 @@ func Example() {
 		fmt.Println(res.Status, res.QueueOffset, res.MsgID())
 	}
 	// Wait until the dispatcher has indexed what was appended.
-	for st.DispatchedPhyOffset() < st.MaxPhyOffset() {
-		time.Sleep(time.Millisecond)
+	for range 3 {
+		<-dispatched
 	}
 	got := st.GetMessage("group", "TopicTest", 0, 0, 32, 0, nil)
 	fmt.Println(got.Status, len(got.Messages), "messages, next offset", got.NextBeginOffset)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -49,57 +50,70 @@ func newSyncHook(ops *fileOps) *syncHook {
 	return h
 }
 
+// TestGroupCommitReleasesOnlyAfterFsync runs in a synctest bubble: the held fsync and the
+// waiting appenders all block on channels, so synctest.Wait returns exactly when every appender
+// has written and waits, and none may have returned by then.
 func TestGroupCommitReleasesOnlyAfterFsync(t *testing.T) {
-	opts := testOptions(t, "")
-	opts.FlushDiskType = SyncFlush
-	opts.FlushIntervalCommitLog = time.Hour // only appenders wake the flusher
-	opts.ops = defaultFileOps()
-	h := newSyncHook(opts.ops)
-	h.block.Store(true)
-	s := openStore(t, opts)
-	h.s.Store(s)
-	runStore(t, s)
+	synctest.Test(t, func(t *testing.T) {
+		opts := testOptions(t, "")
+		opts.FlushDiskType = SyncFlush
+		opts.FlushIntervalCommitLog = time.Hour // only appenders wake the flusher
+		opts.FlushIntervalConsumeQueue = 0      // the default: fewer rounds as the fake clock runs
+		opts.ops = defaultFileOps()
+		h := newSyncHook(opts.ops)
+		h.block.Store(true)
+		s := openStore(t, opts)
+		h.s.Store(s)
+		runStoreInBubble(t, s)
+		openGate := sync.OnceFunc(func() { h.block.Store(false); close(h.gate) })
+		t.Cleanup(openGate) // a failed test must not leave the flusher held
 
-	const n = 32
-	var returned atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := s.PutMessage(testMsg("G", int32(i%4), body(i, 200), nil))
-			if err != nil {
-				errs <- err
-				return
-			}
-			end := r.PhyOffset + int64(r.WroteBytes)
-			if d := h.durable.Load(); end > d {
-				errs <- errors.New("released before its fsync: end beyond the durable offset")
-			}
-			returned.Add(1)
-		}()
-	}
-	<-h.entered // the flusher is inside the first fsync, held
-	// Wait until every appender has written and is waiting.
-	waitFor(t, 5*time.Second, func() bool { return allAppended(s, n) })
-	if got := returned.Load(); got != 0 {
-		t.Fatalf("%d appenders returned while the fsync was held", got)
-	}
-	h.block.Store(false)
-	close(h.gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if returned.Load() != n {
-		t.Fatalf("%d returned", returned.Load())
-	}
-	if c := h.count.Load(); c > 4 {
-		t.Fatalf("%d fsyncs for %d sync appends: no group commit", c, n)
-	}
-	t.Logf("%d appenders released by %d fsyncs", n, h.count.Load())
+		const n = 32
+		var returned atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.PutMessage(testMsg("G", int32(i%4), body(i, 200), nil))
+				if err != nil {
+					errs <- err
+					return
+				}
+				end := r.PhyOffset + int64(r.WroteBytes)
+				if d := h.durable.Load(); end > d {
+					errs <- errors.New("released before its fsync: end beyond the durable offset")
+				}
+				returned.Add(1)
+			}()
+		}
+		select {
+		case <-h.entered: // the flusher is inside the first fsync, held
+		case <-time.After(time.Minute): // fake time: fails at once if the flusher never syncs
+			t.Fatal("no appender woke the flusher")
+		}
+		synctest.Wait()
+		if !allAppended(s, n) {
+			t.Fatal("with the fsync held, not every appender has written and is waiting")
+		}
+		if got := returned.Load(); got != 0 {
+			t.Fatalf("%d appenders returned while the fsync was held", got)
+		}
+		openGate()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if returned.Load() != n {
+			t.Fatalf("%d returned", returned.Load())
+		}
+		if c := h.count.Load(); c > 4 {
+			t.Fatalf("%d fsyncs for %d sync appends: no group commit", c, n)
+		}
+		t.Logf("%d appenders released by %d fsyncs", n, h.count.Load())
+	})
 }
 
 // allAppended reports whether n messages are in the log (each appender writes one).
@@ -115,41 +129,69 @@ func allAppended(s *Store, n int) bool {
 	return cnt == n
 }
 
+// TestSyncFlushTimeout: with the CommitLog's fsync stuck, a sync-flush append is stored but
+// answers FLUSH_DISK_TIMEOUT after exactly the default syncFlushTimeout, on synctest's clock.
 func TestSyncFlushTimeout(t *testing.T) {
-	opts := testOptions(t, "")
-	opts.FlushDiskType = SyncFlush
-	opts.SyncFlushTimeout = 50 * time.Millisecond
-	opts.ops = defaultFileOps()
-	h := newSyncHook(opts.ops)
-	h.block.Store(true)
-	s := openStore(t, opts)
-	runStore(t, s)
-	t.Cleanup(func() { h.block.Store(false); close(h.gate) }) // runs before the store stops
-	r, err := s.PutMessage(testMsg("T", 0, "slow disk", nil))
-	if r.Status != FlushDiskTimeout || !errors.Is(err, ErrFlushTimeout) {
-		t.Fatalf("status %v err %v", r.Status, err)
-	}
-	waitDispatched(t, s)
-	if got := readAll(t, s, "T", 0); len(got) != 1 {
-		t.Fatalf("timed-out message not stored: %d", len(got))
-	}
-	// WAIT=false does not wait.
-	r, err = s.PutMessage(testMsg("T", 0, "no wait", map[string]string{"WAIT": "false"}))
-	if err != nil || r.Status != PutOK {
-		t.Fatalf("WAIT=false: %v %v", r.Status, err)
-	}
+	const syncFlushTimeout = 5 * time.Second // RocketMQ's default
+	synctest.Test(t, func(t *testing.T) {
+		opts := testOptions(t, "")
+		opts.FlushDiskType = SyncFlush
+		opts.FlushIntervalCommitLog, opts.FlushIntervalConsumeQueue = 0, 0 // the defaults
+		opts.ops = defaultFileOps()
+		h := newSyncHook(opts.ops)
+		h.block.Store(true)
+		s := openStore(t, opts)
+		runStoreInBubble(t, s)
+		t.Cleanup(func() { h.block.Store(false); close(h.gate) }) // runs before the store stops
+		start := time.Now()
+		r, err := s.PutMessage(testMsg("T", 0, "slow disk", nil))
+		if r.Status != FlushDiskTimeout || !errors.Is(err, ErrFlushTimeout) {
+			t.Fatalf("status %v err %v", r.Status, err)
+		}
+		if got := time.Since(start); got != syncFlushTimeout {
+			t.Fatalf("FLUSH_DISK_TIMEOUT after %v, want syncFlushTimeout %v", got, syncFlushTimeout)
+		}
+		synctest.Wait()
+		if d, m := s.DispatchedPhyOffset(), s.MaxPhyOffset(); d < m {
+			t.Fatalf("dispatched to %d of %d", d, m)
+		}
+		if got := readAll(t, s, "T", 0); len(got) != 1 {
+			t.Fatalf("timed-out message not stored: %d", len(got))
+		}
+		// WAIT=false does not wait at all.
+		start = time.Now()
+		r, err = s.PutMessage(testMsg("T", 0, "no wait", map[string]string{"WAIT": "false"}))
+		if err != nil || r.Status != PutOK || time.Since(start) != 0 {
+			t.Fatalf("WAIT=false: %v %v after %v", r.Status, err, time.Since(start))
+		}
+	})
 }
 
+// TestAsyncFlushFlushes: in ASYNC_FLUSH an append is fsynced by the flusher's first round,
+// flushIntervalCommitLog after Run started, and not before; synctest's clock makes that exact.
 func TestAsyncFlushFlushes(t *testing.T) {
-	opts := testOptions(t, "")
-	opts.ops = defaultFileOps()
-	h := newSyncHook(opts.ops)
-	s := openStore(t, opts)
-	h.s.Store(s)
-	runStore(t, s)
-	r := mustPut(t, s, testMsg("T", 0, "x", nil))
-	end := r.PhyOffset + int64(r.WroteBytes)
-	waitFor(t, 5*time.Second, func() bool { return s.FlushedPhyOffset() >= end && h.durable.Load() >= end })
+	const flushInterval = 500 * time.Millisecond // RocketMQ's flushIntervalCommitLog, the default
+	synctest.Test(t, func(t *testing.T) {
+		opts := testOptions(t, "")
+		opts.FlushIntervalCommitLog = 0 // the default
+		opts.ops = defaultFileOps()
+		h := newSyncHook(opts.ops)
+		s := openStore(t, opts)
+		h.s.Store(s)
+		runStoreInBubble(t, s)
+		r := mustPut(t, s, testMsg("T", 0, "x", nil))
+		end := r.PhyOffset + int64(r.WroteBytes)
+		time.Sleep(flushInterval - time.Nanosecond)
+		synctest.Wait()
+		if f, d := s.FlushedPhyOffset(), h.durable.Load(); f >= end || d >= end {
+			t.Fatalf("flushed to %d (durable %d) of %d before the first flush round", f, d, end)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if f, d := s.FlushedPhyOffset(), h.durable.Load(); f < end || d < end {
+			t.Fatalf("flushed to %d (durable %d) of %d after the first flush round", f, d, end)
+		}
+	})
 }
 
 // TestCheckpointFlushesQueuesAndIndex: every checkpoint round fsyncs the ConsumeQueue and

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
@@ -61,12 +62,30 @@ func runStore(t testing.TB, s *Store) {
 		}
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	// Tests may Close the store at once; Run must have started by then.
+	// Tests may Close the store at once; Run must have started by then. Run offers no signal
+	// for that, so this polls (tests in a bubble use runStoreInBubble).
 	waitFor(t, 5*time.Second, func() bool {
 		s.runMu.Lock()
 		defer s.runMu.Unlock()
 		return s.running
 	})
+}
+
+// runStoreInBubble runs the services until the test ends, for a test inside synctest.Test. It
+// returns once every service is idle, at the instant Run started (the fake clock has not
+// moved), so the test can count the services' periods from time.Now.
+func runStoreInBubble(t *testing.T, s *Store) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	synctest.Wait()
 }
 
 func testMsg(topic string, qid int32, body string, props map[string]string) *Message {
@@ -92,6 +111,9 @@ func waitDispatched(t testing.TB, s *Store) {
 	waitFor(t, 5*time.Second, func() bool { return s.DispatchedPhyOffset() >= s.MaxPhyOffset() })
 }
 
+// waitFor polls cond on the wall clock. It is for tests whose goroutines never all block (busy
+// writers, as in the crash tests) or that watch state with no signal to wait on; tests of the
+// timed services run in a synctest bubble and use synctest.Wait instead.
 func waitFor(t testing.TB, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/edsrzf/mmap-go"
@@ -584,24 +585,33 @@ func TestDeleteTopicsAndQueues(t *testing.T) {
 	}
 }
 
+// TestDispatchListener: each append wakes the dispatcher, which reports the unit it wrote. In a
+// synctest bubble no time passes, so the hour-long fallback poll cannot be what dispatched.
 func TestDispatchListener(t *testing.T) {
-	opts := testOptions(t, "")
-	events := make(chan DispatchEvent, 100)
-	opts.OnDispatch = func(e DispatchEvent) { events <- e }
-	opts.dispatchPoll = time.Hour // only the append's wake-up can make this test pass
-	s := openStore(t, opts)
-	runStore(t, s)
-	for i := range 5 {
-		r := mustPut(t, s, testMsg("L", 1, "x", map[string]string{"TAGS": "TagA"}))
-		select {
-		case e := <-events:
-			if e.Topic != "L" || e.QueueID != 1 || e.QueueOffset != int64(i) || e.TagsCode != 2598919 || e.PhyOffset != r.PhyOffset {
-				t.Fatalf("event %+v", e)
+	synctest.Test(t, func(t *testing.T) {
+		opts := testOptions(t, "")
+		events := make(chan DispatchEvent, 100)
+		opts.OnDispatch = func(e DispatchEvent) { events <- e }
+		opts.dispatchPoll = time.Hour // only the append's wake-up can make this test pass
+		s := openStore(t, opts)
+		runStoreInBubble(t, s)
+		start := time.Now()
+		for i := range 5 {
+			r := mustPut(t, s, testMsg("L", 1, "x", map[string]string{"TAGS": "TagA"}))
+			synctest.Wait()
+			select {
+			case e := <-events:
+				if e.Topic != "L" || e.QueueID != 1 || e.QueueOffset != int64(i) || e.TagsCode != 2598919 || e.PhyOffset != r.PhyOffset {
+					t.Fatalf("event %+v", e)
+				}
+			default:
+				t.Fatal("no dispatch event once the dispatcher was idle")
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("no dispatch event")
 		}
-	}
+		if got := time.Since(start); got != 0 {
+			t.Fatalf("%v of fake time passed: a poll, not the wake-up, may have dispatched", got)
+		}
+	})
 }
 
 func TestMetaFile(t *testing.T) {
@@ -748,41 +758,53 @@ func TestSuggestSlaveAndUnits(t *testing.T) {
 	}
 }
 
+// TestNextSegmentCreatedAhead: once the active segment is half full, the allocator's next round
+// (every 50 ms, on synctest's clock) creates the next one, which the roll then takes.
 func TestNextSegmentCreatedAhead(t *testing.T) {
-	opts := testOptions(t, "")
-	s := openStore(t, opts)
-	runStore(t, s)
-	for s.cl.segs.last() == nil || s.cl.segs.last().wrote.Load() < testSegBytes/2 {
-		mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
-	}
-	waitFor(t, 5*time.Second, func() bool {
-		s.cl.nextMu.Lock()
-		defer s.cl.nextMu.Unlock()
-		return s.cl.next != nil
-	})
-	s.cl.nextMu.Lock()
-	next := s.cl.next
-	s.cl.nextMu.Unlock()
-	for s.cl.segs.len() < 2 {
-		mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
-	}
-	if s.cl.segs.last() != next {
-		t.Fatal("the roll did not take the pre-created segment")
-	}
-	// An unused pre-created segment does not outlive Close (a clean open stays fast).
-	waitFor(t, 5*time.Second, func() bool {
+	const allocatorPeriod = 50 * time.Millisecond // runAllocator's ticker
+	synctest.Test(t, func(t *testing.T) {
+		opts := testOptions(t, "")
+		s := openStore(t, opts)
+		runStoreInBubble(t, s)
+		nextSegment := func() *segment {
+			s.cl.nextMu.Lock()
+			defer s.cl.nextMu.Unlock()
+			return s.cl.next
+		}
+		for s.cl.segs.last() == nil || s.cl.segs.last().wrote.Load() < testSegBytes/2 {
+			mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
+		}
+		synctest.Wait()
+		if nextSegment() != nil {
+			t.Fatal("next segment created before the allocator's round")
+		}
+		time.Sleep(allocatorPeriod)
+		synctest.Wait()
+		next := nextSegment()
+		if next == nil {
+			t.Fatal("no next segment after the allocator's round")
+		}
+		for s.cl.segs.len() < 2 {
+			mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
+		}
+		if s.cl.segs.last() != next {
+			t.Fatal("the roll did not take the pre-created segment")
+		}
+		// An unused pre-created segment does not outlive Close (a clean open stays fast).
 		for s.cl.segs.last().wrote.Load() < testSegBytes/2 {
 			mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
 		}
-		s.cl.nextMu.Lock()
-		defer s.cl.nextMu.Unlock()
-		return s.cl.next != nil
+		time.Sleep(allocatorPeriod)
+		synctest.Wait()
+		if nextSegment() == nil {
+			t.Fatal("no next segment after the allocator's round")
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s2 := openStore(t, opts)
+		if rep := s2.RecoveryReport(); rep.ScannedFrom != -1 || len(rep.Actions) != 0 {
+			t.Fatalf("reopen not a fast clean load: %+v", rep)
+		}
 	})
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := openStore(t, opts)
-	if rep := s2.RecoveryReport(); rep.ScannedFrom != -1 || len(rep.Actions) != 0 {
-		t.Fatalf("reopen not a fast clean load: %+v", rep)
-	}
 }

@@ -71,7 +71,7 @@ func TestReadersRaceRetention(t *testing.T) {
 			}
 		}
 	})
-	run(func() { s.CleanExpired(); time.Sleep(time.Millisecond) })
+	run(func() { s.CleanExpired(); time.Sleep(time.Millisecond) }) // pacing, so the other workers get the store between rounds
 	wg.Wait()
 	if s.MinPhyOffset() == 0 {
 		t.Fatal("retention never deleted anything")

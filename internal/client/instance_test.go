@@ -49,6 +49,10 @@ func (f *fakeConsumer) ConsumeMessageDirectly([]byte) *remoting.Command {
 	return remoting.NewResponse(remoting.Success, "")
 }
 
+// waitFor polls cond on the wall clock: these tests run real nodes on loopback sockets, which
+// cannot run in a synctest bubble, and what they wait for (a broker's registration with the
+// name server, a broker-initiated request) has no signal on this side. The loops' periods are
+// pinned on the fake clock in loops_test.go.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

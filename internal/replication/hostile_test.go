@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -22,68 +23,101 @@ func waitForAckAsync(m *Master, offset int64) <-chan error {
 	return done
 }
 
-// A peer that reports 0, then MaxInt64 while a sender waits: the lie is refused and the peer
-// closed; the sender is not acknowledged, and later sends find no slave.
+// A peer that reports 0, then MaxInt64 while a sender waits: the lie closes the peer at once,
+// not at a timeout; the sender is not acknowledged and fails after exactly syncFlushTimeout
+// (the default, on synctest's clock), and later sends find no slave.
 func TestMasterClosesPeerReportingPastItsEnd(t *testing.T) {
-	master := openStore(t, t.TempDir(), false)
-	opts := testMasterOptions(t)
-	opts.SyncFlushTimeout = 200 * time.Millisecond
-	opts.HousekeepingInterval = time.Minute // only the lie may close the peer in time
-	m, _ := startMaster(t, master.Store, opts)
-	end := putN(t, master.Store, 0, 10)
+	const syncFlushTimeout = 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		master := openBubbleStore(t, false)
+		m := newIdleMaster(t, master)
+		end := putN(t, master.Store, 0, 10)
 
-	c := dialMaster(t, m)
-	sendReport(t, c, 0)
-	waitFor(t, "the peer to count as a slave", func() bool { return len(m.Slaves()) == 1 })
-	acked := waitForAckAsync(m, end)
-	waitFor(t, "the sender to wait", func() bool { return m.gt.pending() == 1 })
-	sendReport(t, c, math.MaxInt64)
-	readUntilClosed(t, c)
+		c := pipePeer(t, m)
+		sendReport(t, c, 0)
+		synctest.Wait()
+		if n := len(m.Slaves()); n != 1 {
+			t.Fatalf("%d slaves after the first report, want 1", n)
+		}
+		start := time.Now()
+		acked := waitForAckAsync(m, end)
+		synctest.Wait()
+		if n := m.gt.pending(); n != 1 {
+			t.Fatalf("%d senders wait, want 1", n)
+		}
+		sendReport(t, c, math.MaxInt64)
+		readUntilClosed(t, c)
+		if got := time.Since(start); got != 0 {
+			t.Fatalf("the liar was closed after %v, not at its lie", got)
+		}
 
-	if err := <-acked; !errors.Is(err, ErrSlaveTimeout) {
-		t.Fatalf("WaitForAck after a report of MaxInt64: %v, want ErrSlaveTimeout", err)
-	}
-	waitFor(t, "the peer to be forgotten", func() bool { return len(m.Slaves()) == 0 })
-	if got := m.SlaveAckOffset(); got != 0 {
-		t.Fatalf("SlaveAckOffset %d after the liar left, want 0", got)
-	}
-	if err := m.WaitForAck(context.Background(), end); !errors.Is(err, ErrNoSlave) {
-		t.Fatalf("WaitForAck after the liar left: %v, want ErrNoSlave", err)
-	}
+		if err := <-acked; !errors.Is(err, ErrSlaveTimeout) {
+			t.Fatalf("WaitForAck after a report of MaxInt64: %v, want ErrSlaveTimeout", err)
+		}
+		if got := time.Since(start); got != syncFlushTimeout {
+			t.Fatalf("WaitForAck failed after %v, want syncFlushTimeout %v", got, syncFlushTimeout)
+		}
+		if n := len(m.Slaves()); n != 0 {
+			t.Fatalf("%d slaves after the liar left", n)
+		}
+		if got := m.SlaveAckOffset(); got != 0 {
+			t.Fatalf("SlaveAckOffset %d after the liar left, want 0", got)
+		}
+		if err := m.WaitForAck(context.Background(), end); !errors.Is(err, ErrNoSlave) {
+			t.Fatalf("WaitForAck after the liar left: %v, want ErrNoSlave", err)
+		}
+	})
 }
 
-// A report past what the master has sent, even if within the master's end, is refused: a
-// peer cannot acknowledge bytes it has not been given.
+// A report past what the master has sent, even if within the master's end, is refused at once:
+// a peer cannot acknowledge bytes it has not been given.
 func TestMasterClosesPeerReportingUnsentBytes(t *testing.T) {
-	master := openStore(t, t.TempDir(), false)
-	opts := testMasterOptions(t)
-	opts.HousekeepingInterval = time.Minute // only the lie may close the peer in time
-	m, _ := startMaster(t, master.Store, opts)
-	c := dialMaster(t, m)
-	sendReport(t, c, 0) // the log is empty: nothing is sent
-	waitFor(t, "the peer to count as a slave", func() bool { return len(m.Slaves()) == 1 })
-	sendReport(t, c, 1)
-	readUntilClosed(t, c)
-	waitFor(t, "the peer to be forgotten", func() bool { return len(m.Slaves()) == 0 })
+	synctest.Test(t, func(t *testing.T) {
+		m := newIdleMaster(t, openBubbleStore(t, false))
+		c := pipePeer(t, m)
+		sendReport(t, c, 0) // the log is empty: nothing is sent
+		synctest.Wait()
+		if n := len(m.Slaves()); n != 1 {
+			t.Fatalf("%d slaves after the first report, want 1", n)
+		}
+		start := time.Now()
+		sendReport(t, c, 1)
+		readUntilClosed(t, c)
+		synctest.Wait()
+		if got := time.Since(start); got != 0 {
+			t.Fatalf("the peer was closed after %v, not at its report", got)
+		}
+		if n := len(m.Slaves()); n != 0 {
+			t.Fatalf("%d slaves after the refused report", n)
+		}
+	})
 }
 
 // A peer that acknowledged everything and left must not acknowledge later waits: with no
 // slave connected the answer is ErrNoSlave (SLAVE_NOT_AVAILABLE), not success.
 func TestWaitForAckAfterSlaveLeft(t *testing.T) {
-	master := openStore(t, t.TempDir(), false)
-	m, _ := startMaster(t, master.Store, testMasterOptions(t))
-	end := putN(t, master.Store, 0, 10)
-	c := dialMaster(t, m)
-	sendReport(t, c, end) // "I have it all": legal, and unverifiable without a secret
-	waitFor(t, "the peer to count as a slave", func() bool { return len(m.Slaves()) == 1 })
-	if err := m.WaitForAck(context.Background(), end); err != nil {
-		t.Fatalf("WaitForAck while the slave is connected: %v", err)
-	}
-	c.Close()
-	waitFor(t, "the peer to be forgotten", func() bool { return len(m.Slaves()) == 0 })
-	if err := m.WaitForAck(context.Background(), end); !errors.Is(err, ErrNoSlave) {
-		t.Fatalf("WaitForAck after the slave left: %v, want ErrNoSlave", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		master := openBubbleStore(t, false)
+		m := newIdleMaster(t, master)
+		end := putN(t, master.Store, 0, 10)
+		c := pipePeer(t, m)
+		sendReport(t, c, end) // "I have it all": legal, and unverifiable without a secret
+		synctest.Wait()
+		if n := len(m.Slaves()); n != 1 {
+			t.Fatalf("%d slaves after the first report, want 1", n)
+		}
+		if err := m.WaitForAck(context.Background(), end); err != nil {
+			t.Fatalf("WaitForAck while the slave is connected: %v", err)
+		}
+		c.Close()
+		synctest.Wait()
+		if n := len(m.Slaves()); n != 0 {
+			t.Fatalf("%d slaves once the peer closed", n)
+		}
+		if err := m.WaitForAck(context.Background(), end); !errors.Is(err, ErrNoSlave) {
+			t.Fatalf("WaitForAck after the slave left: %v, want ErrNoSlave", err)
+		}
+	})
 }
 
 const testSecret = "correct horse battery staple"

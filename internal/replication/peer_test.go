@@ -1,10 +1,12 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -42,17 +44,33 @@ func sendReport(t *testing.T, c net.Conn, off int64) {
 	}
 }
 
+// TestMasterDropsSilentSlave: a slave that reported once and then fell silent is dropped
+// exactly haHousekeepingInterval (20 s, the default) after its report, on synctest's clock,
+// although it reads every block and heartbeat the master sends.
 func TestMasterDropsSilentSlave(t *testing.T) {
-	master := openStore(t, t.TempDir(), false)
-	opts := testMasterOptions(t)
-	opts.HousekeepingInterval = 50 * time.Millisecond
-	opts.SendHeartbeatInterval = 10 * time.Millisecond
-	m, _ := startMaster(t, master.Store, opts)
-	putN(t, master.Store, 0, 10)
-	c := dialMaster(t, m)
-	sendReport(t, c, 0) // then silence: no heartbeats
-	readUntilClosed(t, c)
-	waitFor(t, "the slave to be forgotten", func() bool { return len(m.Slaves()) == 0 })
+	const housekeeping = 20 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		master := openBubbleStore(t, false)
+		m := newIdleMaster(t, master)
+		putN(t, master.Store, 0, 10)
+		c := pipePeer(t, m)
+		drain(c)
+		sendReport(t, c, 0) // then silence: no heartbeats
+		synctest.Wait()
+		if n := len(m.Slaves()); n != 1 {
+			t.Fatalf("%d slaves after the first report, want 1", n)
+		}
+		time.Sleep(housekeeping - time.Nanosecond)
+		synctest.Wait()
+		if n := len(m.Slaves()); n != 1 {
+			t.Fatalf("slave dropped before %v of silence", housekeeping)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n := len(m.Slaves()); n != 0 {
+			t.Fatalf("slave silent for %v still served", housekeeping)
+		}
+	})
 }
 
 func TestMasterRefusesSlaveAhead(t *testing.T) {
@@ -166,4 +184,83 @@ func TestSlaveSetMasterAddr(t *testing.T) {
 	s.SetMasterAddr(f2.ln.Addr().String()) // drops the connection to f1
 	readUntilClosed(t, c)
 	f2.accept()
+}
+
+// pipeDial is one dial of a slave whose dial hands out net.Pipe ends: the fake clock's time
+// of the dial and the master's end.
+type pipeDial struct {
+	at   time.Time
+	conn net.Conn
+}
+
+// TestSlaveReconnectInterval: after a connection that carried no valid block (a first block
+// at the wrong offset, or a close before any block) the slave dials again exactly
+// ReconnectInterval (5 s, the default) later, and after one that carried a valid block it
+// dials again at once; on synctest's clock, with net.Pipe for the sockets.
+func TestSlaveReconnectInterval(t *testing.T) {
+	const reconnect = 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		slave := openBubbleStore(t, true)
+		s, err := NewSlave(slave.Store, SlaveOptions{MasterAddr: "master:10912", Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dials := make(chan pipeDial, 4)
+		s.dial = func(context.Context, string, string) (net.Conn, error) {
+			slaveEnd, masterEnd := net.Pipe()
+			dials <- pipeDial{at: time.Now(), conn: masterEnd}
+			return slaveEnd, nil
+		}
+		run(t, "slave", s.Run)
+		// accept takes the next dial, which must come at want, and reads the slave's first
+		// report.
+		accept := func(want time.Time) net.Conn {
+			t.Helper()
+			if d := time.Until(want); d > 0 {
+				time.Sleep(d - time.Nanosecond)
+				synctest.Wait()
+				select {
+				case d := <-dials:
+					t.Fatalf("the slave dialed %v early", want.Sub(d.at))
+				default:
+				}
+				time.Sleep(time.Nanosecond)
+			}
+			synctest.Wait()
+			var d pipeDial
+			select {
+			case d = <-dials:
+			default:
+				t.Fatal("the slave did not dial")
+			}
+			if !d.at.Equal(want) {
+				t.Fatalf("the slave dialed %v late", d.at.Sub(want))
+			}
+			t.Cleanup(func() { d.conn.Close() })
+			var b [reportBytes]byte
+			if _, err := io.ReadFull(d.conn, b[:]); err != nil {
+				t.Fatalf("read report: %v", err)
+			}
+			drain(d.conn) // later reports
+			return d.conn
+		}
+		sendHeader := func(c net.Conn, off int64) {
+			t.Helper()
+			var h [headerBytes]byte
+			putHeader(h[:], off, 0)
+			if _, err := c.Write(h[:]); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the slave has taken it, and hung up if it was wrong
+		}
+
+		c := accept(time.Now())
+		sendHeader(c, 100) // the log ends at 0: refused, nothing established
+		c = accept(time.Now().Add(reconnect))
+		sendHeader(c, 0) // a heartbeat where the log ends: established
+		c.Close()
+		c = accept(time.Now())
+		c.Close() // before any block
+		accept(time.Now().Add(reconnect))
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -155,22 +156,34 @@ func TestWaitForAckReleasedByAck(t *testing.T) {
 	}
 }
 
+// TestWaitForAckTimeout: a slave that receives blocks but acknowledges none leaves a sender
+// waiting exactly syncFlushTimeout (the default, on synctest's clock), then ErrSlaveTimeout
+// (FLUSH_SLAVE_TIMEOUT) with no waiter left; a cancelled context ends a wait at once.
 func TestWaitForAckTimeout(t *testing.T) {
-	master := openStore(t, t.TempDir(), false)
-	opts := testMasterOptions(t)
-	opts.SyncFlushTimeout = 20 * time.Millisecond
-	m, _ := startMaster(t, master.Store, opts)
-	stalledSlave(t, m)
-	end := putN(t, master.Store, 0, 1)
-	if err := m.WaitForAck(context.Background(), end); !errors.Is(err, ErrSlaveTimeout) {
-		t.Fatalf("WaitForAck with a stalled slave: %v, want ErrSlaveTimeout", err)
-	}
-	if n := m.gt.pending(); n != 0 {
-		t.Fatalf("%d waiters left after the timeout", n)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := m.WaitForAck(ctx, end); !errors.Is(err, context.Canceled) {
-		t.Fatalf("WaitForAck with a cancelled context: %v", err)
-	}
+	const syncFlushTimeout = 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		master := openBubbleStore(t, false)
+		m := newIdleMaster(t, master)
+		c := pipePeer(t, m)
+		drain(c)
+		sendReport(t, c, 0)
+		synctest.Wait()
+		end := putN(t, master.Store, 0, 1)
+		start := time.Now()
+		if err := m.WaitForAck(context.Background(), end); !errors.Is(err, ErrSlaveTimeout) {
+			t.Fatalf("WaitForAck with a slave that does not acknowledge: %v, want ErrSlaveTimeout", err)
+		}
+		if got := time.Since(start); got != syncFlushTimeout {
+			t.Fatalf("WaitForAck failed after %v, want syncFlushTimeout %v", got, syncFlushTimeout)
+		}
+		if n := m.gt.pending(); n != 0 {
+			t.Fatalf("%d waiters left after the timeout", n)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		start = time.Now()
+		if err := m.WaitForAck(ctx, end); !errors.Is(err, context.Canceled) || time.Since(start) != 0 {
+			t.Fatalf("WaitForAck with a cancelled context: %v after %v", err, time.Since(start))
+		}
+	})
 }

@@ -35,6 +35,9 @@ type Slave struct {
 	// testHookBeforeRead, if set, runs before each block header is read; a test blocks in
 	// it to stall the slave (it stops reading, its heartbeats go on).
 	testHookBeforeRead func()
+	// dial opens an HA connection; a test replaces it with one that hands out net.Pipe ends,
+	// so the slave can run on synctest's fake clock.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // NewSlave builds a slave for store, which should be opened with storage.Options.Slave. It
@@ -52,6 +55,7 @@ func NewSlave(store *storage.Store, opts SlaveOptions) (*Slave, error) {
 		opts:        opts,
 		log:         opts.Logger.With().Str("component", "replication").Str("role", "slave").Logger(),
 		addrChanged: make(chan struct{}, 1),
+		dial:        (&net.Dialer{Timeout: opts.HousekeepingInterval}).DialContext,
 	}
 	s.mu.masterAddr = opts.MasterAddr
 	return s, nil
@@ -136,8 +140,7 @@ func (s *Slave) Run(ctx context.Context) error {
 // start, after each block and every SendHeartbeatInterval; this goroutine receives blocks.
 // established reports whether a valid block (or heartbeat) arrived.
 func (s *Slave) session(ctx context.Context, addr string) (established bool, err error) {
-	d := net.Dialer{Timeout: s.opts.HousekeepingInterval}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := s.dial(ctx, "tcp", addr)
 	if err != nil {
 		return false, err
 	}
