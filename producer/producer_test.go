@@ -358,11 +358,11 @@ func TestSendErrorUnwrap(t *testing.T) {
 func TestCompression(t *testing.T) {
 	p := testProducer(newFakeClock(), true)
 	body := []byte(strings.Repeat("abc", 2000))
-	pr := p.prepare(NewMessage("T", body))
+	pr := p.encode(NewMessage("T", body))
 	if pr.sysFlag&message.FlagCompressed == 0 || len(pr.body) >= len(body) {
 		t.Fatalf("body of %d bytes not compressed", len(body))
 	}
-	small := p.prepare(NewMessage("T", []byte("abc")))
+	small := p.encode(NewMessage("T", []byte("abc")))
 	if small.sysFlag != 0 {
 		t.Fatal("small body compressed")
 	}

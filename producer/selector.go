@@ -106,14 +106,3 @@ func (o Ordering) String() string {
 	}
 	return "StrictOrder"
 }
-
-// indexOf returns q's position in queues, or -1.
-func indexOf(queues []MessageQueue, q MessageQueue) int {
-	for i, x := range queues {
-		if x.QueueID == q.QueueID && x.BrokerName == q.BrokerName &&
-			(q.Topic == "" || q.Topic == x.Topic) {
-			return i
-		}
-	}
-	return -1
-}

@@ -87,3 +87,28 @@ func nameProblem(err error) string {
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidMessage}, args...)...)
 }
+
+// validateBatch checks every message of a batch and what a batch adds: one topic, no delay,
+// and an estimated encoded size within the max message size.
+func (p *Producer) validateBatch(msgs []*Message) error {
+	if len(msgs) == 0 {
+		return invalid("empty batch")
+	}
+	size := 0
+	for _, m := range msgs {
+		if err := p.validate(m); err != nil {
+			return err
+		}
+		if m.Topic != msgs[0].Topic {
+			return invalid("batch mixes topics %s and %s", msgs[0].Topic, m.Topic)
+		}
+		if m.DelayTimeLevel > 0 {
+			return invalid("a batch cannot hold delayed messages")
+		}
+		size += 22 + len(m.Body) + 64
+	}
+	if size > p.cfg.maxMessageSize {
+		return invalid("batch of about %d bytes exceeds the max message size %d", size, p.cfg.maxMessageSize)
+	}
+	return nil
+}

@@ -8,11 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
+
+// Step 2 of a send (send.go): where the topic's messages may go. The answer is cached per wire
+// topic and rebuilt only when the client instance's route changed, so a send to a known topic
+// costs two map reads here.
 
 // publishInfo is a topic's writable queues as the producer uses them (RocketMQ's
 // TopicPublishInfo), built from one route.
@@ -144,38 +147,27 @@ func (p *Producer) storePublishInfo(topic string, npi, old *publishInfo) (*publi
 	return npi, nil
 }
 
-// selectQueue picks the next queue round robin, preferring brokers that are neither isolated
-// (with fault tolerance on) nor in avoid (brokers that failed this send). When every broker is
-// excluded it takes the least bad queue: not avoided over avoided, then the isolated broker
-// that comes back soonest.
-func (p *Producer) selectQueue(pi *publishInfo, avoid []string) MessageQueue {
-	n := len(pi.queues)
-	start := int(pi.counter.Add(1) % uint32(n))
-	best, bestScore := start, 4
-	var bestAt time.Time
-	for i := 0; i < n; i++ {
-		k := start + i
-		if k >= n {
-			k -= n
-		}
-		q := pi.queues[k]
-		score := 0
-		var at time.Time
-		if p.cfg.faultTolerance {
-			var ok bool
-			if ok, at = p.fault.state(q.BrokerName); !ok {
-				score = 2
-			}
-		}
-		if len(avoid) > 0 && slices.Contains(avoid, q.BrokerName) {
-			score++
-		}
-		if score == 0 {
-			return q
-		}
-		if score < bestScore || score == bestScore && at.Before(bestAt) {
-			best, bestScore, bestAt = k, score, at
-		}
+// masterAddr returns where an attempt on q goes: the master of q's broker, as the instance's
+// routes name it. Sends never go to a slave, which refuses them.
+func (p *Producer) masterAddr(q MessageQueue) (string, error) {
+	if addr := p.inst.MasterAddr(q.BrokerName); addr != "" {
+		return addr, nil
 	}
-	return pi.queues[best]
+	return "", fmt.Errorf("%w: no master address known for broker %s", ErrNoRoute, q.BrokerName)
+}
+
+// wireTopic is topic as the name servers and brokers know it: with the namespace.
+func (p *Producer) wireTopic(topic string) string {
+	if p.cfg.namespace == "" || strings.HasPrefix(topic, p.cfg.namespace+"%") {
+		return topic
+	}
+	return p.cfg.namespace + "%" + topic
+}
+
+// userTopic is the inverse of wireTopic, for the queues a caller sees.
+func (p *Producer) userTopic(wire string) string {
+	if p.cfg.namespace == "" {
+		return wire
+	}
+	return strings.TrimPrefix(wire, p.cfg.namespace+"%")
 }

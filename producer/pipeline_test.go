@@ -1,0 +1,330 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+)
+
+// TestRequestHeaderIsTheOfficialClients checks step 4 against the header rocketmq-client-go v2
+// writes (internal/request.go, SendMessageRequestV2Header.Encode) for the same values, key by
+// key, except "l" (maxReconsumeTimes): Java producers leave it out, and so do we.
+func TestRequestHeaderIsTheOfficialClients(t *testing.T) {
+	big := make([]byte, DefaultCompressOver)
+	for _, c := range []struct {
+		name      string
+		namespace string
+		encode    func(p *Producer) encoded
+		code      int16
+		want      map[string]string // without "g" (bornTimestamp)
+	}{
+		{"single", "", func(p *Producer) encoded {
+			return p.encode(NewMessage("T", []byte("body")).WithTags("TagA").WithProperty(message.PropertyUniqKey, "ID1"))
+		}, remoting.SendMessageV2, map[string]string{"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0",
+			"h": "0", "i": "UNIQ_KEY\x01ID1\x02TAGS\x01TagA\x02", "j": "0", "k": "false", "m": "false", "n": "broker-a"}},
+		{"compressed, flag, namespace", "ns", func(p *Producer) encoded {
+			m := NewMessage("T", big).WithProperty(message.PropertyUniqKey, "ID2")
+			m.Flag = 7
+			return p.encode(m)
+		}, remoting.SendMessageV2, map[string]string{"a": "ns%pg", "b": "ns%T", "c": "TBW102", "d": "4", "e": "3", "f": "1",
+			"h": "7", "i": "UNIQ_KEY\x01ID2\x02", "j": "0", "k": "false", "m": "false", "n": "broker-a"}},
+		{"batch", "", func(p *Producer) encoded {
+			return p.encodeBatch([]*Message{NewMessage("T", []byte("x")), NewMessage("T", []byte("y"))})
+		}, remoting.SendBatchMessage, map[string]string{"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0",
+			"h": "0", "i": "", "j": "0", "k": "false", "m": "true", "n": "broker-a"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := testProducer(newFakeClock(), true)
+			p.cfg.namespace = c.namespace
+			p.wireGroup = p.wireTopic("pg")
+			s := &send{p: p, wireTopic: p.wireTopic("T"), msg: c.encode(p)}
+			before := time.Now().UnixMilli()
+			req := s.request(MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3})
+			after := time.Now().UnixMilli()
+			if req.Code != c.code || req.Serialize != remoting.SerializeRocketMQ {
+				t.Fatalf("code %d serialize %d, want %d with the binary header", req.Code, req.Serialize, c.code)
+			}
+			ext := maps.Clone(req.ExtFields)
+			born, err := strconv.ParseInt(ext["g"], 10, 64)
+			if err != nil || born < before || born > after {
+				t.Fatalf("bornTimestamp %q outside [%d, %d]", ext["g"], before, after)
+			}
+			delete(ext, "g")
+			if diff := cmp.Diff(c.want, ext); diff != "" {
+				t.Fatalf("header (-official client +ours):\n%s", diff)
+			}
+			if string(req.Body) != string(s.msg.body) {
+				t.Fatal("body is not the encoded body")
+			}
+		})
+	}
+}
+
+// Retry policy: sync, oneway and async sends go through the same next/succeeded/failed, so the
+// same broker behaviour must give the same attempts, isolation and error in all three. The
+// transport is in memory and the tests run in a synctest bubble, so a send that waits out its
+// timeout takes no real time.
+
+// fakeNet is a transport to one name server and two brokers, broker-a and broker-b, each with
+// two queues. Route, heartbeat and unregister requests succeed; each send attempt gets what
+// attempt returns for its number (0-based) and address.
+type fakeNet struct {
+	attempt func(n int, addr string) fakeAnswer
+
+	mu    sync.Mutex
+	sends []string // the broker address of each send attempt
+}
+
+// fakeAnswer is how a broker meets an attempt: stored (zero value), a response error, a
+// transport error, or no answer before the deadline.
+type fakeAnswer struct {
+	code int16
+	err  error
+	hang bool
+}
+
+func (f *fakeNet) InvokeSync(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	switch req.Code {
+	case remoting.GetRouteInfoByTopic:
+		r := &route.TopicRouteData{}
+		for _, b := range []string{"broker-a", "broker-b"} {
+			r.QueueDatas = append(r.QueueDatas, route.QueueData{BrokerName: b, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
+			r.BrokerDatas = append(r.BrokerDatas, route.BrokerData{BrokerName: b, BrokerAddrs: map[int64]string{0: b + ":10911"}})
+		}
+		resp := remoting.NewResponse(remoting.Success, "")
+		resp.Body = r.Encode()
+		return resp, nil
+	case remoting.SendMessageV2, remoting.SendBatchMessage:
+		return f.answer(ctx, addr, req)
+	}
+	return remoting.NewResponse(remoting.Success, ""), nil
+}
+
+func (f *fakeNet) answer(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	f.mu.Lock()
+	n := len(f.sends)
+	f.sends = append(f.sends, addr)
+	f.mu.Unlock()
+	a := f.attempt(n, addr)
+	switch {
+	case a.hang:
+		<-ctx.Done()
+		return nil, remoting.ErrTimeout
+	case a.err != nil:
+		return nil, a.err
+	case a.code != remoting.Success:
+		return remoting.NewResponse(a.code, "scripted"), nil
+	}
+	var h protocol.SendMessageRequestHeaderV2
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.ExtFields = remoting.EncodeHeader(&protocol.SendMessageResponseHeader{MsgID: "OFFSET", QueueID: h.QueueID,
+		QueueOffset: int64(n)})
+	return resp, nil
+}
+
+func (f *fakeNet) InvokeAsync(ctx context.Context, addr string, req *remoting.Command, cb func(*remoting.Command, error)) error {
+	go func() { cb(f.InvokeSync(ctx, addr, req)) }()
+	return nil
+}
+
+func (f *fakeNet) InvokeOneway(ctx context.Context, addr string, req *remoting.Command) error {
+	_, err := f.answer(ctx, addr, req)
+	return err
+}
+
+func (f *fakeNet) RegisterProcessor(int16, remoting.Processor) {}
+func (f *fakeNet) Close() error                                { return nil }
+
+func (f *fakeNet) brokers() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, len(f.sends))
+	for i, a := range f.sends {
+		out[i] = a[:len("broker-x")]
+	}
+	return out
+}
+
+// drivers are the three ways to wait for a send, as functions of the same shape; oneway has
+// no result. Each runs on the bubble's root goroutine.
+var drivers = []struct {
+	name string
+	send func(t *testing.T, p *Producer, msg *Message) (*SendResult, error)
+}{
+	{"sync", func(_ *testing.T, p *Producer, msg *Message) (*SendResult, error) {
+		return p.SendSync(context.Background(), msg)
+	}},
+	{"oneway", func(_ *testing.T, p *Producer, msg *Message) (*SendResult, error) {
+		return nil, p.SendOneway(context.Background(), msg)
+	}},
+	{"async", func(t *testing.T, p *Producer, msg *Message) (*SendResult, error) {
+		type outcome struct {
+			res *SendResult
+			err error
+		}
+		done := make(chan outcome, 2)
+		cb := func(res *SendResult, err error) { done <- outcome{res, err} }
+		if err := p.SendAsync(context.Background(), msg, cb); err != nil {
+			return nil, err
+		}
+		o := <-done
+		synctest.Wait()
+		if len(done) != 0 {
+			t.Fatal("the callback ran twice")
+		}
+		return o.res, o.err
+	}},
+}
+
+// fakeProducer is a producer over f. Each gets its own client instance (the transport is part
+// of the instance's key), so no route or fault state leaks between tests.
+func fakeProducer(t *testing.T, f *fakeNet) *Producer {
+	t.Helper()
+	p, err := New(WithNameServers("ns:9876"), WithTransport(f), WithInstanceName("pipeline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRetryPolicySharedBySyncOnewayAsync(t *testing.T) {
+	transportErr := fmt.Errorf("dial: %w", remoting.ErrConnClosed)
+	firstFails := func(a fakeAnswer) func(int, string) fakeAnswer {
+		return func(n int, _ string) fakeAnswer {
+			if n == 0 {
+				return a
+			}
+			return fakeAnswer{}
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		answered bool // the scenario needs the broker's answer, which a oneway send never reads
+		attempt  func(n int, addr string) fakeAnswer
+		attempts []string // brokers tried, in order (round robin starts on broker-a)
+		stored   bool
+		isolated bool  // broker-a, tried first, is isolated afterwards
+		errIs    error // the send's error wraps it
+		code     int16 // or a *remoting.ResponseError with this code
+		allFail  bool
+		timedOut bool // SendError.Cause is the spent send timeout
+	}{
+		{name: "a transport error moves to the other broker", attempt: firstFails(fakeAnswer{err: transportErr}),
+			attempts: []string{"broker-a", "broker-b"}, stored: true, isolated: true},
+		{name: "a retryable code moves to the other broker", answered: true,
+			attempt:  firstFails(fakeAnswer{code: remoting.SystemError}),
+			attempts: []string{"broker-a", "broker-b"}, stored: true, isolated: true},
+		{name: "a refused message is neither retried nor held against the broker", answered: true,
+			attempt:  firstFails(fakeAnswer{code: remoting.MessageIllegal}),
+			attempts: []string{"broker-a"}, code: remoting.MessageIllegal},
+		{name: "a closed transport is neither retried nor held against the broker",
+			attempt:  firstFails(fakeAnswer{err: remoting.ErrClosed}),
+			attempts: []string{"broker-a"}, errIs: remoting.ErrClosed},
+		{name: "every attempt fails",
+			attempt: func(int, string) fakeAnswer { return fakeAnswer{err: transportErr} },
+			// Both brokers are isolated until the same instant (the bubble's clock stands still),
+			// so the third attempt takes the next queue of the round robin.
+			attempts: []string{"broker-a", "broker-b", "broker-b"}, isolated: true, errIs: remoting.ErrConnClosed,
+			allFail: true},
+		{name: "the send timeout ends the retries", attempt: firstFails(fakeAnswer{hang: true}),
+			attempts: []string{"broker-a"}, isolated: true, errIs: remoting.ErrTimeout, timedOut: true},
+	} {
+		for _, d := range drivers {
+			if c.answered && d.name == "oneway" {
+				continue
+			}
+			t.Run(c.name+"/"+d.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					f := &fakeNet{attempt: c.attempt}
+					p := fakeProducer(t, f)
+					defer p.Close()
+					res, err := d.send(t, p, NewMessage("T", []byte("x")))
+					if diff := cmp.Diff(c.attempts, f.brokers()); diff != "" {
+						t.Fatalf("brokers tried (-want +got):\n%s", diff)
+					}
+					if got := !p.fault.available("broker-a"); got != c.isolated {
+						t.Fatalf("broker-a isolated = %v, want %v", got, c.isolated)
+					}
+					last := c.attempts[len(c.attempts)-1]
+					if c.stored {
+						if err != nil {
+							t.Fatal(err)
+						}
+						if res != nil && (res.Attempts != len(c.attempts) || res.Queue.BrokerName != last) {
+							t.Fatalf("result %v, want %d attempts ending on %s", res, len(c.attempts), last)
+						}
+						return
+					}
+					var se *SendError
+					if !errors.As(err, &se) {
+						t.Fatalf("error %v, want a *SendError", err)
+					}
+					var re *remoting.ResponseError
+					if c.errIs != nil && !errors.Is(err, c.errIs) || c.code != 0 && (!errors.As(err, &re) || re.Code != c.code) {
+						t.Fatalf("error %v, want one wrapping %v or code %d", err, c.errIs, c.code)
+					}
+					if len(se.Attempts) != len(c.attempts) || se.AllBrokersFailed != c.allFail || (se.Cause != nil) != c.timedOut {
+						t.Fatalf("SendError %+v: want %d attempts, all failed %v, timed out %v",
+							se, len(c.attempts), c.allFail, c.timedOut)
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestIsolationWindowAfterAFailedSend: a failed attempt keeps its broker out of the round
+// robin for RocketMQ's 600 s, then lets it back.
+func TestIsolationWindowAfterAFailedSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeNet{attempt: func(n int, _ string) fakeAnswer {
+			if n == 0 {
+				return fakeAnswer{err: remoting.ErrConnClosed}
+			}
+			return fakeAnswer{}
+		}}
+		p := fakeProducer(t, f)
+		defer p.Close()
+		ctx := context.Background()
+		send := func() string {
+			res, err := p.SendSync(ctx, NewMessage("T", []byte("x")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Queue.BrokerName
+		}
+		send() // broker-a fails, broker-b stores
+		for range 4 {
+			if b := send(); b != "broker-b" {
+				t.Fatalf("sent to %s while broker-a is isolated", b)
+			}
+		}
+		time.Sleep(599 * time.Second)
+		if p.fault.available("broker-a") {
+			t.Fatal("broker-a back before 600 s")
+		}
+		time.Sleep(time.Second)
+		seen := map[string]bool{}
+		for range 4 {
+			seen[send()] = true
+		}
+		if !seen["broker-a"] {
+			t.Fatalf("broker-a not used again after its isolation: %v", seen)
+		}
+	})
+}

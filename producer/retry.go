@@ -1,0 +1,96 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+)
+
+// The retry policy around steps 3 to 6 (send.go). Sync, oneway and async sends differ only in
+// how they wait for an attempt (invoke.go); what comes before an attempt (next, select.go) and
+// after it (succeeded, failed) is one code, so they choose queues, isolate brokers and retry
+// alike.
+
+// succeeded feeds an attempt on q that the broker answered in latency to the fault strategy
+// (a fast answer ends the broker's isolation) and counts the attempts into res.
+func (s *send) succeeded(q MessageQueue, latency time.Duration, res *SendResult) *SendResult {
+	s.p.fault.update(q.BrokerName, latency, false)
+	res.Attempts = 1
+	if s.failure != nil {
+		res.Attempts += len(s.failure.Attempts)
+	}
+	return res
+}
+
+// failed records an attempt on q (to addr, "" when no master was known) that failed with err
+// after latency, and isolates q's broker when err says something about it. It returns true
+// when another attempt should start (err retryable, ctx alive, attempts and time left), with
+// the route refreshed; otherwise s.failure is complete and is the send's error.
+func (s *send) failed(ctx context.Context, q MessageQueue, addr string, latency time.Duration, err error) bool {
+	s.p.fault.update(q.BrokerName, latency, isolates(err))
+	if s.failure == nil {
+		s.failure = &SendError{Topic: s.topic}
+	}
+	s.failure.Attempts = append(s.failure.Attempts, Attempt{Queue: q, Addr: addr, Err: err})
+	n := len(s.failure.Attempts)
+	if n > 1 {
+		s.p.log.Debug().Err(err).Str("broker", q.BrokerName).Int("attempt", n).Msg("send attempt failed")
+	}
+	if retryable(err) && ctx.Err() == nil && n <= s.retries {
+		if time.Now().Before(s.deadline) {
+			// A route refreshed since the last attempt may list other brokers; a failed lookup
+			// keeps the route this send had.
+			if pi, err := s.p.publishInfo(ctx, s.wireTopic); err == nil {
+				s.pi = pi
+			}
+			return true
+		}
+		s.failure.Cause = fmt.Errorf("send timeout %v spent: %w", s.p.cfg.sendTimeout, remoting.ErrTimeout)
+	}
+	if s.pi != nil {
+		s.failure.AllBrokersFailed = allFailed(s.pi.brokers, s.failure.Attempts)
+	}
+	return false
+}
+
+// retryable reports whether an attempt that failed with err may go to another broker.
+func retryable(err error) bool {
+	var re *remoting.ResponseError
+	if errors.As(err, &re) {
+		return re.Retryable()
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, remoting.ErrClosed) {
+		return false
+	}
+	var he *remoting.HeaderError
+	return !errors.As(err, &he)
+}
+
+// isolates reports whether a failure counts against the broker in the fault strategy:
+// transport errors and retryable codes do; a refused message does not.
+func isolates(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	return retryable(err)
+}
+
+// allFailed reports whether every broker of a route has a failed attempt.
+func allFailed(brokers []string, attempts []Attempt) bool {
+	for _, b := range brokers {
+		found := false
+		for _, a := range attempts {
+			if a.Queue.BrokerName == b {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return len(brokers) > 0
+}
