@@ -5,24 +5,10 @@ import (
 	"time"
 )
 
-// consumeRequest is one listener call's worth of messages of one queue.
-type consumeRequest struct {
-	qs   *queueState
-	msgs []*Message
-}
-
-// submit hands newly cached messages to the consume service: in batches to the worker pool
-// (concurrent), or a nudge to the queue's consume loop (orderly). It blocks while the pool is
-// busy, which holds back the queue's pulls.
+// submit implements queueService: it hands newly cached messages to the consume service, in
+// batches to the worker pool (concurrent), or as a nudge to the queue's consume loop (orderly).
+// It blocks while the pool is busy, which holds back the queue's pulls.
 func (pc *PushConsumer) submit(qs *queueState, msgs []*Message) {
-	if pc.cfg.poll {
-		select {
-		case pc.polls <- consumeRequest{qs: qs, msgs: msgs}:
-		case <-pc.ctx.Done():
-		case <-qs.pq.done:
-		}
-		return
-	}
 	if pc.cfg.orderly {
 		qs.pq.notify()
 		return
@@ -30,7 +16,7 @@ func (pc *PushConsumer) submit(qs *queueState, msgs []*Message) {
 	for _, batch := range batches(msgs, pc.cfg.consumeBatchSize) {
 		select {
 		case pc.work <- consumeRequest{qs: qs, msgs: batch}:
-		case <-pc.ctx.Done():
+		case <-pc.p.ctx.Done():
 			return
 		case <-qs.pq.done:
 			return
@@ -58,7 +44,7 @@ func batches(msgs []*Message, n int) [][]*Message {
 // redelivered to the next owner of the queue.
 func (pc *PushConsumer) worker() {
 	for req := range pc.work {
-		if pc.isClosing() {
+		if pc.p.isClosing() {
 			continue
 		}
 		pc.consumeConcurrently(req)
@@ -80,7 +66,7 @@ func (pc *PushConsumer) consumeConcurrently(req consumeRequest) {
 	}
 	res := ConsumeRetryLater
 	var err error
-	if sub := pc.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {
+	if sub := pc.p.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {
 		res, err = callListener(pc.consumeCtx, sub.listener, msgs)
 	} else {
 		pc.log.Warn().Str("topic", msgs[0].Topic).Msg("no listener for the topic; sending messages back")
@@ -93,7 +79,7 @@ func (pc *PushConsumer) consumeConcurrently(req consumeRequest) {
 		return // the queue has a new owner; what was not committed is redelivered there
 	}
 	acked := msgs
-	if res != ConsumeSuccess && pc.cfg.model == Clustering {
+	if res != ConsumeSuccess && pc.p.cfg.model == Clustering {
 		var failed []*Message
 		acked, failed = pc.sendBackAll(msgs)
 		if len(failed) > 0 {
@@ -101,7 +87,7 @@ func (pc *PushConsumer) consumeConcurrently(req consumeRequest) {
 		}
 	}
 	if off := qs.pq.remove(acked); off >= 0 && !qs.pq.isDropped() {
-		pc.store.update(qs.mq, off, true)
+		pc.p.store.update(qs.mq, off, true)
 	}
 }
 
@@ -124,11 +110,11 @@ func (pc *PushConsumer) sendBackAll(msgs []*Message) (ok, failed []*Message) {
 func (pc *PushConsumer) sendBackOne(m *Message, delayLevel int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	addr := pc.inst.MasterAddr(m.Queue.BrokerName)
+	addr := pc.p.inst.MasterAddr(m.Queue.BrokerName)
 	if addr == "" && m.StoreHost.IsValid() {
 		addr = m.StoreHost.String()
 	}
-	return sendBack(ctx, pc.inst.Transport(), addr, pc.cfg.group, m, delayLevel, pc.cfg.maxReconsumeTimes)
+	return sendBack(ctx, pc.p.inst.Transport(), addr, pc.p.cfg.group, m, delayLevel, pc.cfg.maxReconsumeTimes)
 }
 
 // consumeLater resubmits messages whose send-back failed after the send-back retry delay.
@@ -136,8 +122,8 @@ func (pc *PushConsumer) sendBackOne(m *Message, delayLevel int32) error {
 // official client, ReconsumeTimes is left as the broker stored it: the expiry scan may read it
 // concurrently, and the broker decides retries and the DLQ by its own count.
 func (pc *PushConsumer) consumeLater(qs *queueState, msgs []*Message) {
-	pc.goLoop(func() {
-		if sleep(pc.ctx, qs.pq.done, pc.cfg.sendBackRetryDelay) {
+	pc.p.goLoop(func() {
+		if sleep(pc.p.ctx, qs.pq.done, pc.cfg.sendBackRetryDelay) {
 			pc.submit(qs, msgs)
 		}
 	})
@@ -150,17 +136,11 @@ func (pc *PushConsumer) expiryLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-pc.ctx.Done():
+		case <-pc.p.ctx.Done():
 			return
 		case <-t.C:
 		}
-		pc.queuesMu.Lock()
-		qss := make([]*queueState, 0, len(pc.queues))
-		for _, qs := range pc.queues {
-			qss = append(qss, qs)
-		}
-		pc.queuesMu.Unlock()
-		for _, qs := range qss {
+		for _, qs := range pc.p.states() {
 			pc.cleanExpired(qs)
 		}
 	}
@@ -168,10 +148,10 @@ func (pc *PushConsumer) expiryLoop() {
 
 func (pc *PushConsumer) cleanExpired(qs *queueState) {
 	for _, m := range qs.pq.expired(time.Now(), pc.cfg.consumeTimeout, 16) {
-		if pc.isClosing() || qs.pq.isDropped() {
+		if pc.p.isClosing() || qs.pq.isDropped() {
 			return
 		}
-		if pc.cfg.model == Clustering {
+		if pc.p.cfg.model == Clustering {
 			if err := pc.sendBackOne(m, 3+m.ReconsumeTimes); err != nil {
 				pc.log.Warn().Str("msg_id", m.MsgID).Err(err).Msg("send back of an expired message failed")
 				continue
@@ -179,7 +159,7 @@ func (pc *PushConsumer) cleanExpired(qs *queueState) {
 		}
 		pc.log.Info().Str("topic", m.Topic).Str("msg_id", m.MsgID).Msg("consume timed out; message sent back")
 		if off := qs.pq.remove([]*Message{m}); off >= 0 {
-			pc.store.update(qs.mq, off, true)
+			pc.p.store.update(qs.mq, off, true)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,13 +25,13 @@ func (pc *PushConsumer) orderlyLoop(qs *queueState) {
 		select {
 		case <-pq.wake:
 		case <-tc:
-		case <-pc.ctx.Done():
+		case <-pc.p.ctx.Done():
 		case <-pq.done:
 		}
 		if timer != nil {
 			timer.Stop()
 		}
-		if pq.isDropped() || pc.isClosing() {
+		if pq.isDropped() || pc.p.isClosing() {
 			return
 		}
 		delay = pc.orderlyTurn(qs)
@@ -43,12 +44,12 @@ func (pc *PushConsumer) orderlyTurn(qs *queueState) time.Duration {
 	pq := qs.pq
 	begin := time.Now()
 	for {
-		if pq.isDropped() || pc.isClosing() {
+		if pq.isDropped() || pc.p.isClosing() {
 			return -1
 		}
-		if pc.cfg.model == Clustering && (!pq.locked.Load() || pq.lockExpired(time.Now(), pc.cfg.lockExpiry)) {
+		if pc.p.cfg.model == Clustering && (!pq.locked.Load() || pq.lockExpired(time.Now(), pc.cfg.lockExpiry)) {
 			if !pc.relock(qs) {
-				return pc.cfg.pullErrorDelay
+				return pc.p.cfg.pullErrorDelay
 			}
 		}
 		if time.Since(begin) > pc.cfg.maxOrderlyTurn {
@@ -71,7 +72,7 @@ func (pc *PushConsumer) orderlyTurn(qs *queueState) time.Duration {
 			return pc.cfg.suspendDelay
 		}
 		if off := pq.commit(); off >= 0 {
-			pc.store.update(qs.mq, off, false)
+			pc.p.store.update(qs.mq, off, false)
 		}
 	}
 }
@@ -81,7 +82,7 @@ func (pc *PushConsumer) orderlyTurn(qs *queueState) time.Duration {
 func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeResult, bool) {
 	select {
 	case pc.slots <- struct{}{}:
-	case <-pc.ctx.Done():
+	case <-pc.p.ctx.Done():
 		return 0, false
 	case <-qs.pq.done:
 		return 0, false
@@ -95,7 +96,7 @@ func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeRes
 	}
 	res := SuspendCurrentQueueAMoment
 	var err error
-	if sub := pc.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {
+	if sub := pc.p.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {
 		res, err = callListener(pc.consumeCtx, sub.listener, msgs)
 	}
 	if err != nil {
@@ -128,9 +129,9 @@ func (pc *PushConsumer) reconsumeLocally(msgs []*Message) bool {
 
 // relock tries to lock the queue again after its lock was lost or expired.
 func (pc *PushConsumer) relock(qs *queueState) bool {
-	ctx, cancel := context.WithTimeout(pc.ctx, time.Second)
+	ctx, cancel := context.WithTimeout(pc.p.ctx, time.Second)
 	defer cancel()
-	locked, err := lockBatch(ctx, pc.inst.Transport(), pc.inst.MasterAddr(qs.mq.BrokerName), pc.cfg.group, pc.clientID, []MessageQueue{qs.mq})
+	locked, err := lockBatch(ctx, pc.p.inst.Transport(), pc.p.inst.MasterAddr(qs.mq.BrokerName), pc.p.cfg.group, pc.p.clientID, []MessageQueue{qs.mq})
 	if err != nil || len(locked) == 0 {
 		qs.pq.locked.Store(false)
 		return false
@@ -142,14 +143,14 @@ func (pc *PushConsumer) relock(qs *queueState) bool {
 // lockLoop renews the broker locks of every held queue each lock interval (orderly
 // clustering); queues whose lock was refused stop consuming until it comes back.
 func (pc *PushConsumer) lockLoop() {
-	if pc.cfg.model != Clustering {
+	if pc.p.cfg.model != Clustering {
 		return
 	}
 	t := time.NewTicker(pc.cfg.lockInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-pc.ctx.Done():
+		case <-pc.p.ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -158,19 +159,17 @@ func (pc *PushConsumer) lockLoop() {
 }
 
 func (pc *PushConsumer) lockAll() {
-	pc.queuesMu.Lock()
-	held := make(map[MessageQueue]*queueState, len(pc.queues))
-	for mq, qs := range pc.queues {
-		held[mq] = qs
+	held := map[MessageQueue]*queueState{}
+	for _, qs := range pc.p.states() {
+		held[qs.mq] = qs
 	}
-	pc.queuesMu.Unlock()
 	mqs := make([]MessageQueue, 0, len(held))
 	for mq := range held {
 		mqs = append(mqs, mq)
 	}
 	for broker, qs := range byBroker(mqs) {
-		ctx, cancel := context.WithTimeout(pc.ctx, time.Second)
-		locked, err := lockBatch(ctx, pc.inst.Transport(), pc.inst.MasterAddr(broker), pc.cfg.group, pc.clientID, qs)
+		ctx, cancel := context.WithTimeout(pc.p.ctx, time.Second)
+		locked, err := lockBatch(ctx, pc.p.inst.Transport(), pc.p.inst.MasterAddr(broker), pc.p.cfg.group, pc.p.clientID, qs)
 		cancel()
 		if err != nil {
 			pc.log.Warn().Str("broker", broker).Err(err).Msg("renew queue locks")
@@ -190,4 +189,62 @@ func (pc *PushConsumer) lockAll() {
 			}
 		}
 	}
+}
+
+// admit implements queueService: an orderly clustering consumer takes a queue only once the
+// broker locked it for this client.
+func (pc *PushConsumer) admit(ctx context.Context, pq *processQueue) bool {
+	if !pc.lockedQueues() {
+		return true
+	}
+	mq := pq.mq
+	locked, err := lockBatch(ctx, pc.p.inst.Transport(), pc.p.inst.MasterAddr(mq.BrokerName), pc.p.cfg.group, pc.p.clientID, []MessageQueue{mq})
+	if err != nil || !slices.Contains(locked, mq) {
+		pc.log.Debug().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("queue not locked; not taken")
+		return false
+	}
+	pq.setLocked(time.Now())
+	return true
+}
+
+// taken implements queueService: an orderly consumer starts the queue's consume loop.
+func (pc *PushConsumer) taken(qs *queueState) {
+	if pc.cfg.orderly {
+		pc.goConsumer(func() { pc.orderlyLoop(qs) })
+	}
+}
+
+// dropped implements queueService: an orderly clustering consumer releases the queue's broker
+// lock, but only when no listener call is running on the queue; otherwise the lock expires by
+// itself and the next owner waits for it.
+func (pc *PushConsumer) dropped(ctx context.Context, qs *queueState) {
+	if pc.lockedQueues() && qs.pq.tryConsumeLock(time.Second) {
+		pc.unlockQueues(ctx, []MessageQueue{qs.mq})
+		qs.pq.unlockConsume()
+	}
+}
+
+// closeQueues implements queueService: at Close an orderly clustering consumer releases the
+// locks of every queue it held, once their offsets are persisted.
+func (pc *PushConsumer) closeQueues(ctx context.Context, held []MessageQueue) {
+	if pc.lockedQueues() {
+		pc.unlockQueues(ctx, held)
+	}
+}
+
+// unlockQueues releases the broker locks of mqs, per broker.
+func (pc *PushConsumer) unlockQueues(ctx context.Context, mqs []MessageQueue) {
+	for broker, qs := range byBroker(mqs) {
+		if err := unlockBatch(ctx, pc.p.inst.Transport(), pc.p.inst.MasterAddr(broker), pc.p.cfg.group, pc.p.clientID, qs); err != nil {
+			pc.log.Warn().Str("broker", broker).Err(err).Msg("unlock queues")
+		}
+	}
+}
+
+func byBroker(mqs []MessageQueue) map[string][]MessageQueue {
+	m := map[string][]MessageQueue{}
+	for _, mq := range mqs {
+		m[mq.BrokerName] = append(m[mq.BrokerName], mq)
+	}
+	return m
 }

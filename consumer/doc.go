@@ -71,7 +71,8 @@
 //
 // # Locks
 //
-// PullConsumer.mu, then PushConsumer.mu (state, subscriptions), then PushConsumer.queuesMu
-// (the queue table); processQueue.mu and the offset stores' locks are leaves. None is held
-// across I/O or a listener call.
+// Both consumers are built on one puller (puller.go: subscriptions, rebalancing, pull loops,
+// offsets, lifecycle). PullConsumer.mu (its poll buffers), puller.mu (state, subscriptions) and
+// puller.queuesMu (the queue table) are never held together; processQueue.mu and the offset
+// stores' locks are leaves. None is held across I/O or a listener call.
 package consumer

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -133,15 +134,55 @@ func (a *admin) sendN(topic string, queues int32, n int, prefix string) []string
 }
 
 // eventually polls cond until it holds or 20 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
+		// Wall time: cond reads state that goroutines of a real node and consumer change,
+		// which signal nothing a test could wait on.
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// settled reports whether p holds queues of topic and each of them is consumed up to end: its
+// cache is empty and its committed offset is end. A message of those queues that was going to
+// be consumed (again) has been by then, since a queue's offset passes a message only once its
+// consumption is over.
+func settled(p *puller, topic string, end int64) bool {
+	held := heldBy(p, topic)
+	for _, mq := range held {
+		p.queuesMu.Lock()
+		qs := p.queues[mq]
+		p.queuesMu.Unlock()
+		if qs == nil {
+			return false
+		}
+		if count, _, _ := qs.pq.stats(); count > 0 {
+			return false
+		}
+		if off, ok := p.store.read(mq); !ok || off != end {
+			return false
+		}
+	}
+	return len(held) > 0
+}
+
+// brokerOffset is the offset of group on mq the broker has stored (-1 when none).
+func (a *admin) brokerOffset(group string, mq MessageQueue) int64 {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	off, err := queryConsumerOffset(ctx, a.tr, a.n.BrokerAddr(), group, mq)
+	if errors.Is(err, ErrOffsetNotFound) {
+		return -1
+	}
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return off
 }
 
 // seen records what listeners got.
@@ -224,9 +265,12 @@ func startConsumer(t *testing.T, topic, expr string, l Listener, opts ...Option)
 }
 
 // heldQueues lists the queues of topic pc holds.
-func heldQueues(pc *PushConsumer, topic string) []MessageQueue {
+func heldQueues(pc *PushConsumer, topic string) []MessageQueue { return heldBy(pc.p, topic) }
+
+// heldBy lists the queues of topic p holds.
+func heldBy(p *puller, topic string) []MessageQueue {
 	var out []MessageQueue
-	for _, mq := range pc.assigned() {
+	for _, mq := range p.assigned() {
 		if mq.Topic == topic {
 			out = append(out, mq)
 		}
@@ -245,7 +289,7 @@ func checkNoGoroutineLeak(t *testing.T, base int) {
 			n := runtime.Stack(buf, true)
 			t.Fatalf("goroutines: %d before, %d after\n%s", base, runtime.NumGoroutine(), filterStacks(string(buf[:n])))
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // wall time: a goroutine's exit signals nothing
 	}
 }
 
@@ -276,4 +320,16 @@ func mustJSON(t *testing.T, b []byte, v any) {
 
 func testLogger(t *testing.T) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+}
+
+// startedPuller is a puller on inst as start leaves it, without its loops: offsets on the
+// broker, its context live until the test ends (then every goroutine it ran is waited for).
+func startedPuller(t *testing.T, cfg pullerConfig, svc queueService, inst instance) *puller {
+	t.Helper()
+	p := newPuller(cfg, protocol.ConsumePassively, svc)
+	p.inst, p.clientID = inst, inst.ClientID()
+	p.store = newRemoteOffsetStore(cfg.group, inst, false, testLogger(t))
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() { p.cancel(); p.loops.Wait() })
+	return p
 }

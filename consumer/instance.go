@@ -5,21 +5,12 @@ import (
 	"fmt"
 
 	"github.com/mqgo/mq/internal/client"
-	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
 
 // clientConsumer is what the shared client instance needs from a consumer.
 type clientConsumer = client.Consumer
-
-// registered is the PushConsumer as the shared instance sees it: the instance's Consumer
-// interface names the internal heartbeat body type, which PushConsumer's exported methods must
-// not.
-type registered struct{ *PushConsumer }
-
-// HeartbeatData implements clientConsumer.
-func (r registered) HeartbeatData() protocol.ConsumerData { return r.heartbeatData() }
 
 // instance is the part of the shared client instance (internal/client, one per client id) the
 // consumer uses: transport, routes, broker addresses and heartbeats.
@@ -38,7 +29,7 @@ type instance interface {
 }
 
 // acquireInstance returns the shared instance for cfg's client id.
-func acquireInstance(cfg *config) (instance, error) {
+func acquireInstance(cfg *pullerConfig) (instance, error) {
 	if cfg.inst != nil {
 		return cfg.inst, nil
 	}
@@ -56,4 +47,7 @@ func acquireInstance(cfg *config) (instance, error) {
 }
 
 var _ instance = (*client.Instance)(nil)
-var _ clientConsumer = registered{}
+
+// The puller is what registers with the instance: the instance's Consumer interface names the
+// internal heartbeat body type, which the consumers' exported methods must not.
+var _ clientConsumer = (*puller)(nil)

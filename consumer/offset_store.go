@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
 
@@ -231,5 +230,3 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return nil
 }
-
-var _ = remoting.Success

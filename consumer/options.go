@@ -81,8 +81,18 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// config is every setting of a consumer, defaults filled in.
+// config is every setting of a consumer, defaults filled in. Options set any of it; each
+// consumer takes the parts it uses: the puller the shared settings, the push consumer its own,
+// the lite pull consumer its own.
 type config struct {
+	pullerConfig
+	pushConfig
+	liteConfig
+}
+
+// pullerConfig is what both consumers share: identity, membership, rebalancing, pulls, flow
+// control, offsets and the client instance.
+type pullerConfig struct {
 	nameServers  []string
 	group        string
 	instanceName string
@@ -90,11 +100,8 @@ type config struct {
 	from         From
 	fromTime     time.Time
 	strategy     rebalance.Strategy
-	orderly      bool
 
 	pullBatchSize      int
-	consumeBatchSize   int
-	consumeGoroutines  int
 	pullThresholdMsgs  int
 	pullThresholdBytes int64
 	maxSpan            int64
@@ -106,14 +113,6 @@ type config struct {
 	failoverHold       time.Duration
 	rebalanceInterval  time.Duration
 	persistInterval    time.Duration
-	maxReconsumeTimes  int32
-	consumeTimeout     time.Duration
-	sendBackRetryDelay time.Duration
-	lockInterval       time.Duration
-	lockExpiry         time.Duration
-	suspendDelay       time.Duration
-	maxOrderlyTurn     time.Duration
-	closeTimeout       time.Duration
 	syncCommit         bool
 	offsetDir          string
 	subscriptionInPull bool
@@ -124,42 +123,77 @@ type config struct {
 	owned              []remoting.Transport // every transport handed over, for closing replaced ones
 	logger             zerolog.Logger
 	inst               instance // tests: use this instance instead of acquiring one
+}
 
-	// Pull consumer only.
-	poll       bool // set by NewPullConsumer: messages go to Poll, not to listeners
+// pushConfig is what only the push consumer uses: its listeners, retries and orderly locks.
+type pushConfig struct {
+	orderly            bool
+	consumeBatchSize   int
+	consumeGoroutines  int
+	maxReconsumeTimes  int32
+	consumeTimeout     time.Duration
+	sendBackRetryDelay time.Duration
+	lockInterval       time.Duration
+	lockExpiry         time.Duration
+	suspendDelay       time.Duration
+	maxOrderlyTurn     time.Duration
+	closeTimeout       time.Duration
+}
+
+// liteConfig is what only the lite pull consumer uses.
+type liteConfig struct {
 	autoCommit bool
 }
 
 func defaultConfig() config {
 	return config{
-		instanceName:       "DEFAULT",
-		strategy:           rebalance.Averagely(),
-		pullBatchSize:      DefaultPullBatchSize,
-		consumeBatchSize:   DefaultConsumeBatchSize,
-		consumeGoroutines:  DefaultConsumeGoroutines,
-		pullThresholdMsgs:  DefaultPullThresholdForQueue,
-		pullThresholdBytes: DefaultPullThresholdSizeMiB << 20,
-		maxSpan:            DefaultConsumeConcurrentlySpan,
-		pullSuspend:        DefaultPullSuspend,
-		pullTimeout:        DefaultPullTimeout,
-		pullErrorDelay:     3 * time.Second,
-		flowControlDelay:   50 * time.Millisecond,
-		offsetIllegalDelay: 10 * time.Second,
-		failoverHold:       DefaultFailoverHold,
-		rebalanceInterval:  DefaultRebalanceInterval,
-		persistInterval:    DefaultPersistInterval,
-		maxReconsumeTimes:  DefaultMaxReconsumeTimes,
-		consumeTimeout:     DefaultConsumeTimeout,
-		sendBackRetryDelay: 5 * time.Second,
-		lockInterval:       DefaultLockInterval,
-		lockExpiry:         DefaultLockExpiry,
-		suspendDelay:       DefaultSuspendDelay,
-		maxOrderlyTurn:     time.Minute,
-		closeTimeout:       DefaultCloseTimeout,
-		subscriptionInPull: true,
-		autoCommit:         true,
-		logger:             zerolog.Nop(),
+		pullerConfig: pullerConfig{
+			instanceName:       "DEFAULT",
+			strategy:           rebalance.Averagely(),
+			pullBatchSize:      DefaultPullBatchSize,
+			pullThresholdMsgs:  DefaultPullThresholdForQueue,
+			pullThresholdBytes: DefaultPullThresholdSizeMiB << 20,
+			maxSpan:            DefaultConsumeConcurrentlySpan,
+			pullSuspend:        DefaultPullSuspend,
+			pullTimeout:        DefaultPullTimeout,
+			pullErrorDelay:     3 * time.Second,
+			flowControlDelay:   50 * time.Millisecond,
+			offsetIllegalDelay: 10 * time.Second,
+			failoverHold:       DefaultFailoverHold,
+			rebalanceInterval:  DefaultRebalanceInterval,
+			persistInterval:    DefaultPersistInterval,
+			subscriptionInPull: true,
+			logger:             zerolog.Nop(),
+		},
+		pushConfig: pushConfig{
+			consumeBatchSize:   DefaultConsumeBatchSize,
+			consumeGoroutines:  DefaultConsumeGoroutines,
+			maxReconsumeTimes:  DefaultMaxReconsumeTimes,
+			consumeTimeout:     DefaultConsumeTimeout,
+			sendBackRetryDelay: 5 * time.Second,
+			lockInterval:       DefaultLockInterval,
+			lockExpiry:         DefaultLockExpiry,
+			suspendDelay:       DefaultSuspendDelay,
+			maxOrderlyTurn:     time.Minute,
+			closeTimeout:       DefaultCloseTimeout,
+		},
+		liteConfig: liteConfig{autoCommit: true},
 	}
+}
+
+// newConfig applies opts over the defaults and validates the result once. On error every
+// transport handed over is closed; otherwise only those a later option replaced.
+func newConfig(opts []Option) (config, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		cfg.closeOwned(true)
+		return config{}, err
+	}
+	cfg.closeOwned(false)
+	return cfg, nil
 }
 
 func (c *config) validate() error {
@@ -368,8 +402,8 @@ func WithOwnedTransport(tr remoting.Transport) Option {
 	})
 }
 
-// closeReplaced closes the owned transports that a later option replaced, and with all also
-// the one in use (when the consumer will never hand it to an instance).
+// closeOwned closes the owned transports that a later option replaced, and with all also the
+// one in use (when the consumer will never hand it to an instance).
 func (c *config) closeOwned(all bool) {
 	for _, tr := range c.owned {
 		if tr != c.transport || (all && c.ownTransport) {

@@ -71,9 +71,9 @@ func isTransportError(err error) bool {
 
 // brokerAddrsOf returns the addresses (by broker id) of mq's broker name from the cached route
 // of mq's topic, falling back to the instance's table for the master and the suggested id.
-func (pc *PushConsumer) brokerAddrsOf(mq MessageQueue, suggested int64) map[int64]string {
-	ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Second)
-	r, err := pc.inst.TopicRoute(ctx, mq.Topic) // cached: no I/O once the topic is known
+func (p *puller) brokerAddrsOf(mq MessageQueue, suggested int64) map[int64]string {
+	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
+	r, err := p.inst.TopicRoute(ctx, mq.Topic) // cached: no I/O once the topic is known
 	cancel()
 	if err == nil {
 		for _, bd := range r.BrokerDatas {
@@ -84,7 +84,7 @@ func (pc *PushConsumer) brokerAddrsOf(mq MessageQueue, suggested int64) map[int6
 	}
 	m := map[int64]string{}
 	for _, id := range []int64{route.MasterID, suggested, suggested + 1} {
-		if a := pc.inst.BrokerAddr(mq.BrokerName, id); a != "" {
+		if a := p.inst.BrokerAddr(mq.BrokerName, id); a != "" {
 			m[id] = a
 		}
 	}
@@ -92,22 +92,22 @@ func (pc *PushConsumer) brokerAddrsOf(mq MessageQueue, suggested int64) map[int6
 }
 
 // pullTarget picks the address of qs's next pull and whether it is a slave.
-func (pc *PushConsumer) pullTarget(qs *queueState) (addr string, slave bool) {
+func (p *puller) pullTarget(qs *queueState) (addr string, slave bool) {
 	avoid := ""
 	if qs.failedAddr != "" && time.Now().Before(qs.failedUntil) {
 		avoid = qs.failedAddr
 	}
-	addr, id := selectPullAddr(pc.brokerAddrsOf(qs.mq, qs.brokerID), qs.brokerID, avoid)
+	addr, id := selectPullAddr(p.brokerAddrsOf(qs.mq, qs.brokerID), qs.brokerID, avoid)
 	return addr, id != route.MasterID
 }
 
 // pullFailed records that a pull to addr failed with err. It reports whether another address
 // of the broker name is worth trying at once (a transport error with an alternative).
-func (pc *PushConsumer) pullFailed(qs *queueState, addr string, err error) bool {
+func (p *puller) pullFailed(qs *queueState, addr string, err error) bool {
 	if !isTransportError(err) || addr == "" {
 		return false
 	}
-	qs.failedAddr, qs.failedUntil = addr, time.Now().Add(pc.cfg.failoverHold)
-	next, _ := selectPullAddr(pc.brokerAddrsOf(qs.mq, qs.brokerID), qs.brokerID, addr)
+	qs.failedAddr, qs.failedUntil = addr, time.Now().Add(p.cfg.failoverHold)
+	next, _ := selectPullAddr(p.brokerAddrsOf(qs.mq, qs.brokerID), qs.brokerID, addr)
 	return next != "" && next != addr
 }

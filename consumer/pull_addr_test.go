@@ -126,22 +126,17 @@ func TestPullFollowsSuggestionAndFailsOver(t *testing.T) {
 	inst := routeInstance{fakeInstance{tr: tr}}
 	cfg := defaultConfig()
 	cfg.group, cfg.failoverHold = "g", time.Hour
-	pc := &PushConsumer{cfg: cfg, inst: inst, store: newRemoteOffsetStore("g", inst, false, testLogger(t)),
-		queues: map[MessageQueue]*queueState{}}
-	pc.ctx, pc.cancel = context.WithCancel(context.Background())
-	defer pc.cancel()
-	pc.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", func(context.Context, []*Message) (ConsumeResult, error) {
-		return ConsumeSuccess, nil
-	})}
+	p := startedPuller(t, cfg.pullerConfig, nil, inst)
+	p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
 	mq := MessageQueue{Topic: "T", BrokerName: "b"}
-	pc.store.update(mq, 5, false)
+	p.store.update(mq, 5, false)
 	qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: 5}
 
 	step := func() (string, error) {
 		t.Helper()
-		res, addr, err := pc.pullOnce(qs)
+		res, addr, err := p.pullOnce(qs)
 		if err == nil {
-			pc.handlePull(qs, res)
+			p.handlePull(qs, res)
 		}
 		return addr, err
 	}
@@ -159,7 +154,7 @@ func TestPullFollowsSuggestionAndFailsOver(t *testing.T) {
 	if addr != "m" || !isTransportError(err) {
 		t.Fatalf("third pull to %q: %v", addr, err)
 	}
-	if !pc.pullFailed(qs, addr, err) {
+	if !p.pullFailed(qs, addr, err) {
 		t.Fatal("pullFailed offered no other address")
 	}
 	// 4: slave although it suggests the master (avoided for the hold); the slave is behind

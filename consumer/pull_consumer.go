@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/rebalance"
+	"github.com/mqgo/mq/remoting"
 )
 
 // PullConsumer is a lite pull consumer: the application calls Poll for messages instead of
@@ -22,10 +25,15 @@ import (
 // Poll, Commit, Seek, Pause and Resume are safe for concurrent use, but the offsets a Commit
 // counts are those of every batch Poll returned so far, whoever called it.
 type PullConsumer struct {
-	pc *PushConsumer
+	// p pulls, rebalances and keeps offsets (puller.go); the PullConsumer is its
+	// queueService: pulled batches wait in polls until Poll takes them.
+	p          *puller
+	autoCommit bool
+	polls      chan consumeRequest // pulled batches waiting for Poll
 
 	mu        sync.Mutex
 	delivered []consumeRequest                  // returned by Poll, not yet counted as consumed
+	paused    map[MessageQueue]bool             // not pulled, their batches held back from Poll
 	stash     map[MessageQueue][]consumeRequest // batches of paused queues
 	ready     []consumeRequest                  // batches of resumed queues, before new ones
 }
@@ -34,69 +42,79 @@ type PullConsumer struct {
 // apply (name servers, group, instance name, model, consume from, strategy, pull batch size,
 // thresholds, intervals, transport, logger) and WithAutoCommit.
 func NewPullConsumer(opts ...Option) (*PullConsumer, error) {
-	pc, err := NewPushConsumer(append(slices.Clone(opts), optionFunc(func(c *config) { c.poll = true }))...)
+	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &PullConsumer{pc: pc, stash: map[MessageQueue][]consumeRequest{}}, nil
+	c := &PullConsumer{autoCommit: cfg.autoCommit, polls: make(chan consumeRequest, 64),
+		paused: map[MessageQueue]bool{}, stash: map[MessageQueue][]consumeRequest{}}
+	c.p = newPuller(cfg.pullerConfig, protocol.ConsumeActively, c)
+	return c, nil
 }
 
 // Subscribe asks for the messages of topic matching expr, with the queues rebalanced among the
 // group's members. Call before Start.
 func (c *PullConsumer) Subscribe(topic, expr string) error {
-	return c.pc.Subscribe(topic, expr, func(context.Context, []*Message) (ConsumeResult, error) {
-		return ConsumeSuccess, nil // never called: Poll hands the messages out
+	if topic == "" {
+		return errSubscribeArgs
+	}
+	return c.p.setup(func(subs map[string]*subscription) {
+		subs[topic] = newSubscription(topic, expr, nil)
 	})
 }
 
 // Assign consumes exactly mqs, without rebalancing (and without Subscribe). Call before Start.
 func (c *PullConsumer) Assign(mqs ...MessageQueue) error {
-	c.pc.mu.Lock()
-	defer c.pc.mu.Unlock()
-	if c.pc.mu.state != stateNew {
-		return ErrStarted
-	}
-	c.pc.manual = map[string][]MessageQueue{}
+	fixed := fixedQueues{}
 	for _, mq := range mqs {
-		c.pc.manual[mq.Topic] = append(c.pc.manual[mq.Topic], mq)
-		if _, ok := c.pc.mu.subs[mq.Topic]; !ok {
-			c.pc.mu.subs[mq.Topic] = newSubscription(mq.Topic, protocol.SubAll, nil)
+		fixed[mq.Topic] = append(fixed[mq.Topic], mq)
+	}
+	return c.p.setup(func(subs map[string]*subscription) {
+		c.p.pickQueues = fixed.allocate
+		for topic := range fixed {
+			if _, ok := subs[topic]; !ok {
+				subs[topic] = newSubscription(topic, protocol.SubAll, nil)
+			}
+		}
+	})
+}
+
+// fixedQueues are the queues Assign gave, by topic.
+type fixedQueues map[string][]MessageQueue
+
+// allocate holds the assigned queues of topic that its route has.
+func (f fixedQueues) allocate(_ context.Context, topic string, readable []MessageQueue) ([]MessageQueue, error) {
+	var mine []MessageQueue
+	for _, q := range f[topic] {
+		if slices.Contains(readable, q) {
+			mine = append(mine, q)
 		}
 	}
-	return nil
+	return mine, nil
 }
 
 // Start starts pulling.
-func (c *PullConsumer) Start() error { return c.pc.Start() }
+func (c *PullConsumer) Start() error { return c.p.start() }
 
 // Close stops pulling, counts what Poll returned as consumed when auto-committing, persists the
 // offsets and releases the client instance.
-func (c *PullConsumer) Close() error {
-	if c.pc.cfg.autoCommit && c.started() {
-		c.mu.Lock()
-		c.countDeliveredLocked()
-		c.mu.Unlock()
-	}
-	return c.pc.Close()
-}
-
-func (c *PullConsumer) started() bool {
-	c.pc.mu.Lock()
-	defer c.pc.mu.Unlock()
-	return c.pc.mu.state == stateStarted
-}
+func (c *PullConsumer) Close() error { return c.p.close() }
 
 // Assignment returns the queues held now.
-func (c *PullConsumer) Assignment() []MessageQueue { return c.pc.Assignment() }
+func (c *PullConsumer) Assignment() []MessageQueue {
+	out := c.p.assigned()
+	rebalance.SortQueues(out)
+	return out
+}
 
 // Poll returns the next batch of messages (of one queue, in offset order), waiting until one is
 // pulled or ctx ends. With auto-commit it first counts what earlier calls returned as consumed.
 func (c *PullConsumer) Poll(ctx context.Context) ([]*Message, error) {
-	if !c.started() {
+	if !c.p.isStarted() {
 		return nil, ErrClosed
 	}
 	c.mu.Lock()
-	if c.pc.cfg.autoCommit {
+	if c.autoCommit {
 		c.countDeliveredLocked()
 	}
 	c.mu.Unlock()
@@ -109,7 +127,7 @@ func (c *PullConsumer) Poll(ctx context.Context) ([]*Message, error) {
 			continue // the queue went to another member, or was sought
 		}
 		c.mu.Lock()
-		if c.isPaused(req.qs.mq) {
+		if c.paused[req.qs.mq] {
 			c.stash[req.qs.mq] = append(c.stash[req.qs.mq], req)
 			c.mu.Unlock()
 			continue
@@ -131,11 +149,11 @@ func (c *PullConsumer) next(ctx context.Context) (consumeRequest, error) {
 	}
 	c.mu.Unlock()
 	select {
-	case req := <-c.pc.polls:
+	case req := <-c.polls:
 		return req, nil
 	case <-ctx.Done():
 		return consumeRequest{}, ctx.Err()
-	case <-c.pc.ctx.Done():
+	case <-c.p.ctx.Done():
 		return consumeRequest{}, ErrClosed
 	}
 }
@@ -148,7 +166,7 @@ func (c *PullConsumer) countDeliveredLocked() {
 			continue
 		}
 		if off := req.qs.pq.remove(req.msgs); off >= 0 {
-			c.pc.store.update(req.qs.mq, off, true)
+			c.p.store.update(req.qs.mq, off, true)
 		}
 	}
 	c.delivered = nil
@@ -157,58 +175,50 @@ func (c *PullConsumer) countDeliveredLocked() {
 // Commit counts every batch Poll returned so far as consumed and persists the held queues'
 // offsets now.
 func (c *PullConsumer) Commit(ctx context.Context) error {
-	if !c.started() {
+	if !c.p.isStarted() {
 		return ErrClosed
 	}
 	c.mu.Lock()
 	c.countDeliveredLocked()
 	c.mu.Unlock()
-	return c.pc.store.persist(ctx, c.pc.assigned(), true)
+	return c.p.store.persist(ctx, c.p.assigned(), true)
 }
 
 // Committed returns the in-memory committed offset of mq (the next offset to consume).
 func (c *PullConsumer) Committed(mq MessageQueue) (int64, bool) {
-	if c.pc.store == nil {
+	if c.p.store == nil {
 		return 0, false
 	}
-	return c.pc.store.read(mq)
+	return c.p.store.read(mq)
 }
 
 // Seek makes the next messages of mq start at offset: what was pulled and not returned is
 // discarded, and mq's committed offset becomes offset.
 func (c *PullConsumer) Seek(mq MessageQueue, offset int64) error {
-	if !c.started() {
+	if !c.p.isStarted() {
 		return ErrClosed
 	}
 	if offset < 0 {
 		return fmt.Errorf("consumer: negative offset %d", offset)
 	}
-	pc := c.pc
-	pc.queuesMu.Lock()
-	old := pc.queues[mq]
-	if old == nil {
-		pc.queuesMu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotAssigned, mq)
+	qs, err := c.p.seek(mq, offset)
+	if err != nil {
+		return err
 	}
-	qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: offset}
-	pc.queues[mq] = qs
-	old.pq.drop()
-	pc.queuesMu.Unlock()
-	pc.store.update(mq, offset, false)
 	c.mu.Lock()
 	delete(c.stash, mq)
 	c.ready = slices.DeleteFunc(c.ready, func(r consumeRequest) bool { return r.qs.mq == mq })
 	c.mu.Unlock()
-	pc.goLoop(func() { pc.pullLoop(qs) })
+	c.p.pullQueue(qs)
 	return nil
 }
 
 // SeekToBegin seeks mq to the smallest offset its broker still has.
 func (c *PullConsumer) SeekToBegin(ctx context.Context, mq MessageQueue) error {
-	if !c.started() {
+	if !c.p.isStarted() {
 		return ErrClosed
 	}
-	off, err := getMinOffset(ctx, c.pc.inst.Transport(), c.pc.inst.AdminAddr(mq.BrokerName), mq)
+	off, err := getMinOffset(ctx, c.p.inst.Transport(), c.p.inst.AdminAddr(mq.BrokerName), mq)
 	if err != nil {
 		return err
 	}
@@ -217,10 +227,10 @@ func (c *PullConsumer) SeekToBegin(ctx context.Context, mq MessageQueue) error {
 
 // SeekToEnd seeks mq past its last message.
 func (c *PullConsumer) SeekToEnd(ctx context.Context, mq MessageQueue) error {
-	if !c.started() {
+	if !c.p.isStarted() {
 		return ErrClosed
 	}
-	off, err := getMaxOffset(ctx, c.pc.inst.Transport(), c.pc.inst.AdminAddr(mq.BrokerName), mq)
+	off, err := getMaxOffset(ctx, c.p.inst.Transport(), c.p.inst.AdminAddr(mq.BrokerName), mq)
 	if err != nil {
 		return err
 	}
@@ -229,30 +239,65 @@ func (c *PullConsumer) SeekToEnd(ctx context.Context, mq MessageQueue) error {
 
 // Pause stops pulling mqs and keeps their pulled batches from Poll until Resume.
 func (c *PullConsumer) Pause(mqs ...MessageQueue) {
-	c.pc.queuesMu.Lock()
-	defer c.pc.queuesMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, mq := range mqs {
-		c.pc.paused[mq] = true
+		c.paused[mq] = true
 	}
 }
 
 // Resume undoes Pause: held-back batches come first from Poll.
 func (c *PullConsumer) Resume(mqs ...MessageQueue) {
-	c.pc.queuesMu.Lock()
-	for _, mq := range mqs {
-		delete(c.pc.paused, mq)
-	}
-	c.pc.queuesMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, mq := range mqs {
+		delete(c.paused, mq)
 		c.ready = append(c.ready, c.stash[mq]...)
 		delete(c.stash, mq)
 	}
 }
 
-func (c *PullConsumer) isPaused(mq MessageQueue) bool {
-	c.pc.queuesMu.Lock()
-	defer c.pc.queuesMu.Unlock()
-	return c.pc.paused[mq]
+// submit implements queueService: the batch waits for Poll.
+func (c *PullConsumer) submit(qs *queueState, msgs []*Message) {
+	select {
+	case c.polls <- consumeRequest{qs: qs, msgs: msgs}:
+	case <-c.p.ctx.Done():
+	case <-qs.pq.done:
+	}
 }
+
+// pullHold implements queueService: pulls pause while the queue is paused or its cache spans
+// too many offsets.
+func (c *PullConsumer) pullHold(qs *queueState, span int64) time.Duration {
+	c.mu.Lock()
+	paused := c.paused[qs.mq]
+	c.mu.Unlock()
+	if paused || span > c.p.cfg.maxSpan {
+		return c.p.cfg.flowControlDelay
+	}
+	return 0
+}
+
+// stopService implements queueService: with auto-commit, what Poll returned counts as
+// consumed before Close persists the offsets.
+func (c *PullConsumer) stopService() {
+	if !c.autoCommit {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.countDeliveredLocked()
+}
+
+// consumeDirectly implements queueService: there is no listener to run.
+func (c *PullConsumer) consumeDirectly([]byte) *remoting.Command {
+	return remoting.NewResponse(remoting.SystemError, "consumer: a pull consumer does not consume directly")
+}
+
+// The lite pull consumer takes and gives up queues with nothing more to do, and runs no
+// goroutines of its own.
+func (c *PullConsumer) admit(context.Context, *processQueue) bool   { return true }
+func (c *PullConsumer) taken(*queueState)                           {}
+func (c *PullConsumer) dropped(context.Context, *queueState)        {}
+func (c *PullConsumer) startService()                               {}
+func (c *PullConsumer) closeQueues(context.Context, []MessageQueue) {}

@@ -55,7 +55,7 @@ func TestConsumeTimeoutSendsBack(t *testing.T) {
 	})
 	mq := MessageQueue{Topic: "slow", BrokerName: "broker-a", QueueID: 0}
 	eventually(t, "offset past the slow message", func() bool {
-		off, ok := pc.store.read(mq)
+		off, ok := pc.p.store.read(mq)
 		return ok && off == 3
 	})
 }
@@ -196,6 +196,8 @@ func TestOrderlyLockExclusive(t *testing.T) {
 	listener := func(who string) Listener {
 		return func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
 			c := call{who: who, queue: msgs[0].Queue.QueueID, start: time.Now()}
+			// Wall time: two members' calls on one queue can only be seen overlapping if
+			// each call lasts a while.
 			time.Sleep(2 * time.Millisecond)
 			for _, m := range msgs {
 				c.offsets = append(c.offsets, m.QueueOffset)
@@ -216,6 +218,7 @@ func TestOrderlyLockExclusive(t *testing.T) {
 			startConsumer(t, "excl", "*", listener("c2"), opts("c2")...)
 		}
 		a.send("excl", int32(i%4), "", "", fmt.Sprintf("e-%d", i))
+		// Wall time: spread the sends so that the queues move while messages flow.
 		time.Sleep(5 * time.Millisecond)
 	}
 	eventually(t, "every offset consumed", func() bool {

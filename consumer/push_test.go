@@ -47,24 +47,31 @@ func TestClusteringGroupSharesQueues(t *testing.T) {
 			// The shares are Averagely's over the sorted client ids.
 			var ids []string
 			for _, pc := range pcs {
-				ids = append(ids, pc.clientID)
+				ids = append(ids, pc.p.clientID)
 			}
 			var queues []MessageQueue
 			for i := range 5 {
 				queues = append(queues, MessageQueue{Topic: "shared", BrokerName: "broker-a", QueueID: i})
 			}
 			for _, pc := range pcs {
-				want := rebalance.Averagely().Allocate("g-shared", pc.clientID, queues, ids)
+				want := rebalance.Averagely().Allocate("g-shared", pc.p.clientID, queues, ids)
 				held := heldQueues(pc, "shared")
 				rebalance.SortQueues(held)
 				if diff := cmp.Diff(want, held); diff != "" {
-					t.Errorf("%s holds (-averagely +held):\n%s", pc.clientID, diff)
+					t.Errorf("%s holds (-averagely +held):\n%s", pc.p.clientID, diff)
 				}
 			}
 
 			want := a.sendN("shared", 5, 50, "m")
 			eventually(t, "all messages", func() bool { return got.count() >= 50 })
-			time.Sleep(200 * time.Millisecond) // room for duplicates to show up
+			eventually(t, "every queue consumed to its end", func() bool {
+				for _, pc := range pcs {
+					if !settled(pc.p, "shared", 10) {
+						return false
+					}
+				}
+				return true
+			})
 			slices.Sort(want)
 			if diff := cmp.Diff(want, got.bodies()); diff != "" {
 				t.Errorf("consumed (-sent +got):\n%s", diff)
@@ -101,8 +108,8 @@ func TestBroadcastingEachGetsAll(t *testing.T) {
 	slices.Sort(want)
 	for i := range got {
 		eventually(t, "every message at each consumer", func() bool { return got[i].count() >= 30 })
+		eventually(t, "every queue consumed to its end", func() bool { return settled(pcs[i].p, "bcast", 10) })
 	}
-	time.Sleep(100 * time.Millisecond)
 	for i := range got {
 		if diff := cmp.Diff(want, got[i].bodies()); diff != "" {
 			t.Errorf("consumer %d (-sent +got):\n%s", i, diff)
@@ -216,9 +223,9 @@ func testOrderly(t *testing.T, kind string) {
 	}
 	mu.Unlock()
 	for _, mq := range heldQueues(pc, "ordered") {
-		pc.queuesMu.Lock()
-		locked := pc.queues[mq].pq.locked.Load()
-		pc.queuesMu.Unlock()
+		pc.p.queuesMu.Lock()
+		locked := pc.p.queues[mq].pq.locked.Load()
+		pc.p.queuesMu.Unlock()
 		if !locked {
 			t.Errorf("%v consumed without its lock", mq)
 		}
@@ -245,9 +252,9 @@ func TestOffsetResumedAfterRestart(t *testing.T) {
 			}
 			a.sendN("resume", 2, 6, "second")
 			var got2 seen
-			startConsumer(t, "resume", "*", got2.recorder("2"), opts...)
+			pc2 := startConsumer(t, "resume", "*", got2.recorder("2"), opts...)
 			eventually(t, "second batch", func() bool { return got2.count() >= 6 })
-			time.Sleep(300 * time.Millisecond)
+			eventually(t, "both queues consumed to their end", func() bool { return settled(pc2.p, "resume", 8) })
 			want := []string{"second-0", "second-1", "second-2", "second-3", "second-4", "second-5"}
 			if diff := cmp.Diff(want, got2.bodies()); diff != "" {
 				t.Errorf("after restart (-want +got):\n%s", diff)
@@ -278,16 +285,18 @@ func TestFlowControl(t *testing.T) {
 	mq := MessageQueue{Topic: "flow", BrokerName: "broker-a", QueueID: 0}
 	var pq *processQueue
 	eventually(t, "queue taken and cache filled", func() bool {
-		pc.queuesMu.Lock()
-		defer pc.queuesMu.Unlock()
-		if qs := pc.queues[mq]; qs != nil {
+		pc.p.queuesMu.Lock()
+		defer pc.p.queuesMu.Unlock()
+		if qs := pc.p.queues[mq]; qs != nil {
 			pq = qs.pq
 			c, _, _ := pq.stats()
 			return c > 10
 		}
 		return false
 	})
-	time.Sleep(200 * time.Millisecond) // several flow-control rounds
+	// Wall time: pulls that ignore the threshold show only as a cache that grows meanwhile,
+	// over several 50 ms flow-control rounds.
+	time.Sleep(200 * time.Millisecond)
 	if c, _, _ := pq.stats(); c > 10+4 {
 		t.Fatalf("%d messages cached, want at most the threshold plus one pull (14)", c)
 	}
@@ -304,6 +313,8 @@ func TestNoGoroutineLeak(t *testing.T) {
 	tr := n.NewTransport()
 	defer tr.Close()
 	dir := t.TempDir()
+	// Wall time: the node's own goroutines settle without a signal; counting them too early
+	// would blame their late starters on the consumers.
 	time.Sleep(100 * time.Millisecond)
 	base := runtime.NumGoroutine()
 	for i := range 3 {
@@ -357,12 +368,12 @@ func TestTagFilter(t *testing.T) {
 	a := newAdmin(t, n)
 	a.createTopic("tags", 1)
 	var got seen
-	startConsumer(t, "tags", "A || B", got.recorder("t"), fastOptions(t, n, transportFor(t, n, "inproc"), "g-tags", "t")...)
+	pc := startConsumer(t, "tags", "A || B", got.recorder("t"), fastOptions(t, n, transportFor(t, n, "inproc"), "g-tags", "t")...)
 	for i, tag := range []string{"A", "C", "B", "", "A"} {
 		a.send("tags", 0, tag, "k1 k2", fmt.Sprintf("t%d", i))
 	}
 	eventually(t, "matching messages", func() bool { return got.count() >= 3 })
-	time.Sleep(200 * time.Millisecond)
+	eventually(t, "the queue consumed to its end", func() bool { return settled(pc.p, "tags", 5) })
 	if diff := cmp.Diff([]string{"t0", "t2", "t4"}, got.bodies()); diff != "" {
 		t.Errorf("filtered (-want +got):\n%s", diff)
 	}

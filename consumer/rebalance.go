@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -45,153 +46,146 @@ func diffQueues(held, want []MessageQueue) (add, drop []MessageQueue) {
 }
 
 // rebalanceLoop rebalances at start, every rebalance interval and when asked.
-func (pc *PushConsumer) rebalanceLoop() {
-	t := time.NewTicker(pc.cfg.rebalanceInterval)
+func (p *puller) rebalanceLoop() {
+	t := time.NewTicker(p.cfg.rebalanceInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-pc.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		case <-t.C:
-		case <-pc.rebalanceNow:
+		case <-p.rebalanceNow:
 		}
-		pc.rebalanceOnce()
+		p.rebalanceOnce()
 	}
 }
 
 // rebalanceOnce recomputes the queues of every subscribed topic and adjusts the queue table.
-func (pc *PushConsumer) rebalanceOnce() {
+func (p *puller) rebalanceOnce() {
 	changed := false
-	for _, topic := range pc.SubscribedTopics() {
-		if pc.isClosing() {
+	for _, topic := range p.SubscribedTopics() {
+		if p.isClosing() {
 			return
 		}
-		want, err := pc.allocate(topic)
+		want, err := p.allocate(topic)
 		if err != nil {
 			if !isRetryTopic(topic) {
-				pc.log.Warn().Str("topic", topic).Err(err).Msg("rebalance skipped a topic")
+				p.log.Warn().Str("topic", topic).Err(err).Msg("rebalance skipped a topic")
 			}
 			continue
 		}
-		if pc.updateQueues(topic, want) {
+		if p.updateQueues(topic, want) {
 			changed = true
 		}
 	}
-	if changed && !pc.isClosing() {
-		ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Second)
-		pc.inst.SendHeartbeatToAllBrokers(ctx)
+	if changed && !p.isClosing() {
+		ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
+		p.inst.SendHeartbeatToAllBrokers(ctx)
 		cancel()
 	}
 }
 
+// allocateFunc picks the queues of topic a client holds among its readable queues.
+type allocateFunc func(ctx context.Context, topic string, readable []MessageQueue) ([]MessageQueue, error)
+
 // allocate returns the queues of topic this client should hold now.
-func (pc *PushConsumer) allocate(topic string) ([]MessageQueue, error) {
-	ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Second)
+func (p *puller) allocate(topic string) ([]MessageQueue, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
 	defer cancel()
-	r, err := pc.inst.TopicRoute(ctx, topic)
+	r, err := p.inst.TopicRoute(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	queues := readableQueues(r, topic)
-	if pc.manual != nil {
-		var mine []MessageQueue
-		for _, q := range pc.manual[topic] {
-			if slices.Contains(queues, q) {
-				mine = append(mine, q)
-			}
-		}
-		return mine, nil
+	return p.pickQueues(ctx, topic, readableQueues(r, topic))
+}
+
+// shareInGroup is the group's rebalance: every queue when broadcasting, else this client's
+// share by the strategy over the group's client ids.
+func (p *puller) shareInGroup(ctx context.Context, topic string, readable []MessageQueue) ([]MessageQueue, error) {
+	if p.cfg.model == Broadcasting {
+		return readable, nil
 	}
-	if pc.cfg.model == Broadcasting {
-		return queues, nil
-	}
-	ids, err := consumerIDs(ctx, pc.inst.Transport(), pc.inst.AnyBrokerAddrOfTopic(topic), pc.cfg.group)
+	ids, err := consumerIDs(ctx, p.inst.Transport(), p.inst.AnyBrokerAddrOfTopic(topic), p.cfg.group)
 	if err != nil {
 		return nil, err
 	}
-	return pc.cfg.strategy.Allocate(pc.cfg.group, pc.clientID, queues, ids), nil
+	return p.cfg.strategy.Allocate(p.cfg.group, p.clientID, readable, ids), nil
 }
 
 // updateQueues makes the queues of topic held equal want: drops the others, adds the new
 // ones. It reports whether anything changed.
-func (pc *PushConsumer) updateQueues(topic string, want []MessageQueue) bool {
+func (p *puller) updateQueues(topic string, want []MessageQueue) bool {
 	var held []MessageQueue
-	for _, mq := range pc.assigned() {
+	for _, mq := range p.assigned() {
 		if mq.Topic == topic {
 			held = append(held, mq)
 		}
 	}
 	add, drop := diffQueues(held, want)
 	for _, mq := range drop {
-		pc.dropQueue(mq)
+		p.dropQueue(mq)
 	}
 	added := 0
 	for _, mq := range add {
-		if pc.isClosing() {
+		if p.isClosing() {
 			break
 		}
-		if pc.addQueue(mq) {
+		if p.addQueue(mq) {
 			added++
 		}
 	}
 	if len(drop) > 0 || added > 0 {
-		pc.log.Info().Str("topic", topic).Int("added", added).Int("dropped", len(drop)).
+		p.log.Info().Str("topic", topic).Int("added", added).Int("dropped", len(drop)).
 			Int("held", len(held)-len(drop)+added).Msg("rebalanced")
 	}
 	return len(drop) > 0 || added > 0
 }
 
-// addQueue takes mq: locks it (orderly clustering), works out its start offset and starts its
-// pull loop. A queue it cannot take now is retried at the next rebalance.
-func (pc *PushConsumer) addQueue(mq MessageQueue) bool {
-	ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Second)
+// addQueue takes mq: lets the service admit it (an orderly consumer locks it), works out its
+// start offset and starts its pull loop. A queue it cannot take now is retried at the next
+// rebalance.
+func (p *puller) addQueue(mq MessageQueue) bool {
+	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
 	defer cancel()
 	pq := newProcessQueue(mq)
-	if pc.cfg.orderly && pc.cfg.model == Clustering {
-		locked, err := lockBatch(ctx, pc.inst.Transport(), pc.inst.MasterAddr(mq.BrokerName), pc.cfg.group, pc.clientID, []MessageQueue{mq})
-		if err != nil || !slices.Contains(locked, mq) {
-			pc.log.Debug().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("queue not locked; not taken")
-			return false
-		}
-		pq.setLocked(time.Now())
+	if !p.svc.admit(ctx, pq) {
+		return false
 	}
-	pc.store.remove(mq)
-	off, err := pc.startOffset(ctx, mq)
+	p.store.remove(mq)
+	off, err := p.startOffset(ctx, mq)
 	if err != nil {
-		pc.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("no start offset; queue not taken")
+		p.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("no start offset; queue not taken")
 		return false
 	}
 	qs := &queueState{mq: mq, pq: pq, nextOffset: off}
-	pc.queuesMu.Lock()
-	pc.queues[mq] = qs
-	pc.queuesMu.Unlock()
-	pc.goLoop(func() { pc.pullLoop(qs) })
-	if pc.cfg.orderly {
-		pc.goConsumer(func() { pc.orderlyLoop(qs) })
-	}
+	p.queuesMu.Lock()
+	p.queues[mq] = qs
+	p.queuesMu.Unlock()
+	p.pullQueue(qs)
+	p.svc.taken(qs)
 	return true
 }
 
 // startOffset is where consumption of a newly taken queue begins: the stored offset, else the
 // consume-from-where rule (docs/protocol.md §10.3).
-func (pc *PushConsumer) startOffset(ctx context.Context, mq MessageQueue) (int64, error) {
-	off, err := pc.store.fetch(ctx, mq)
+func (p *puller) startOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+	off, err := p.store.fetch(ctx, mq)
 	if err == nil && off >= 0 {
 		return off, nil
 	}
 	if err != nil && !errors.Is(err, ErrOffsetNotFound) {
 		return 0, err
 	}
-	tr, addr := pc.inst.Transport(), pc.inst.AdminAddr(mq.BrokerName)
+	tr, addr := p.inst.Transport(), p.inst.AdminAddr(mq.BrokerName)
 	retry := isRetryTopic(mq.Topic)
-	switch pc.cfg.from {
+	switch p.cfg.from {
 	case FromFirstOffset:
 		return 0, nil
 	case FromTimestamp:
 		if retry {
 			return getMaxOffset(ctx, tr, addr, mq)
 		}
-		return searchOffset(ctx, tr, addr, mq, pc.cfg.fromTime)
+		return searchOffset(ctx, tr, addr, mq, p.cfg.fromTime)
 	default:
 		if retry {
 			return 0, nil
@@ -200,63 +194,60 @@ func (pc *PushConsumer) startOffset(ctx context.Context, mq MessageQueue) (int64
 	}
 }
 
-// dropQueue gives mq up: its pulls and consumption stop, its offset is persisted and, for an
-// orderly clustering consumer, its broker lock released once no listener call holds it.
-func (pc *PushConsumer) dropQueue(mq MessageQueue) {
-	pc.queuesMu.Lock()
-	qs := pc.queues[mq]
-	delete(pc.queues, mq)
-	pc.queuesMu.Unlock()
+// dropQueue gives mq up: its pulls stop and its offset is persisted, then the service lets go
+// of it (an orderly consumer unlocks it).
+func (p *puller) dropQueue(mq MessageQueue) {
+	p.queuesMu.Lock()
+	qs := p.queues[mq]
+	delete(p.queues, mq)
+	p.queuesMu.Unlock()
 	if qs == nil {
 		return
 	}
 	qs.pq.drop()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := pc.store.persist(ctx, []MessageQueue{mq}, true); err != nil {
-		pc.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("persist offset of dropped queue")
+	if err := p.store.persist(ctx, []MessageQueue{mq}, true); err != nil {
+		p.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("persist offset of dropped queue")
 	}
-	pc.store.remove(mq)
-	if pc.cfg.orderly && pc.cfg.model == Clustering {
-		// Unlock only when no listener call is running on the queue; otherwise the broker
-		// lock expires by itself and the next owner waits for it.
-		if qs.pq.tryConsumeLock(time.Second) {
-			pc.unlockQueues(ctx, []MessageQueue{mq})
-			qs.pq.unlockConsume()
-		}
-	}
+	p.store.remove(mq)
+	p.svc.dropped(ctx, qs)
 }
 
-// unlockQueues releases the broker locks of mqs, per broker.
-func (pc *PushConsumer) unlockQueues(ctx context.Context, mqs []MessageQueue) {
-	for broker, qs := range byBroker(mqs) {
-		if err := unlockBatch(ctx, pc.inst.Transport(), pc.inst.MasterAddr(broker), pc.cfg.group, pc.clientID, qs); err != nil {
-			pc.log.Warn().Str("broker", broker).Err(err).Msg("unlock queues")
-		}
+// seek replaces mq's state with an empty cache whose pulls start at offset, which becomes
+// mq's committed offset; the old cache is dropped. The new state's pull loop starts with
+// pullQueue.
+func (p *puller) seek(mq MessageQueue, offset int64) (*queueState, error) {
+	p.queuesMu.Lock()
+	old := p.queues[mq]
+	if old == nil {
+		p.queuesMu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrNotAssigned, mq)
 	}
+	qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: offset}
+	p.queues[mq] = qs
+	old.pq.drop()
+	p.queuesMu.Unlock()
+	p.store.update(mq, offset, false)
+	return qs, nil
 }
 
-func byBroker(mqs []MessageQueue) map[string][]MessageQueue {
-	m := map[string][]MessageQueue{}
-	for _, mq := range mqs {
-		m[mq.BrokerName] = append(m[mq.BrokerName], mq)
-	}
-	return m
-}
+// pullQueue starts qs's pull loop.
+func (p *puller) pullQueue(qs *queueState) { p.goLoop(func() { p.pullLoop(qs) }) }
 
 // persistLoop writes the offsets of the held queues every persist interval.
-func (pc *PushConsumer) persistLoop() {
-	t := time.NewTicker(pc.cfg.persistInterval)
+func (p *puller) persistLoop() {
+	t := time.NewTicker(p.cfg.persistInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-pc.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(pc.ctx, 3*time.Second)
-		if err := pc.store.persist(ctx, pc.assigned(), false); err != nil && !pc.isClosing() {
-			pc.log.Warn().Err(err).Msg("persist offsets")
+		ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
+		if err := p.store.persist(ctx, p.assigned(), false); err != nil && !p.isClosing() {
+			p.log.Warn().Err(err).Msg("persist offsets")
 		}
 		cancel()
 	}

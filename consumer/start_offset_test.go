@@ -81,9 +81,9 @@ func TestStartOffset(t *testing.T) {
 				tr.answers[remoting.QueryConsumerOffset] = 7
 			}
 			inst := fakeInstance{tr: tr}
-			pc := &PushConsumer{cfg: config{group: "g", from: c.from, fromTime: ts}, inst: inst,
+			p := &puller{cfg: pullerConfig{group: "g", from: c.from, fromTime: ts}, inst: inst,
 				store: newRemoteOffsetStore("g", inst, false, testLogger(t))}
-			got, err := pc.startOffset(context.Background(), c.mq)
+			got, err := p.startOffset(context.Background(), c.mq)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,14 +115,12 @@ func TestSendBackFailureConsumesAgain(t *testing.T) {
 	inst := fakeInstance{tr: tr}
 	cfg := defaultConfig()
 	cfg.group, cfg.sendBackRetryDelay = "g", 20*time.Millisecond
-	pc := &PushConsumer{cfg: cfg, inst: inst, store: newRemoteOffsetStore("g", inst, false, testLogger(t)),
-		work: make(chan consumeRequest, 4), queues: map[MessageQueue]*queueState{}}
-	pc.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", func(context.Context, []*Message) (ConsumeResult, error) {
+	pc := &PushConsumer{cfg: cfg.pushConfig, work: make(chan consumeRequest, 4)}
+	pc.p = startedPuller(t, cfg.pullerConfig, pc, inst)
+	pc.consumeCtx = pc.p.ctx
+	pc.p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", func(context.Context, []*Message) (ConsumeResult, error) {
 		return ConsumeRetryLater, nil
 	})}
-	pc.ctx, pc.cancel = context.WithCancel(context.Background())
-	pc.consumeCtx = pc.ctx
-	defer func() { pc.cancel(); pc.loops.Wait() }()
 	mq := MessageQueue{Topic: "T", BrokerName: "b"}
 	qs := &queueState{mq: mq, pq: newProcessQueue(mq)}
 	msgs := msgsAt(0, 1)
@@ -134,7 +132,7 @@ func TestSendBackFailureConsumesAgain(t *testing.T) {
 	if c, _, _ := qs.pq.stats(); c != 2 {
 		t.Errorf("%d messages cached after the failed send-back, want 2", c)
 	}
-	if off, ok := pc.store.read(mq); ok && off > 0 {
+	if off, ok := pc.p.store.read(mq); ok && off > 0 {
 		t.Errorf("offset committed (%d) past messages the broker never took", off)
 	}
 	var again []int64
