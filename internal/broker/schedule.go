@@ -221,6 +221,9 @@ func (s *scheduleService) deliverLevel(ctx context.Context, level int, now time.
 		if err != nil {
 			return 0, fmt.Errorf("read schedule queue %d at %d: %w", qid, off, err)
 		}
+		// The clock-step test needs a time taken after the units were stored: one stored since
+		// now was taken is due up to a few ms past now+delay without the clock going back.
+		readMs := time.Now().UnixMilli()
 		for _, u := range units {
 			if u.Size == math.MaxInt32 { // blank unit of a rebuilt queue's prefix
 				off++
@@ -228,7 +231,7 @@ func (s *scheduleService) deliverLevel(ctx context.Context, level int, now time.
 				continue
 			}
 			due := u.TagsCode
-			if due > nowMs+delay {
+			if due > readMs+delay {
 				due = nowMs // stored "in the future" (clock stepped back): deliver now, as RocketMQ
 			}
 			if due > nowMs {

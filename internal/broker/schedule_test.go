@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"github.com/mqgo/mq/internal/names"
 	"os"
@@ -196,5 +197,23 @@ func TestScheduleDeliversProducerDelay(t *testing.T) {
 				t.Errorf("DELAY kept: %v", got.Props)
 			}
 		})
+	}
+}
+
+// A message stored after the service took its "now" is not mistaken for one from a clock that
+// stepped back: its due time lies a little past now+delay, and it must still wait its delay.
+func TestScheduleStoredAfterPassStartWaits(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = []time.Duration{time.Hour} })
+	passStart := time.Now().Add(-time.Second) // a pass that began before the put
+	putDelayed(t, tb, "W", 0, "hour", 1)
+	eventually(t, "message in the schedule queue", func() bool {
+		return tb.Store().MaxOffsetInQueue(names.TopicSchedule, 0) == 1
+	})
+	due, err := tb.retry.sched.deliverLevel(context.Background(), 1, passStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tb.Store().MaxOffsetInQueue("W", 0); n != 0 || due <= passStart.UnixMilli() {
+		t.Fatalf("delivered %d messages, next due %d: an hour's delay treated as a clock step back", n, due)
 	}
 }
