@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/mqtest"
 	"github.com/mqgo/mq/producer"
 )
@@ -16,8 +17,8 @@ import (
 // for the slave: group transfer must batch) and to an ASYNC_MASTER in the same run, and reports
 // msgs/s; for the async master it also samples how far the slave trails (bytes, p99).
 func BenchmarkReplication(b *testing.B) {
-	for _, role := range []string{mqtest.AsyncMaster, mqtest.SyncMaster} {
-		b.Run(role, func(b *testing.B) {
+	for _, role := range []mq.BrokerRole{mqtest.AsyncMaster, mqtest.SyncMaster} {
+		b.Run(string(role), func(b *testing.B) {
 			c := mqtest.StartCluster(b, mqtest.Config{NameServers: 1, BrokerGroups: 1, SlavesPerGroup: 1,
 				Role: role, InProcess: true})
 			c.CreateTopic("Repl", 8)

@@ -3,7 +3,11 @@ package mq
 import (
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/node"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
@@ -87,7 +91,8 @@ type Options struct {
 	ServerQueueCapacity int
 	// EventLoops is the number of gnet event loops. Default: one per CPU.
 	EventLoops int
-	// StartTimeout bounds StartNode's wait for the listeners. Default 10 s.
+	// StartTimeout bounds StartNode's wait for each listener and for the broker to be ready
+	// (a master's HA listener bound, the first registration answered). Default 10 s.
 	StartTimeout time.Duration
 
 	// BrokerRole is AsyncMaster (default for broker id 0), SyncMaster, or Slave (default, and
@@ -147,36 +152,35 @@ type Options struct {
 	Logger *zerolog.Logger
 }
 
-// FlushDiskType says when an appended message counts as stored (RocketMQ flushDiskType). It is
-// a string so that Options converts to the wiring's options without a copy.
-type FlushDiskType = string
+// FlushDiskType says when an appended message counts as stored (RocketMQ flushDiskType):
+// AsyncFlush ("ASYNC_FLUSH", the default) or SyncFlush ("SYNC_FLUSH"). It is the store's type.
+type FlushDiskType = storage.FlushDiskType
 
 // Flush modes.
 const (
-	// AsyncFlush, "ASYNC_FLUSH" and the default, acknowledges once in the page cache.
-	AsyncFlush FlushDiskType = node.AsyncFlush
-	// SyncFlush, "SYNC_FLUSH", acknowledges once fsynced (group commit).
-	SyncFlush FlushDiskType = node.SyncFlush
+	// AsyncFlush acknowledges a send once the message is in the page cache.
+	AsyncFlush = storage.AsyncFlush
+	// SyncFlush acknowledges a send once the message is fsynced (group commit).
+	SyncFlush = storage.SyncFlush
 )
 
-// BrokerRole is a broker's part in its master/slave group (RocketMQ brokerRole), a string for
-// the same reason as FlushDiskType.
-type BrokerRole = string
+// BrokerRole is a broker's part in its master/slave group (RocketMQ brokerRole): AsyncMaster
+// ("ASYNC_MASTER"), SyncMaster ("SYNC_MASTER") or Slave ("SLAVE"). It is the store's type.
+type BrokerRole = storage.BrokerRole
 
 // Broker roles.
 const (
-	// AsyncMaster, "ASYNC_MASTER" and the default for broker id 0, acknowledges sends without
-	// waiting for a slave.
-	AsyncMaster BrokerRole = node.AsyncMaster
-	// SyncMaster, "SYNC_MASTER", acknowledges sends once a slave has them.
-	SyncMaster BrokerRole = node.SyncMaster
-	// Slave, "SLAVE" and the default for a broker id above 0, follows its master; it refuses
-	// sends and serves reads.
-	Slave BrokerRole = node.Slave
+	// AsyncMaster, the default for broker id 0, acknowledges sends without waiting for a slave.
+	AsyncMaster = storage.AsyncMaster
+	// SyncMaster acknowledges sends once a slave has them.
+	SyncMaster = storage.SyncMaster
+	// Slave, the default for a broker id above 0, follows its master; it refuses sends and
+	// serves reads.
+	Slave = storage.Slave
 )
 
-// Defaults of Options, named after the RocketMQ settings they mirror. The values live with the
-// wiring, which applies them; each comment gives the value.
+// Defaults of Options, named after the RocketMQ settings they mirror. Each is the constant of
+// the part that applies it; each comment gives the value.
 const (
 	// DefaultListen, "127.0.0.1:9876", is where a node serves when Options.Listen is empty:
 	// RocketMQ's name server port, on loopback so an embedded node is not exposed by accident.
@@ -184,23 +188,24 @@ const (
 	// DefaultStoreDir, "mqdata", is the store directory when Options.StoreDir is empty.
 	DefaultStoreDir = node.DefaultStoreDir
 	// DefaultClusterName ("DefaultCluster") and DefaultBrokerName ("broker-a") are RocketMQ's.
-	DefaultClusterName = node.DefaultClusterName
-	DefaultBrokerName  = node.DefaultBrokerName
+	DefaultClusterName = broker.DefaultClusterName
+	DefaultBrokerName  = broker.DefaultBrokerName
 	// DefaultScanNotActiveBrokerInterval (10 s) is how often the name service drops silent
 	// brokers.
-	DefaultScanNotActiveBrokerInterval = node.DefaultScanNotActiveBrokerInterval
+	DefaultScanNotActiveBrokerInterval = route.DefaultScanNotActiveBrokerInterval
 	// DefaultBrokerChannelExpiredTime (120 s) is how long a broker may stay silent before its
 	// routes go.
-	DefaultBrokerChannelExpiredTime = node.DefaultBrokerChannelExpiredTime
+	DefaultBrokerChannelExpiredTime = route.DefaultBrokerChannelExpiredTime
 	// DefaultChannelMaxIdleTime (120 s, serverChannelMaxIdleTimeSeconds) closes connections that
 	// sent nothing for this long.
-	DefaultChannelMaxIdleTime = node.DefaultChannelMaxIdleTime
+	DefaultChannelMaxIdleTime = remoting.DefaultChannelMaxIdleTime
 	// DefaultServerWorkerThreads (8, serverWorkerThreads) is the size of each request pool.
 	DefaultServerWorkerThreads = node.DefaultServerWorkerThreads
 	// DefaultServerQueueCapacity (10,000) is how many requests may wait for a worker before the
 	// node answers SYSTEM_BUSY.
 	DefaultServerQueueCapacity = node.DefaultServerQueueCapacity
-	// DefaultStartTimeout (10 s) bounds StartNode's wait for its listeners.
+	// DefaultStartTimeout (10 s) bounds StartNode's wait for each listener and for the broker
+	// (its HA listener and first registration).
 	DefaultStartTimeout = node.DefaultStartTimeout
 )
 

@@ -14,8 +14,8 @@ import (
 
 // Broker roles of Config.Role (RocketMQ's brokerRole of the masters).
 const (
-	AsyncMaster = "ASYNC_MASTER" // the default: a send is acknowledged before slaves have it
-	SyncMaster  = "SYNC_MASTER"  // a send is acknowledged once a slave has it
+	AsyncMaster = mq.AsyncMaster // the default: a send is acknowledged before slaves have it
+	SyncMaster  = mq.SyncMaster  // a send is acknowledged once a slave has it
 )
 
 // Short periods the cluster's nodes run with. Registration and expiry are short so that a
@@ -46,7 +46,7 @@ type Config struct {
 	// SlavesPerGroup is the number of slaves (broker ids 1..n) of each group.
 	SlavesPerGroup int
 	// Role is AsyncMaster (default) or SyncMaster.
-	Role string
+	Role mq.BrokerRole
 	// ClusterName defaults to mq.DefaultClusterName.
 	ClusterName string
 	// Options, when set, edits the options of every node before it starts (after mqtest set

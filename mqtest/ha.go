@@ -33,13 +33,10 @@ func (c *Cluster) roleOptions(n *Node, o *mq.Options) {
 	o.HASyncFlushTimeout = HASyncFlushTimeout
 	o.SlaveSyncPeriod = SlaveSyncPeriod
 	if n.ID > 0 {
-		o.BrokerRole = "SLAVE"
+		o.BrokerRole = mq.Slave
 		return
 	}
-	o.BrokerRole = AsyncMaster
-	if c.cfg.Role == SyncMaster {
-		o.BrokerRole = SyncMaster
-	}
+	o.BrokerRole = c.cfg.Role
 	o.HAListen = "127.0.0.1:0"
 	if n.haAddr != "" && o.Listen != "127.0.0.1:0" {
 		o.HAListen = n.haAddr // a restart on the same port keeps the HA port too
@@ -51,7 +48,7 @@ func (c *Cluster) roleOptions(n *Node, o *mq.Options) {
 func (c *Cluster) slavesConnected() string {
 	for g, group := range c.groups {
 		mn := group[0].wiring()
-		if mn == nil || mn.Broker() == nil || mn.Broker().HAMaster() == nil {
+		if mn == nil || mn.Broker() == nil || mn.Broker().Role() == mq.Slave {
 			continue
 		}
 		running := 0
@@ -60,7 +57,7 @@ func (c *Cluster) slavesConnected() string {
 				running++
 			}
 		}
-		if got := len(mn.Broker().HAMaster().Slaves()); got < running {
+		if got := mn.Broker().ConnectedSlaves(); got < running {
 			return fmt.Sprintf("group %d master has %d of %d slaves connected", g, got, running)
 		}
 	}

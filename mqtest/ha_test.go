@@ -3,13 +3,14 @@ package mqtest_test
 import (
 	"testing"
 
+	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/mqtest"
 )
 
 // Master and slave: the slave connects before StartCluster returns, and takes every byte.
 func TestMasterSlave(t *testing.T) {
-	for _, role := range []string{mqtest.AsyncMaster, mqtest.SyncMaster} {
-		t.Run(role, func(t *testing.T) {
+	for _, role := range []mq.BrokerRole{mqtest.AsyncMaster, mqtest.SyncMaster} {
+		t.Run(string(role), func(t *testing.T) {
 			c := mqtest.StartCluster(t, mqtest.Config{BrokerGroups: 2, SlavesPerGroup: 1, Role: role})
 			if got := len(c.Slaves()); got != 2 {
 				t.Fatalf("%d slaves, want 2", got)

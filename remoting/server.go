@@ -23,6 +23,10 @@ const DefaultMaxPendingWriteBytes = 4 << 20
 // no such limit.
 const DefaultMaxConnections = 10000
 
+// DefaultChannelMaxIdleTime closes connections that sent nothing for this long (RocketMQ
+// serverChannelMaxIdleTimeSeconds, 120 s).
+const DefaultChannelMaxIdleTime = 120 * time.Second
+
 // ServerOptions configures a Server. The zero value of each field means its default.
 type ServerOptions struct {
 	// Addr is the TCP "host:port" to listen on; port 0 picks a free port. Default 127.0.0.1:0.
@@ -45,7 +49,7 @@ type ServerOptions struct {
 	// it is accepted. Default DefaultMaxConnections.
 	MaxConnections int
 	// IdleTimeout closes a connection that sent nothing for this long, after a ConnIdle event
-	// (RocketMQ's serverChannelMaxIdleTimeSeconds). Default 120 s.
+	// (RocketMQ's serverChannelMaxIdleTimeSeconds). Default DefaultChannelMaxIdleTime.
 	IdleTimeout time.Duration
 	// ScanInterval is how often server-initiated requests are checked for timeouts and
 	// connections for idleness. Default 1 s.
@@ -76,7 +80,7 @@ func (o ServerOptions) withDefaults() ServerOptions {
 		o.MaxConnections = DefaultMaxConnections
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 120 * time.Second
+		o.IdleTimeout = DefaultChannelMaxIdleTime
 	}
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = time.Second

@@ -10,8 +10,12 @@ import (
 
 // Defaults of Options (RocketMQ's values).
 const (
-	DefaultScanInterval = 10 * time.Second  // scanNotActiveBroker period
-	DefaultBrokerExpiry = 120 * time.Second // BROKER_CHANNEL_EXPIRED_TIME
+	// DefaultScanNotActiveBrokerInterval is how often the name service drops silent brokers
+	// (scanNotActiveBrokerInterval).
+	DefaultScanNotActiveBrokerInterval = 10 * time.Second
+	// DefaultBrokerChannelExpiredTime is how long a broker may stay silent before its routes go
+	// (BROKER_CHANNEL_EXPIRED_TIME).
+	DefaultBrokerChannelExpiredTime = 120 * time.Second
 	// DefaultMaxQueueNums is ours (RocketMQ's name server takes any count): 1024, the bound
 	// RocketMQ's admin tools follow by convention and the broker's default MaxQueueNums.
 	DefaultMaxQueueNums = 1024
@@ -20,10 +24,10 @@ const (
 // Options configures a NameServer. The zero value is valid.
 type Options struct {
 	// ScanInterval is how often Run looks for silent brokers. Zero or negative means
-	// DefaultScanInterval.
+	// DefaultScanNotActiveBrokerInterval.
 	ScanInterval time.Duration
 	// BrokerExpiry is how long a broker may go without registering before its routes are
-	// removed. Zero or negative means DefaultBrokerExpiry.
+	// removed. Zero or negative means DefaultBrokerChannelExpiredTime.
 	BrokerExpiry time.Duration
 	// KVConfigPath, when set, is the JSON file (RocketMQ's kvConfig.json format) the KV config is
 	// persisted to on every change. Call LoadKVConfig before serving to read it back. Empty keeps
@@ -56,10 +60,10 @@ type NameServer struct {
 // NewNameServer builds a name server. It starts nothing and touches no file.
 func NewNameServer(opts Options) *NameServer {
 	if opts.ScanInterval <= 0 {
-		opts.ScanInterval = DefaultScanInterval
+		opts.ScanInterval = DefaultScanNotActiveBrokerInterval
 	}
 	if opts.BrokerExpiry <= 0 {
-		opts.BrokerExpiry = DefaultBrokerExpiry
+		opts.BrokerExpiry = DefaultBrokerChannelExpiredTime
 	}
 	if opts.MaxQueueNums <= 0 {
 		opts.MaxQueueNums = DefaultMaxQueueNums

@@ -11,25 +11,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// FlushDiskType chooses how appends become durable (RocketMQ flushDiskType).
-type FlushDiskType int
-
-const (
-	// AsyncFlush acknowledges appends once they are in the page cache; a flusher fsyncs every
-	// FlushIntervalCommitLog. The default.
-	AsyncFlush FlushDiskType = iota
-	// SyncFlush acknowledges appends once fsynced, with group commit: many appenders wait on
-	// one fsync.
-	SyncFlush
-)
-
-func (t FlushDiskType) String() string {
-	if t == SyncFlush {
-		return "SYNC_FLUSH"
-	}
-	return "ASYNC_FLUSH"
-}
-
 // Defaults, as in RocketMQ's MessageStoreConfig.
 const (
 	DefaultSegmentBytes          = 1 << 30
@@ -157,6 +138,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if o.FlushDiskType == "" {
+		o.FlushDiskType = AsyncFlush
+	}
 	if o.AccessMessageInMemoryMaxRatio == 0 {
 		o.AccessMessageInMemoryMaxRatio = 40
 	}
@@ -224,8 +208,8 @@ func (o Options) validate() error {
 	if o.MaxMessageBytes < 0 || o.DiskMaxUsedSpaceRatio < 0 || o.DiskMaxUsedSpaceRatio > 100 {
 		errs = append(errs, errors.New("storage: MaxMessageBytes and DiskMaxUsedSpaceRatio (0..100) must not be negative"))
 	}
-	if o.FlushDiskType != AsyncFlush && o.FlushDiskType != SyncFlush {
-		errs = append(errs, fmt.Errorf("storage: unknown FlushDiskType %d", o.FlushDiskType))
+	if err := o.FlushDiskType.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("storage: %w", err))
 	}
 	if _, err := parseDeleteWhen(o.DeleteWhen); err != nil {
 		errs = append(errs, err)

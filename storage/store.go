@@ -157,7 +157,7 @@ func (s *Store) Run(ctx context.Context) error {
 	g.Go(func() error { return s.runCheckpointer(ctx) })
 	g.Go(func() error { return s.runRetention(ctx) })
 	g.Go(func() error { return s.runAllocator(ctx) })
-	s.log.Info().Str("flush", s.opts.FlushDiskType.String()).Msg("store services started")
+	s.log.Info().Str("flush", string(s.opts.FlushDiskType)).Msg("store services started")
 	err := g.Wait()
 	s.log.Info().Msg("store services stopped")
 	if errors.Is(err, context.Canceled) {

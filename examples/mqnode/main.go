@@ -96,11 +96,11 @@ func run(args []string) error {
 	switch *role {
 	case "":
 	case "async-master":
-		opts.BrokerRole = "ASYNC_MASTER"
+		opts.BrokerRole = mq.AsyncMaster
 	case "sync-master":
-		opts.BrokerRole = "SYNC_MASTER"
+		opts.BrokerRole = mq.SyncMaster
 	case "slave":
-		opts.BrokerRole = "SLAVE"
+		opts.BrokerRole = mq.Slave
 	default:
 		return errors.New("-role must be async-master, sync-master or slave")
 	}

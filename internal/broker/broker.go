@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -14,9 +13,10 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Broker is a RocketMQ broker: the message store, the request processors and the managers of
-// topics, subscription groups, consumer offsets and clients. Build it with New, install its
-// processors with Register, run it with Run, stop it with Close.
+// Broker is a RocketMQ broker: the message store, the request processors, replication and the
+// managers of topics, subscription groups, consumer offsets and clients. Build it with New,
+// install its processors with Register, run it with Run (Ready says when it serves), stop it
+// with Close.
 type Broker struct {
 	opts      Options
 	log       zerolog.Logger
@@ -42,8 +42,8 @@ type Broker struct {
 	runners []func(ctx context.Context) error
 
 	registerNow chan struct{}
-	registered  atomic.Bool // RegisterWithNameServers ran
-	reg         *registrar  // registration rounds that topic changes wait for (registration.go)
+	reg         *registrar    // registration rounds that topic changes wait for (registration.go)
+	ready       chan struct{} // closed by Run once it serves (Ready)
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -60,6 +60,7 @@ func New(opts Options) (*Broker, error) {
 		storeHost:   netip.MustParseAddrPort(opts.BrokerAddr),
 		registerNow: make(chan struct{}, 1),
 		reg:         newRegistrar(),
+		ready:       make(chan struct{}),
 		sendEx:      remoting.NewExecutor("send", opts.SendThreads, 10000),
 		pullEx:      remoting.NewExecutor("pull", opts.PullThreads, 100000),
 		queryEx:     remoting.NewExecutor("query", opts.QueryThreads, 20000),
@@ -69,7 +70,7 @@ func New(opts Options) (*Broker, error) {
 	}
 	storeOpts := opts.Store
 	storeOpts.Logger = opts.Logger
-	storeOpts.Slave = opts.BrokerRole == RoleSlave
+	storeOpts.Slave = opts.BrokerRole == storage.Slave
 	storeOpts.DelayLevels = opts.DelayLevels
 	storeOpts.OnDispatch = b.onDispatch
 	store, err := storage.Open(storeOpts)
@@ -117,18 +118,36 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	d.AddConnListener(b.onConnEvent)
 }
 
-// Run runs the store and the broker's background services, the metadata writer among them,
-// until ctx ends, and returns once they all have; the writer's last pass has then written what
-// changed. The first failing service stops the others.
+// Run starts replication (a master binds its HA listener first, so that its address goes
+// out with the first REGISTER_BROKER), registers with the name servers once, closes Ready, and
+// runs the store and the broker's background services, the metadata writer among them, until
+// ctx ends. It returns once they all have; the writer's last pass has then written what
+// changed. The first failing service stops the others; a master whose HA listener cannot bind
+// returns that error and never gets Ready. Call it once.
 func (b *Broker) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	g, ctx := errgroup.WithContext(ctx)
+	if err := b.startHA(ctx, g); err != nil || ctx.Err() != nil {
+		// Stopped, or the HA listener failed, before it was bound: g.Wait says which.
+		stop()
+		return errors.Join(err, g.Wait())
+	}
+	b.registerFirst(ctx)
 	g.Go(func() error { return b.store.Run(ctx) })
 	g.Go(func() error { return b.runRegistration(ctx) })
 	for _, r := range b.runners {
 		g.Go(func() error { return r(ctx) })
 	}
+	close(b.ready)
+	b.log.Info().Str("addr", b.opts.BrokerAddr).Str("role", string(b.opts.BrokerRole)).Str("ha_addr", b.HAAddr()).
+		Str("store", b.opts.Store.Dir).Strs("namesrv", b.opts.NameServers).Msg("broker started")
 	return g.Wait()
 }
+
+// Ready is closed once Run has bound the HA listener (masters), registered with the name
+// servers once and started every service. It stays open if Run fails first.
+func (b *Broker) Ready() <-chan struct{} { return b.ready }
 
 // Close writes every metadata table (also what services changed after the writer's last pass)
 // and closes the store. Call it after Run has returned; safe to call twice.

@@ -13,20 +13,7 @@ import (
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
-)
-
-// Role is a broker's part in its master/slave group (RocketMQ brokerRole).
-type Role string
-
-// Broker roles.
-const (
-	// RoleAsyncMaster takes writes and acknowledges them without waiting for a slave.
-	RoleAsyncMaster Role = "ASYNC_MASTER"
-	// RoleSyncMaster takes writes and acknowledges each once a slave has it (or the sync
-	// timeout passed: FLUSH_SLAVE_TIMEOUT; or no slave is connected: SLAVE_NOT_AVAILABLE).
-	RoleSyncMaster Role = "SYNC_MASTER"
-	// RoleSlave refuses writes, follows its master's CommitLog and metadata and serves reads.
-	RoleSlave Role = "SLAVE"
+	"golang.org/x/sync/errgroup"
 )
 
 // DefaultSlaveSyncPeriod is how often a slave copies its master's metadata.
@@ -39,9 +26,12 @@ const slaveSyncTimeout = 3 * time.Second
 // (RocketMQ's haTransferBatchSize, haHousekeepingInterval, haSendHeartbeatInterval,
 // haSlaveFallbehindMax, syncFlushTimeout).
 type HAOptions struct {
-	// ListenAddr is the master's HA listener (haListenPort). The node defaults it to the
-	// broker's host and port + 1.
+	// ListenAddr is the master's HA listener (haListenPort), default
+	// replication.DefaultListenAddr. The node sets the broker's host and port + 1.
 	ListenAddr string
+	// AdvertisedIP is the host a master advertises its HA listener under (RocketMQ brokerIP2,
+	// which defaults to brokerIP1); empty means the listener's own host (AdvertisedAddr).
+	AdvertisedIP string
 	// MasterAddr is the slave's fixed master HA address (haMasterAddress); when empty the
 	// slave learns it from the name servers' REGISTER_BROKER answers.
 	MasterAddr            string
@@ -63,10 +53,7 @@ type HAOptions struct {
 // haDefaults fills the role from the broker id and the slave sync period.
 func (o Options) haDefaults() Options {
 	if o.BrokerRole == "" {
-		o.BrokerRole = RoleAsyncMaster
-		if o.BrokerID != 0 {
-			o.BrokerRole = RoleSlave
-		}
+		o.BrokerRole = storage.DefaultRole(o.BrokerID)
 	}
 	if o.SlaveSyncPeriod <= 0 {
 		o.SlaveSyncPeriod = DefaultSlaveSyncPeriod
@@ -75,18 +62,8 @@ func (o Options) haDefaults() Options {
 }
 
 func (o Options) haValidate() error {
-	switch o.BrokerRole {
-	case RoleAsyncMaster, RoleSyncMaster:
-		if o.BrokerID != 0 {
-			return fmt.Errorf("broker: a %s has broker id 0, not %d", o.BrokerRole, o.BrokerID)
-		}
-	case RoleSlave:
-		if o.BrokerID <= 0 {
-			return fmt.Errorf("broker: a SLAVE needs a broker id above 0, not %d", o.BrokerID)
-		}
-	default:
-		return fmt.Errorf("broker: BrokerRole %q is not %s, %s or %s", o.BrokerRole,
-			RoleAsyncMaster, RoleSyncMaster, RoleSlave)
+	if err := o.BrokerRole.Check(o.BrokerID); err != nil {
+		return fmt.Errorf("broker: %w", err)
 	}
 	if o.AccessMessageInMemoryMaxBytes < 0 {
 		return fmt.Errorf("broker: AccessMessageInMemoryMaxBytes %d is negative", o.AccessMessageInMemoryMaxBytes)
@@ -111,13 +88,12 @@ type haState struct {
 }
 
 // initHA builds the replication master or slave over the opened store. It starts nothing:
-// the node runs HAMaster or HASlave under its errgroup.
+// Run starts it (startHA).
 func (b *Broker) initHA() error {
 	b.ha = &haState{timeoutLog: b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: 10 * time.Second})}
-	b.ha.haServerAddr.Store(&b.opts.HAServerAddr)
 	ho := b.opts.HA
 	var err error
-	if b.opts.BrokerRole == RoleSlave {
+	if b.opts.BrokerRole == storage.Slave {
 		b.ha.slave, err = replication.NewSlave(b.store, replication.SlaveOptions{
 			MasterAddr:            ho.MasterAddr,
 			HousekeepingInterval:  ho.HousekeepingInterval,
@@ -155,25 +131,61 @@ func (b *Broker) initHA() error {
 	return nil
 }
 
-// Role is the broker's role.
-func (b *Broker) Role() Role { return b.opts.BrokerRole }
-
-// HAMaster is the replication master of a master broker (nil on a slave). The node runs it
-// (Run) and, once it is Ready, calls SetHAServerAddr before registering.
-func (b *Broker) HAMaster() *replication.Master { return b.ha.master }
-
-// HASlave is the replication slave of a slave broker (nil on a master). The node runs it.
-func (b *Broker) HASlave() *replication.Slave { return b.ha.slave }
-
-// SetHAServerAddr sets the HA address this broker advertises in REGISTER_BROKER.
-func (b *Broker) SetHAServerAddr(addr string) { b.ha.haServerAddr.Store(&addr) }
-
-// haServerAddr is the advertised HA address ("" on slaves and before the listener is bound).
-func (b *Broker) haServerAddr() string {
-	if b.ha == nil {
-		return b.opts.HAServerAddr
+// startHA starts the replication slave, or the master, under g. A master's listener must be
+// bound before Run registers, since REGISTER_BROKER carries its address: startHA waits for it,
+// or for ctx to end (then Run learns from g.Wait whether the listener failed).
+func (b *Broker) startHA(ctx context.Context, g *errgroup.Group) error {
+	if s := b.ha.slave; s != nil {
+		g.Go(func() error { return s.Run(ctx) })
+		return nil
 	}
-	return *b.ha.haServerAddr.Load()
+	m := b.ha.master
+	g.Go(func() error {
+		if err := m.Run(ctx); err != nil {
+			return fmt.Errorf("broker: HA listener: %w", err)
+		}
+		return nil
+	})
+	select {
+	case <-m.Ready():
+	case <-ctx.Done():
+		return nil
+	}
+	addr, err := AdvertisedAddr(m.Addr(), b.opts.HA.AdvertisedIP)
+	if err != nil {
+		return fmt.Errorf("broker: HA listener: %w", err)
+	}
+	b.ha.haServerAddr.Store(&addr)
+	return nil
+}
+
+// Role is the broker's role.
+func (b *Broker) Role() storage.BrokerRole { return b.opts.BrokerRole }
+
+// HAAddr is the address a master advertises its HA listener under, sent in REGISTER_BROKER so
+// slaves learn it; "" on a slave and until Run has bound the listener.
+func (b *Broker) HAAddr() string {
+	if p := b.ha.haServerAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// MasterHAAddr is the master HA address a slave follows (HA.MasterAddr, else learned from the
+// name servers), or "" on a master and before a slave learned it.
+func (b *Broker) MasterHAAddr() string {
+	if b.ha.slave == nil {
+		return ""
+	}
+	return b.ha.slave.MasterAddr()
+}
+
+// ConnectedSlaves is the number of slaves connected to a master's HA listener (0 on a slave).
+func (b *Broker) ConnectedSlaves() int {
+	if b.ha.master == nil {
+		return 0
+	}
+	return len(b.ha.master.Slaves())
 }
 
 // MasterAddr is the master broker address a slave learned from the name servers, or "".
@@ -215,7 +227,7 @@ func (b *Broker) onDispatch(e storage.DispatchEvent) {
 // put status RocketMQ answers (FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE). Other roles return
 // at once.
 func (b *Broker) waitForSlave(ctx context.Context, r *storage.PutResult) {
-	if b.opts.BrokerRole != RoleSyncMaster || b.ha.master == nil || !putStored(r.Status) {
+	if b.opts.BrokerRole != storage.SyncMaster || b.ha.master == nil || !putStored(r.Status) {
 		return
 	}
 	// ctx is the dispatcher's: it ends when the node closes, which must not wait out

@@ -7,18 +7,20 @@ import (
 	"io"
 	"math"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
 )
 
-// startSyncMaster starts a SYNC_MASTER broker and runs its HA master (the node does that
-// outside tests) until the test ends.
+// startSyncMaster starts a SYNC_MASTER broker, whose Run has bound its HA listener by the time
+// it is Ready.
 func startSyncMaster(t *testing.T, secret string) *testBroker {
 	t.Helper()
-	tb := startTestBroker(t, func(o *Options) {
-		o.BrokerRole = RoleSyncMaster
+	return startTestBroker(t, func(o *Options) {
+		o.BrokerRole = storage.SyncMaster
 		o.HA = HAOptions{
 			ListenAddr:       "127.0.0.1:0",
 			SyncFlushTimeout: 100 * time.Millisecond,
@@ -28,17 +30,6 @@ func startSyncMaster(t *testing.T, secret string) *testBroker {
 			HandshakeTimeout:     100 * time.Millisecond,
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- tb.HAMaster().Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("HA master: %v", err)
-		}
-	})
-	<-tb.HAMaster().Ready()
-	return tb
 }
 
 func syncSend(t *testing.T, tb *testBroker, body string) *remoting.Command {
@@ -52,7 +43,7 @@ func syncSend(t *testing.T, tb *testBroker, body string) *remoting.Command {
 // not acknowledged by its lie: with it gone no slave is available.
 func TestHASyncMasterIgnoresFakeReport(t *testing.T) {
 	tb := startSyncMaster(t, "")
-	c, err := net.Dial("tcp", tb.HAMaster().Addr())
+	c, err := net.Dial("tcp", tb.HAAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +52,7 @@ func TestHASyncMasterIgnoresFakeReport(t *testing.T) {
 	if _, err := c.Write(report[:]); err != nil { // 0: "I hold nothing"
 		t.Fatal(err)
 	}
-	eventually(t, "the peer to count as a slave", func() bool { return len(tb.HAMaster().Slaves()) == 1 })
+	eventually(t, "the peer to count as a slave", func() bool { return tb.ConnectedSlaves() == 1 })
 	binary.BigEndian.PutUint64(report[:], math.MaxInt64)
 	if _, err := c.Write(report[:]); err != nil {
 		t.Fatal(err)
@@ -72,7 +63,7 @@ func TestHASyncMasterIgnoresFakeReport(t *testing.T) {
 			t.Fatal("the master kept a peer that reported MaxInt64")
 		}
 	}
-	eventually(t, "the peer to be forgotten", func() bool { return len(tb.HAMaster().Slaves()) == 0 })
+	eventually(t, "the peer to be forgotten", func() bool { return tb.ConnectedSlaves() == 0 })
 	resp := syncSend(t, tb, "after the lie")
 	if resp.Code != remoting.SlaveNotAvailable {
 		t.Fatalf("send after a fake report: code %d %q, want SLAVE_NOT_AVAILABLE (%d)",
@@ -87,7 +78,7 @@ func TestHASecretWired(t *testing.T) {
 	if resp := syncSend(t, tb, "stored before any slave"); resp.Code != remoting.SlaveNotAvailable {
 		t.Fatalf("send: code %d %q, want SLAVE_NOT_AVAILABLE", resp.Code, resp.Remark)
 	}
-	c, err := net.Dial("tcp", tb.HAMaster().Addr())
+	c, err := net.Dial("tcp", tb.HAAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +95,55 @@ func TestHASecretWired(t *testing.T) {
 	if len(got) != 32 {
 		t.Fatalf("a peer without the secret received %d bytes, want only the 32-byte challenge", len(got))
 	}
-	if n := len(tb.HAMaster().Slaves()); n != 0 {
+	if n := tb.ConnectedSlaves(); n != 0 {
 		t.Fatalf("%d slaves", n)
 	}
+}
+
+// A master whose HA port is taken fails Run, naming the HA listener, and never gets Ready: it
+// must not register an HA address nobody serves.
+func TestRunFailsWhenHAListenerCannotBind(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	opts := testOptions(t, t.TempDir())
+	opts.BrokerAddr = "127.0.0.1:10911"
+	opts.HA.ListenAddr = taken.Addr().String()
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = b.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "broker: HA listener") {
+		t.Fatalf("Run: %v, want an HA listener error", err)
+	}
+	select {
+	case <-b.Ready():
+		t.Fatal("Ready closed by a Run that failed")
+	default:
+	}
+	if b.HAAddr() != "" {
+		t.Fatalf("HA address %q advertised without a listener", b.HAAddr())
+	}
+}
+
+// Run binds a master's HA listener before it is Ready and advertises it under AdvertisedIP;
+// a slave has no HA address and follows the master HA address it was given.
+func TestRunAdvertisesHAAddr(t *testing.T) {
+	m := startTestBroker(t, func(o *Options) { o.HA.AdvertisedIP = "10.1.2.3" })
+	_, port, err := net.SplitHostPort(m.ha.master.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := net.JoinHostPort("10.1.2.3", port); m.HAAddr() != want {
+		t.Fatalf("master HA address %q, want %q", m.HAAddr(), want)
+	}
+	s := startTestBroker(t, func(o *Options) { o.BrokerID = 1; o.HA.MasterAddr = m.ha.master.Addr() })
+	if s.HAAddr() != "" || s.MasterHAAddr() != m.ha.master.Addr() {
+		t.Fatalf("slave: HA address %q, master HA address %q", s.HAAddr(), s.MasterHAAddr())
+	}
+	eventually(t, "the slave to connect", func() bool { return m.ConnectedSlaves() == 1 })
 }

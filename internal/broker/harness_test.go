@@ -26,11 +26,13 @@ type testBroker struct {
 	srvEnd chan error
 }
 
-// testOptions are millisecond periods and 64 KiB segments.
+// testOptions are millisecond periods, 64 KiB segments and, for masters, an HA listener on a
+// free loopback port.
 func testOptions(t testing.TB, dir string) Options {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	return Options{
 		Store:                       storage.Options{Dir: dir, SegmentBytes: 64 << 10, ConsumeQueueUnits: 1000},
+		HA:                          HAOptions{ListenAddr: "127.0.0.1:0"},
 		FlushConsumerOffsetInterval: 20 * time.Millisecond,
 		RegisterNameServerPeriod:    50 * time.Millisecond,
 		ChannelExpiredTimeout:       time.Second,
@@ -76,6 +78,14 @@ func startTestBrokerIn(t testing.TB, dir string, mutate func(*Options)) *testBro
 	tb.Broker = b
 	b.Register(tb.d)
 	go func() { tb.done <- b.Run(ctx) }()
+	select {
+	case <-b.Ready():
+	case err := <-tb.done:
+		cancel()
+		<-tb.srvEnd
+		b.Close()
+		t.Fatalf("broker run: %v", err)
+	}
 	tb.TCP = remoting.NewClient(remoting.ClientOptions{ScanInterval: 20 * time.Millisecond})
 	tb.InProc = remoting.NewInProcTransport(func(addr string) *remoting.Dispatcher {
 		if addr == tb.Addr {

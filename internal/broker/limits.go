@@ -24,7 +24,9 @@ const (
 	DefaultMaxHeldPulls              = 65536
 	// DefaultMaxQueueNums caps a topic's read and write queue counts and a group's
 	// retryQueueNums; 1024 is the bound RocketMQ's admin tools and console follow by convention.
-	DefaultMaxQueueNums = 1024
+	// The name service clamps registrations to the same setting and owns the value, as it
+	// cannot import the broker.
+	DefaultMaxQueueNums = route.DefaultMaxQueueNums
 )
 
 // minMaxQueueNums is the smallest MaxQueueNums allowed: the system topics' own counts

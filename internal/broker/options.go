@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -13,13 +14,14 @@ import (
 
 // Defaults, named after RocketMQ 4.x BrokerConfig / MessageStoreConfig settings.
 const (
+	DefaultClusterName                 = "DefaultCluster" // brokerClusterName
+	DefaultBrokerName                  = "broker-a"       // brokerName
 	DefaultRegisterNameServerPeriod    = 30 * time.Second // registerNameServerPeriod
 	DefaultFlushConsumerOffsetInterval = 5 * time.Second  // flushConsumerOffsetInterval
 	DefaultChannelExpiredTimeout       = 120 * time.Second
 	DefaultRebalanceLockMaxLiveTime    = 60 * time.Second // rebalance.lock.maxLiveTime
 	DefaultShortPollingTime            = time.Second      // shortPollingTimeMills
 	DefaultTopicQueueNums              = 8                // defaultTopicQueueNums
-	DefaultMaxMessageBytes             = 4 << 20          // maxMessageSize
 	DefaultSlaveReadEnable             = false
 	DefaultTransactionCheckInterval    = 60 * time.Second
 	DefaultScanConnectionInterval      = 10 * time.Second // ClientHousekeepingService period
@@ -31,15 +33,12 @@ type Options struct {
 	BrokerName  string
 	BrokerID    int64
 	// BrokerAddr is the "ip:port" clients are told to dial and the store host written into
-	// every record (RocketMQ brokerIP1 + listenPort). Required.
+	// every record (RocketMQ brokerIP1 + listenPort; AdvertisedAddr forms it). Required.
 	BrokerAddr string
-	// BrokerRole is RoleAsyncMaster (default for broker id 0), RoleSyncMaster or RoleSlave
-	// (default, and required, for a broker id above 0). See ha.go.
-	BrokerRole Role
-	// HAServerAddr is the master's advertised replication address, sent in REGISTER_BROKER so
-	// slaves learn it. The node sets it (SetHAServerAddr) once the HA listener is bound.
-	HAServerAddr string
-	// HA configures replication: the master's HA listener or the slave's link to its master.
+	// BrokerRole is the broker's part in its group; "" means storage.DefaultRole(BrokerID).
+	BrokerRole storage.BrokerRole
+	// HA configures replication, which Run starts: the master's HA listener or the slave's
+	// link to its master.
 	HA HAOptions
 	// NameServers receive REGISTER_BROKER every RegisterNameServerPeriod.
 	NameServers []string
@@ -57,7 +56,7 @@ type Options struct {
 	DisableAutoCreateSubscriptionGroup bool
 	// DefaultTopicQueueNums is the queue count of TBW102 and of auto-created topics.
 	DefaultTopicQueueNums int32
-	// MaxMessageBytes is the largest body accepted.
+	// MaxMessageBytes is the largest body accepted, storage.DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// LongPollingDisable answers empty pulls after ShortPollingTime instead of holding them
 	// until a message arrives (longPollingEnable = !LongPollingDisable).
@@ -103,16 +102,16 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.ClusterName == "" {
-		o.ClusterName = "DefaultCluster"
+		o.ClusterName = DefaultClusterName
 	}
 	if o.BrokerName == "" {
-		o.BrokerName = "broker-a"
+		o.BrokerName = DefaultBrokerName
 	}
 	if o.DefaultTopicQueueNums <= 0 {
 		o.DefaultTopicQueueNums = DefaultTopicQueueNums
 	}
 	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
+		o.MaxMessageBytes = storage.DefaultMaxMessageBytes
 	}
 	if o.Store.MaxMessageBytes <= 0 {
 		o.Store.MaxMessageBytes = o.MaxMessageBytes
@@ -178,4 +177,34 @@ func (o Options) validate() error {
 	errs = append(errs, o.limitsValidate())
 	errs = append(errs, o.namesValidate())
 	return errors.Join(errs...)
+}
+
+// AdvertisedAddr is the "ip:port" a listener bound to listen is known by, for the broker's own
+// address and a master's HA address alike: ip (RocketMQ brokerIP1), else the listener's host,
+// else, for a wildcard listener, this machine's first non-loopback IPv4 address.
+func AdvertisedAddr(listen, ip string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("listener address %q: %w", listen, err)
+	}
+	if ip == "" {
+		ip = host
+		if a, err := netip.ParseAddr(host); err != nil || a.IsUnspecified() {
+			ip = firstIPv4()
+		}
+	}
+	return net.JoinHostPort(ip, port), nil
+}
+
+// firstIPv4 is this machine's first non-loopback IPv4 address, or 127.0.0.1 without one.
+func firstIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
 }

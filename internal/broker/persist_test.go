@@ -91,11 +91,11 @@ func manyGroupsHeartbeat(clientID, prefix string, n int) *remoting.Command {
 	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
 }
 
-// waitRegistered waits for the broker's first registration, after which topic changes wait
-// for their own round.
+// waitRegistered waits for the broker's first registration (Run makes it before Ready), after
+// which topic changes wait for their own round.
 func waitRegistered(t testing.TB, tb *testBroker) {
 	t.Helper()
-	eventually(t, "first registration", tb.registered.Load)
+	<-tb.Ready()
 }
 
 // readTopicsFile reads topics.json as the next start would.

@@ -118,9 +118,9 @@ func (b *Broker) registerRound(ctx context.Context) {
 	b.reg.finish(upTo)
 }
 
-// runRegistration registers with every name server at start, every RegisterNameServerPeriod and
-// whenever the topics change, and unregisters when ctx ends. It runs every round after the
-// first, so rounds never overlap.
+// runRegistration registers with every name server every RegisterNameServerPeriod and whenever
+// the topics change, and unregisters when ctx ends. Run made the first round before starting
+// it, and it runs every later one, so rounds never overlap.
 func (b *Broker) runRegistration(ctx context.Context) error {
 	if len(b.opts.NameServers) == 0 {
 		<-ctx.Done()
@@ -128,10 +128,6 @@ func (b *Broker) runRegistration(ctx context.Context) error {
 	}
 	t := time.NewTicker(b.opts.RegisterNameServerPeriod)
 	defer t.Stop()
-	if !b.registered.Load() {
-		b.registerRound(ctx)
-		b.registered.Store(true)
-	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -145,16 +141,14 @@ func (b *Broker) runRegistration(ctx context.Context) error {
 	}
 }
 
-// RegisterWithNameServers registers with every name server now and returns when each has
-// answered or failed. The node calls it before StartNode returns, as RocketMQ's broker registers
-// during start, so a client given the node's address finds TBW102 and the broker's topics at
-// once.
-func (b *Broker) RegisterWithNameServers(ctx context.Context) {
+// registerFirst registers with every name server and returns when each has answered or
+// failed. Run calls it before it is Ready, as RocketMQ's broker registers during start, so a
+// client given the node's address finds TBW102 and the broker's topics at once.
+func (b *Broker) registerFirst(ctx context.Context) {
 	if len(b.opts.NameServers) == 0 {
 		return
 	}
 	b.registerRound(ctx)
-	b.registered.Store(true)
 }
 
 // registerAll sends REGISTER_BROKER to every name server in parallel, as RocketMQ's
@@ -168,7 +162,7 @@ func (b *Broker) registerAll(ctx context.Context) {
 			defer wg.Done()
 			req := route.BuildRegisterBroker(&route.RegisterBrokerRequest{
 				ClusterName: b.opts.ClusterName, BrokerName: b.opts.BrokerName, BrokerAddr: b.opts.BrokerAddr,
-				HAServerAddr: b.haServerAddr(), BrokerID: b.opts.BrokerID, Body: body})
+				HAServerAddr: b.HAAddr(), BrokerID: b.opts.BrokerID, Body: body})
 			rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 			defer cancel()
 			resp, err := b.opts.Transport.InvokeSync(rctx, ns, req)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +17,7 @@ import (
 )
 
 // haOpts are a node's options for HA tests: loopback, free ports, short periods.
-func haOpts(t *testing.T, role BrokerRole) Options {
+func haOpts(t *testing.T, role storage.BrokerRole) Options {
 	return Options{
 		Listen:                   "127.0.0.1:0",
 		StoreDir:                 t.TempDir(),
@@ -46,7 +48,7 @@ func startNode(t *testing.T, opts Options) *Node {
 
 // startSlave starts a slave (no name service) of the master node m.
 func startSlave(t *testing.T, m *Node, mutate func(*Options)) *Node {
-	o := haOpts(t, Slave)
+	o := haOpts(t, storage.Slave)
 	o.DisableNameServer = true
 	o.NameServers = []string{m.NameServerAddr()}
 	if mutate != nil {
@@ -134,7 +136,7 @@ func equalCommitLogs(t *testing.T, master, slave *storage.Store) {
 }
 
 func TestHAMasterSlave(t *testing.T) {
-	mo := haOpts(t, AsyncMaster)
+	mo := haOpts(t, storage.AsyncMaster)
 	mo.DelayLevels = []time.Duration{10 * time.Millisecond}
 	m := startNode(t, mo)
 	if m.HAAddr() == "" {
@@ -148,7 +150,7 @@ func TestHAMasterSlave(t *testing.T) {
 		t.Fatalf("slave broker: master %v, role %s", s.Broker().IsMaster(), s.Broker().Role())
 	}
 	eventually(t, "the slave to learn its master", func() bool {
-		return s.Broker().HASlave().MasterAddr() == m.HAAddr() && s.Broker().MasterAddr() == m.BrokerAddr()
+		return s.Broker().MasterHAAddr() == m.HAAddr() && s.Broker().MasterAddr() == m.BrokerAddr()
 	})
 
 	const n = 60
@@ -238,12 +240,12 @@ func TestHAMasterSlave(t *testing.T) {
 }
 
 func TestHASyncMaster(t *testing.T) {
-	m := startNode(t, haOpts(t, SyncMaster))
+	m := startNode(t, haOpts(t, storage.SyncMaster))
 	if resp := send(t, m, m.BrokerAddr(), "SYNC", 0, "alone"); resp.Code != remoting.SlaveNotAvailable {
 		t.Fatalf("sync master without slave: code %d %q, want %d", resp.Code, resp.Remark, remoting.SlaveNotAvailable)
 	}
 	s := startSlave(t, m, nil)
-	eventually(t, "the slave to connect", func() bool { return len(m.Broker().HAMaster().Slaves()) > 0 })
+	eventually(t, "the slave to connect", func() bool { return m.Broker().ConnectedSlaves() > 0 })
 	for i := range 20 {
 		if resp := send(t, m, m.BrokerAddr(), "SYNC", int32(i%2), fmt.Sprintf("s-%d", i)); resp.Code != remoting.Success {
 			t.Fatalf("sync send %d: code %d %q", i, resp.Code, resp.Remark)
@@ -257,7 +259,7 @@ func TestHASyncMaster(t *testing.T) {
 }
 
 func TestHASuggestSlave(t *testing.T) {
-	o := haOpts(t, AsyncMaster)
+	o := haOpts(t, storage.AsyncMaster)
 	o.SlaveReadEnable = true
 	o.AccessMessageInMemoryMaxBytes = 1 // any unread byte is "far behind"
 	m := startNode(t, o)
@@ -272,7 +274,7 @@ func TestHASuggestSlave(t *testing.T) {
 		t.Fatalf("far-behind pull: code %d, suggest %d, want 0 and 1", resp.Code, rh.SuggestWhichBrokerID)
 	}
 
-	o = haOpts(t, AsyncMaster)
+	o = haOpts(t, storage.AsyncMaster)
 	o.AccessMessageInMemoryMaxBytes = 1 // slave reading disabled: always the master
 	m2 := startNode(t, o)
 	if resp := send(t, m2, m2.BrokerAddr(), "SLOW", 0, "y"); resp.Code != remoting.Success {
@@ -288,7 +290,7 @@ func TestHASuggestSlave(t *testing.T) {
 
 func TestHAOptionsValidate(t *testing.T) {
 	for _, o := range []Options{
-		{BrokerRole: AsyncMaster, BrokerID: 2},
+		{BrokerRole: storage.AsyncMaster, BrokerID: 2},
 		{BrokerRole: "PRIMARY"},
 		{HAListen: "nope"},
 	} {
@@ -296,10 +298,10 @@ func TestHAOptionsValidate(t *testing.T) {
 			t.Errorf("%+v: no error", o)
 		}
 	}
-	if o := (Options{BrokerID: 2}).withDefaults(); o.BrokerRole != Slave {
+	if o := (Options{BrokerID: 2}).withDefaults(); o.BrokerRole != storage.Slave {
 		t.Errorf("broker id 2 defaults to role %s", o.BrokerRole)
 	}
-	if o := (Options{BrokerRole: Slave}).withDefaults(); o.BrokerID != 1 {
+	if o := (Options{BrokerRole: storage.Slave}).withDefaults(); o.BrokerID != 1 {
 		t.Errorf("a slave with no id gets id %d", o.BrokerID)
 	}
 }
@@ -307,7 +309,7 @@ func TestHAOptionsValidate(t *testing.T) {
 // A slave that connects but never acknowledges makes a sync master answer FLUSH_SLAVE_TIMEOUT
 // once HASyncFlushTimeout passed; the message is stored all the same.
 func TestHASyncMasterSlaveTimeout(t *testing.T) {
-	o := haOpts(t, SyncMaster)
+	o := haOpts(t, storage.SyncMaster)
 	o.HASyncFlushTimeout = 50 * time.Millisecond
 	m := startNode(t, o)
 	c, err := net.Dial("tcp", m.HAAddr())
@@ -319,10 +321,35 @@ func TestHASyncMasterSlaveTimeout(t *testing.T) {
 	if _, err := c.Write(report[:]); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fake slave to count", func() bool { return len(m.Broker().HAMaster().Slaves()) > 0 })
+	eventually(t, "the fake slave to count", func() bool { return m.Broker().ConnectedSlaves() > 0 })
 	resp := send(t, m, m.BrokerAddr(), "SYNC", 0, "unacked")
 	if resp.Code != remoting.FlushSlaveTimeout {
 		t.Fatalf("send: code %d %q, want %d", resp.Code, resp.Remark, remoting.FlushSlaveTimeout)
 	}
 	eventually(t, "the message to be stored", func() bool { return m.Broker().Store().MaxOffsetInQueue("SYNC", 0) == 1 })
+}
+
+// A master whose HA port is taken does not start: Start says why and stops everything it
+// started, leaving no goroutine and the store unlocked.
+func TestHAListenerFailureFailsStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	o := haOpts(t, storage.SyncMaster)
+	o.HAListen = taken.Addr().String()
+	before := runtime.NumGoroutine()
+	n, err := Start(o)
+	if err == nil {
+		n.Close()
+		t.Fatal("a node started without its HA listener")
+	}
+	if !strings.Contains(err.Error(), "mq: broker: HA listener: ") || !strings.Contains(err.Error(), taken.Addr().String()) {
+		t.Fatalf("error %q does not name the HA listener and its address", err)
+	}
+	// An exiting goroutine may still count for a moment after Start's wait for it returned.
+	eventually(t, "the failed node's goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
+	o.HAListen = "127.0.0.1:0"
+	startNode(t, o) // the failed node left the store unlocked
 }

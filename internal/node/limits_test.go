@@ -9,12 +9,13 @@ import (
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
 )
 
 // TestLimitOptionsReachTheBroker: the node's MaxQueueNums, MaxLongPollingSuspend and
 // MaxHeldPulls are the broker's.
 func TestLimitOptionsReachTheBroker(t *testing.T) {
-	o := haOpts(t, AsyncMaster)
+	o := haOpts(t, storage.AsyncMaster)
 	o.MaxQueueNums = 32
 	o.MaxLongPollingSuspend = 300 * time.Millisecond
 	o.MaxHeldPulls = 1
@@ -69,7 +70,7 @@ func TestLimitOptionsReachTheBroker(t *testing.T) {
 
 // TestMaxMessageBytesReachesTheBroker: the node's MaxMessageBytes is the broker's maxMessageSize.
 func TestMaxMessageBytesReachesTheBroker(t *testing.T) {
-	o := haOpts(t, AsyncMaster)
+	o := haOpts(t, storage.AsyncMaster)
 	o.MaxMessageBytes = 1024
 	n := startNode(t, o)
 	if resp := send(t, n, n.BrokerAddr(), "Sized", 0, strings.Repeat("x", 1024)); resp.Code != remoting.Success {

@@ -9,9 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,13 +87,7 @@ func newNode(opts Options) (*Node, error) {
 		}
 	}
 	if !opts.DisableNameServer {
-		n.nameServer = route.NewNameServer(route.Options{
-			ScanInterval: opts.ScanNotActiveBrokerInterval,
-			BrokerExpiry: opts.BrokerChannelExpiredTime,
-			MaxQueueNums: opts.MaxQueueNums,
-			KVConfigPath: filepath.Join(opts.StoreDir, "namesrv", "kvConfig.json"),
-			Logger:       opts.Logger,
-		})
+		n.nameServer = route.NewNameServer(opts.nameServerOptions())
 		if err := n.nameServer.LoadKVConfig(); err != nil {
 			return nil, fmt.Errorf("mq: name service: %w", err)
 		}
@@ -108,17 +99,7 @@ func newNode(opts Options) (*Node, error) {
 
 func (n *Node) newEndpoint(role, addr string) *endpoint {
 	d := remoting.NewDispatcher(n.opts.Logger)
-	srv := remoting.NewServer(d, remoting.ServerOptions{
-		Addr:                 addr,
-		MaxFrameBytes:        n.opts.MaxFrameBytes,
-		MaxHeaderBytes:       n.opts.MaxHeaderBytes,
-		MaxExtFields:         n.opts.MaxExtFields,
-		MaxPendingWriteBytes: n.opts.MaxPendingWriteBytes,
-		MaxConnections:       n.opts.MaxConnections,
-		IdleTimeout:          n.opts.ChannelMaxIdleTime,
-		EventLoops:           n.opts.EventLoops,
-		Logger:               n.opts.Logger,
-	})
+	srv := remoting.NewServer(d, n.opts.serverOptions(addr))
 	// Codes nobody serves: while the node starts (the broker registers its processors once
 	// the listener is bound and the store recovered) say so, afterwards say "not supported".
 	d.RegisterDefault(remoting.ProcessorFunc(func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -167,120 +148,55 @@ func (n *Node) start() error {
 	return nil
 }
 
-// startBroker opens the store (recovering it if needed) and starts the broker on its listener,
-// which is bound by now so the broker knows the address it advertises.
+// startBroker opens the store (recovering it if needed) and runs the broker on its listener,
+// which is bound by now so the broker knows the address it advertises; it returns once the
+// broker is Ready.
 func (n *Node) startBroker(ctx context.Context) error {
 	ep := n.endpointOf("broker")
-	addr, err := advertisedAddr(ep.srv.Addr(), n.opts.BrokerIP)
-	if err != nil {
-		return err
-	}
-	nameServers := n.opts.NameServers
-	if len(nameServers) == 0 && n.nameServer != nil {
-		nameServers = []string{n.endpointOf("namesrv").srv.Addr()}
-	}
 	n.brokerTr = remoting.NewInProcTransport(lookupLocal,
 		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
-	flush := storage.AsyncFlush
-	if n.opts.FlushDiskType == SyncFlush {
-		flush = storage.SyncFlush
-	}
-	haListen, err := n.haListenAddr(ep.srv.Addr())
+	bo, err := n.opts.brokerOptions(ep.srv.Addr(), n.brokerNameServers(), n.brokerTr)
 	if err != nil {
 		return err
 	}
-	b, err := broker.New(broker.Options{
-		ClusterName: n.opts.ClusterName,
-		BrokerName:  n.opts.BrokerName,
-		BrokerID:    n.opts.BrokerID,
-		BrokerAddr:  addr,
-		BrokerRole:  broker.Role(n.opts.BrokerRole),
-		HA: broker.HAOptions{
-			ListenAddr:            haListen,
-			MasterAddr:            n.opts.MasterHA,
-			TransferBatchBytes:    n.opts.HATransferBatchBytes,
-			HousekeepingInterval:  n.opts.HAHousekeepingInterval,
-			SendHeartbeatInterval: n.opts.HASendHeartbeatInterval,
-			SlaveFallBehindMax:    n.opts.HASlaveFallBehindMax,
-			SyncFlushTimeout:      n.opts.HASyncFlushTimeout,
-			TransferWaitInterval:  n.opts.HATransferWaitInterval,
-			ReconnectInterval:     n.opts.HAReconnectInterval,
-			Secret:                n.opts.HASecret,
-		},
-		SlaveReadEnable:               n.opts.SlaveReadEnable,
-		AccessMessageInMemoryMaxBytes: n.opts.AccessMessageInMemoryMaxBytes,
-		SlaveSyncPeriod:               n.opts.SlaveSyncPeriod,
-		NameServers:                   nameServers,
-		Transport:                     n.brokerTr,
-		Store: n.storeOptions(storage.Options{
-			Dir:                           n.opts.StoreDir,
-			FlushDiskType:                 flush,
-			SegmentBytes:                  n.opts.SegmentBytes,
-			FileReservedTime:              n.opts.FileReservedTime,
-			AccessMessageInMemoryMaxRatio: n.opts.AccessMessageInMemoryMaxRatio,
-		}),
-		DisableAutoCreateTopic:      n.opts.DisableAutoCreateTopic,
-		DelayLevels:                 n.opts.DelayLevels,
-		RegisterNameServerPeriod:    n.opts.RegisterNameServerPeriod,
-		FlushConsumerOffsetInterval: n.opts.FlushConsumerOffsetInterval,
-		ChannelExpiredTimeout:       n.opts.ClientChannelExpiredTime,
-		RebalanceLockMaxLiveTime:    n.opts.RebalanceLockMaxLiveTime,
-		MaxLongPollingSuspend:       n.opts.MaxLongPollingSuspend,
-		MaxHeldPullsPerConnection:   n.opts.MaxHeldPullsPerConnection,
-		MaxHeldPulls:                n.opts.MaxHeldPulls,
-		MaxQueueNums:                n.opts.MaxQueueNums,
-		MaxMessageBytes:             n.opts.MaxMessageBytes,
-		Logger:                      n.opts.Logger,
-	})
+	if n.storeHook != nil {
+		n.storeHook(&bo.Store)
+	}
+	b, err := broker.New(bo)
 	if err != nil {
-		return fmt.Errorf("mq: broker: %w", err)
+		return fmt.Errorf("mq: %w", err)
 	}
 	n.broker = b
-	if err := n.startHA(ctx); err != nil {
-		return err
-	}
 	b.Register(ep.d)
-	b.RegisterWithNameServers(ctx)
 	n.g.Go(func() error { return b.Run(ctx) })
-	n.log.Info().Str("broker", n.opts.BrokerName).Str("addr", addr).Str("store", n.opts.StoreDir).
-		Strs("namesrv", nameServers).Msg("broker started")
+	return n.waitBroker(ctx)
+}
+
+// brokerNameServers are the name servers the broker registers with: Options.NameServers, else
+// this node's own.
+func (n *Node) brokerNameServers() []string {
+	if len(n.opts.NameServers) == 0 && n.nameServer != nil {
+		return []string{n.endpointOf("namesrv").srv.Addr()}
+	}
+	return n.opts.NameServers
+}
+
+// waitBroker waits until the broker is Ready, a part of the node failed, or StartTimeout passed.
+func (n *Node) waitBroker(ctx context.Context) error {
+	timeout := time.NewTimer(n.opts.StartTimeout)
+	defer timeout.Stop()
+	select {
+	case <-n.broker.Ready():
+	case <-ctx.Done():
+		n.cancel()
+		return fmt.Errorf("mq: %w", n.g.Wait())
+	case <-timeout.C:
+		return fmt.Errorf("mq: broker not ready after %v", n.opts.StartTimeout)
+	}
+	if addr := n.broker.HAAddr(); addr != "" {
+		n.log.Info().Str("role", "ha").Str("addr", addr).Msg("serving")
+	}
 	return nil
-}
-
-// storeOptions applies the test hook, if any, to the store's options.
-func (n *Node) storeOptions(o storage.Options) storage.Options {
-	if n.storeHook != nil {
-		n.storeHook(&o)
-	}
-	return o
-}
-
-// advertisedAddr is the "ip:port" a broker bound to listen tells clients: ip, else the
-// listener's host, else (for a wildcard listener) the first non-loopback IPv4 address.
-func advertisedAddr(listen, ip string) (string, error) {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", fmt.Errorf("mq: listener address %q: %w", listen, err)
-	}
-	if ip == "" {
-		ip = host
-		if a, err := netip.ParseAddr(host); err != nil || a.IsUnspecified() {
-			ip = firstIPv4()
-		}
-	}
-	return net.JoinHostPort(ip, port), nil
-}
-
-func firstIPv4() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }
 
 func (n *Node) endpointOf(role string) *endpoint {
@@ -307,6 +223,15 @@ func (n *Node) addrOf(role string) string {
 		return ep.srv.Addr()
 	}
 	return ""
+}
+
+// HAAddr is the advertised address of a master's HA listener, or "" for a slave or a node
+// without a broker.
+func (n *Node) HAAddr() string {
+	if n.broker == nil {
+		return ""
+	}
+	return n.broker.HAAddr()
 }
 
 // Broker gives direct access to this node's broker, or nil when it has none, for the module's

@@ -7,54 +7,26 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
-// Defaults of Options, named after the RocketMQ settings they mirror.
+// Defaults of the node's own settings, named after the RocketMQ settings they mirror. Every
+// other setting's default belongs to the part that uses it (route, remoting, broker, storage,
+// replication), which applies it to a zero field.
 const (
 	// DefaultListen is where a node serves when Options.Listen is empty (RocketMQ's name server
 	// port, on loopback so an embedded node is not exposed by accident).
 	DefaultListen = "127.0.0.1:9876"
 	// DefaultStoreDir is the store directory when Options.StoreDir is empty.
 	DefaultStoreDir = "mqdata"
-	// DefaultClusterName, DefaultBrokerName and the master broker id 0 are RocketMQ's.
-	DefaultClusterName = "DefaultCluster"
-	DefaultBrokerName  = "broker-a"
-	// DefaultScanNotActiveBrokerInterval is how often the name service drops silent brokers.
-	DefaultScanNotActiveBrokerInterval = 10 * time.Second
-	// DefaultBrokerChannelExpiredTime is how long a broker may stay silent before its routes go.
-	DefaultBrokerChannelExpiredTime = 120 * time.Second
-	// DefaultChannelMaxIdleTime closes connections that sent nothing for this long
-	// (serverChannelMaxIdleTimeSeconds).
-	DefaultChannelMaxIdleTime = 120 * time.Second
 	// DefaultServerWorkerThreads is the size of each request pool (serverWorkerThreads).
 	DefaultServerWorkerThreads = 8
 	// DefaultServerQueueCapacity is how many requests may wait for a worker before the node
 	// answers SYSTEM_BUSY.
 	DefaultServerQueueCapacity = 10000
-	// DefaultStartTimeout bounds StartNode's wait for its listeners.
+	// DefaultStartTimeout bounds Start's wait for each listener and for the broker.
 	DefaultStartTimeout = 10 * time.Second
-)
-
-// FlushDiskType and BrokerRole are plain strings so that mq.Options, whose fields have the
-// same types, converts to Options without a copy.
-type (
-	FlushDiskType = string
-	BrokerRole    = string
-)
-
-// Flush modes (RocketMQ flushDiskType).
-const (
-	AsyncFlush FlushDiskType = "ASYNC_FLUSH"
-	SyncFlush  FlushDiskType = "SYNC_FLUSH"
-)
-
-// Broker roles (RocketMQ brokerRole).
-const (
-	AsyncMaster BrokerRole = "ASYNC_MASTER"
-	SyncMaster  BrokerRole = "SYNC_MASTER"
-	Slave       BrokerRole = "SLAVE"
 )
 
 // Options is mq.Options field for field, same names and types in the same order, so that package
@@ -68,7 +40,7 @@ type Options struct {
 
 	NameServers                 []string
 	StoreDir                    string
-	FlushDiskType               FlushDiskType
+	FlushDiskType               storage.FlushDiskType
 	ClusterName                 string
 	BrokerName                  string
 	BrokerID                    int64
@@ -96,7 +68,7 @@ type Options struct {
 	EventLoops                  int
 	StartTimeout                time.Duration
 
-	BrokerRole                    BrokerRole
+	BrokerRole                    storage.BrokerRole
 	HAListen                      string
 	MasterHA                      string
 	HATransferBatchBytes          int
@@ -119,45 +91,13 @@ type Options struct {
 	Logger *zerolog.Logger
 }
 
+// withDefaults fills the settings the node itself uses; the parts default the rest.
 func (o Options) withDefaults() Options {
 	if o.Listen == "" {
 		o.Listen = DefaultListen
 	}
 	if o.StoreDir == "" {
 		o.StoreDir = DefaultStoreDir
-	}
-	if o.FlushDiskType == "" {
-		o.FlushDiskType = AsyncFlush
-	}
-	if o.ClusterName == "" {
-		o.ClusterName = DefaultClusterName
-	}
-	if o.BrokerName == "" {
-		o.BrokerName = DefaultBrokerName
-	}
-	if o.ScanNotActiveBrokerInterval <= 0 {
-		o.ScanNotActiveBrokerInterval = DefaultScanNotActiveBrokerInterval
-	}
-	if o.BrokerChannelExpiredTime <= 0 {
-		o.BrokerChannelExpiredTime = DefaultBrokerChannelExpiredTime
-	}
-	if o.ChannelMaxIdleTime <= 0 {
-		o.ChannelMaxIdleTime = DefaultChannelMaxIdleTime
-	}
-	if o.MaxFrameBytes <= 0 {
-		o.MaxFrameBytes = remoting.DefaultMaxFrameBytes
-	}
-	if o.MaxHeaderBytes <= 0 {
-		o.MaxHeaderBytes = remoting.DefaultMaxHeaderBytes
-	}
-	if o.MaxExtFields <= 0 {
-		o.MaxExtFields = remoting.DefaultMaxExtFields
-	}
-	if o.MaxPendingWriteBytes <= 0 {
-		o.MaxPendingWriteBytes = remoting.DefaultMaxPendingWriteBytes
-	}
-	if o.MaxConnections <= 0 {
-		o.MaxConnections = remoting.DefaultMaxConnections
 	}
 	if o.ServerWorkerThreads <= 0 {
 		o.ServerWorkerThreads = DefaultServerWorkerThreads
@@ -169,12 +109,10 @@ func (o Options) withDefaults() Options {
 		o.StartTimeout = DefaultStartTimeout
 	}
 	if o.BrokerRole == "" {
-		o.BrokerRole = AsyncMaster
-		if o.BrokerID > 0 {
-			o.BrokerRole = Slave
-		}
+		o.BrokerRole = storage.DefaultRole(o.BrokerID)
 	}
-	if o.BrokerRole == Slave && o.BrokerID == 0 {
+	// A slave named without an id is the group's first slave, so that -role slave alone works.
+	if o.BrokerRole == storage.Slave && o.BrokerID == 0 {
 		o.BrokerID = 1
 	}
 	return o
@@ -198,9 +136,8 @@ func (o Options) validate() error {
 	if o.DisableNameServer && o.DisableBroker {
 		errs = append(errs, errors.New("mq: a node needs the name service, the broker, or both"))
 	}
-	if o.FlushDiskType != AsyncFlush && o.FlushDiskType != SyncFlush {
-		errs = append(errs, fmt.Errorf("mq: FlushDiskType %q is neither %s nor %s", o.FlushDiskType,
-			AsyncFlush, SyncFlush))
+	if err := o.FlushDiskType.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("mq: %w", err))
 	}
 	if o.BrokerIP != "" {
 		if _, err := netip.ParseAddr(o.BrokerIP); err != nil {
@@ -209,16 +146,8 @@ func (o Options) validate() error {
 	}
 	if o.BrokerID < 0 {
 		errs = append(errs, fmt.Errorf("mq: BrokerID %d is negative", o.BrokerID))
-	}
-	switch o.BrokerRole {
-	case AsyncMaster, SyncMaster:
-		if o.BrokerID != 0 {
-			errs = append(errs, fmt.Errorf("mq: a %s has BrokerID 0, not %d", o.BrokerRole, o.BrokerID))
-		}
-	case Slave:
-	default:
-		errs = append(errs, fmt.Errorf("mq: BrokerRole %q is not %s, %s or %s", o.BrokerRole,
-			AsyncMaster, SyncMaster, Slave))
+	} else if err := o.BrokerRole.Check(o.BrokerID); err != nil {
+		errs = append(errs, fmt.Errorf("mq: %w", err))
 	}
 	for name, addr := range map[string]string{"HAListen": o.HAListen, "MasterHA": o.MasterHA} {
 		if addr == "" {

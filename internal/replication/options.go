@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
@@ -24,8 +25,9 @@ const (
 	// DefaultSlaveFallBehindMax is haSlaveFallbehindMax: a slave further behind than this
 	// does not count as available for sync replication.
 	DefaultSlaveFallBehindMax = 256 << 20
-	// DefaultSyncFlushTimeout is syncFlushTimeout: how long WaitForAck waits.
-	DefaultSyncFlushTimeout = 5 * time.Second
+	// DefaultSyncFlushTimeout is syncFlushTimeout: how long WaitForAck waits. RocketMQ has one
+	// setting for this and for a sync flush's wait, so it is the store's.
+	DefaultSyncFlushTimeout = storage.DefaultSyncFlushTimeout
 	// DefaultTransferWaitInterval is how long the master's writer sleeps when a slave has
 	// everything and nobody called Notify (RocketMQ WriteSocketService waits 100 ms).
 	DefaultTransferWaitInterval = 100 * time.Millisecond
