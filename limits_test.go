@@ -2,6 +2,7 @@ package mq_test
 
 import (
 	"encoding/binary"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -150,9 +151,7 @@ func TestLimitsQueueNums(t *testing.T) {
 // limitsRouteRequest asks for TBW102's route with extra ext fields, in serialization st.
 func limitsRouteRequest(st remoting.SerializeType, extra map[string]string) *remoting.Command {
 	req := route.BuildGetRouteInfo("TBW102")
-	for k, v := range extra {
-		req.SetExt(k, v)
-	}
+	maps.Copy(req.ExtFields, extra)
 	req.Serialize = st
 	return req
 }

@@ -52,11 +52,9 @@ func queryConsumerOffset(ctx context.Context, tr remoting.Transport, addr, group
 }
 
 func updateOffsetRequest(group string, mq MessageQueue, offset int64) *remoting.Command {
-	ext := map[string]string{"consumerGroup": group, "topic": mq.Topic}
-	remoting.PutInt32(ext, "queueId", int32(mq.QueueID))
-	remoting.PutInt64(ext, "commitOffset", offset)
-	ext["bname"] = mq.BrokerName
-	return remoting.NewRequest(remoting.UpdateConsumerOffset, ext, nil)
+	h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: mq.Topic,
+		QueueID: int32(mq.QueueID), CommitOffset: offset, BrokerName: mq.BrokerName}
+	return remoting.NewRequest(remoting.UpdateConsumerOffset, remoting.EncodeHeader(&h), nil)
 }
 
 // updateConsumerOffset stores offset as the group's next offset of mq, waiting for the answer

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -320,11 +322,7 @@ func (p *puller) startedClientID() string {
 func (p *puller) assigned() []MessageQueue {
 	p.queuesMu.Lock()
 	defer p.queuesMu.Unlock()
-	out := make([]MessageQueue, 0, len(p.queues))
-	for mq := range p.queues {
-		out = append(out, mq)
-	}
-	return out
+	return slices.Collect(maps.Keys(p.queues))
 }
 
 // states lists the states of the queues held now.

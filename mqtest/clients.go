@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -108,7 +109,7 @@ func (c *Cluster) createTopic(topic string, queues int) error {
 		if !m.Running() {
 			continue
 		}
-		h := &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "TBW102", ReadQueueNums: int32(queues),
+		h := &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: names.TopicAutoCreate, ReadQueueNums: int32(queues),
 			WriteQueueNums: int32(queues), Perm: route.PermReadWrite, TopicFilterType: "SINGLE_TAG"}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		resp, err := tr.InvokeSync(ctx, m.Addr(), remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil))

@@ -125,14 +125,6 @@ func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 // MarkOneway sets the one-way bit.
 func (c *Command) MarkOneway() { c.Flag |= FlagOneway }
 
-// SetExt sets one extension field, allocating the map on first use.
-func (c *Command) SetExt(key, value string) {
-	if c.ExtFields == nil {
-		c.ExtFields = make(map[string]string, 8)
-	}
-	c.ExtFields[key] = value
-}
-
 // Ext returns one extension field ("" when absent).
 func (c *Command) Ext(key string) string { return c.ExtFields[key] }
 

@@ -465,8 +465,9 @@ func TestClientHeaderLimits(t *testing.T) {
 					}
 					resp := NewResponseFor(req, Success, "")
 					resp.Flag = FlagResponse
+					resp.ExtFields = map[string]string{}
 					for i := range int(req.Code) {
-						resp.SetExt(string(rune('a'+i%26))+itoa(int64(i)), "v")
+						resp.ExtFields[string(rune('a'+i%26))+itoa(int64(i))] = "v"
 					}
 					if _, err := nc.Write(AppendFrame(nil, resp)); err != nil {
 						return

@@ -22,8 +22,6 @@ const (
 	DefaultRebalanceLockMaxLiveTime    = 60 * time.Second // rebalance.lock.maxLiveTime
 	DefaultShortPollingTime            = time.Second      // shortPollingTimeMills
 	DefaultTopicQueueNums              = 8                // defaultTopicQueueNums
-	DefaultSlaveReadEnable             = false
-	DefaultTransactionCheckInterval    = 60 * time.Second
 	DefaultScanConnectionInterval      = 10 * time.Second // ClientHousekeepingService period
 )
 
