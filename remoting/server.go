@@ -407,7 +407,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	var idle []*serverConn
 	s.mu.Lock()
 	for _, sc := range s.conns {
-		if sc.lastActive.Load() < idleBefore {
+		if sc.lastActive.Load() < idleBefore && sc.idled.CompareAndSwap(false, true) {
 			idle = append(idle, sc)
 		}
 	}
@@ -447,6 +447,7 @@ type serverConn struct {
 	local      string
 	lastActive atomic.Int64
 	closed     atomic.Bool
+	idled      atomic.Bool // ConnIdle fired; gnet closes it asynchronously, so later scans skip it
 	stalled    atomic.Bool // in Server.stalls
 	out        outbox
 
