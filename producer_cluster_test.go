@@ -169,7 +169,8 @@ func TestProducerBrokerDownIsolated(t *testing.T) {
 		c := startProdCluster(t)
 		// No route refresh: broker-b stays in the route after it is gone (as it does for up to
 		// 30 s against a real name server), so the sends must find out by themselves.
-		p := newTestProducer(t, c, transport, producer.WithPollNameServerInterval(time.Hour))
+		p := newTestProducer(t, c, transport, producer.WithPollNameServerInterval(time.Hour),
+			producer.WithLatencyFaultTolerance(true))
 		topic := "Down_" + transport
 		waitBothBrokers(t, c, p, topic)
 		c.b.Close()
@@ -297,7 +298,7 @@ func TestProducerOrderedPerKey(t *testing.T) {
 
 func TestProducerOrderedWhenBrokerDown(t *testing.T) {
 	c := startProdCluster(t)
-	p := newTestProducer(t, c, "inproc")
+	p := newTestProducer(t, c, "inproc", producer.WithLatencyFaultTolerance(true))
 	topic := "OrderedDown"
 	waitBothBrokers(t, c, p, topic)
 	time.Sleep(300 * time.Millisecond)

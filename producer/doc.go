@@ -18,22 +18,26 @@
 //     route changes (refreshed every 30 s). A miss asks the name servers; a topic they do not
 //     know borrows TBW102's route (queues capped at 4) so brokers auto-create it. While every
 //     name server is down the cached route keeps working.
-//   - Queue: round robin over the writable queues (one counter per topic). With latency fault
-//     tolerance on (the default), a broker whose send failed is isolated for 600 s and a slow
-//     one for 30 s..600 s by RocketMQ's table (latency 550 ms, 1 s, 2 s, 3 s, 15 s); isolated
-//     brokers are skipped unless none other is left, and a retry avoids the brokers that
-//     already failed this send.
+//   - Queue: round robin over the writable queues (one counter per topic, starting at a
+//     random queue as RocketMQ's ThreadLocalIndex does); a retry avoids the broker the attempt
+//     before failed on. With latency fault tolerance on (off by default, as RocketMQ's
+//     sendLatencyFaultEnable), a broker whose send failed is isolated for 600 s and a slow one
+//     for 30 s..600 s by RocketMQ's table (latency 550 ms, 1 s, 2 s, 3 s, 15 s); isolated
+//     brokers are skipped unless none other is left.
 //   - Request: SEND_MESSAGE_V2 (310, short keys, as Java clients send), or SEND_BATCH_MESSAGE
 //     (320) for SendBatch. Each message gets a UNIQ_KEY (each batch element too, unlike the
 //     official Go client). Bodies of at least 4 KiB are zlib-compressed (level 5).
-//   - Retries: SendSync, SendBatch and SendAsync retry transport errors and the retryable codes
-//     (SYSTEM_ERROR, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST) on another broker,
-//     up to retries (default 2) more attempts within the send timeout (3 s for all attempts).
-//     A *SendError lists every attempt; errors.Is/As see each attempt's error.
+//   - Retries, as RocketMQ 4.9: SendSync and SendBatch retry transport errors and the
+//     retryable codes (SYSTEM_ERROR, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST) on
+//     another broker, up to retries (default 2) more attempts; SendAsync retries only attempts
+//     that got no answer, up to async retries (default 2); SendOneway is sent once. All
+//     attempts share the send timeout (3 s): none starts once it is spent. A *SendError lists
+//     every attempt; errors.Is/As see each attempt's error.
 //   - Ordered: SendOrdered with a MessageQueueSelector (HashSelector, RandomSelector or your
-//     own). StrictOrder never leaves the selected queue and never retries; FailoverOrder moves to
-//     the next available queue while the selected broker is isolated. SendToQueue sends to one
-//     queue, once.
+//     own); when the selector outlasts the send timeout nothing is sent. StrictOrder never
+//     leaves the selected queue and never retries; FailoverOrder moves to the next available
+//     queue while the selected broker is isolated (fault tolerance on). SendToQueue sends to
+//     one queue, once.
 //
 // A Producer is safe for concurrent use. Messages are only read, never kept or modified.
 package producer

@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// Latency fault tolerance (RocketMQ MQFaultStrategy / LatencyFaultToleranceImpl): after each
-// send the broker's latency picks an isolation period from the table below; a failed send
-// counts as failureLatency. While isolated, queue selection skips the broker unless no other
-// broker is left.
+// Latency fault tolerance (RocketMQ MQFaultStrategy / LatencyFaultToleranceImpl), off unless
+// WithLatencyFaultTolerance(true), as RocketMQ's sendLatencyFaultEnable: after each send the
+// broker's latency picks an isolation period from the table below; a failed send counts as
+// failureLatency. While isolated, queue selection skips the broker unless no other broker is
+// left. Off, nothing is recorded and every broker is available, as RocketMQ's updateFaultItem
+// does nothing then.
 var (
 	latencyMax   = [...]time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 550 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second, 15 * time.Second}
 	notAvailable = [...]time.Duration{0, 0, 30 * time.Second, 60 * time.Second, 120 * time.Second, 180 * time.Second, 600 * time.Second}
@@ -30,8 +32,9 @@ func isolationFor(latency time.Duration) time.Duration {
 }
 
 // faultTolerance tracks isolated brokers. The empty case (no broker isolated) costs one atomic
-// load per check.
+// load per check; off, it costs a field read.
 type faultTolerance struct {
+	on  bool
 	now func() time.Time
 
 	n     atomic.Int32 // len(items)
@@ -39,13 +42,16 @@ type faultTolerance struct {
 	items map[string]time.Time // broker name -> isolated until
 }
 
-func newFaultTolerance(now func() time.Time) *faultTolerance {
-	return &faultTolerance{now: now, items: make(map[string]time.Time)}
+func newFaultTolerance(on bool, now func() time.Time) *faultTolerance {
+	return &faultTolerance{on: on, now: now, items: make(map[string]time.Time)}
 }
 
 // update records a send to broker that took latency (failed: counted as failureLatency). A
 // send that earns no isolation ends the broker's isolation: it works again.
 func (f *faultTolerance) update(broker string, latency time.Duration, failed bool) {
+	if !f.on {
+		return
+	}
 	if failed {
 		latency = failureLatency
 	}
@@ -73,7 +79,7 @@ func (f *faultTolerance) update(broker string, latency time.Duration, failed boo
 
 // state reports whether broker may be used now and, if not, when it may again.
 func (f *faultTolerance) state(broker string) (bool, time.Time) {
-	if f.n.Load() == 0 {
+	if !f.on || f.n.Load() == 0 {
 		return true, time.Time{}
 	}
 	f.mu.RLock()

@@ -9,13 +9,17 @@ import (
 
 // Step 5 of a send (send.go): an attempt handed to the transport, in the three ways a caller
 // may wait, one function each, and the loop around each that runs a send's attempts through
-// the shared retry policy (retry.go). An attempt goes to its queue's master (route.go) with
-// the request built for that queue (encode.go), bounded by the send's deadline.
+// the shared retry policy (retry.go). An attempt starts only while the send's deadline has not
+// passed, goes to its queue's master (route.go) with the request built for that queue
+// (encode.go), and is bounded by the deadline.
 
 // runSync runs attempts one after another, each waiting for the broker's answer (step 6),
 // until one is stored or the retry policy gives up.
 func (s *send) runSync(ctx context.Context) (*SendResult, error) {
 	for {
+		if !s.timeLeft() {
+			return nil, s.failure
+		}
 		q := s.next()
 		start := time.Now()
 		res, addr, err := s.invokeSync(ctx, q)
@@ -45,11 +49,15 @@ func (s *send) invokeSync(ctx context.Context, q MessageQueue) (*SendResult, str
 	return res, addr, err
 }
 
-// runOneway runs attempts until the transport takes one. Nothing waits for the broker, so
-// only a failure to hand the request over is retried, and a success says nothing about the
-// broker's latency: the fault strategy hears of failures only.
+// runOneway hands the send's one attempt to the transport (SendOneway allows no retry: a
+// request that may have left cannot be sent again without risking a duplicate). Nothing waits
+// for the broker, so a success says nothing about its latency: the fault strategy hears of
+// failures only.
 func (s *send) runOneway(ctx context.Context) error {
 	for {
+		if !s.timeLeft() {
+			return s.failure
+		}
 		q := s.next()
 		addr, err := s.invokeOneway(ctx, q)
 		if err == nil {
@@ -77,6 +85,10 @@ func (s *send) invokeOneway(ctx context.Context, q MessageQueue) (string, error)
 // starts at once; when none is left the callback runs before runAsync returns.
 func (s *send) runAsync() {
 	for {
+		if !s.timeLeft() {
+			s.complete(nil, s.failure)
+			return
+		}
 		q := s.next()
 		start := time.Now()
 		addr, err := s.invokeAsync(q, start)

@@ -3,6 +3,7 @@ package producer
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/mqgo/mq/internal/names"
@@ -12,9 +13,13 @@ import (
 
 // Defaults of the producer options (RocketMQ's DefaultMQProducer values unless noted).
 const (
-	DefaultGroup          = "DEFAULT_PRODUCER"
-	DefaultSendTimeout    = 3 * time.Second
-	DefaultRetries        = 2
+	DefaultGroup       = "DEFAULT_PRODUCER"
+	DefaultSendTimeout = 3 * time.Second
+	// DefaultRetries is retryTimesWhenSendFailed: attempts after the first of a sync send.
+	DefaultRetries = 2
+	// DefaultAsyncRetries is retryTimesWhenSendAsyncFailed: attempts after the first of an
+	// async send whose request got no answer.
+	DefaultAsyncRetries   = 2
 	DefaultMaxMessageSize = 4 << 20
 	DefaultCompressOver   = 4 << 10
 	DefaultCompressLevel  = 5
@@ -42,6 +47,7 @@ type config struct {
 	namespace         string
 	sendTimeout       time.Duration
 	retries           int
+	asyncRetries      int
 	maxMessageSize    int
 	compressOver      int
 	compressLevel     int
@@ -61,6 +67,10 @@ type config struct {
 	logger *zerolog.Logger
 
 	now func() time.Time // clock of the fault strategy; tests replace it
+	// queueStart is where each topic's round robin starts. RocketMQ starts its ThreadLocalIndex
+	// at random so that producers started together do not all send to the same queue first;
+	// tests fix it to make the order of attempts known.
+	queueStart func() uint32
 }
 
 func defaultConfig() config {
@@ -68,10 +78,11 @@ func defaultConfig() config {
 		group:             DefaultGroup,
 		sendTimeout:       DefaultSendTimeout,
 		retries:           DefaultRetries,
+		asyncRetries:      DefaultAsyncRetries,
 		maxMessageSize:    DefaultMaxMessageSize,
 		compressOver:      DefaultCompressOver,
 		compressLevel:     DefaultCompressLevel,
-		faultTolerance:    true,
+		faultTolerance:    false,
 		autoCreateTopic:   true,
 		createTopicKey:    DefaultCreateTopicKey,
 		topicQueueNums:    DefaultTopicQueueNums,
@@ -80,6 +91,7 @@ func defaultConfig() config {
 		pollInterval:      DefaultPollNameServerInterval,
 		heartbeatInterval: DefaultHeartbeatInterval,
 		now:               time.Now,
+		queueStart:        rand.Uint32,
 	}
 }
 
@@ -99,6 +111,9 @@ func (c *config) validate() error {
 	}
 	if c.retries < 0 {
 		bad("retries %d", c.retries)
+	}
+	if c.asyncRetries < 0 {
+		bad("async retries %d", c.asyncRetries)
 	}
 	if c.maxMessageSize <= 0 {
 		bad("max message size %d", c.maxMessageSize)
@@ -148,9 +163,16 @@ func WithSendTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.sendTimeout = d })
 }
 
-// WithRetries sets how many times a failed sync or async send is retried on another broker
-// (default 2, so up to 3 attempts).
+// WithRetries sets how many times a failed SendSync or SendBatch is retried, on another broker
+// than the attempt before (default 2, so up to 3 attempts; RocketMQ's retryTimesWhenSendFailed).
+// Async sends have their own count (WithAsyncRetries); one-way sends are never retried.
 func WithRetries(n int) Option { return optionFunc(func(c *config) { c.retries = n }) }
+
+// WithAsyncRetries sets how many times a SendAsync whose request got no answer (it could not
+// be sent, the connection broke, or the answer did not come in time) is retried, on another
+// broker than the attempt before (default 2; RocketMQ's retryTimesWhenSendAsyncFailed). A
+// broker's error answer is not retried, as in RocketMQ.
+func WithAsyncRetries(n int) Option { return optionFunc(func(c *config) { c.asyncRetries = n }) }
 
 // WithMaxMessageSize sets the largest body accepted (default 4 MiB).
 func WithMaxMessageSize(n int) Option { return optionFunc(func(c *config) { c.maxMessageSize = n }) }
@@ -165,7 +187,11 @@ func WithCompressLevel(level int) Option {
 }
 
 // WithLatencyFaultTolerance turns broker isolation on slow or failed sends on or off (default
-// on; RocketMQ's sendLatencyFaultEnable).
+// off, as RocketMQ's sendLatencyFaultEnable). Off, a retry still avoids the broker the
+// attempt before failed on, but later sends go round robin over every broker. On, each
+// attempt's latency isolates its broker for RocketMQ's notAvailableDuration (550 ms → 30 s,
+// 1 s → 60 s, 2 s → 120 s, 3 s → 180 s, 15 s or a failure → 600 s), during which the round
+// robin skips it unless no other broker is left, and FailoverOrder sends move off it.
 func WithLatencyFaultTolerance(on bool) Option {
 	return optionFunc(func(c *config) { c.faultTolerance = on })
 }

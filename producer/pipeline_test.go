@@ -73,7 +73,9 @@ func TestRequestHeaderIsTheOfficialClients(t *testing.T) {
 }
 
 // Retry policy: sync, oneway and async sends go through the same next/succeeded/failed, so the
-// same broker behaviour must give the same attempts, isolation and error in all three. The
+// same broker behaviour must give the same attempts, isolation and error in all three, except
+// where RocketMQ 4.9's rules differ: one attempt for a one-way send, and async retries only for
+// requests that got no answer. The
 // transport is in memory and the tests run in a synctest bubble, so a send that waits out its
 // timeout takes no real time.
 
@@ -192,17 +194,32 @@ var drivers = []struct {
 }
 
 // fakeProducer is a producer over f. Each gets its own client instance (the transport is part
-// of the instance's key), so no route or fault state leaks between tests.
-func fakeProducer(t *testing.T, f *fakeNet) *Producer {
+// of the instance's key), so no route or fault state leaks between tests. Its round robin
+// starts at 0, so the first attempt goes to broker-a (queue 1) and the order of attempts is
+// known.
+func fakeProducer(t *testing.T, f *fakeNet, opts ...Option) *Producer {
 	t.Helper()
-	p, err := New(WithNameServers("ns:9876"), WithTransport(f), WithInstanceName("pipeline"))
+	opts = append([]Option{WithNameServers("ns:9876"), WithTransport(f), WithInstanceName("pipeline"),
+		optionFunc(func(c *config) { c.queueStart = func() uint32 { return 0 } })}, opts...)
+	p, err := New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func TestRetryPolicySharedBySyncOnewayAsync(t *testing.T) {
+// outcome is what a scripted send must end in.
+type outcome struct {
+	attempts []string // brokers tried, in order (round robin starts on broker-a)
+	stored   bool
+	isolated bool  // broker-a, tried first, is isolated afterwards
+	errIs    error // the send's error wraps it
+	code     int16 // or a *remoting.ResponseError with this code
+	allFail  bool
+	timedOut bool // SendError.Cause is the spent send timeout
+}
+
+func TestRetryPolicySyncOnewayAsync(t *testing.T) {
 	transportErr := fmt.Errorf("dial: %w", remoting.ErrConnClosed)
 	firstFails := func(a fakeAnswer) func(int, string) fakeAnswer {
 		return func(n int, _ string) fakeAnswer {
@@ -212,84 +229,209 @@ func TestRetryPolicySharedBySyncOnewayAsync(t *testing.T) {
 			return fakeAnswer{}
 		}
 	}
+	allFail := func(int, string) fakeAnswer { return fakeAnswer{err: transportErr} }
 	for _, c := range []struct {
 		name     string
 		answered bool // the scenario needs the broker's answer, which a oneway send never reads
+		fault    bool // WithLatencyFaultTolerance(true)
 		attempt  func(n int, addr string) fakeAnswer
-		attempts []string // brokers tried, in order (round robin starts on broker-a)
-		stored   bool
-		isolated bool  // broker-a, tried first, is isolated afterwards
-		errIs    error // the send's error wraps it
-		code     int16 // or a *remoting.ResponseError with this code
-		allFail  bool
-		timedOut bool // SendError.Cause is the spent send timeout
+		want     outcome
+		// by overrides want for the drivers whose RocketMQ rule differs: a one-way send is
+		// sent once, an async send is retried only when no answer came.
+		by map[string]outcome
 	}{
-		{name: "a transport error moves to the other broker", attempt: firstFails(fakeAnswer{err: transportErr}),
-			attempts: []string{"broker-a", "broker-b"}, stored: true, isolated: true},
-		{name: "a retryable code moves to the other broker", answered: true,
-			attempt:  firstFails(fakeAnswer{code: remoting.SystemError}),
-			attempts: []string{"broker-a", "broker-b"}, stored: true, isolated: true},
-		{name: "a refused message is neither retried nor held against the broker", answered: true,
-			attempt:  firstFails(fakeAnswer{code: remoting.MessageIllegal}),
-			attempts: []string{"broker-a"}, code: remoting.MessageIllegal},
-		{name: "a closed transport is neither retried nor held against the broker",
-			attempt:  firstFails(fakeAnswer{err: remoting.ErrClosed}),
-			attempts: []string{"broker-a"}, errIs: remoting.ErrClosed},
-		{name: "every attempt fails",
-			attempt: func(int, string) fakeAnswer { return fakeAnswer{err: transportErr} },
+		{name: "a transport error moves to the other broker, once for oneway",
+			attempt: firstFails(fakeAnswer{err: transportErr}),
+			want:    outcome{attempts: []string{"broker-a", "broker-b"}, stored: true},
+			by:      map[string]outcome{"oneway": {attempts: []string{"broker-a"}, errIs: remoting.ErrConnClosed}}},
+		{name: "with fault tolerance a transport error also isolates the broker", fault: true,
+			attempt: firstFails(fakeAnswer{err: transportErr}),
+			want:    outcome{attempts: []string{"broker-a", "broker-b"}, stored: true, isolated: true},
+			by: map[string]outcome{"oneway": {attempts: []string{"broker-a"}, isolated: true,
+				errIs: remoting.ErrConnClosed}}},
+		{name: "a retryable code moves a sync send to the other broker, not an async one", answered: true,
+			attempt: firstFails(fakeAnswer{code: remoting.SystemError}),
+			want:    outcome{attempts: []string{"broker-a", "broker-b"}, stored: true},
+			by:      map[string]outcome{"async": {attempts: []string{"broker-a"}, code: remoting.SystemError}}},
+		{name: "a refused message is neither retried nor held against the broker", answered: true, fault: true,
+			attempt: firstFails(fakeAnswer{code: remoting.MessageIllegal}),
+			want:    outcome{attempts: []string{"broker-a"}, code: remoting.MessageIllegal}},
+		{name: "a closed transport is neither retried nor held against the broker", fault: true,
+			attempt: firstFails(fakeAnswer{err: remoting.ErrClosed}),
+			want:    outcome{attempts: []string{"broker-a"}, errIs: remoting.ErrClosed}},
+		{name: "every attempt fails, each retry avoiding the broker just tried",
+			attempt: allFail,
+			// The third attempt avoids only broker-b, the last to fail, and the round robin
+			// takes broker-a's next queue (RocketMQ's lastBrokerName).
+			want: outcome{attempts: []string{"broker-a", "broker-b", "broker-a"}, errIs: remoting.ErrConnClosed,
+				allFail: true},
+			by: map[string]outcome{"oneway": {attempts: []string{"broker-a"}, errIs: remoting.ErrConnClosed}}},
+		{name: "every attempt fails with fault tolerance", fault: true,
+			attempt: allFail,
 			// Both brokers are isolated until the same instant (the bubble's clock stands still),
-			// so the third attempt takes the next queue of the round robin.
-			attempts: []string{"broker-a", "broker-b", "broker-b"}, isolated: true, errIs: remoting.ErrConnClosed,
-			allFail: true},
+			// so the third attempt takes the one not tried last.
+			want: outcome{attempts: []string{"broker-a", "broker-b", "broker-a"}, isolated: true,
+				errIs: remoting.ErrConnClosed, allFail: true},
+			by: map[string]outcome{"oneway": {attempts: []string{"broker-a"}, isolated: true,
+				errIs: remoting.ErrConnClosed}}},
 		{name: "the send timeout ends the retries", attempt: firstFails(fakeAnswer{hang: true}),
-			attempts: []string{"broker-a"}, isolated: true, errIs: remoting.ErrTimeout, timedOut: true},
+			want: outcome{attempts: []string{"broker-a"}, errIs: remoting.ErrTimeout, timedOut: true},
+			// A one-way send has no retry to stop: its one attempt's error is the send's.
+			by: map[string]outcome{"oneway": {attempts: []string{"broker-a"}, errIs: remoting.ErrTimeout}}},
 	} {
 		for _, d := range drivers {
 			if c.answered && d.name == "oneway" {
 				continue
 			}
+			want, ok := c.by[d.name]
+			if !ok {
+				want = c.want
+			}
 			t.Run(c.name+"/"+d.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					f := &fakeNet{attempt: c.attempt}
-					p := fakeProducer(t, f)
+					p := fakeProducer(t, f, WithLatencyFaultTolerance(c.fault))
 					defer p.Close()
 					res, err := d.send(t, p, NewMessage("T", []byte("x")))
-					if diff := cmp.Diff(c.attempts, f.brokers()); diff != "" {
-						t.Fatalf("brokers tried (-want +got):\n%s", diff)
-					}
-					if got := !p.fault.available("broker-a"); got != c.isolated {
-						t.Fatalf("broker-a isolated = %v, want %v", got, c.isolated)
-					}
-					last := c.attempts[len(c.attempts)-1]
-					if c.stored {
-						if err != nil {
-							t.Fatal(err)
-						}
-						if res != nil && (res.Attempts != len(c.attempts) || res.Queue.BrokerName != last) {
-							t.Fatalf("result %v, want %d attempts ending on %s", res, len(c.attempts), last)
-						}
-						return
-					}
-					var se *SendError
-					if !errors.As(err, &se) {
-						t.Fatalf("error %v, want a *SendError", err)
-					}
-					var re *remoting.ResponseError
-					if c.errIs != nil && !errors.Is(err, c.errIs) || c.code != 0 && (!errors.As(err, &re) || re.Code != c.code) {
-						t.Fatalf("error %v, want one wrapping %v or code %d", err, c.errIs, c.code)
-					}
-					if len(se.Attempts) != len(c.attempts) || se.AllBrokersFailed != c.allFail || (se.Cause != nil) != c.timedOut {
-						t.Fatalf("SendError %+v: want %d attempts, all failed %v, timed out %v",
-							se, len(c.attempts), c.allFail, c.timedOut)
-					}
+					checkOutcome(t, p, f, want, res, err)
 				})
 			})
 		}
 	}
 }
 
-// TestIsolationWindowAfterAFailedSend: a failed attempt keeps its broker out of the round
-// robin for RocketMQ's 600 s, then lets it back.
+// checkOutcome compares what a send did (its result or error, the attempts f saw and
+// broker-a's isolation) with want.
+func checkOutcome(t *testing.T, p *Producer, f *fakeNet, want outcome, res *SendResult, err error) {
+	t.Helper()
+	if diff := cmp.Diff(want.attempts, f.brokers()); diff != "" {
+		t.Fatalf("brokers tried (-want +got):\n%s", diff)
+	}
+	if got := !p.fault.available("broker-a"); got != want.isolated {
+		t.Fatalf("broker-a isolated = %v, want %v", got, want.isolated)
+	}
+	last := want.attempts[len(want.attempts)-1]
+	if want.stored {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != nil && (res.Attempts != len(want.attempts) || res.Queue.BrokerName != last) {
+			t.Fatalf("result %v, want %d attempts ending on %s", res, len(want.attempts), last)
+		}
+		return
+	}
+	var se *SendError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v, want a *SendError", err)
+	}
+	var re *remoting.ResponseError
+	if want.errIs != nil && !errors.Is(err, want.errIs) || want.code != 0 && (!errors.As(err, &re) || re.Code != want.code) {
+		t.Fatalf("error %v, want one wrapping %v or code %d", err, want.errIs, want.code)
+	}
+	if len(se.Attempts) != len(want.attempts) || se.AllBrokersFailed != want.allFail || (se.Cause != nil) != want.timedOut {
+		t.Fatalf("SendError %+v: want %d attempts, all failed %v, timed out %v",
+			se, len(want.attempts), want.allFail, want.timedOut)
+	}
+}
+
+// TestFaultToleranceOffByDefault: with the default options (RocketMQ's sendLatencyFaultEnable
+// false) a broker that failed is avoided by the same send's retry only; the next sends go
+// round robin over it again. With fault tolerance on it stays out.
+func TestFaultToleranceOffByDefault(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts []Option
+		want []string
+	}{
+		// The round robin runs a1 (fails), b0 (the retry), b1, a0.
+		{"default", nil, []string{"broker-a", "broker-b", "broker-b", "broker-a"}},
+		{"on", []Option{WithLatencyFaultTolerance(true)}, []string{"broker-a", "broker-b", "broker-b", "broker-b"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeNet{attempt: func(n int, _ string) fakeAnswer {
+					if n == 0 {
+						return fakeAnswer{err: remoting.ErrConnClosed}
+					}
+					return fakeAnswer{}
+				}}
+				p := fakeProducer(t, f, c.opts...)
+				defer p.Close()
+				for i := range 3 {
+					res, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := 1 + btoi(i == 0); res.Attempts != want {
+						t.Fatalf("send %d took %d attempts, want %d", i, res.Attempts, want)
+					}
+				}
+				if diff := cmp.Diff(c.want, f.brokers()); diff != "" {
+					t.Fatalf("brokers tried (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
+
+// TestAsyncRetriesCountedApart: async sends have their own retry count
+// (retryTimesWhenSendAsyncFailed), independent of the sync one.
+func TestAsyncRetriesCountedApart(t *testing.T) {
+	for _, c := range []struct {
+		driver int // index in drivers
+		want   outcome
+	}{
+		{0, outcome{attempts: []string{"broker-a"}, errIs: remoting.ErrConnClosed}},
+		{2, outcome{attempts: []string{"broker-a", "broker-b"}, errIs: remoting.ErrConnClosed, allFail: true}},
+	} {
+		d := drivers[c.driver]
+		t.Run(d.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeNet{attempt: func(int, string) fakeAnswer { return fakeAnswer{err: remoting.ErrConnClosed} }}
+				p := fakeProducer(t, f, WithRetries(0), WithAsyncRetries(1))
+				defer p.Close()
+				res, err := d.send(t, p, NewMessage("T", []byte("x")))
+				checkOutcome(t, p, f, c.want, res, err)
+			})
+		})
+	}
+}
+
+// TestSlowSelectorSendsNothing: a selector that returns after the send timeout fails the send
+// with a timeout and no request reaches a broker (RocketMQ's sendSelectImpl check); one that
+// returns in time sends.
+func TestSlowSelectorSendsNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		took time.Duration
+		sent int
+	}{
+		{"in time", DefaultSendTimeout - time.Millisecond, 1},
+		{"too slow", DefaultSendTimeout, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeNet{attempt: func(int, string) fakeAnswer { return fakeAnswer{} }}
+				p := fakeProducer(t, f)
+				defer p.Close()
+				slow := SelectorFunc(func(qs []MessageQueue, _ *Message, _ any) MessageQueue {
+					time.Sleep(c.took)
+					return qs[0]
+				})
+				_, err := p.SendOrdered(context.Background(), NewMessage("T", []byte("x")), slow, nil, StrictOrder)
+				if got := len(f.brokers()); got != c.sent {
+					t.Fatalf("%d requests reached a broker, want %d", got, c.sent)
+				}
+				if c.sent == 0 && !errors.Is(err, remoting.ErrTimeout) || c.sent == 1 && err != nil {
+					t.Fatalf("selector took %v: error %v", c.took, err)
+				}
+			})
+		})
+	}
+}
+
+// TestIsolationWindowAfterAFailedSend: with fault tolerance on, a failed attempt keeps its
+// broker out of the round robin for RocketMQ's 600 s, then lets it back.
 func TestIsolationWindowAfterAFailedSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeNet{attempt: func(n int, _ string) fakeAnswer {
@@ -298,7 +440,7 @@ func TestIsolationWindowAfterAFailedSend(t *testing.T) {
 			}
 			return fakeAnswer{}
 		}}
-		p := fakeProducer(t, f)
+		p := fakeProducer(t, f, WithLatencyFaultTolerance(true))
 		defer p.Close()
 		ctx := context.Background()
 		send := func() string {
@@ -327,4 +469,11 @@ func TestIsolationWindowAfterAFailedSend(t *testing.T) {
 			t.Fatalf("broker-a not used again after its isolation: %v", seen)
 		}
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

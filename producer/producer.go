@@ -74,7 +74,7 @@ func New(opts ...Option) (*Producer, error) {
 		wireGroup: cfg.group,
 		inst:      inst,
 		tr:        inst.Transport(),
-		fault:     newFaultTolerance(cfg.now),
+		fault:     newFaultTolerance(cfg.faultTolerance, cfg.now),
 		pubs:      make(map[string]*publishInfo),
 		asyncSem:  make(chan struct{}, cfg.maxAsyncInFlight),
 	}

@@ -3,6 +3,7 @@ package producer
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ func testProducer(clock *fakeClock, fault bool) *Producer {
 	cfg.now = clock.now
 	cfg.faultTolerance = fault
 	cfg.nameServers = []string{"127.0.0.1:9876"}
-	return &Producer{cfg: cfg, fault: newFaultTolerance(clock.now), pubs: map[string]*publishInfo{}}
+	return &Producer{cfg: cfg, fault: newFaultTolerance(fault, clock.now), pubs: map[string]*publishInfo{}}
 }
 
 func newPI(r *route.TopicRouteData) *publishInfo {
@@ -51,7 +52,7 @@ func newPI(r *route.TopicRouteData) *publishInfo {
 	return pi
 }
 
-func brokersOf(p *Producer, pi *publishInfo, n int, avoid ...string) []string {
+func brokersOf(p *Producer, pi *publishInfo, n int, avoid string) []string {
 	var out []string
 	for i := 0; i < n; i++ {
 		out = append(out, p.selectQueue(pi, avoid).BrokerName)
@@ -86,12 +87,47 @@ func TestSelectRoundRobin(t *testing.T) {
 	pi := newPI(testRoute("a", "b"))
 	seen := map[MessageQueue]int{}
 	for i := 0; i < 40; i++ {
-		seen[p.selectQueue(pi, nil)]++
+		seen[p.selectQueue(pi, "")]++
 	}
 	for _, q := range pi.queues {
 		if seen[q] != 10 {
 			t.Fatalf("round robin uneven: %v", seen)
 		}
+	}
+}
+
+// TestRoundRobinStartsAtRandom: each topic's first publish info starts its round robin where
+// the producer's source says (RocketMQ's ThreadLocalIndex starts at a random int), so
+// producers started together do not all send to the same queue first.
+func TestRoundRobinStartsAtRandom(t *testing.T) {
+	firstQueues := func(p *Producer) map[MessageQueue]int {
+		seen := map[MessageQueue]int{}
+		for i := range 64 {
+			topic := fmt.Sprint("T", i)
+			pi, _ := p.storePublishInfo(topic, newPI(testRoute("a", "b")), nil)
+			seen[p.selectQueue(pi, "")]++
+		}
+		return seen
+	}
+	seeded := testProducer(newFakeClock(), false)
+	seeded.cfg.queueStart = rand.New(rand.NewPCG(17, 4)).Uint32
+	if seen := firstQueues(seeded); len(seen) != 4 {
+		t.Fatalf("first queues of 64 topics from a seeded source: %v, want all 4 queues", seen)
+	}
+	// The default source: 64 first picks all on one of 4 queues has probability 4^-63.
+	if seen := firstQueues(testProducer(newFakeClock(), false)); len(seen) < 2 {
+		t.Fatalf("first queues of 64 topics with the default source: %v", seen)
+	}
+	// A rebuilt route keeps its counter: the round robin goes on where it was.
+	p := testProducer(newFakeClock(), false)
+	p.cfg.queueStart = func() uint32 { return 2 }
+	pi, _ := p.storePublishInfo("T", newPI(testRoute("a", "b")), nil)
+	if q := p.selectQueue(pi, ""); q != pi.queues[3] {
+		t.Fatalf("first queue %v, want the one after the start (%v)", q, pi.queues[3])
+	}
+	pi, _ = p.storePublishInfo("T", newPI(testRoute("a", "b")), pi)
+	if q := p.selectQueue(pi, ""); q != pi.queues[0] {
+		t.Fatalf("after a rebuild %v, want %v", q, pi.queues[0])
 	}
 }
 
@@ -105,9 +141,21 @@ func TestSelectAvoidsFailedBroker(t *testing.T) {
 					t.Fatalf("retry went to the broker that just failed")
 				}
 			}
-			// Every broker failed this send: still a queue, not a panic.
-			if got := brokersOf(p, pi, 4, "a", "b"); len(got) != 4 {
-				t.Fatal(got)
+			// Only the last failed broker is avoided (RocketMQ's lastBrokerName): with three
+			// brokers, a third attempt after a and b failed may go back to a.
+			three := newPI(testRoute("a", "b", "c"))
+			seen := map[string]bool{}
+			for _, b := range brokersOf(p, three, 12, "b") {
+				seen[b] = true
+			}
+			if diff := cmp.Diff(map[string]bool{"a": true, "c": true}, seen); diff != "" {
+				t.Fatalf("brokers after b failed (-want +got):\n%s", diff)
+			}
+			// The only broker failed: still its queue, not a panic.
+			for _, b := range brokersOf(p, newPI(testRoute("a")), 4, "a") {
+				if b != "a" {
+					t.Fatal(b)
+				}
 			}
 		})
 	}
@@ -118,7 +166,7 @@ func TestFaultIsolationWithFakeClock(t *testing.T) {
 	p := testProducer(clock, true)
 	pi := newPI(testRoute("a", "b", "c"))
 	p.fault.update("b", 0, true) // failed: 600 s
-	for _, b := range brokersOf(p, pi, 30) {
+	for _, b := range brokersOf(p, pi, 30, "") {
 		if b == "b" {
 			t.Fatal("isolated broker selected")
 		}
@@ -148,16 +196,19 @@ func TestFaultIsolationWithFakeClock(t *testing.T) {
 	p.fault.update("a", 0, true)
 	p.fault.update("b", 2*time.Second, false) // 120 s
 	p.fault.update("c", time.Second, false)   // 60 s
-	for _, b := range brokersOf(p, pi, 6) {
+	for _, b := range brokersOf(p, pi, 6, "") {
 		if b != "c" {
 			t.Fatalf("picked %s, want the broker back soonest (c)", b)
 		}
 	}
-	// Off: isolation is ignored.
+	// Off: nothing is recorded, and so nothing is skipped.
 	off := testProducer(clock, false)
 	off.fault.update("a", 0, true)
+	if !off.fault.available("a") {
+		t.Fatal("fault tolerance off recorded a failure")
+	}
 	seen := map[string]bool{}
-	for _, b := range brokersOf(off, pi, 6) {
+	for _, b := range brokersOf(off, pi, 6, "") {
 		seen[b] = true
 	}
 	if !seen["a"] {

@@ -9,10 +9,12 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// The retry policy around steps 3 to 6 (send.go). Sync, oneway and async sends differ only in
-// how they wait for an attempt (invoke.go); what comes before an attempt (next, select.go) and
-// after it (succeeded, failed) is one code, so they choose queues, isolate brokers and retry
-// alike.
+// The retry policy around steps 3 to 6 (send.go). Sync, oneway and async sends differ in how
+// they wait for an attempt (invoke.go) and in how many attempts they get, as in RocketMQ 4.9:
+// a sync send up to 1 + retries (retryTimesWhenSendFailed), a one-way send one, an async send
+// 1 + async retries (retryTimesWhenSendAsyncFailed) counting only attempts that got no answer.
+// What comes before an attempt (timeLeft, next in select.go) and after it (succeeded, failed)
+// is one code, so they choose queues, isolate brokers and time out alike.
 
 // succeeded feeds an attempt on q that the broker answered in latency to the fault strategy
 // (a fast answer ends the broker's isolation) and counts the attempts into res.
@@ -27,8 +29,9 @@ func (s *send) succeeded(q MessageQueue, latency time.Duration, res *SendResult)
 
 // failed records an attempt on q (to addr, "" when no master was known) that failed with err
 // after latency, and isolates q's broker when err says something about it. It returns true
-// when another attempt should start (err retryable, ctx alive, attempts and time left), with
-// the route refreshed; otherwise s.failure is complete and is the send's error.
+// when another attempt may start (err retryable for this kind of send, ctx alive, attempts
+// left), with the route refreshed; otherwise s.failure is complete and is the send's error.
+// Whether time is left is the next attempt's check (timeLeft).
 func (s *send) failed(ctx context.Context, q MessageQueue, addr string, latency time.Duration, err error) bool {
 	s.p.fault.update(q.BrokerName, latency, isolates(err))
 	if s.failure == nil {
@@ -39,21 +42,55 @@ func (s *send) failed(ctx context.Context, q MessageQueue, addr string, latency 
 	if n > 1 {
 		s.p.log.Debug().Err(err).Str("broker", q.BrokerName).Int("attempt", n).Msg("send attempt failed")
 	}
-	if retryable(err) && ctx.Err() == nil && n <= s.retries {
-		if time.Now().Before(s.deadline) {
-			// A route refreshed since the last attempt may list other brokers; a failed lookup
-			// keeps the route this send had.
-			if pi, err := s.p.publishInfo(ctx, s.wireTopic); err == nil {
-				s.pi = pi
-			}
-			return true
+	if !s.mayRetry(err) || ctx.Err() != nil || n > s.retries {
+		s.finish(nil)
+		return false
+	}
+	// A route refreshed since the last attempt may list other brokers; a failed lookup keeps
+	// the route this send had. Once the time is spent no lookup is worth its wait.
+	if time.Now().Before(s.deadline) {
+		if pi, err := s.p.publishInfo(ctx, s.wireTopic); err == nil {
+			s.pi = pi
 		}
-		s.failure.Cause = fmt.Errorf("send timeout %v spent: %w", s.p.cfg.sendTimeout, remoting.ErrTimeout)
+	}
+	return true
+}
+
+// timeLeft reports whether the send's deadline has not passed, checked before each attempt
+// is sent. RocketMQ checks the same before every attempt (sendDefaultImpl) and after an
+// ordered send's selector ran (sendSelectImpl): a send whose time went in the route lookup,
+// the selector or earlier attempts fails with a timeout and sends nothing more. When it
+// returns false, s.failure is the send's error, with the spent timeout as its cause.
+func (s *send) timeLeft() bool {
+	if time.Now().Before(s.deadline) {
+		return true
+	}
+	s.finish(fmt.Errorf("send timeout %v spent: %w", s.p.cfg.sendTimeout, remoting.ErrTimeout))
+	return false
+}
+
+// finish completes s.failure as the send's error, with cause when not nil.
+func (s *send) finish(cause error) {
+	if s.failure == nil {
+		s.failure = &SendError{Topic: s.topic}
+	}
+	if cause != nil {
+		s.failure.Cause = cause
 	}
 	if s.pi != nil {
 		s.failure.AllBrokersFailed = allFailed(s.pi.brokers, s.failure.Attempts)
 	}
-	return false
+}
+
+// mayRetry reports whether an attempt of this send that failed with err may be followed by
+// another. An async send is retried only when its request got no answer: RocketMQ's
+// onExceptionImpl retries requests that were lost or timed out, never a broker's error code.
+func (s *send) mayRetry(err error) bool {
+	var re *remoting.ResponseError
+	if s.callback != nil && errors.As(err, &re) {
+		return false
+	}
+	return retryable(err)
 }
 
 // retryable reports whether an attempt that failed with err may go to another broker.

@@ -23,7 +23,7 @@ type publishInfo struct {
 	route   *route.TopicRouteData // what it was built from, to notice a refreshed route
 	queues  []MessageQueue        // user topic, sorted by broker name then queue id
 	brokers []string              // distinct broker names of queues
-	counter *atomic.Uint32        // round-robin position, kept across rebuilds
+	counter *atomic.Uint32        // round-robin position, random at first, kept across rebuilds
 	// borrowed marks a route lent by the create-topic key (TBW102) to a topic the name
 	// servers do not know yet; checkAt (unix ns) is when to ask them again.
 	borrowed bool
@@ -134,12 +134,14 @@ func (p *Producer) lookupPublishInfo(ctx context.Context, topic string) (*publis
 	return nil, fmt.Errorf("%w: %w", ErrNoRoute, err)
 }
 
-// storePublishInfo installs npi for topic, carrying the round-robin counter over from old.
+// storePublishInfo installs npi for topic, carrying the round-robin counter over from old;
+// a topic's first counter starts at a random position (queueStart).
 func (p *Producer) storePublishInfo(topic string, npi, old *publishInfo) (*publishInfo, error) {
 	if old != nil {
 		npi.counter = old.counter
 	} else {
 		npi.counter = new(atomic.Uint32)
+		npi.counter.Store(p.cfg.queueStart())
 	}
 	p.pubMu.Lock()
 	p.pubs[topic] = npi

@@ -2,40 +2,37 @@ package producer
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
-// Step 3 of a send (send.go): the queue of an attempt. Retrying sends go round robin around
-// isolated brokers (fault.go) and the brokers that failed this send; ordered sends take the
-// caller's selector's queue, moved only by FailoverOrder; SendToQueue takes the caller's queue.
+// Step 3 of a send (send.go): the queue of an attempt. Retrying sends go round robin, away
+// from the broker the attempt before failed on and, with latency fault tolerance on, around
+// isolated brokers (fault.go); ordered sends take the caller's selector's queue, moved only by
+// FailoverOrder; SendToQueue takes the caller's queue.
 
 // next picks the queue of a send's next attempt: the caller's, or the round robin's.
 func (s *send) next() MessageQueue {
 	if s.pi == nil {
 		return s.queue
 	}
-	return s.p.selectQueue(s.pi, s.avoid())
+	return s.p.selectQueue(s.pi, s.lastFailed())
 }
 
-// avoid lists the brokers that failed this send, which the round robin skips while others
-// are left.
-func (s *send) avoid() []string {
-	if s.failure == nil {
-		return nil
+// lastFailed is the broker of the send's last failed attempt, "" before any: RocketMQ's
+// selectOneMessageQueue(lastBrokerName) avoids only that one, so with three brokers a third
+// attempt may return to the first.
+func (s *send) lastFailed() string {
+	if s.failure == nil || len(s.failure.Attempts) == 0 {
+		return ""
 	}
-	brokers := make([]string, len(s.failure.Attempts))
-	for i, a := range s.failure.Attempts {
-		brokers[i] = a.Queue.BrokerName
-	}
-	return brokers
+	return s.failure.Attempts[len(s.failure.Attempts)-1].Queue.BrokerName
 }
 
 // selectQueue picks the next queue round robin, preferring brokers that are neither isolated
-// (with fault tolerance on) nor in avoid (brokers that failed this send). When every broker is
-// excluded it takes the least bad queue: not avoided over avoided, then the isolated broker
-// that comes back soonest.
-func (p *Producer) selectQueue(pi *publishInfo, avoid []string) MessageQueue {
+// (fault.go; never with fault tolerance off) nor avoid (the broker that just failed this
+// send). When every broker is excluded it takes the least bad queue: not avoided over
+// avoided, then the isolated broker that comes back soonest.
+func (p *Producer) selectQueue(pi *publishInfo, avoid string) MessageQueue {
 	n := len(pi.queues)
 	start := int(pi.counter.Add(1) % uint32(n))
 	best, bestScore := start, 4
@@ -47,14 +44,11 @@ func (p *Producer) selectQueue(pi *publishInfo, avoid []string) MessageQueue {
 		}
 		q := pi.queues[k]
 		score := 0
-		var at time.Time
-		if p.cfg.faultTolerance {
-			var ok bool
-			if ok, at = p.fault.state(q.BrokerName); !ok {
-				score = 2
-			}
+		ok, at := p.fault.state(q.BrokerName)
+		if !ok {
+			score = 2
 		}
-		if len(avoid) > 0 && slices.Contains(avoid, q.BrokerName) {
+		if avoid != "" && q.BrokerName == avoid {
 			score++
 		}
 		if score == 0 {
@@ -68,8 +62,10 @@ func (p *Producer) selectQueue(pi *publishInfo, avoid []string) MessageQueue {
 }
 
 // selectOrdered asks sel for the queue of arg and, with FailoverOrder, moves to the next queue
-// in list order whose broker is available while the selected one's is isolated. A selector
-// that panics or names a queue outside the route is an ErrSelector, not a crash.
+// in list order whose broker is available while the selected one's is isolated (which needs
+// fault tolerance on). A selector that panics or names a queue outside the route is an
+// ErrSelector, not a crash. Time the selector takes counts against the send timeout
+// (runSync checks it before sending, as RocketMQ's sendSelectImpl does after selecting).
 func (p *Producer) selectOrdered(pi *publishInfo, msg *Message, sel MessageQueueSelector, arg any, ord Ordering) (q MessageQueue, err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -95,7 +95,10 @@ const (
 	// FailoverOrder ("ordinarily ordered") keeps the selected queue while its broker works;
 	// while the broker is isolated by the fault strategy the message goes to the next writable
 	// queue (in list order) whose broker is available, so one key keeps one queue at a time. A
-	// failed send is not retried; the next send moves.
+	// failed send is not retried; the next send moves. Isolation needs
+	// WithLatencyFaultTolerance(true) (off by default, as in RocketMQ): with it off,
+	// FailoverOrder stays on the selected queue like StrictOrder until the route drops the
+	// broker.
 	FailoverOrder
 )
 

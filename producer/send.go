@@ -11,8 +11,9 @@ import (
 //
 //	1 validate  validate.go  the message, before any I/O
 //	2 route     route.go     the topic's writable queues, cached per topic
-//	3 select    select.go    the queue of an attempt: round robin around isolated (fault.go)
-//	                         and failed brokers, or the caller's selector or queue
+//	3 select    select.go    the queue of an attempt: round robin away from the broker that
+//	                         just failed (and isolated ones, fault.go), or the caller's
+//	                         selector or queue
 //	4 encode    encode.go    body and properties once per send, the header per attempt
 //	5 invoke    invoke.go    the attempt: sync, oneway or async
 //	6 result    result.go    the broker's answer as a SendResult or an error
@@ -23,8 +24,8 @@ import (
 
 // SendSync sends msg and waits until a broker stored it. Retryable failures (transport errors,
 // SYSTEM_ERROR, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST) are retried on another
-// broker up to the retries option while the send timeout lasts; a *SendError lists every
-// attempt.
+// broker than the one that just failed, up to the retries option while the send timeout lasts
+// (RocketMQ's sendDefaultImpl); a *SendError lists every attempt.
 func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, error) {
 	if err := p.validate(msg); err != nil {
 		return nil, err
@@ -60,8 +61,9 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...*Message) (*SendResult
 	return s.runSync(ctx)
 }
 
-// SendOneway sends msg without waiting for the broker; only failures to hand the request to
-// the transport are retried (on another broker). Nothing tells whether it was stored.
+// SendOneway sends msg once without waiting for the broker, and is never retried (RocketMQ
+// makes one attempt of a one-way send: a retry could store it twice). The error says only
+// that the request could not be handed to the transport; nothing tells whether it was stored.
 func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 	if err := p.validate(msg); err != nil {
 		return err
@@ -74,6 +76,7 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 	if err != nil {
 		return err
 	}
+	s.retries = 0
 	s.msg = p.encode(msg)
 	return s.runOneway(ctx)
 }
@@ -103,7 +106,9 @@ func (p *Producer) SendToQueue(ctx context.Context, msg *Message, q MessageQueue
 // SendOrdered sends msg to the queue sel picks for arg (for example HashSelector with an
 // order id), so messages with the same arg keep their order in one queue. With StrictOrder a
 // failure is returned and never retried elsewhere; with FailoverOrder the message goes to the
-// next available queue while the selected queue's broker is isolated (see Ordering).
+// next available queue while the selected queue's broker is isolated (see Ordering). The
+// selector's time counts against the send timeout: when the timeout is spent once it returns,
+// nothing is sent and the error wraps remoting.ErrTimeout (RocketMQ's sendSelectImpl).
 func (p *Producer) SendOrdered(ctx context.Context, msg *Message, sel MessageQueueSelector, arg any, ord Ordering) (*SendResult, error) {
 	if err := p.validate(msg); err != nil {
 		return nil, err
@@ -131,8 +136,10 @@ func (p *Producer) SendOrdered(ctx context.Context, msg *Message, sel MessageQue
 // SendAsync sends msg and returns without waiting. cb runs exactly once with the result or a
 // *SendError — on a goroutine of the producer, or before SendAsync returns when no attempt
 // could even start — unless SendAsync itself returns an error
-// (invalid message, closed producer, no route), in which case cb never runs. Failed attempts
-// are retried on another broker like SendSync's, within the send timeout. A panic in cb is
+// (invalid message, closed producer, no route), in which case cb never runs. An attempt whose
+// request got no answer (not sent, connection lost, timed out) is retried on another broker
+// than the one that just failed, up to the async retries option within the send timeout; an
+// error code from the broker is not retried (RocketMQ's onExceptionImpl). A panic in cb is
 // recovered and logged. Close waits for callbacks still pending (up to its timeout). While
 // the max number of async sends are in flight, SendAsync blocks until one finishes or ctx
 // ends.
@@ -158,6 +165,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		p.inflight.Done()
 		return err
 	}
+	s.retries = p.cfg.asyncRetries
 	s.msg = p.encode(msg)
 	s.callback = cb
 	s.runAsync()
@@ -173,8 +181,8 @@ type send struct {
 	wireTopic string // with the namespace
 	msg       encoded
 	deadline  time.Time // of all attempts
-	// retries is how many attempts may follow the first: the retries option, or 0 for a
-	// queue the caller chose (to).
+	// retries is how many attempts may follow the first: the retries option (async: the
+	// async retries option), or 0 for a one-way send or a queue the caller chose (to).
 	retries int
 	pi      *publishInfo // the route next picks from; nil for a queue the caller chose
 	queue   MessageQueue // the queue the caller chose
