@@ -32,7 +32,11 @@ type topicConfigManager struct {
 }
 
 func newTopicConfigManager(b *Broker) (*topicConfigManager, error) {
-	m := &topicConfigManager{b: b, path: b.configPath("topics.json"), table: map[string]TopicConfig{}}
+	// A fresh table's version carries its birth time, as RocketMQ's DataVersion does, so a broker
+	// that comes back with an empty store is not mistaken for the one the name servers still
+	// hold ({0, 0} both times would keep the old routes).
+	m := &topicConfigManager{b: b, path: b.configPath("topics.json"), table: map[string]TopicConfig{},
+		version: route.DataVersion{Timestamp: time.Now().UnixMilli()}}
 	var w route.TopicConfigSerializeWrapper
 	fromBak, err := storage.ReadJSONFile(m.path, &w)
 	switch {
