@@ -201,7 +201,7 @@ func (t *table) dataVersionChangedLocked(addr string, dv DataVersion) bool {
 	return live == nil || live.dataVersion != dv
 }
 
-// dataVersionChanged is isBrokerTopicConfigChanged; when unchanged it also refreshes the
+// queryDataVersion is isBrokerTopicConfigChanged; when unchanged it also refreshes the
 // broker's liveness (QUERY_DATA_VERSION counts as a heartbeat). It returns the version the name
 // server holds, if any.
 func (t *table) queryDataVersion(addr string, dv DataVersion, now time.Time) (changed bool,
