@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -164,7 +165,36 @@ func unlockBatch(ctx context.Context, tr remoting.Transport, addr, group, client
 func sendBack(ctx context.Context, tr remoting.Transport, addr, group string, m *Message, delayLevel, maxReconsume int32) error {
 	resp, err := invoke(ctx, tr, addr, remoting.ConsumerSendMsgBack, &protocol.ConsumerSendMsgBackRequestHeader{
 		Offset: m.CommitLogOffset, Group: group, DelayLevel: delayLevel, OriginMsgID: m.MsgID,
-		OriginTopic: m.Topic, MaxReconsumeTimes: maxReconsume, BrokerName: m.Queue.BrokerName}, nil)
+		OriginTopic: originTopic(m), MaxReconsumeTimes: maxReconsume, BrokerName: m.Queue.BrokerName}, nil)
+	if err != nil {
+		return err
+	}
+	return remoting.ErrorFromResponse(resp)
+}
+
+// originTopic is m's topic as brokers know it, with the namespace Message.Topic leaves out:
+// the topic of the queue it came from, or, from a retry queue, the topic it was first sent to.
+func originTopic(m *Message) string {
+	q := m.Queue.Topic
+	if isRetryTopic(q) {
+		if t := m.Properties[message.PropertyRetryTopic]; t != "" {
+			return t
+		}
+		return m.Topic
+	}
+	if q == "" {
+		return m.Topic
+	}
+	return q
+}
+
+// checkClientConfig asks the broker at addr whether it can serve sub for group
+// (CHECK_CLIENT_CONFIG, no header); nil when it answers SUCCESS.
+func checkClientConfig(ctx context.Context, tr remoting.Transport, addr, group, clientID string, sub protocol.SubscriptionData) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	body := (&protocol.CheckClientRequestBody{ClientID: clientID, Group: group, SubscriptionData: sub}).Encode()
+	resp, err := invoke(ctx, tr, addr, remoting.CheckClientConfig, nil, body)
 	if err != nil {
 		return err
 	}
@@ -178,7 +208,8 @@ type pullResult struct {
 	body   []byte
 }
 
-// pullMessage sends one pull and waits up to the suspend time plus a margin.
+// pullMessage sends one pull and waits up to timeout for the answer, the broker's suspend
+// included.
 func pullMessage(ctx context.Context, tr remoting.Transport, addr string, h *protocol.PullMessageRequestHeader, timeout time.Duration) (*pullResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -114,7 +115,21 @@ func (pc *PushConsumer) sendBackOne(m *Message, delayLevel int32) error {
 	if addr == "" && m.StoreHost.IsValid() {
 		addr = m.StoreHost.String()
 	}
-	return sendBack(ctx, pc.p.inst.Transport(), addr, pc.p.cfg.group, m, delayLevel, pc.cfg.maxReconsumeTimes)
+	return sendBack(ctx, pc.p.inst.Transport(), addr, pc.p.cfg.group, m, delayLevel, pc.maxReconsumeTimes())
+}
+
+// maxReconsumeTimes is the reconsume limit in force: the one set, else RocketMQ's default for
+// the consume mode (each consume service's getMaxReconsumeTimes): 16 concurrent, unlimited
+// (Integer.MAX_VALUE) orderly.
+func (pc *PushConsumer) maxReconsumeTimes() int32 {
+	switch {
+	case pc.cfg.maxReconsumeTimes >= 0:
+		return pc.cfg.maxReconsumeTimes
+	case pc.cfg.orderly:
+		return math.MaxInt32
+	default:
+		return DefaultMaxReconsumeTimes
+	}
 }
 
 // consumeLater resubmits messages whose send-back failed after the send-back retry delay.

@@ -69,7 +69,7 @@ func (pc *PushConsumer) orderlyTurn(qs *queueState) time.Duration {
 		}
 		if res != ConsumeSuccess && pc.reconsumeLocally(msgs) {
 			pq.putBack(msgs)
-			return pc.cfg.suspendDelay
+			return suspendTime(pc.cfg.suspendDelay)
 		}
 		if off := pq.commit(); off >= 0 {
 			pc.p.store.update(qs.mq, off, false)
@@ -77,8 +77,14 @@ func (pc *PushConsumer) orderlyTurn(qs *queueState) time.Duration {
 	}
 }
 
+// suspendTime is how long a suspended orderly queue waits before it is consumed again:
+// RocketMQ's submitConsumeRequestLater clamps suspendCurrentQueueTimeMillis into [10 ms, 30 s].
+func suspendTime(d time.Duration) time.Duration {
+	return min(max(d, 10*time.Millisecond), 30*time.Second)
+}
+
 // callOrderly runs the listener on msgs holding a consume slot and the queue's consume lock;
-// ok is false when the consumer closed while waiting for a slot.
+// ok is false when the consumer closed or the queue was dropped before the call began.
 func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeResult, bool) {
 	select {
 	case pc.slots <- struct{}{}:
@@ -90,6 +96,11 @@ func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeRes
 	defer func() { <-pc.slots }()
 	qs.pq.lockConsume()
 	defer qs.pq.unlockConsume()
+	if qs.pq.isDropped() {
+		// A drop that took the consume lock between our checks may already have released the
+		// broker lock: another client can own the queue now, so calling would break order.
+		return 0, false
+	}
 	now := time.Now()
 	for _, m := range msgs {
 		markConsumeStart(m, now)
@@ -106,14 +117,16 @@ func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeRes
 	return res, true
 }
 
-// reconsumeLocally decides what a failed orderly batch does: messages under the reconsume
-// limit are retried locally (their count raised); those at the limit go to the dead-letter
-// topic (send-back with delay level -1), or are retried too if that fails. It reports whether
-// the batch must be consumed again.
+// reconsumeLocally decides what a failed orderly batch does (RocketMQ's checkReconsumeTimes):
+// messages under the reconsume limit are retried locally (their count raised); those at the
+// limit go to the dead-letter topic (send-back with delay level -1), or are retried too if
+// that fails. It reports whether the batch must be consumed again. The limit is unlimited
+// unless the user set one, so by default nothing is moved aside.
 func (pc *PushConsumer) reconsumeLocally(msgs []*Message) bool {
+	limit := pc.maxReconsumeTimes()
 	again := false
 	for _, m := range msgs {
-		if m.ReconsumeTimes >= pc.cfg.maxReconsumeTimes {
+		if m.ReconsumeTimes >= limit {
 			m.Properties[message.PropertyReconsumeTime] = strconv.Itoa(int(m.ReconsumeTimes))
 			if err := pc.sendBackOne(m, -1); err == nil {
 				continue
@@ -182,8 +195,13 @@ func (pc *PushConsumer) lockAll() {
 		now := time.Now()
 		for _, mq := range qs {
 			if ok[mq] {
+				// Wake only a queue whose lock came back: waking every held queue would cut
+				// short the wait of one its listener suspended.
+				regained := !held[mq].pq.locked.Load()
 				held[mq].pq.setLocked(now)
-				held[mq].pq.notify()
+				if regained {
+					held[mq].pq.notify()
+				}
 			} else {
 				held[mq].pq.locked.Store(false)
 			}
@@ -215,12 +233,63 @@ func (pc *PushConsumer) taken(qs *queueState) {
 }
 
 // dropped implements queueService: an orderly clustering consumer releases the queue's broker
-// lock, but only when no listener call is running on the queue; otherwise the lock expires by
-// itself and the next owner waits for it.
+// lock once no listener call runs on the queue (RocketMQ's removeUnnecessaryMessageQueue waits
+// up to a second for the consume lock). A listener call still running then keeps the lock
+// until it returns: RocketMQ retries at each rebalance, mq waits for the call on a goroutine.
 func (pc *PushConsumer) dropped(ctx context.Context, qs *queueState) {
-	if pc.lockedQueues() && qs.pq.tryConsumeLock(time.Second) {
-		pc.unlockQueues(ctx, []MessageQueue{qs.mq})
+	if !pc.lockedQueues() {
+		return
+	}
+	if qs.pq.tryConsumeLock(time.Second) {
+		pc.unlockDelay(ctx, qs)
 		qs.pq.unlockConsume()
+		return
+	}
+	pc.log.Warn().Str("topic", qs.mq.Topic).Int("queue_id", qs.mq.QueueID).
+		Msg("dropped orderly queue still consuming; unlocking it once the listener returns")
+	pc.p.goLoop(func() {
+		select {
+		case qs.pq.consumeSlot <- struct{}{}:
+		case <-pc.p.ctx.Done():
+			return // the call may still run: leave the lock to expire on the broker
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		pc.unlockDelay(ctx, qs)
+		qs.pq.unlockConsume()
+	})
+}
+
+// unlockDelay releases a dropped queue's broker lock, at once when its cache is empty, else
+// after the unlock delay (RocketMQ's unlockDelay with UNLOCK_DELAY_TIME_MILLS). RocketMQ's
+// drop commits the queue's offset one-way, so the delay presumably lets that commit land
+// before a new owner reads it; mq commits synchronously on drop but keeps the delay, so a
+// group mixing mq and Java clients hands busy queues over on one schedule. The caller holds
+// the queue's consume lock.
+func (pc *PushConsumer) unlockDelay(ctx context.Context, qs *queueState) {
+	if !qs.pq.hasCached() {
+		pc.unlockDropped(ctx, qs.mq)
+		return
+	}
+	pc.p.goLoop(func() {
+		// Close ends the wait early: no listener call runs on a dropped queue, so there is
+		// nothing left to protect, and the next owner should not wait for the broker's expiry.
+		sleep(pc.p.ctx, nil, pc.cfg.unlockDelay)
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		pc.unlockDropped(ctx, qs.mq)
+	})
+}
+
+// unlockDropped releases the broker lock of a dropped queue unless a later rebalance gave the
+// queue back to this consumer, whose new state holds the lock now. RocketMQ unlocks anyway and
+// relocks at the next lock renewal, so the queue's consumption pauses meanwhile.
+func (pc *PushConsumer) unlockDropped(ctx context.Context, mq MessageQueue) {
+	pc.p.queuesMu.Lock()
+	_, held := pc.p.queues[mq]
+	pc.p.queuesMu.Unlock()
+	if !held {
+		pc.unlockQueues(ctx, []MessageQueue{mq})
 	}
 }
 

@@ -25,26 +25,34 @@
 //     table: a dropped queue stops at once and its offset is persisted (orderly: its broker lock
 //     released); a new queue gets its start offset (stored offset, else consume-from-where,
 //     docs/protocol.md §10.3) and a pull loop.
-//   - one pull loop per queue: long-polling PULL_MESSAGE (suspend WithPullSuspend, 15 s; the
-//     commit-offset bit carries the consumed offset in clustering), client-side tag filtering,
-//     the messages into the queue's processQueue (ordered by queue offset), then to the consume
-//     service. Pulls pause 50 ms while the queue caches more than 1000 messages or 100 MiB, or
-//     (concurrent) spans more than 2000 offsets. FOUND / NO_NEW_MSG / NO_MATCHED_MSG /
-//     OFFSET_ILLEGAL are handled as the official clients do.
+//   - one pull loop per queue: long-polling PULL_MESSAGE (suspend WithPullSuspend, 15 s, within
+//     WithPullTimeout, 30 s; the commit-offset bit carries the consumed offset in clustering;
+//     the broker filters with the subscription heartbeats registered unless
+//     WithSubscriptionInPull), client-side tag filtering, the messages into the queue's
+//     processQueue (ordered by queue offset), then to the consume service, and a pause of
+//     WithPullInterval (0) after a pull that found messages. Pulls pause 50 ms while the queue
+//     caches more than 1000 messages or 100 MiB, or (concurrent) spans more than 2000 offsets.
+//     FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL are handled as the official clients
+//     do.
 //   - concurrent consume service: WithConsumeGoroutines workers (20) run the listener on batches
 //     (WithConsumeBatchSize, 1). A failed batch (RECONSUME_LATER, an error or a panic) is sent
 //     back to the broker (CONSUMER_SEND_MSG_BACK, delay level 0) into the retry topic; messages
 //     the broker did not take are consumed again locally after a delay. The offset committed is
 //     the smallest one still cached. A scan every WithConsumeTimeout (15 min) sends back
-//     messages whose listener call took longer than that.
+//     messages whose listener call took longer than that. Consume hooks (WithConsumeHook) run
+//     around every listener call, concurrent or orderly.
 //   - orderly consume service (WithOrderly): one consume loop per queue, consuming only while
 //     the client holds the queue's broker lock (LOCK_BATCH_MQ at assignment, renewed every
 //     WithLockInterval by the lock loop); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the same
-//     messages locally after WithSuspendDelay, up to WithMaxReconsumeTimes, then sends them to
-//     the dead-letter topic (delay level -1). At most one minute per turn.
+//     messages locally after WithSuspendDelay, for ever unless WithMaxReconsumeTimes is set
+//     (RocketMQ's orderly default), past which they go to the dead-letter topic (delay level
+//     -1). At most WithMaxTimeConsumeContinuously (one minute) per turn. A dropped queue's
+//     lock is released once no listener call runs on it, WithUnlockDelay (20 s) later if
+//     messages were still cached.
 //   - persist loop: every WithPersistInterval (5 s) the offsets of the held queues go to the
 //     broker (UPDATE_CONSUMER_OFFSET, one-way unless WithSyncCommit) or, broadcasting, to
-//     <dir>/<clientId>/<group>/offsets.json (written atomically).
+//     <dir>/<clientId>/<group>/offsets.json in the Java client's format, with a .bak copy
+//     (written atomically).
 //
 // Close stops pulls, lets listener calls in progress finish (their context is cancelled after
 // WithCloseTimeout), persists offsets, unlocks orderly queues, unregisters the group and
@@ -60,7 +68,23 @@
 // retried at once at another address of the broker name, and the failed address is avoided
 // for DefaultFailoverHold; offsets are still persisted to the master only, so commits wait
 // until it is back. A pull left unanswered by a dying broker holds its queue for
-// WithPullSuspend + WithPullTimeout before it counts as failed.
+// WithPullTimeout before it counts as failed.
+//
+// # Lifecycle
+//
+// A consumer is new until Start (RocketMQ's ServiceState): Subscribe only then, Start once.
+// Start acquires the client instance, checks routes, asks a broker of each topic about every
+// subscription that is not a tag expression (CHECK_CLIENT_CONFIG: an SQL92 one fails Start on
+// a broker without property filtering), registers the group (ErrGroupExists when another
+// consumer of the group shares the instance), heartbeats and rebalances. A failed Start
+// releases everything and is final, RocketMQ's START_FAILED: later calls return
+// ErrStartFailed, and a new consumer must be made. After Close every call returns ErrClosed.
+//
+// # Namespaces
+//
+// WithNamespace(ns) puts the group and topics in ns on the wire ("ns%topic", "ns%group",
+// "%RETRY%ns%group"), by RocketMQ's NamespaceUtil rule (internal/names.WrapNamespace), while
+// listeners see topics without it.
 //
 // # Pull consumer
 //

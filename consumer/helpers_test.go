@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mqgo/mq/rebalance"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -275,6 +276,7 @@ func heldBy(p *puller, topic string) []MessageQueue {
 			out = append(out, mq)
 		}
 	}
+	rebalance.SortQueues(out) // assigned() is in map order
 	return out
 }
 

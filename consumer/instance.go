@@ -35,7 +35,7 @@ func acquireInstance(cfg *pullerConfig) (instance, error) {
 	}
 	l := cfg.logger
 	inst, err := client.Acquire(client.Options{NameServers: cfg.nameServers, InstanceName: cfg.instanceName,
-		Transport: cfg.transport, OwnTransport: cfg.ownTransport, Logger: &l,
+		Transport: cfg.transport, OwnTransport: cfg.ownTransport, Namespace: cfg.namespace, Logger: &l,
 		PollNameServerInterval: cfg.pollRoutes, HeartbeatBrokerInterval: cfg.heartbeat})
 	if err != nil {
 		if cfg.ownTransport && cfg.transport != nil {

@@ -1,7 +1,7 @@
 package consumer
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,10 +10,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/rs/zerolog"
 )
 
@@ -115,7 +115,12 @@ func (s *remoteOffsetStore) persist(ctx context.Context, mqs []MessageQueue, wai
 }
 
 // localOffsetStore keeps a broadcasting consumer's offsets in
-// <dir>/<clientId>/<group>/offsets.json, written atomically (temp file, fsync, rename).
+// <dir>/<clientId>/<group>/offsets.json in the Java client's format (LocalFileOffsetStore's
+// OffsetSerializeWrapper, fastjson with MessageQueue keys), so a service can switch between
+// the Java client and this one on the same file. Like the Java client it keeps the file's
+// previous content in offsets.json.bak and falls back to it when the file is missing, empty or
+// unreadable; unlike it, the file is replaced atomically (temp file, fsync, rename), and a
+// corrupt file without a usable .bak is an error rather than a silent start from nothing.
 type localOffsetStore struct {
 	memOffsets
 	path string
@@ -124,16 +129,15 @@ type localOffsetStore struct {
 	stored map[MessageQueue]int64
 }
 
-// offsetFile is the JSON form of the file.
-type offsetFile struct {
-	OffsetTable []offsetEntry `json:"offsetTable"`
-}
-
-type offsetEntry struct {
-	Topic      string `json:"topic"`
-	BrokerName string `json:"brokerName"`
-	QueueID    int    `json:"queueId"`
-	Offset     int64  `json:"offset"`
+// legacyOffsetFile is the array form mq wrote before it used the Java client's format; it is
+// still read, and rewritten in the Java form at once.
+type legacyOffsetFile struct {
+	OffsetTable []struct {
+		Topic      string `json:"topic"`
+		BrokerName string `json:"brokerName"`
+		QueueID    int    `json:"queueId"`
+		Offset     int64  `json:"offset"`
+	} `json:"offsetTable"`
 }
 
 // pathComponent makes a client id or group safe as one path element.
@@ -141,6 +145,8 @@ func pathComponent(s string) string {
 	return strings.NewReplacer("/", "_", "\\", "_", "..", "__").Replace(s)
 }
 
+// newLocalOffsetStore opens the offsets file of clientID and group under dir (default
+// ~/.rocketmq_offsets, the Java client's LOCAL_OFFSET_STORE_DIR).
 func newLocalOffsetStore(dir, clientID, group string) (*localOffsetStore, error) {
 	if dir == "" {
 		home, err := os.UserHomeDir()
@@ -149,23 +155,61 @@ func newLocalOffsetStore(dir, clientID, group string) (*localOffsetStore, error)
 		}
 		dir = filepath.Join(home, ".rocketmq_offsets")
 	}
-	s := &localOffsetStore{path: filepath.Join(dir, pathComponent(clientID), pathComponent(group), "offsets.json"),
-		stored: map[MessageQueue]int64{}}
-	b, err := os.ReadFile(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
+	s := &localOffsetStore{path: filepath.Join(dir, pathComponent(clientID), pathComponent(group), "offsets.json")}
+	stored, legacy, err := readOffsetFiles(s.path)
 	if err != nil {
-		return nil, fmt.Errorf("consumer: read offsets: %w", err)
+		return nil, err
 	}
-	var f offsetFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("consumer: offsets file %s: %w", s.path, err)
-	}
-	for _, e := range f.OffsetTable {
-		s.stored[MessageQueue{Topic: e.Topic, BrokerName: e.BrokerName, QueueID: e.QueueID}] = e.Offset
+	s.stored = stored
+	if legacy {
+		if err := s.writeLocked(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// readOffsetFiles reads path, else path.bak when path is missing, empty or unreadable, as the
+// Java client does. legacy reports a table read from mq's old array form.
+func readOffsetFiles(path string) (stored map[MessageQueue]int64, legacy bool, err error) {
+	stored, legacy, err = readOffsetFile(path)
+	if err == nil && stored != nil {
+		return stored, legacy, nil
+	}
+	bak, bakLegacy, bakErr := readOffsetFile(path + ".bak")
+	switch {
+	case bakErr == nil && bak != nil:
+		return bak, bakLegacy, nil
+	case err != nil:
+		return nil, false, err
+	case bakErr != nil:
+		return nil, false, bakErr
+	}
+	return map[MessageQueue]int64{}, false, nil // a new group
+}
+
+// readOffsetFile returns nil, false, nil for a missing or empty file.
+func readOffsetFile(path string) (map[MessageQueue]int64, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(bytes.TrimSpace(b)) == 0) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("consumer: read offsets: %w", err)
+	}
+	stored, err := protocol.DecodeOffsetSerializeWrapper(b)
+	if err == nil {
+		return stored, false, nil
+	}
+	var old legacyOffsetFile
+	if json.Unmarshal(b, &old) != nil {
+		return nil, false, fmt.Errorf("consumer: offsets file %s: %w", path, err)
+	}
+	stored = make(map[MessageQueue]int64, len(old.OffsetTable))
+	for _, e := range old.OffsetTable {
+		stored[MessageQueue{Topic: e.Topic, BrokerName: e.BrokerName, QueueID: e.QueueID}] = e.Offset
+	}
+	return stored, true, nil
 }
 
 func (s *localOffsetStore) fetch(_ context.Context, mq MessageQueue) (int64, error) {
@@ -185,18 +229,22 @@ func (s *localOffsetStore) persist(_ context.Context, mqs []MessageQueue, _ bool
 	s.fileMu.Lock()
 	defer s.fileMu.Unlock()
 	maps.Copy(s.stored, snap)
-	f := offsetFile{OffsetTable: make([]offsetEntry, 0, len(s.stored))}
-	for mq, off := range s.stored {
-		f.OffsetTable = append(f.OffsetTable, offsetEntry{Topic: mq.Topic, BrokerName: mq.BrokerName, QueueID: mq.QueueID, Offset: off})
+	return s.writeLocked()
+}
+
+// writeLocked replaces the file with the stored table, its previous content kept in the .bak
+// file first (the Java client's MixAll.string2File order). s.fileMu must be held, or s not yet
+// shared.
+func (s *localOffsetStore) writeLocked() error {
+	prev, err := os.ReadFile(s.path)
+	if err == nil && len(prev) > 0 {
+		if err := writeFileAtomic(s.path+".bak", prev); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("consumer: read offsets: %w", err)
 	}
-	slices.SortFunc(f.OffsetTable, func(a, b offsetEntry) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.BrokerName, b.BrokerName), cmp.Compare(a.QueueID, b.QueueID))
-	})
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(s.path, b)
+	return writeFileAtomic(s.path, protocol.EncodeOffsetSerializeWrapper(s.stored))
 }
 
 // writeFileAtomic replaces path with data: a temporary file in the same directory, fsynced,

@@ -3,6 +3,8 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/mqgo/mq/internal/names"
@@ -52,25 +54,63 @@ func (f From) String() string {
 	return "CONSUME_FROM_LAST_OFFSET"
 }
 
-// Defaults of the push consumer's options (the official client's values unless noted).
+// Defaults of the push consumer's options: RocketMQ 4.9's DefaultMQPushConsumer values, named
+// after its settings where the name differs.
 const (
-	DefaultPullBatchSize           = 32
-	DefaultConsumeBatchSize        = 1
-	DefaultConsumeGoroutines       = 20
-	DefaultPullThresholdForQueue   = 1000
-	DefaultPullThresholdSizeMiB    = 100
-	DefaultConsumeConcurrentlySpan = 2000
-	DefaultPullSuspend             = 15 * time.Second
-	DefaultPullTimeout             = 10 * time.Second
-	DefaultRebalanceInterval       = 20 * time.Second
-	DefaultPersistInterval         = 5 * time.Second
-	DefaultMaxReconsumeTimes       = 16
-	DefaultConsumeTimeout          = 15 * time.Minute
-	DefaultLockInterval            = 20 * time.Second
-	DefaultLockExpiry              = 30 * time.Second
-	DefaultSuspendDelay            = time.Second
-	DefaultCloseTimeout            = 10 * time.Second
-	DefaultFromTimestampAgo        = 30 * time.Minute
+	DefaultPullBatchSize           = 32   // pullBatchSize
+	DefaultConsumeBatchSize        = 1    // consumeMessageBatchMaxSize
+	DefaultConsumeGoroutines       = 20   // consumeThreadMin and consumeThreadMax
+	DefaultPullThresholdForQueue   = 1000 // pullThresholdForQueue
+	DefaultPullThresholdSizeMiB    = 100  // pullThresholdSizeForQueue
+	DefaultConsumeConcurrentlySpan = 2000 // consumeConcurrentlyMaxSpan
+	// DefaultPullSuspend is BROKER_SUSPEND_MAX_TIME_MILLIS: how long a broker may hold a pull.
+	DefaultPullSuspend = 15 * time.Second
+	// DefaultLitePullBatchSize and DefaultLitePullSuspend are the lite pull consumer's own
+	// (DefaultLitePullConsumer pullBatchSize 10, brokerSuspendMaxTimeMillis 20 s); its other
+	// defaults are the push consumer's.
+	DefaultLitePullBatchSize = 10
+	DefaultLitePullSuspend   = 20 * time.Second
+	// DefaultPullTimeout is CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND: how long a pull waits for its
+	// answer, the suspend included.
+	DefaultPullTimeout = 30 * time.Second
+	// DefaultPullInterval is pullInterval: no pause between pulls of a queue.
+	DefaultPullInterval time.Duration = 0
+	// DefaultPostSubscriptionWhenPull is postSubscriptionWhenPull: pulls rely on the
+	// subscription heartbeats registered.
+	DefaultPostSubscriptionWhenPull = false
+	DefaultRebalanceInterval        = 20 * time.Second // rocketmq.client.rebalance.waitInterval
+	DefaultPersistInterval          = 5 * time.Second  // persistConsumerOffsetInterval
+	DefaultMaxReconsumeTimes        = 16               // maxReconsumeTimes -1, which concurrent consumers read as 16
+	DefaultConsumeTimeout           = 15 * time.Minute // consumeTimeout
+	DefaultLockInterval             = 20 * time.Second // rocketmq.client.rebalance.lockInterval
+	DefaultLockExpiry               = 30 * time.Second // rocketmq.client.rebalance.lockMaxLiveTime
+	DefaultSuspendDelay             = time.Second      // suspendCurrentQueueTimeMillis
+	DefaultCloseTimeout             = 10 * time.Second
+	DefaultFromTimestampAgo         = 30 * time.Minute // consumeTimestamp
+)
+
+// Defaults of the orderly consumer's timings, RocketMQ's client system properties.
+const (
+	// DefaultUnlockDelay is UNLOCK_DELAY_TIME_MILLS (rocketmq.client.unlockDelayTimeMills,
+	// 20 s): how long after rebalance dropped an orderly queue that still had cached messages
+	// its broker lock is released.
+	DefaultUnlockDelay = 20 * time.Second
+	// DefaultMaxTimeConsumeContinuously is MAX_TIME_CONSUME_CONTINUOUSLY
+	// (rocketmq.client.maxTimeConsumeContinuously, 60 s): the longest an orderly consumer
+	// consumes one queue before it lets the others have a turn.
+	DefaultMaxTimeConsumeContinuously = time.Minute
+)
+
+// RocketMQ's bounds on the options (DefaultMQPushConsumerImpl.checkConfig); NewPushConsumer and
+// NewPullConsumer refuse values outside them.
+const (
+	MaxConsumeGoroutines     = 1000       // consumeThreadMin/Max: [1, 1000]
+	MaxConsumeSpan           = 65535      // consumeConcurrentlyMaxSpan: [1, 65535]
+	MaxPullThresholdForQueue = 65535      // pullThresholdForQueue: [1, 65535]
+	MaxPullThresholdBytes    = 1024 << 20 // pullThresholdSizeForQueue: [1, 1024] MiB
+	MaxPullInterval          = 65535 * time.Millisecond
+	MaxPullBatchSize         = 1024 // pullBatchSize: [1, 1024]
+	MaxConsumeBatchSize      = 1024 // consumeMessageBatchMaxSize: [1, 1024]
 )
 
 // Option configures a consumer. Options are applied in order by NewPushConsumer, which then
@@ -94,7 +134,8 @@ type config struct {
 // control, offsets and the client instance.
 type pullerConfig struct {
 	nameServers  []string
-	group        string
+	group        string // as brokers know it: with the namespace
+	namespace    string
 	instanceName string
 	model        Model
 	from         From
@@ -106,7 +147,8 @@ type pullerConfig struct {
 	pullThresholdBytes int64
 	maxSpan            int64
 	pullSuspend        time.Duration
-	pullTimeout        time.Duration // beyond pullSuspend
+	pullTimeout        time.Duration // the whole pull, pullSuspend included
+	pullInterval       time.Duration
 	pullErrorDelay     time.Duration
 	flowControlDelay   time.Duration
 	offsetIllegalDelay time.Duration
@@ -128,6 +170,7 @@ type pullerConfig struct {
 // pushConfig is what only the push consumer uses: its listeners, retries and orderly locks.
 type pushConfig struct {
 	orderly            bool
+	hooks              []ConsumeHook
 	consumeBatchSize   int
 	consumeGoroutines  int
 	maxReconsumeTimes  int32
@@ -137,6 +180,7 @@ type pushConfig struct {
 	lockExpiry         time.Duration
 	suspendDelay       time.Duration
 	maxOrderlyTurn     time.Duration
+	unlockDelay        time.Duration
 	closeTimeout       time.Duration
 }
 
@@ -156,30 +200,39 @@ func defaultConfig() config {
 			maxSpan:            DefaultConsumeConcurrentlySpan,
 			pullSuspend:        DefaultPullSuspend,
 			pullTimeout:        DefaultPullTimeout,
+			pullInterval:       DefaultPullInterval,
 			pullErrorDelay:     3 * time.Second,
 			flowControlDelay:   50 * time.Millisecond,
 			offsetIllegalDelay: 10 * time.Second,
 			failoverHold:       DefaultFailoverHold,
 			rebalanceInterval:  DefaultRebalanceInterval,
 			persistInterval:    DefaultPersistInterval,
-			subscriptionInPull: true,
+			subscriptionInPull: DefaultPostSubscriptionWhenPull,
 			logger:             zerolog.Nop(),
 		},
 		pushConfig: pushConfig{
 			consumeBatchSize:   DefaultConsumeBatchSize,
 			consumeGoroutines:  DefaultConsumeGoroutines,
-			maxReconsumeTimes:  DefaultMaxReconsumeTimes,
+			maxReconsumeTimes:  -1, // RocketMQ's "not set": 16 concurrent, unlimited orderly
 			consumeTimeout:     DefaultConsumeTimeout,
 			sendBackRetryDelay: 5 * time.Second,
 			lockInterval:       DefaultLockInterval,
 			lockExpiry:         DefaultLockExpiry,
 			suspendDelay:       DefaultSuspendDelay,
-			maxOrderlyTurn:     time.Minute,
+			maxOrderlyTurn:     DefaultMaxTimeConsumeContinuously,
+			unlockDelay:        DefaultUnlockDelay,
 			closeTimeout:       DefaultCloseTimeout,
 		},
 		liteConfig: liteConfig{autoCommit: true},
 	}
 }
+
+// liteDefaults sets the lite pull consumer's defaults where they differ from the push
+// consumer's; NewPullConsumer applies it before the caller's options.
+var liteDefaults = optionFunc(func(c *config) {
+	c.pullBatchSize = DefaultLitePullBatchSize
+	c.pullSuspend = DefaultLitePullSuspend
+})
 
 // newConfig applies opts over the defaults and validates the result once. On error every
 // transport handed over is closed; otherwise only those a later option replaced.
@@ -197,6 +250,7 @@ func newConfig(opts []Option) (config, error) {
 }
 
 func (c *config) validate() error {
+	c.group = names.WrapNamespace(c.namespace, c.group)
 	var errs []error
 	// The broker's rule for a consumer group (internal/names): its retry topic %RETRY%<group>
 	// must be a valid topic, so at most 120 bytes, fewer than RocketMQ clients' 255.
@@ -212,31 +266,73 @@ func (c *config) validate() error {
 	if c.strategy == nil {
 		errs = append(errs, errors.New("consumer: nil strategy"))
 	}
-	positive := map[string]int64{
-		"pull batch size": int64(c.pullBatchSize), "consume batch size": int64(c.consumeBatchSize),
-		"consume goroutines": int64(c.consumeGoroutines), "pull threshold": int64(c.pullThresholdMsgs),
-		"pull threshold size": c.pullThresholdBytes, "max span": c.maxSpan,
-		"max reconsume times": int64(c.maxReconsumeTimes),
+	errs = append(errs, c.checkRanges()...)
+	if c.pullTimeout < c.pullSuspend {
+		errs = append(errs, fmt.Errorf("consumer: pull timeout %v is shorter than the pull suspend %v", c.pullTimeout, c.pullSuspend))
 	}
-	for name, v := range positive {
-		if v <= 0 {
-			errs = append(errs, fmt.Errorf("consumer: %s must be positive, got %d", name, v))
-		}
-	}
-	durations := map[string]time.Duration{
-		"pull suspend": c.pullSuspend, "pull timeout": c.pullTimeout, "rebalance interval": c.rebalanceInterval,
-		"persist interval": c.persistInterval, "consume timeout": c.consumeTimeout,
-		"lock interval": c.lockInterval, "suspend delay": c.suspendDelay, "close timeout": c.closeTimeout,
-	}
-	for name, d := range durations {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("consumer: %s must be positive, got %v", name, d))
+	for i, h := range c.hooks {
+		if h == nil {
+			errs = append(errs, fmt.Errorf("consumer: consume hook %d is nil", i))
 		}
 	}
 	if c.from == FromTimestamp && c.fromTime.IsZero() {
 		c.fromTime = time.Now().Add(-DefaultFromTimestampAgo)
 	}
 	return errors.Join(errs...)
+}
+
+// bound is an option's value and the range RocketMQ allows it; hi is unbounded for options
+// RocketMQ does not bound.
+type bound struct {
+	name      string
+	v, lo, hi int64
+	dur       bool // v, lo and hi are time.Durations
+}
+
+const unbounded = math.MaxInt64
+
+// checkRanges checks every number and period against its range: RocketMQ's where it has one,
+// else positive.
+func (c *config) checkRanges() []error {
+	bounds := []bound{
+		{name: "pull batch size", v: int64(c.pullBatchSize), lo: 1, hi: MaxPullBatchSize},
+		{name: "consume batch size", v: int64(c.consumeBatchSize), lo: 1, hi: MaxConsumeBatchSize},
+		{name: "consume goroutines", v: int64(c.consumeGoroutines), lo: 1, hi: MaxConsumeGoroutines},
+		{name: "pull threshold", v: int64(c.pullThresholdMsgs), lo: 1, hi: MaxPullThresholdForQueue},
+		{name: "pull threshold size", v: c.pullThresholdBytes, lo: 1, hi: MaxPullThresholdBytes},
+		{name: "max span", v: c.maxSpan, lo: 1, hi: MaxConsumeSpan},
+		{name: "max reconsume times", v: int64(c.maxReconsumeTimes), lo: -1, hi: math.MaxInt32}, // -1: not set
+		{name: "pull interval", v: int64(c.pullInterval), lo: 0, hi: int64(MaxPullInterval), dur: true},
+	}
+	for name, d := range map[string]time.Duration{
+		"pull suspend": c.pullSuspend, "pull timeout": c.pullTimeout,
+		"rebalance interval": c.rebalanceInterval, "persist interval": c.persistInterval,
+		"consume timeout": c.consumeTimeout, "lock interval": c.lockInterval,
+		"suspend delay": c.suspendDelay, "close timeout": c.closeTimeout,
+		"max time consume continuously": c.maxOrderlyTurn, "unlock delay": c.unlockDelay,
+	} {
+		bounds = append(bounds, bound{name: name, v: int64(d), lo: 1, hi: unbounded, dur: true})
+	}
+	var errs []error
+	for _, b := range bounds {
+		if b.v < b.lo || b.v > b.hi {
+			errs = append(errs, b.err())
+		}
+	}
+	return errs
+}
+
+func (b bound) err() error {
+	f := func(v int64) string {
+		if b.dur {
+			return time.Duration(v).String()
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	if b.hi == unbounded {
+		return fmt.Errorf("consumer: %s must be positive, got %s", b.name, f(b.v))
+	}
+	return fmt.Errorf("consumer: %s out of range [%s, %s], got %s", b.name, f(b.lo), f(b.hi), f(b.v))
 }
 
 // WithNameServers sets the name service addresses ("host:port").
@@ -246,6 +342,13 @@ func WithNameServers(addrs ...string) Option {
 
 // WithGroup sets the consumer group (required).
 func WithGroup(group string) Option { return optionFunc(func(c *config) { c.group = group }) }
+
+// WithNamespace puts the group and every subscribed topic in namespace ns (RocketMQ
+// ClientConfig.namespace, default none): brokers see "ns%group" and "ns%topic", the group's
+// retry topic is "%RETRY%ns%group", and listeners see Message.Topic without the namespace, so
+// the consumer meets producers made WithNamespace(ns). Queues (Assignment, Message.Queue) name
+// the topics as brokers know them; methods that take a topic or queue accept either form.
+func WithNamespace(ns string) Option { return optionFunc(func(c *config) { c.namespace = ns }) }
 
 // WithInstanceName sets the instance part of the client id (ip@instance). Consumers and
 // producers of one process with the same instance name share one client instance.
@@ -265,44 +368,62 @@ func WithConsumeFrom(f From, t time.Time) Option {
 // WithStrategy sets the queue allocation strategy (default rebalance.Averagely()).
 func WithStrategy(s rebalance.Strategy) Option { return optionFunc(func(c *config) { c.strategy = s }) }
 
+// WithConsumeHook adds h to the hooks that run around every listener call (RocketMQ
+// registerConsumeMessageHook), after the hooks added before it. Push consumer only.
+func WithConsumeHook(h ConsumeHook) Option {
+	return optionFunc(func(c *config) { c.hooks = append(c.hooks, h) })
+}
+
 // WithOrderly makes the consumer orderly: each queue is consumed by one goroutine at a time, in
 // offset order, while this client holds the queue's broker lock.
 func WithOrderly(orderly bool) Option { return optionFunc(func(c *config) { c.orderly = orderly }) }
 
-// WithPullBatchSize sets how many messages one pull asks for (default 32).
+// WithPullBatchSize sets how many messages one pull asks for (RocketMQ pullBatchSize: default
+// 32, at most 1024).
 func WithPullBatchSize(n int) Option { return optionFunc(func(c *config) { c.pullBatchSize = n }) }
 
-// WithConsumeBatchSize sets the most messages one listener call gets (default 1).
+// WithConsumeBatchSize sets the most messages one listener call gets (RocketMQ
+// consumeMessageBatchMaxSize: default 1, at most 1024).
 func WithConsumeBatchSize(n int) Option {
 	return optionFunc(func(c *config) { c.consumeBatchSize = n })
 }
 
-// WithConsumeGoroutines bounds how many listener calls run at once (default 20).
+// WithConsumeGoroutines bounds how many listener calls run at once (RocketMQ consumeThreadMin
+// and consumeThreadMax, which size one fixed pool: default 20, at most 1000).
 func WithConsumeGoroutines(n int) Option {
 	return optionFunc(func(c *config) { c.consumeGoroutines = n })
 }
 
 // WithPullThresholds sets flow control per queue: pulling pauses while a queue holds more than
-// msgs cached messages or more than bytes of bodies (defaults 1000 and 100 MiB).
+// msgs cached messages or more than bytes of bodies (RocketMQ pullThresholdForQueue, default
+// 1000, at most 65535, and pullThresholdSizeForQueue, default 100 MiB, at most 1024 MiB; bytes
+// rather than whole MiB).
 func WithPullThresholds(msgs int, bytes int64) Option {
 	return optionFunc(func(c *config) { c.pullThresholdMsgs, c.pullThresholdBytes = msgs, bytes })
 }
 
 // WithMaxSpan pauses a concurrent consumer's pulls while the offsets cached for a queue span
-// more than n (default 2000).
+// more than n (RocketMQ consumeConcurrentlyMaxSpan: default 2000, at most 65535).
 func WithMaxSpan(n int64) Option { return optionFunc(func(c *config) { c.maxSpan = n }) }
 
-// WithPullSuspend sets how long the broker may hold a pull with no new messages (default 15 s).
+// WithPullSuspend sets how long the broker may hold a pull with no new messages (RocketMQ
+// BROKER_SUSPEND_MAX_TIME_MILLIS, 15 s). It may not exceed WithPullTimeout.
 func WithPullSuspend(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.pullSuspend = d })
 }
 
-// WithPullTimeout sets how long a pull may wait for its answer beyond the suspend time
-// (default DefaultPullTimeout, RocketMQ's consumerPullTimeoutMillis). A pull whose broker
-// died without answering holds its queue that long (suspend + timeout) before the queue moves
+// WithPullTimeout sets how long a pull waits for its answer, the suspend time included
+// (RocketMQ CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND, 30 s); it must be at least WithPullSuspend.
+// A pull whose broker died without answering holds its queue that long before the queue moves
 // on, to a slave for instance; tests that kill brokers shorten both.
 func WithPullTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.pullTimeout = d })
+}
+
+// WithPullInterval pauses a queue's pulls for d after each pull that brought messages (RocketMQ
+// pullInterval: default 0, at most 65535 ms), to slow consumption down.
+func WithPullInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.pullInterval = d })
 }
 
 // WithPullErrorDelay sets the pause after a failed pull (default 3 s).
@@ -320,8 +441,12 @@ func WithPersistInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.persistInterval = d })
 }
 
-// WithMaxReconsumeTimes sets how often a message is redelivered before it goes to the
-// dead-letter topic (default 16).
+// WithMaxReconsumeTimes sets how often a message is consumed again before it goes to the
+// dead-letter topic: RocketMQ's maxReconsumeTimes, whose default -1 means 16 for a concurrent
+// consumer (the broker's retries) and unlimited for an orderly one, which then retries a
+// failing message locally for ever and never moves it aside unless this is set. An orderly
+// consumer sends a message that failed n more times than its first delivery to the
+// dead-letter topic, or suspends the queue and tries again if that send fails.
 func WithMaxReconsumeTimes(n int32) Option {
 	return optionFunc(func(c *config) { c.maxReconsumeTimes = n })
 }
@@ -347,6 +472,20 @@ func WithLockInterval(d time.Duration) Option {
 	})
 }
 
+// WithUnlockDelay sets how long after rebalance dropped an orderly queue that still had
+// messages cached its broker lock is released (default DefaultUnlockDelay, RocketMQ's
+// UNLOCK_DELAY_TIME_MILLS); a queue dropped with an empty cache is released at once.
+func WithUnlockDelay(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.unlockDelay = d })
+}
+
+// WithMaxTimeConsumeContinuously sets how long an orderly consumer consumes one queue before
+// it pauses the queue briefly so the others get listener slots (default
+// DefaultMaxTimeConsumeContinuously, RocketMQ's MAX_TIME_CONSUME_CONTINUOUSLY).
+func WithMaxTimeConsumeContinuously(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.maxOrderlyTurn = d })
+}
+
 // WithSuspendDelay sets how long an orderly queue pauses after its listener asked to suspend
 // (default 1 s).
 func WithSuspendDelay(d time.Duration) Option {
@@ -363,12 +502,17 @@ func WithCloseTimeout(d time.Duration) Option {
 func WithSyncCommit(sync bool) Option { return optionFunc(func(c *config) { c.syncCommit = sync }) }
 
 // WithOffsetDir sets where broadcasting consumers keep offsets:
-// <dir>/<clientId>/<group>/offsets.json (default ~/.rocketmq_offsets).
+// <dir>/<clientId>/<group>/offsets.json in the Java client's LocalFileOffsetStore format,
+// with the previous content in offsets.json.bak (default ~/.rocketmq_offsets, the Java
+// client's default; its rocketmq.client.localOffsetStoreDir system property is not read).
+// The directory's client id is the Java client's, ip@instance (ip@DEFAULT with the default
+// instance name, where the client id on the wire is ip@pid), so the file survives restarts and
+// a Java broadcasting consumer of the same group on the same host shares it.
 func WithOffsetDir(dir string) Option { return optionFunc(func(c *config) { c.offsetDir = dir }) }
 
-// WithSubscriptionInPull sends the subscription expression with every pull (sysFlag bit 2, the
-// default) instead of relying on the one registered by heartbeat, as the official push
-// consumer does.
+// WithSubscriptionInPull sends the subscription expression with every pull (sysFlag bit 2)
+// instead of relying on the one heartbeats registered (RocketMQ postSubscriptionWhenPull,
+// default off; the lite pull consumer sends it always, as RocketMQ's does).
 func WithSubscriptionInPull(on bool) Option {
 	return optionFunc(func(c *config) { c.subscriptionInPull = on })
 }

@@ -174,6 +174,14 @@ func (pq *processQueue) putBack(msgs []*Message) {
 	}
 }
 
+// hasCached reports whether messages wait in the cache, not counting those an orderly
+// listener call holds (RocketMQ's hasTempMessage).
+func (pq *processQueue) hasCached() bool {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	return len(pq.mu.offsets) > 0
+}
+
 // stats returns the cached message count (including those being consumed orderly), their body
 // bytes and the span between the lowest and highest cached offsets.
 func (pq *processQueue) stats() (count int, bytes int64, span int64) {

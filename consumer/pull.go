@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -31,8 +32,12 @@ func (p *puller) pullLoop(qs *queueState) {
 			continue
 		}
 		pq.lastPullTime.Store(time.Now().UnixNano())
-		if !p.handlePull(qs, res) {
+		found, keep := p.handlePull(qs, res)
+		if !keep {
 			return
+		}
+		if found && p.cfg.pullInterval > 0 {
+			sleep(p.ctx, pq.done, p.cfg.pullInterval)
 		}
 	}
 }
@@ -65,27 +70,30 @@ func (p *puller) pullOnce(qs *queueState) (*pullResult, string, error) {
 			commit = off
 		}
 	}
+	// Without the subscription in the pull, the broker filters with the one heartbeats
+	// registered, and SubVersion tells it whether that one is recent enough.
 	h := &protocol.PullMessageRequestHeader{ConsumerGroup: p.cfg.group, Topic: mq.Topic, QueueID: int32(mq.QueueID),
 		QueueOffset: qs.nextOffset, MaxMsgNums: int32(p.cfg.pullBatchSize), CommitOffset: commit,
-		SuspendTimeoutMillis: p.cfg.pullSuspend.Milliseconds(), ExpressionType: protocol.ExpressionTag,
-		BrokerName: mq.BrokerName}
+		SuspendTimeoutMillis: p.cfg.pullSuspend.Milliseconds(), SubVersion: sub.version,
+		ExpressionType: sub.exprType, BrokerName: mq.BrokerName}
 	if p.cfg.subscriptionInPull {
 		h.Subscription = sub.expr
 	}
 	h.SysFlag = protocol.BuildPullSysFlag(commit > 0, true, p.cfg.subscriptionInPull, false)
-	res, err := pullMessage(p.ctx, p.inst.Transport(), addr, h, p.cfg.pullSuspend+p.cfg.pullTimeout)
+	res, err := pullMessage(p.ctx, p.inst.Transport(), addr, h, p.cfg.pullTimeout)
 	return res, addr, err
 }
 
-// handlePull applies a pull's answer; false means the queue was given up (offset moved).
-func (p *puller) handlePull(qs *queueState, res *pullResult) bool {
+// handlePull applies a pull's answer. found reports messages for the consumer (after
+// filtering); keep is false when the queue was given up (offset moved).
+func (p *puller) handlePull(qs *queueState, res *pullResult) (found, keep bool) {
 	mq, pq := qs.mq, qs.pq
 	qs.brokerID = res.header.SuggestWhichBrokerID
 	if qs.fromSlave && res.code != remoting.Success && res.header.NextBeginOffset < qs.nextOffset {
 		// A slave behind its master (async replication) does not know the offset yet: keep
 		// it and ask again (RocketMQ slaves answer so with offsetCheckInSlave off) rather than
 		// move the queue, and its committed offset, backwards.
-		return true
+		return false, true
 	}
 	switch res.code {
 	case remoting.Success:
@@ -95,6 +103,7 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) bool {
 		}
 		qs.nextOffset = res.header.NextBeginOffset
 		msgs = p.filter(msgs, res.header)
+		found = len(msgs) > 0
 		if added := pq.put(msgs); len(added) > 0 {
 			p.svc.submit(qs, added)
 		}
@@ -120,14 +129,15 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) bool {
 			}
 			p.store.remove(mq)
 		}
-		return false
+		return false, false
 	}
-	return true
+	return found, true
 }
 
 // filter keeps the messages the subscription's tags match (brokers filter by tag hash, which
-// may let others through), shows retried messages under their original topic, and records the
-// queue's offset range on each, as the official client does.
+// may let others through), shows retried messages under their original topic and every
+// message without the namespace, and records the queue's offset range on each, as the official
+// client does.
 func (p *puller) filter(msgs []*Message, h protocol.PullMessageResponseHeader) []*Message {
 	if len(msgs) == 0 {
 		return nil
@@ -141,6 +151,7 @@ func (p *puller) filter(msgs []*Message, h protocol.PullMessageResponseHeader) [
 			continue
 		}
 		restoreRetryTopic(m, retry)
+		m.Topic = names.WithoutNamespace(p.cfg.namespace, m.Topic)
 		m.Properties[message.PropertyMinOffset] = minOff
 		m.Properties[message.PropertyMaxOffset] = maxOff
 		out = append(out, m)

@@ -40,33 +40,47 @@ type PullConsumer struct {
 
 // NewPullConsumer builds a lite pull consumer; options are those of the push consumer that
 // apply (name servers, group, instance name, model, consume from, strategy, pull batch size,
-// thresholds, intervals, transport, logger) and WithAutoCommit.
+// thresholds, intervals, transport, logger) and WithAutoCommit. Its defaults are the push
+// consumer's but for DefaultLitePullBatchSize and DefaultLitePullSuspend, as RocketMQ's
+// DefaultLitePullConsumer.
 func NewPullConsumer(opts ...Option) (*PullConsumer, error) {
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(append([]Option{liteDefaults}, opts...))
 	if err != nil {
 		return nil, err
 	}
 	c := &PullConsumer{autoCommit: cfg.autoCommit, polls: make(chan consumeRequest, 64),
 		paused: map[MessageQueue]bool{}, stash: map[MessageQueue][]consumeRequest{}}
+	// RocketMQ's lite pull consumer always sends its subscription with the pull.
+	cfg.subscriptionInPull = true
 	c.p = newPuller(cfg.pullerConfig, protocol.ConsumeActively, c)
 	return c, nil
 }
 
-// Subscribe asks for the messages of topic matching expr, with the queues rebalanced among the
-// group's members. Call before Start.
+// Subscribe asks for the messages of topic matching the tag expression expr, with the queues
+// rebalanced among the group's members. Call before Start.
 func (c *PullConsumer) Subscribe(topic, expr string) error {
+	return c.SubscribeSelector(topic, ByTag(expr))
+}
+
+// SubscribeSelector is Subscribe with a selector: a tag expression, or an SQL92 one that Start
+// checks with the topic's brokers (CHECK_CLIENT_CONFIG).
+func (c *PullConsumer) SubscribeSelector(topic string, sel MessageSelector) error {
 	if topic == "" {
 		return errSubscribeArgs
 	}
-	return c.p.setup(func(subs map[string]*subscription) {
-		subs[topic] = newSubscription(topic, expr, nil)
-	})
+	if err := sel.check(); err != nil {
+		return err
+	}
+	topic = c.p.wireTopic(topic)
+	s := newSelectorSubscription(topic, sel, nil)
+	return c.p.setup(func(subs map[string]*subscription) { subs[topic] = s })
 }
 
 // Assign consumes exactly mqs, without rebalancing (and without Subscribe). Call before Start.
 func (c *PullConsumer) Assign(mqs ...MessageQueue) error {
 	fixed := fixedQueues{}
 	for _, mq := range mqs {
+		mq = c.p.wireQueue(mq)
 		fixed[mq.Topic] = append(fixed[mq.Topic], mq)
 	}
 	return c.p.setup(func(subs map[string]*subscription) {
@@ -189,7 +203,7 @@ func (c *PullConsumer) Committed(mq MessageQueue) (int64, bool) {
 	if c.p.store == nil {
 		return 0, false
 	}
-	return c.p.store.read(mq)
+	return c.p.store.read(c.p.wireQueue(mq))
 }
 
 // Seek makes the next messages of mq start at offset: what was pulled and not returned is
@@ -201,6 +215,7 @@ func (c *PullConsumer) Seek(mq MessageQueue, offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("consumer: negative offset %d", offset)
 	}
+	mq = c.p.wireQueue(mq)
 	qs, err := c.p.seek(mq, offset)
 	if err != nil {
 		return err
@@ -218,6 +233,7 @@ func (c *PullConsumer) SeekToBegin(ctx context.Context, mq MessageQueue) error {
 	if !c.p.isStarted() {
 		return ErrClosed
 	}
+	mq = c.p.wireQueue(mq)
 	off, err := getMinOffset(ctx, c.p.inst.Transport(), c.p.inst.AdminAddr(mq.BrokerName), mq)
 	if err != nil {
 		return err
@@ -230,6 +246,7 @@ func (c *PullConsumer) SeekToEnd(ctx context.Context, mq MessageQueue) error {
 	if !c.p.isStarted() {
 		return ErrClosed
 	}
+	mq = c.p.wireQueue(mq)
 	off, err := getMaxOffset(ctx, c.p.inst.Transport(), c.p.inst.AdminAddr(mq.BrokerName), mq)
 	if err != nil {
 		return err
@@ -242,7 +259,7 @@ func (c *PullConsumer) Pause(mqs ...MessageQueue) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, mq := range mqs {
-		c.paused[mq] = true
+		c.paused[c.p.wireQueue(mq)] = true
 	}
 }
 
@@ -251,6 +268,7 @@ func (c *PullConsumer) Resume(mqs ...MessageQueue) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, mq := range mqs {
+		mq = c.p.wireQueue(mq)
 		delete(c.paused, mq)
 		c.ready = append(c.ready, c.stash[mq]...)
 		delete(c.stash, mq)

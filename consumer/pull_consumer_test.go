@@ -132,3 +132,30 @@ func TestPullConsumerAssignSeekPause(t *testing.T) {
 		t.Errorf("Seek of an unassigned queue: %v", err)
 	}
 }
+
+// The lite pull consumer has RocketMQ's DefaultLitePullConsumer defaults where they differ from
+// the push consumer's, and the caller's options still win.
+func TestPullConsumerLiteDefaults(t *testing.T) {
+	c, err := NewPullConsumer(WithGroup("g"), WithNameServers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.p.cfg; got.pullBatchSize != 10 || got.pullSuspend != 20*time.Second || !got.subscriptionInPull {
+		t.Errorf("lite defaults: batch %d suspend %v subscription in pull %v, want 10, 20s, true",
+			got.pullBatchSize, got.pullSuspend, got.subscriptionInPull)
+	}
+	c2, err := NewPullConsumer(WithGroup("g"), WithNameServers("127.0.0.1:1"), WithPullBatchSize(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.p.cfg.pullBatchSize != 5 {
+		t.Errorf("WithPullBatchSize(5) gave %d", c2.p.cfg.pullBatchSize)
+	}
+	p, err := NewPushConsumer(WithGroup("g"), WithNameServers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.p.cfg.pullBatchSize != DefaultPullBatchSize || p.p.cfg.pullSuspend != DefaultPullSuspend {
+		t.Errorf("push defaults changed: batch %d suspend %v", p.p.cfg.pullBatchSize, p.p.cfg.pullSuspend)
+	}
+}

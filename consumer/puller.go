@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqgo/mq/internal/client"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -37,9 +39,11 @@ type puller struct {
 	mu struct {
 		sync.Mutex
 		state int
-		subs  map[string]*subscription
+		subs  map[string]*subscription // by topic as brokers know it
 		// started is closed when a start that set stateStarting is over, either way.
 		started chan struct{}
+		// startErr is why start failed (stateStartFailed).
+		startErr error
 	}
 
 	// Set by start before the consumer counts as started, unchanged afterwards.
@@ -89,10 +93,15 @@ type queueService interface {
 	closeQueues(ctx context.Context, held []MessageQueue)
 }
 
+// The puller's lifecycle, RocketMQ's ServiceState: new (CREATE_JUST) -> starting -> started
+// (RUNNING) or startFailed (START_FAILED); any -> closed (SHUTDOWN_ALREADY). Only new may
+// start or take subscriptions; a failed start released what it acquired (an owned transport
+// among it), so it is final, as in RocketMQ.
 const (
 	stateNew = iota
 	stateStarting
 	stateStarted
+	stateStartFailed
 	stateClosed
 )
 
@@ -125,26 +134,41 @@ func newPuller(cfg pullerConfig, consumeType string, svc queueService) *puller {
 	return p
 }
 
-// setup runs f on the subscription table while the consumer has not started; ErrStarted
-// otherwise.
+// setup runs f on the subscription table while the consumer has not started; otherwise it
+// returns what stateErrLocked says.
 func (p *puller) setup(f func(subs map[string]*subscription)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.state != stateNew {
-		return ErrStarted
+	if err := p.stateErrLocked(); err != nil {
+		return err
 	}
 	f(p.mu.subs)
 	return nil
 }
 
+// stateErrLocked is why the consumer can no longer start or take subscriptions; nil while it
+// is new. p.mu must be held.
+func (p *puller) stateErrLocked() error {
+	switch p.mu.state {
+	case stateStarting, stateStarted:
+		return ErrStarted
+	case stateStartFailed:
+		return fmt.Errorf("%w: %w", ErrStartFailed, p.mu.startErr)
+	case stateClosed:
+		return ErrClosed
+	}
+	return nil
+}
+
 // start acquires the shared client instance, adds extra to the subscriptions (those not there
-// yet), checks routes, registers the group and starts pulling. On error nothing is left
-// running.
+// yet), checks routes and subscriptions, registers the group and starts pulling. On error
+// nothing is left running and the puller is start-failed, unless nothing was tried yet (no
+// subscription, or not new).
 func (p *puller) start(extra ...*subscription) error {
 	p.mu.Lock()
-	if p.mu.state != stateNew {
+	if err := p.stateErrLocked(); err != nil {
 		p.mu.Unlock()
-		return ErrStarted
+		return err
 	}
 	if len(p.mu.subs) == 0 {
 		p.mu.Unlock()
@@ -165,7 +189,7 @@ func (p *puller) start(extra ...*subscription) error {
 	defer p.mu.Unlock()
 	close(p.mu.started)
 	if err != nil {
-		p.mu.state = stateNew
+		p.mu.state, p.mu.startErr = stateStartFailed, err
 		return err
 	}
 	p.mu.state = stateStarted
@@ -196,9 +220,15 @@ func (p *puller) startWith(inst instance) error {
 	if err := p.checkRoutes(ctx); err != nil {
 		return err
 	}
+	if err := p.checkSubscriptions(ctx); err != nil {
+		return err
+	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := inst.RegisterConsumer(p.cfg.group, p); err != nil {
 		p.cancel()
+		if errors.Is(err, client.ErrConsumerGroupRegistered) {
+			return fmt.Errorf("%w: %w", ErrGroupExists, err)
+		}
 		return err
 	}
 	inst.SendHeartbeatToAllBrokers(ctx)
@@ -216,7 +246,17 @@ func (p *puller) newOffsetStore() (offsetStore, error) {
 	if p.cfg.model == Clustering {
 		return newRemoteOffsetStore(p.cfg.group, p.inst, p.cfg.syncCommit, p.log), nil
 	}
-	return newLocalOffsetStore(p.cfg.offsetDir, p.clientID, p.cfg.group)
+	return newLocalOffsetStore(p.cfg.offsetDir, offsetFileClientID(p.cfg.instanceName), p.cfg.group)
+}
+
+// offsetFileClientID names a broadcasting consumer's offsets directory as a Java consumer's:
+// RocketMQ swaps the DEFAULT instance name for the pid only in clustering mode, so a
+// broadcasting consumer's file is under ip@DEFAULT and survives restarts.
+func offsetFileClientID(instanceName string) string {
+	if instanceName == "" {
+		instanceName = client.DefaultInstanceName
+	}
+	return client.LocalIPv4() + "@" + instanceName
 }
 
 // checkRoutes fails unless every subscribed topic but the retry topic has a route.
@@ -229,6 +269,27 @@ func (p *puller) checkRoutes(ctx context.Context) error {
 				continue
 			}
 			return fmt.Errorf("consumer: route of %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// checkSubscriptions asks one broker of each topic whose subscription is not a tag expression
+// whether it serves it (CHECK_CLIENT_CONFIG, RocketMQ's checkClientInBroker at start): a broker
+// without SQL92 filtering refuses, and Start fails with its answer rather than the consumer
+// receiving nothing. A topic with no known broker is not checked, as in RocketMQ.
+func (p *puller) checkSubscriptions(ctx context.Context) error {
+	for _, d := range p.HeartbeatData().SubscriptionDataSet {
+		if protocol.IsTagType(d.ExpressionType) {
+			continue
+		}
+		addr := p.inst.AnyBrokerAddrOfTopic(d.Topic)
+		if addr == "" {
+			continue
+		}
+		if err := checkClientConfig(ctx, p.inst.Transport(), addr, p.cfg.group, p.clientID, d); err != nil {
+			return fmt.Errorf("consumer: broker %s on the %s subscription %q of %s: %w",
+				addr, d.ExpressionType, d.SubString, d.Topic, err)
 		}
 	}
 	return nil
@@ -266,14 +327,17 @@ func (p *puller) shutdown() error {
 		<-started
 		p.mu.Lock()
 	}
-	started := p.mu.state == stateStarted
+	was := p.mu.state
 	p.mu.state = stateClosed
 	p.mu.Unlock()
-	if !started {
-		if p.cfg.ownTransport && p.cfg.transport != nil && p.inst == nil {
+	switch was {
+	case stateNew:
+		if p.cfg.ownTransport && p.cfg.transport != nil {
 			return p.cfg.transport.Close() // never handed to an instance
 		}
 		return nil
+	case stateStartFailed:
+		return nil // the failed start released everything
 	}
 	p.cancel()
 	p.goMu.Lock()
@@ -336,11 +400,22 @@ func (p *puller) states() []*queueState {
 	return out
 }
 
-// subscriptionOf returns the subscription messages of topic are consumed under.
+// subscriptionOf returns the subscription messages of topic are consumed under; topic may be
+// as brokers know it or as listeners see it (without the namespace).
 func (p *puller) subscriptionOf(topic string) *subscription {
+	topic = p.wireTopic(topic)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mu.subs[topic]
+}
+
+// wireTopic is topic as brokers know it: in the consumer's namespace. Idempotent.
+func (p *puller) wireTopic(topic string) string { return names.WrapNamespace(p.cfg.namespace, topic) }
+
+// wireQueue is mq with its topic as brokers know it.
+func (p *puller) wireQueue(mq MessageQueue) MessageQueue {
+	mq.Topic = p.wireTopic(mq.Topic)
+	return mq
 }
 
 // HeartbeatData implements the client instance's Consumer: the group as heartbeats carry it.

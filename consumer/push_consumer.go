@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/rebalance"
 	"github.com/mqgo/mq/remoting"
@@ -64,6 +65,8 @@ type PushConsumer struct {
 	p   *puller
 	cfg pushConfig
 	log zerolog.Logger
+	// hookLog reports hooks that panic, at most once a minute.
+	hookLog zerolog.Logger
 
 	// consumeCtx ends when Close stops waiting for listeners.
 	consumeCtx    context.Context
@@ -82,6 +85,7 @@ func NewPushConsumer(opts ...Option) (*PushConsumer, error) {
 	pc := &PushConsumer{cfg: cfg.pushConfig}
 	pc.p = newPuller(cfg.pullerConfig, protocol.ConsumePassively, pc)
 	pc.log = pc.p.log
+	pc.hookLog = pc.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Minute})
 	pc.consumeCtx, pc.consumeCancel = context.WithCancel(context.Background())
 	if cfg.orderly {
 		pc.slots = make(chan struct{}, cfg.consumeGoroutines)
@@ -91,15 +95,26 @@ func NewPushConsumer(opts ...Option) (*PushConsumer, error) {
 	return pc, nil
 }
 
-// Subscribe registers listener for the messages of topic matching expr ("*" or
-// "TagA || TagB"). It must be called before Start.
+// Subscribe registers listener for the messages of topic matching the tag expression expr ("*"
+// or "TagA || TagB"). It must be called before Start: RocketMQ also takes subscriptions on a
+// running consumer, this consumer answers ErrStarted.
 func (pc *PushConsumer) Subscribe(topic, expr string, listener Listener) error {
+	return pc.SubscribeSelector(topic, ByTag(expr), listener)
+}
+
+// SubscribeSelector is Subscribe with a selector: a tag expression, or an SQL92 one that Start
+// checks with the topic's brokers (CHECK_CLIENT_CONFIG).
+func (pc *PushConsumer) SubscribeSelector(topic string, sel MessageSelector, listener Listener) error {
 	if topic == "" || listener == nil {
 		return errSubscribeArgs
 	}
-	return pc.p.setup(func(subs map[string]*subscription) {
-		subs[topic] = newSubscription(topic, expr, listener)
-	})
+	if err := sel.check(); err != nil {
+		return err
+	}
+	topic = pc.p.wireTopic(topic)
+	s := newSelectorSubscription(topic, sel, listener)
+	s.listener = pc.withHooks(listener)
+	return pc.p.setup(func(subs map[string]*subscription) { subs[topic] = s })
 }
 
 // errSubscribeArgs is a Subscribe without a topic (or, push consumer, without a listener).
@@ -207,13 +222,14 @@ func (pc *PushConsumer) ConsumeMessageDirectly(body []byte) *remoting.Command {
 	}
 	m := fromRecord(&r, MessageQueue{Topic: string(r.Topic), QueueID: int(r.QueueID)})
 	restoreRetryTopic(m, RetryTopic(pc.p.cfg.group))
+	m.Topic = names.WithoutNamespace(pc.p.cfg.namespace, m.Topic)
 	sub := pc.p.subscriptionOf(m.Topic)
-	if sub == nil || sub.listener == nil {
+	if sub == nil || sub.direct == nil {
 		return remoting.NewResponse(remoting.SystemError, "consumer: no listener for topic "+m.Topic)
 	}
 	start := time.Now()
 	markConsumeStart(m, start)
-	res, err := callListener(pc.consumeCtx, sub.listener, []*Message{m})
+	res, err := callListener(pc.consumeCtx, sub.direct, []*Message{m})
 	out := consumeDirectlyResult{Order: pc.cfg.orderly, AutoCommit: true, SpentTimeMills: time.Since(start).Milliseconds()}
 	switch {
 	case err != nil:
@@ -253,4 +269,71 @@ func (pc *PushConsumer) ClientID() string { return pc.p.startedClientID() }
 // consumeDirectly implements queueService.
 func (pc *PushConsumer) consumeDirectly(body []byte) *remoting.Command {
 	return pc.ConsumeMessageDirectly(body)
+}
+
+// ConsumeHook observes the listener calls of a push consumer (RocketMQ ConsumeMessageHook), for
+// tracing or metrics. Both methods run on the goroutine that calls the listener, for every call
+// a consume service makes (not for CONSUME_MESSAGE_DIRECTLY): ConsumeBefore just before it,
+// ConsumeAfter just after it with its result, also when it failed or panicked. They hold a
+// consume goroutine, so they must be quick; a panic in one is logged and ignored, as RocketMQ
+// ignores a hook's exception.
+type ConsumeHook interface {
+	ConsumeBefore(cc *ConsumeContext)
+	ConsumeAfter(cc *ConsumeContext)
+}
+
+// ConsumeContext is one listener call as the hooks see it (RocketMQ ConsumeMessageContext): the
+// same value goes to every hook's ConsumeBefore and ConsumeAfter of the call.
+type ConsumeContext struct {
+	// Group is the consumer group as brokers know it (with the namespace).
+	Group string
+	// Queue is the queue the messages were pulled from (a retry queue for redeliveries).
+	Queue MessageQueue
+	// Messages are the listener's; hooks may read them until ConsumeAfter returns and must not
+	// change them.
+	Messages []*Message
+	// Orderly reports an orderly consumer.
+	Orderly bool
+	// Result and Err are the listener's answer (a panic is ConsumeRetryLater with an error),
+	// set before ConsumeAfter.
+	Result ConsumeResult
+	Err    error
+	// Props is the hooks' own: what a ConsumeBefore leaves for a ConsumeAfter. Nil until a
+	// hook sets it.
+	Props map[string]string
+}
+
+// Success reports whether the listener acknowledged the messages (RocketMQ's context success).
+func (cc *ConsumeContext) Success() bool { return cc.Err == nil && cc.Result == ConsumeSuccess }
+
+// withHooks wraps l in the consume hooks; l itself when there are none.
+func (pc *PushConsumer) withHooks(l Listener) Listener {
+	hooks := pc.cfg.hooks
+	if len(hooks) == 0 {
+		return l
+	}
+	return func(ctx context.Context, msgs []*Message) (ConsumeResult, error) {
+		cc := &ConsumeContext{Group: pc.p.cfg.group, Messages: msgs, Orderly: pc.cfg.orderly}
+		if len(msgs) > 0 {
+			cc.Queue = msgs[0].Queue
+		}
+		for _, h := range hooks {
+			pc.runHook(h.ConsumeBefore, cc)
+		}
+		cc.Result, cc.Err = callListener(ctx, l, msgs)
+		for _, h := range hooks {
+			pc.runHook(h.ConsumeAfter, cc)
+		}
+		return cc.Result, cc.Err
+	}
+}
+
+// runHook calls f, logging and otherwise ignoring a panic.
+func (pc *PushConsumer) runHook(f func(*ConsumeContext), cc *ConsumeContext) {
+	defer func() {
+		if r := recover(); r != nil {
+			pc.hookLog.Error().Str("topic", cc.Queue.Topic).Interface("panic", r).Msg("consume hook panicked")
+		}
+	}()
+	f(cc)
 }

@@ -1,6 +1,8 @@
 package consumer
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,13 +12,62 @@ import (
 	"github.com/mqgo/mq/internal/protocol"
 )
 
-// subscription is one subscribed topic: its tag expression, the listener, and the parsed tag
-// set the client filters on.
+// ExpressionType is the language of a MessageSelector's expression.
+type ExpressionType string
+
+// Expression types (RocketMQ ExpressionType).
+const (
+	// TagExpression selects by tag: "*" or "TagA || TagB".
+	TagExpression ExpressionType = protocol.ExpressionTag
+	// SQL92Expression selects by message properties, e.g. "a > 5 AND b = 'x'". Brokers evaluate
+	// it only with property filtering on (RocketMQ enablePropertyFilter); others refuse it, and
+	// Start fails with their answer.
+	SQL92Expression ExpressionType = protocol.ExpressionSQL92
+)
+
+// MessageSelector chooses the messages of a topic a subscription receives (RocketMQ
+// MessageSelector).
+type MessageSelector struct {
+	Type       ExpressionType // "" means TagExpression
+	Expression string
+}
+
+// ByTag selects by tag expression ("*" or "TagA || TagB").
+func ByTag(expr string) MessageSelector {
+	return MessageSelector{Type: TagExpression, Expression: expr}
+}
+
+// BySQL92 selects by an SQL92 expression over message properties.
+func BySQL92(expr string) MessageSelector {
+	return MessageSelector{Type: SQL92Expression, Expression: expr}
+}
+
+// check refuses a selector type the consumer does not know and an empty SQL92 expression
+// (RocketMQ FilterAPI.build).
+func (s MessageSelector) check() error {
+	switch s.Type {
+	case "", TagExpression:
+		return nil
+	case SQL92Expression:
+		if strings.TrimSpace(s.Expression) == "" {
+			return errors.New("consumer: empty SQL92 expression")
+		}
+		return nil
+	}
+	return fmt.Errorf("consumer: unknown expression type %q", string(s.Type))
+}
+
+// subscription is one subscribed topic (as brokers know it): its expression, the listener, and
+// the parsed tag set the client filters on.
 type subscription struct {
 	topic    string
 	expr     string
-	tags     map[string]struct{} // nil for "*"
+	exprType string
+	tags     map[string]struct{} // nil for "*" and for expressions that are not tags
+	// listener is what the consume services call: the application's listener inside the
+	// consume hooks; direct is the application's listener alone (CONSUME_MESSAGE_DIRECTLY).
 	listener Listener
+	direct   Listener
 	version  int64
 }
 
@@ -37,8 +88,21 @@ func parseTagExpression(expr string) []string {
 	return tags
 }
 
+// newSubscription subscribes to topic with a tag expression.
 func newSubscription(topic, expr string, l Listener) *subscription {
-	s := &subscription{topic: topic, expr: strings.TrimSpace(expr), listener: l, version: time.Now().UnixNano()}
+	return newSelectorSubscription(topic, ByTag(expr), l)
+}
+
+// newSelectorSubscription subscribes to topic with sel, which check accepted.
+func newSelectorSubscription(topic string, sel MessageSelector, l Listener) *subscription {
+	s := &subscription{topic: topic, expr: strings.TrimSpace(sel.Expression), exprType: string(sel.Type),
+		listener: l, direct: l, version: time.Now().UnixNano()}
+	if s.exprType == "" {
+		s.exprType = protocol.ExpressionTag
+	}
+	if !protocol.IsTagType(s.exprType) {
+		return s
+	}
 	if s.expr == "" {
 		s.expr = protocol.SubAll
 	}
@@ -66,7 +130,10 @@ func (s *subscription) matches(tags string) bool {
 // sorts it.
 func (s *subscription) data() protocol.SubscriptionData {
 	d := protocol.SubscriptionData{Topic: s.topic, SubString: s.expr, TagsSet: []string{},
-		CodeSet: protocol.TagCodes{}, SubVersion: s.version, ExpressionType: protocol.ExpressionTag}
+		CodeSet: protocol.TagCodes{}, SubVersion: s.version, ExpressionType: s.exprType}
+	if !protocol.IsTagType(s.exprType) {
+		return d
+	}
 	tags := parseTagExpression(s.expr)
 	if tags == nil {
 		return d

@@ -60,7 +60,7 @@ func (c *Cluster) consumerBase() []consumer.Option {
 		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}),
 		consumer.WithRebalanceInterval(100 * time.Millisecond), consumer.WithPersistInterval(100 * time.Millisecond),
 		consumer.WithPullErrorDelay(defaultConsumerDelay), consumer.WithSendBackRetryDelay(defaultConsumerDelay),
-		consumer.WithPullSuspend(2 * time.Second), consumer.WithPullTimeout(2 * time.Second),
+		consumer.WithPullSuspend(2 * time.Second), consumer.WithPullTimeout(4 * time.Second),
 		consumer.WithPollNameServerInterval(clientRoutePeriod), consumer.WithHeartbeatInterval(clientHeartbeat)}
 	if tr := c.transport(); tr != nil {
 		base = append(base, consumer.WithOwnedTransport(tr))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/client"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
@@ -79,7 +80,7 @@ func New(opts ...Option) (*Producer, error) {
 		asyncSem:  make(chan struct{}, cfg.maxAsyncInFlight),
 	}
 	if cfg.namespace != "" {
-		p.wireGroup = cfg.namespace + "%" + cfg.group
+		p.wireGroup = names.WrapNamespace(cfg.namespace, cfg.group)
 	}
 	l := inst.Logger()
 	p.log = l.With().Str("component", "producer").Str("group", p.wireGroup).Logger()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
@@ -158,18 +159,12 @@ func (p *Producer) masterAddr(q MessageQueue) (string, error) {
 	return "", fmt.Errorf("%w: no master address known for broker %s", ErrNoRoute, q.BrokerName)
 }
 
-// wireTopic is topic as the name servers and brokers know it: with the namespace.
-func (p *Producer) wireTopic(topic string) string {
-	if p.cfg.namespace == "" || strings.HasPrefix(topic, p.cfg.namespace+"%") {
-		return topic
-	}
-	return p.cfg.namespace + "%" + topic
-}
+// wireTopic is topic as the name servers and brokers know it: with the namespace, by the rule
+// the consumer uses too (names.WrapNamespace: system topics stay bare, a retry or dead-letter
+// prefix stays in front).
+func (p *Producer) wireTopic(topic string) string { return names.WrapNamespace(p.cfg.namespace, topic) }
 
 // userTopic is the inverse of wireTopic, for the queues a caller sees.
 func (p *Producer) userTopic(wire string) string {
-	if p.cfg.namespace == "" {
-		return wire
-	}
-	return strings.TrimPrefix(wire, p.cfg.namespace+"%")
+	return names.WithoutNamespace(p.cfg.namespace, wire)
 }

@@ -25,7 +25,8 @@
 // Additions beyond that contract (no signature above changed): Options (NameServers,
 // InstanceName, Transport + OwnTransport, PollNameServerInterval, HeartbeatBrokerInterval,
 // RouteTimeout, Namespace, Logger), CachedTopicRoute (no I/O), NameServers, BuildClientID,
-// LocalIPv4, and ErrNameServersUnreachable (every name server failed with a transport error).
+// LocalIPv4, ErrNameServersUnreachable (every name server failed with a transport error) and
+// ErrConsumerGroupRegistered (a second consumer of a group).
 //
 // Semantics worth knowing:
 //   - The instance key is client id + sorted name servers + transport identity ("tcp" for the

@@ -330,6 +330,10 @@ func (i *Instance) UnregisterProducer(group string) {
 	}
 }
 
+// ErrConsumerGroupRegistered is a RegisterConsumer of a group another consumer of the instance
+// holds.
+var ErrConsumerGroupRegistered = errors.New("client: consumer group already registered")
+
 // RegisterConsumer adds c's group to the heartbeats and routes broker requests for the group
 // to c. One consumer per group and client id: a second registration is an error.
 func (i *Instance) RegisterConsumer(group string, c Consumer) error {
@@ -339,7 +343,7 @@ func (i *Instance) RegisterConsumer(group string, c Consumer) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if _, ok := i.consumers[group]; ok {
-		return fmt.Errorf("client: consumer group %q is already registered by client %s", group, i.clientID)
+		return fmt.Errorf("%w: group %q, client %s", ErrConsumerGroupRegistered, group, i.clientID)
 	}
 	i.consumers[group] = c
 	return nil

@@ -120,6 +120,43 @@ func DecodeTopicStatsTable(b []byte) (*TopicStatsTable, error) {
 	return t, nil
 }
 
+// EncodeOffsetSerializeWrapper writes a queue -> offset table as fastjson writes the Java
+// client's OffsetSerializeWrapper, the broadcasting consumer's offsets.json
+// ({"offsetTable":{<queue>:12,...}}), queues sorted and without whitespace.
+func EncodeOffsetSerializeWrapper(offsets map[MessageQueue]int64) []byte {
+	dst := append(make([]byte, 0, 32+64*len(offsets)), `{"offsetTable":{`...)
+	for i, mq := range slices.SortedFunc(maps.Keys(offsets), compareMessageQueue) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendMessageQueue(dst, mq)
+		dst = append(dst, ':')
+		dst = strconv.AppendInt(dst, offsets[mq], 10)
+	}
+	return append(dst, '}', '}')
+}
+
+// DecodeOffsetSerializeWrapper reads an OffsetSerializeWrapper as the Java client writes it
+// (pretty-printed fastjson with object keys) or as EncodeOffsetSerializeWrapper does. Errors
+// wrap ErrMalformedBody.
+func DecodeOffsetSerializeWrapper(b []byte) (map[MessageQueue]int64, error) {
+	offsets := map[MessageQueue]int64{}
+	err := scanObject(b, func(key, val []byte) error {
+		if name, err := fieldName(key); err != nil || name != "offsetTable" {
+			return err
+		}
+		return decodeQueueMap(val, func(mq MessageQueue, v []byte) error {
+			off, err := strconv.ParseInt(string(trimSpace(v)), 10, 64)
+			offsets[mq] = off
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: offset table: %v", ErrMalformedBody, err)
+	}
+	return offsets, nil
+}
+
 // OffsetWrapper is one queue's entry of ConsumeStats.
 type OffsetWrapper struct {
 	// BrokerOffset is the queue's max offset.
