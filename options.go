@@ -52,8 +52,28 @@ type Options struct {
 	// 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h.
 	DelayLevels []time.Duration
 	// RegisterNameServerPeriod is how often the broker registers with the name servers
-	// (registerNameServerPeriod). Default 30 s.
+	// (registerNameServerPeriod). Default 30 s; as in RocketMQ it is clamped to
+	// [RegisterNameServerPeriodMin, 60 s], so a name server never expires a live broker.
 	RegisterNameServerPeriod time.Duration
+	// RegisterNameServerPeriodMin is the delay from start to the first periodic registration
+	// and the floor of RegisterNameServerPeriod: RocketMQ hard-codes both as 10 s (the
+	// default); tests lower it to register in milliseconds. The registration at start and
+	// those after a topic change never wait.
+	RegisterNameServerPeriodMin time.Duration
+	// DisableForceRegister makes periodic registrations ask each name server first
+	// (QUERY_DATA_VERSION) and send the whole topic table only when one lacks the broker's
+	// current topics or lost the broker, e.g. by restarting (RocketMQ forceRegister = false;
+	// its default, true, registers every period). It saves the name servers decoding a large
+	// table every period; a slave whose topics stay unchanged then learns a moved master only
+	// when its topics change, as with RocketMQ.
+	DisableForceRegister bool
+	// DisableNotifyConsumerIdsChanged stops every NOTIFY_CONSUMER_IDS_CHANGED the broker would
+	// send when a group's members change (RocketMQ notifyConsumerIdsChangedEnable, default
+	// true); consumers then see changes at their next periodic rebalance.
+	DisableNotifyConsumerIdsChanged bool
+	// RejectTransactionMessage answers NO_PERMISSION to transactional half messages instead of
+	// storing them (RocketMQ rejectTransactionMessage, default false).
+	RejectTransactionMessage bool
 	// FlushConsumerOffsetInterval is how often consumer offsets are persisted. Default 5 s.
 	FlushConsumerOffsetInterval time.Duration
 	// ClientChannelExpiredTime drops producers and consumers that sent no heartbeat for this

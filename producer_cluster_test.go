@@ -34,6 +34,7 @@ func startProdNode(t *testing.T, opts mq.Options) *mq.Node {
 	opts.SegmentBytes = 8 << 20
 	opts.Logger = &l
 	opts.RegisterNameServerPeriod = 100 * time.Millisecond
+	opts.RegisterNameServerPeriodMin = 100 * time.Millisecond // else 10 s, beyond the 2 s expiry
 	opts.ScanNotActiveBrokerInterval = 100 * time.Millisecond
 	opts.BrokerChannelExpiredTime = 2 * time.Second
 	n, err := mq.StartNode(opts)

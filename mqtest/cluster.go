@@ -21,7 +21,8 @@ const (
 // Short periods the cluster's nodes run with. Registration and expiry are short so that a
 // killed or restarted broker shows in routes quickly; the expiry stays well above the
 // registration period so that a slow (race-detector, 2-core CI) registration never expires a
-// live broker.
+// live broker. RegisterPeriod is also the nodes' RegisterNameServerPeriodMin, the floor
+// RocketMQ holds at 10 s.
 const (
 	RegisterPeriod       = 100 * time.Millisecond
 	ScanInterval         = 100 * time.Millisecond
@@ -219,6 +220,7 @@ func (c *Cluster) options(n *Node, listen string) mq.Options {
 		SegmentBytes:                SegmentBytes,
 		DelayLevels:                 levels,
 		RegisterNameServerPeriod:    RegisterPeriod,
+		RegisterNameServerPeriodMin: RegisterPeriod,
 		FlushConsumerOffsetInterval: OffsetFlushInterval,
 		ScanNotActiveBrokerInterval: ScanInterval,
 		BrokerChannelExpiredTime:    BrokerExpiry,

@@ -119,8 +119,12 @@ func (b *Broker) addRetryTopic(group string, queues int32, unitMode bool) bool {
 }
 
 // notifyConsumerIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED one-way to each channel; clients
-// send no reply (docs/protocol.md §7.1).
+// send no reply (docs/protocol.md §7.1). DisableNotifyConsumerIdsChanged silences it for every
+// group, as RocketMQ's notifyConsumerIdsChangedEnable does in its one listener.
 func (b *Broker) notifyConsumerIDsChanged(group string, channels []remoting.Channel) {
+	if b.opts.DisableNotifyConsumerIdsChanged {
+		return
+	}
 	for _, ch := range channels {
 		if ch.Closed() {
 			continue
@@ -165,9 +169,19 @@ func (b *Broker) processUnregisterClient(_ context.Context, ch remoting.Channel,
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
-// processCheckClientConfig accepts every client configuration: SQL92 and class filters are
-// not checked here (SQL92 subscriptions are delivered unfiltered, see filter.go).
-func (b *Broker) processCheckClientConfig(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+// processCheckClientConfig tells a consumer before it starts whether the broker can filter by
+// its subscription's expression type (RocketMQ ClientManageProcessor.checkClientConfig): TAG
+// yes, anything else no (expression.go). The body's names are not checked: nothing but the
+// expression type is read.
+func (b *Broker) processCheckClientConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	body, err := protocol.DecodeCheckClientRequestBody(req.Body)
+	if err != nil {
+		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
+	}
+	// An absent subscriptionData decodes as a TAG one: accepted, as RocketMQ accepts none.
+	if resp := refuseExpressionType(body.SubscriptionData.ExpressionType); resp != nil {
+		return resp, nil
+	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 

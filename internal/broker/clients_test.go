@@ -199,3 +199,61 @@ func TestChannelExpiry(t *testing.T) {
 		t.Error("the live client's connection was closed with its expired group")
 	}
 }
+
+// TestExpressionChangeIsNotAGroupChange: RocketMQ 4.9's updateSubscription replaces a topic's
+// subscription by a newer subVersion without reporting a change, so only membership (and the
+// set of topics) makes the broker send NOTIFY_CONSUMER_IDS_CHANGED.
+func TestExpressionChangeIsNotAGroupChange(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "T", 4)
+	a, b := newTCPClient(t), tb.InProc
+	na, nb := recordNotifies(a), recordNotifies(b)
+	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "x"))
+	na.waitNotify(t, "g")
+	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "x"))
+	na.waitNotify(t, "g")
+	nb.waitNotify(t, "g")
+
+	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "y"))
+	na.noNotify(t, "g")
+	nb.noNotify(t, "g")
+	st, _ := tb.consumerGroupState("g")
+	if len(st.Subscriptions) != 1 || st.Subscriptions[0].SubString != "y" {
+		t.Fatalf("subscriptions %+v, want T replaced by y", st.Subscriptions)
+	}
+
+	c := newTCPClient(t)
+	nc := recordNotifies(c)
+	heartbeat(t, c, tb.Addr, "C@1", "g", sub("T", "y"))
+	na.waitNotify(t, "g")
+	nb.waitNotify(t, "g")
+	nc.waitNotify(t, "g")
+}
+
+// TestNotifyConsumerIdsChangedDisabled: the broker-wide switch (RocketMQ's
+// notifyConsumerIdsChangedEnable false) silences joins, unregistrations and disconnections,
+// while membership is still tracked.
+func TestNotifyConsumerIdsChangedDisabled(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.DisableNotifyConsumerIdsChanged = true })
+	addTopic(tb, "T", 4)
+	a, b, c := newTCPClient(t), newTCPClient(t), newTCPClient(t)
+	na, nb := recordNotifies(a), recordNotifies(b)
+	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
+	heartbeat(t, c, tb.Addr, "C@1", "g", sub("T", "*"))
+	if _, ids := consumerList(t, a, tb.Addr, "g"); !slices.Equal(ids, []string{"A@1", "B@1", "C@1"}) {
+		t.Fatalf("ids %v", ids)
+	}
+	resp := invoke(t, c, tb.Addr, remoting.NewRequest(remoting.UnregisterClient,
+		remoting.EncodeHeader(&protocol.UnregisterClientRequestHeader{ClientID: "C@1", ConsumerGroup: "g"}), nil))
+	if resp.Code != remoting.Success {
+		t.Fatalf("unregister: code %d", resp.Code)
+	}
+	b.CloseConn(tb.Addr)
+	eventually(t, "B and C gone", func() bool {
+		_, ids := consumerList(t, a, tb.Addr, "g")
+		return slices.Equal(ids, []string{"A@1"})
+	})
+	na.noNotify(t, "g")
+	nb.noNotify(t, "g")
+}

@@ -76,8 +76,7 @@ func newConsumerManager(now func() time.Time) *consumerManager {
 
 // registerConsumer records a heartbeat's consumer group on a channel (RocketMQ
 // registerConsumer), stamped now (info.lastUpdate is ignored). It reports whether the group's
-// members or subscribed topics (or a topic's expression) changed, and then the channels to
-// notify.
+// members or subscribed topics changed, and then the channels to notify.
 func (m *consumerManager) registerConsumer(info clientChannelInfo, data *protocol.ConsumerData) (bool, []remoting.Channel) {
 	subs := make(map[string]*subscription, len(data.SubscriptionDataSet))
 	for i := range data.SubscriptionDataSet {
@@ -112,10 +111,11 @@ func (m *consumerManager) registerConsumer(info clientChannelInfo, data *protoco
 	return true, g.channelList()
 }
 
-// updateSubscriptions applies a heartbeat's subscriptions, RocketMQ's updateSubscription: a new
-// topic is added, a topic missing from the heartbeat is removed (the last heartbeat decides the
-// group's topics), and a known topic is replaced only by a newer subVersion. It reports
-// whether topics were added or removed or an expression changed.
+// updateSubscriptions applies a heartbeat's subscriptions, RocketMQ 4.9's updateSubscription: a
+// new topic is added, a topic missing from the heartbeat is removed (the last heartbeat decides
+// the group's topics), and a known topic is replaced only by a newer subVersion. It reports
+// whether topics were added or removed. A replaced expression is not a change: the members
+// already hold the same queues, and RocketMQ does not make the group rebalance for it.
 func updateSubscriptions(g *consumerGroupInfo, subs map[string]*subscription) bool {
 	changed := false
 	for topic, s := range subs {
@@ -125,9 +125,6 @@ func updateSubscriptions(g *consumerGroupInfo, subs map[string]*subscription) bo
 			g.subs[topic] = s
 			changed = true
 		case s.data.SubVersion > old.data.SubVersion:
-			if !s.sameExpression(old) {
-				changed = true
-			}
 			g.subs[topic] = s
 		}
 	}

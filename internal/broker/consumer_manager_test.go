@@ -80,8 +80,10 @@ func TestSubscriptionUpdates(t *testing.T) {
 	if reg(at("T", "b", 5)) || expr("T") != "a" {
 		t.Errorf("older version replaced the subscription: %q", expr("T"))
 	}
-	if !reg(at("T", "b", 12)) || expr("T") != "b" {
-		t.Errorf("newer expression: %q", expr("T"))
+	// RocketMQ 4.9 replaces the expression without counting it as a change: members keep their
+	// queues, so nobody needs to rebalance.
+	if reg(at("T", "b", 12)) || expr("T") != "b" {
+		t.Errorf("newer expression: %q, or counted as a change", expr("T"))
 	}
 	if !reg(at("T", "b", 13), at("U", "*", 13)) || expr("U") != "*" {
 		t.Error("added topic")

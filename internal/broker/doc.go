@@ -14,6 +14,7 @@
 //	                             LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
 //	pull*.go, filter.go, offset_processor.go
 //	                             PULL_MESSAGE, tag filtering, long polling, offset requests
+//	expression.go                non-TAG (SQL92) subscriptions refused as RocketMQ 4.9 does
 //	retry.go, schedule.go        CONSUMER_SEND_MSG_BACK, retry and dead-letter topics, delayed
 //	                             delivery (SCHEDULE_TOPIC_XXXX, delayOffset.json)
 //	query.go, admin.go, stats.go QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, admin reads, counters

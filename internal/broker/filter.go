@@ -15,8 +15,8 @@ import (
 // sends UTF-8 byte hashes in codeSet, which differ for non-ASCII tags), and the CommitLog test
 // compares the record's TAGS with tagsSet, so a hash collision never delivers a foreign tag.
 //
-// SQL92 subscriptions are not evaluated: every message is delivered. Clients that filter
-// locally (Java) drop what does not match; the Go client does not filter SQL92 itself.
+// Other expression types (SQL92) are not evaluated: a pull filtered by one is refused before
+// the store is read (expression.go), so they never select messages.
 type subscription struct {
 	data protocol.SubscriptionData
 	// all: "*", an empty expression, or a non-TAG expression: no broker-side filtering.
@@ -91,19 +91,6 @@ func splitTags(expr string) []string {
 		}
 	}
 	return out
-}
-
-// sameExpression reports whether two subscriptions select the same messages.
-func (s *subscription) sameExpression(o *subscription) bool {
-	return s.data.SubString == o.data.SubString && exprType(s.data.ExpressionType) == exprType(o.data.ExpressionType)
-}
-
-// exprType normalizes an expression type: empty means TAG.
-func exprType(t string) string {
-	if protocol.IsTagType(t) {
-		return protocol.ExpressionTag
-	}
-	return t
 }
 
 // filter returns the storage filter of the subscription, nil when it matches everything.

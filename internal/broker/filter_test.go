@@ -62,10 +62,4 @@ func TestSubscriptionCompile(t *testing.T) {
 			}
 		})
 	}
-	if !parseSubscription("T", "a", "").sameExpression(parseSubscription("T", "a", "TAG")) {
-		t.Error("empty type differs from TAG")
-	}
-	if parseSubscription("T", "a", "").sameExpression(parseSubscription("T", "b", "")) {
-		t.Error("different tags are the same expression")
-	}
 }

@@ -80,7 +80,7 @@ var requestNames = func() map[int16][]nameField {
 		remoting.HeartBeat: nil, // body: checkHeartbeatNames
 		remoting.UnregisterClient: {{"producerGroup", "producerGroup", groupName},
 			{"consumerGroup", "consumerGroup", groupName}},
-		remoting.CheckClientConfig:      nil, // answered without reading anything
+		remoting.CheckClientConfig:      nil, // body: only its expression type is read
 		remoting.GetConsumerListByGroup: {{"consumerGroup", "consumerGroup", groupName}},
 		remoting.LockBatchMQ:            nil, // body: decodeLockBody
 		remoting.UnlockBatchMQ:          nil, // body: decodeLockBody

@@ -17,6 +17,7 @@ const (
 	DefaultClusterName                 = "DefaultCluster" // brokerClusterName
 	DefaultBrokerName                  = "broker-a"       // brokerName
 	DefaultRegisterNameServerPeriod    = 30 * time.Second // registerNameServerPeriod
+	DefaultRegisterNameServerPeriodMin = 10 * time.Second // BrokerController.start: first periodic round, period floor
 	DefaultFlushConsumerOffsetInterval = 5 * time.Second  // flushConsumerOffsetInterval
 	DefaultChannelExpiredTimeout       = 120 * time.Second
 	DefaultRebalanceLockMaxLiveTime    = 60 * time.Second // rebalance.lock.maxLiveTime
@@ -52,6 +53,14 @@ type Options struct {
 	DisableAutoCreateTopic bool
 	// DisableAutoCreateSubscriptionGroup refuses consumer groups that were not created first.
 	DisableAutoCreateSubscriptionGroup bool
+	// DisableNotifyConsumerIdsChanged stops every NOTIFY_CONSUMER_IDS_CHANGED, for all groups
+	// (notifyConsumerIdsChangedEnable = !DisableNotifyConsumerIdsChanged; RocketMQ's default is
+	// true, so the zero value notifies). A group's own NotifyConsumerIdsChangedEnable can stop
+	// it for that group alone.
+	DisableNotifyConsumerIdsChanged bool
+	// RejectTransactionMessage answers NO_PERMISSION to transactional half messages (TRAN_MSG
+	// true) instead of storing them (rejectTransactionMessage, default false).
+	RejectTransactionMessage bool
 	// DefaultTopicQueueNums is the queue count of TBW102 and of auto-created topics.
 	DefaultTopicQueueNums int32
 	// MaxMessageBytes is the largest body accepted, storage.DefaultMaxMessageBytes.
@@ -85,8 +94,25 @@ type Options struct {
 	// DelayLevels are the 18 (or configured) delays of RocketMQ's messageDelayLevel.
 	DelayLevels []time.Duration
 
+	// RegisterNameServerPeriod is how often the broker registers with the name servers
+	// (registerNameServerPeriod, 30 s), clamped as RocketMQ clamps it to
+	// [RegisterNameServerPeriodMin, 60 s].
+	RegisterNameServerPeriod time.Duration
+	// RegisterNameServerPeriodMin is both the delay from start to the first periodic
+	// registration and the floor of RegisterNameServerPeriod: RocketMQ hard-codes both as 10 s
+	// (DefaultRegisterNameServerPeriodMin), so they are one setting here, which tests lower to
+	// milliseconds. The registration at start never waits.
+	RegisterNameServerPeriodMin time.Duration
+	// DisableForceRegister makes the periodic rounds ask every name server QUERY_DATA_VERSION
+	// first and send REGISTER_BROKER (to all of them) only when one lacks the broker's current
+	// DataVersion or lost the broker (forceRegister = !DisableForceRegister; RocketMQ's default
+	// forceRegister true registers every round). An unchanged query refreshes the broker's
+	// liveness as a registration does. The registration at start and those after a topic change
+	// are always sent. A slave whose topics stay unchanged then no longer learns a moved master
+	// from the periodic rounds, as with RocketMQ.
+	DisableForceRegister bool
+
 	// Periods; tests set them in milliseconds.
-	RegisterNameServerPeriod    time.Duration
 	FlushConsumerOffsetInterval time.Duration
 	ChannelExpiredTimeout       time.Duration
 	ScanConnectionInterval      time.Duration
@@ -122,6 +148,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RegisterNameServerPeriod <= 0 {
 		o.RegisterNameServerPeriod = DefaultRegisterNameServerPeriod
+	}
+	if o.RegisterNameServerPeriodMin <= 0 {
+		o.RegisterNameServerPeriodMin = DefaultRegisterNameServerPeriodMin
 	}
 	if o.FlushConsumerOffsetInterval <= 0 {
 		o.FlushConsumerOffsetInterval = DefaultFlushConsumerOffsetInterval

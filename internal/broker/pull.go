@@ -90,9 +90,13 @@ func pullError(code int16, format string, args ...any) *remoting.Command {
 }
 
 // pullSubscription finds the subscription a pull filters with: the header's when it carries
-// one, else the one the group registered by heartbeat for the topic. A nil response means ok.
+// one, else the one the group registered by heartbeat for the topic. A nil response means ok;
+// a subscription the broker cannot evaluate is refused (expression.go).
 func (b *Broker) pullSubscription(h *protocol.PullMessageRequestHeader, cfg SubscriptionGroupConfig) (*subscription, *remoting.Command) {
 	if h.HasSubscription() {
+		if resp := refuseHeaderExpression(h.Subscription, h.ExpressionType); resp != nil {
+			return nil, resp
+		}
 		return parseSubscription(h.Topic, h.Subscription, h.ExpressionType), nil
 	}
 	sub, known, model := b.clients.consumers.findSubscription(h.ConsumerGroup, h.Topic)
@@ -105,6 +109,9 @@ func (b *Broker) pullSubscription(h *protocol.PullMessageRequestHeader, cfg Subs
 		return nil, pullError(remoting.SubscriptionNotExist, "the consumer's subscription not exist")
 	case sub.data.SubVersion < h.SubVersion:
 		return nil, pullError(remoting.SubscriptionNotLatest, "the consumer's subscription not latest")
+	}
+	if resp := refuseRegisteredExpression(&sub.data); resp != nil {
+		return nil, resp
 	}
 	return sub, nil
 }

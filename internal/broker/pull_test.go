@@ -282,7 +282,6 @@ func TestPullTagFiltering(t *testing.T) {
 		{"a or b by header", false, "a || b", []string{"taga-0", "tagb-0", "taga-0"}},
 		{"non-ASCII by heartbeat (Go client codeSet)", true, "é", []string{"tagé-0"}},
 		{"hash collision excluded", true, "Aa", []string{"tagAa-0"}},
-		{"SQL92 delivers everything", false, "", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -291,9 +290,6 @@ func TestPullTagFiltering(t *testing.T) {
 			switch {
 			case c.heartbeat:
 				heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", c.expr))
-			case c.expr == "":
-				h.SysFlag, h.Subscription, h.ExpressionType = protocol.PullFlagSubscription, "a > 1", protocol.ExpressionSQL92
-				c.want = cases[0].want
 			default:
 				h.SysFlag, h.Subscription = protocol.PullFlagSubscription, c.expr
 			}

@@ -2,14 +2,23 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
 
-// registerTimeout bounds one REGISTER_BROKER (registerBrokerTimeoutMills).
+// registerTimeout bounds one REGISTER_BROKER or QUERY_DATA_VERSION (registerBrokerTimeoutMills).
 const registerTimeout = 6 * time.Second
+
+// registerNameServerPeriodMax caps the period of the periodic rounds, as BrokerController.start
+// does (min(registerNameServerPeriod, 60 s)): a name server expires a broker silent for 120 s,
+// so a longer period would let it drop live brokers.
+const registerNameServerPeriodMax = 60 * time.Second
 
 // registerWaitTimeout bounds how long a topic change waits for its registration round: the
 // round in flight, then the one that carries the change.
@@ -110,34 +119,82 @@ func (b *Broker) registerChanged() {
 	}
 }
 
-// registerRound is one REGISTER_BROKER to every name server, releasing the topic changes made
-// before it started.
-func (b *Broker) registerRound(ctx context.Context) {
+// registerRound is one registration round, releasing the topic changes made before it
+// started. A forced round sends REGISTER_BROKER to every name server; otherwise it first asks
+// them whether they hold this broker's current DataVersion and registers with all of them only
+// when one does not (RocketMQ registerBrokerAll with forceRegister false). A round that skips
+// REGISTER_BROKER may still release tickets: each ticket's change bumped the version before it
+// was issued, so a name server answering "unchanged" holds a registration that carries it.
+func (b *Broker) registerRound(ctx context.Context, force bool) {
 	upTo := b.reg.begin()
-	b.registerAll(ctx)
+	topics := b.topics.snapshot()
+	if force || b.needRegister(ctx, topics.DataVersion) {
+		b.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: topics})
+	}
 	b.reg.finish(upTo)
 }
 
-// runRegistration registers with every name server every RegisterNameServerPeriod and whenever
-// the topics change, and unregisters when ctx ends. Run made the first round before starting
-// it, and it runs every later one, so rounds never overlap.
+// registerSchedule is when the periodic rounds run: the first initialDelay after Run's first
+// registration, then every period.
+type registerSchedule struct {
+	initialDelay, period time.Duration
+}
+
+// registerSchedule is BrokerController.start's: the first periodic round 10 s after start
+// (RegisterNameServerPeriodMin), then every registerNameServerPeriod clamped to
+// [RegisterNameServerPeriodMin, 60 s]. The floor wins should it exceed the ceiling, as in
+// RocketMQ's max(10 s, min(period, 60 s)).
+func (o Options) registerSchedule() registerSchedule {
+	return registerSchedule{
+		initialDelay: o.RegisterNameServerPeriodMin,
+		period:       max(o.RegisterNameServerPeriodMin, min(o.RegisterNameServerPeriod, registerNameServerPeriodMax)),
+	}
+}
+
+// runRegistration runs the registration rounds after the first (Run made that one before
+// starting it): one for every topic change, always forced, and the periodic ones, forced
+// unless DisableForceRegister. Being one loop, rounds never overlap. When ctx ends it
+// unregisters from every name server.
 func (b *Broker) runRegistration(ctx context.Context) error {
 	if len(b.opts.NameServers) == 0 {
 		<-ctx.Done()
 		return nil
 	}
-	t := time.NewTicker(b.opts.RegisterNameServerPeriod)
-	defer t.Stop()
+	forcePeriodic := !b.opts.DisableForceRegister
+	runRegisterLoop(ctx, b.opts.registerSchedule(), b.registerNow, func(periodic bool) {
+		b.registerRound(ctx, !periodic || forcePeriodic)
+	})
+	b.reg.stop()
+	b.unregisterAll()
+	return nil
+}
+
+// runRegisterLoop calls round(false) for every signal on now and round(true) on s's clock, one
+// call at a time, until ctx ends. The clock runs at a fixed rate from the first periodic round,
+// like RocketMQ's scheduleAtFixedRate, dropping ticks a slow round overran.
+func runRegisterLoop(ctx context.Context, s registerSchedule, now <-chan struct{}, round func(periodic bool)) {
+	first := time.NewTimer(s.initialDelay)
+	defer first.Stop()
+	tick := first.C
+	var every *time.Ticker
+	defer func() {
+		if every != nil {
+			every.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
-			b.reg.stop()
-			b.unregisterAll()
-			return nil
-		case <-t.C:
-		case <-b.registerNow:
+			return
+		case <-now:
+			round(false)
+		case <-tick:
+			if every == nil {
+				every = time.NewTicker(s.period)
+				tick = every.C
+			}
+			round(true)
 		}
-		b.registerRound(ctx)
 	}
 }
 
@@ -148,13 +205,63 @@ func (b *Broker) registerFirst(ctx context.Context) {
 	if len(b.opts.NameServers) == 0 {
 		return
 	}
-	b.registerRound(ctx)
+	b.registerRound(ctx, true)
 }
 
-// registerAll sends REGISTER_BROKER to every name server in parallel, as RocketMQ's
+// needRegister asks every name server in parallel whether its copy of this broker's topics
+// differs from version (BrokerOuterAPI.needRegister); one that says so, or cannot answer, is
+// reason to register. A name server that lost the broker (it restarted, or expired it) says
+// changed, so it gets a whole registration.
+func (b *Broker) needRegister(ctx context.Context, version route.DataVersion) bool {
+	body, err := json.Marshal(version)
+	if err != nil {
+		return true
+	}
+	var changed atomic.Bool
+	var wg sync.WaitGroup
+	for _, ns := range b.opts.NameServers {
+		wg.Go(func() {
+			if b.dataVersionChanged(ctx, ns, version, body) {
+				changed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	return changed.Load()
+}
+
+// dataVersionChanged sends QUERY_DATA_VERSION to ns. Unlike RocketMQ, which counts an answer
+// other than SUCCESS as unchanged, it counts one as changed: a name server that cannot answer
+// the query gets a registration rather than expiring a broker that stopped sending them.
+func (b *Broker) dataVersionChanged(ctx context.Context, ns string, version route.DataVersion, body []byte) bool {
+	req := remoting.NewRequest(remoting.QueryDataVersion, remoting.EncodeHeader(&protocol.QueryDataVersionRequestHeader{
+		BrokerName: b.opts.BrokerName, BrokerAddr: b.opts.BrokerAddr, ClusterName: b.opts.ClusterName,
+		BrokerID: b.opts.BrokerID}), body)
+	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
+	defer cancel()
+	resp, err := b.opts.Transport.InvokeSync(rctx, ns, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.Debug().Err(err).Str("addr", ns).Msg("query data version failed: registering")
+		}
+		return true
+	}
+	if resp.Code != remoting.Success {
+		b.log.Debug().Int16("code", resp.Code).Str("addr", ns).Msg("query data version refused: registering")
+		return true
+	}
+	var h protocol.QueryDataVersionResponseHeader
+	if _, ok := resp.ExtFields["changed"]; !ok || h.Decode(resp.ExtFields) != nil || h.Changed {
+		return true
+	}
+	// Like RocketMQ, trust the version the name server holds over its verdict.
+	var held route.DataVersion
+	return len(resp.Body) > 0 && (json.Unmarshal(resp.Body, &held) != nil || held != version)
+}
+
+// registerAll sends REGISTER_BROKER with body to every name server in parallel, as RocketMQ's
 // registerBrokerAll does.
-func (b *Broker) registerAll(ctx context.Context) {
-	body := route.RegisterBrokerBody{TopicConfigSerializeWrapper: b.topics.snapshot()}
+func (b *Broker) registerAll(ctx context.Context, body route.RegisterBrokerBody) {
 	var wg sync.WaitGroup
 	for _, ns := range b.opts.NameServers {
 		wg.Add(1)

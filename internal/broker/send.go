@@ -30,8 +30,10 @@ import (
 //  5. append, and answer the put status with RocketMQ's code and remark.
 //
 // Replies (324/325) are stored like ordinary messages; pushing them to the requester is not
-// done yet. Transaction half messages (sysFlag prepared) are stored as they are, in their own
-// topic, until the transactional message service exists.
+// done yet. A transaction half message (TRAN_MSG true) is refused when RejectTransactionMessage
+// is set, else stored in its own topic as a prepared record, which gets no queue offset and so
+// is never pulled (RocketMQ 4.9 moves it to RMQ_SYS_TRANS_HALF_TOPIC instead; both keep it from
+// consumers until END_TRANSACTION, which the transactional message service will add).
 
 // Values of the MSG_REGION and TRACE_ON response fields (BrokerConfig regionId, traceOn).
 const (
@@ -45,13 +47,16 @@ type sendState struct {
 	illegalRemark string
 	// slaveRemark refuses sends to a slave.
 	slaveRemark string
+	// rejectTxRemark refuses half messages when RejectTransactionMessage is set.
+	rejectTxRemark string
 }
 
 func (b *Broker) initSend() {
 	b.send = &sendState{
 		illegalRemark: fmt.Sprintf("the message is illegal, maybe msg body or properties length not matched. "+
 			"msg body length limit %dk, msg properties length limit 32k.", b.opts.MaxMessageBytes/1024),
-		slaveRemark: "the broker[" + b.storeHost.Addr().String() + "] sending message is forbidden",
+		slaveRemark:    "the broker[" + b.storeHost.Addr().String() + "] sending message is forbidden",
+		rejectTxRemark: "the broker[" + b.storeHost.Addr().String() + "] sending transaction message is forbidden",
 	}
 }
 
@@ -116,6 +121,14 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 		return resp
 	}
 	m.Properties = setProperty(props, message.PropertyCluster, b.opts.ClusterName)
+	if transactionHalf(h.Properties, h.ReconsumeTimes) {
+		if b.opts.RejectTransactionMessage {
+			return sendResponse(remoting.NoPermission, b.send.rejectTxRemark)
+		}
+		// The property decides, as in RocketMQ: a half message sent without the sysFlag bit
+		// must stay hidden from consumers all the same.
+		m.SysFlag = m.SysFlag&^transactionBits | message.TransactionPreparedType
+	}
 	switch message.TransactionType(m.SysFlag) {
 	case message.TransactionNotType, message.TransactionCommitType:
 		if level := delayLevel(m.Properties); level > 0 {

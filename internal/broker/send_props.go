@@ -78,6 +78,21 @@ func delayLevel(props string) int {
 	return n
 }
 
+// transactionBits masks both transaction-type bits of a sysFlag.
+const transactionBits = message.TransactionRollbackType
+
+// transactionHalf reports whether a send is a transaction half message, decided as RocketMQ
+// 4.9's SendMessageProcessor decides it: TRAN_MSG parses as true (Java's Boolean.parseBoolean,
+// case-insensitive), except for a retry with a delay level, which clients before 4.6.1 send
+// back with the property still set.
+func transactionHalf(props string, reconsumeTimes int32) bool {
+	v, ok := message.PropertyValueString(props, message.PropertyTransactionPrepared)
+	if !ok || !strings.EqualFold(v, "true") {
+		return false
+	}
+	return reconsumeTimes <= 0 || delayLevel(props) <= 0
+}
+
 // toScheduleTopic turns m into a delayed message, as RocketMQ's CommitLog.putMessage does for a
 // DELAY level: the level is capped at the highest configured level (and raised to 1 if lower),
 // the real topic and queue are kept in REAL_TOPIC and REAL_QID, DELAY is set to the level, and

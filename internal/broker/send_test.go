@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/mqgo/mq/internal/names"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -444,6 +445,60 @@ func TestSendTransactionPrepared(t *testing.T) {
 	if string(rec.Topic) != "Tx" || rec.SysFlag != message.TransactionPreparedType || string(rec.Body) != "half" {
 		t.Errorf("half message stored as %s sysFlag %d body %q (a prepared message is not delayed)", rec.Topic, rec.SysFlag, rec.Body)
 	}
+}
+
+// TestTransactionHalfHiddenFromConsumers: RocketMQ 4.9 decides a half message by its TRAN_MSG
+// property (it moves it to RMQ_SYS_TRANS_HALF_TOPIC); mq stores it as a prepared record, which
+// gets no queue offset, so a consumer of the topic sees only the plain message sent after it.
+func TestTransactionHalfHiddenFromConsumers(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "Tx", 1)
+	for _, v := range []string{"true", "TRUE"} { // Java's Boolean.parseBoolean ignores case
+		h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": v, "PGROUP": "pg", "UNIQ_KEY": "half-" + v})
+		rh := wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("half"), remoting.SerializeJSON)))
+		_, phy, err := message.ParseOffsetMsgID(rh.MsgID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec := recordAt(t, tb, phy); message.TransactionType(rec.SysFlag) != message.TransactionPreparedType {
+			t.Errorf("TRAN_MSG=%s without the sysFlag bit stored with sysFlag %d, want prepared", v, rec.SysFlag)
+		}
+	}
+	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "false", "UNIQ_KEY": "plain"})
+	wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("plain"), remoting.SerializeJSON)))
+	eventually(t, "dispatched", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
+	p := pullHeader("g", "Tx", 0, 0)
+	p.SysFlag, p.Subscription = protocol.PullFlagSubscription, "*"
+	r := pull(t, tb.TCP, tb.Addr, p)
+	if r.code != remoting.Success || !slices.Equal(r.bodies, []string{"plain"}) || r.msgs[0].QueueOffset != 0 {
+		t.Fatalf("pull: code %d bodies %q, want only the plain message at offset 0", r.code, r.bodies)
+	}
+}
+
+// TestRejectTransactionMessage: with rejectTransactionMessage set a half message is refused
+// like RocketMQ's SendMessageProcessor refuses it, and nothing is stored; plain messages and a
+// pre-4.6.1 client's delayed retry that still carries TRAN_MSG go through.
+func TestRejectTransactionMessage(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.RejectTransactionMessage = true })
+	addTopic(tb, "Tx", 1)
+	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "U1"})
+	h.SysFlag = message.TransactionPreparedType
+	resp := invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("half"), remoting.SerializeJSON))
+	want := "the broker[" + tb.storeHost.Addr().String() + "] sending transaction message is forbidden"
+	if resp.Code != remoting.NoPermission || resp.Remark != want {
+		t.Fatalf("code %d remark %q, want NO_PERMISSION %q", resp.Code, resp.Remark, want)
+	}
+	if resp.Ext(message.PropertyMsgRegion) != defaultRegion {
+		t.Errorf("refusal without MSG_REGION: %v", resp.ExtFields)
+	}
+	if max := tb.Store().MaxPhyOffset(); max != 0 {
+		t.Fatalf("refused half message stored: log ends at %d", max)
+	}
+	h = goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "DELAY": "3", "UNIQ_KEY": "U2"})
+	h.ReconsumeTimes = 1
+	wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("retry"), remoting.SerializeJSON)))
+	h = goSendHeader("Tx", 0, map[string]string{"UNIQ_KEY": "U3"})
+	wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("plain"), remoting.SerializeJSON)))
 }
 
 func TestSetProperty(t *testing.T) {

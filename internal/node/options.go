@@ -38,21 +38,25 @@ type Options struct {
 	DisableNameServer bool
 	DisableBroker     bool
 
-	NameServers                 []string
-	StoreDir                    string
-	FlushDiskType               storage.FlushDiskType
-	ClusterName                 string
-	BrokerName                  string
-	BrokerID                    int64
-	BrokerIP                    string
-	DisableAutoCreateTopic      bool
-	SegmentBytes                int64
-	FileReservedTime            time.Duration
-	DelayLevels                 []time.Duration
-	RegisterNameServerPeriod    time.Duration
-	FlushConsumerOffsetInterval time.Duration
-	ClientChannelExpiredTime    time.Duration
-	RebalanceLockMaxLiveTime    time.Duration
+	NameServers                     []string
+	StoreDir                        string
+	FlushDiskType                   storage.FlushDiskType
+	ClusterName                     string
+	BrokerName                      string
+	BrokerID                        int64
+	BrokerIP                        string
+	DisableAutoCreateTopic          bool
+	SegmentBytes                    int64
+	FileReservedTime                time.Duration
+	DelayLevels                     []time.Duration
+	RegisterNameServerPeriod        time.Duration
+	RegisterNameServerPeriodMin     time.Duration
+	DisableForceRegister            bool
+	DisableNotifyConsumerIdsChanged bool
+	RejectTransactionMessage        bool
+	FlushConsumerOffsetInterval     time.Duration
+	ClientChannelExpiredTime        time.Duration
+	RebalanceLockMaxLiveTime        time.Duration
 
 	ScanNotActiveBrokerInterval time.Duration
 	BrokerChannelExpiredTime    time.Duration
