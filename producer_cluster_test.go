@@ -299,7 +299,9 @@ func TestProducerOrderedPerKey(t *testing.T) {
 
 func TestProducerOrderedWhenBrokerDown(t *testing.T) {
 	c := startProdCluster(t)
-	p := newTestProducer(t, c, "inproc", producer.WithLatencyFaultTolerance(true))
+	// RocketMQ's one attempt for a strict send: without the wait for an unreachable broker.
+	p := newTestProducer(t, c, "inproc", producer.WithLatencyFaultTolerance(true),
+		producer.WithRetryUnreachableUntilTimeout(false))
 	topic := "OrderedDown"
 	waitBothBrokers(t, c, p, topic)
 	time.Sleep(300 * time.Millisecond)

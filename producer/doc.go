@@ -33,11 +33,16 @@
 //     that got no answer, up to async retries (default 2); SendOneway is sent once. All
 //     attempts share the send timeout (3 s): none starts once it is spent. A *SendError lists
 //     every attempt; errors.Is/As see each attempt's error.
+//   - Unreachable brokers, unlike RocketMQ: an attempt that could not reach its broker at all
+//     (connection refused or broken) does not end a send; once every broker of the route
+//     failed so, the send pauses (50 ms doubling to 500 ms, jittered) and tries again, with
+//     its retries count fresh, until its timeout, so a broker restart shorter than the
+//     timeout costs latency, not errors (WithRetryUnreachableUntilTimeout).
 //   - Ordered: SendOrdered with a MessageQueueSelector (HashSelector, RandomSelector or your
 //     own); when the selector outlasts the send timeout nothing is sent. StrictOrder never
 //     leaves the selected queue and never retries; FailoverOrder moves to the next available
 //     queue while the selected broker is isolated (fault tolerance on). SendToQueue sends to
-//     one queue, once.
+//     one queue, once (both wait for an unreachable broker of their queue, as above).
 //
 // A Producer is safe for concurrent use. Messages are only read, never kept or modified.
 package producer

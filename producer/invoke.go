@@ -26,7 +26,7 @@ func (s *send) runSync(ctx context.Context) (*SendResult, error) {
 		if err == nil {
 			return s.succeeded(q, time.Since(start), res), nil
 		}
-		if !s.failed(ctx, q, addr, time.Since(start), err) {
+		if !s.failed(ctx, q, addr, time.Since(start), err) || !s.sleep(ctx) {
 			return nil, s.failure
 		}
 	}
@@ -99,6 +99,10 @@ func (s *send) runAsync() {
 			s.complete(nil, s.failure)
 			return
 		}
+		if s.pause > 0 {
+			s.sleepAsync()
+			return
+		}
 	}
 }
 
@@ -135,6 +139,10 @@ func (s *send) answered(q MessageQueue, addr string, latency time.Duration, resp
 		return
 	}
 	if s.failed(context.Background(), q, addr, latency, err) {
+		if s.pause > 0 {
+			s.sleepAsync()
+			return
+		}
 		s.runAsync()
 		return
 	}

@@ -31,6 +31,10 @@ const (
 	DefaultMaxAsyncInFlight       = 10000
 	DefaultPollNameServerInterval = 30 * time.Second
 	DefaultHeartbeatInterval      = 30 * time.Second
+	// DefaultRetryUnreachableUntilTimeout: sends wait for an unreachable broker until their
+	// timeout. No RocketMQ setting; RocketMQ's producer gives up after
+	// 1 + retryTimesWhenSendFailed attempts (see WithRetryUnreachableUntilTimeout).
+	DefaultRetryUnreachableUntilTimeout = true
 )
 
 // Option configures a Producer; see the With... functions.
@@ -52,6 +56,7 @@ type config struct {
 	compressOver      int
 	compressLevel     int
 	faultTolerance    bool
+	retryUnreachable  bool
 	autoCreateTopic   bool
 	createTopicKey    string
 	topicQueueNums    int
@@ -71,6 +76,9 @@ type config struct {
 	// at random so that producers started together do not all send to the same queue first;
 	// tests fix it to make the order of attempts known.
 	queueStart func() uint32
+	// jitter draws each pause for an unreachable broker from its backoff (halfJitter); tests
+	// make it exact.
+	jitter func(time.Duration) time.Duration
 }
 
 func defaultConfig() config {
@@ -83,6 +91,7 @@ func defaultConfig() config {
 		compressOver:      DefaultCompressOver,
 		compressLevel:     DefaultCompressLevel,
 		faultTolerance:    false,
+		retryUnreachable:  DefaultRetryUnreachableUntilTimeout,
 		autoCreateTopic:   true,
 		createTopicKey:    DefaultCreateTopicKey,
 		topicQueueNums:    DefaultTopicQueueNums,
@@ -92,6 +101,7 @@ func defaultConfig() config {
 		heartbeatInterval: DefaultHeartbeatInterval,
 		now:               time.Now,
 		queueStart:        rand.Uint32,
+		jitter:            halfJitter,
 	}
 }
 
@@ -194,6 +204,22 @@ func WithCompressLevel(level int) Option {
 // robin skips it unless no other broker is left, and FailoverOrder sends move off it.
 func WithLatencyFaultTolerance(on bool) Option {
 	return optionFunc(func(c *config) { c.faultTolerance = on })
+}
+
+// WithRetryUnreachableUntilTimeout says whether a sync, batch, async or ordered send whose
+// brokers cannot be reached at all (connection refused or broken, no node at an in-process
+// address, no master known; not a broker's error code, not a timeout) keeps trying until its
+// send timeout, so a broker restart shorter than the timeout costs latency, not an error
+// (default true). Once every broker of the send's route (an ordered send or SendToQueue: its
+// queue's broker) failed so, the send pauses 50 ms, then 100 ms, doubling up to 500 ms, each
+// pause drawn from its upper half at random, and starts a new round of 1 + retries attempts;
+// the last attempt starts at least 50 ms before the deadline, and Close ends a pause.
+// SendOneway is never retried. This is a deliberate difference from RocketMQ 4.9 (no such
+// setting there): its sendDefaultImpl resends at once and gives up after
+// 1 + retryTimesWhenSendFailed attempts (async: retryTimesWhenSendAsyncFailed), which false
+// restores; see docs/rocketmq-differences.md.
+func WithRetryUnreachableUntilTimeout(on bool) Option {
+	return optionFunc(func(c *config) { c.retryUnreachable = on })
 }
 
 // WithAutoCreateTopic says whether a topic the name servers do not know is sent to with the

@@ -234,8 +234,11 @@ func TestRetryPolicySyncOnewayAsync(t *testing.T) {
 		name     string
 		answered bool // the scenario needs the broker's answer, which a oneway send never reads
 		fault    bool // WithLatencyFaultTolerance(true)
-		attempt  func(n int, addr string) fakeAnswer
-		want     outcome
+		// noWait is WithRetryUnreachableUntilTimeout(false), for scenarios of RocketMQ's
+		// count where every broker is unreachable (unreachable_test.go has the wait).
+		noWait  bool
+		attempt func(n int, addr string) fakeAnswer
+		want    outcome
 		// by overrides want for the drivers whose RocketMQ rule differs: a one-way send is
 		// sent once, an async send is retried only when no answer came.
 		by map[string]outcome
@@ -259,14 +262,14 @@ func TestRetryPolicySyncOnewayAsync(t *testing.T) {
 		{name: "a closed transport is neither retried nor held against the broker", fault: true,
 			attempt: firstFails(fakeAnswer{err: remoting.ErrClosed}),
 			want:    outcome{attempts: []string{"broker-a"}, errIs: remoting.ErrClosed}},
-		{name: "every attempt fails, each retry avoiding the broker just tried",
+		{name: "every attempt fails, each retry avoiding the broker just tried", noWait: true,
 			attempt: allFail,
 			// The third attempt avoids only broker-b, the last to fail, and the round robin
 			// takes broker-a's next queue (RocketMQ's lastBrokerName).
 			want: outcome{attempts: []string{"broker-a", "broker-b", "broker-a"}, errIs: remoting.ErrConnClosed,
 				allFail: true},
 			by: map[string]outcome{"oneway": {attempts: []string{"broker-a"}, errIs: remoting.ErrConnClosed}}},
-		{name: "every attempt fails with fault tolerance", fault: true,
+		{name: "every attempt fails with fault tolerance", fault: true, noWait: true,
 			attempt: allFail,
 			// Both brokers are isolated until the same instant (the bubble's clock stands still),
 			// so the third attempt takes the one not tried last.
@@ -290,7 +293,7 @@ func TestRetryPolicySyncOnewayAsync(t *testing.T) {
 			t.Run(c.name+"/"+d.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					f := &fakeNet{attempt: c.attempt}
-					p := fakeProducer(t, f, WithLatencyFaultTolerance(c.fault))
+					p := fakeProducer(t, f, WithLatencyFaultTolerance(c.fault), WithRetryUnreachableUntilTimeout(!c.noWait))
 					defer p.Close()
 					res, err := d.send(t, p, NewMessage("T", []byte("x")))
 					checkOutcome(t, p, f, want, res, err)
@@ -375,7 +378,8 @@ func TestFaultToleranceOffByDefault(t *testing.T) {
 }
 
 // TestAsyncRetriesCountedApart: async sends have their own retry count
-// (retryTimesWhenSendAsyncFailed), independent of the sync one.
+// (retryTimesWhenSendAsyncFailed), independent of the sync one. Every broker is unreachable,
+// so the count decides only without the wait for an unreachable broker.
 func TestAsyncRetriesCountedApart(t *testing.T) {
 	for _, c := range []struct {
 		driver int // index in drivers
@@ -388,7 +392,7 @@ func TestAsyncRetriesCountedApart(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fakeNet{attempt: func(int, string) fakeAnswer { return fakeAnswer{err: remoting.ErrConnClosed} }}
-				p := fakeProducer(t, f, WithRetries(0), WithAsyncRetries(1))
+				p := fakeProducer(t, f, WithRetries(0), WithAsyncRetries(1), WithRetryUnreachableUntilTimeout(false))
 				defer p.Close()
 				res, err := d.send(t, p, NewMessage("T", []byte("x")))
 				checkOutcome(t, p, f, c.want, res, err)

@@ -28,6 +28,7 @@ type Producer struct {
 	// Close flips closed under the write lock and then waits.
 	life     sync.RWMutex
 	closed   bool
+	closing  chan struct{} // closed by Close: ends the pauses of sends waiting for a broker
 	inflight sync.WaitGroup
 	asyncSem chan struct{} // one token per SendAsync awaiting its callback
 
@@ -78,6 +79,7 @@ func New(opts ...Option) (*Producer, error) {
 		fault:     newFaultTolerance(cfg.faultTolerance, cfg.now),
 		pubs:      make(map[string]*publishInfo),
 		asyncSem:  make(chan struct{}, cfg.maxAsyncInFlight),
+		closing:   make(chan struct{}),
 	}
 	if cfg.namespace != "" {
 		p.wireGroup = names.WrapNamespace(cfg.namespace, cfg.group)
@@ -95,12 +97,15 @@ func (p *Producer) ClientID() string { return p.inst.ClientID() }
 
 // Close stops accepting sends, waits for in-flight sends (sync and async, at most the close
 // timeout; async callbacks still run afterwards if their responses arrive), unregisters the
-// group from the brokers and releases the client instance. It is safe to call more than once.
+// group from the brokers and releases the client instance. A send pausing for an unreachable
+// broker is not waited for: it fails with ErrClosed at once (async: when its pause ends,
+// within 500 ms). It is safe to call more than once.
 func (p *Producer) Close() error {
 	p.closeOnce.Do(func() {
 		p.life.Lock()
 		p.closed = true
 		p.life.Unlock()
+		close(p.closing)
 		done := make(chan struct{})
 		go func() { p.inflight.Wait(); close(done) }()
 		t := time.NewTimer(p.cfg.closeTimeout)

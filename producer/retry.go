@@ -14,7 +14,8 @@ import (
 // a sync send up to 1 + retries (retryTimesWhenSendFailed), a one-way send one, an async send
 // 1 + async retries (retryTimesWhenSendAsyncFailed) counting only attempts that got no answer.
 // What comes before an attempt (timeLeft, next in select.go) and after it (succeeded, failed)
-// is one code, so they choose queues, isolate brokers and time out alike.
+// is one code, so they choose queues, isolate brokers and time out alike. An attempt that
+// could not reach its broker at all is the exception to the counts (unreachable.go).
 
 // succeeded feeds an attempt on q that the broker answered in latency to the fault strategy
 // (a fast answer ends the broker's isolation) and counts the attempts into res.
@@ -29,9 +30,11 @@ func (s *send) succeeded(q MessageQueue, latency time.Duration, res *SendResult)
 
 // failed records an attempt on q (to addr, "" when no master was known) that failed with err
 // after latency, and isolates q's broker when err says something about it. It returns true
-// when another attempt may start (err retryable for this kind of send, ctx alive, attempts
-// left), with the route refreshed; otherwise s.failure is complete and is the send's error.
-// Whether time is left is the next attempt's check (timeLeft).
+// when another attempt may start: err retryable for this kind of send, ctx alive and attempts
+// left in this round, or err says the broker could not be reached and the send may wait for
+// it (unreachable.go, which may set s.pause); the route is re-read first. Otherwise s.failure
+// is complete and is the send's error. Whether time is left is the next attempt's check
+// (timeLeft).
 func (s *send) failed(ctx context.Context, q MessageQueue, addr string, latency time.Duration, err error) bool {
 	s.p.fault.update(q.BrokerName, latency, isolates(err))
 	if s.failure == nil {
@@ -42,18 +45,33 @@ func (s *send) failed(ctx context.Context, q MessageQueue, addr string, latency 
 	if n > 1 {
 		s.p.log.Debug().Err(err).Str("broker", q.BrokerName).Int("attempt", n).Msg("send attempt failed")
 	}
-	if !s.mayRetry(err) || ctx.Err() != nil || n > s.retries {
+	if ctx.Err() != nil {
 		s.finish(nil)
 		return false
 	}
-	// A route refreshed since the last attempt may list other brokers; a failed lookup keeps
-	// the route this send had. Once the time is spent no lookup is worth its wait.
-	if time.Now().Before(s.deadline) {
-		if pi, err := s.p.publishInfo(ctx, s.wireTopic); err == nil {
-			s.pi = pi
-		}
+	if s.waitUnreachable && unreachable(err) {
+		return s.afterUnreachable(ctx)
 	}
+	if !s.mayRetry(err) || n-s.round > s.retries {
+		s.finish(nil)
+		return false
+	}
+	s.reroute(ctx)
 	return true
+}
+
+// reroute re-reads the route a send picks its next queue from: a route refreshed since the
+// last attempt may list other brokers, and a failed lookup keeps the route this send had. It
+// reads the instance's cache (a name server is asked only for a borrowed route, at most once
+// per poll interval), so sends that wait for a broker do not add load on the name servers.
+// Once the time is spent no lookup is worth its wait; a queue the caller chose stays.
+func (s *send) reroute(ctx context.Context) {
+	if s.pi == nil || !time.Now().Before(s.deadline) {
+		return
+	}
+	if pi, err := s.p.publishInfo(ctx, s.wireTopic); err == nil {
+		s.pi = pi
+	}
 }
 
 // timeLeft reports whether the send's deadline has not passed, checked before each attempt
@@ -65,8 +83,13 @@ func (s *send) timeLeft() bool {
 	if time.Now().Before(s.deadline) {
 		return true
 	}
-	s.finish(fmt.Errorf("send timeout %v spent: %w", s.p.cfg.sendTimeout, remoting.ErrTimeout))
+	s.finish(s.timeoutCause())
 	return false
+}
+
+// timeoutCause is the cause of a send that ran out of time.
+func (s *send) timeoutCause() error {
+	return fmt.Errorf("send timeout %v spent: %w", s.p.cfg.sendTimeout, remoting.ErrTimeout)
 }
 
 // finish completes s.failure as the send's error, with cause when not nil.

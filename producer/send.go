@@ -25,7 +25,8 @@ import (
 // SendSync sends msg and waits until a broker stored it. Retryable failures (transport errors,
 // SYSTEM_ERROR, SERVICE_NOT_AVAILABLE, NO_PERMISSION, TOPIC_NOT_EXIST) are retried on another
 // broker than the one that just failed, up to the retries option while the send timeout lasts
-// (RocketMQ's sendDefaultImpl); a *SendError lists every attempt.
+// (RocketMQ's sendDefaultImpl); brokers that cannot be reached at all are waited for until the
+// timeout (WithRetryUnreachableUntilTimeout). A *SendError lists every attempt.
 func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, error) {
 	if err := p.validate(msg); err != nil {
 		return nil, err
@@ -76,12 +77,13 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 	if err != nil {
 		return err
 	}
-	s.retries = 0
+	s.retries, s.waitUnreachable = 0, false
 	s.msg = p.encode(msg)
 	return s.runOneway(ctx)
 }
 
-// SendToQueue sends msg to exactly q (one attempt, no retry elsewhere).
+// SendToQueue sends msg to exactly q (one attempt, no retry elsewhere; while q's broker cannot
+// be reached it is waited for, see WithRetryUnreachableUntilTimeout).
 func (p *Producer) SendToQueue(ctx context.Context, msg *Message, q MessageQueue) (*SendResult, error) {
 	if err := p.validate(msg); err != nil {
 		return nil, err
@@ -138,8 +140,10 @@ func (p *Producer) SendOrdered(ctx context.Context, msg *Message, sel MessageQue
 // could even start — unless SendAsync itself returns an error
 // (invalid message, closed producer, no route), in which case cb never runs. An attempt whose
 // request got no answer (not sent, connection lost, timed out) is retried on another broker
-// than the one that just failed, up to the async retries option within the send timeout; an
-// error code from the broker is not retried (RocketMQ's onExceptionImpl). A panic in cb is
+// than the one that just failed, up to the async retries option within the send timeout (and
+// while no broker can be reached, until the timeout, on a timer: see
+// WithRetryUnreachableUntilTimeout); an error code from the broker is not retried (RocketMQ's
+// onExceptionImpl). A panic in cb is
 // recovered and logged. Close waits for callbacks still pending (up to its timeout). While
 // the max number of async sends are in flight, SendAsync blocks until one finishes or ctx
 // ends.
@@ -181,11 +185,19 @@ type send struct {
 	wireTopic string // with the namespace
 	msg       encoded
 	deadline  time.Time // of all attempts
-	// retries is how many attempts may follow the first: the retries option (async: the
-	// async retries option), or 0 for a one-way send or a queue the caller chose (to).
+	// retries is how many attempts may follow the first of a round: the retries option
+	// (async: the async retries option), or 0 for a one-way send or a queue the caller chose
+	// (to). The first round starts with the send; each pause for an unreachable broker starts
+	// another (unreachable.go).
 	retries int
-	pi      *publishInfo // the route next picks from; nil for a queue the caller chose
-	queue   MessageQueue // the queue the caller chose
+	// waitUnreachable lets attempts that could not reach their broker go on, with pauses,
+	// until the deadline (WithRetryUnreachableUntilTimeout; never for a one-way send).
+	waitUnreachable bool
+	round           int           // index in failure.Attempts where this round began
+	pauses          int           // pauses so far, which sets the next one's length
+	pause           time.Duration // to wait before the next attempt; 0: at once
+	pi              *publishInfo  // the route next picks from; nil for a queue the caller chose
+	queue           MessageQueue  // the queue the caller chose
 	// failure lists the failed attempts, and is the send's error once no attempt is left; nil
 	// while none failed, so a send stored at the first attempt does not pay for it.
 	failure *SendError
@@ -196,7 +208,8 @@ type send struct {
 // newSend starts a send to the user topic topic: the deadline of all its attempts (the send
 // timeout, or ctx's deadline when sooner), then its route (step 2).
 func (p *Producer) newSend(ctx context.Context, topic string) (*send, error) {
-	s := &send{p: p, topic: topic, wireTopic: p.wireTopic(topic), deadline: p.deadline(ctx), retries: p.cfg.retries}
+	s := &send{p: p, topic: topic, wireTopic: p.wireTopic(topic), deadline: p.deadline(ctx), retries: p.cfg.retries,
+		waitUnreachable: p.cfg.retryUnreachable}
 	pi, err := p.publishInfo(ctx, s.wireTopic)
 	if err != nil {
 		return nil, err

@@ -58,7 +58,11 @@ func invokeAsync(ctx context.Context, table *responseTable, owner uint64, send f
 	f := &responseFuture{opaque: req.Opaque, owner: owner, deadline: deadlineOf(ctx), cb: cb}
 	table.add(f)
 	if err := send(req); err != nil {
-		table.take(req.Opaque)
+		// A failed write closes the connection, which may fail f before we take it back: cb
+		// has its outcome then, and an error here too would finish the request twice.
+		if table.take(req.Opaque) == nil {
+			return nil
+		}
 		return err
 	}
 	return nil

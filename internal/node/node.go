@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
@@ -31,7 +30,7 @@ type Node struct {
 	broker     *broker.Broker
 	brokerTr   remoting.Transport
 	servers    []*endpoint
-	started    atomic.Bool
+	ready      chan struct{} // closed once started: requests held during the start go on
 
 	cancel    context.CancelFunc
 	g         *errgroup.Group
@@ -73,7 +72,7 @@ func newNode(opts Options) (*Node, error) {
 	if opts.Logger != nil {
 		l = *opts.Logger
 	}
-	n := &Node{opts: opts, log: l.With().Str("component", "node").Logger()}
+	n := &Node{opts: opts, ready: make(chan struct{}), log: l.With().Str("component", "node").Logger()}
 	separate := opts.NameServerListen != "" && opts.BrokerListen != ""
 	switch {
 	case !opts.DisableNameServer && !opts.DisableBroker && !separate:
@@ -101,14 +100,25 @@ func (n *Node) newEndpoint(role, addr string) *endpoint {
 	d := remoting.NewDispatcher(n.opts.Logger)
 	srv := remoting.NewServer(d, n.opts.serverOptions(addr))
 	// Codes nobody serves: while the node starts (the broker registers its processors once
-	// the listener is bound and the store recovered) say so, afterwards say "not supported".
-	d.RegisterDefault(remoting.ProcessorFunc(func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		if !n.started.Load() {
-			return remoting.NewResponse(remoting.ServiceNotAvailable, "node is starting"), nil
-		}
+	// the listener is bound and the store recovered) a request waits for the start and is
+	// dispatched again, as if it had come then: a RocketMQ broker does not listen before its
+	// store is up, and clients do not retry an answer (an async send would fail across a
+	// restart). The first such request after the start makes "not supported" the default.
+	ex := remoting.NewExecutor("default", 1, 1000)
+	notSupported := remoting.ProcessorFunc(func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 		return remoting.NewResponse(remoting.RequestCodeNotSupported,
 			fmt.Sprintf(" request type %d not supported", req.Code)), nil
-	}), remoting.NewExecutor("default", 1, 1000))
+	})
+	d.RegisterDefault(remoting.ProcessorFunc(func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+		select {
+		case <-n.ready:
+		case <-ctx.Done():
+			return remoting.NewResponse(remoting.ServiceNotAvailable, "node is starting"), nil
+		}
+		d.RegisterDefault(notSupported, ex)
+		d.Dispatch(ch, req)
+		return nil, nil
+	}), ex)
 	return &endpoint{role: role, d: d, srv: srv}
 }
 
@@ -144,7 +154,7 @@ func (n *Node) start() error {
 			return err
 		}
 	}
-	n.started.Store(true)
+	close(n.ready)
 	return nil
 }
 
