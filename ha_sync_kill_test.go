@@ -127,7 +127,10 @@ func TestHASyncMasterKilledWithSendsWaiting(t *testing.T) {
 		killAfter = 100
 	)
 	c.CreateTopic(topic, 4)
-	p := c.NewProducer(producer.WithRetries(0), producer.WithSendTimeout(forever))
+	// Without the unreachable-retry a sender whose master died answers at once instead of
+	// retrying until its ten-minute timeout: the test is about the waits the kill ends.
+	p := c.NewProducer(producer.WithRetries(0), producer.WithSendTimeout(forever),
+		producer.WithRetryUnreachableUntilTimeout(false))
 	store := c.Slaves()[0].Current().Broker().Store()
 	var (
 		mu      sync.Mutex

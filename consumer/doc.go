@@ -20,11 +20,12 @@
 //   - rebalance loop: at start, every WithRebalanceInterval (20 s) and on
 //     NOTIFY_CONSUMER_IDS_CHANGED, for every subscribed topic (and %RETRY%group when
 //     clustering) it reads the topic's readable queues from the route and the group's client
-//     ids from a broker (GET_CONSUMER_LIST_BY_GROUP), allocates with the strategy
-//     (rebalance.Averagely() by default; broadcasting takes every queue) and updates the queue
-//     table: a dropped queue stops at once and its offset is persisted (orderly: its broker lock
-//     released); a new queue gets its start offset (stored offset, else consume-from-where,
-//     docs/protocol.md §10.3) and a pull loop.
+//     ids from a broker (GET_CONSUMER_LIST_BY_GROUP; a broker that does not know this
+//     consumer, having restarted, gets a heartbeat at once and is asked again), allocates with
+//     the strategy (rebalance.Averagely() by default; broadcasting takes every queue) and
+//     updates the queue table: a dropped queue stops at once and its offset is persisted
+//     (orderly: its broker lock released); a new queue gets its start offset (stored offset,
+//     else consume-from-where, docs/protocol.md §10.3) and a pull loop.
 //   - one pull loop per queue: long-polling PULL_MESSAGE (suspend WithPullSuspend, 15 s, within
 //     WithPullTimeout, 30 s; the commit-offset bit carries the consumed offset in clustering;
 //     the broker filters with the subscription heartbeats registered unless
@@ -33,7 +34,10 @@
 //     WithPullInterval (0) after a pull that found messages. Pulls pause 50 ms while the queue
 //     caches more than 1000 messages or 100 MiB, or (concurrent) spans more than 2000 offsets.
 //     FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL are handled as the official clients
-//     do.
+//     do. A failed pull waits WithPullErrorDelay (3 s) before the next, except one whose
+//     connection broke: that queue pulls again after DefaultReconnectPullDelay (20 ms),
+//     doubling to DefaultMaxReconnectPullDelay (500 ms) while the broker stays away
+//     (pull_retry.go).
 //   - concurrent consume service: WithConsumeGoroutines workers (20) run the listener on batches
 //     (WithConsumeBatchSize, 1). A failed batch (RECONSUME_LATER, an error or a panic) is sent
 //     back to the broker (CONSUMER_SEND_MSG_BACK, delay level 0) into the retry topic; messages

@@ -89,6 +89,20 @@ const (
 	DefaultFromTimestampAgo         = 30 * time.Minute // consumeTimestamp
 )
 
+// How long a queue waits after a failed pull (pull_retry.go).
+const (
+	// DefaultPullTimeDelayWhenException is pullTimeDelayMillsWhenException
+	// (PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION, 3 s): the pause after a failed pull.
+	DefaultPullTimeDelayWhenException = 3 * time.Second
+	// DefaultReconnectPullDelay and DefaultMaxReconnectPullDelay are ours, not RocketMQ's
+	// (docs/rocketmq-differences.md): after a pull failed because its connection broke, the
+	// queue pulls again after 20 ms, doubling to at most 500 ms (and never more than the pull
+	// error delay) while the broker stays away, so pulls resume within half a second of a
+	// restarted broker's return instead of up to 3 s after it.
+	DefaultReconnectPullDelay    = 20 * time.Millisecond
+	DefaultMaxReconnectPullDelay = 500 * time.Millisecond
+)
+
 // Defaults of the orderly consumer's timings, RocketMQ's client system properties.
 const (
 	// DefaultUnlockDelay is UNLOCK_DELAY_TIME_MILLS (rocketmq.client.unlockDelayTimeMills,
@@ -201,7 +215,7 @@ func defaultConfig() config {
 			pullSuspend:        DefaultPullSuspend,
 			pullTimeout:        DefaultPullTimeout,
 			pullInterval:       DefaultPullInterval,
-			pullErrorDelay:     3 * time.Second,
+			pullErrorDelay:     DefaultPullTimeDelayWhenException,
 			flowControlDelay:   50 * time.Millisecond,
 			offsetIllegalDelay: 10 * time.Second,
 			failoverHold:       DefaultFailoverHold,
@@ -426,7 +440,10 @@ func WithPullInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.pullInterval = d })
 }
 
-// WithPullErrorDelay sets the pause after a failed pull (default 3 s).
+// WithPullErrorDelay sets the pause after a failed pull (RocketMQ
+// pullTimeDelayMillsWhenException, default DefaultPullTimeDelayWhenException, 3 s). A pull
+// whose connection broke is retried sooner, from DefaultReconnectPullDelay doubling to
+// DefaultMaxReconnectPullDelay, capped by this delay; RocketMQ waits this delay then too.
 func WithPullErrorDelay(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.pullErrorDelay = d })
 }

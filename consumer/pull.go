@@ -28,9 +28,10 @@ func (p *puller) pullLoop(qs *queueState) {
 			if p.pullFailed(qs, addr, err) {
 				continue // another address of the broker name (a slave when the master died)
 			}
-			sleep(p.ctx, pq.done, p.cfg.pullErrorDelay)
+			sleep(p.ctx, pq.done, p.failedPullDelay(qs, err))
 			continue
 		}
+		qs.retry = pullRetry{}
 		pq.lastPullTime.Store(time.Now().UnixNano())
 		found, keep := p.handlePull(qs, res)
 		if !keep {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mqgo/mq/rebalance"
+	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
 
@@ -88,9 +90,13 @@ func (p *puller) rebalanceOnce() {
 // allocateFunc picks the queues of topic a client holds among its readable queues.
 type allocateFunc func(ctx context.Context, topic string, readable []MessageQueue) ([]MessageQueue, error)
 
+// allocateTimeout bounds one topic's allocation: the route, the member list and, when the
+// broker did not know this client, a heartbeat round and the list again.
+const allocateTimeout = 3 * requestTimeout
+
 // allocate returns the queues of topic this client should hold now.
 func (p *puller) allocate(topic string) ([]MessageQueue, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, allocateTimeout)
 	defer cancel()
 	r, err := p.inst.TopicRoute(ctx, topic)
 	if err != nil {
@@ -105,11 +111,36 @@ func (p *puller) shareInGroup(ctx context.Context, topic string, readable []Mess
 	if p.cfg.model == Broadcasting {
 		return readable, nil
 	}
-	ids, err := consumerIDs(ctx, p.inst.Transport(), p.inst.AnyBrokerAddrOfTopic(topic), p.cfg.group)
+	ids, err := p.groupMembers(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
 	return p.cfg.strategy.Allocate(p.cfg.group, p.clientID, readable, ids), nil
+}
+
+// groupMembers returns the group's client ids as a broker of topic knows them. A broker that
+// answers "no consumer for this group", or a list without this client, has lost our
+// registration: it restarted, or our heartbeats stopped reaching it. Allocating by its answer
+// would keep our queues (RocketMQ skips the topic on the error) or give them all up while the
+// others, not knowing of us, take our share; either way the broker cannot notify us of
+// changes. So we heartbeat every broker at once (every group of the instance; the broker then
+// notifies the other members) and ask again, and allocate by that answer as RocketMQ would.
+// RocketMQ 4.9 sends no heartbeat here and waits for its next one (30 s).
+func (p *puller) groupMembers(ctx context.Context, topic string) ([]string, error) {
+	ids, err := consumerIDs(ctx, p.inst.Transport(), p.inst.AnyBrokerAddrOfTopic(topic), p.cfg.group)
+	if err == nil && slices.Contains(ids, p.clientID) || err != nil && !isNoConsumerAnswer(err) {
+		return ids, err
+	}
+	p.log.Info().Str("topic", topic).Err(err).Msg("broker does not know this consumer; heartbeat now")
+	p.inst.SendHeartbeatToAllBrokers(ctx)
+	return consumerIDs(ctx, p.inst.Transport(), p.inst.AnyBrokerAddrOfTopic(topic), p.cfg.group)
+}
+
+// isNoConsumerAnswer reports whether err is a broker's answer to GET_CONSUMER_LIST_BY_GROUP for
+// a group it has no member of (SYSTEM_ERROR "no consumer for this group").
+func isNoConsumerAnswer(err error) bool {
+	var re *remoting.ResponseError
+	return errors.As(err, &re) && re.Code == remoting.SystemError && strings.HasPrefix(re.Remark, "no consumer for this group")
 }
 
 // updateQueues makes the queues of topic held equal want: drops the others, adds the new

@@ -62,6 +62,53 @@ func (o ClientOptions) withDefaults() ClientOptions {
 	return o
 }
 
+// ReconnectNotifier is a Transport that tells when it opened a connection to an address it had
+// reached before and lost since: the peer restarted, or the network between came back. A peer
+// that restarted may have forgotten what the old connection told it (a broker forgets its
+// consumers), so a client that hears of it can tell it again at once instead of at its next
+// period.
+type ReconnectNotifier interface {
+	// OnReconnect calls f with the address each time such a connection is up, on the
+	// transport's goroutine, so f must not block; remove stops the calls.
+	OnReconnect(f func(addr string)) (remove func())
+}
+
+// reconnectHooks are the functions OnReconnect registered.
+type reconnectHooks struct {
+	mu   sync.Mutex
+	next uint64
+	fs   map[uint64]func(addr string)
+}
+
+func (h *reconnectHooks) add(f func(addr string)) (remove func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fs == nil {
+		h.fs = make(map[uint64]func(addr string))
+	}
+	id := h.next
+	h.next++
+	h.fs[id] = f
+	return func() {
+		h.mu.Lock()
+		delete(h.fs, id)
+		h.mu.Unlock()
+	}
+}
+
+// fire calls every hook with addr, none under the lock.
+func (h *reconnectHooks) fire(addr string) {
+	h.mu.Lock()
+	fs := make([]func(string), 0, len(h.fs))
+	for _, f := range h.fs {
+		fs = append(fs, f)
+	}
+	h.mu.Unlock()
+	for _, f := range fs {
+		f(addr)
+	}
+}
+
 // Client is a TCP Transport: one multiplexed connection per address string, created on first use
 // and dialled again after it dies; concurrent requests are matched to responses by opaque.
 type Client struct {
@@ -79,7 +126,10 @@ type Client struct {
 	mu     sync.Mutex
 	conns  map[string]*clientConn
 	dials  map[string]*dialCall
+	dialed map[string]bool // addresses a connection was ever made to
 	closed bool
+
+	reconnect reconnectHooks
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -108,6 +158,7 @@ func NewClient(opts ClientOptions) *Client {
 		procs:   make(map[int16]Processor),
 		conns:   make(map[string]*clientConn),
 		dials:   make(map[string]*dialCall),
+		dialed:  make(map[string]bool),
 		stop:    make(chan struct{}),
 	}
 	c.wg.Add(1)
@@ -156,6 +207,7 @@ func (c *Client) dial(addr string, call *dialCall) {
 	defer c.wg.Done()
 	d := net.Dialer{Timeout: c.opts.DialTimeout}
 	nc, err := d.Dial("tcp", addr)
+	reconnected := false
 	c.mu.Lock()
 	delete(c.dials, addr)
 	switch {
@@ -169,12 +221,21 @@ func (c *Client) dial(addr string, call *dialCall) {
 			local: nc.LocalAddr().String()}
 		c.conns[addr] = cc
 		call.cc = cc
+		reconnected = c.dialed[addr]
+		c.dialed[addr] = true
 		c.wg.Add(1)
 		go cc.readLoop()
 	}
 	c.mu.Unlock()
 	close(call.done)
+	if reconnected {
+		c.reconnect.fire(addr)
+	}
 }
+
+// OnReconnect implements ReconnectNotifier: f runs on the dialling goroutine once a new
+// connection to an address that had one before is up.
+func (c *Client) OnReconnect(f func(addr string)) (remove func()) { return c.reconnect.add(f) }
 
 func (c *Client) beforeRequest(addr string, req *Command) {
 	for _, h := range c.opts.Hooks {

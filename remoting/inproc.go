@@ -27,7 +27,10 @@ type InProcTransport struct {
 
 	mu     sync.Mutex
 	chans  map[string]*inprocChannel
+	linked map[string]bool // addresses a link was ever opened to
 	closed bool
+
+	reconnect reconnectHooks
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -47,6 +50,7 @@ func NewInProcTransport(resolve LocalResolver, fallback Transport, scanInterval 
 		srvTable: newResponseTable(),
 		procs:    make(map[int16]Processor),
 		chans:    make(map[string]*inprocChannel),
+		linked:   make(map[string]bool),
 		stop:     make(chan struct{}),
 	}
 	t.wg.Add(2)
@@ -65,44 +69,68 @@ func (t *InProcTransport) RegisterProcessor(code int16, p Processor) {
 	}
 }
 
+// OnReconnect implements ReconnectNotifier for links to local nodes (a node that closed and
+// started again at the same address) and, through the fallback when it is one, for TCP
+// connections.
+func (t *InProcTransport) OnReconnect(f func(addr string)) (remove func()) {
+	removeOwn := t.reconnect.add(f)
+	n, ok := t.fallback.(ReconnectNotifier)
+	if !ok {
+		return removeOwn
+	}
+	removeFallback := n.OnReconnect(f)
+	return func() { removeOwn(); removeFallback() }
+}
+
 // channel returns the link to the local node at addr, or nil when there is none.
 func (t *InProcTransport) channel(addr string) (*inprocChannel, error) {
+	ch, relinked, err := t.link(addr)
+	if relinked {
+		t.reconnect.fire(addr)
+	}
+	return ch, err
+}
+
+// link is channel's work; it also reports whether the link is new and addr had one before.
+func (t *InProcTransport) link(addr string) (*inprocChannel, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	d := t.resolve(addr)
 	if ch := t.chans[addr]; ch != nil {
 		if ch.d == d && !ch.Closed() {
-			return ch, nil
+			return ch, false, nil
 		}
 		ch.closeLocked()
 		delete(t.chans, addr)
 	}
 	if d == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	id := nextChannelID()
-	ch := &inprocChannel{id: id, t: t, d: d, local: addr,
+	fresh := &inprocChannel{id: id, t: t, d: d, local: addr,
 		remote: fmt.Sprintf("127.0.0.2:%d", id%65535+1)}
 	// A node that closes drops its links as a server drops its sockets: requests still waiting
 	// on it fail at once instead of at their deadline.
 	unhook, ok := d.onClose(func() {
 		t.mu.Lock()
-		if t.chans[addr] == ch {
+		if t.chans[addr] == fresh {
 			delete(t.chans, addr)
 		}
-		ch.closeLocked()
+		fresh.closeLocked()
 		t.mu.Unlock()
 	})
 	if !ok {
-		return nil, nil // the node is closing: as if it were gone
+		return nil, false, nil // the node is closing: as if it were gone
 	}
-	ch.unhook = unhook
-	t.chans[addr] = ch
-	d.FireEvent(ConnEvent{Type: ConnConnect, Channel: ch})
-	return ch, nil
+	fresh.unhook = unhook
+	t.chans[addr] = fresh
+	relinked := t.linked[addr]
+	t.linked[addr] = true
+	d.FireEvent(ConnEvent{Type: ConnConnect, Channel: fresh})
+	return fresh, relinked, nil
 }
 
 // InvokeSync implements Transport.

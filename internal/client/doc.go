@@ -41,6 +41,9 @@
 //   - Consumer methods are called from the instance's goroutines, and HeartbeatData also
 //     synchronously inside SendHeartbeatToAllBrokers on the caller's goroutine: never call that
 //     while holding a lock HeartbeatData or SubscribedTopics take (it deadlocks).
+//   - When the transport reconnects to a known broker (remoting.ReconnectNotifier), the
+//     heartbeat loop sends a round at once and then makes every consumer rebalance: a broker
+//     that restarted has forgotten the groups (RocketMQ 4.9 waits for the next heartbeat).
 //   - Processors: 40 rebalances every consumer (no reply), 307 answers a minimal running info,
 //     309 goes to the group's consumer. 39 (CHECK_TRANSACTION_STATE) is not handled yet.
 //

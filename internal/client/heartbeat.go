@@ -79,6 +79,21 @@ func (i *Instance) kickHeartbeat() {
 	}
 }
 
+// onReconnect runs when the transport opened a new connection to an address it had lost. A
+// broker that restarted has forgotten our groups: until a heartbeat tells it again it answers
+// "no consumer for this group" or leaves us out of the member list, and a member joining
+// meanwhile takes our queues. So we heartbeat at once instead of at the next period, and make
+// the consumers rebalance after it. RocketMQ 4.9's client has no such hook (its remoting
+// client runs without a channel event listener) and waits for its 30 s heartbeat.
+func (i *Instance) onReconnect(addr string) {
+	if !i.isBrokerAddr(addr) {
+		return
+	}
+	i.log.Debug().Str("addr", addr).Msg("reconnected to a broker; heartbeat and rebalance now")
+	i.rebalanceAfterKick.Store(true)
+	i.kickHeartbeat()
+}
+
 func (i *Instance) heartbeatLoop() {
 	defer i.wg.Done()
 	t := time.NewTicker(i.opts.HeartbeatBrokerInterval)
@@ -91,7 +106,14 @@ func (i *Instance) heartbeatLoop() {
 			i.cleanOfflineBrokers()
 		case <-i.kick:
 		}
+		// Taken before the round, so a reconnect during it gets a round of its own.
+		rebalance := i.rebalanceAfterKick.Swap(false)
 		i.SendHeartbeatToAllBrokers(i.ctx)
+		if rebalance {
+			for _, c := range i.consumerList() {
+				c.Rebalance()
+			}
+		}
 	}
 }
 

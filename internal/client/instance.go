@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/protocol"
@@ -120,6 +121,11 @@ type Instance struct {
 	ctx    context.Context // ends at the last Release
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// rebalanceAfterKick asks the next heartbeat round to make every consumer rebalance once
+	// it is done, so a broker we reconnected to learns the members before they allocate.
+	rebalanceAfterKick atomic.Bool
+	unhookReconnect    func() // stops the transport's reconnect reports; nil without them
 }
 
 var registry struct {
@@ -197,6 +203,9 @@ func newInstance(key, clientID string, opts Options) *Instance {
 		i.tr = remoting.NewClient(remoting.ClientOptions{Logger: opts.Logger})
 	}
 	i.registerProcessors()
+	if rn, ok := i.tr.(remoting.ReconnectNotifier); ok {
+		i.unhookReconnect = rn.OnReconnect(i.onReconnect)
+	}
 	return i
 }
 
@@ -276,6 +285,9 @@ func (i *Instance) Release() error {
 		delete(registry.m, i.key)
 	}
 	registry.Unlock()
+	if i.unhookReconnect != nil {
+		i.unhookReconnect()
+	}
 	close(i.stop)
 	i.cancel()
 	i.wg.Wait()

@@ -186,6 +186,20 @@ func (i *Instance) brokerAddrs(all bool) []string {
 	return out
 }
 
+// isBrokerAddr reports whether addr is an address of a known broker.
+func (i *Instance) isBrokerAddr(addr string) bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	for _, ids := range i.brokers {
+		for _, a := range ids {
+			if a == addr {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // topics lists the topics of the route table.
 func (i *Instance) topics() []string {
 	i.mu.RLock()
