@@ -266,6 +266,18 @@ func (p *puller) seek(mq MessageQueue, offset int64) (*queueState, error) {
 // pullQueue starts qs's pull loop.
 func (p *puller) pullQueue(qs *queueState) { p.goLoop(func() { p.pullLoop(qs) }) }
 
+// PersistOffsets implements the client instance's OffsetPersister: a clustering group's
+// offsets of the held queues are written to their brokers and waited for, so a restarted broker
+// has them before our heartbeat lets a new member take one of these queues.
+func (p *puller) PersistOffsets(ctx context.Context) {
+	if p.cfg.model != Clustering || p.isClosing() {
+		return
+	}
+	if err := p.store.persist(ctx, p.assigned(), true); err != nil {
+		p.log.Debug().Err(err).Msg("persist offsets after a reconnect")
+	}
+}
+
 // persistLoop writes the offsets of the held queues every persist interval.
 func (p *puller) persistLoop() {
 	t := time.NewTicker(p.cfg.persistInterval)

@@ -94,6 +94,29 @@ func (i *Instance) onReconnect(addr string) {
 	i.kickHeartbeat()
 }
 
+// OffsetPersister is a Consumer that can write the consume offsets it holds in memory back to
+// the brokers; the instance asks it to after a reconnect, before the heartbeat.
+type OffsetPersister interface {
+	PersistOffsets(ctx context.Context)
+}
+
+// persistConsumerOffsets writes every consumer's offsets back before a reconnect's heartbeat.
+// A broker killed without a clean shutdown comes back with the offsets of its last flush
+// (FlushConsumerOffsetInterval, 5 s) and refuses our pulls, which carry our offsets, until our
+// heartbeat registers the group. A member that joins meanwhile and is given one of our queues
+// would start from that stale offset and consume seconds of messages again. Persisting before
+// the heartbeat means any member list that names us comes after our offsets reached the broker.
+// RocketMQ 4.9 persists only every persistConsumerOffsetInterval and on a dropped queue.
+func (i *Instance) persistConsumerOffsets() {
+	ctx, cancel := context.WithTimeout(i.ctx, 3*time.Second)
+	defer cancel()
+	for _, c := range i.consumerList() {
+		if p, ok := c.(OffsetPersister); ok {
+			p.PersistOffsets(ctx)
+		}
+	}
+}
+
 func (i *Instance) heartbeatLoop() {
 	defer i.wg.Done()
 	t := time.NewTicker(i.opts.HeartbeatBrokerInterval)
@@ -108,6 +131,9 @@ func (i *Instance) heartbeatLoop() {
 		}
 		// Taken before the round, so a reconnect during it gets a round of its own.
 		rebalance := i.rebalanceAfterKick.Swap(false)
+		if rebalance {
+			i.persistConsumerOffsets()
+		}
 		i.SendHeartbeatToAllBrokers(i.ctx)
 		if rebalance {
 			for _, c := range i.consumerList() {

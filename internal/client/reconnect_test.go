@@ -147,3 +147,50 @@ func TestReconnectHeartbeatsThenRebalances(t *testing.T) {
 		}
 	})
 }
+
+// persistingConsumer is a countingConsumer that also records when it was asked to persist its
+// offsets, by the broker's heartbeats at that moment.
+type persistingConsumer struct {
+	countingConsumer
+	persists       atomic.Int32
+	beatsAtPersist atomic.Int32
+}
+
+func (c *persistingConsumer) PersistOffsets(context.Context) {
+	c.beatsAtPersist.Store(c.rb.heartbeats.Load())
+	c.persists.Add(1)
+}
+
+// TestReconnectPersistsOffsetsBeforeHeartbeat: a broker killed without a clean shutdown comes
+// back with stale offsets, so after a reconnect the consumers write theirs back before the
+// heartbeat that makes them visible to a joining member; without a reconnect they do not.
+func TestReconnectPersistsOffsetsBeforeHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rb := startRestartableBroker(t)
+		i, err := Acquire(Options{NameServers: []string{memNameServer}, Transport: rb.tr, InstanceName: "reconnect-persist"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer i.Release()
+		c := &persistingConsumer{countingConsumer: countingConsumer{rb: rb}}
+		if err := i.RegisterConsumer("cg", c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := i.TopicRoute(context.Background(), "T"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := c.persists.Load(); n != 0 {
+			t.Fatalf("%d offset persists without a reconnect", n)
+		}
+		rb.restart()
+		rb.request(t, memBroker)
+		synctest.Wait()
+		if n, beats := c.persists.Load(), c.beatsAtPersist.Load(); n != 1 || beats != 0 {
+			t.Fatalf("%d offset persists after the reconnect (the broker had %d heartbeats), want 1 before the heartbeat", n, beats)
+		}
+		if n := rb.heartbeats.Load(); n != 1 {
+			t.Fatalf("%d heartbeats after the reconnect, want 1", n)
+		}
+	})
+}
