@@ -153,7 +153,7 @@ func (s *send) answered(q MessageQueue, addr string, latency time.Duration, resp
 // among the async sends in flight and tells Close it is over. A panic in the callback is
 // logged, not spread to the producer's goroutine.
 func (s *send) complete(res *SendResult, err error) {
-	defer s.p.inflight.Done()
+	defer s.p.end()
 	defer func() { <-s.p.asyncSem }()
 	defer func() {
 		if r := recover(); r != nil {

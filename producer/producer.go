@@ -3,6 +3,7 @@ package producer
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/client"
@@ -24,12 +25,15 @@ type Producer struct {
 	pubMu sync.RWMutex
 	pubs  map[string]*publishInfo // wire topic -> queues
 
-	// life guards closed against the Add of inflight: a send registers under the read lock,
-	// Close flips closed under the write lock and then waits.
+	// life guards closed against the count of inflight: a send registers under the read lock,
+	// Close flips closed under the write lock and then waits for drained, which the send that
+	// brings the count to zero after the flip signals (no goroutine waits on Close's behalf, so
+	// none outlives a Close that gave up at its timeout).
 	life     sync.RWMutex
 	closed   bool
 	closing  chan struct{} // closed by Close: ends the pauses of sends waiting for a broker
-	inflight sync.WaitGroup
+	inflight atomic.Int64
+	drained  chan struct{} // 1-buffered: the last send after Close says so
 	asyncSem chan struct{} // one token per SendAsync awaiting its callback
 
 	closeOnce sync.Once
@@ -80,6 +84,7 @@ func New(opts ...Option) (*Producer, error) {
 		pubs:      make(map[string]*publishInfo),
 		asyncSem:  make(chan struct{}, cfg.maxAsyncInFlight),
 		closing:   make(chan struct{}),
+		drained:   make(chan struct{}, 1),
 	}
 	if cfg.namespace != "" {
 		p.wireGroup = names.WrapNamespace(cfg.namespace, cfg.group)
@@ -106,15 +111,15 @@ func (p *Producer) Close() error {
 		p.closed = true
 		p.life.Unlock()
 		close(p.closing)
-		done := make(chan struct{})
-		go func() { p.inflight.Wait(); close(done) }()
-		t := time.NewTimer(p.cfg.closeTimeout)
-		select {
-		case <-done:
-		case <-t.C:
-			p.log.Warn().Dur("timeout", p.cfg.closeTimeout).Msg("closing with sends still in flight")
+		if p.inflight.Load() > 0 {
+			t := time.NewTimer(p.cfg.closeTimeout)
+			select {
+			case <-p.drained:
+			case <-t.C:
+				p.log.Warn().Dur("timeout", p.cfg.closeTimeout).Msg("closing with sends still in flight")
+			}
+			t.Stop()
 		}
-		t.Stop()
 		p.inst.UnregisterProducer(p.wireGroup)
 		p.closeErr = p.inst.Release()
 	})
@@ -130,4 +135,20 @@ func (p *Producer) begin() bool {
 	}
 	p.inflight.Add(1)
 	return true
+}
+
+// end is begin's counterpart, once per send that began.
+func (p *Producer) end() {
+	if p.inflight.Add(-1) != 0 {
+		return
+	}
+	p.life.RLock()
+	closed := p.closed
+	p.life.RUnlock()
+	if closed {
+		select {
+		case p.drained <- struct{}{}:
+		default:
+		}
+	}
 }

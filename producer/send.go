@@ -34,7 +34,7 @@ func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, err
 	if !p.begin() {
 		return nil, ErrClosed
 	}
-	defer p.inflight.Done()
+	defer p.end()
 	s, err := p.newSend(ctx, msg.Topic)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...*Message) (*SendResult
 	if !p.begin() {
 		return nil, ErrClosed
 	}
-	defer p.inflight.Done()
+	defer p.end()
 	s, err := p.newSend(ctx, msgs[0].Topic)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 	if !p.begin() {
 		return ErrClosed
 	}
-	defer p.inflight.Done()
+	defer p.end()
 	s, err := p.newSend(ctx, msg.Topic)
 	if err != nil {
 		return err
@@ -95,7 +95,7 @@ func (p *Producer) SendToQueue(ctx context.Context, msg *Message, q MessageQueue
 	if !p.begin() {
 		return nil, ErrClosed
 	}
-	defer p.inflight.Done()
+	defer p.end()
 	s, err := p.newSend(ctx, msg.Topic)
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (p *Producer) SendOrdered(ctx context.Context, msg *Message, sel MessageQue
 	if !p.begin() {
 		return nil, ErrClosed
 	}
-	defer p.inflight.Done()
+	defer p.end()
 	s, err := p.newSend(ctx, msg.Topic)
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	s, err := p.newSend(ctx, msg.Topic)
 	if err != nil {
 		<-p.asyncSem
-		p.inflight.Done()
+		p.end()
 		return err
 	}
 	s.retries = p.cfg.asyncRetries

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -359,4 +361,32 @@ func TestUnreachableBackoffBounds(t *testing.T) {
 			t.Fatalf("halfJitter(%v) never spread over its range", d)
 		}
 	}
+}
+
+// TestCloseTimeoutLeavesNoGoroutine: a Close that gives up on a send still in flight after its
+// close timeout returns without leaving a goroutine of its own behind (it used to start one to
+// wait for the sends, which lived until the last send ended).
+func TestCloseTimeoutLeavesNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, f := newTimedNet(func(time.Duration, string) fakeAnswer { return fakeAnswer{hang: true} })
+		p := fakeProducer(t, f, WithCloseTimeout(time.Second), WithSendTimeout(time.Minute))
+		ended := make(chan error, 1)
+		go func() {
+			_, err := p.SendSync(context.Background(), NewMessage("T", []byte("x")))
+			ended <- err
+		}()
+		synctest.Wait() // the send hangs in the transport
+		start := time.Now()
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != time.Second {
+			t.Fatalf("Close waited %v for the send in flight, want the close timeout 1s", waited)
+		}
+		buf := make([]byte, 1<<20)
+		if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "(*Producer).Close") {
+			t.Fatalf("a goroutine of Close outlives it:\n%s", stacks)
+		}
+		<-ended // the send ends at its own timeout, so the bubble can end
+	})
 }
