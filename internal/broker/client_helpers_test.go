@@ -150,13 +150,14 @@ func addTopic(tb *testBroker, topic string, queues int32) {
 
 // notifyRecorder counts NOTIFY_CONSUMER_IDS_CHANGED per group received by one client.
 type notifyRecorder struct {
-	mu     sync.Mutex
-	groups map[string]int
-	ch     chan string
+	mu      sync.Mutex
+	groups  map[string]int
+	ch      chan string
+	pending map[string]int // received for a group no wait has taken yet
 }
 
 func recordNotifies(tr remoting.Transport) *notifyRecorder {
-	r := &notifyRecorder{groups: map[string]int{}, ch: make(chan string, 100)}
+	r := &notifyRecorder{groups: map[string]int{}, ch: make(chan string, 100), pending: map[string]int{}}
 	tr.RegisterProcessor(remoting.NotifyConsumerIDsChanged, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 			g := req.Ext("consumerGroup")
@@ -169,16 +170,19 @@ func recordNotifies(tr remoting.Transport) *notifyRecorder {
 	return r
 }
 
-// waitNotify waits for one notification of group.
+// waitNotify waits for one notification of group. Notifications of other groups are kept for
+// their own waits: the broker sends them concurrently, so they may arrive in any order.
 func (r *notifyRecorder) waitNotify(t *testing.T, group string) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
+		if r.pending[group] > 0 {
+			r.pending[group]--
+			return
+		}
 		select {
 		case g := <-r.ch:
-			if g == group {
-				return
-			}
+			r.pending[g]++
 		case <-timeout:
 			t.Fatalf("no NOTIFY_CONSUMER_IDS_CHANGED for %s", group)
 		}
@@ -195,6 +199,7 @@ func (r *notifyRecorder) noNotify(t *testing.T, group string) {
 			if g == group {
 				t.Fatalf("unexpected NOTIFY_CONSUMER_IDS_CHANGED for %s", group)
 			}
+			r.pending[g]++
 		case <-timeout:
 			return
 		}
