@@ -74,6 +74,11 @@ type Options struct {
 	// RejectTransactionMessage answers NO_PERMISSION to transactional half messages instead of
 	// storing them (RocketMQ rejectTransactionMessage, default false).
 	RejectTransactionMessage bool
+	// ReregisterGrace is how long a broker that recovered from a crash answers consumers'
+	// member-list requests SYSTEM_BUSY, so the members connected before the crash register
+	// again before anyone allocates queues from offsets the crash took back (ours; RocketMQ
+	// answers at once). Default 1 s; negative for none. A clean start has no grace.
+	ReregisterGrace time.Duration
 	// FlushConsumerOffsetInterval is how often consumer offsets are persisted. Default 5 s.
 	FlushConsumerOffsetInterval time.Duration
 	// ClientChannelExpiredTime drops producers and consumers that sent no heartbeat for this

@@ -44,6 +44,7 @@ type Broker struct {
 	registerNow chan struct{}
 	reg         *registrar    // registration rounds that topic changes wait for (registration.go)
 	ready       chan struct{} // closed by Run once it serves (Ready)
+	regrace     reregisterGrace
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -139,6 +140,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	for _, r := range b.runners {
 		g.Go(func() error { return r(ctx) })
 	}
+	g.Go(func() error { return b.startReregisterGrace(ctx) })
 	close(b.ready)
 	b.log.Info().Str("addr", b.opts.BrokerAddr).Str("role", string(b.opts.BrokerRole)).Str("ha_addr", b.HAAddr()).
 		Str("store", b.opts.Store.Dir).Strs("namesrv", b.opts.NameServers).Msg("broker started")

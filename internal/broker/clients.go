@@ -192,6 +192,9 @@ func (b *Broker) processGetConsumerList(_ context.Context, ch remoting.Channel, 
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
+	if b.inReregisterGrace() {
+		return reregisterBusy(), nil
+	}
 	ids := b.clients.consumers.consumerIDs(h.ConsumerGroup)
 	if len(ids) == 0 {
 		b.log.Debug().Str("group", h.ConsumerGroup).Str("addr", ch.RemoteAddr()).Msg("consumer list asked for a group without members")

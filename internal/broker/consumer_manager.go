@@ -277,6 +277,17 @@ func (m *consumerManager) registeredLocked(chID uint64) bool {
 	return false
 }
 
+// allGroups returns every consumer group with its members' channels.
+func (m *consumerManager) allGroups() []groupChange {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]groupChange, 0, len(m.consumers))
+	for name, g := range m.consumers {
+		out = append(out, groupChange{group: name, channels: g.channelList()})
+	}
+	return out
+}
+
 // consumerIDs returns a group's client ids, sorted and distinct (nil for an unknown group).
 func (m *consumerManager) consumerIDs(group string) []string {
 	m.mu.RLock()

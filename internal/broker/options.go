@@ -58,6 +58,11 @@ type Options struct {
 	// true, so the zero value notifies). A group's own NotifyConsumerIdsChangedEnable can stop
 	// it for that group alone.
 	DisableNotifyConsumerIdsChanged bool
+	// ReregisterGrace is how long after recovering from a crash the broker answers
+	// GET_CONSUMER_LIST_BY_GROUP with SYSTEM_BUSY so that the members connected before it
+	// register again before anyone allocates queues (reregister.go says why). Ours; default
+	// DefaultReregisterGrace, negative for none (RocketMQ's behaviour).
+	ReregisterGrace time.Duration
 	// RejectTransactionMessage answers NO_PERMISSION to transactional half messages (TRAN_MSG
 	// true) instead of storing them (rejectTransactionMessage, default false).
 	RejectTransactionMessage bool
@@ -163,6 +168,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RebalanceLockMaxLiveTime <= 0 {
 		o.RebalanceLockMaxLiveTime = DefaultRebalanceLockMaxLiveTime
+	}
+	if o.ReregisterGrace == 0 {
+		o.ReregisterGrace = DefaultReregisterGrace
 	}
 	if o.SendThreads <= 0 {
 		o.SendThreads = 16 // group commit needs several senders waiting on one fsync

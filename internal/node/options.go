@@ -54,6 +54,7 @@ type Options struct {
 	DisableForceRegister            bool
 	DisableNotifyConsumerIdsChanged bool
 	RejectTransactionMessage        bool
+	ReregisterGrace                 time.Duration
 	FlushConsumerOffsetInterval     time.Duration
 	ClientChannelExpiredTime        time.Duration
 	RebalanceLockMaxLiveTime        time.Duration

@@ -89,6 +89,7 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 		DisableForceRegister:            o.DisableForceRegister,
 		DisableNotifyConsumerIdsChanged: o.DisableNotifyConsumerIdsChanged,
 		RejectTransactionMessage:        o.RejectTransactionMessage,
+		ReregisterGrace:                 o.ReregisterGrace,
 		FlushConsumerOffsetInterval:     o.FlushConsumerOffsetInterval,
 		ChannelExpiredTimeout:           o.ClientChannelExpiredTime,
 		RebalanceLockMaxLiveTime:        o.RebalanceLockMaxLiveTime,

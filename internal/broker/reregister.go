@@ -1,0 +1,62 @@
+package broker
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+)
+
+// DefaultReregisterGrace is how long a broker that recovered from a crash answers
+// GET_CONSUMER_LIST_BY_GROUP with SYSTEM_BUSY (ours; RocketMQ answers at once).
+//
+// Why: a crash loses the consumer table and the offsets committed since the last
+// FlushConsumerOffsetInterval. The members connected before it reconnect, persist their offsets
+// and register again within a few hundred milliseconds; a member that asked for the list
+// earlier would see only itself, take every queue and read offsets seconds old, delivering
+// those seconds again. During the grace every member keeps the queues it holds (a busy answer
+// skips a rebalance); when it ends, every member of every group is notified at once, so all
+// rebalance with the whole group and the offsets its old owners wrote back.
+const DefaultReregisterGrace = time.Second
+
+// reregisterGrace is the broker's side of that window: until says when member lists are
+// answered again (Unix ns; 0 when there is no window: a clean start).
+type reregisterGrace struct {
+	until atomic.Int64
+}
+
+// startReregisterGrace opens the window if the store did not close cleanly, and runs until it
+// ends to notify every group; the caller runs it as one of the broker's services.
+func (b *Broker) startReregisterGrace(ctx context.Context) error {
+	if b.store.RecoveryReport().Clean || b.opts.ReregisterGrace < 0 {
+		return nil
+	}
+	d := b.opts.ReregisterGrace
+	b.regrace.until.Store(time.Now().Add(d).UnixNano())
+	b.log.Info().Dur("grace", d).Msg("recovered from a crash: consumer lists wait for members to register again")
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-t.C:
+	}
+	b.regrace.until.Store(0)
+	for _, c := range b.clients.consumers.allGroups() {
+		b.notifyIfEnabled(c)
+	}
+	return nil
+}
+
+// inReregisterGrace reports whether member lists are held back now.
+func (b *Broker) inReregisterGrace() bool {
+	until := b.regrace.until.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}
+
+// reregisterBusy is the answer to a member list asked during the grace.
+func reregisterBusy() *remoting.Command {
+	return remoting.NewResponse(remoting.SystemBusy,
+		"[REREGISTER]broker recovered from a crash, consumers are registering again, try later")
+}
