@@ -5,16 +5,18 @@ FUZZTIME ?= 4s
 # Pinned, run through go run so that neither module's go.mod carries it.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test check test-root test-interop fuzz bench
+.PHONY: test check test-root test-interop test-bench fuzz bench bench-peers
 
-test: check test-root test-interop fuzz
+test: check test-root test-interop test-bench fuzz
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd interop && $(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	cd interop && $(GO) run $(STATICCHECK) ./...
+	cd bench && $(GO) run $(STATICCHECK) ./...
 
 test-root:
 	$(GO) test -race -count=1 ./...
@@ -26,6 +28,10 @@ test-root:
 test-interop:
 	cd interop && $(GO) test -count=1 ./...
 
+# The side-by-side benchmark's own tests: every case on every peer with a few messages.
+test-bench:
+	cd bench && $(GO) test -race -count=1 ./...
+
 # Every fuzz target of the root module for FUZZTIME each (scripts/fuzz-all.sh finds them):
 # smoke runs of a few seconds, since test-root already replays each target's seeds and
 # testdata/fuzz crashers.
@@ -34,3 +40,9 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./remoting ./storage ./internal/broker ./consumer
+
+# NATS JetStream, kfake + kgo and mq side by side (bench/, its own module; issue 12): one JSON
+# line per case and peer, then the Markdown table. Not part of test: it takes minutes.
+# BENCH_PEERS_FLAGS passes flags, e.g. BENCH_PEERS_FLAGS=-quick.
+bench-peers:
+	cd bench && $(GO) run ./cmd/peers $(BENCH_PEERS_FLAGS)

@@ -1,0 +1,155 @@
+package peers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/producer"
+)
+
+type mqPeer struct{}
+
+// MQ is this module's node (name service and broker) with its producer and push consumer.
+func MQ() Peer { return mqPeer{} }
+
+func (mqPeer) ID() string    { return "mq" }
+func (mqPeer) Title() string { return "mq" }
+func (mqPeer) Defaults() string {
+	return "ASYNC_FLUSH, fsync every 500 ms (RocketMQ flushIntervalCommitLog; SYNC_FLUSH in the fsync row); " +
+		"4 queues (defaultTopicQueueNums); SendAsync 1024 in flight; push consumer, 20 goroutines, batch 1, offsets committed every 5 s"
+}
+
+func (mqPeer) Start(cfg NodeConfig) (Node, error) {
+	opts := mq.Options{Listen: "127.0.0.1:0", StoreDir: cfg.Dir}
+	if cfg.Durable {
+		opts.FlushDiskType = mq.SyncFlush
+	}
+	n, err := mq.StartNode(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &mqNode{n: n, durable: cfg.Durable}, nil
+}
+
+type mqNode struct {
+	n       *mq.Node
+	durable bool
+}
+
+// mqClientSeq keeps client ids apart: clients of one id share an instance and its transport.
+var mqClientSeq atomic.Int64
+
+func mqInstanceName(kind string) string {
+	return fmt.Sprintf("bench-%s-%d", kind, mqClientSeq.Add(1))
+}
+
+func (n *mqNode) Durability() string {
+	if n.durable {
+		return "SYNC_FLUSH"
+	}
+	return "ASYNC_FLUSH"
+}
+
+// CreateTopic is left to the first send: the broker auto-creates topics (autoCreateTopicEnable).
+func (n *mqNode) CreateTopic(context.Context, string) error { return nil }
+
+func (n *mqNode) Producer(cfg ProducerConfig) (Producer, error) {
+	opts := []producer.Option{producer.WithGroup("bench-pg"), producer.WithInstanceName(mqInstanceName("p"))}
+	if cfg.AsyncWindow > 0 {
+		opts = append(opts, producer.WithMaxAsyncInFlight(cfg.AsyncWindow))
+	}
+	var p *producer.Producer
+	var err error
+	if cfg.InProcess {
+		p, err = n.n.NewProducer(opts...)
+	} else {
+		p, err = producer.New(append(opts, producer.WithNameServers(n.n.Addr()))...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mp := &mqProducer{p: p}
+	mp.onAsync = func(res *producer.SendResult, err error) {
+		if err == nil && res.Status != producer.SendOK {
+			err = fmt.Errorf("mq: send status %v", res.Status)
+		}
+		mp.asyncErr.set(err)
+		mp.pending.Done()
+	}
+	return mp, nil
+}
+
+type mqProducer struct {
+	p        *producer.Producer
+	pending  sync.WaitGroup
+	asyncErr firstErr
+	onAsync  func(*producer.SendResult, error)
+}
+
+func (p *mqProducer) Send(ctx context.Context, topic string, body []byte) error {
+	res, err := p.p.SendSync(ctx, producer.NewMessage(topic, body))
+	if err != nil {
+		return err
+	}
+	if res.Status != producer.SendOK {
+		// SYNC_FLUSH answers FLUSH_DISK_TIMEOUT as a status, not an error.
+		return fmt.Errorf("mq: send status %v", res.Status)
+	}
+	return nil
+}
+
+func (p *mqProducer) SendAsync(ctx context.Context, topic string, body []byte) error {
+	p.pending.Add(1)
+	if err := p.p.SendAsync(ctx, producer.NewMessage(topic, body), p.onAsync); err != nil {
+		p.pending.Done()
+		return err
+	}
+	return nil
+}
+
+func (p *mqProducer) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	// Ends once every callback ran, which the producer guarantees (at the latest when Close
+	// gives up on its send timeout).
+	go func() {
+		p.pending.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return p.asyncErr.get()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *mqProducer) Close() error { return p.p.Close() }
+
+func (n *mqNode) Consumer(_ context.Context, topic, group string, deliver func([]byte)) (Consumer, error) {
+	pc, err := consumer.NewPushConsumer(consumer.WithNameServers(n.n.Addr()), consumer.WithGroup(group),
+		consumer.WithInstanceName(mqInstanceName("c")), consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
+	if err != nil {
+		return nil, err
+	}
+	err = pc.Subscribe(topic, "*", func(_ context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			deliver(m.Body)
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	if err == nil {
+		err = pc.Start()
+	}
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	return pc, nil
+}
+
+func (n *mqNode) Close() error { return n.n.Close() }

@@ -1,0 +1,102 @@
+package peers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEveryCaseOnEveryPeer runs the whole matrix with a few messages: every peer must finish
+// every case it offers with the counts asked for, and only kfake may lack the in-process one.
+func TestEveryCaseOnEveryPeer(t *testing.T) {
+	cfg := Config{Msgs: 300, E2EMsgs: 50, StartRuns: 2, Dir: t.TempDir(), Timeout: time.Minute}
+	for _, c := range Cases() {
+		for _, p := range All() {
+			t.Run(c.ID+"/"+p.ID(), func(t *testing.T) {
+				r := c.Run(context.Background(), p, cfg)
+				if r.Peer != p.ID() || r.Case != c.ID {
+					t.Fatalf("result names %s/%s", r.Peer, r.Case)
+				}
+				if r.Error != "" {
+					t.Fatal(r.Error)
+				}
+				if r.Skipped {
+					if p.ID() != "kfake" || c.ID != "sync-send-inproc" {
+						t.Fatal("skipped")
+					}
+					return
+				}
+				if r.Durability == "" {
+					t.Error("no durability stated")
+				}
+				switch {
+				case c.ID == "node-start":
+					if r.P50Micros <= 0 || r.P99Micros < r.P50Micros {
+						t.Errorf("start p50 %v p99 %v", r.P50Micros, r.P99Micros)
+					}
+				case c.Latency:
+					if r.Msgs != cfg.E2EMsgs || r.P50Micros <= 0 || r.P99Micros < r.P50Micros {
+						t.Errorf("msgs %d p50 %v p99 %v", r.Msgs, r.P50Micros, r.P99Micros)
+					}
+				default:
+					if r.Msgs != cfg.Msgs || r.MsgsPerSec <= 0 {
+						t.Errorf("msgs %d rate %v", r.Msgs, r.MsgsPerSec)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	var r Result
+	samples := make([]time.Duration, 0, 1000)
+	for i := 1000; i >= 1; i-- {
+		samples = append(samples, time.Duration(i)*time.Microsecond)
+	}
+	r.setLatency(samples)
+	if r.P50Micros != 500 || r.P99Micros != 990 || r.P999Micros != 999 {
+		t.Fatalf("p50 %v p99 %v p99.9 %v", r.P50Micros, r.P99Micros, r.P999Micros)
+	}
+}
+
+func TestTableRatios(t *testing.T) {
+	cases := []Case{{ID: "tp", Title: "throughput"}, {ID: "lat", Title: "latency", Latency: true}}
+	results := []Result{
+		{Peer: "nats", Case: "tp", MsgsPerSec: 20_000, P50Micros: 40, P99Micros: 1500},
+		{Peer: "kfake", Case: "tp", Skipped: true},
+		{Peer: "mq", Case: "tp", MsgsPerSec: 50_000},
+		{Peer: "nats", Case: "lat", P50Micros: 200, P99Micros: 800},
+		{Peer: "kfake", Case: "lat", Error: "boom"},
+		{Peer: "mq", Case: "lat", P50Micros: 100, P99Micros: 1200},
+	}
+	var b strings.Builder
+	if err := WriteTable(&b, cases, All(), results); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"| throughput | 20.0k/s, p50 40 µs, p99 1.50 ms | — | 50.0k/s | 2.50 |",
+		"| latency | p50 200 µs, p99 800 µs | error (see its JSON line) | p50 100 µs, p99 1.20 ms | time: p50 0.50, p99 1.50 |",
+	}
+	for _, w := range want {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, b.String())
+		}
+	}
+}
+
+// TestPayloadsDiffer guards the batches kgo compresses: a batch of equal bodies would shrink.
+func TestPayloadsDiffer(t *testing.T) {
+	seen := map[string]int{}
+	for i := range 4000 {
+		b := payload(i)
+		if len(b) != BodyBytes || cap(b) != BodyBytes {
+			t.Fatalf("payload %d: len %d cap %d", i, len(b), cap(b))
+		}
+		if j, ok := seen[string(b)]; ok {
+			t.Fatalf("payloads %d and %d are equal", j, i)
+		}
+		seen[string(b)] = i
+	}
+}
