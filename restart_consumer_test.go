@@ -89,13 +89,15 @@ func startRestartScenario(t *testing.T, transport string) *restartScenario {
 }
 
 // startNode starts the node on addr and the scenario's store. A restart on the same address
-// may find the port held for a moment by the closed listener; it tries again for a while.
+// may find the port held for a moment by the closed listener; it tries again for a while. The
+// HA listener takes a free port: the default, the broker's port + 1, may meanwhile be the
+// ephemeral port of some client's connection.
 func (s *restartScenario) startNode(t *testing.T, addr string) *Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, err := StartNode(Options{Listen: addr, StoreDir: s.dir, SegmentBytes: 8 << 20, Logger: &l})
+		n, err := StartNode(Options{Listen: addr, HAListen: "127.0.0.1:0", StoreDir: s.dir, SegmentBytes: 8 << 20, Logger: &l})
 		if err == nil {
 			s.node.Store(n)
 			return n
