@@ -65,6 +65,16 @@ func BenchmarkRoundTrip(b *testing.B) {
 				return err
 			})
 		})
+		b.Run(fmt.Sprintf("tcp-inline/callers=%d", callers), func(b *testing.B) {
+			addr, stop := benchServerInline(b)
+			defer stop()
+			c := NewClient(ClientOptions{})
+			defer c.Close()
+			runCallers(b, callers, func(ctx context.Context) error {
+				_, err := c.InvokeSync(ctx, addr, benchRequest())
+				return err
+			})
+		})
 		b.Run(fmt.Sprintf("inproc/callers=%d", callers), func(b *testing.B) {
 			d := NewDispatcher(nil)
 			d.Register(SendMessage, ProcessorFunc(echo), NewExecutor("bench", 8, 10000))
@@ -77,30 +87,51 @@ func BenchmarkRoundTrip(b *testing.B) {
 				return err
 			})
 		})
+		// The floors: the same frames with no Client, against the server serving inline, then
+		// against a goroutine-per-connection echo on Go's own netpoller.
+		b.Run(fmt.Sprintf("raw-client-inline/callers=%d", callers), func(b *testing.B) {
+			addr, stop := benchServerInline(b)
+			defer stop()
+			rawCallers(b, addr, callers)
+		})
 		b.Run(fmt.Sprintf("raw-echo/callers=%d", callers), func(b *testing.B) {
 			addr, stop := rawEchoServer(b)
 			defer stop()
-			frame := AppendFrame(nil, benchRequest())
-			conns := make(chan net.Conn, callers)
-			for range callers {
-				nc, err := net.Dial("tcp", addr)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer nc.Close()
-				conns <- nc
-			}
-			runCallers(b, callers, func(context.Context) error {
-				nc := <-conns
-				defer func() { conns <- nc }()
-				if _, err := nc.Write(frame); err != nil {
-					return err
-				}
-				_, err := io.ReadFull(nc, make([]byte, len(frame)))
-				return err
-			})
+			rawCallers(b, addr, callers)
 		})
 	}
+}
+
+// rawCallers sends benchRequest's frame on one plain connection per caller and reads one frame
+// back, with no Client in between.
+func rawCallers(b *testing.B, addr string, callers int) {
+	frame := AppendFrame(nil, benchRequest())
+	conns := make(chan net.Conn, callers)
+	for range callers {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		conns <- nc
+	}
+	runCallers(b, callers, func(context.Context) error {
+		nc := <-conns
+		defer func() { conns <- nc }()
+		if _, err := nc.Write(frame); err != nil {
+			return err
+		}
+		var prefix [4]byte
+		if _, err := io.ReadFull(nc, prefix[:]); err != nil {
+			return err
+		}
+		l, err := FrameLength(prefix[:], 0)
+		if err != nil {
+			return err
+		}
+		_, err = io.ReadFull(nc, make([]byte, l))
+		return err
+	})
 }
 
 func benchRequest() *Command {
@@ -142,6 +173,20 @@ func runCallers(b *testing.B, callers int, call func(ctx context.Context) error)
 func benchServer(b *testing.B) (string, func()) {
 	d := NewDispatcher(nil)
 	d.Register(SendMessage, ProcessorFunc(echo), NewExecutor("bench", 8, 10000))
+	d.Start()
+	srv := NewServer(d, ServerOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	<-srv.Ready()
+	return srv.Addr(), func() { cancel(); <-done; d.Close() }
+}
+
+// benchServerInline is benchServer with the echo served on the event loop.
+func benchServerInline(b *testing.B) (string, func()) {
+	d := NewDispatcher(nil)
+	d.RegisterInline(SendMessage, ProcessorFunc(echo), NewExecutor("bench", 8, 10000),
+		func(*Command) bool { return true })
 	d.Start()
 	srv := NewServer(d, ServerOptions{})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,6 +32,9 @@ type ClientOptions struct {
 	// request is answered SYSTEM_BUSY and a one-way one dropped. Default
 	// DefaultMaxServerRequests.
 	MaxServerRequests int
+	// MaxPendingWriteBytes caps the bytes of requests one connection queues behind the write
+	// in progress; a sender over it waits for that write. Default DefaultMaxPendingWriteBytes.
+	MaxPendingWriteBytes int
 	// ScanInterval is how often pending requests are checked for timeouts. Default 1 s.
 	ScanInterval time.Duration
 	// Hooks see every request and response.
@@ -55,6 +58,9 @@ func (o ClientOptions) withDefaults() ClientOptions {
 	}
 	if o.MaxServerRequests <= 0 {
 		o.MaxServerRequests = DefaultMaxServerRequests
+	}
+	if o.MaxPendingWriteBytes <= 0 {
+		o.MaxPendingWriteBytes = DefaultMaxPendingWriteBytes
 	}
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = time.Second
@@ -217,14 +223,14 @@ func (c *Client) dial(addr string, call *dialCall) {
 		nc.Close()
 		call.err = ErrClosed
 	default:
-		cc := &clientConn{id: nextChannelID(), c: c, addr: addr, nc: nc,
-			local: nc.LocalAddr().String()}
+		cc := newClientConn(c, addr, nc)
 		c.conns[addr] = cc
 		call.cc = cc
 		reconnected = c.dialed[addr]
 		c.dialed[addr] = true
-		c.wg.Add(1)
+		c.wg.Add(2)
 		go cc.readLoop()
+		go cc.runFlusher()
 	}
 	c.mu.Unlock()
 	close(call.done)
@@ -280,7 +286,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb 
 		return err
 	}
 	c.beforeRequest(addr, req)
-	return invokeAsync(ctx, c.table, cc.id, cc.send, req, c.hooked(addr, req, cb))
+	return invokeAsync(ctx, c.table, cc.id, cc.sendDeferred, req, c.hooked(addr, req, cb))
 }
 
 // InvokeOneway implements Transport.
@@ -291,7 +297,7 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) er
 	}
 	c.beforeRequest(addr, req)
 	req.MarkOneway()
-	return cc.send(req)
+	return cc.sendDeferred(req)
 }
 
 // CloseConn closes the connection to addr, if any; the next request dials again.
@@ -333,64 +339,66 @@ type clientConn struct {
 	addr  string
 	local string
 	nc    net.Conn
+	w     *connWriter
 
-	wmu    sync.Mutex
-	wbuf   []byte
-	closed bool // guarded by wmu
+	stop      chan struct{} // closed by Close: ends the flusher
+	closeOnce sync.Once
+}
+
+func newClientConn(c *Client, addr string, nc net.Conn) *clientConn {
+	return &clientConn{id: nextChannelID(), c: c, addr: addr, nc: nc, local: nc.LocalAddr().String(),
+		w: newConnWriter(nc, c.opts.MaxPendingWriteBytes), stop: make(chan struct{})}
 }
 
 func (cc *clientConn) ID() uint64         { return cc.id }
 func (cc *clientConn) RemoteAddr() string { return cc.addr }
 func (cc *clientConn) LocalAddr() string  { return cc.local }
-
-func (cc *clientConn) Closed() bool {
-	cc.wmu.Lock()
-	defer cc.wmu.Unlock()
-	return cc.closed
-}
+func (cc *clientConn) Closed() bool       { return cc.w.isClosed() }
 
 func (cc *clientConn) Close() error {
-	cc.wmu.Lock()
-	if cc.closed {
-		cc.wmu.Unlock()
-		return nil
-	}
-	cc.closed = true
-	cc.wmu.Unlock()
-	err := cc.nc.Close()
-	cc.c.mu.Lock()
-	if cc.c.conns[cc.addr] == cc {
-		delete(cc.c.conns, cc.addr)
-	}
-	cc.c.mu.Unlock()
-	cc.c.table.failOwner(cc.id, ErrConnClosed)
+	var err error
+	cc.closeOnce.Do(func() {
+		cc.w.close()
+		close(cc.stop)
+		err = cc.nc.Close()
+		cc.c.mu.Lock()
+		if cc.c.conns[cc.addr] == cc {
+			delete(cc.c.conns, cc.addr)
+		}
+		cc.c.mu.Unlock()
+		cc.c.table.failOwner(cc.id, ErrConnClosed)
+	})
 	return err
 }
 
-// send writes one frame; writes of one connection are serialized so frames never interleave.
-func (cc *clientConn) send(cmd *Command) error {
+// send writes one frame now, or behind the write in progress (connWriter).
+func (cc *clientConn) send(cmd *Command) error { return cc.sendFrame(cmd, false) }
+
+// sendDeferred queues one frame for the flusher: for callers that do not wait for it.
+func (cc *clientConn) sendDeferred(cmd *Command) error { return cc.sendFrame(cmd, true) }
+
+func (cc *clientConn) sendFrame(cmd *Command, deferred bool) error {
 	defer cmd.written()
-	cc.wmu.Lock()
-	if cc.closed {
-		cc.wmu.Unlock()
-		return ErrConnClosed
-	}
-	cc.wbuf = AppendFrameHeader(cc.wbuf[:0], cmd)
-	bufs := net.Buffers{cc.wbuf}
-	if len(cmd.Body) > 0 {
-		bufs = append(bufs, cmd.Body)
-	}
-	_ = cc.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	_, err := bufs.WriteTo(cc.nc)
-	if cap(cc.wbuf) > 64<<10 {
-		cc.wbuf = nil // do not pin a buffer grown by one huge header
-	}
-	cc.wmu.Unlock()
+	err := cc.w.send(cmd, deferred)
 	if err != nil {
 		cc.Close()
-		return fmt.Errorf("%w: write %s: %v", ErrConnClosed, cc.addr, err)
 	}
-	return nil
+	return err
+}
+
+// runFlusher writes the frames deferred sends queued, until the connection closes.
+func (cc *clientConn) runFlusher() {
+	defer cc.c.wg.Done()
+	for {
+		select {
+		case <-cc.stop:
+			return
+		case <-cc.w.kick:
+			if err := cc.w.flush(); err != nil {
+				cc.Close()
+			}
+		}
+	}
 }
 
 func (cc *clientConn) readLoop() {

@@ -32,6 +32,9 @@ func (f ProcessorFunc) ProcessRequest(ctx context.Context, ch Channel, req *Comm
 type processorEntry struct {
 	p  Processor
 	ex *Executor
+	// inline reports the requests p answers without blocking or waiting, which a transport
+	// may run on its own goroutine (Serve); nil means none.
+	inline func(*Command) bool
 }
 
 // eventQueueSize bounds the connect and idle events waiting for listeners (RocketMQ's
@@ -58,6 +61,7 @@ type Dispatcher struct {
 	events  eventQueue
 	dropped rateLimiter // events dropped from a full queue
 	wg      sync.WaitGroup
+	inline  sync.WaitGroup // requests Serve is processing; Close waits for them as for executors
 
 	hookMu     sync.Mutex
 	closeHooks map[uint64]func()
@@ -88,6 +92,19 @@ func (d *Dispatcher) Register(code int16, p Processor, ex *Executor) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.table[code] = processorEntry{p: p, ex: ex}
+	d.addExecutorLocked(ex)
+}
+
+// RegisterInline is Register for a processor that answers some requests without blocking or
+// waiting, such as a send appended under ASYNC_FLUSH, which is a copy into mapped memory: inline
+// reports those, and a transport that reads on a goroutine of its own (the server's event loop,
+// an in-process caller) runs them there through Serve, sparing the hop to ex and back. inline
+// runs on that goroutine for every request of the code, so it must be cheap itself. The hop
+// is most of a small request's latency: a worker woken, then the loop woken again to write.
+func (d *Dispatcher) RegisterInline(code int16, p Processor, ex *Executor, inline func(*Command) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.table[code] = processorEntry{p: p, ex: ex, inline: inline}
 	d.addExecutorLocked(ex)
 }
 
@@ -150,6 +167,7 @@ func (d *Dispatcher) Close() {
 	for _, ex := range executors {
 		ex.stop()
 	}
+	d.inline.Wait()
 	d.events.close()
 	d.wg.Wait()
 }
@@ -342,6 +360,43 @@ func (d *Dispatcher) Dispatch(ch Channel, req *Command) {
 		fmt.Sprintf(" request type %d not supported", req.Code)))
 }
 
+// Serve is Dispatch for a transport that can answer on the goroutine it reads requests on: a
+// request its processor registered as inline (RegisterInline) is processed here, and its
+// response comes back ready to write (opaque, flag and serialization filled in), or nil when
+// there is none to write (a one-way request, or a processor that answers later through
+// ch.WriteResponse); any other request is dispatched as by Dispatch and Serve returns nil.
+func (d *Dispatcher) Serve(ch Channel, req *Command) *Command {
+	d.mu.RLock()
+	e, ok := d.table[req.Code]
+	ok = ok && e.inline != nil && !d.closed
+	if ok {
+		d.inline.Add(1) // under the lock: Close cannot have begun waiting
+	}
+	d.mu.RUnlock()
+	if ok && !e.inline(req) {
+		d.inline.Done()
+		ok = false
+	}
+	if !ok {
+		d.Dispatch(ch, req)
+		return nil
+	}
+	resp, err := d.safeProcess(e.p, ch, req)
+	d.inline.Done()
+	if err != nil {
+		resp = ErrorResponse(err)
+	}
+	if resp == nil {
+		return nil
+	}
+	if req.IsOneway() {
+		resp.written()
+		return nil
+	}
+	prepareReply(req, resp)
+	return resp
+}
+
 func (d *Dispatcher) run(p Processor, ch Channel, req *Command) {
 	resp, err := d.safeProcess(p, ch, req)
 	if err != nil {
@@ -379,11 +434,16 @@ func (d *Dispatcher) reply(ch Channel, req, resp *Command) {
 		resp.written()
 		return
 	}
-	resp.Opaque = req.Opaque
-	resp.Flag |= FlagResponse
-	resp.Serialize = req.Serialize
+	prepareReply(req, resp)
 	if err := ch.WriteResponse(resp); err != nil {
 		d.log.Debug().Err(err).Int16("code", req.Code).Str("addr", ch.RemoteAddr()).
 			Msg("response not written")
 	}
+}
+
+// prepareReply makes resp the answer to req: its opaque, the response flag, its serialization.
+func prepareReply(req, resp *Command) {
+	resp.Opaque = req.Opaque
+	resp.Flag |= FlagResponse
+	resp.Serialize = req.Serialize
 }

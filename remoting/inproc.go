@@ -145,7 +145,7 @@ func (t *InProcTransport) InvokeSync(ctx context.Context, addr string, req *Comm
 		}
 		return t.fallback.InvokeSync(ctx, addr, req)
 	}
-	return invokeSync(ctx, t.table, ch.id, ch.deliver, req)
+	return invokeSync(ctx, t.table, ch.id, ch.serveOnCaller, req)
 }
 
 // InvokeAsync implements Transport.
@@ -176,7 +176,7 @@ func (t *InProcTransport) InvokeOneway(ctx context.Context, addr string, req *Co
 		return t.fallback.InvokeOneway(ctx, addr, req)
 	}
 	req.MarkOneway()
-	return ch.deliver(req)
+	return ch.serveOnCaller(req)
 }
 
 // CloseConn drops the link to addr as if its connection broke: the node sees ConnClose and
@@ -264,6 +264,19 @@ func (ch *inprocChannel) deliver(req *Command) error {
 		return ErrConnClosed
 	}
 	ch.d.Dispatch(ch, req)
+	return nil
+}
+
+// serveOnCaller is deliver for a caller that waits for the answer anyway (or wants none): a
+// request the node serves inline runs on the caller's goroutine. An asynchronous caller keeps
+// deliver, so its callback never runs inside its own InvokeAsync.
+func (ch *inprocChannel) serveOnCaller(req *Command) error {
+	if ch.closed.Load() {
+		return ErrConnClosed
+	}
+	if resp := ch.d.Serve(ch, req); resp != nil {
+		return ch.WriteResponse(resp)
+	}
 	return nil
 }
 

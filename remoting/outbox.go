@@ -71,13 +71,7 @@ func (o *outbox) send(sc *serverConn, f outFrame) error {
 		return ErrConnClosed
 	}
 	if len(o.held) > 0 || o.queued+o.outbound >= o.limit {
-		o.held = append(o.held, f)
-		o.heldBytes += n
-		o.over.Store(true)
-		o.mu.Unlock()
-		// The callbacks that could drain the outbox may all have run already: only the poller
-		// is sure to come back.
-		sc.s.stalls.add(sc)
+		o.holdLocked(sc, f)
 		return nil
 	}
 	o.queued += n
@@ -100,6 +94,50 @@ func (o *outbox) send(sc *serverConn, f outFrame) error {
 		f.release()
 		return fmt.Errorf("%w: %v", ErrConnClosed, err)
 	}
+	return nil
+}
+
+// holdLocked keeps f until the backlog drains, and unlocks o.mu.
+func (o *outbox) holdLocked(sc *serverConn, f outFrame) {
+	o.held = append(o.held, f)
+	o.heldBytes += f.size()
+	o.over.Store(true)
+	o.mu.Unlock()
+	// The callbacks that could drain the outbox may all have run already: only the poller is
+	// sure to come back.
+	sc.s.stalls.add(sc)
+}
+
+// sendOnLoop is send from the connection's own loop, where gnet takes the frame at once (into
+// the socket, and what the socket does not take into the outbound buffer) with no task queued
+// and no loop woken. While frames are held, f joins them instead. Loop-only.
+func (o *outbox) sendOnLoop(sc *serverConn, c gnet.Conn, f outFrame) error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		f.release()
+		return ErrConnClosed
+	}
+	if len(o.held) > 0 || o.queued+o.outbound >= o.limit {
+		o.holdLocked(sc, f)
+		return nil
+	}
+	o.mu.Unlock()
+	// A failed write closes the connection and runs OnClose: o.mu is not held.
+	_, err := c.Writev(f.bufs())
+	f.release()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrConnClosed, err)
+	}
+	o.mu.Lock()
+	if !o.closed {
+		o.outbound = c.OutboundBuffered()
+		o.peak = max(o.peak, o.queued+o.outbound)
+		if o.queued+o.outbound >= o.limit {
+			o.over.Store(true)
+		}
+	}
+	o.mu.Unlock()
 	return nil
 }
 

@@ -303,6 +303,10 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	}
 	sc.closed.Store(true)
 	sc.out.close()
+	if sc.replies != nil {
+		releaseFrame(sc.replies, nil)
+		sc.replies = nil
+	}
 	s.stalls.remove(sc)
 	s.mu.Lock()
 	delete(s.conns, sc.id)
@@ -334,6 +338,18 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	sc.paused = false
 	s.stalls.remove(sc)
+	action := s.readFrames(sc, c)
+	s.flushReplies(sc, c)
+	return action
+}
+
+// replyBatchBytes is how many bytes of answers given on the loop gather before they are
+// written: the answers to one read's requests leave in one write, not one write each.
+const replyBatchBytes = 64 << 10
+
+// readFrames takes the connection's whole frames and dispatches them; answers given on the loop
+// gather in sc.replies. Loop-only.
+func (s *Server) readFrames(sc *serverConn, c gnet.Conn) gnet.Action {
 	for {
 		if sc.out.over.Load() {
 			return s.pause(sc, c)
@@ -363,7 +379,29 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 			s.table.complete(cmd)
 			continue
 		}
-		s.d.Dispatch(sc, cmd)
+		if resp := s.d.Serve(sc, cmd); resp != nil {
+			if sc.replies == nil {
+				sc.replies = framePool.Get().(*[]byte)
+				*sc.replies = (*sc.replies)[:0]
+			}
+			*sc.replies = AppendFrame(*sc.replies, resp)
+			resp.written()
+			if len(*sc.replies) >= replyBatchBytes {
+				s.flushReplies(sc, c)
+			}
+		}
+	}
+}
+
+// flushReplies writes the answers gathered on the loop. Loop-only.
+func (s *Server) flushReplies(sc *serverConn, c gnet.Conn) {
+	bp := sc.replies
+	if bp == nil {
+		return
+	}
+	sc.replies = nil
+	if err := sc.out.sendOnLoop(sc, c, outFrame{hdr: bp}); err != nil {
+		s.log.Debug().Err(err).Str("addr", sc.remote).Msg("responses not written")
 	}
 }
 
@@ -452,8 +490,9 @@ type serverConn struct {
 	out        outbox
 
 	// Loop-only.
-	paused bool // frames are left unread until out drains
-	unread int  // inbound bytes left when OnTraffic last returned
+	paused  bool    // frames are left unread until out drains
+	unread  int     // inbound bytes left when OnTraffic last returned
+	replies *[]byte // answers given on the loop, not yet written (pooled)
 }
 
 func (sc *serverConn) ID() uint64         { return sc.id }

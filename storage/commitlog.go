@@ -36,7 +36,8 @@ type commitLog struct {
 	// an append holding the lock too long means the page cache is thrashing.
 	lockedAt atomic.Int64
 	minPhy   atomic.Int64 // start of the first segment
-	// wake is signalled (non-blocking) after each append for the dispatcher.
+	// wake is signalled (non-blocking) for the dispatcher after a replicated append, and after
+	// a local one that its appender could not dispatch itself (Store.dispatchAfterAppend).
 	wake chan struct{}
 
 	// nextMu guards next, a segment created ahead of need by the allocator (Run), not yet in
@@ -228,7 +229,6 @@ func (c *commitLog) append(msgs []*Message, sizes []int, total int, storeTs int6
 	c.mu.Unlock()
 	r.WroteBytes = total
 	r.StoreTimestamp = storeTs
-	c.notify()
 	return nil
 }
 

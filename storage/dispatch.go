@@ -68,6 +68,32 @@ func (s *Store) runDispatcher(ctx context.Context) error {
 func (s *Store) dispatchAvailable(rebuild map[*consumeQueue]bool) (int, error) {
 	s.dispatchMu.Lock()
 	defer s.dispatchMu.Unlock()
+	return s.dispatchLocked(rebuild)
+}
+
+// dispatchAfterAppend dispatches what the appender just wrote, on its goroutine, when nobody
+// else is dispatching; otherwise it wakes the dispatcher, as it does when the dispatch fails
+// (the dispatcher retries and logs). Waking a parked goroutine for every append costs a sync
+// send about a fifth of its round trip on two cores, more than the dispatch itself, which
+// writes one ConsumeQueue unit and tells the listener; consumers see the message sooner too.
+func (s *Store) dispatchAfterAppend() {
+	if !s.dispatchMu.TryLock() {
+		s.cl.notify()
+		return
+	}
+	if s.dispatchStopped {
+		s.dispatchMu.Unlock()
+		return
+	}
+	_, err := s.dispatchLocked(nil)
+	s.dispatchMu.Unlock()
+	if err != nil {
+		s.cl.notify()
+	}
+}
+
+// dispatchLocked is dispatchAvailable with s.dispatchMu held.
+func (s *Store) dispatchLocked(rebuild map[*consumeQueue]bool) (int, error) {
 	var rec message.Record
 	n := 0
 	for {

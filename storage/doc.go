@@ -96,7 +96,8 @@
 //
 // Under commitLog.mu the only I/O is page faults, and on a roll creating the next segment
 // (about 3 ms for 1 GiB: fallocate and mmap) if the allocator has not created it already. fsync runs outside every lock. OnDispatch is
-// called with dispatchMu held, never with the append lock; Close's final dispatch may call it
+// called with dispatchMu held, never with the append lock, on the dispatcher goroutine or on
+// an appender's after its append (dispatchAfterAppend); Close's final dispatch may call it
 // after Run has returned.
 //
 // # Example

@@ -93,9 +93,10 @@ type Options struct {
 	// SCHEDULE_TOPIC_XXXX gets store time + its level's delay as ConsumeQueue tag code.
 	DelayLevels []time.Duration
 	// OnDispatch, if set, is called by the dispatcher after a message's ConsumeQueue unit is
-	// written (never under the append lock). It runs on the dispatcher goroutine: keep it
-	// short and non-blocking (the broker uses it to wake held long-poll pulls), and do not call
-	// DeleteTopics from it (it takes the dispatcher's lock).
+	// written (never under the append lock). It runs on the dispatcher goroutine or on the
+	// goroutine that appended the message, after the append: keep it short and non-blocking
+	// (the broker uses it to wake held long-poll pulls), and do not call DeleteTopics from it
+	// (it takes the dispatcher's lock).
 	OnDispatch func(DispatchEvent)
 	// Logger receives structured logs with component=storage; nil means silent.
 	Logger *zerolog.Logger

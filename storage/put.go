@@ -175,6 +175,7 @@ func (s *Store) PutMessage(m *Message) (PutResult, error) {
 	if err := s.cl.append(msgs[:], sizes[:], size, now, &r); err != nil {
 		return s.appendFailed(r, err)
 	}
+	s.dispatchAfterAppend()
 	r.Count = 1
 	return s.afterAppend(r, m.Properties)
 }
@@ -221,6 +222,7 @@ func (s *Store) PutMessages(msgs []*Message) (PutResult, error) {
 	if err := s.cl.append(msgs, sizes, total, now, &r); err != nil {
 		return s.appendFailed(r, err)
 	}
+	s.dispatchAfterAppend()
 	r.Count = len(msgs)
 	r.sizes = sizes
 	return s.afterAppend(r, msgs[0].Properties)

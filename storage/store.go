@@ -32,11 +32,14 @@ type Store struct {
 	// dispatching (the dispatcher goroutine, recovery and Close).
 	reputFrom  atomic.Int64
 	dispatchMu sync.Mutex
-	lastCQTs   atomic.Int64 // store time of the last dispatched message
-	dispatched atomic.Int64 // records dispatched since Open
-	badUnits   atomic.Int64 // ConsumeQueue units skipped by reads because they disagree with the log
-	ckptMu     sync.Mutex
-	flushedTs  atomic.Int64 // store time of the last message in the flushed CommitLog
+	// dispatchStopped is set, under dispatchMu, before Close unmaps the files: an appender
+	// that wrote before Close must not dispatch after it.
+	dispatchStopped bool
+	lastCQTs        atomic.Int64 // store time of the last dispatched message
+	dispatched      atomic.Int64 // records dispatched since Open
+	badUnits        atomic.Int64 // ConsumeQueue units skipped by reads because they disagree with the log
+	ckptMu          sync.Mutex
+	flushedTs       atomic.Int64 // store time of the last message in the flushed CommitLog
 
 	// memBytes is AccessMessageInMemoryMaxRatio percent of physical memory (0: unknown).
 	memBytes int64
@@ -200,6 +203,9 @@ func (s *Store) Close() error {
 			}
 		}
 		s.cl.dropNext()
+		s.dispatchMu.Lock()
+		s.dispatchStopped = true
+		s.dispatchMu.Unlock()
 		s.closeFiles()
 		s.closeErr = errors.Join(errs...)
 		s.log.Info().Err(s.closeErr).Msg("store closed")

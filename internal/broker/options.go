@@ -172,6 +172,9 @@ func (o Options) withDefaults() Options {
 	if o.ReregisterGrace == 0 {
 		o.ReregisterGrace = DefaultReregisterGrace
 	}
+	if o.BrokerRole == "" {
+		o.BrokerRole = storage.DefaultRole(o.BrokerID)
+	}
 	if o.SendThreads <= 0 {
 		o.SendThreads = 16 // group commit needs several senders waiting on one fsync
 	}

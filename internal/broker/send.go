@@ -66,9 +66,33 @@ func (b *Broker) registerSend(d *remoting.Dispatcher) {
 	p := remoting.ProcessorFunc(b.processSend)
 	for _, code := range []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
 		remoting.SendReplyMessage, remoting.SendReplyMessageV2} {
-		b.handle(d, code, p, b.sendEx)
+		d.RegisterInline(code, b.guardNames(code, p), b.sendEx, b.sendInline)
 	}
 	b.registerTopicAdmin(d)
+}
+
+// sendInline reports whether a send is answered without waiting, so that the transport may run
+// it on its own goroutine (remoting.Dispatcher.RegisterInline): under ASYNC_FLUSH an append is
+// a copy into mapped memory, under the store's lock, which nothing holds for long. A send
+// waits when the store flushes before answering (SYNC_FLUSH), when a slave must have it first
+// (SYNC_MASTER), when it creates its topic (the answer waits for the name servers to have the
+// route), and when it goes to a retry topic (past its max reconsume times it creates the
+// group's DLQ topic). A slave answers at once, but on a worker as before.
+func (b *Broker) sendInline(req *remoting.Command) bool {
+	if b.opts.Store.FlushDiskType == storage.SyncFlush || b.opts.BrokerRole != storage.AsyncMaster {
+		return false
+	}
+	key := "topic"
+	switch req.Code {
+	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
+		key = "b"
+	}
+	topic := req.ExtFields[key]
+	if strings.HasPrefix(topic, names.RetryPrefix) {
+		return false
+	}
+	_, ok := b.topics.get(topic)
+	return ok
 }
 
 // processSend serves the five send codes. A header that does not decode answers SYSTEM_ERROR
