@@ -397,6 +397,26 @@ func (d *Dispatcher) Serve(ch Channel, req *Command) *Command {
 	return resp
 }
 
+// ServeHere processes req on the caller's goroutine, whatever executor its code has, and
+// writes the answer to ch: for a caller that knows this request is cheap and must not wait
+// for a worker, such as a parked pull woken by the message it waited for (the read finds what
+// was just written). A code without a processor, or a dispatcher closing, goes to Dispatch.
+func (d *Dispatcher) ServeHere(ch Channel, req *Command) {
+	d.mu.RLock()
+	e, ok := d.table[req.Code]
+	ok = ok && !d.closed
+	if ok {
+		d.inline.Add(1) // under the lock: Close cannot have begun waiting
+	}
+	d.mu.RUnlock()
+	if !ok {
+		d.Dispatch(ch, req)
+		return
+	}
+	defer d.inline.Done()
+	d.run(e.p, ch, req)
+}
+
 func (d *Dispatcher) run(p Processor, ch Channel, req *Command) {
 	resp, err := d.safeProcess(p, ch, req)
 	if err != nil {

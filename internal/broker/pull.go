@@ -44,14 +44,24 @@ func (b *Broker) registerPull(d *remoting.Dispatcher) {
 	b.registerOffsets(d)
 }
 
-// onMessageArriving is the store's dispatch hook: it wakes pulls parked on the queue. It runs on
-// the store's dispatcher goroutine and never blocks: woken pulls are handed to the pull pool.
+// onMessageArriving is the store's dispatch hook: it answers the pulls parked on the queue. It
+// runs where the store dispatches (storage.Options.OnDispatch) and never blocks.
 func (b *Broker) onMessageArriving(ev storage.DispatchEvent) {
 	if b.pull == nil { // the store dispatches nothing to us before New returns, but be safe
 		return
 	}
 	for _, p := range b.pull.hold.arrive(queueKey{topic: ev.Topic, queueID: ev.QueueID}, ev.QueueOffset+1, ev.TagsCode) {
-		b.wakePull(p)
+		if p.ch.Closed() {
+			continue
+		}
+		// Answered here, on the goroutine that dispatched the message (its appender's, as a
+		// rule), rather than on the pull pool: the read finds the message in memory just
+		// written, and waking a worker for it would cost more than the read, in the end-to-end
+		// latency of every message a caught-up consumer waits for. RocketMQ hands it to the
+		// pull executor.
+		if d := b.pull.d.Load(); d != nil {
+			d.ServeHere(wokenChannel{p.ch}, p.req)
+		}
 	}
 }
 
