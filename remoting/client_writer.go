@@ -11,9 +11,6 @@ import (
 // loses the connection.
 const clientWriteTimeout = 30 * time.Second
 
-// maxWriteChunk is the most bytes of waiting frames handed to one write.
-const maxWriteChunk = 1 << 20
-
 // connWriter serializes the frames of one client connection and coalesces them: one goroutine
 // at a time writes, and frames sent meanwhile wait in pending, copied, to leave with the
 // writer's next write. A synchronous request writes at once when nobody is writing, so a lone
@@ -97,21 +94,15 @@ func (w *connWriter) flush() error {
 // w.mu. err is the outcome of the caller's own write.
 func (w *connWriter) drainLocked(err error) error {
 	for err == nil && len(w.pending) > 0 && !w.closed {
+		// Two buffers take turns: the writer's, and pending, which senders fill meanwhile.
 		buf := w.pending
-		if len(buf) > maxWriteChunk {
-			// Whole frames only are not needed: the stream is one byte sequence.
-			w.pending = append(w.spare[:0], buf[maxWriteChunk:]...)
-			buf = buf[:maxWriteChunk]
-		} else {
-			w.pending = w.spare[:0]
-		}
-		w.spare = nil
+		w.pending, w.spare = w.spare[:0], nil
 		w.drained.Broadcast()
 		w.mu.Unlock()
 		bufs := net.Buffers{buf}
 		err = w.write(&bufs)
 		w.mu.Lock()
-		if cap(buf) <= 4*maxWriteChunk {
+		if cap(buf) <= 2*w.maxBytes {
 			w.spare = buf[:0]
 		}
 	}

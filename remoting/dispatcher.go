@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -365,7 +366,11 @@ func (d *Dispatcher) Dispatch(ch Channel, req *Command) {
 // response comes back ready to write (opaque, flag and serialization filled in), or nil when
 // there is none to write (a one-way request, or a processor that answers later through
 // ch.WriteResponse); any other request is dispatched as by Dispatch and Serve returns nil.
-func (d *Dispatcher) Serve(ch Channel, req *Command) *Command {
+//
+// borrowed says that req.Body lies in the transport's buffer, valid only until Serve returns:
+// a request that is not processed here is given a copy first. (A processor served inline
+// copies what it keeps: a send appends the body to the log.)
+func (d *Dispatcher) Serve(ch Channel, req *Command, borrowed bool) *Command {
 	d.mu.RLock()
 	e, ok := d.table[req.Code]
 	ok = ok && e.inline != nil && !d.closed
@@ -378,6 +383,9 @@ func (d *Dispatcher) Serve(ch Channel, req *Command) *Command {
 		ok = false
 	}
 	if !ok {
+		if borrowed && len(req.Body) > 0 {
+			req.Body = bytes.Clone(req.Body)
+		}
 		d.Dispatch(ch, req)
 		return nil
 	}

@@ -274,7 +274,7 @@ func (ch *inprocChannel) serveOnCaller(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
-	if resp := ch.d.Serve(ch, req); resp != nil {
+	if resp := ch.d.Serve(ch, req, false); resp != nil {
 		return ch.WriteResponse(resp)
 	}
 	return nil

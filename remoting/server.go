@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -343,6 +344,10 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	return action
 }
 
+// maxScratchFrame is the largest frame read into a connection's reusable buffer; a larger one
+// gets its own, so that one huge request does not pin its size for the connection's life.
+const maxScratchFrame = 64 << 10
+
 // replyBatchBytes is how many bytes of answers given on the loop gather before they are
 // written: the answers to one read's requests leave in one write, not one write each.
 const replyBatchBytes = 64 << 10
@@ -367,7 +372,18 @@ func (s *Server) readFrames(sc *serverConn, c gnet.Conn) gnet.Action {
 		if n < 4+l {
 			return gnet.None
 		}
-		frame := make([]byte, l)
+		// A request's frame is read into the connection's scratch buffer, which Serve copies
+		// from when the request outlives it; a response's is kept by whoever waits for it.
+		var frame []byte
+		borrowed := l <= maxScratchFrame
+		if borrowed {
+			if cap(sc.scratch) < l {
+				sc.scratch = make([]byte, max(l, 4<<10))
+			}
+			frame = sc.scratch[:l]
+		} else {
+			frame = make([]byte, l)
+		}
 		_, _ = c.Discard(4)
 		_, _ = c.Read(frame)
 		sc.unread = n - 4 - l
@@ -376,10 +392,13 @@ func (s *Server) readFrames(sc *serverConn, c gnet.Conn) gnet.Action {
 			return s.rejectConn(sc, err)
 		}
 		if cmd.IsResponse() {
+			if borrowed {
+				cmd.Body = bytes.Clone(cmd.Body)
+			}
 			s.table.complete(cmd)
 			continue
 		}
-		if resp := s.d.Serve(sc, cmd); resp != nil {
+		if resp := s.d.Serve(sc, cmd, borrowed); resp != nil {
 			if sc.replies == nil {
 				sc.replies = framePool.Get().(*[]byte)
 				*sc.replies = (*sc.replies)[:0]
@@ -493,6 +512,7 @@ type serverConn struct {
 	paused  bool    // frames are left unread until out drains
 	unread  int     // inbound bytes left when OnTraffic last returned
 	replies *[]byte // answers given on the loop, not yet written (pooled)
+	scratch []byte  // the frame being read, when it fits maxScratchFrame
 }
 
 func (sc *serverConn) ID() uint64         { return sc.id }
