@@ -23,9 +23,10 @@ const sendBenchBody = 1024
 
 var sendBenchSeq atomic.Int64
 
-// sendBenchProducer starts a node and a producer reaching it by kind ("inproc" or "tcp"), and
-// sends once so the topic exists and its route is cached before the timer starts.
-func sendBenchProducer(b *testing.B, kind string) (*producer.Producer, string) {
+// sendBenchProducer starts a node and a producer reaching it by kind ("inproc" or "tcp") with
+// extra options, and sends once so the topic exists and its route is cached before the timer
+// starts.
+func sendBenchProducer(b *testing.B, kind string, extra ...producer.Option) (*producer.Producer, string) {
 	b.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
 	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
@@ -39,7 +40,7 @@ func sendBenchProducer(b *testing.B, kind string) (*producer.Producer, string) {
 	if kind == "inproc" {
 		opts = append(opts, producer.WithOwnedTransport(n.NewTransport()))
 	}
-	p, err := producer.New(opts...)
+	p, err := producer.New(append(opts, extra...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,32 +75,47 @@ func BenchmarkProducerSendSync(b *testing.B) {
 // flight) and stops when the last callback ran.
 func BenchmarkProducerSendAsync(b *testing.B) {
 	for _, kind := range []string{"inproc", "tcp"} {
-		b.Run(kind, func(b *testing.B) {
-			p, topic := sendBenchProducer(b, kind)
-			msg := producer.NewMessage(topic, bytes.Repeat([]byte("x"), sendBenchBody)).WithTags("bench")
-			ctx := context.Background()
-			var wg sync.WaitGroup
-			var failed atomic.Pointer[error]
-			cb := func(_ *producer.SendResult, err error) {
-				if err != nil {
-					failed.CompareAndSwap(nil, &err)
-				}
-				wg.Done()
-			}
-			b.SetBytes(sendBenchBody)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				wg.Add(1)
-				if err := p.SendAsync(ctx, msg, cb); err != nil {
-					b.Fatal(err)
-				}
-			}
-			wg.Wait()
-			b.StopTimer()
-			if err := failed.Load(); err != nil {
-				b.Fatal(*err)
-			}
-		})
+		b.Run(kind, func(b *testing.B) { benchSendAsync(b, kind) })
+	}
+}
+
+// BenchmarkProducerSendAsyncBatched is BenchmarkProducerSendAsync with WithAsyncBatching: its
+// defaults (RocketMQ 5's autoBatch: 10 ms linger, 32 KiB batches), and batches of up to 1 MiB
+// (about kgo's ProducerBatchMaxBytes).
+func BenchmarkProducerSendAsyncBatched(b *testing.B) {
+	for _, kind := range []string{"inproc", "tcp"} {
+		for _, maxBytes := range []int{producer.DefaultAsyncBatchMaxBytes, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/max=%dKiB", kind, maxBytes>>10), func(b *testing.B) {
+				benchSendAsync(b, kind, producer.WithAsyncBatching(producer.DefaultAsyncBatchLinger, maxBytes))
+			})
+		}
+	}
+}
+
+func benchSendAsync(b *testing.B, kind string, opts ...producer.Option) {
+	p, topic := sendBenchProducer(b, kind, opts...)
+	msg := producer.NewMessage(topic, bytes.Repeat([]byte("x"), sendBenchBody)).WithTags("bench")
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	cb := func(_ *producer.SendResult, err error) {
+		if err != nil {
+			failed.CompareAndSwap(nil, &err)
+		}
+		wg.Done()
+	}
+	b.SetBytes(sendBenchBody)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		wg.Add(1)
+		if err := p.SendAsync(ctx, msg, cb); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
 	}
 }

@@ -38,6 +38,12 @@
 //     failed so, the send pauses (50 ms doubling to 500 ms, jittered) and tries again, with
 //     its retries count fresh, until its timeout, so a broker restart shorter than the
 //     timeout costs latency, not errors (WithRetryUnreachableUntilTimeout).
+//   - Client-side batching, beyond RocketMQ 4.x and off by default (WithAsyncBatching, as
+//     RocketMQ 5's autoBatch): SendAsync messages of one queue gather into one
+//     SEND_BATCH_MESSAGE until the next would pass maxBytes (32 KiB) or linger (10 ms) ends;
+//     one batch per queue in flight keeps each queue in SendAsync's order, and every callback
+//     gets its own result. Delayed, retry-topic, transactional and to-be-compressed messages
+//     go alone.
 //   - Ordered: SendOrdered with a MessageQueueSelector (HashSelector, RandomSelector or your
 //     own); when the selector outlasts the send timeout nothing is sent. StrictOrder never
 //     leaves the selected queue and never retries; FailoverOrder moves to the next available

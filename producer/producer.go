@@ -35,6 +35,7 @@ type Producer struct {
 	inflight atomic.Int64
 	drained  chan struct{} // 1-buffered: the last send after Close says so
 	asyncSem chan struct{} // one token per SendAsync awaiting its callback
+	batches  *asyncBatcher // WithAsyncBatching's; nil without
 
 	closeOnce sync.Once
 	closeErr  error
@@ -89,6 +90,9 @@ func New(opts ...Option) (*Producer, error) {
 	if cfg.namespace != "" {
 		p.wireGroup = names.WrapNamespace(cfg.namespace, cfg.group)
 	}
+	if cfg.asyncBatching {
+		p.batches = newAsyncBatcher(p)
+	}
 	l := inst.Logger()
 	p.log = l.With().Str("component", "producer").Str("group", p.wireGroup).Logger()
 	if err := inst.RegisterProducer(p.wireGroup); err != nil {
@@ -100,17 +104,21 @@ func New(opts ...Option) (*Producer, error) {
 // ClientID returns the client id (ip@instance) brokers see.
 func (p *Producer) ClientID() string { return p.inst.ClientID() }
 
-// Close stops accepting sends, waits for in-flight sends (sync and async, at most the close
-// timeout; async callbacks still run afterwards if their responses arrive), unregisters the
-// group from the brokers and releases the client instance. A send pausing for an unreachable
-// broker is not waited for: it fails with ErrClosed at once (async: when its pause ends,
-// within 500 ms). It is safe to call more than once.
+// Close stops accepting sends, sends the batches of SendAsync still open (WithAsyncBatching),
+// waits for in-flight sends (sync and async, at most the close timeout; async callbacks still
+// run afterwards if their responses arrive), unregisters the group from the brokers and
+// releases the client instance. A send pausing for an unreachable broker is not waited for:
+// it fails with ErrClosed at once (async: when its pause ends, within 500 ms). It is safe to
+// call more than once.
 func (p *Producer) Close() error {
 	p.closeOnce.Do(func() {
 		p.life.Lock()
 		p.closed = true
 		p.life.Unlock()
 		close(p.closing)
+		if p.batches != nil {
+			p.batches.flush(true)
+		}
 		if p.inflight.Load() > 0 {
 			t := time.NewTimer(p.cfg.closeTimeout)
 			select {

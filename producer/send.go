@@ -146,7 +146,8 @@ func (p *Producer) SendOrdered(ctx context.Context, msg *Message, sel MessageQue
 // onExceptionImpl). A panic in cb is
 // recovered and logged. Close waits for callbacks still pending (up to its timeout). While
 // the max number of async sends are in flight, SendAsync blocks until one finishes or ctx
-// ends.
+// ends. With WithAsyncBatching, msg may wait in a batch with others to its queue, sent
+// together (see there).
 func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
 	if err := p.validate(msg); err != nil {
 		return err
@@ -154,14 +155,23 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	if cb == nil {
 		return invalid("nil callback")
 	}
-	select {
-	case p.asyncSem <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("producer: waiting for room among %d async sends in flight: %w", cap(p.asyncSem), ctx.Err())
+	if err := p.acquireAsync(ctx); err != nil {
+		return err
 	}
 	if !p.begin() {
 		<-p.asyncSem
 		return ErrClosed
+	}
+	if p.batches != nil && p.batchable(msg) {
+		batched, err := p.batches.add(ctx, msg, cb)
+		if err != nil {
+			<-p.asyncSem
+			p.end()
+			return err
+		}
+		if batched {
+			return nil
+		}
 	}
 	s, err := p.newSend(ctx, msg.Topic)
 	if err != nil {

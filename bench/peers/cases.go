@@ -71,7 +71,12 @@ func Cases() []Case {
 		}},
 		{ID: "async-send-tcp", Title: "async send, 1 producer, TCP", run: func(ctx context.Context, p Peer, cfg Config) (Result, error) {
 			return onNode(ctx, p, cfg, "async", false, func(n Node, topic string) (Result, error) {
-				return sendAsync(ctx, n, topic, cfg.Msgs)
+				return sendAsync(ctx, n, ProducerConfig{AsyncWindow: asyncWindow}, topic, cfg.Msgs)
+			})
+		}},
+		{ID: "async-send-batch-tcp", Title: "async send, 1 producer, TCP, client batching", run: func(ctx context.Context, p Peer, cfg Config) (Result, error) {
+			return onNode(ctx, p, cfg, "async-batch", false, func(n Node, topic string) (Result, error) {
+				return sendAsync(ctx, n, ProducerConfig{AsyncWindow: asyncWindow, Batching: true}, topic, cfg.Msgs)
 			})
 		}},
 		{ID: "consume-tcp", Title: "consume, TCP (pre-filled, from consumer start to last message)", run: func(ctx context.Context, p Peer, cfg Config) (Result, error) {
@@ -208,8 +213,8 @@ func sendSync(ctx context.Context, n Node, pcfg ProducerConfig, topic string, ms
 }
 
 // sendAsync hands msgs messages to one producer without waiting, then waits for every answer.
-func sendAsync(ctx context.Context, n Node, topic string, msgs int) (r Result, err error) {
-	p, err := n.Producer(ProducerConfig{AsyncWindow: asyncWindow})
+func sendAsync(ctx context.Context, n Node, pcfg ProducerConfig, topic string, msgs int) (r Result, err error) {
+	p, err := n.Producer(pcfg)
 	if err != nil {
 		return r, err
 	}

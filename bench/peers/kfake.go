@@ -56,6 +56,7 @@ func (n *kfakeNode) Producer(cfg ProducerConfig) (Producer, error) {
 	if cfg.InProcess {
 		return nil, ErrUnsupported
 	}
+	// cfg.Batching changes nothing: kgo always batches per partition, with its linger.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.c.ListenAddrs()...), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		return nil, err

@@ -90,6 +90,11 @@ func (n *natsNode) CreateTopic(ctx context.Context, topic string) error {
 }
 
 func (n *natsNode) Producer(cfg ProducerConfig) (Producer, error) {
+	if cfg.Batching {
+		// PublishAsync pipelines publishes, one message each; JetStream's atomic batches are
+		// another feature, not a client-side linger.
+		return nil, ErrUnsupported
+	}
 	p := &natsProducer{}
 	opts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) {
 		p.asyncErr.set(err)

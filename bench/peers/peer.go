@@ -56,6 +56,9 @@ type ProducerConfig struct {
 	InProcess bool
 	// AsyncWindow bounds the async sends in flight where the client has such a setting.
 	AsyncWindow int
+	// Batching asks for client-side batching of async sends, lingering for company. A peer
+	// whose client cannot batch returns ErrUnsupported; one that always batches ignores it.
+	Batching bool
 }
 
 // Producer sends to one node. It is safe for concurrent use.

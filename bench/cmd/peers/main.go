@@ -43,7 +43,7 @@ func parseFlags() flags {
 	flag.IntVar(&f.startRuns, "start-runs", 20, "node starts measured per peer")
 	flag.BoolVar(&f.quick, "quick", false, fmt.Sprintf("smoke run: -n %d -e2e-n %d -start-runs %d unless given", quickMsgs, quickE2EMsgs, quickStartRuns))
 	flag.StringVar(&f.peers, "peers", "", "comma-separated peer ids to run (nats,kfake,mq; default all)")
-	flag.StringVar(&f.cases, "cases", "", "comma-separated case ids to run (default all)")
+	flag.StringVar(&f.cases, "cases", "", "comma-separated case ids to run (default all: "+strings.Join(caseIDs(), ",")+")")
 	flag.StringVar(&f.dir, "dir", "", "parent directory of the nodes' stores (default a new temporary directory)")
 	flag.DurationVar(&f.timeout, "case-timeout", 3*time.Minute, "bound on one case on one peer")
 	flag.Parse()
@@ -151,6 +151,14 @@ func selectPeers(list string) ([]peers.Peer, error) {
 		out = append(out, all[i])
 	}
 	return out, nil
+}
+
+func caseIDs() []string {
+	var ids []string
+	for _, c := range peers.Cases() {
+		ids = append(ids, c.ID)
+	}
+	return ids
 }
 
 func selectCases(list string) ([]peers.Case, error) {
