@@ -100,7 +100,8 @@ func (d *Dispatcher) Register(code int16, p Processor, ex *Executor) {
 // waiting, such as a send appended under ASYNC_FLUSH, which is a copy into mapped memory: inline
 // reports those, and a transport that reads on a goroutine of its own (the server's event loop,
 // an in-process caller) runs them there through Serve, sparing the hop to ex and back. inline
-// runs on that goroutine for every request of the code, so it must be cheap itself. The hop
+// runs on that goroutine for every request of the code, so it must be cheap itself. A request
+// processed inline may lie in the transport's read buffer: p must copy what it keeps of it. The hop
 // is most of a small request's latency: a worker woken, then the loop woken again to write.
 func (d *Dispatcher) RegisterInline(code int16, p Processor, ex *Executor, inline func(*Command) bool) {
 	d.mu.Lock()

@@ -344,9 +344,21 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	return action
 }
 
-// maxScratchFrame is the largest frame read into a connection's reusable buffer; a larger one
-// gets its own, so that one huge request does not pin its size for the connection's life.
+// maxScratchFrame is the largest frame read into a pooled buffer; a larger one gets its own, so
+// that the pool does not keep huge buffers.
 const maxScratchFrame = 64 << 10
+
+// scratchPool holds the buffers frames are read into while they are decoded and served. One
+// goes back as soon as Serve returns, so the buffers in use are about one per event loop, however
+// many connections are open.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// putScratch gives a frame's pooled buffer back (nil: the frame had its own).
+func putScratch(b *[]byte) {
+	if b != nil {
+		scratchPool.Put(b)
+	}
+}
 
 // replyBatchBytes is how many bytes of answers given on the loop gather before they are
 // written: the answers to one read's requests leave in one write, not one write each.
@@ -372,33 +384,39 @@ func (s *Server) readFrames(sc *serverConn, c gnet.Conn) gnet.Action {
 		if n < 4+l {
 			return gnet.None
 		}
-		// A request's frame is read into the connection's scratch buffer, which Serve copies
-		// from when the request outlives it; a response's is kept by whoever waits for it.
+		// A frame is read into a pooled buffer, which Serve copies from when the request
+		// outlives it; a response's body is copied for whoever waits for it.
 		var frame []byte
-		borrowed := l <= maxScratchFrame
-		if borrowed {
-			if cap(sc.scratch) < l {
-				sc.scratch = make([]byte, max(l, 4<<10))
+		var scratch *[]byte
+		if l <= maxScratchFrame {
+			scratch = scratchPool.Get().(*[]byte)
+			if cap(*scratch) < l {
+				*scratch = make([]byte, l)
 			}
-			frame = sc.scratch[:l]
+			frame = (*scratch)[:l]
 		} else {
 			frame = make([]byte, l)
 		}
+		borrowed := scratch != nil
 		_, _ = c.Discard(4)
 		_, _ = c.Read(frame)
 		sc.unread = n - 4 - l
 		cmd, err := DecodeFrameLimits(frame, s.limits)
 		if err != nil {
+			putScratch(scratch)
 			return s.rejectConn(sc, err)
 		}
 		if cmd.IsResponse() {
 			if borrowed {
 				cmd.Body = bytes.Clone(cmd.Body)
 			}
+			putScratch(scratch)
 			s.table.complete(cmd)
 			continue
 		}
-		if resp := s.d.Serve(sc, cmd, borrowed); resp != nil {
+		resp := s.d.Serve(sc, cmd, borrowed)
+		putScratch(scratch)
+		if resp != nil {
 			if sc.replies == nil {
 				sc.replies = framePool.Get().(*[]byte)
 				*sc.replies = (*sc.replies)[:0]
@@ -512,7 +530,6 @@ type serverConn struct {
 	paused  bool    // frames are left unread until out drains
 	unread  int     // inbound bytes left when OnTraffic last returned
 	replies *[]byte // answers given on the loop, not yet written (pooled)
-	scratch []byte  // the frame being read, when it fits maxScratchFrame
 }
 
 func (sc *serverConn) ID() uint64         { return sc.id }
