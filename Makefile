@@ -39,7 +39,7 @@ fuzz:
 	GO=$(GO) scripts/fuzz-all.sh $(FUZZTIME)
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./remoting ./storage ./internal/broker ./consumer
+	$(GO) test -run='^$$' -bench=. -benchmem ./remoting ./storage ./internal/broker ./producer ./consumer
 
 # NATS JetStream, kfake + kgo and mq side by side (bench/, its own module; issue 12): one JSON
 # line per case and peer, then the Markdown table. Not part of test: it takes minutes.

@@ -180,18 +180,7 @@ func (b *asyncBatcher) add(ctx context.Context, msg *Message, cb func(*SendResul
 }
 
 // encodeElementProperties is encode's UNIQ_KEY and properties for a batch element.
-func encodeElementProperties(msg *Message) (msgID, props string) {
-	msgID = msg.uniqKeyOf()
-	gen := ""
-	if msgID == "" {
-		msgID = newUniqID()
-		gen = msgID
-	}
-	var sb strings.Builder
-	sb.Grow(64 + len(msg.Tags) + 16*len(msg.Properties))
-	msg.appendProperties(&sb, gen)
-	return msgID, sb.String()
-}
+func encodeElementProperties(msg *Message) (msgID, props string) { return encodeProperties(msg) }
 
 // firstBatchBuffer is a new batch's buffer (at most maxBytes): all of a batch of the default
 // maxBytes, a start for larger ones, so a lone message does not cost a buffer of maxBytes.

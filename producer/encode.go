@@ -30,17 +30,7 @@ type encoded struct {
 // zlib-compressed when it is large enough (sysFlag bit 0).
 func (p *Producer) encode(msg *Message) encoded {
 	e := encoded{body: msg.Body, flag: msg.Flag}
-	uniq := msg.uniqKeyOf()
-	gen := ""
-	if uniq == "" {
-		uniq = newUniqID()
-		gen = uniq
-	}
-	e.msgID = uniq
-	var sb strings.Builder
-	sb.Grow(64 + len(msg.Tags) + 16*len(msg.Properties))
-	msg.appendProperties(&sb, gen)
-	e.properties = sb.String()
+	e.msgID, e.properties = encodeProperties(msg)
 	if p.cfg.compressOver > 0 && len(msg.Body) >= p.cfg.compressOver {
 		if z, ok := p.compress(msg.Body); ok {
 			e.body = z
@@ -48,6 +38,40 @@ func (p *Producer) encode(msg *Message) encoded {
 		}
 	}
 	return e
+}
+
+// sharedMsgIDMaxProperties is the longest properties string a generated UNIQ_KEY is cut
+// from. The id outlives the send in its SendResult and keeps its whole string reachable, so
+// it is copied out of longer ones.
+const sharedMsgIDMaxProperties = 256
+
+// encodeProperties returns msg's UNIQ_KEY and its properties string. A generated id is written
+// straight into the string, last, as appendProperties would write it, and the id returned is
+// cut from there: one allocation for both.
+func encodeProperties(msg *Message) (msgID, properties string) {
+	var sb strings.Builder
+	sb.Grow(64 + len(msg.Tags) + 16*len(msg.Properties))
+	if uniq := msg.uniqKeyOf(); uniq != "" {
+		msg.appendProperties(&sb, "")
+		return uniq, sb.String()
+	}
+	if _, set := msg.Properties[message.PropertyUniqKey]; set {
+		// Set empty: appendProperties writes it as it is, and the send still gets an id.
+		msg.appendProperties(&sb, "")
+		return newUniqID(), sb.String()
+	}
+	msg.appendProperties(&sb, "")
+	sb.WriteString(message.PropertyUniqKey)
+	sb.WriteByte(message.NameValueSeparator)
+	var id [uniqIDBytes]byte
+	sb.Write(appendUniqID(id[:0]))
+	sb.WriteByte(message.PropertySeparator)
+	properties = sb.String()
+	msgID = properties[len(properties)-1-uniqIDBytes : len(properties)-1]
+	if len(properties) > sharedMsgIDMaxProperties {
+		msgID = strings.Clone(msgID)
+	}
+	return msgID, properties
 }
 
 // encodeBatch encodes msgs as one SEND_BATCH_MESSAGE body (docs/protocol.md §9.6). Unlike the

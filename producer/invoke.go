@@ -39,7 +39,7 @@ func (s *send) invokeSync(ctx context.Context, q MessageQueue) (*SendResult, str
 	if err != nil {
 		return nil, "", err
 	}
-	ctx, cancel := context.WithDeadline(ctx, s.deadline)
+	ctx, cancel := s.attemptContext(ctx)
 	resp, err := s.p.tr.InvokeSync(ctx, addr, s.request(q))
 	cancel()
 	if err != nil {
@@ -75,9 +75,19 @@ func (s *send) invokeOneway(ctx context.Context, q MessageQueue) (string, error)
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithDeadline(ctx, s.deadline)
+	ctx, cancel := s.attemptContext(ctx)
 	defer cancel()
 	return addr, s.p.tr.InvokeOneway(ctx, addr, s.request(q))
+}
+
+// attemptContext bounds an attempt by the send's deadline. A caller's context whose own
+// deadline is that one (it was sooner than the send timeout) bounds it already, and a derived
+// context would cost five allocations for nothing.
+func (s *send) attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && !d.After(s.deadline) {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, s.deadline)
 }
 
 // runAsync starts attempts until the transport takes one; its answer continues the send in

@@ -54,10 +54,21 @@ func monthStart(ms int64) int64 {
 	return m.start
 }
 
+// uniqIDBytes is the length of a UNIQ_KEY.
+const uniqIDBytes = 32
+
 // newUniqID returns a new UNIQ_KEY.
 func newUniqID() string { return uniqIDAt(time.Now().UnixMilli()) }
 
 func uniqIDAt(nowMS int64) string {
+	var b [uniqIDBytes]byte
+	return string(appendUniqIDAt(b[:0], nowMS))
+}
+
+// appendUniqID appends a new UNIQ_KEY to dst, for a caller that writes it into a longer string.
+func appendUniqID(dst []byte) []byte { return appendUniqIDAt(dst, time.Now().UnixMilli()) }
+
+func appendUniqIDAt(dst []byte, nowMS int64) []byte {
 	var s uint64
 	for {
 		old := uniqState.Load()
@@ -68,11 +79,9 @@ func uniqIDAt(nowMS int64) string {
 	}
 	ms := int64(s >> 16)
 	diff := uint32(ms - monthStart(ms))
-	var b [32]byte
-	copy(b[:20], uniqPrefix())
+	dst = append(dst, uniqPrefix()...)
 	var tail [6]byte
 	binary.BigEndian.PutUint32(tail[:4], diff)
 	binary.BigEndian.PutUint16(tail[4:], uint16(s))
-	hex.Encode(b[20:], tail[:])
-	return string(b[:])
+	return hex.AppendEncode(dst, tail[:])
 }

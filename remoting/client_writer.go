@@ -26,7 +26,9 @@ type connWriter struct {
 	pending []byte
 	spare   []byte
 	hdr     []byte // the writer's header buffer for a frame written at once
-	writing bool   // a sender or the flusher is writing; others append to pending
+	vec     [2][]byte
+	bufs    net.Buffers // what the writer is writing, backed by vec
+	writing bool        // a sender or the flusher is writing; others append to pending
 	closed  bool
 	err     error // why the connection failed, once it has
 
@@ -70,12 +72,12 @@ func (w *connWriter) send(cmd *Command, deferred bool) error {
 	}
 	w.writing = true
 	w.hdr = AppendFrameHeader(w.hdr[:0], cmd)
-	bufs := net.Buffers{w.hdr}
+	w.bufs = append(w.vec[:0], w.hdr)
 	if len(cmd.Body) > 0 {
-		bufs = append(bufs, cmd.Body)
+		w.bufs = append(w.bufs, cmd.Body)
 	}
 	w.mu.Unlock()
-	err := w.write(&bufs)
+	err := w.write()
 	w.mu.Lock()
 	if cap(w.hdr) > 64<<10 {
 		w.hdr = nil // do not pin a buffer grown by one huge header
@@ -99,8 +101,8 @@ func (w *connWriter) drainLocked(err error) error {
 		w.pending, w.spare = w.spare[:0], nil
 		w.drained.Broadcast()
 		w.mu.Unlock()
-		bufs := net.Buffers{buf}
-		err = w.write(&bufs)
+		w.bufs = append(w.vec[:0], buf)
+		err = w.write()
 		w.mu.Lock()
 		if cap(buf) <= 2*w.maxBytes {
 			w.spare = buf[:0]
@@ -116,9 +118,13 @@ func (w *connWriter) drainLocked(err error) error {
 	return err
 }
 
-func (w *connWriter) write(bufs *net.Buffers) error {
+// write writes w.bufs, which only the writer touches; they point into w.vec, so that a write
+// allocates nothing.
+func (w *connWriter) write() error {
 	_ = w.nc.SetWriteDeadline(time.Now().Add(clientWriteTimeout))
-	if _, err := bufs.WriteTo(w.nc); err != nil {
+	_, err := w.bufs.WriteTo(w.nc)
+	w.vec = [2][]byte{} // the frames are written: do not keep a caller's body
+	if err != nil {
 		return fmt.Errorf("%w: write %s: %v", ErrConnClosed, w.nc.RemoteAddr(), err)
 	}
 	return nil

@@ -30,7 +30,9 @@ func appendBinaryHeader(dst []byte, c *Command) []byte {
 }
 
 // decodeBinaryHeader decodes b into c, failing at entry maxExt+1 so a hostile header cannot
-// build a large map (maxExt <= 0: no limit).
+// build a large map (maxExt <= 0: no limit). The entries are checked before anything is
+// allocated for them, which also gives the map its exact size: a map that grows past its
+// first group allocates again.
 func decodeBinaryHeader(b []byte, c *Command, maxExt int) error {
 	if len(b) < binaryFixedBytes {
 		return malformed("binary header of %d bytes is under %d", len(b), binaryFixedBytes)
@@ -45,7 +47,8 @@ func decodeBinaryHeader(b []byte, c *Command, maxExt int) error {
 	if rl < 0 || rl > len(b)-p-4 {
 		return malformed("binary header remark length %d overruns the header", rl)
 	}
-	c.Remark = string(b[p : p+rl])
+	strs := headerStrings{b: b}
+	c.Remark = strs.slice(p, p+rl)
 	p += rl
 	el := int(binary.BigEndian.Uint32(b[p:]))
 	p += 4
@@ -55,29 +58,47 @@ func decodeBinaryHeader(b []byte, c *Command, maxExt int) error {
 	if el == 0 {
 		return nil
 	}
-	c.ExtFields = make(map[string]string, 8)
-	for n := 0; p < len(b); n++ {
+	n, err := countBinaryExtFields(b, p, maxExt)
+	if err != nil {
+		return err
+	}
+	c.ExtFields = make(map[string]string, n)
+	for p < len(b) {
+		kl := int(binary.BigEndian.Uint16(b[p:]))
+		p += 2
+		k := strs.slice(p, p+kl)
+		p += kl
+		vl := int(binary.BigEndian.Uint32(b[p:]))
+		p += 4
+		c.ExtFields[k] = strs.slice(p, p+vl)
+		p += vl
+	}
+	return nil
+}
+
+// countBinaryExtFields walks the entries of b from p to its end without decoding them and
+// returns how many there are, or the error the first bad one (or entry maxExt+1) deserves.
+func countBinaryExtFields(b []byte, p, maxExt int) (int, error) {
+	n := 0
+	for ; p < len(b); n++ {
 		if maxExt > 0 && n == maxExt {
-			c.ExtFields = nil
-			return tooManyExtFields(maxExt)
+			return 0, tooManyExtFields(maxExt)
 		}
 		if len(b)-p < 2 {
-			return malformed("binary header: truncated key length at %d", p)
+			return 0, malformed("binary header: truncated key length at %d", p)
 		}
 		kl := int(binary.BigEndian.Uint16(b[p:]))
 		p += 2
 		if kl > len(b)-p-4 {
-			return malformed("binary header: key length %d overruns at %d", kl, p)
+			return 0, malformed("binary header: key length %d overruns at %d", kl, p)
 		}
-		k := intern(b[p : p+kl])
 		p += kl
 		vl := int(int32(binary.BigEndian.Uint32(b[p:])))
 		p += 4
 		if vl < 0 || vl > len(b)-p {
-			return malformed("binary header: value length %d overruns at %d", vl, p)
+			return 0, malformed("binary header: value length %d overruns at %d", vl, p)
 		}
-		c.ExtFields[k] = intern(b[p : p+vl])
 		p += vl
 	}
-	return nil
+	return n, nil
 }

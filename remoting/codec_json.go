@@ -51,13 +51,14 @@ type jsonScanner struct {
 	i      int
 	depth  int
 	maxExt int // extFields entries allowed; <= 0 means no limit
+	strs   headerStrings
 }
 
 const maxJSONDepth = 64
 
 // decodeJSONHeader decodes b into c, failing at extFields entry maxExt+1 (maxExt <= 0: no limit).
 func decodeJSONHeader(b []byte, c *Command, maxExt int) error {
-	s := jsonScanner{b: b, maxExt: maxExt}
+	s := jsonScanner{b: b, maxExt: maxExt, strs: headerStrings{b: b}}
 	if !s.consume('{') {
 		return s.fail("header is not a JSON object")
 	}
@@ -228,6 +229,9 @@ func (s *jsonScanner) nullableString() (string, error) {
 
 // extFields decodes the custom header. Values are strings as RocketMQ writes them; null reads as
 // "", and a number or boolean keeps its text, so other clients' sloppier headers still decode.
+// The first entries wait in an array on the stack so that the map is made at its final size
+// (a map that grows past its first group allocates again); a larger header spills into a map
+// as big as the array.
 func (s *jsonScanner) extFields() (map[string]string, error) {
 	if s.literal("null") {
 		return nil, nil
@@ -235,9 +239,20 @@ func (s *jsonScanner) extFields() (map[string]string, error) {
 	if !s.consume('{') {
 		return nil, s.fail("extFields is not an object")
 	}
-	m := make(map[string]string, 8)
+	var pending [jsonPendingExtFields]struct{ k, v string }
+	held := 0
+	var m map[string]string
+	done := func() map[string]string {
+		if m == nil {
+			m = make(map[string]string, held)
+			for _, e := range pending[:held] {
+				m[e.k] = e.v
+			}
+		}
+		return m
+	}
 	if s.consume('}') {
-		return m, nil
+		return done(), nil
 	}
 	for n := 0; ; n++ {
 		if s.maxExt > 0 && n == s.maxExt {
@@ -260,23 +275,37 @@ func (s *jsonScanner) extFields() (map[string]string, error) {
 		case ch == 'f' && s.literal("false"):
 			v = "false"
 		default:
-			var num []byte
-			num, err = s.number()
-			v = string(num)
+			start := s.i
+			if _, err = s.number(); err == nil {
+				v = s.strs.slice(start, s.i)
+			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		m[k] = v
+		switch {
+		case m != nil:
+			m[k] = v
+		case held < len(pending):
+			pending[held] = struct{ k, v string }{k, v}
+			held++
+		default:
+			done()
+			m[k] = v
+		}
 		if s.consume(',') {
 			continue
 		}
 		if s.consume('}') {
-			return m, nil
+			return done(), nil
 		}
 		return nil, s.fail("expected ',' or '}' in extFields")
 	}
 }
+
+// jsonPendingExtFields is how many extFields entries are held before the map is made: more
+// than any RocketMQ header carries (SEND_MESSAGE has 14).
+const jsonPendingExtFields = 24
 
 // internedStrings are header keys and values that recur in nearly every request; decoding them
 // to a shared string saves an allocation each.
@@ -289,22 +318,59 @@ var internedStrings = func() map[string]string {
 		"consumerGroup", "queueOffset", "maxMsgNums", "commitOffset", "suspendTimeoutMillis",
 		"subscription", "subVersion", "expressionType", "TAG", "20000", "32", "offset", "msgId",
 		"nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId",
+		"transactionId", "MSG_REGION", "TRACE_ON", "DefaultRegion",
 		"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"} {
 		m[s] = s
 	}
 	return m
 }()
 
-// intern returns b as a string, shared for the strings above.
-func intern(b []byte) string {
-	if v, ok := internedStrings[string(b)]; ok { // the lookup itself does not allocate
-		return v
+// maxInternedBytes is the length of the longest interned string: a longer piece is not looked up.
+var maxInternedBytes = func() int {
+	n := 0
+	for s := range internedStrings {
+		n = max(n, len(s))
 	}
-	return string(b)
+	return n
+}()
+
+// headerStringWindow is the most header bytes one string copy covers. A header's strings share
+// copies rather than taking one allocation each; a value kept long after its request (a topic
+// name the broker stores) keeps its whole copy reachable, so the copy is bounded. 1 KiB holds
+// the whole custom header of a typical send.
+const headerStringWindow = 1 << 10
+
+// headerStrings turns pieces of one header's bytes into strings: an interned piece is shared,
+// any other is a substring of a copy of up to headerStringWindow bytes of b that starts at the
+// first piece the previous copy did not hold, and only a piece longer than the window is
+// copied alone. A header of a few hundred bytes costs one allocation, whatever its field count.
+type headerStrings struct {
+	b      []byte
+	window string // a copy of b[at:at+len(window)]
+	at     int
+}
+
+// slice returns b[lo:hi] as a string.
+func (s *headerStrings) slice(lo, hi int) string {
+	piece := s.b[lo:hi]
+	if len(piece) <= maxInternedBytes {
+		if v, ok := internedStrings[string(piece)]; ok { // the lookup itself does not allocate
+			return v
+		}
+	}
+	if lo >= s.at && hi <= s.at+len(s.window) {
+		return s.window[lo-s.at : hi-s.at]
+	}
+	if hi-lo > headerStringWindow {
+		return string(piece)
+	}
+	s.window, s.at = string(s.b[lo:min(lo+headerStringWindow, len(s.b))]), lo
+	return s.window[:hi-lo]
 }
 
 // str reads a JSON string. Invalid UTF-8 becomes U+FFFD, as encoding/json decodes it, so a
-// decoded header re-encodes to the same text. The common case (no escapes) costs at most one allocation.
+// decoded header re-encodes to the same text. The common case (no escapes) shares the header's
+// copy (headerStrings).
 func (s *jsonScanner) str() (string, error) {
 	if !s.consume('"') {
 		return "", s.fail("expected a string")
@@ -316,9 +382,9 @@ func (s *jsonScanner) str() (string, error) {
 			raw := s.b[start:s.i]
 			s.i++
 			if !utf8.Valid(raw) {
-				return strings.ToValidUTF8(string(raw), "\uFFFD"), nil
+				return replaceInvalidUTF8(raw), nil
 			}
-			return intern(raw), nil
+			return s.strs.slice(start, s.i-1), nil
 		}
 		if ch == '\\' {
 			return s.escapedStr(start)
@@ -331,18 +397,25 @@ func (s *jsonScanner) str() (string, error) {
 	return "", s.fail("unterminated string")
 }
 
+// escapedStr reads the rest of a string that has escapes, from its first backslash at s.i.
+// Unescaping never lengthens a string, so its raw length sizes the one buffer it is built in.
 func (s *jsonScanner) escapedStr(start int) (string, error) {
-	buf := append([]byte(nil), s.b[start:s.i]...)
+	var buf strings.Builder
+	buf.Grow(s.rawStringEnd() - start)
+	buf.Write(s.b[start:s.i])
 	for s.i < len(s.b) {
 		ch := s.b[s.i]
 		switch {
 		case ch == '"':
 			s.i++
-			return strings.ToValidUTF8(string(buf), "\uFFFD"), nil
+			if out := buf.String(); !utf8.ValidString(out) {
+				return replaceInvalidUTF8([]byte(out)), nil
+			}
+			return buf.String(), nil
 		case ch < 0x20:
 			return "", s.fail("control character in string")
 		case ch != '\\':
-			buf = append(buf, ch)
+			buf.WriteByte(ch)
 			s.i++
 			continue
 		}
@@ -354,45 +427,73 @@ func (s *jsonScanner) escapedStr(start int) (string, error) {
 		s.i++
 		switch esc {
 		case '"', '\\', '/':
-			buf = append(buf, esc)
+			buf.WriteByte(esc)
 		case 'b':
-			buf = append(buf, '\b')
+			buf.WriteByte('\b')
 		case 'f':
-			buf = append(buf, '\f')
+			buf.WriteByte('\f')
 		case 'n':
-			buf = append(buf, '\n')
+			buf.WriteByte('\n')
 		case 'r':
-			buf = append(buf, '\r')
+			buf.WriteByte('\r')
 		case 't':
-			buf = append(buf, '\t')
+			buf.WriteByte('\t')
 		case 'u':
 			r, ok := s.hex4()
 			if !ok {
 				return "", s.fail("bad \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
+				// A pair only when the next escape completes it; otherwise, as encoding/json,
+				// this one is U+FFFD and the next escape is read on its own.
+				save := s.i
 				r2 := rune(-1)
 				if s.i+1 < len(s.b) && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
-					save := s.i
 					s.i += 2
-					var ok2 bool
-					if r2, ok2 = s.hex4(); !ok2 {
-						s.i = save
-						r2 = -1
-					}
+					r2, _ = s.hex4()
 				}
-				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-					r = dec
-				} else {
-					r = utf8.RuneError
+				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
+					s.i = save
 				}
 			}
-			buf = utf8.AppendRune(buf, r)
+			buf.WriteRune(r)
 		default:
 			return "", s.fail("bad escape")
 		}
 	}
 	return "", s.fail("unterminated string")
+}
+
+// replaceInvalidUTF8 returns b with every byte that does not start a valid UTF-8 sequence
+// replaced by U+FFFD, as encoding/json decodes it (strings.ToValidUTF8 would replace a run of
+// them by one).
+func replaceInvalidUTF8(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b) + 2*utf8.UTFMax)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return sb.String()
+}
+
+// rawStringEnd returns the index of the quote closing the string s.i is in, or len(s.b) when
+// there is none.
+func (s *jsonScanner) rawStringEnd() int {
+	for j := s.i; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '"':
+			return j
+		case '\\':
+			j++
+		}
+	}
+	return len(s.b)
 }
 
 func (s *jsonScanner) hex4() (rune, bool) {

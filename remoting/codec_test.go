@@ -159,3 +159,90 @@ func TestEncodeHeaderAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// Decoded header strings share copies of the header (headerStrings) but never the frame: a
+// reader may reuse its buffer as soon as the frame is decoded. Shapes around the pending
+// array of the JSON decoder (24 entries) and around the copy window are covered.
+func TestDecodedHeaderOutlivesTheFrame(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("x", n-1) + "!" }
+	shapes := map[string]map[string]string{
+		"none":      nil,
+		"interned":  {"topic": "TBW102", "queueId": "0", "batch": "false"},
+		"window-1":  {"k": long(headerStringWindow - 1), "k2": "after"},
+		"window":    {"k": long(headerStringWindow), "k2": "after"},
+		"window+1":  {"k": long(headerStringWindow + 1), "k2": "after"},
+		"straddles": {"k1": long(headerStringWindow / 2), "k2": long(headerStringWindow / 2), "k3": long(3 * headerStringWindow)},
+	}
+	for _, n := range []int{1, 8, 9, jsonPendingExtFields, jsonPendingExtFields + 1, 3 * jsonPendingExtFields} {
+		ext := map[string]string{}
+		for i := range n {
+			ext["key"+itoa(int64(i))] = "value " + itoa(int64(i))
+		}
+		shapes["fields="+itoa(int64(n))] = ext
+	}
+	for name, ext := range shapes {
+		for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+			t.Run(name+"/"+serializeNames[st], func(t *testing.T) {
+				in := &Command{Code: SendMessage, Language: LanguageJava, Version: 395, Opaque: 3,
+					Remark: "remark " + name, ExtFields: ext, Serialize: st}
+				want := *in
+				frame := AppendFrame(nil, in)[4:]
+				out, err := DecodeFrame(frame)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range frame {
+					frame[i] = 0xAA
+				}
+				if diff := cmp.Diff(&want, out, cmpCommand, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("after the frame was overwritten (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// The strings of a header cost one allocation however many fields it has: a header whose 14
+// values are all distinct costs one more than the same keys with interned values.
+func TestHeaderStringsShareOneAllocation(t *testing.T) {
+	interned, distinct := map[string]string{}, map[string]string{}
+	for i, k := range strings.Split("abcdefghijklmn", "") {
+		interned[k] = "0"
+		distinct[k] = "value-" + itoa(int64(i))
+	}
+	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+		allocs := func(ext map[string]string) float64 {
+			frame := AppendFrame(nil, &Command{Code: SendMessageV2, ExtFields: ext, Serialize: st})[4:]
+			return testing.AllocsPerRun(100, func() {
+				if _, err := DecodeFrame(frame); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		if base, got := allocs(interned), allocs(distinct); got != base+1 {
+			t.Errorf("%s: %v allocations with distinct values, %v with interned ones: want one more",
+				serializeNames[st], got, base)
+		}
+	}
+}
+
+// headerStrings returns exactly the bytes asked for, and no copy it makes is longer than the
+// window, so one kept value never holds more of its header than that.
+func TestHeaderStringsWindow(t *testing.T) {
+	b := make([]byte, 5*headerStringWindow)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	pieces := [][2]int{{0, 0}, {3, 10}, {5, 9}, {10, headerStringWindow + 2}, {headerStringWindow, headerStringWindow + 40},
+		{2 * headerStringWindow, 4*headerStringWindow + 1}, {4*headerStringWindow - 5, 4*headerStringWindow + 5},
+		{len(b) - 3, len(b)}, {1, 2}}
+	s := headerStrings{b: b}
+	for _, p := range pieces {
+		if got := s.slice(p[0], p[1]); got != string(b[p[0]:p[1]]) {
+			t.Fatalf("slice(%d, %d) = %q", p[0], p[1], got)
+		}
+		if len(s.window) > headerStringWindow {
+			t.Fatalf("after slice(%d, %d) the copy is %d bytes, over %d", p[0], p[1], len(s.window), headerStringWindow)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package remoting
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -119,6 +120,31 @@ func FuzzDecodeFrameLimits(f *testing.F) {
 		if freeErr == nil && hl <= lim.MaxHeaderBytes && len(free.ExtFields) <= lim.MaxExtFields && err != nil &&
 			!errors.Is(err, ErrTooManyExtFields) {
 			t.Fatalf("a header within %+v was refused: %v", lim, err)
+		}
+	})
+}
+
+// FuzzJSONStringsAsEncodingJSON checks the hand-written JSON string decoder against
+// encoding/json, which it follows (invalid UTF-8 and lone surrogates become U+FFFD): any
+// string literal encoding/json accepts decodes to the same value as an extFields key, as a
+// value and as the remark.
+func FuzzJSONStringsAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{`plain`, `a\u0001b\u0002`, `\ud83d\ude00`, `\ud83d\u0041`, `\ud83dx`, `\udc00`,
+		`\"\\\/\b\f\n\r\t`, "\xff\xfe", `é`, `\u00e9\u20ac`, `\ud83d\ud83d\ude00`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		var want string
+		if err := json.Unmarshal([]byte(`"`+lit+`"`), &want); err != nil {
+			return
+		}
+		hdr := `{"remark":"` + lit + `","extFields":{"` + lit + `":"` + lit + `"}}`
+		c := &Command{}
+		if err := decodeJSONHeader([]byte(hdr), c, 0); err != nil {
+			t.Fatalf("encoding/json reads %q, we fail: %v", lit, err)
+		}
+		if c.Remark != want || len(c.ExtFields) != 1 || c.ExtFields[want] != want {
+			t.Fatalf("%q: remark %q, extFields %q; encoding/json reads %q", lit, c.Remark, c.ExtFields, want)
 		}
 	})
 }

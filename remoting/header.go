@@ -34,9 +34,25 @@ func (e *HeaderError) Error() string {
 	return fmt.Sprintf("the custom field <%s> is %s: %q", e.Field, e.Reason, e.Value)
 }
 
+// SizedHeader is a Header that says how many entries its Encode writes at most, so that
+// EncodeHeader makes the map at its final size: a map of up to 8 entries costs two
+// allocations, a larger one four, and one that grows past 8 five.
+type SizedHeader interface {
+	Header
+	// ExtFieldsCap returns the most entries Encode writes.
+	ExtFieldsCap() int
+}
+
+// unsizedHeaderFields sizes the map of a header that is not a SizedHeader.
+const unsizedHeaderFields = 16
+
 // EncodeHeader returns a fresh extFields map holding h.
 func EncodeHeader(h Header) map[string]string {
-	m := make(map[string]string, 16)
+	n := unsizedHeaderFields
+	if s, ok := h.(SizedHeader); ok {
+		n = s.ExtFieldsCap()
+	}
+	m := make(map[string]string, n)
 	h.Encode(m)
 	return m
 }

@@ -18,36 +18,62 @@ func deadlineOf(ctx context.Context) time.Time {
 // invokeSync sends req with send and waits for the response registered in table under owner.
 func invokeSync(ctx context.Context, table *responseTable, owner uint64, send func(*Command) error,
 	req *Command) (*Command, error) {
-	type result struct {
-		resp *Command
-		err  error
+	deadline, hasDeadline := ctx.Deadline()
+	if !hasDeadline {
+		deadline = time.Now().Add(DefaultInvokeTimeout)
 	}
-	done := make(chan result, 1)
-	f := &responseFuture{opaque: req.Opaque, owner: owner, deadline: deadlineOf(ctx),
-		cb: func(resp *Command, err error) { done <- result{resp, err} }}
+	f := table.acquire(req.Opaque, owner, deadline, nil)
 	table.add(f)
 	if err := send(req); err != nil {
-		table.take(req.Opaque)
+		takeBack(table, f)
 		return nil, err
 	}
-	var timer <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok {
-		t := time.NewTimer(DefaultInvokeTimeout)
-		defer t.Stop()
-		timer = t.C
+	var timeout <-chan time.Time
+	if !hasDeadline {
+		if f.timer == nil {
+			f.timer = time.NewTimer(DefaultInvokeTimeout)
+		} else {
+			f.timer.Reset(DefaultInvokeTimeout)
+		}
+		timeout = f.timer.C
 	}
+	var err error
 	select {
-	case r := <-done:
+	case r := <-f.done:
+		f.stopTimer()
+		table.release(f)
 		return r.resp, r.err
 	case <-ctx.Done():
-		table.take(req.Opaque)
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, ErrTimeout
+		err = ctx.Err()
+		if err == context.DeadlineExceeded {
+			err = ErrTimeout
 		}
-		return nil, ctx.Err()
-	case <-timer:
-		table.take(req.Opaque)
-		return nil, ErrTimeout
+	case <-timeout:
+		err = ErrTimeout
+	}
+	f.stopTimer()
+	takeBack(table, f)
+	return nil, err
+}
+
+// takeBack removes the requester's own f from table after a failed send or a timeout, and
+// releases it when it was still there. When it was not, a completion owns it and may still
+// send to its done channel: f is left to the garbage collector, never reused.
+func takeBack(table *responseTable, f *responseFuture) {
+	if table.take(f.opaque) == f {
+		table.release(f)
+	}
+}
+
+// stopTimer stops the timer of a sync wait so that the pooled timer starts its next wait
+// clean. Since Go 1.23 no tick can be received after Stop; the drain keeps that true under
+// GODEBUG=asynctimerchan=1 too.
+func (f *responseFuture) stopTimer() {
+	if f.timer != nil && !f.timer.Stop() {
+		select {
+		case <-f.timer.C:
+		default:
+		}
 	}
 }
 
@@ -55,14 +81,15 @@ func invokeSync(ctx context.Context, table *responseTable, owner uint64, send fu
 // table's periodic scan delivers timeouts.
 func invokeAsync(ctx context.Context, table *responseTable, owner uint64, send func(*Command) error,
 	req *Command, cb func(*Command, error)) error {
-	f := &responseFuture{opaque: req.Opaque, owner: owner, deadline: deadlineOf(ctx), cb: cb}
+	f := table.acquire(req.Opaque, owner, deadlineOf(ctx), cb)
 	table.add(f)
 	if err := send(req); err != nil {
 		// A failed write closes the connection, which may fail f before we take it back: cb
 		// has its outcome then, and an error here too would finish the request twice.
-		if table.take(req.Opaque) == nil {
+		if table.take(req.Opaque) != f {
 			return nil
 		}
+		table.release(f)
 		return err
 	}
 	return nil

@@ -5,17 +5,25 @@ import (
 	"time"
 )
 
-// responseFuture is one request waiting for its response.
+// responseFuture is one request waiting for its response. Futures are reused: a request makes
+// none of its own. Whoever removes a future from the table (take, complete, failOwner, scan,
+// failAll) owns its completion, and only that one completes it, so it completes exactly once;
+// once completed, or taken back by its requester, it is released for the next request.
 type responseFuture struct {
 	opaque   int32
 	owner    uint64 // channel or connection id, so a closing connection fails only its own
 	deadline time.Time
-	once     sync.Once
-	cb       func(*Command, error)
+	// cb receives an async request's outcome; nil for a sync request, whose outcome goes to
+	// done, where its requester waits.
+	cb   func(*Command, error)
+	done chan futureResult // buffered: completing never waits for the requester
+	// timer bounds a sync wait whose context has no deadline; made on first need and kept.
+	timer *time.Timer
 }
 
-func (f *responseFuture) complete(resp *Command, err error) {
-	f.once.Do(func() { f.cb(resp, err) })
+type futureResult struct {
+	resp *Command
+	err  error
 }
 
 // responseTable matches responses to requests by opaque (the seeds' responseTable). A periodic
@@ -23,10 +31,32 @@ func (f *responseFuture) complete(resp *Command, err error) {
 type responseTable struct {
 	mu sync.Mutex
 	m  map[int32]*responseFuture
+
+	// futures are this table's released futures. The pool is the table's own, not global, so
+	// that a future's channel and timer stay with the transport that made them: inside a
+	// testing/synctest bubble, a wait on a channel made outside it would never let the fake
+	// clock advance.
+	futures sync.Pool
 }
 
 func newResponseTable() *responseTable {
-	return &responseTable{m: make(map[int32]*responseFuture)}
+	t := &responseTable{m: make(map[int32]*responseFuture)}
+	t.futures.New = func() any { return &responseFuture{done: make(chan futureResult, 1)} }
+	return t
+}
+
+// acquire returns a future for a request about to be added; cb nil makes it a sync one.
+func (t *responseTable) acquire(opaque int32, owner uint64, deadline time.Time, cb func(*Command, error)) *responseFuture {
+	f := t.futures.Get().(*responseFuture)
+	f.opaque, f.owner, f.deadline, f.cb = opaque, owner, deadline, cb
+	return f
+}
+
+// release makes f reusable. Only f's owner calls it, once nothing else can reach f: it is out
+// of the table and its done channel is empty.
+func (t *responseTable) release(f *responseFuture) {
+	f.cb = nil
+	t.futures.Put(f)
 }
 
 func (t *responseTable) add(f *responseFuture) {
@@ -46,6 +76,18 @@ func (t *responseTable) take(opaque int32) *responseFuture {
 	return f
 }
 
+// finish delivers the outcome of f, which the caller removed from the table. An async future
+// is released before its callback runs (the callback may take long); a sync one goes to its
+// requester, and the send is the last use of f here: the requester may reuse it at once.
+func (t *responseTable) finish(f *responseFuture, resp *Command, err error) {
+	if cb := f.cb; cb != nil {
+		t.release(f)
+		cb(resp, err)
+		return
+	}
+	f.done <- futureResult{resp, err}
+}
+
 // complete delivers resp to its waiter; it reports false for an unknown opaque (a late answer,
 // or one to a one-way request), which callers drop.
 func (t *responseTable) complete(resp *Command) bool {
@@ -53,7 +95,7 @@ func (t *responseTable) complete(resp *Command) bool {
 	if f == nil {
 		return false
 	}
-	f.complete(resp, nil)
+	t.finish(f, resp, nil)
 	return true
 }
 
@@ -69,7 +111,7 @@ func (t *responseTable) failOwner(owner uint64, err error) {
 	}
 	t.mu.Unlock()
 	for _, f := range failed {
-		f.complete(nil, err)
+		t.finish(f, nil, err)
 	}
 }
 
@@ -85,7 +127,7 @@ func (t *responseTable) scan(now time.Time) {
 	}
 	t.mu.Unlock()
 	for _, f := range expired {
-		f.complete(nil, ErrTimeout)
+		t.finish(f, nil, ErrTimeout)
 	}
 }
 
@@ -95,6 +137,6 @@ func (t *responseTable) failAll(err error) {
 	t.m = make(map[int32]*responseFuture)
 	t.mu.Unlock()
 	for _, f := range all {
-		f.complete(nil, err)
+		t.finish(f, nil, err)
 	}
 }

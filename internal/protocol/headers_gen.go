@@ -12,6 +12,9 @@ func (h *GetConsumeStatsRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetConsumeStatsRequestHeader) ExtFieldsCap() int { return 2 }
+
 // Decode implements remoting.Header.
 func (h *GetConsumeStatsRequestHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -25,6 +28,9 @@ func (h *DeleteSubscriptionGroupRequestHeader) Encode(ext map[string]string) {
 	ext["groupName"] = h.GroupName
 	remoting.PutBool(ext, "removeOffset", h.RemoveOffset)
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *DeleteSubscriptionGroupRequestHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *DeleteSubscriptionGroupRequestHeader) Decode(ext map[string]string) error {
@@ -45,6 +51,9 @@ func (h *UnregisterClientRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *UnregisterClientRequestHeader) ExtFieldsCap() int { return 3 }
+
 // Decode implements remoting.Header.
 func (h *UnregisterClientRequestHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -58,6 +67,9 @@ func (h *UnregisterClientRequestHeader) Decode(ext map[string]string) error {
 func (h *ConsumerGroupHeader) Encode(ext map[string]string) {
 	ext["consumerGroup"] = h.ConsumerGroup
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ConsumerGroupHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *ConsumerGroupHeader) Decode(ext map[string]string) error {
@@ -76,6 +88,9 @@ func (h *RegisterBrokerRequestHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "compressed", h.Compressed)
 	remoting.PutInt32(ext, "bodyCrc32", h.BodyCrc32)
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *RegisterBrokerRequestHeader) ExtFieldsCap() int { return 7 }
 
 // Decode implements remoting.Header.
 func (h *RegisterBrokerRequestHeader) Decode(ext map[string]string) error {
@@ -100,6 +115,9 @@ func (h *RegisterBrokerResponseHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *RegisterBrokerResponseHeader) ExtFieldsCap() int { return 2 }
+
 // Decode implements remoting.Header.
 func (h *RegisterBrokerResponseHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -116,6 +134,9 @@ func (h *BrokerIdentityHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "brokerId", h.BrokerID)
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *BrokerIdentityHeader) ExtFieldsCap() int { return 4 }
+
 // Decode implements remoting.Header.
 func (h *BrokerIdentityHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -131,6 +152,9 @@ func (h *QueryDataVersionResponseHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "changed", h.Changed)
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *QueryDataVersionResponseHeader) ExtFieldsCap() int { return 1 }
+
 // Decode implements remoting.Header.
 func (h *QueryDataVersionResponseHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -142,6 +166,9 @@ func (h *QueryDataVersionResponseHeader) Decode(ext map[string]string) error {
 func (h *GetTopicsByClusterRequestHeader) Encode(ext map[string]string) {
 	ext["cluster"] = h.Cluster
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetTopicsByClusterRequestHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *GetTopicsByClusterRequestHeader) Decode(ext map[string]string) error {
@@ -156,6 +183,9 @@ func (h *PutKVConfigRequestHeader) Encode(ext map[string]string) {
 	ext["key"] = h.Key
 	ext["value"] = h.Value
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *PutKVConfigRequestHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *PutKVConfigRequestHeader) Decode(ext map[string]string) error {
@@ -172,6 +202,9 @@ func (h *KVConfigKeyHeader) Encode(ext map[string]string) {
 	ext["key"] = h.Key
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *KVConfigKeyHeader) ExtFieldsCap() int { return 2 }
+
 // Decode implements remoting.Header.
 func (h *KVConfigKeyHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -187,6 +220,9 @@ func (h *GetKVConfigResponseHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetKVConfigResponseHeader) ExtFieldsCap() int { return 1 }
+
 // Decode implements remoting.Header.
 func (h *GetKVConfigResponseHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -198,6 +234,9 @@ func (h *GetKVConfigResponseHeader) Decode(ext map[string]string) error {
 func (h *GetKVListByNamespaceRequestHeader) Encode(ext map[string]string) {
 	ext["namespace"] = h.Namespace
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetKVListByNamespaceRequestHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *GetKVListByNamespaceRequestHeader) Decode(ext map[string]string) error {
@@ -215,6 +254,9 @@ func (h *QueryConsumerOffsetRequestHeader) Encode(ext map[string]string) {
 		ext["bname"] = h.BrokerName
 	}
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *QueryConsumerOffsetRequestHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *QueryConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
@@ -237,6 +279,9 @@ func (h *UpdateConsumerOffsetRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *UpdateConsumerOffsetRequestHeader) ExtFieldsCap() int { return 5 }
+
 // Decode implements remoting.Header.
 func (h *UpdateConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -257,6 +302,9 @@ func (h *QueueHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *QueueHeader) ExtFieldsCap() int { return 3 }
+
 // Decode implements remoting.Header.
 func (h *QueueHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -276,6 +324,9 @@ func (h *SearchOffsetRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *SearchOffsetRequestHeader) ExtFieldsCap() int { return 4 }
+
 // Decode implements remoting.Header.
 func (h *SearchOffsetRequestHeader) Decode(ext map[string]string) error {
 	ext = withAliases(ext, "topic", "Topic", "queueId", "QueueId")
@@ -292,6 +343,9 @@ func (h *OffsetHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "offset", h.Offset)
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *OffsetHeader) ExtFieldsCap() int { return 1 }
+
 // Decode implements remoting.Header.
 func (h *OffsetHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -303,6 +357,9 @@ func (h *OffsetHeader) Decode(ext map[string]string) error {
 func (h *EarliestMsgStoreTimeResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "timestamp", h.Timestamp)
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *EarliestMsgStoreTimeResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *EarliestMsgStoreTimeResponseHeader) Decode(ext map[string]string) error {
@@ -328,6 +385,9 @@ func (h *PullMessageRequestHeader) Encode(ext map[string]string) {
 		ext["bname"] = h.BrokerName
 	}
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *PullMessageRequestHeader) ExtFieldsCap() int { return 12 }
 
 // Decode implements remoting.Header.
 func (h *PullMessageRequestHeader) Decode(ext map[string]string) error {
@@ -355,6 +415,9 @@ func (h *PullMessageResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "maxOffset", h.MaxOffset)
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *PullMessageResponseHeader) ExtFieldsCap() int { return 4 }
+
 // Decode implements remoting.Header.
 func (h *PullMessageResponseHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -377,6 +440,9 @@ func (h *QueryMessageRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *QueryMessageRequestHeader) ExtFieldsCap() int { return 6 }
+
 // Decode implements remoting.Header.
 func (h *QueryMessageRequestHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -394,6 +460,9 @@ func (h *QueryMessageResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "indexLastUpdateTimestamp", h.IndexLastUpdateTimestamp)
 	remoting.PutInt64(ext, "indexLastUpdatePhyoffset", h.IndexLastUpdatePhyoffset)
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *QueryMessageResponseHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *QueryMessageResponseHeader) Decode(ext map[string]string) error {
@@ -422,6 +491,9 @@ func (h *SendMessageRequestHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "batch", h.Batch)
 	ext["bname"] = h.BrokerName
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *SendMessageRequestHeader) ExtFieldsCap() int { return 14 }
 
 // Decode implements remoting.Header.
 func (h *SendMessageRequestHeader) Decode(ext map[string]string) error {
@@ -466,6 +538,9 @@ func (h *SendMessageRequestHeaderV2) Encode(ext map[string]string) {
 	ext["n"] = h.BrokerName
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *SendMessageRequestHeaderV2) ExtFieldsCap() int { return 14 }
+
 // Decode implements remoting.Header.
 func (h *SendMessageRequestHeaderV2) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -503,6 +578,9 @@ func (h *SendMessageResponseHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "TRACE_ON", h.TraceOn)
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *SendMessageResponseHeader) ExtFieldsCap() int { return 6 }
+
 // Decode implements remoting.Header.
 func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -535,6 +613,9 @@ func (h *ConsumerSendMsgBackRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ConsumerSendMsgBackRequestHeader) ExtFieldsCap() int { return 8 }
+
 // Decode implements remoting.Header.
 func (h *ConsumerSendMsgBackRequestHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -561,6 +642,9 @@ func (h *CreateTopicRequestHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "order", h.Order)
 }
 
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *CreateTopicRequestHeader) ExtFieldsCap() int { return 8 }
+
 // Decode implements remoting.Header.
 func (h *CreateTopicRequestHeader) Decode(ext map[string]string) error {
 	r := remoting.NewFieldReader(ext)
@@ -579,6 +663,9 @@ func (h *CreateTopicRequestHeader) Decode(ext map[string]string) error {
 func (h *TopicHeader) Encode(ext map[string]string) {
 	ext["topic"] = h.Topic
 }
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *TopicHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *TopicHeader) Decode(ext map[string]string) error {

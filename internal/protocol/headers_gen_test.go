@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/protocol/internal/headergen"
+	"github.com/mqgo/mq/remoting"
 )
 
 // TestHeadersGenUpToDate fails when a header's tags changed without go generate.
@@ -45,5 +46,35 @@ func TestEveryHeaderIsGolden(t *testing.T) {
 	slices.Sort(listed)
 	if diff := cmp.Diff(generated, listed); diff != "" {
 		t.Errorf("header types (-generated +in goldenHeaders):\n%s", diff)
+	}
+}
+
+// ExtFieldsCap is what EncodeHeader sizes the map by: a header with every field set writes
+// exactly that many keys, and one with none set no more.
+func TestExtFieldsCapCountsEveryKey(t *testing.T) {
+	for _, g := range goldenHeaders {
+		h := g.make()
+		sized, ok := h.(remoting.SizedHeader)
+		if !ok {
+			t.Errorf("%s is not a remoting.SizedHeader", g.name)
+			continue
+		}
+		if n := len(remoting.EncodeHeader(h)); n > sized.ExtFieldsCap() {
+			t.Errorf("%s zero value: %d keys, ExtFieldsCap %d", g.name, n, sized.ExtFieldsCap())
+		}
+		v := reflect.ValueOf(h).Elem()
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.String:
+				f.SetString("v")
+			case reflect.Int32, reflect.Int64:
+				f.SetInt(1)
+			case reflect.Bool:
+				f.SetBool(true)
+			}
+		}
+		if n := len(remoting.EncodeHeader(h)); n != sized.ExtFieldsCap() {
+			t.Errorf("%s with every field set: %d keys, ExtFieldsCap %d", g.name, n, sized.ExtFieldsCap())
+		}
 	}
 }

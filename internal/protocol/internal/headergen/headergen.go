@@ -347,6 +347,7 @@ func write(pkg string, headers []Header) ([]byte, error) {
 	fmt.Fprintf(&b, "package %s\n\nimport \"github.com/mqgo/mq/remoting\"\n", pkg)
 	for _, h := range headers {
 		writeEncode(&b, h)
+		writeCap(&b, h)
 		writeDecode(&b, h)
 	}
 	return format.Source(b.Bytes())
@@ -366,6 +367,11 @@ func writeEncode(b *bytes.Buffer, h Header) {
 		}
 	}
 	b.WriteString("}\n")
+}
+
+// writeCap writes ExtFieldsCap: every field is one key, written or omitted.
+func writeCap(b *bytes.Buffer, h Header) {
+	fmt.Fprintf(b, "\n// ExtFieldsCap implements remoting.SizedHeader.\nfunc (h *%s) ExtFieldsCap() int { return %d }\n", h.Name, len(h.Fields))
 }
 
 func encodeStmt(f Field) string {

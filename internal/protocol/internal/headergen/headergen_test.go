@@ -70,6 +70,7 @@ type SendAlias = Send
 		"if h.Max >= 0 {",
 		`h.Trace = nonFalse(r.String("TRACE", false))`,
 		`h.Group = r.String("group", true)`,
+		"func (h *SendV2) ExtFieldsCap() int { return 4 }",
 	} {
 		if !strings.Contains(string(src), line) {
 			t.Errorf("generated code lacks %q:\n%s", line, src)
