@@ -470,6 +470,18 @@ func (d *Dispatcher) reply(ch Channel, req, resp *Command) {
 	}
 }
 
+// AnswerLater writes resp on ch as the answer to req, for a processor that returned (nil, nil)
+// and answers once its work is done: it fills in the correlation fields, as the dispatcher
+// would, and writes nothing for a one-way req.
+func AnswerLater(ch Channel, req, resp *Command) error {
+	if req.IsOneway() {
+		resp.written()
+		return nil
+	}
+	prepareReply(req, resp)
+	return ch.WriteResponse(resp)
+}
+
 // prepareReply makes resp the answer to req: its opaque, the response flag, its serialization.
 func prepareReply(req, resp *Command) {
 	resp.Opaque = req.Opaque

@@ -20,12 +20,29 @@ type groupCommit struct {
 	pool    sync.Pool
 	// released counts waiters released as durable.
 	released atomic.Int64
+
+	// callbacks counts the goroutines running waitAsync callbacks; closed (under mu) stops new
+	// ones, so that close can wait for them.
+	callbacks sync.WaitGroup
+	closed    bool
 }
 
 type flushWaiter struct {
 	offset int64
 	done   chan bool // buffered 1: true = durable, false = failed
 	timer  *time.Timer
+	// cb, for waitAsync, receives the outcome instead of done; claimed makes it run once
+	// whether the release or the timeout comes first.
+	cb      func(durable bool)
+	claimed atomic.Bool
+}
+
+// finish delivers an async waiter's outcome unless it was delivered already.
+func (w *flushWaiter) finish(durable bool) {
+	if w.claimed.CompareAndSwap(false, true) {
+		w.timer.Stop()
+		w.cb(durable)
+	}
 }
 
 func (g *groupCommit) init() {
@@ -61,6 +78,56 @@ func (g *groupCommit) wait(offset int64, timeout time.Duration) bool {
 	}
 }
 
+// waitAsync is wait for a caller that must not block: cb runs once with the outcome, on a
+// goroutine of the store's, once the fsync covering offset returned, or the flush failed for
+// good or the store closed (false), or timeout passed (false). A send served this way holds no
+// worker while its fsync is pending, so one fsync covers every sender waiting, however few the
+// workers (RocketMQ 4.9 answers a SYNC_FLUSH send from the flush's future the same way).
+func (g *groupCommit) waitAsync(offset int64, timeout time.Duration, cb func(durable bool)) {
+	w := &flushWaiter{offset: offset, cb: cb}
+	w.timer = time.AfterFunc(timeout, func() {
+		if g.track() {
+			defer g.callbacks.Done()
+			w.finish(false)
+		}
+	})
+	g.mu.Lock()
+	closed := g.closed
+	if !closed {
+		g.waiters = append(g.waiters, w)
+	}
+	g.mu.Unlock()
+	if closed {
+		w.finish(false)
+		return
+	}
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// track counts one more callback goroutine, unless close has begun.
+func (g *groupCommit) track() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.callbacks.Add(1)
+	return true
+}
+
+// close releases every waiter for good (durable up to flushed) and waits for the async
+// callbacks still running.
+func (g *groupCommit) close(flushed int64) {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.release(flushed, true, false)
+	g.callbacks.Wait()
+}
+
 // take swaps out the queued waiters.
 func (g *groupCommit) take() []*flushWaiter {
 	g.mu.Lock()
@@ -83,18 +150,28 @@ func (g *groupCommit) give(ws []*flushWaiter) {
 func (g *groupCommit) release(flushed int64, final, rewake bool) (released int) {
 	ws := g.take()
 	var keep []*flushWaiter
+	var async []asyncOutcome
 	for _, w := range ws {
 		switch {
 		case w.offset <= flushed:
 			released++
-			w.done <- true
+			if w.cb != nil {
+				async = append(async, asyncOutcome{w, true})
+			} else {
+				w.done <- true
+			}
 		case final:
-			w.done <- false
+			if w.cb != nil {
+				async = append(async, asyncOutcome{w, false})
+			} else {
+				w.done <- false
+			}
 		default:
 			keep = append(keep, w)
 		}
 	}
 	g.give(ws)
+	g.finishAsync(async, final)
 	g.released.Add(int64(released))
 	if len(keep) > 0 {
 		g.mu.Lock()
@@ -108,6 +185,33 @@ func (g *groupCommit) release(flushed int64, final, rewake bool) (released int) 
 		}
 	}
 	return released
+}
+
+type asyncOutcome struct {
+	w       *flushWaiter
+	durable bool
+}
+
+// finishAsync runs the callbacks of async waiters released by one flush, off the flusher's
+// goroutine (a callback answers a send, which in-process may run the caller's own callback),
+// or on this one at close.
+func (g *groupCommit) finishAsync(outs []asyncOutcome, final bool) {
+	if len(outs) == 0 {
+		return
+	}
+	run := func() {
+		for _, o := range outs {
+			o.w.finish(o.durable)
+		}
+	}
+	if final || !g.track() {
+		run()
+		return
+	}
+	go func() {
+		defer g.callbacks.Done()
+		run()
+	}()
 }
 
 // queued returns the number of waiters queued.

@@ -154,6 +154,15 @@ func (s *Store) check(m *Message) (int, PutStatus, error) {
 // err is nil exactly when Status is PutOK. With FlushDiskTimeout the message is stored (the
 // offsets are set) but was not known durable in time.
 func (s *Store) PutMessage(m *Message) (PutResult, error) {
+	r, err := s.append(m)
+	if err != nil {
+		return r, err
+	}
+	return s.afterAppend(r, m.Properties)
+}
+
+// append is PutMessage without the wait for a SyncFlush.
+func (s *Store) append(m *Message) (PutResult, error) {
 	r := PutResult{StoreHost: m.StoreHost}
 	if err := s.writable(); err != nil {
 		r.Status = ServiceNotAvailable
@@ -177,7 +186,7 @@ func (s *Store) PutMessage(m *Message) (PutResult, error) {
 	}
 	s.dispatchAfterAppend()
 	r.Count = 1
-	return s.afterAppend(r, m.Properties)
+	return r, nil
 }
 
 // PutMessages appends a batch (SEND_BATCH_MESSAGE) under one lock: every message must have the
@@ -250,22 +259,56 @@ func (s *Store) appendFailed(r PutResult, err error) (PutResult, error) {
 
 // afterAppend waits for the flush in SyncFlush mode.
 func (s *Store) afterAppend(r PutResult, props string) (PutResult, error) {
-	if s.opts.FlushDiskType != SyncFlush {
+	if !s.mustWaitFlush(props) {
 		return r, nil
 	}
 	end := r.PhyOffset + int64(r.WroteBytes)
+	if !s.gc.wait(end, s.opts.SyncFlushTimeout) {
+		return s.flushTimedOut(r)
+	}
+	return r, nil
+}
+
+// mustWaitFlush reports whether an append with these properties is answered only once durable:
+// in SyncFlush mode, unless the message says WAIT=false (then the flusher is only woken).
+func (s *Store) mustWaitFlush(props string) bool {
+	if s.opts.FlushDiskType != SyncFlush {
+		return false
+	}
 	if v, ok := message.PropertyValueString(props, message.PropertyWaitStoreMsgOK); ok && v == "false" {
 		select {
 		case s.gc.wake <- struct{}{}:
 		default:
 		}
-		return r, nil
+		return false
 	}
-	if !s.gc.wait(end, s.opts.SyncFlushTimeout) {
-		r.Status = FlushDiskTimeout
-		return r, fmt.Errorf("%w: offset %d not durable within %v", ErrFlushTimeout, end, s.opts.SyncFlushTimeout)
+	return true
+}
+
+func (s *Store) flushTimedOut(r PutResult) (PutResult, error) {
+	end := r.PhyOffset + int64(r.WroteBytes)
+	r.Status = FlushDiskTimeout
+	return r, fmt.Errorf("%w: offset %d not durable within %v", ErrFlushTimeout, end, s.opts.SyncFlushTimeout)
+}
+
+// PutMessageAsync is PutMessage for a caller that must not hold a goroutine while a SyncFlush
+// completes: done runs once with what PutMessage would return, before PutMessageAsync returns
+// when there is nothing to wait for, else on a goroutine of the store's once the fsync that
+// covers the message returned (or SyncFlushTimeout passed, or the store closed). done must not
+// block.
+func (s *Store) PutMessageAsync(m *Message, done func(PutResult, error)) {
+	r, err := s.append(m)
+	if err != nil || !s.mustWaitFlush(m.Properties) {
+		done(r, err)
+		return
 	}
-	return r, nil
+	s.gc.waitAsync(r.PhyOffset+int64(r.WroteBytes), s.opts.SyncFlushTimeout, func(durable bool) {
+		if !durable {
+			done(s.flushTimedOut(r))
+			return
+		}
+		done(r, nil)
+	})
 }
 
 // AppendRaw writes replicated CommitLog bytes (a slave following its master) at phyOffset,

@@ -193,7 +193,7 @@ func (s *Store) Close() error {
 		if _, err := s.cl.flush(); err != nil {
 			errs = append(errs, err)
 		}
-		s.gc.release(s.cl.flushedPhy.Load(), true, false)
+		s.gc.close(s.cl.flushedPhy.Load())
 		if err := s.flushQueuesAndCheckpoint(); err != nil {
 			errs = append(errs, err)
 		}

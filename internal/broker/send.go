@@ -167,12 +167,26 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 		// RocketMQ answers a half message with its UNIQ_KEY as transaction id.
 		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
 	}
+	if b.opts.Store.FlushDiskType == storage.SyncFlush && b.opts.BrokerRole != storage.SyncMaster {
+		// The answer waits for the group commit without holding this worker, so one fsync
+		// covers every sender waiting, not only as many as there are workers.
+		b.store.PutMessageAsync(m, func(r storage.PutResult, err error) {
+			b.afterPut(m, &r)
+			_ = remoting.AnswerLater(ch, req, b.putResponse(&r, err, queueID, false, txID))
+		})
+		return nil
+	}
 	r, err := b.store.PutMessage(m)
 	b.waitForSlave(ctx, &r)
+	b.afterPut(m, &r)
+	return b.putResponse(&r, err, queueID, false, txID)
+}
+
+// afterPut wakes the schedule service when m went to the schedule topic.
+func (b *Broker) afterPut(m *storage.Message, r *storage.PutResult) {
 	if putStored(r.Status) && m.Topic == names.TopicSchedule {
 		b.scheduleArrived()
 	}
-	return b.putResponse(&r, err, queueID, false, txID)
 }
 
 // sendBatch stores the messages of a SEND_BATCH_MESSAGE body at consecutive offsets of one queue
