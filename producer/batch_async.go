@@ -168,6 +168,13 @@ func (b *asyncBatcher) add(ctx context.Context, msg *Message, cb func(*SendResul
 	if deadline.Before(o.deadline) {
 		o.deadline = deadline
 	}
+	b.startIfIdleAndUnlock(l)
+	return true, nil
+}
+
+// startIfIdleAndUnlock takes the lane's ready batch when nothing holds the lane, unlocks b.mu
+// and starts the batch taken.
+func (b *asyncBatcher) startIfIdleAndUnlock(l *lane) {
 	var next *asyncBatch
 	if l.idle() {
 		next = b.takeLocked(l)
@@ -176,7 +183,6 @@ func (b *asyncBatcher) add(ctx context.Context, msg *Message, cb func(*SendResul
 	if next != nil {
 		b.pump(l, next)
 	}
-	return true, nil
 }
 
 // encodeElementProperties is encode's UNIQ_KEY and properties for a batch element.
@@ -235,14 +241,7 @@ func (o *asyncBatch) lingered() {
 		return
 	}
 	o.timer, o.due = nil, true
-	var next *asyncBatch
-	if l.idle() {
-		next = b.takeLocked(l)
-	}
-	b.mu.Unlock()
-	if next != nil {
-		b.pump(l, next)
-	}
+	b.startIfIdleAndUnlock(l)
 }
 
 // flush sends the open batches of idle lanes now and lets those of busy lanes leave as soon as
@@ -341,29 +340,8 @@ func (o *asyncBatch) send() {
 	s := &send{p: p, topic: o.topic, wireTopic: o.wireTopic, deadline: o.deadline, retries: p.cfg.asyncRetries,
 		waitUnreachable: p.cfg.retryUnreachable, pi: o.pi, msg: encoded{body: o.body, batch: true}}
 	s.callback = o.answered
-	s.startOn(o.lane.q)
-}
-
-// startOn is runAsync with the first attempt on q, the queue the batch's messages picked;
-// retries pick theirs as runAsync does.
-func (s *send) startOn(q MessageQueue) {
-	if !s.timeLeft() {
-		s.complete(nil, s.failure)
-		return
-	}
-	start := time.Now()
-	addr, err := s.invokeAsync(q, start)
-	if err == nil {
-		return
-	}
-	if !s.failed(context.Background(), q, addr, time.Since(start), err) {
-		s.complete(nil, s.failure)
-		return
-	}
-	if s.pause > 0 {
-		s.sleepAsync()
-		return
-	}
+	q := o.lane.q
+	s.first = &q
 	s.runAsync()
 }
 

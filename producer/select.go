@@ -12,6 +12,10 @@ import (
 
 // next picks the queue of a send's next attempt: the caller's, or the round robin's.
 func (s *send) next() MessageQueue {
+	if q := s.first; q != nil {
+		s.first = nil
+		return *q
+	}
 	if s.pi == nil {
 		return s.queue
 	}

@@ -208,6 +208,9 @@ type send struct {
 	pause           time.Duration // to wait before the next attempt; 0: at once
 	pi              *publishInfo  // the route next picks from; nil for a queue the caller chose
 	queue           MessageQueue  // the queue the caller chose
+	// first, when set, is the queue of the first attempt, picked before the send began (a
+	// batch's, whose messages chose it); the attempts after it pick theirs.
+	first *MessageQueue
 	// failure lists the failed attempts, and is the send's error once no attempt is left; nil
 	// while none failed, so a send stored at the first attempt does not pay for it.
 	failure *SendError

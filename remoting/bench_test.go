@@ -55,26 +55,23 @@ func BenchmarkCodec(b *testing.B) {
 // process, and, as the floor, a raw loopback echo of the same frame bytes with no framework.
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, callers := range []int{1, 64} {
-		b.Run(fmt.Sprintf("tcp/callers=%d", callers), func(b *testing.B) {
-			addr, stop := benchServer(b)
-			defer stop()
-			c := NewClient(ClientOptions{})
-			defer c.Close()
-			runCallers(b, callers, func(ctx context.Context) error {
-				_, err := c.InvokeSync(ctx, addr, benchRequest())
-				return err
+		// tcp: the echo on a worker, as most codes are served; tcp-inline: on the event loop,
+		// as a send under ASYNC_FLUSH is.
+		for _, srv := range []struct {
+			name  string
+			start func(*testing.B) (string, func())
+		}{{"tcp", benchServer}, {"tcp-inline", benchServerInline}} {
+			b.Run(fmt.Sprintf("%s/callers=%d", srv.name, callers), func(b *testing.B) {
+				addr, stop := srv.start(b)
+				defer stop()
+				c := NewClient(ClientOptions{})
+				defer c.Close()
+				runCallers(b, callers, func(ctx context.Context) error {
+					_, err := c.InvokeSync(ctx, addr, benchRequest())
+					return err
+				})
 			})
-		})
-		b.Run(fmt.Sprintf("tcp-inline/callers=%d", callers), func(b *testing.B) {
-			addr, stop := benchServerInline(b)
-			defer stop()
-			c := NewClient(ClientOptions{})
-			defer c.Close()
-			runCallers(b, callers, func(ctx context.Context) error {
-				_, err := c.InvokeSync(ctx, addr, benchRequest())
-				return err
-			})
-		})
+		}
 		b.Run(fmt.Sprintf("inproc/callers=%d", callers), func(b *testing.B) {
 			d := NewDispatcher(nil)
 			d.Register(SendMessage, ProcessorFunc(echo), NewExecutor("bench", 8, 10000))
@@ -171,22 +168,22 @@ func runCallers(b *testing.B, callers int, call func(ctx context.Context) error)
 }
 
 func benchServer(b *testing.B) (string, func()) {
-	d := NewDispatcher(nil)
-	d.Register(SendMessage, ProcessorFunc(echo), NewExecutor("bench", 8, 10000))
-	d.Start()
-	srv := NewServer(d, ServerOptions{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	<-srv.Ready()
-	return srv.Addr(), func() { cancel(); <-done; d.Close() }
+	return startBenchServer(func(d *Dispatcher) {
+		d.Register(SendMessage, ProcessorFunc(echo), NewExecutor("bench", 8, 10000))
+	})
 }
 
 // benchServerInline is benchServer with the echo served on the event loop.
 func benchServerInline(b *testing.B) (string, func()) {
+	return startBenchServer(func(d *Dispatcher) {
+		d.RegisterInline(SendMessage, ProcessorFunc(echo), NewExecutor("bench", 8, 10000),
+			func(*Command) bool { return true })
+	})
+}
+
+func startBenchServer(register func(*Dispatcher)) (string, func()) {
 	d := NewDispatcher(nil)
-	d.RegisterInline(SendMessage, ProcessorFunc(echo), NewExecutor("bench", 8, 10000),
-		func(*Command) bool { return true })
+	register(d)
 	d.Start()
 	srv := NewServer(d, ServerOptions{})
 	ctx, cancel := context.WithCancel(context.Background())

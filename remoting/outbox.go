@@ -65,14 +65,8 @@ type outbox struct {
 func (o *outbox) send(sc *serverConn, f outFrame) error {
 	n := f.size()
 	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		f.release()
-		return ErrConnClosed
-	}
-	if len(o.held) > 0 || o.queued+o.outbound >= o.limit {
-		o.holdLocked(sc, f)
-		return nil
+	if done, err := o.refuseOrHoldLocked(sc, f); done {
+		return err
 	}
 	o.queued += n
 	o.peak = max(o.peak, o.queued+o.outbound)
@@ -97,6 +91,22 @@ func (o *outbox) send(sc *serverConn, f outFrame) error {
 	return nil
 }
 
+// refuseOrHoldLocked takes f when it cannot go to gnet now: refused once the outbox is closed,
+// held while frames are held or the backlog is at the limit. When it took f (done) it unlocked
+// o.mu; otherwise o.mu is still held and f is the caller's to send.
+func (o *outbox) refuseOrHoldLocked(sc *serverConn, f outFrame) (done bool, err error) {
+	if o.closed {
+		o.mu.Unlock()
+		f.release()
+		return true, ErrConnClosed
+	}
+	if len(o.held) > 0 || o.queued+o.outbound >= o.limit {
+		o.holdLocked(sc, f)
+		return true, nil
+	}
+	return false, nil
+}
+
 // holdLocked keeps f until the backlog drains, and unlocks o.mu.
 func (o *outbox) holdLocked(sc *serverConn, f outFrame) {
 	o.held = append(o.held, f)
@@ -113,14 +123,8 @@ func (o *outbox) holdLocked(sc *serverConn, f outFrame) {
 // and no loop woken. While frames are held, f joins them instead. Loop-only.
 func (o *outbox) sendOnLoop(sc *serverConn, c gnet.Conn, f outFrame) error {
 	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		f.release()
-		return ErrConnClosed
-	}
-	if len(o.held) > 0 || o.queued+o.outbound >= o.limit {
-		o.holdLocked(sc, f)
-		return nil
+	if done, err := o.refuseOrHoldLocked(sc, f); done {
+		return err
 	}
 	o.mu.Unlock()
 	// A failed write closes the connection and runs OnClose: o.mu is not held.

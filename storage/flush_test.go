@@ -50,21 +50,34 @@ func newSyncHook(ops *fileOps) *syncHook {
 	return h
 }
 
+// heldSyncFlushStore opens a SyncFlush store whose CommitLog fsyncs wait at the hook's gate
+// (until h.block is cleared), with only appenders waking the flusher, and runs it in the test's
+// synctest bubble. configure adjusts the options first.
+func heldSyncFlushStore(t *testing.T, configure func(*Options)) (*Store, *syncHook) {
+	t.Helper()
+	opts := testOptions(t, "")
+	opts.FlushDiskType = SyncFlush
+	opts.FlushIntervalCommitLog = time.Hour
+	opts.ops = defaultFileOps()
+	if configure != nil {
+		configure(&opts)
+	}
+	h := newSyncHook(opts.ops)
+	h.block.Store(true)
+	s := openStore(t, opts)
+	h.s.Store(s)
+	runStoreInBubble(t, s)
+	return s, h
+}
+
 // TestGroupCommitReleasesOnlyAfterFsync runs in a synctest bubble: the held fsync and the
 // waiting appenders all block on channels, so synctest.Wait returns exactly when every appender
 // has written and waits, and none may have returned by then.
 func TestGroupCommitReleasesOnlyAfterFsync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		opts := testOptions(t, "")
-		opts.FlushDiskType = SyncFlush
-		opts.FlushIntervalCommitLog = time.Hour // only appenders wake the flusher
-		opts.FlushIntervalConsumeQueue = 0      // the default: fewer rounds as the fake clock runs
-		opts.ops = defaultFileOps()
-		h := newSyncHook(opts.ops)
-		h.block.Store(true)
-		s := openStore(t, opts)
-		h.s.Store(s)
-		runStoreInBubble(t, s)
+		s, h := heldSyncFlushStore(t, func(o *Options) {
+			o.FlushIntervalConsumeQueue = 0 // the default: fewer rounds as the fake clock runs
+		})
 		openGate := sync.OnceFunc(func() { h.block.Store(false); close(h.gate) })
 		t.Cleanup(openGate) // a failed test must not leave the flusher held
 

@@ -24,15 +24,7 @@ func putAsync(s *Store, m *Message) <-chan asyncPut {
 // one as durable, from one round.
 func TestPutMessageAsyncAnswersAfterFsync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		opts := testOptions(t, "")
-		opts.FlushDiskType = SyncFlush
-		opts.FlushIntervalCommitLog = time.Hour // only appenders wake the flusher
-		opts.ops = defaultFileOps()
-		h := newSyncHook(opts.ops)
-		h.block.Store(true)
-		s := openStore(t, opts)
-		h.s.Store(s)
-		runStoreInBubble(t, s)
+		s, h := heldSyncFlushStore(t, nil)
 
 		first := putAsync(s, testMsg("T", 0, "m0", nil))
 		<-h.entered // the flusher holds the fsync covering m0
@@ -72,14 +64,8 @@ func TestPutMessageAsyncAnswersAfterFsync(t *testing.T) {
 // SyncFlushTimeout; WAIT=false answers before PutMessageAsync returns.
 func TestPutMessageAsyncTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		opts := testOptions(t, "")
-		opts.FlushDiskType = SyncFlush
-		opts.SyncFlushTimeout = 5 * time.Second
-		opts.ops = defaultFileOps()
-		h := newSyncHook(opts.ops)
-		h.block.Store(true)
-		s := openStore(t, opts)
-		runStoreInBubble(t, s)
+		const syncFlushTimeout = 5 * time.Second
+		s, h := heldSyncFlushStore(t, func(o *Options) { o.SyncFlushTimeout = syncFlushTimeout })
 		t.Cleanup(func() { h.block.Store(false); close(h.gate) }) // runs before the store stops
 
 		start := time.Now()
@@ -87,8 +73,8 @@ func TestPutMessageAsyncTimeout(t *testing.T) {
 		if a.r.Status != FlushDiskTimeout || !errors.Is(a.err, ErrFlushTimeout) {
 			t.Fatalf("status %v err %v", a.r.Status, a.err)
 		}
-		if got := time.Since(start); got != opts.SyncFlushTimeout {
-			t.Fatalf("answered after %v, want SyncFlushTimeout %v", got, opts.SyncFlushTimeout)
+		if got := time.Since(start); got != syncFlushTimeout {
+			t.Fatalf("answered after %v, want SyncFlushTimeout %v", got, syncFlushTimeout)
 		}
 
 		select {
