@@ -5,7 +5,7 @@ FUZZTIME ?= 4s
 # Pinned, run through go run so that neither module's go.mod carries it.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test check test-root test-interop test-bench fuzz bench bench-peers
+.PHONY: test check test-root test-interop test-bench fuzz bench bench-peers bench-peers-split
 
 test: check test-root test-interop test-bench fuzz
 
@@ -46,3 +46,9 @@ bench:
 # BENCH_PEERS_FLAGS passes flags, e.g. BENCH_PEERS_FLAGS=-quick.
 bench-peers:
 	cd bench && $(GO) run ./cmd/peers $(BENCH_PEERS_FLAGS)
+
+# The same with each broker in a child process and the clients in this one, as deployments run
+# them: loopback round trips within one process favour brokers on Go's netpoller. The cases
+# that need the node in this process (in-process send, node start) are left out.
+bench-peers-split:
+	cd bench && $(GO) run ./cmd/peers -split $(BENCH_PEERS_FLAGS)

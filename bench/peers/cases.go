@@ -40,6 +40,8 @@ type Config struct {
 	Dir string
 	// Timeout bounds one case on one peer.
 	Timeout time.Duration
+	// Split runs every node's server in a child process (StartSplit), clients in this one.
+	Split bool
 }
 
 // Case is one row of the table.
@@ -48,7 +50,10 @@ type Case struct {
 	Title string
 	// Latency marks rows measured in time (lower is better), not in messages per second.
 	Latency bool
-	run     func(ctx context.Context, p Peer, cfg Config) (Result, error)
+	// Local marks cases that need the node in this process (an in-process connection, the
+	// node's own start), which split mode leaves out.
+	Local bool
+	run   func(ctx context.Context, p Peer, cfg Config) (Result, error)
 }
 
 // Cases returns every case, in table order.
@@ -59,7 +64,7 @@ func Cases() []Case {
 				return sendSync(ctx, n, ProducerConfig{}, topic, cfg.Msgs, 1)
 			})
 		}},
-		{ID: "sync-send-inproc", Title: "sync send, 1 producer, in-process", run: func(ctx context.Context, p Peer, cfg Config) (Result, error) {
+		{ID: "sync-send-inproc", Title: "sync send, 1 producer, in-process", Local: true, run: func(ctx context.Context, p Peer, cfg Config) (Result, error) {
 			return onNode(ctx, p, cfg, "sync-inproc", false, func(n Node, topic string) (Result, error) {
 				return sendSync(ctx, n, ProducerConfig{InProcess: true}, topic, cfg.Msgs, 1)
 			})
@@ -89,7 +94,7 @@ func Cases() []Case {
 				return endToEnd(ctx, n, topic, cfg.E2EMsgs)
 			})
 		}},
-		{ID: "node-start", Title: "node start", Latency: true, run: nodeStart},
+		{ID: "node-start", Title: "node start", Latency: true, Local: true, run: nodeStart},
 		{ID: "fsync-send-64-tcp", Title: "sync send, 64 goroutines, fsync before ack, TCP", run: func(ctx context.Context, p Peer, cfg Config) (Result, error) {
 			return onNode(ctx, p, cfg, "fsync-64", true, func(n Node, topic string) (Result, error) {
 				return sendSync(ctx, n, ProducerConfig{}, topic, cfg.Msgs, concurrentProducers)
@@ -98,6 +103,20 @@ func Cases() []Case {
 	}
 }
 
+// SplitCases returns the cases that split mode runs, in table order.
+func SplitCases() []Case {
+	var out []Case
+	for _, c := range Cases() {
+		if !c.Local {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// errLocalCase is a Local case asked of split mode.
+var errLocalCase = errors.New("case needs the node in this process, which split mode does not offer")
+
 // Run runs the case on p within cfg.Timeout. A peer without the case's feature gives a
 // skipped result, a failure a result with Error: the run goes on with the next case.
 func (c Case) Run(ctx context.Context, p Peer, cfg Config) Result {
@@ -105,7 +124,13 @@ func (c Case) Run(ctx context.Context, p Peer, cfg Config) Result {
 	runtime.GC()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	r, err := c.run(ctx, p, cfg)
+	var r Result
+	var err error
+	if c.Local && cfg.Split {
+		err = errLocalCase
+	} else {
+		r, err = c.run(ctx, p, cfg)
+	}
 	r.Peer, r.Case = p.ID(), c.ID
 	switch {
 	case errors.Is(err, ErrUnsupported):
@@ -113,19 +138,27 @@ func (c Case) Run(ctx context.Context, p Peer, cfg Config) Result {
 	case err != nil:
 		r.Error = err.Error()
 	}
+	r.Split = cfg.Split
 	return r
 }
 
 var topicSeq atomic.Int64
 
-// onNode runs f on a fresh node of p with a fresh, created topic, and removes the node's store.
+// onNode runs f on a fresh node of p (split if cfg says so) with a fresh, created topic, and
+// removes the node's store.
 func onNode(ctx context.Context, p Peer, cfg Config, name string, durable bool, f func(Node, string) (Result, error)) (r Result, err error) {
 	dir, err := os.MkdirTemp(cfg.Dir, p.ID()+"-")
 	if err != nil {
 		return r, err
 	}
 	defer os.RemoveAll(dir)
-	n, err := p.Start(NodeConfig{Dir: dir, Durable: durable})
+	ncfg := NodeConfig{Dir: dir, Durable: durable}
+	var n Node
+	if cfg.Split {
+		n, err = StartSplit(ctx, p, ncfg)
+	} else {
+		n, err = Start(p, ncfg)
+	}
 	if err != nil {
 		return r, err
 	}

@@ -3,6 +3,7 @@ package peers
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -25,7 +26,7 @@ func (kfakePeer) Defaults() string {
 		"kgo defaults: acks=all, idempotent, linger 10 ms, 50,000 buffered records; group consumer, autocommit"
 }
 
-func (kfakePeer) Start(cfg NodeConfig) (Node, error) {
+func (kfakePeer) Serve(cfg NodeConfig) (Server, error) {
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(kfakePartitions)}
 	if cfg.Durable {
 		opts = append(opts, kfake.DataDir(cfg.Dir), kfake.SyncWrites())
@@ -34,11 +35,26 @@ func (kfakePeer) Start(cfg NodeConfig) (Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kfakeNode{c: c, durable: cfg.Durable}, nil
+	return kfakeServer{c}, nil
+}
+
+type kfakeServer struct{ c *kfake.Cluster }
+
+// Addr lists the cluster's brokers, comma-separated, to be the clients' seeds.
+func (s kfakeServer) Addr() string { return strings.Join(s.c.ListenAddrs(), ",") }
+
+func (s kfakeServer) Close() error {
+	s.c.Close()
+	return nil
+}
+
+// Connect ignores local: kgo has no in-process connection to use it for.
+func (kfakePeer) Connect(addr string, cfg NodeConfig, _ Server) (Node, error) {
+	return &kfakeNode{seeds: strings.Split(addr, ","), durable: cfg.Durable}, nil
 }
 
 type kfakeNode struct {
-	c       *kfake.Cluster
+	seeds   []string
 	durable bool
 }
 
@@ -57,7 +73,7 @@ func (n *kfakeNode) Producer(cfg ProducerConfig) (Producer, error) {
 		return nil, ErrUnsupported
 	}
 	// cfg.Batching changes nothing: kgo always batches per partition, with its linger.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.c.ListenAddrs()...), kgo.AllowAutoTopicCreation())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.seeds...), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +107,7 @@ func (p *kfakeProducer) Close() error {
 }
 
 func (n *kfakeNode) Consumer(_ context.Context, topic, group string, deliver func([]byte)) (Consumer, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.c.ListenAddrs()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic))
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +139,5 @@ func (c *kfakeConsumer) Close() error {
 	return nil
 }
 
-func (n *kfakeNode) Close() error {
-	n.c.Close()
-	return nil
-}
+// Close has nothing to release: every client belongs to a producer or consumer.
+func (n *kfakeNode) Close() error { return nil }

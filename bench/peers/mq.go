@@ -31,7 +31,7 @@ func (mqPeer) Defaults() string {
 		"push consumer, 20 goroutines, batch 1, offsets committed every 5 s"
 }
 
-func (mqPeer) Start(cfg NodeConfig) (Node, error) {
+func (mqPeer) Serve(cfg NodeConfig) (Server, error) {
 	opts := mq.Options{Listen: "127.0.0.1:0", StoreDir: cfg.Dir}
 	if cfg.Durable {
 		opts.FlushDiskType = mq.SyncFlush
@@ -40,11 +40,24 @@ func (mqPeer) Start(cfg NodeConfig) (Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mqNode{n: n, durable: cfg.Durable}, nil
+	return mqServer{n}, nil
+}
+
+// mqServer's address is its name service's, which routes clients to its broker.
+type mqServer struct{ *mq.Node }
+
+func (mqPeer) Connect(addr string, cfg NodeConfig, local Server) (Node, error) {
+	n := &mqNode{addr: addr, durable: cfg.Durable}
+	if s, ok := local.(mqServer); ok {
+		n.local = s.Node
+	}
+	return n, nil
 }
 
 type mqNode struct {
-	n       *mq.Node
+	addr string
+	// local is the node when it runs in this process, for in-process producers.
+	local   *mq.Node
 	durable bool
 }
 
@@ -75,10 +88,13 @@ func (n *mqNode) Producer(cfg ProducerConfig) (Producer, error) {
 	}
 	var p *producer.Producer
 	var err error
-	if cfg.InProcess {
-		p, err = n.n.NewProducer(opts...)
-	} else {
-		p, err = producer.New(append(opts, producer.WithNameServers(n.n.Addr()))...)
+	switch {
+	case cfg.InProcess && n.local == nil:
+		return nil, ErrUnsupported
+	case cfg.InProcess:
+		p, err = n.local.NewProducer(opts...)
+	default:
+		p, err = producer.New(append(opts, producer.WithNameServers(n.addr))...)
 	}
 	if err != nil {
 		return nil, err
@@ -141,7 +157,7 @@ func (p *mqProducer) Flush(ctx context.Context) error {
 func (p *mqProducer) Close() error { return p.p.Close() }
 
 func (n *mqNode) Consumer(_ context.Context, topic, group string, deliver func([]byte)) (Consumer, error) {
-	pc, err := consumer.NewPushConsumer(consumer.WithNameServers(n.n.Addr()), consumer.WithGroup(group),
+	pc, err := consumer.NewPushConsumer(consumer.WithNameServers(n.addr), consumer.WithGroup(group),
 		consumer.WithInstanceName(mqInstanceName("c")), consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}))
 	if err != nil {
 		return nil, err
@@ -162,4 +178,5 @@ func (n *mqNode) Consumer(_ context.Context, topic, group string, deliver func([
 	return pc, nil
 }
 
-func (n *mqNode) Close() error { return n.n.Close() }
+// Close has nothing to release: producers and consumers are closed by whoever made them.
+func (n *mqNode) Close() error { return nil }

@@ -26,7 +26,7 @@ func (natsPeer) Defaults() string {
 		"PublishAsync 1024 pending; durable pull consumer, AckExplicit, one Ack per message"
 }
 
-func (natsPeer) Start(cfg NodeConfig) (Node, error) {
+func (natsPeer) Serve(cfg NodeConfig) (Server, error) {
 	opts := &server.Options{
 		Host:      "127.0.0.1",
 		Port:      server.RANDOM_PORT,
@@ -47,11 +47,31 @@ func (natsPeer) Start(cfg NodeConfig) (Node, error) {
 		s.WaitForShutdown()
 		return nil, errors.New("nats: server not ready")
 	}
-	return &natsNode{s: s, durable: cfg.Durable}, nil
+	return natsServer{s}, nil
+}
+
+type natsServer struct{ s *server.Server }
+
+func (s natsServer) Addr() string { return s.s.ClientURL() }
+
+func (s natsServer) Close() error {
+	s.s.Shutdown()
+	s.s.WaitForShutdown()
+	return nil
+}
+
+func (natsPeer) Connect(url string, cfg NodeConfig, local Server) (Node, error) {
+	n := &natsNode{url: url, durable: cfg.Durable}
+	if s, ok := local.(natsServer); ok {
+		n.local = s.s
+	}
+	return n, nil
 }
 
 type natsNode struct {
-	s       *server.Server
+	url string
+	// local is the server when it runs in this process, for in-process connections.
+	local   *server.Server
 	durable bool
 }
 
@@ -65,9 +85,12 @@ func (n *natsNode) Durability() string {
 func (n *natsNode) connect(inProcess bool, opts ...jetstream.JetStreamOpt) (*nats.Conn, jetstream.JetStream, error) {
 	var connOpts []nats.Option
 	if inProcess {
-		connOpts = append(connOpts, nats.InProcessServer(n.s))
+		if n.local == nil {
+			return nil, nil, ErrUnsupported
+		}
+		connOpts = append(connOpts, nats.InProcessServer(n.local))
 	}
-	nc, err := nats.Connect(n.s.ClientURL(), connOpts...)
+	nc, err := nats.Connect(n.url, connOpts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -186,8 +209,5 @@ func (c *natsConsumer) Close() error {
 	return nil
 }
 
-func (n *natsNode) Close() error {
-	n.s.Shutdown()
-	n.s.WaitForShutdown()
-	return nil
-}
+// Close has nothing to release: every connection belongs to a producer or consumer.
+func (n *natsNode) Close() error { return nil }

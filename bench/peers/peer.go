@@ -1,5 +1,6 @@
-// Package peers runs the same benchmark cases against three embeddable brokers in one process
-// each: NATS JetStream (embedded nats-server, nats.go), franz-go's kfake (with kgo) and mq.
+// Package peers runs the same benchmark cases against three embeddable brokers: NATS JetStream
+// (embedded nats-server, nats.go), franz-go's kfake (with kgo) and mq, each with its clients in
+// one process, or in split mode with the broker in a child process (split.go).
 //
 // Each peer is one file implementing Peer; each case is one function in cases.go written
 // against these interfaces only, so a new case runs on every peer and a new peer runs every
@@ -16,7 +17,9 @@ import (
 // in-process connection).
 var ErrUnsupported = errors.New("not offered by this peer")
 
-// Peer starts nodes of one broker.
+// Peer starts nodes of one broker. A node is two halves, so that they can run in different
+// processes: the Server, the broker itself, and the Node, its clients, which find the server
+// by address alone.
 type Peer interface {
 	// ID is the short name used in JSON lines ("nats", "kfake", "mq").
 	ID() string
@@ -24,8 +27,40 @@ type Peer interface {
 	Title() string
 	// Defaults states the settings the peer runs with: durability, partitions, client policy.
 	Defaults() string
-	Start(cfg NodeConfig) (Node, error)
+	// Serve starts the broker half of a node.
+	Serve(cfg NodeConfig) (Server, error)
+	// Connect returns the client half of a node whose server is at addr (its Server.Addr).
+	// local is that server when it runs in this process, which in-process connections need;
+	// nil when it runs in another. Closing the Node leaves the server running.
+	Connect(addr string, cfg NodeConfig, local Server) (Node, error)
 }
+
+// Server is the broker half of a running node.
+type Server interface {
+	// Addr is all that clients need to find the node: a name server, a URL, seed brokers.
+	Addr() string
+	Close() error
+}
+
+// Start starts a node with both halves in this process; closing the Node stops its server.
+func Start(p Peer, cfg NodeConfig) (Node, error) {
+	s, err := p.Serve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n, err := p.Connect(s.Addr(), cfg, s)
+	if err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return &localNode{Node: n, server: s}, nil
+}
+
+type localNode struct {
+	Node
+	server Server
+}
+
+func (n *localNode) Close() error { return errors.Join(n.Node.Close(), n.server.Close()) }
 
 // NodeConfig is what a case asks of a node.
 type NodeConfig struct {
@@ -35,7 +70,7 @@ type NodeConfig struct {
 	Durable bool
 }
 
-// Node is one running broker.
+// Node is the clients' side of one running broker.
 type Node interface {
 	// Durability states the flush setting this node runs with.
 	Durability() string
@@ -52,7 +87,8 @@ type Node interface {
 
 // ProducerConfig is what a case asks of a producer.
 type ProducerConfig struct {
-	// InProcess asks for a connection that bypasses the network stack.
+	// InProcess asks for a connection that bypasses the network stack. A Node whose server
+	// runs in another process returns ErrUnsupported.
 	InProcess bool
 	// AsyncWindow bounds the async sends in flight where the client has such a setting.
 	AsyncWindow int

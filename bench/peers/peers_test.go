@@ -1,18 +1,46 @@
 package peers
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary be the child of split mode, as the command's binary is.
+func TestMain(m *testing.M) {
+	if child, err := ServeIfChild(); child {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
 
 // TestEveryCaseOnEveryPeer runs the whole matrix with a few messages: every peer must finish
 // every case it offers with the counts asked for; only kfake may lack the in-process case and
 // only NATS client batching.
 func TestEveryCaseOnEveryPeer(t *testing.T) {
 	cfg := Config{Msgs: 300, E2EMsgs: 50, StartRuns: 2, Dir: t.TempDir(), Timeout: time.Minute}
-	for _, c := range Cases() {
+	runMatrix(t, Cases(), cfg)
+}
+
+// TestEveryCaseOnEveryPeerSplit is the matrix with each broker in a child process.
+func TestEveryCaseOnEveryPeerSplit(t *testing.T) {
+	cfg := Config{Msgs: 300, E2EMsgs: 50, Dir: t.TempDir(), Timeout: time.Minute, Split: true}
+	runMatrix(t, SplitCases(), cfg)
+}
+
+func runMatrix(t *testing.T, cases []Case, cfg Config) {
+	for _, c := range cases {
 		for _, p := range All() {
 			t.Run(c.ID+"/"+p.ID(), func(t *testing.T) {
 				r := c.Run(context.Background(), p, cfg)
@@ -21,6 +49,9 @@ func TestEveryCaseOnEveryPeer(t *testing.T) {
 				}
 				if r.Error != "" {
 					t.Fatal(r.Error)
+				}
+				if r.Split != cfg.Split {
+					t.Errorf("result says split %v, ran split %v", r.Split, cfg.Split)
 				}
 				if r.Skipped {
 					if !(p.ID() == "kfake" && c.ID == "sync-send-inproc" || p.ID() == "nats" && c.ID == "async-send-batch-tcp") {
@@ -46,6 +77,95 @@ func TestEveryCaseOnEveryPeer(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+func TestSplitModeLeavesOutLocalCases(t *testing.T) {
+	var local []string
+	for _, c := range Cases() {
+		if c.Local {
+			local = append(local, c.ID)
+		}
+	}
+	if strings.Join(local, ",") != "sync-send-inproc,node-start" {
+		t.Fatalf("local cases %v", local)
+	}
+	if got, want := len(SplitCases()), len(Cases())-len(local); got != want {
+		t.Fatalf("%d split cases, want %d", got, want)
+	}
+	r := Cases()[1].Run(context.Background(), MQ(), Config{Timeout: time.Minute, Split: true})
+	if r.Error != errLocalCase.Error() || !r.Split {
+		t.Fatalf("local case in split mode gave %+v", r)
+	}
+}
+
+// TestChildServesUntilStdinCloses drives the child's side in this process: it must announce
+// an address clients can use, keep serving while stdin is open, and stop when it closes.
+func TestChildServesUntilStdinCloses(t *testing.T) {
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	spec := fmt.Sprintf(`{"peer":"mq","dir":%q}`, t.TempDir())
+	served := make(chan error, 1)
+	go func() {
+		served <- serveChild(spec, stdinR, stdoutW)
+		stdoutW.Close()
+	}()
+	line, err := bufio.NewReader(stdoutR).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready childReady
+	if err := json.Unmarshal(line, &ready); err != nil || ready.Addr == "" {
+		t.Fatalf("ready line %q: %v", line, err)
+	}
+	n, err := MQ().Connect(ready.Addr, NodeConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := n.Producer(ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send(context.Background(), "child-test", payload(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("child stopped with stdin open: %v", err)
+	default:
+	}
+	stdinW.Close()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSplitChildFailureIsReported: a child that cannot serve must fail StartSplit with its
+// reason, not leave the parent waiting.
+func TestSplitChildFailureIsReported(t *testing.T) {
+	_, err := StartSplit(context.Background(), unknownPeer{MQ()}, NodeConfig{Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `unknown peer "unknown"`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+type unknownPeer struct{ Peer }
+
+func (unknownPeer) ID() string { return "unknown" }
+
+// TestInProcessNeedsLocalServer: a node whose server is elsewhere has no in-process producer.
+func TestInProcessNeedsLocalServer(t *testing.T) {
+	for _, p := range All() {
+		n, err := p.Connect("127.0.0.1:1", NodeConfig{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Producer(ProducerConfig{InProcess: true}); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%s: in-process producer without a local server: %v", p.ID(), err)
 		}
 	}
 }

@@ -168,7 +168,7 @@ func startOnce(p Peer, parent string) (time.Duration, error) {
 	}
 	defer os.RemoveAll(dir)
 	t := time.Now()
-	n, err := p.Start(NodeConfig{Dir: dir})
+	n, err := Start(p, NodeConfig{Dir: dir})
 	if err != nil {
 		return 0, err
 	}

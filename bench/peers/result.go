@@ -15,6 +15,8 @@ type Result struct {
 	P99Micros  float64 `json:"p99_us,omitempty"`
 	P999Micros float64 `json:"p999_us,omitempty"`
 	Durability string  `json:"durability,omitempty"`
+	// Split says the broker ran in a child process, the clients in this one.
+	Split bool `json:"split"`
 	// Skipped says the peer has no equivalent of the case (its cell is "—").
 	Skipped bool   `json:"skipped,omitempty"`
 	Error   string `json:"error,omitempty"`

@@ -1,9 +1,11 @@
 // Command peers runs the side-by-side benchmark of NATS JetStream, kfake + kgo and mq (issue 12):
 // every case on every peer, each peer's node in this process, one JSON line per case and peer on
-// stdout, then a Markdown table with the mq / NATS ratio.
+// stdout, then a Markdown table with the mq / NATS ratio. With -split, each node's broker runs
+// in a child process (this executable again) and the clients in this one, for the TCP cases.
 //
 //	cd bench && go run ./cmd/peers            # 200,000 messages per case, a few minutes
 //	cd bench && go run ./cmd/peers -quick     # a smoke run of seconds
+//	cd bench && go run ./cmd/peers -split     # brokers in child processes
 package main
 
 import (
@@ -31,7 +33,7 @@ const (
 
 type flags struct {
 	msgs, e2eMsgs, startRuns int
-	quick                    bool
+	quick, split             bool
 	peers, cases, dir        string
 	timeout                  time.Duration
 }
@@ -44,6 +46,7 @@ func parseFlags() flags {
 	flag.BoolVar(&f.quick, "quick", false, fmt.Sprintf("smoke run: -n %d -e2e-n %d -start-runs %d unless given", quickMsgs, quickE2EMsgs, quickStartRuns))
 	flag.StringVar(&f.peers, "peers", "", "comma-separated peer ids to run (nats,kfake,mq; default all)")
 	flag.StringVar(&f.cases, "cases", "", "comma-separated case ids to run (default all: "+strings.Join(caseIDs(), ",")+")")
+	flag.BoolVar(&f.split, "split", false, "run each node's broker in a child process and the clients in this one; leaves out the cases that need the node in this process")
 	flag.StringVar(&f.dir, "dir", "", "parent directory of the nodes' stores (default a new temporary directory)")
 	flag.DurationVar(&f.timeout, "case-timeout", 3*time.Minute, "bound on one case on one peer")
 	flag.Parse()
@@ -65,6 +68,13 @@ func parseFlags() flags {
 
 func main() {
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).With().Timestamp().Str("component", "bench-peers").Logger()
+	if child, err := peers.ServeIfChild(); child {
+		if err != nil {
+			log.Error().Err(err).Msg("split-mode broker failed")
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(parseFlags(), log); err != nil {
 		log.Error().Err(err).Msg("run failed")
 		os.Exit(1)
@@ -86,13 +96,13 @@ func run(f flags, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	cs, err := selectCases(f.cases)
+	cs, err := selectCases(f.cases, f.split)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := peers.Config{Msgs: f.msgs, E2EMsgs: f.e2eMsgs, StartRuns: f.startRuns, Dir: dir, Timeout: f.timeout}
+	cfg := peers.Config{Msgs: f.msgs, E2EMsgs: f.e2eMsgs, StartRuns: f.startRuns, Dir: dir, Timeout: f.timeout, Split: f.split}
 	enc := json.NewEncoder(os.Stdout)
 	var results []peers.Result
 	began := time.Now()
@@ -117,8 +127,18 @@ func run(f flags, log zerolog.Logger) error {
 	log.Info().Dur("took", time.Since(began)).Msg("done")
 	fmt.Println()
 	writeHeader(f, ps)
+	fmt.Printf("**%s**\n\n", capitalize(mode(f.split)))
 	return peers.WriteTable(os.Stdout, cs, ps, results)
 }
+
+func mode(split bool) string {
+	if split {
+		return "broker in a child process, clients in this one"
+	}
+	return "broker and clients in one process"
+}
+
+func capitalize(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 func storeDir(dir string) (string, error) {
 	if dir != "" {
@@ -128,9 +148,13 @@ func storeDir(dir string) (string, error) {
 }
 
 func writeHeader(f flags, ps []peers.Peer) {
-	fmt.Printf("Measured %s on %s/%s, %d CPUs, %s; %d B random bodies; %d messages per throughput case, %d end to end at %d/s, %d node starts; broker and clients in one process.\n\n",
+	starts := fmt.Sprintf(", %d node starts", f.startRuns)
+	if f.split {
+		starts = ""
+	}
+	fmt.Printf("Measured %s on %s/%s, %d CPUs, %s; %d B random bodies; %d messages per throughput case, %d end to end at %d/s%s; %s.\n\n",
 		time.Now().Format(time.DateOnly), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(),
-		peers.BodyBytes, f.msgs, f.e2eMsgs, peers.E2ERate, f.startRuns)
+		peers.BodyBytes, f.msgs, f.e2eMsgs, peers.E2ERate, starts, mode(f.split))
 	for _, p := range ps {
 		fmt.Printf("- %s: %s\n", p.Title(), p.Defaults())
 	}
@@ -161,8 +185,11 @@ func caseIDs() []string {
 	return ids
 }
 
-func selectCases(list string) ([]peers.Case, error) {
+func selectCases(list string, split bool) ([]peers.Case, error) {
 	all := peers.Cases()
+	if split {
+		all = peers.SplitCases()
+	}
 	if list == "" {
 		return all, nil
 	}
@@ -170,6 +197,9 @@ func selectCases(list string) ([]peers.Case, error) {
 	for _, id := range strings.Split(list, ",") {
 		i := slices.IndexFunc(all, func(c peers.Case) bool { return c.ID == id })
 		if i < 0 {
+			if split && slices.Contains(caseIDs(), id) {
+				return nil, fmt.Errorf("case %q needs the node in this process: not run with -split", id)
+			}
 			return nil, fmt.Errorf("unknown case %q", id)
 		}
 		out = append(out, all[i])
