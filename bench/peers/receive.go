@@ -146,7 +146,8 @@ func endToEnd(ctx context.Context, n Node, topic string, msgs int) (r Result, er
 }
 
 // nodeStart starts and closes a node cfg.StartRuns times, each on an empty store, and reports
-// the time until it is ready as the latency percentiles.
+// the time until it is ready as the latency percentiles; then once more, for the process's
+// resident memory growth while the node idles (where /proc has it).
 func nodeStart(_ context.Context, p Peer, cfg Config) (r Result, err error) {
 	samples := make([]time.Duration, 0, cfg.StartRuns)
 	for range cfg.StartRuns {
@@ -158,6 +159,13 @@ func nodeStart(_ context.Context, p Peer, cfg Config) (r Result, err error) {
 	}
 	r.setLatency(samples)
 	r.Durability = "default"
+	growth, ok, err := idleRSSGrowth(p, cfg.Dir)
+	if err != nil {
+		return r, err
+	}
+	if ok {
+		r.IdleRSSGrowth = &growth
+	}
 	return r, nil
 }
 

@@ -15,6 +15,9 @@ type Result struct {
 	P99Micros  float64 `json:"p99_us,omitempty"`
 	P999Micros float64 `json:"p999_us,omitempty"`
 	Durability string  `json:"durability,omitempty"`
+	// IdleRSSGrowth is how much the process's resident memory grew while a started node
+	// idled (node start only; nil where it could not be read).
+	IdleRSSGrowth *int64 `json:"idle_rss_growth_bytes,omitempty"`
 	// Split says the broker ran in a child process, the clients in this one.
 	Split bool `json:"split"`
 	// Skipped says the peer has no equivalent of the case (its cell is "—").

@@ -52,6 +52,9 @@ func cell(c Case, r Result, ok bool) string {
 	if r.P50Micros > 0 {
 		parts = append(parts, "p50 "+formatMicros(r.P50Micros), "p99 "+formatMicros(r.P99Micros))
 	}
+	if r.IdleRSSGrowth != nil {
+		parts = append(parts, "idle RSS "+formatBytes(*r.IdleRSSGrowth))
+	}
 	return strings.Join(parts, ", ")
 }
 
