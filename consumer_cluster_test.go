@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/probes"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -332,26 +333,8 @@ func makeBodies(prefix string, n int) []string {
 	return out
 }
 
-// splitStable reports whether the consumers' assignments of topic are disjoint and cover all
-// queues.
 func splitStable(pcs []*consumer.PushConsumer, topic string) bool {
-	held := map[consumer.MessageQueue]int{}
-	for _, pc := range pcs {
-		for _, q := range pc.Assignment() {
-			if q.Topic == topic {
-				held[q]++
-			}
-		}
-	}
-	if len(held) != ccQueues {
-		return false
-	}
-	for _, n := range held {
-		if n != 1 {
-			return false
-		}
-	}
-	return true
+	return probes.SplitStable(pcs, topic, ccQueues)
 }
 
 func eachConsTransport(t *testing.T, f func(t *testing.T, c *consCluster)) {

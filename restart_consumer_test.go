@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/consumer"
-	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/probes"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -65,12 +65,12 @@ type restartScenario struct {
 	joined    int // members started so far
 	events    int // restarts so far
 
-	mu        sync.Mutex
-	firstSeen map[string]time.Time // when each probe body was first delivered
+	mu     sync.Mutex
+	probes *probes.Log
 }
 
 func startRestartScenario(t *testing.T, transport string) *restartScenario {
-	s := &restartScenario{transport: transport, dir: t.TempDir(), ta: newTally(), firstSeen: map[string]time.Time{}}
+	s := &restartScenario{transport: transport, dir: t.TempDir(), ta: newTally(), probes: probes.NewLog()}
 	n := s.startNode(t, "127.0.0.1:0")
 	s.addr = n.Addr()
 	t.Cleanup(func() { s.node.Load().Close() })
@@ -80,7 +80,7 @@ func startRestartScenario(t *testing.T, transport string) *restartScenario {
 	}
 	waitUntil(t, 10*time.Second, "three members sharing the queues", s.splitStable)
 	s.sendProbes(t, "warmup")
-	for q, at := range s.waitProbes("warmup") {
+	for q, at := range s.probes.Wait("warmup", rcQueues) {
 		if at.IsZero() {
 			t.Fatalf("queue %d delivered nothing", q)
 		}
@@ -183,41 +183,15 @@ func (s *restartScenario) listener(who string) consumer.Listener {
 	record := s.ta.listener(who)
 	return func(ctx context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
 		now := time.Now()
-		s.mu.Lock()
 		for _, m := range msgs {
-			if b := string(m.Body); strings.HasPrefix(b, "probe-") {
-				if _, ok := s.firstSeen[b]; !ok {
-					s.firstSeen[b] = now
-				}
-			}
+			s.probes.Saw(string(m.Body), now)
 		}
-		s.mu.Unlock()
 		return record(ctx, msgs)
 	}
 }
 
-// splitStable reports whether the members' assignments are disjoint and cover every queue.
-func (s *restartScenario) splitStable() bool {
-	held := map[consumer.MessageQueue]int{}
-	for _, pc := range s.members {
-		for _, q := range pc.Assignment() {
-			if q.Topic == rcTopic {
-				held[q]++
-			}
-		}
-	}
-	if len(held) != rcQueues {
-		return false
-	}
-	for _, n := range held {
-		if n != 1 {
-			return false
-		}
-	}
-	return true
-}
-
-func probeBody(tag string, q int) string { return fmt.Sprintf("probe-%s-%d", tag, q) }
+// splitStable reports whether the members split the topic's queues.
+func (s *restartScenario) splitStable() bool { return probes.SplitStable(s.members, rcTopic, rcQueues) }
 
 // sendProbes stores one message in each queue, straight to the broker.
 func (s *restartScenario) sendProbes(t *testing.T, tag string) {
@@ -225,38 +199,10 @@ func (s *restartScenario) sendProbes(t *testing.T, tag string) {
 	tr := s.newTransport()
 	defer tr.Close()
 	for q := range rcQueues {
-		body := probeBody(tag, q)
-		props := map[string]string{message.PropertyUniqKey: body}
-		h := &protocol.SendMessageRequestHeader{ProducerGroup: "probe", Topic: rcTopic, DefaultTopic: "TBW102",
-			DefaultTopicQueueNums: rcQueues, QueueID: int32(q), BornTimestamp: time.Now().UnixMilli(),
-			Properties: message.MarshalProperties(props), MaxReconsumeTimes: -1}
-		resp := s.invoke(t, tr, remoting.NewRequest(remoting.SendMessage, remoting.EncodeHeader(h), []byte(body)))
-		if resp.Code != remoting.Success {
+		if resp := s.invoke(t, tr, probes.Request(rcTopic, rcQueues, tag, q)); resp.Code != remoting.Success {
 			t.Fatalf("probe to queue %d: %d %s", q, resp.Code, resp.Remark)
 		}
 	}
-}
-
-// waitProbes waits until every probe of tag was delivered, for at most 40 s (longer than
-// RocketMQ's 30 s heartbeat period, so that a stall shows its length), and returns when each
-// was, by queue; zero for one never delivered.
-func (s *restartScenario) waitProbes(tag string) []time.Time {
-	at := make([]time.Time, rcQueues)
-	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		s.mu.Lock()
-		missing := 0
-		for q := range rcQueues {
-			at[q] = s.firstSeen[probeBody(tag, q)]
-			if at[q].IsZero() {
-				missing++
-			}
-		}
-		s.mu.Unlock()
-		if missing == 0 {
-			break
-		}
-	}
-	return at
 }
 
 // steadySender sends rcSendRate messages a second until stop closes, keeping the bodies the
@@ -339,7 +285,7 @@ func (s *restartScenario) restart(t *testing.T, event string, join bool) {
 	if err := <-joined; err != nil {
 		t.Fatalf("%s: the new member: %v", event, err)
 	}
-	delivered := s.waitProbes(tag)
+	delivered := s.probes.Wait(tag, rcQueues)
 
 	deadline := time.Now().Add(10 * time.Second)
 	for !s.splitStable() && time.Now().Before(deadline) {

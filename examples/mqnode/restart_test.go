@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/consumer"
-	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/probes"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -76,16 +76,16 @@ type killScenario struct {
 	closers        []func()     // the producers' and members' Close, in start order
 
 	mu        sync.Mutex
-	delivered map[string]int       // queue id and offset -> deliveries
-	bodies    map[string]bool      // bodies delivered
-	acked     []string             // bodies the broker acknowledged
-	firstSeen map[string]time.Time // probe body -> first delivery
+	delivered map[string]int  // queue id and offset -> deliveries
+	bodies    map[string]bool // bodies delivered
+	acked     []string        // bodies the broker acknowledged
+	probes    *probes.Log
 }
 
 func startKillScenario(t *testing.T) *killScenario {
 	t.Helper()
 	s := &killScenario{bin: filepath.Join(t.TempDir(), "mqnode"), dir: t.TempDir(), addr: freeAddr(t),
-		delivered: map[string]int{}, bodies: map[string]bool{}, firstSeen: map[string]time.Time{}}
+		delivered: map[string]int{}, bodies: map[string]bool{}, probes: probes.NewLog()}
 	build := exec.Command("go", "build", "-o", s.bin, ".")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
@@ -105,7 +105,7 @@ func startKillScenario(t *testing.T) *killScenario {
 		s.steadySender(t, i)
 	}
 	s.sendProbes(t, "warmup")
-	for q, at := range s.waitProbes("warmup") {
+	for q, at := range s.probes.Wait("warmup", krQueues) {
 		if at.IsZero() {
 			t.Fatalf("queue %d delivered nothing", q)
 		}
@@ -233,9 +233,7 @@ func (s *killScenario) record(_ context.Context, msgs []*consumer.Message) (cons
 		s.delivered[fmt.Sprintf("%d@%d", m.Queue.QueueID, m.QueueOffset)]++
 		b := string(m.Body)
 		s.bodies[b] = true
-		if _, ok := s.firstSeen[b]; !ok && strings.HasPrefix(b, "probe-") {
-			s.firstSeen[b] = now
-		}
+		s.probes.Saw(b, now)
 	}
 	return consumer.ConsumeSuccess, nil
 }
@@ -270,28 +268,12 @@ func (s *killScenario) undelivered() int {
 	return n
 }
 
-// splitStable reports whether the members' assignments are disjoint and cover every queue.
+// splitStable reports whether the members split the topic's queues.
 func (s *killScenario) splitStable() bool {
 	s.mu.Lock()
 	members := s.members
 	s.mu.Unlock()
-	held := map[consumer.MessageQueue]int{}
-	for _, pc := range members {
-		for _, q := range pc.Assignment() {
-			if q.Topic == krTopic {
-				held[q]++
-			}
-		}
-	}
-	if len(held) != krQueues {
-		return false
-	}
-	for _, n := range held {
-		if n != 1 {
-			return false
-		}
-	}
-	return true
+	return probes.SplitStable(members, krTopic, krQueues)
 }
 
 // steadySender runs one producer over TCP with RocketMQ's defaults (and ours: a send whose
@@ -332,42 +314,14 @@ func (s *killScenario) steadySender(t *testing.T, i int) {
 	}()
 }
 
-func krProbe(tag string, q int) string { return fmt.Sprintf("probe-%s-%d", tag, q) }
-
 // sendProbes stores one message in each queue, straight to the broker.
 func (s *killScenario) sendProbes(t *testing.T, tag string) {
 	t.Helper()
 	for q := range krQueues {
-		body := krProbe(tag, q)
-		h := &protocol.SendMessageRequestHeader{ProducerGroup: "probe", Topic: krTopic, DefaultTopic: "TBW102",
-			DefaultTopicQueueNums: krQueues, QueueID: int32(q), BornTimestamp: time.Now().UnixMilli(),
-			Properties: message.MarshalProperties(map[string]string{message.PropertyUniqKey: body}), MaxReconsumeTimes: -1}
-		resp := s.invoke(t, remoting.NewRequest(remoting.SendMessage, remoting.EncodeHeader(h), []byte(body)))
-		if resp.Code != remoting.Success {
+		if resp := s.invoke(t, probes.Request(krTopic, krQueues, tag, q)); resp.Code != remoting.Success {
 			t.Fatalf("probe to queue %d: %d %s", q, resp.Code, resp.Remark)
 		}
 	}
-}
-
-// waitProbes waits up to 40 s (past RocketMQ's 30 s heartbeat, so a stall shows its length)
-// for every probe of tag and returns when each was first delivered, by queue; zero if never.
-func (s *killScenario) waitProbes(tag string) []time.Time {
-	at := make([]time.Time, krQueues)
-	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		s.mu.Lock()
-		missing := 0
-		for q := range krQueues {
-			at[q] = s.firstSeen[krProbe(tag, q)]
-			if at[q].IsZero() {
-				missing++
-			}
-		}
-		s.mu.Unlock()
-		if missing == 0 {
-			break
-		}
-	}
-	return at
 }
 
 // killAndRestart is one event: under steady sends the node is killed and started again at
@@ -394,7 +348,7 @@ func (s *killScenario) killAndRestart(t *testing.T, event string) {
 	if err := <-joined; err != nil {
 		t.Fatalf("%s: the new member: %v", event, err)
 	}
-	delivered := s.waitProbes(event)
+	delivered := s.probes.Wait(event, krQueues)
 	if !waitUntil(10*time.Second, s.splitStable) {
 		t.Errorf("%s: the members' queues still overlap or leave gaps 10 s after the restart", event)
 	}
