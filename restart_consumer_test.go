@@ -64,9 +64,7 @@ type restartScenario struct {
 	members   []*consumer.PushConsumer
 	joined    int // members started so far
 	events    int // restarts so far
-
-	mu     sync.Mutex
-	probes *probes.Log
+	probes    *probes.Log
 }
 
 func startRestartScenario(t *testing.T, transport string) *restartScenario {
