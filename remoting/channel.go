@@ -29,6 +29,13 @@ type Channel interface {
 	Closed() bool
 }
 
+// Trusted reports whether ch is a link a node opened to itself, in process, through a
+// transport it marked with InProcTransport.Trust: no guard refuses its requests.
+func Trusted(ch Channel) bool {
+	t, ok := ch.(interface{ trusted() bool })
+	return ok && t.trusted()
+}
+
 // ConnEventType is what happened to a channel.
 type ConnEventType int
 

@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +38,9 @@ type ClientOptions struct {
 	MaxPendingWriteBytes int
 	// ScanInterval is how often pending requests are checked for timeouts. Default 1 s.
 	ScanInterval time.Duration
+	// TLSConfig, when set, makes every connection TLS (RocketMQ's client useTLS); the
+	// config's ServerName defaults to the host of the address dialled.
+	TLSConfig *tls.Config
 	// Hooks see every request and response.
 	Hooks []RPCHook
 	// Logger receives the client's logs; nil means silent.
@@ -211,8 +215,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 
 func (c *Client) dial(addr string, call *dialCall) {
 	defer c.wg.Done()
-	d := net.Dialer{Timeout: c.opts.DialTimeout}
-	nc, err := d.Dial("tcp", addr)
+	nc, err := c.dialConn(addr)
 	reconnected := false
 	c.mu.Lock()
 	delete(c.dials, addr)
@@ -237,6 +240,24 @@ func (c *Client) dial(addr string, call *dialCall) {
 	if reconnected {
 		c.reconnect.fire(addr)
 	}
+}
+
+// dialConn opens a TCP connection to addr and, with TLSConfig, completes the TLS handshake
+// within DialTimeout.
+func (c *Client) dialConn(addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: c.opts.DialTimeout}
+	if c.opts.TLSConfig == nil {
+		return d.Dial("tcp", addr)
+	}
+	cfg := c.opts.TLSConfig
+	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg = cfg.Clone()
+			cfg.ServerName = host
+		}
+	}
+	td := tls.Dialer{NetDialer: &d, Config: cfg}
+	return td.Dial("tcp", addr)
 }
 
 // OnReconnect implements ReconnectNotifier: f runs on the dialling goroutine once a new

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -64,6 +65,8 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 	inline  sync.WaitGroup // requests Serve is processing; Close waits for them as for executors
 
+	guard atomic.Pointer[Guard]
+
 	hookMu     sync.Mutex
 	closeHooks map[uint64]func()
 	hookSeq    uint64
@@ -108,6 +111,24 @@ func (d *Dispatcher) RegisterInline(code int16, p Processor, ex *Executor, inlin
 	defer d.mu.Unlock()
 	d.table[code] = processorEntry{p: p, ex: ex, inline: inline}
 	d.addExecutorLocked(ex)
+}
+
+// Guard decides whether the peer on ch may make req, before any processor sees it: nil lets the
+// request through, a response refuses it (the dispatcher fills in the correlation fields). It
+// runs on the goroutine that would process the request, for every request, so it must be cheap
+// and must not block. ACL (NO_PERMISSION for a request not signed by an account allowed to make
+// it) is one.
+type Guard func(ch Channel, req *Command) *Command
+
+// SetGuard installs g in front of every processor, for every channel but the trusted ones (see
+// Trusted); nil removes it. Requests already being
+// processed are not checked again.
+func (d *Dispatcher) SetGuard(g Guard) {
+	if g == nil {
+		d.guard.Store(nil)
+		return
+	}
+	d.guard.Store(&g)
 }
 
 // RegisterDefault routes every code without its own processor to p.
@@ -445,6 +466,11 @@ func (d *Dispatcher) safeProcess(p Processor, ch Channel, req *Command) (resp *C
 			resp, err = nil, fmt.Errorf("processor panic: %v", r)
 		}
 	}()
+	if g := d.guard.Load(); g != nil && !Trusted(ch) {
+		if refused := (*g)(ch, req); refused != nil {
+			return refused, nil
+		}
+	}
 	return p.ProcessRequest(d.ctx, ch, req)
 }
 

@@ -31,10 +31,17 @@ type InProcTransport struct {
 	closed bool
 
 	reconnect reconnectHooks
+	trusted   atomic.Bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
+
+// Trust marks the links this transport opens as a node's own: a node's broker reaching the
+// name service or the broker of the same process. Guards let such requests through (see
+// Trusted), so a node with ACL on needs no account for talking to itself. Only the node that
+// built the transport may call it; handles given to applications are never trusted.
+func (t *InProcTransport) Trust() { t.trusted.Store(true) }
 
 // NewInProcTransport makes an in-process transport. fallback may be nil, in which case requests
 // to addresses without a local node fail with ErrNoRoute. scanInterval (default 1 s) is how often
@@ -233,6 +240,7 @@ func (ch *inprocChannel) ID() uint64         { return ch.id }
 func (ch *inprocChannel) RemoteAddr() string { return ch.remote }
 func (ch *inprocChannel) LocalAddr() string  { return ch.local }
 func (ch *inprocChannel) Closed() bool       { return ch.closed.Load() }
+func (ch *inprocChannel) trusted() bool      { return ch.t.trusted.Load() }
 
 // closeLocked marks the link closed and tells both ends. ch.t.mu must be held.
 func (ch *inprocChannel) closeLocked() {
