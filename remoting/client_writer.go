@@ -20,6 +20,9 @@ const clientWriteTimeout = 30 * time.Second
 type connWriter struct {
 	nc       net.Conn
 	maxBytes int // pending bytes over which senders wait for the writer
+	// noWait makes senders queue past maxBytes instead of waiting: a server's workers must
+	// not wait for a peer, and its reader stops reading instead (waitRoom).
+	noWait bool
 
 	mu      sync.Mutex
 	drained sync.Cond // signalled when pending is taken or the writer stops
@@ -47,7 +50,7 @@ func newConnWriter(nc net.Conn, maxBytes int) *connWriter {
 // for answers are failed by its close.
 func (w *connWriter) send(cmd *Command, deferred bool) error {
 	w.mu.Lock()
-	for w.writing && len(w.pending) >= w.maxBytes && !w.closed {
+	for !w.noWait && w.writing && len(w.pending) >= w.maxBytes && !w.closed {
 		w.drained.Wait()
 	}
 	if w.closed {
@@ -83,6 +86,17 @@ func (w *connWriter) send(cmd *Command, deferred bool) error {
 		w.hdr = nil // do not pin a buffer grown by one huge header
 	}
 	return w.drainLocked(err)
+}
+
+// waitRoom waits while the frames queued behind the write in progress are over maxBytes; it
+// reports false once the connection is closed.
+func (w *connWriter) waitRoom() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.writing && len(w.pending) >= w.maxBytes && !w.closed {
+		w.drained.Wait()
+	}
+	return !w.closed
 }
 
 // flush writes what is pending; the flusher calls it when kicked. An error means the

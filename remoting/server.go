@@ -3,6 +3,7 @@ package remoting
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -57,6 +58,11 @@ type ServerOptions struct {
 	ScanInterval time.Duration
 	// EventLoops is the number of gnet event loops. Default: one per CPU.
 	EventLoops int
+	// TLSMode and TLSConfig make the server speak TLS (RocketMQ's tls.server.mode): disabled
+	// (the default), permissive (TLS and plaintext on the same port) or enforcing (TLS only).
+	// TLSConfig needs a certificate unless the mode is disabled.
+	TLSMode   TLSMode
+	TLSConfig *tls.Config
 	// Logger receives the server's logs; nil means silent.
 	Logger *zerolog.Logger
 }
@@ -85,6 +91,9 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	}
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = time.Second
+	}
+	if o.TLSMode == "" || o.TLSConfig == nil {
+		o.TLSMode = TLSDisabled
 	}
 	return o
 }
@@ -117,8 +126,11 @@ type Server struct {
 	onBootHook func()
 	stopping   atomic.Bool // the listener is shut: gnet's errors about it are expected
 
-	mu    sync.Mutex
-	conns map[uint64]*serverConn
+	mu        sync.Mutex
+	conns     map[uint64]*serverConn
+	tlsConns  map[uint64]*tlsConn // connections handed off to crypto/tls (server_tls.go)
+	tlsClosed bool                // Run is over: hand-offs are refused
+	tlsWG     sync.WaitGroup
 
 	stalls stallPoller
 }
@@ -141,6 +153,7 @@ func NewServer(d *Dispatcher, opts ServerOptions) *Server {
 		flooders:  rateLimiter{interval: time.Second},
 		ready:     make(chan struct{}),
 		conns:     make(map[uint64]*serverConn),
+		tlsConns:  make(map[uint64]*tlsConn),
 		stalls:    newStallPoller(),
 	}
 }
@@ -197,6 +210,7 @@ func (s *Server) Run(ctx context.Context) error {
 	readyOnce()
 	stopped()
 	wg.Wait()
+	s.closeTLSConns()
 	s.table.failAll(ErrClosed)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("remoting: serve %s: %w", s.opts.Addr, err)
@@ -271,7 +285,7 @@ func boundAddr(eng gnet.Engine) (string, error) {
 // has no context, so OnClose ignores it and listeners never hear of it). Loop-only.
 func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s.mu.Lock()
-	if n := len(s.conns); n >= s.opts.MaxConnections {
+	if n := len(s.conns) + len(s.tlsConns); n >= s.opts.MaxConnections {
 		s.mu.Unlock()
 		if ok, suppressed := s.refused.allow(); ok {
 			s.log.Warn().Str("addr", addrString(c.RemoteAddr())).Int("max_connections", n).
@@ -291,8 +305,46 @@ func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	c.SetContext(sc)
 	s.conns[sc.id] = sc
 	s.mu.Unlock()
-	s.d.FireEvent(ConnEvent{Type: ConnConnect, Channel: sc})
+	// With TLS on, the first byte says which kind of connection this is: listeners hear of it
+	// once it is known to stay here.
+	sc.sniff = s.opts.TLSMode != TLSDisabled
+	if !sc.sniff {
+		sc.announce()
+	}
 	return nil, gnet.None
+}
+
+// announce tells the listeners of a new connection. Loop-only.
+func (sc *serverConn) announce() {
+	sc.announced = true
+	sc.s.d.FireEvent(ConnEvent{Type: ConnConnect, Channel: sc})
+}
+
+// sniffTLS looks at a new connection's first byte: a TLS handshake leaves for crypto/tls
+// (handOffTLS), plaintext stays, unless the mode is enforcing. done reports that OnTraffic is
+// over, with action. Loop-only.
+func (s *Server) sniffTLS(sc *serverConn, c gnet.Conn) (action gnet.Action, done bool) {
+	b, _ := c.Peek(1)
+	if len(b) == 0 {
+		return gnet.None, true
+	}
+	sc.sniff = false
+	if b[0] == tlsRecordHandshake {
+		if err := s.handOffTLS(sc, c); err != nil {
+			s.log.Debug().Err(err).Str("addr", sc.remote).Msg("TLS connection not taken")
+		}
+		sc.handedOff = true
+		return gnet.Close, true
+	}
+	if s.opts.TLSMode == TLSEnforcing {
+		if ok, suppressed := s.badFrames.allow(); ok {
+			s.log.Warn().Str("addr", sc.remote).Int64("suppressed", suppressed).
+				Msg("closing plaintext connection: TLS is enforced")
+		}
+		return gnet.Close, true
+	}
+	sc.announce()
+	return gnet.None, false
 }
 
 // OnClose forgets the connection, releases the responses it still held and fails requests the
@@ -313,6 +365,9 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 	delete(s.conns, sc.id)
 	s.mu.Unlock()
 	s.table.failOwner(sc.id, ErrConnClosed)
+	if !sc.announced {
+		return gnet.None
+	}
 	if err != nil {
 		s.d.FireEvent(ConnEvent{Type: ConnException, Channel: sc, Err: err})
 	}
@@ -326,8 +381,13 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 // OnTraffic again) until the backlog drains. Loop-only.
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	sc, _ := c.Context().(*serverConn)
-	if sc == nil {
+	if sc == nil || sc.handedOff {
 		return gnet.Close
+	}
+	if sc.sniff {
+		if action, done := s.sniffTLS(sc, c); done {
+			return action
+		}
 	}
 	// A wake-up brings no bytes; only bytes count as activity, or a peer that never reads would
 	// never go idle.
@@ -486,11 +546,24 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 			idle = append(idle, sc)
 		}
 	}
+	var idleTLS []*tlsConn
+	for _, tc := range s.tlsConns {
+		if tc.lastActive.Load() < idleBefore && tc.idled.CompareAndSwap(false, true) {
+			idleTLS = append(idleTLS, tc)
+		}
+	}
 	s.mu.Unlock()
 	for _, sc := range idle {
 		s.d.FireEvent(ConnEvent{Type: ConnIdle, Channel: sc})
 		s.log.Info().Str("addr", sc.remote).Msg("closing idle connection")
 		_ = sc.Close()
+	}
+	for _, tc := range idleTLS {
+		if tc.announced.Load() {
+			s.d.FireEvent(ConnEvent{Type: ConnIdle, Channel: tc})
+		}
+		s.log.Info().Str("addr", tc.remote).Msg("closing idle connection")
+		_ = tc.Close()
 	}
 	return s.opts.ScanInterval, gnet.None
 }
@@ -499,7 +572,7 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 func (s *Server) ConnCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.conns)
+	return len(s.conns) + len(s.tlsConns)
 }
 
 var channelSeq atomic.Uint64
@@ -527,9 +600,12 @@ type serverConn struct {
 	out        outbox
 
 	// Loop-only.
-	paused  bool    // frames are left unread until out drains
-	unread  int     // inbound bytes left when OnTraffic last returned
-	replies *[]byte // answers given on the loop, not yet written (pooled)
+	sniff     bool    // TLS is on and the first byte has not been seen (sniffTLS)
+	handedOff bool    // the socket went to a tlsConn: gnet closes only its own descriptor
+	announced bool    // listeners heard of the connection: they hear of its close too
+	paused    bool    // frames are left unread until out drains
+	unread    int     // inbound bytes left when OnTraffic last returned
+	replies   *[]byte // answers given on the loop, not yet written (pooled)
 }
 
 func (sc *serverConn) ID() uint64         { return sc.id }

@@ -85,3 +85,11 @@ type signer struct {
 }
 
 var signers = sync.Pool{New: func() any { return new(signer) }}
+
+// SigningHook is an RPCHook that signs every request a Client sends with c.
+func SigningHook(c Credentials) RPCHook { return signingHook{c} }
+
+type signingHook struct{ c Credentials }
+
+func (h signingHook) BeforeRequest(_ string, req *Command)  { h.c.Sign(req) }
+func (h signingHook) AfterResponse(_ string, _, _ *Command) {}

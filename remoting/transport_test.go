@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/tlstest"
 	"github.com/rs/zerolog"
 )
 
@@ -49,16 +50,26 @@ func startNode(t *testing.T, d *Dispatcher, opts ServerOptions) *testNode {
 	return &testNode{d: d, addr: srv.Addr(), srv: srv}
 }
 
-// transports runs f once over TCP and once in-process, each with a fresh node built by setup.
+// transports runs f over TCP, over TLS, over plaintext TCP to a server that also takes TLS,
+// and in-process, each with a fresh node built by setup.
 func transports(t *testing.T, setup func(d *Dispatcher), f func(t *testing.T, tr Transport, n *testNode)) {
-	for _, kind := range []string{"tcp", "inproc"} {
+	certs := testCerts(t)
+	for _, kind := range []string{"tcp", "tls", "tcp-permissive", "inproc"} {
 		t.Run(kind, func(t *testing.T) {
 			d := NewDispatcher(testLogger(t))
 			setup(d)
-			n := startNode(t, d, ServerOptions{ScanInterval: 20 * time.Millisecond})
+			opts := ServerOptions{ScanInterval: 20 * time.Millisecond}
+			if kind == "tls" || kind == "tcp-permissive" {
+				opts.TLSMode, opts.TLSConfig = TLSPermissive, certs.Server()
+			}
+			n := startNode(t, d, opts)
 			var tr Transport
-			if kind == "tcp" {
-				tr = NewClient(ClientOptions{ScanInterval: 20 * time.Millisecond, Logger: testLogger(t)})
+			if kind != "inproc" {
+				copts := ClientOptions{ScanInterval: 20 * time.Millisecond, Logger: testLogger(t)}
+				if kind == "tls" {
+					copts.TLSConfig = certs.Client()
+				}
+				tr = NewClient(copts)
 			} else {
 				tr = NewInProcTransport(func(addr string) *Dispatcher {
 					if addr == n.addr {
@@ -71,6 +82,15 @@ func transports(t *testing.T, setup func(d *Dispatcher), f func(t *testing.T, tr
 			f(t, tr, n)
 		})
 	}
+}
+
+func testCerts(t *testing.T) *tlstest.Certs {
+	t.Helper()
+	c, err := tlstest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // echo answers with the request's ext fields and body, and remark = code.
