@@ -47,3 +47,46 @@ func TestSignNilFieldsAndZeroCredentials(t *testing.T) {
 		t.Fatal("another secret verifies")
 	}
 }
+
+func TestSignerVerify(t *testing.T) {
+	s := NewSigner(Credentials{AccessKey: "ak-123456", SecretKey: "sk-123456"})
+	req := NewRequest(SendMessageV2, map[string]string{"a": "g", "b": "T"}, []byte("body"))
+	if s.Verify(req) {
+		t.Fatal("an unsigned request verified")
+	}
+	s.Sign(req)
+	if !s.Verify(req) {
+		t.Fatal("its own signature did not verify")
+	}
+	if got, want := req.Ext(ExtSignature), RequestSignature([]byte("sk-123456"), req); got != want {
+		t.Fatalf("Signer %q, RequestSignature %q", got, want)
+	}
+	other := NewSigner(Credentials{AccessKey: "ak-123456", SecretKey: "sk-other"})
+	if other.Verify(req) {
+		t.Fatal("another secret verified")
+	}
+	req.Body[0] ^= 1
+	if s.Verify(req) {
+		t.Fatal("a changed body verified")
+	}
+	req.Body[0] ^= 1
+	req.ExtFields[ExtSignature] = req.ExtFields[ExtSignature][:4]
+	if s.Verify(req) {
+		t.Fatal("a truncated signature verified")
+	}
+}
+
+func BenchmarkSignerVerifySendV2(b *testing.B) {
+	s := NewSigner(Credentials{AccessKey: "ak-123456", SecretKey: "sk-123456"})
+	ext := map[string]string{"a": "group", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": "1", "f": "0",
+		"g": "1764550000000", "h": "0", "i": "UNIQ_KEY\x01ABCDEF0123456789\x02WAIT\x01true\x02", "j": "0",
+		"k": "false", "l": "16", "m": "false", "n": "broker-a"}
+	req := NewRequest(SendMessageV2, ext, make([]byte, 1024))
+	s.Sign(req)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !s.Verify(req) {
+			b.Fatal("no")
+		}
+	}
+}

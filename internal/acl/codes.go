@@ -1,0 +1,183 @@
+package acl
+
+import (
+	"encoding/json"
+
+	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+// Request codes remoting/codes.go does not list (RocketMQ's RequestCode.java).
+const (
+	codeTriggerDeleteFiles           int16 = 27
+	codeUpdateAndCreateACLConfig     int16 = 50
+	codeDeleteACLConfig              int16 = 51
+	codeGetBrokerClusterACLInfo      int16 = 52
+	codeUpdateGlobalWhiteAddrsConfig int16 = 53
+	codeGetSystemTopicListFromNS     int16 = 304
+	codeCleanExpiredConsumeQueue     int16 = 306
+	codeGetHasUnitSubTopicList       int16 = 312
+	codeGetHasUnitSubUnunitTopicList int16 = 313
+	codeCloneGroupOffset             int16 = 314
+	codeCleanUnusedTopic             int16 = 316
+	codeUpdateNamesrvConfig          int16 = 318
+	codeGetNamesrvConfig             int16 = 319
+	codeAddWritePermOfBroker         int16 = 327
+	codeDeleteExpiredCommitLog       int16 = 329
+)
+
+// codeClass is what Check asks of a request code.
+type codeClass uint8
+
+const (
+	// classSigned: a broker request. Signed by a known account (or from a white address), with
+	// the permissions its resources need.
+	classSigned codeClass = iota
+	// classAdmin: signed by an admin account (or from a white address).
+	classAdmin
+	// classOpen: not checked at all.
+	classOpen
+)
+
+// classify sorts request codes. Every code not listed is a broker code, so a code this
+// package has not heard of still needs a signature.
+func classify(code int16) codeClass {
+	switch code {
+	// Name-service reads. RocketMQ's name server has no ACL at all: clients without
+	// credentials fetch routes from it, and so may they here.
+	case remoting.GetKVConfig, remoting.GetRouteInfoByTopic, remoting.GetBrokerClusterInfo,
+		remoting.GetAllTopicListFromNameServer, remoting.GetKVListByNamespace, remoting.GetTopicsByCluster,
+		codeGetSystemTopicListFromNS, remoting.GetUnitTopicList, codeGetHasUnitSubTopicList,
+		codeGetHasUnitSubUnunitTopicList, codeGetNamesrvConfig, remoting.QueryDataVersion:
+		return classOpen
+
+	// Name-service writes: not in RocketMQ 4.9 (whose name server checks nothing); with ACL
+	// on, only an admin account may change routes, brokers and the KV config.
+	case remoting.PutKVConfig, remoting.DeleteKVConfig, remoting.RegisterBroker, remoting.UnregisterBroker,
+		remoting.WipeWritePermOfBroker, remoting.DeleteTopicInNamesrv, remoting.RegisterTopicInNamesrv,
+		codeUpdateNamesrvConfig, codeAddWritePermOfBroker:
+		return classAdmin
+
+	// RocketMQ 4.9's Permission.ADMIN_CODE.
+	case remoting.UpdateAndCreateTopic, remoting.UpdateBrokerConfig, remoting.DeleteTopicInBroker,
+		remoting.UpdateAndCreateSubscription, remoting.DeleteSubscriptionGroup:
+		return classAdmin
+
+	// Not in RocketMQ 4.9: broker requests that change what other clients see (offsets reset
+	// or cloned, files and topics cleaned, the ACL itself) or read the ACL configuration.
+	case remoting.InvokeBrokerToResetOffset, codeCleanExpiredConsumeQueue, codeCleanUnusedTopic,
+		codeUpdateAndCreateACLConfig, codeDeleteACLConfig, codeUpdateGlobalWhiteAddrsConfig,
+		codeGetBrokerClusterACLInfo, codeTriggerDeleteFiles, codeCloneGroupOffset, codeDeleteExpiredCommitLog:
+		return classAdmin
+	}
+	return classSigned
+}
+
+// need is one resource a request needs a permission on (PlainAccessResource's
+// resourcePermMap entry): a topic, or a consumer group (RocketMQ keys a group as its retry
+// topic %RETRY%<group>; here the group's name is kept and group is set).
+type need struct {
+	name  string
+	group bool
+	perm  perm
+}
+
+// needsTopic adds the permission on topic; a retry topic stands for its group, as in RocketMQ
+// where both share the key %RETRY%<group>. An empty name needs nothing (RocketMQ skips a
+// missing field).
+func needsTopic(dst []need, topic string, p perm) []need {
+	if topic == "" {
+		return dst
+	}
+	if names.IsRetryTopic(topic) {
+		return needsGroup(dst, topic[len(names.RetryPrefix):], p)
+	}
+	return append(dst, need{name: topic, perm: p})
+}
+
+// needsGroup adds the permission on group; an empty name needs nothing (RocketMQ would key it
+// "%RETRY%null" or skip it).
+func needsGroup(dst []need, group string, p perm) []need {
+	if group == "" {
+		return dst
+	}
+	return append(dst, need{name: group, group: true, perm: p})
+}
+
+// Remarks of requests whose body names the resources and does not decode.
+const (
+	remarkBadHeartbeat = "HEART_BEAT body is malformed: cannot tell which groups and topics it needs"
+	remarkBadLockBody  = "lock body is malformed: cannot tell which group it needs"
+)
+
+// appendNeeds adds the resources req needs to dst, as RocketMQ's PlainAccessValidator.parse.
+// A body that does not decode returns a refusal remark.
+func appendNeeds(dst []need, req *remoting.Command) ([]need, string) {
+	ext := req.ExtFields
+	switch req.Code {
+	case remoting.SendMessage, remoting.SendReplyMessage:
+		// SEND_REPLY_MESSAGE: not in RocketMQ 4.9, checked as the send it is.
+		return needsSend(dst, ext["topic"], ext["producerGroup"]), ""
+	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
+		// SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2: not in RocketMQ 4.9, checked as the
+		// sends they are (both carry the V2 header's short names).
+		return needsSend(dst, ext["b"], ext["a"]), ""
+	case remoting.ConsumerSendMsgBack:
+		return needsGroup(dst, ext["group"], permSub), ""
+	case remoting.PullMessage:
+		dst = needsTopic(dst, ext["topic"], permSub)
+		return needsGroup(dst, ext["consumerGroup"], permSub), ""
+	case remoting.QueryMessage:
+		return needsTopic(dst, ext["topic"], permSub), ""
+	case remoting.HeartBeat:
+		hb, err := protocol.DecodeHeartbeatData(req.Body)
+		if err != nil {
+			return dst, remarkBadHeartbeat
+		}
+		for _, c := range hb.ConsumerDataSet {
+			dst = needsGroup(dst, c.GroupName, permSub)
+			for _, s := range c.SubscriptionDataSet {
+				dst = needsTopic(dst, s.Topic, permSub)
+			}
+		}
+		return dst, ""
+	case remoting.UnregisterClient, remoting.GetConsumerListByGroup:
+		return needsGroup(dst, ext["consumerGroup"], permSub), ""
+	case remoting.UpdateConsumerOffset, remoting.QueryConsumerOffset:
+		// QUERY_CONSUMER_OFFSET: not in RocketMQ 4.9; a group's progress is its members'.
+		dst = needsGroup(dst, ext["consumerGroup"], permSub)
+		return needsTopic(dst, ext["topic"], permSub), ""
+	case remoting.LockBatchMQ, remoting.UnlockBatchMQ:
+		// Not in RocketMQ 4.9: without it anyone could take a group's orderly locks.
+		var body struct {
+			ConsumerGroup string `json:"consumerGroup"`
+		}
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			return dst, remarkBadLockBody
+		}
+		return needsGroup(dst, body.ConsumerGroup, permSub), ""
+	}
+	return dst, ""
+}
+
+// needsSend is a send's resource: PUB on its topic, or for a retry topic SUB on the producer
+// group the header names (RocketMQ; its SEND_MESSAGE reads a "group" field the header lacks, so
+// there it checks nothing) and, not in RocketMQ 4.9, SUB on the group whose retry topic it is.
+func needsSend(dst []need, topic, producerGroup string) []need {
+	if !names.IsRetryTopic(topic) {
+		return needsTopic(dst, topic, permPub)
+	}
+	owner := topic[len(names.RetryPrefix):]
+	dst = needsGroup(dst, owner, permSub)
+	if producerGroup != owner {
+		dst = needsGroup(dst, producerGroup, permSub)
+	}
+	return dst
+}
+
+// isTraceSend reports RocketMQ's shortcut: a request that only publishes to the trace topic
+// needs no permission, so that any signed client may trace.
+func isTraceSend(needs []need) bool {
+	return len(needs) == 1 && !needs[0].group && needs[0].name == names.TopicTrace && needs[0].perm == permPub
+}

@@ -1,0 +1,203 @@
+package acl
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadDistributionLayout(t *testing.T) {
+	cfg, err := LoadFile("testdata/plain_acl.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		GlobalWhiteRemoteAddresses: []string{"10.20.30.*", "172.16.5.*"},
+		Accounts: []Account{
+			{
+				AccessKey: "Producer01", SecretKey: "87654321", DefaultTopicPerm: "DENY", DefaultGroupPerm: "SUB",
+				TopicPerms: []string{"orders=DENY", "payments=PUB|SUB", "audit=SUB"},
+				GroupPerms: []string{"billing=DENY", "shipping=PUB|SUB", "reports=SUB"},
+			},
+			{AccessKey: "operator01", SecretKey: "87654321", WhiteRemoteAddress: "192.168.7.*", Admin: true},
+		},
+	}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if _, err := New(cfg); err != nil {
+		t.Errorf("New: %v", err)
+	}
+}
+
+func TestParseScalars(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		want *Config
+	}{
+		{"empty file", "", &Config{}},
+		{"comments only", "# nothing yet\n", &Config{}},
+		{"null document", "~\n", &Config{}},
+		{"numbers stay as written", "accounts:\n  - accessKey: 0012345678\n    secretKey: 1.50e3\n",
+			&Config{Accounts: []Account{{AccessKey: "0012345678", SecretKey: "1.50e3"}}}},
+		{"nulls are empty", "globalWhiteRemoteAddresses: ~\naccounts:\n  - accessKey: null\n    topicPerms:\n",
+			&Config{Accounts: []Account{{}}}},
+		{"YAML 1.1 booleans", "accounts:\n  - admin: yes\n  - admin: 'True'\n  - admin: off\n  - admin:\n",
+			&Config{Accounts: []Account{{Admin: true}, {Admin: true}, {}, {}}}},
+		{"unknown keys ignored", "dataVersion: [{counter: 1}]\nextra: {a: b}\naccounts:\n  - accessKey: k\n    colour: red\n",
+			&Config{Accounts: []Account{{AccessKey: "k"}}}},
+		{"flow style", `{globalWhiteRemoteAddresses: ["1.2.3.4", "*"], accounts: [{accessKey: a, topicPerms: [t=PUB]}]}`,
+			&Config{GlobalWhiteRemoteAddresses: []string{"1.2.3.4", "*"},
+				Accounts: []Account{{AccessKey: "a", TopicPerms: []string{"t=PUB"}}}}},
+		{"anchors, aliases and merge keys",
+			"base: &base\n  secretKey: sharedsecret\n  defaultGroupPerm: SUB\n  topicPerms: &perms [a=PUB, b=SUB]\n" +
+				"accounts:\n  - <<: *base\n    accessKey: first01\n  - <<: *base\n    accessKey: second01\n    defaultGroupPerm: DENY\n    groupPerms: *perms\n",
+			&Config{Accounts: []Account{
+				{AccessKey: "first01", SecretKey: "sharedsecret", DefaultGroupPerm: "SUB", TopicPerms: []string{"a=PUB", "b=SUB"}},
+				{AccessKey: "second01", SecretKey: "sharedsecret", DefaultGroupPerm: "DENY",
+					TopicPerms: []string{"a=PUB", "b=SUB"}, GroupPerms: []string{"a=PUB", "b=SUB"}},
+			}}},
+		{"later duplicate key wins", "accounts:\n  - accessKey: one\n    accessKey: two\n",
+			&Config{Accounts: []Account{{AccessKey: "two"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParseErrorsHideValues: what a broken file says must name the place, not the value, which
+// could be a secret typed on the wrong line.
+func TestParseErrorsHideValues(t *testing.T) {
+	const secret = "s3cretValue9"
+	cases := []struct{ name, yaml, wantIn string }{
+		{"document is a list", "- " + secret + "\n", "mapping"},
+		{"document is a scalar", secret + "\n", "mapping"},
+		{"accounts is a scalar", "accounts: " + secret + "\n", "accounts"},
+		{"account is a scalar", "accounts:\n  - " + secret + "\n", "accounts[0]"},
+		{"admin is not a bool", "accounts:\n  - accessKey: k\n    admin: " + secret + "\n", "accounts[0].admin"},
+		{"secret is a list", "accounts:\n  - secretKey: [" + secret + "]\n", "accounts[0].secretKey"},
+		{"perms is a mapping", "accounts:\n  - topicPerms: {" + secret + ": 1}\n", "accounts[0].topicPerms"},
+		{"perm is a mapping", "accounts:\n  - topicPerms: [{" + secret + ": 1}]\n", "accounts[0].topicPerms[0]"},
+		{"global list is a scalar", "globalWhiteRemoteAddresses: " + secret + "\n", "globalWhiteRemoteAddresses"},
+		{"merge of a scalar", "accounts:\n  - <<: " + secret + "\n", "<<"},
+		{"syntax", "accounts:\n  - accessKey: [" + secret + "\n", "yaml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.wantIn) {
+				t.Errorf("error %q does not name %q", err, tc.wantIn)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error %q shows the value", err)
+			}
+		})
+	}
+}
+
+// TestParseAliasBomb: a few lines that alias lists of aliases name more perms than exist; Parse
+// must give up rather than walk them all.
+func TestParseAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("l0: &l0 [a=PUB, a=PUB, a=PUB, a=PUB, a=PUB, a=PUB, a=PUB, a=PUB, a=PUB, a=PUB]\n")
+	for i := 1; i <= 8; i++ {
+		b.WriteString("l" + string(rune('0'+i)) + ": &l" + string(rune('0'+i)) + " [")
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*l" + string(rune('0'+i-1)))
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("accounts: [{accessKey: k, topicPerms: *l8}, {accessKey: j, topicPerms: *l8}]\n")
+	if _, err := Parse([]byte(b.String())); err == nil {
+		t.Fatal("nested aliases accepted")
+	}
+	// Lists of aliases to a flat list are fine while the total stays sane.
+	flat := "p: &p [a=PUB, b=SUB]\naccounts:\n" + strings.Repeat("  - {accessKey: k, topicPerms: *p}\n", 100)
+	cfg, err := Parse([]byte(flat))
+	if err != nil || len(cfg.Accounts) != 100 || len(cfg.Accounts[99].TopicPerms) != 2 {
+		t.Fatalf("flat aliases: %v", err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	const secret = "TopSecret42"
+	ok := Account{AccessKey: "account1", SecretKey: secret}
+	cases := []struct {
+		name    string
+		edit    func(c *Config)
+		wantErr []string // substrings of the error; nil: no error
+	}{
+		{"valid", func(c *Config) {}, nil},
+		{"access key of 6", func(c *Config) { c.Accounts[1].AccessKey = "abcdef" },
+			[]string{"accounts[1]", "accessKey", "longer than 6"}},
+		{"access key of 7 runes", func(c *Config) { c.Accounts[1].AccessKey = "ééééééé" }, nil},
+		{"secret of 6", func(c *Config) { c.Accounts[1].SecretKey = "123456" },
+			[]string{`accounts[1] (accessKey "account2")`, "secretKey", "longer than 6"}},
+		{"duplicate access key", func(c *Config) { c.Accounts[1].AccessKey = "account1" },
+			[]string{"accounts[1]", "already used by accounts[0]"}},
+		{"bad default topic perm", func(c *Config) { c.Accounts[1].DefaultTopicPerm = "pub" },
+			[]string{"accounts[1]", "defaultTopicPerm", `"pub"`}},
+		{"bad default group perm", func(c *Config) { c.Accounts[1].DefaultGroupPerm = "ANY" },
+			[]string{"defaultGroupPerm"}},
+		{"perm without =", func(c *Config) { c.Accounts[1].TopicPerms = []string{"t=PUB", "orders"} },
+			[]string{"topicPerms[1]", `"orders"`}},
+		{"perm without name", func(c *Config) { c.Accounts[1].GroupPerms = []string{" =SUB"} },
+			[]string{"groupPerms[0]"}},
+		{"perm without perm", func(c *Config) { c.Accounts[1].GroupPerms = []string{"g="} },
+			[]string{"groupPerms[0]"}},
+		{"perm with two =", func(c *Config) { c.Accounts[1].TopicPerms = []string{"a=b=PUB"} },
+			[]string{"topicPerms[0]"}},
+		{"perm misspelt", func(c *Config) { c.Accounts[1].TopicPerms = []string{"a=PUB|PUB"} },
+			[]string{"topicPerms[0]"}},
+		{"perms spaced", func(c *Config) { c.Accounts[1].TopicPerms = []string{" a = SUB|PUB "} }, nil},
+		{"bad white address", func(c *Config) { c.Accounts[1].WhiteRemoteAddress = "192.168.1" },
+			[]string{"accounts[1]", "whiteRemoteAddress", `"192.168.1"`}},
+		{"bad global address", func(c *Config) { c.GlobalWhiteRemoteAddresses = []string{"*", "10.0.0.256"} },
+			[]string{"globalWhiteRemoteAddresses[1]", `"10.0.0.256"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			second := ok
+			second.AccessKey = "account2"
+			cfg := &Config{Accounts: []Account{ok, second}}
+			tc.edit(cfg)
+			_, err := New(cfg)
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("New accepted it")
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "123456") {
+				t.Errorf("error %q shows a secret", err)
+			}
+		})
+	}
+	if _, err := New(nil); err == nil {
+		t.Error("New(nil) accepted")
+	}
+}

@@ -1,0 +1,25 @@
+// Package acl is RocketMQ 4.x's plain ACL on the serving side: the plain_acl.yml format
+// (Config, Parse, LoadFile), its compiled form that decides each request (Checker), the
+// holder a dispatcher consults (Guard, whose Check method value is a remoting.Guard) and the
+// reload when the file changes (Watch).
+//
+// A request passes when its peer matches a global white address; else it must carry the
+// AccessKey of an account, and pass when the peer matches that account's white address; else
+// its Signature must be the account's (remoting.RequestSignature: the bytes the official
+// clients sign); then the request's code and resources decide: admin codes need an admin
+// account, and each topic or consumer group the request names needs PUB or SUB, from the
+// account's topicPerms/groupPerms or else its default perms. Refusals are NO_PERMISSION with
+// a remark saying what was missing, never a secret or the expected signature.
+//
+// Where this differs from RocketMQ 4.9 (each is marked "not in RocketMQ 4.9" at its place):
+//   - name-service writes (REGISTER_BROKER, DELETE_TOPIC_IN_NAMESRV, the KV config, ...) need
+//     an admin account; RocketMQ's name server checks nothing. Name-service reads stay open.
+//   - more admin codes, and resources for SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE(_V2),
+//     QUERY_CONSUMER_OFFSET and LOCK_BATCH_MQ/UNLOCK_BATCH_MQ (codes.go);
+//   - a send to a retry topic also needs SUB on the group it belongs to;
+//   - perm strings and address patterns RocketMQ would read as DENY or mis-match are errors
+//     (perm.go, address.go), and a heartbeat or lock body that does not decode is refused.
+//
+// Files: config.go (YAML), perm.go, address.go (white address patterns), codes.go (what each
+// request code needs), checker.go (New, Check, Guard), watch.go (reload).
+package acl
