@@ -72,6 +72,11 @@ func (n *Node) HAAddr() string { return n.n.HAAddr() }
 // ones its broker registers with (Options.NameServers).
 func (n *Node) NameServers() []string { return n.n.NameServers() }
 
+// UpdateACL replaces the ACL of a node started with Options.ACL or Options.ACLFile: requests
+// from then on are checked against cfg (a watched ACLFile replaces it again when the file
+// changes). A cfg that does not validate is an error and changes nothing.
+func (n *Node) UpdateACL(cfg *ACLConfig) error { return n.n.UpdateACL(cfg) }
+
 // NewTransport returns a transport that reaches nodes of this process in-process (no socket, no
 // encoding) and every other address over TCP, for producer.WithOwnedTransport and the like. The
 // caller closes it.

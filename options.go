@@ -1,8 +1,10 @@
 package mq
 
 import (
+	"crypto/tls"
 	"time"
 
+	"github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/remoting"
@@ -173,6 +175,33 @@ type Options struct {
 	// brokers register to it. Default 1024.
 	MaxQueueNums int32
 
+	// ACL turns on RocketMQ's plain ACL (aclEnable) with these accounts: every broker request
+	// must then be signed by an account allowed to make it (or come from a white-listed
+	// address), and the name service's writes need an admin account. Requests that fail are
+	// answered NO_PERMISSION with a remark naming what was missing. nil with ACLFile empty
+	// leaves ACL off (RocketMQ's default). Node.UpdateACL replaces it while running.
+	ACL *ACLConfig
+	// ACLFile reads the ACL from RocketMQ's plain_acl.yml instead, and reloads it when the file
+	// changes (checked every ACLWatchInterval, default DefaultACLWatchInterval, 500 ms, as
+	// RocketMQ's FileWatchService); a changed file that does not parse or validate is logged
+	// and the accounts in effect stay.
+	ACLFile          string
+	ACLWatchInterval time.Duration
+	// Credentials is the account the broker signs its own requests to other nodes with: its
+	// registrations with name servers and a slave's copies from its master, when those run
+	// ACL (registrations need an admin account there). Requests to nodes of this process need
+	// none.
+	Credentials Credentials
+	// TLSMode is how the listeners treat TLS (RocketMQ's tls.server.mode): TLSDisabled (the
+	// default), TLSPermissive (TLS and plaintext on the same port, told apart by the first
+	// byte) or TLSEnforcing (TLS only). TLSConfig holds the server certificate, required
+	// unless disabled. TLSClientConfig, when set, makes the broker's own connections to other
+	// nodes (name servers, its master) TLS. Replication (the HA port) stays plaintext: guard
+	// it with HASecret and the network.
+	TLSMode         TLSMode
+	TLSConfig       *tls.Config
+	TLSClientConfig *tls.Config
+
 	// Logger receives the node's structured logs; nil discards them.
 	Logger *zerolog.Logger
 }
@@ -204,6 +233,32 @@ const (
 	Slave = storage.Slave
 )
 
+// ACLConfig is RocketMQ's plain_acl.yml: the white-listed addresses and the accounts. See
+// LoadACLFile for reading one.
+type ACLConfig = acl.Config
+
+// ACLAccount is one account of an ACLConfig: its keys, the address it may skip signing from,
+// whether it is an admin, and its permissions ("DENY", "PUB", "SUB", "PUB|SUB") by default and
+// per topic and group ("name=PUB|SUB").
+type ACLAccount = acl.Account
+
+// LoadACLFile reads a plain_acl.yml.
+func LoadACLFile(path string) (*ACLConfig, error) { return acl.LoadFile(path) }
+
+// Credentials are an ACL account's AccessKey and SecretKey (the official clients'
+// primitive.Credentials).
+type Credentials = remoting.Credentials
+
+// TLSMode is how a node's listeners treat TLS (RocketMQ's tls.server.mode).
+type TLSMode = remoting.TLSMode
+
+// TLS modes.
+const (
+	TLSDisabled   = remoting.TLSDisabled
+	TLSPermissive = remoting.TLSPermissive
+	TLSEnforcing  = remoting.TLSEnforcing
+)
+
 // Defaults of Options, named after the RocketMQ settings they mirror. Each is the constant of
 // the part that applies it; each comment gives the value.
 const (
@@ -232,6 +287,9 @@ const (
 	// DefaultStartTimeout (10 s) bounds StartNode's wait for each listener and for the broker
 	// (its HA listener and first registration).
 	DefaultStartTimeout = node.DefaultStartTimeout
+	// DefaultACLWatchInterval (500 ms, RocketMQ's FileWatchService) is how often ACLFile is
+	// checked for changes.
+	DefaultACLWatchInterval = acl.DefaultWatchInterval
 )
 
 // wiring converts o to the options of internal/node, which applies the defaults, validates and

@@ -69,7 +69,13 @@ func newProducer(t *testing.T, n *mq.Node) rocketmq.Producer {
 // promptly, but asynchronously).
 func waitRoute(t *testing.T, n *mq.Node, topic string) {
 	t.Helper()
-	c := remoting.NewClient(remoting.ClientOptions{})
+	waitRouteWith(t, n, topic, remoting.ClientOptions{})
+}
+
+// waitRouteWith is waitRoute asking with a client of the given options (TLS).
+func waitRouteWith(t *testing.T, n *mq.Node, topic string, copts remoting.ClientOptions) {
+	t.Helper()
+	c := remoting.NewClient(copts)
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -10,9 +10,15 @@
 //
 // With MQ_HA_SECRET (or -ha-secret) set to the same value of 16 bytes or more on both, only a
 // slave that knows it is served.
+//
+// ACL from RocketMQ's plain_acl.yml (reloaded when the file changes) and TLS on the same port:
+//
+//	go run ./examples/mqnode -acl plain_acl.yml -tls-mode enforcing -tls-cert server.crt -tls-key server.key
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +41,9 @@ func main() {
 // haSecretEnv names the environment variable that carries the HA secret when -ha-secret is
 // not given: a flag's value is visible to every local user in the process list.
 const haSecretEnv = "MQ_HA_SECRET"
+
+// secretKeyEnv carries the secret key of -access-key, for the same reason.
+const secretKeyEnv = "MQ_SECRET_KEY"
 
 func firstNonEmpty(a, b string) string {
 	if a != "" {
@@ -65,6 +74,13 @@ func run(args []string) error {
 		noNamesrv     = fs.Bool("no-namesrv", false, "do not run the name service")
 		noBroker      = fs.Bool("no-broker", false, "do not run the broker")
 		logLevel      = fs.String("log-level", "info", "log level: debug|info|warn|error")
+		aclFile       = fs.String("acl", "", "turn ACL on with RocketMQ's plain_acl.yml `FILE`, reloaded when it changes")
+		accessKey     = fs.String("access-key", "", "account `AK` the broker signs its registrations with (remote name servers with ACL); its secret key comes from $MQ_SECRET_KEY")
+		tlsMode       = fs.String("tls-mode", "disabled", "TLS on the listeners: disabled|permissive|enforcing (tls.server.mode)")
+		tlsCert       = fs.String("tls-cert", "", "server certificate `FILE` (PEM), with -tls-key")
+		tlsKey        = fs.String("tls-key", "", "server private key `FILE` (PEM)")
+		tlsClient     = fs.Bool("tls-client", false, "the broker dials name servers and its master with TLS")
+		tlsCA         = fs.String("tls-ca", "", "with -tls-client: trust the certificates of this CA `FILE` (PEM) instead of the system's")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,6 +123,9 @@ func run(args []string) error {
 	if *namesrv != "" {
 		opts.NameServers = strings.Split(*namesrv, ";")
 	}
+	if err := securityFlags(&opts, *aclFile, *accessKey, *tlsMode, *tlsCert, *tlsKey, *tlsClient, *tlsCA); err != nil {
+		return err
+	}
 	switch *flush {
 	case "async":
 		opts.FlushDiskType = mq.AsyncFlush
@@ -130,4 +149,46 @@ func run(args []string) error {
 	s := <-sig
 	log.Info().Str("component", "mqnode").Str("signal", s.String()).Msg("shutting down")
 	return node.Close()
+}
+
+// securityFlags applies -acl, -access-key and the TLS flags to opts.
+func securityFlags(opts *mq.Options, aclFile, accessKey, tlsMode, certFile, keyFile string, tlsClient bool, caFile string) error {
+	opts.ACLFile = aclFile
+	if accessKey != "" {
+		secret := os.Getenv(secretKeyEnv)
+		if secret == "" {
+			return fmt.Errorf("-access-key needs the secret key in $%s", secretKeyEnv)
+		}
+		opts.Credentials = mq.Credentials{AccessKey: accessKey, SecretKey: secret}
+	}
+	switch mq.TLSMode(tlsMode) {
+	case mq.TLSDisabled, "":
+	case mq.TLSPermissive, mq.TLSEnforcing:
+		if certFile == "" || keyFile == "" {
+			return fmt.Errorf("-tls-mode %s needs -tls-cert and -tls-key", tlsMode)
+		}
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return fmt.Errorf("-tls-cert/-tls-key: %w", err)
+		}
+		opts.TLSMode = mq.TLSMode(tlsMode)
+		opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	default:
+		return errors.New("-tls-mode must be disabled, permissive or enforcing")
+	}
+	if tlsClient {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if caFile != "" {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				return fmt.Errorf("-tls-ca: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return fmt.Errorf("-tls-ca: no certificate in %s", caFile)
+			}
+		}
+		opts.TLSClientConfig = cfg
+	}
+	return nil
 }

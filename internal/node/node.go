@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -28,8 +29,9 @@ type Node struct {
 
 	nameServer *route.NameServer
 	broker     *broker.Broker
-	brokerTr   remoting.Transport
+	brokerTr   *remoting.InProcTransport
 	servers    []*endpoint
+	acl        *acl.Guard    // nil: ACL off
 	ready      chan struct{} // closed once started: requests held during the start go on
 
 	cancel    context.CancelFunc
@@ -73,6 +75,9 @@ func newNode(opts Options) (*Node, error) {
 		l = *opts.Logger
 	}
 	n := &Node{opts: opts, ready: make(chan struct{}), log: l.With().Str("component", "node").Logger()}
+	if err := n.loadACL(); err != nil {
+		return nil, err
+	}
 	separate := opts.NameServerListen != "" && opts.BrokerListen != ""
 	switch {
 	case !opts.DisableNameServer && !opts.DisableBroker && !separate:
@@ -98,6 +103,9 @@ func newNode(opts Options) (*Node, error) {
 
 func (n *Node) newEndpoint(role, addr string) *endpoint {
 	d := remoting.NewDispatcher(n.opts.Logger)
+	if n.acl != nil {
+		d.SetGuard(n.acl.Check)
+	}
 	srv := remoting.NewServer(d, n.opts.serverOptions(addr))
 	// Codes nobody serves: while the node starts (the broker registers its processors once
 	// the listener is bound and the store recovered) a request waits for the start and is
@@ -133,6 +141,11 @@ func (n *Node) start() error {
 	if n.nameServer != nil {
 		n.g.Go(func() error { return n.nameServer.Run(ctx) })
 	}
+	if n.opts.ACLFile != "" {
+		n.g.Go(func() error {
+			return acl.Watch(ctx, n.opts.ACLFile, n.opts.ACLWatchInterval, n.acl, n.log)
+		})
+	}
 	timeout := time.NewTimer(n.opts.StartTimeout)
 	defer timeout.Stop()
 	for _, ep := range n.servers {
@@ -163,8 +176,14 @@ func (n *Node) start() error {
 // broker is Ready.
 func (n *Node) startBroker(ctx context.Context) error {
 	ep := n.endpointOf("broker")
-	n.brokerTr = remoting.NewInProcTransport(lookupLocal,
-		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
+	copts := remoting.ClientOptions{Logger: n.opts.Logger, TLSConfig: n.opts.TLSClientConfig}
+	if !n.opts.Credentials.IsZero() {
+		copts.Hooks = []remoting.RPCHook{remoting.SigningHook(n.opts.Credentials)}
+	}
+	n.brokerTr = remoting.NewInProcTransport(lookupLocal, remoting.NewClient(copts), 0)
+	// The broker's requests to nodes of this process (its own name service among them) pass
+	// their guards; those over TCP are signed with Options.Credentials.
+	n.brokerTr.Trust()
 	bo, err := n.opts.brokerOptions(ep.srv.Addr(), n.brokerNameServers(), n.brokerTr)
 	if err != nil {
 		return err
@@ -242,6 +261,44 @@ func (n *Node) HAAddr() string {
 		return ""
 	}
 	return n.broker.HAAddr()
+}
+
+// loadACL compiles the ACL of Options.ACL or Options.ACLFile, when either is set.
+func (n *Node) loadACL() error {
+	cfg := n.opts.ACL
+	if n.opts.ACLFile != "" {
+		var err error
+		if cfg, err = acl.LoadFile(n.opts.ACLFile); err != nil {
+			return fmt.Errorf("mq: ACLFile: %w", err)
+		}
+	}
+	if cfg == nil {
+		return nil
+	}
+	c, err := acl.New(cfg)
+	if err != nil {
+		return fmt.Errorf("mq: ACL: %w", err)
+	}
+	n.acl = new(acl.Guard)
+	n.acl.Store(c)
+	return nil
+}
+
+// UpdateACL replaces the accounts and permissions of a node started with ACL; requests from
+// then on are checked against cfg. A cfg that does not validate changes nothing.
+func (n *Node) UpdateACL(cfg *acl.Config) error {
+	if n.acl == nil {
+		return errors.New("mq: the node was started without ACL")
+	}
+	if cfg == nil {
+		return errors.New("mq: UpdateACL needs a configuration (ACL cannot be turned off while running)")
+	}
+	c, err := acl.New(cfg)
+	if err != nil {
+		return fmt.Errorf("mq: ACL: %w", err)
+	}
+	n.acl.Store(c)
+	return nil
 }
 
 // Broker gives direct access to this node's broker, or nil when it has none, for the module's

@@ -1,12 +1,15 @@
 package node
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"time"
 
+	"github.com/mqgo/mq/internal/acl"
+	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
@@ -93,6 +96,14 @@ type Options struct {
 	MaxHeldPulls                  int
 	MaxQueueNums                  int32
 
+	ACL              *acl.Config
+	ACLFile          string
+	ACLWatchInterval time.Duration
+	Credentials      remoting.Credentials
+	TLSMode          remoting.TLSMode
+	TLSConfig        *tls.Config
+	TLSClientConfig  *tls.Config
+
 	Logger *zerolog.Logger
 }
 
@@ -161,6 +172,15 @@ func (o Options) validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("mq: %s %q: %w", name, addr, err))
 		}
+	}
+	if o.ACL != nil && o.ACLFile != "" {
+		errs = append(errs, errors.New("mq: ACL and ACLFile exclude each other"))
+	}
+	if mode, err := remoting.ParseTLSMode(string(o.TLSMode)); err != nil {
+		errs = append(errs, fmt.Errorf("mq: TLSMode: %w", err))
+	} else if mode != remoting.TLSDisabled &&
+		(o.TLSConfig == nil || len(o.TLSConfig.Certificates) == 0 && o.TLSConfig.GetCertificate == nil) {
+		errs = append(errs, fmt.Errorf("mq: TLSMode %s needs a TLSConfig with a certificate", mode))
 	}
 	if o.AccessMessageInMemoryMaxRatio < 0 || o.AccessMessageInMemoryMaxRatio > 100 {
 		errs = append(errs, fmt.Errorf("mq: AccessMessageInMemoryMaxRatio %d not in [0, 100]",

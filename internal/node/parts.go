@@ -38,6 +38,8 @@ func (o Options) serverOptions(addr string) remoting.ServerOptions {
 		MaxConnections:       o.MaxConnections,
 		IdleTimeout:          o.ChannelMaxIdleTime,
 		EventLoops:           o.EventLoops,
+		TLSMode:              o.TLSMode,
+		TLSConfig:            o.TLSConfig,
 		Logger:               o.Logger,
 	}
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/internal/tlstest"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+)
+
+// plainACL is a plain_acl.yml giving the user account topicPerm on the topic.
+func plainACL(topicPerm string) string {
+	return fmt.Sprintf(`globalWhiteRemoteAddresses: []
+accounts:
+  - accessKey: admin-ak
+    secretKey: admin-secret
+    admin: true
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: PUB|SUB
+  - accessKey: user-ak
+    secretKey: user-secret
+    whiteRemoteAddress:
+    admin: false
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - AclReload=%s
+`, topicPerm)
+}
+
+// The ACL file of a running mqnode is reloaded when it changes: a send the file allows
+// succeeds, then the file denies it and the same send is refused NO_PERMISSION, then it is
+// allowed again; all over TLS on a permissive port, which plaintext requests share.
+func TestBinaryACLFileReloadsOverTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := filepath.Join(t.TempDir(), "mqnode")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	dir := t.TempDir()
+	certs, err := tlstest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, err := certs.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aclFile := filepath.Join(dir, "plain_acl.yml")
+	writeACL := func(perm string) {
+		// Write beside and rename, as an editor saving the file does, so the node never reads
+		// half a file.
+		tmp := aclFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(plainACL(perm)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, aclFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeACL("PUB|SUB")
+	node := startMqnode(t, bin, "-listen", "127.0.0.1:0", "-store", filepath.Join(dir, "store"),
+		"-ha-listen", "127.0.0.1:0", "-acl", aclFile,
+		"-tls-mode", "permissive", "-tls-cert", certFile, "-tls-key", keyFile)
+
+	secure := remoting.NewClient(remoting.ClientOptions{TLSConfig: certs.Client()})
+	defer secure.Close()
+	plain := remoting.NewClient(remoting.ClientOptions{})
+	defer plain.Close()
+	invoke := func(c *remoting.Client, req *remoting.Command, ak, sk string) *remoting.Command {
+		t.Helper()
+		remoting.Credentials{AccessKey: ak, SecretKey: sk}.Sign(req)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := c.InvokeSync(ctx, node.broker, req)
+		if err != nil {
+			t.Fatalf("request %d: %v", req.Code, err)
+		}
+		return resp
+	}
+	create := &protocol.CreateTopicRequestHeader{Topic: "AclReload", DefaultTopic: "TBW102", ReadQueueNums: 1,
+		WriteQueueNums: 1, Perm: route.PermReadWrite, TopicFilterType: "SINGLE_TAG"}
+	newCreate := func() *remoting.Command {
+		return remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(create), nil)
+	}
+	if resp := invoke(secure, newCreate(), "user-ak", "user-secret"); resp.Code != remoting.NoPermission {
+		t.Fatalf("topic created by a non-admin account: %d %s", resp.Code, resp.Remark)
+	}
+	if resp := invoke(secure, newCreate(), "admin-ak", "admin-secret"); resp.Code != remoting.Success {
+		t.Fatalf("create topic as admin: %d %s", resp.Code, resp.Remark)
+	}
+	send := func(c *remoting.Client) *remoting.Command {
+		h := protocol.SendMessageRequestHeader{ProducerGroup: "acl-pg", Topic: "AclReload", DefaultTopic: "TBW102",
+			DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: time.Now().UnixMilli(), MaxReconsumeTimes: -1}
+		return invoke(c, remoting.NewRequest(remoting.SendMessage, remoting.EncodeHeader(&h), []byte("m")), "user-ak", "user-secret")
+	}
+	for name, c := range map[string]*remoting.Client{"tls": secure, "plaintext": plain} {
+		if resp := send(c); resp.Code != remoting.Success {
+			t.Fatalf("%s send the file allows: %d %s", name, resp.Code, resp.Remark)
+		}
+	}
+	writeACL("SUB")
+	waitFor(t, 10*time.Second, "the reloaded file to refuse the send", func() bool {
+		return send(secure).Code == remoting.NoPermission
+	})
+	if resp := send(plain); resp.Code != remoting.NoPermission {
+		t.Fatalf("plaintext send after the reload: %d %s", resp.Code, resp.Remark)
+	}
+	writeACL("PUB")
+	waitFor(t, 10*time.Second, "the send allowed again", func() bool {
+		return send(secure).Code == remoting.Success
+	})
+}
