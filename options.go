@@ -4,7 +4,7 @@ import (
 	"crypto/tls"
 	"time"
 
-	"github.com/mqgo/mq/internal/acl"
+	"github.com/mqgo/mq/acl"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/remoting"
@@ -289,7 +289,7 @@ const (
 	DefaultStartTimeout = node.DefaultStartTimeout
 	// DefaultACLWatchInterval (500 ms, RocketMQ's FileWatchService) is how often ACLFile is
 	// checked for changes.
-	DefaultACLWatchInterval = acl.DefaultWatchInterval
+	DefaultACLWatchInterval = node.DefaultACLWatchInterval
 )
 
 // wiring converts o to the options of internal/node, which applies the defaults, validates and

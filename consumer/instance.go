@@ -36,6 +36,7 @@ func acquireInstance(cfg *pullerConfig) (instance, error) {
 	l := cfg.logger
 	inst, err := client.Acquire(client.Options{NameServers: cfg.nameServers, InstanceName: cfg.instanceName,
 		Transport: cfg.transport, OwnTransport: cfg.ownTransport, Namespace: cfg.namespace, Logger: &l,
+		Credentials: cfg.credentials, TLSConfig: cfg.tlsConfig,
 		PollNameServerInterval: cfg.pollRoutes, HeartbeatBrokerInterval: cfg.heartbeat})
 	if err != nil {
 		if cfg.ownTransport && cfg.transport != nil {

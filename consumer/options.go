@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -177,6 +178,8 @@ type pullerConfig struct {
 	transport          remoting.Transport
 	ownTransport       bool
 	owned              []remoting.Transport // every transport handed over, for closing replaced ones
+	credentials        remoting.Credentials
+	tlsConfig          *tls.Config
 	logger             zerolog.Logger
 	inst               instance // tests: use this instance instead of acquiring one
 }
@@ -279,6 +282,9 @@ func (c *config) validate() error {
 	}
 	if c.strategy == nil {
 		errs = append(errs, errors.New("consumer: nil strategy"))
+	}
+	if c.tlsConfig != nil && c.transport != nil {
+		errs = append(errs, errors.New("consumer: WithTLS with WithTransport or WithOwnedTransport: the transport decides how it dials"))
 	}
 	errs = append(errs, c.checkRanges()...)
 	if c.pullTimeout < c.pullSuspend {
@@ -561,6 +567,25 @@ func WithOwnedTransport(tr remoting.Transport) Option {
 		c.transport, c.ownTransport = tr, true
 		c.owned = append(c.owned, tr)
 	})
+}
+
+// WithCredentials signs every request the consumer's client instance sends (pulls, offsets,
+// heartbeats, locks, send-backs, route queries) with the account, for brokers with ACL on:
+// RocketMQ's AclClientRPCHook with SessionCredentials, the official Go client's
+// WithCredentials. It signs over any transport, one given by WithTransport too. Consumers and
+// producers share a client instance only when their credentials are the same.
+func WithCredentials(c remoting.Credentials) Option {
+	return optionFunc(func(cfg *config) { cfg.credentials = c })
+}
+
+// WithTLS makes the client instance's TCP connections TLS with cfg (RocketMQ's useTLS, the
+// tls.enable client property; the official Go client's WithTls, which skips verifying the
+// server; here cfg decides, and its ServerName defaults to the dialled host). nil means
+// plaintext (default). It is refused with WithTransport or WithOwnedTransport: such a
+// transport dials as it was built to. Consumers and producers share a client instance only
+// when they were given the same cfg.
+func WithTLS(cfg *tls.Config) Option {
+	return optionFunc(func(c *config) { c.tlsConfig = cfg })
 }
 
 // closeOwned closes the owned transports that a later option replaced, and with all also the

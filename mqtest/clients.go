@@ -97,12 +97,22 @@ func (c *Cluster) NewPullConsumer(opts ...consumer.Option) *consumer.PullConsume
 // Call from the test's goroutine.
 func (c *Cluster) CreateTopic(topic string, queues int) {
 	c.t.Helper()
-	if err := c.createTopic(topic, queues); err != nil {
+	if err := c.createTopic(remoting.Credentials{}, topic, queues); err != nil {
 		c.t.Fatal(err)
 	}
 }
 
-func (c *Cluster) createTopic(topic string, queues int) error {
+// CreateTopicAs is CreateTopic with each UPDATE_AND_CREATE_TOPIC signed by creds, as
+// RocketMQ's admin tools sign with an ACL account: brokers with ACL on take it from an admin
+// account only.
+func (c *Cluster) CreateTopicAs(creds remoting.Credentials, topic string, queues int) {
+	c.t.Helper()
+	if err := c.createTopic(creds, topic, queues); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *Cluster) createTopic(creds remoting.Credentials, topic string, queues int) error {
 	tr := remoting.Transport(remoting.NewClient(remoting.ClientOptions{Logger: &c.log}))
 	defer tr.Close()
 	for _, m := range c.Masters() {
@@ -111,8 +121,10 @@ func (c *Cluster) createTopic(topic string, queues int) error {
 		}
 		h := &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: names.TopicAutoCreate, ReadQueueNums: int32(queues),
 			WriteQueueNums: int32(queues), Perm: route.PermReadWrite, TopicFilterType: "SINGLE_TAG"}
+		req := remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil)
+		creds.Sign(req)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := tr.InvokeSync(ctx, m.Addr(), remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil))
+		resp, err := tr.InvokeSync(ctx, m.Addr(), req)
 		cancel()
 		if err == nil {
 			err = remoting.ErrorFromResponse(resp)

@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -71,6 +72,8 @@ type config struct {
 	heartbeatInterval time.Duration
 	transport         remoting.Transport
 	ownTransport      bool
+	credentials       remoting.Credentials
+	tlsConfig         *tls.Config
 	// owned lists every transport handed over with WithOwnedTransport, so New closes those a
 	// later transport option replaced.
 	owned  []remoting.Transport
@@ -146,6 +149,9 @@ func (c *config) validate() error {
 	}
 	if c.topicQueueNums <= 0 {
 		bad("default topic queue nums %d", c.topicQueueNums)
+	}
+	if c.tlsConfig != nil && c.transport != nil {
+		bad("WithTLS with WithTransport or WithOwnedTransport: the transport decides how it dials")
 	}
 	if c.asyncBatching {
 		if c.batchLinger < 0 || c.batchLinger >= c.sendTimeout {
@@ -313,6 +319,25 @@ func WithOwnedTransport(tr remoting.Transport) Option {
 		c.transport, c.ownTransport = tr, true
 		c.owned = append(c.owned, tr)
 	})
+}
+
+// WithCredentials signs every request the producer's client instance sends (sends, route
+// queries, heartbeats) with the account, for brokers with ACL on: RocketMQ's AclClientRPCHook
+// with SessionCredentials, the official Go client's WithCredentials. It signs over any
+// transport, one given by WithTransport too. Producers and consumers share a client instance
+// only when their credentials are the same.
+func WithCredentials(c remoting.Credentials) Option {
+	return optionFunc(func(cfg *config) { cfg.credentials = c })
+}
+
+// WithTLS makes the client instance's TCP connections TLS with cfg (RocketMQ's useTLS, the
+// tls.enable client property; the official Go client's WithTls, which skips verifying the
+// server; here cfg decides, and its ServerName defaults to the dialled host). nil means
+// plaintext (default). New refuses it with WithTransport or WithOwnedTransport: such a
+// transport dials as it was built to. Producers and consumers share a client instance only
+// when they were given the same cfg.
+func WithTLS(cfg *tls.Config) Option {
+	return optionFunc(func(c *config) { c.tlsConfig = cfg })
 }
 
 // WithLogger sets the logger (default silent).

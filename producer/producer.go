@@ -65,6 +65,8 @@ func New(opts ...Option) (*Producer, error) {
 		InstanceName:            cfg.instanceName,
 		Transport:               cfg.transport,
 		OwnTransport:            cfg.ownTransport,
+		Credentials:             cfg.credentials,
+		TLSConfig:               cfg.tlsConfig,
 		PollNameServerInterval:  cfg.pollInterval,
 		HeartbeatBrokerInterval: cfg.heartbeatInterval,
 		Namespace:               cfg.namespace,

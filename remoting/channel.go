@@ -29,11 +29,27 @@ type Channel interface {
 	Closed() bool
 }
 
-// Trusted reports whether ch is a link a node opened to itself, in process, through a
-// transport it marked with InProcTransport.Trust: no guard refuses its requests.
+// Trusted reports whether no guard checks ch's requests: ch is a link a node opened to itself,
+// in process, through a transport it marked with InProcTransport.Trust, or a channel a
+// processor wrapped around a request the guard already let through, to run it again (see
+// Readmitted).
 func Trusted(ch Channel) bool {
-	t, ok := ch.(interface{ trusted() bool })
-	return ok && t.trusted()
+	switch t := ch.(type) {
+	case interface{ trusted() bool }:
+		return t.trusted()
+	case Readmitted:
+		return t.Readmitted()
+	}
+	return false
+}
+
+// Readmitted is a channel a processor wraps around a request it admitted before and runs again
+// later, such as a parked pull woken by a message: the guard let the request through once and
+// does not check it again (RocketMQ re-runs it without its RPC hooks). The parked request may
+// keep only what the processor needs, not the fields it was signed with.
+type Readmitted interface {
+	Channel
+	Readmitted() bool
 }
 
 // ConnEventType is what happened to a channel.

@@ -232,7 +232,11 @@ func (p *lazyPeer) addr() (netip.Addr, bool) {
 // value (no Checker) lets every request through: ACL off.
 type Guard struct {
 	checker atomic.Pointer[Checker]
+	refused atomic.Uint64
 }
+
+// Refused is how many requests the guard has refused.
+func (g *Guard) Refused() uint64 { return g.refused.Load() }
 
 // Store puts c in effect for every request checked from now on; nil turns ACL off.
 func (g *Guard) Store(c *Checker) { g.checker.Store(c) }
@@ -244,5 +248,9 @@ func (g *Guard) Check(ch remoting.Channel, req *remoting.Command) *remoting.Comm
 	if c == nil {
 		return nil
 	}
-	return c.Check(ch.RemoteAddr(), req)
+	resp := c.Check(ch.RemoteAddr(), req)
+	if resp != nil {
+		g.refused.Add(1)
+	}
+	return resp
 }

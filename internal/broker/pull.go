@@ -66,8 +66,11 @@ func (b *Broker) onMessageArriving(ev storage.DispatchEvent) {
 }
 
 // wokenChannel marks a parked pull re-run after a message arrived or its time ran out: it is
-// answered with whatever the fresh read finds and never parked again.
+// answered with whatever the fresh read finds and never parked again. ACL checked the pull when
+// it arrived; the re-run is not checked again (remoting.Readmitted).
 type wokenChannel struct{ remoting.Channel }
+
+func (wokenChannel) Readmitted() bool { return true }
 
 // wakePull re-runs a parked pull on the pull pool; the dispatcher writes its response.
 func (b *Broker) wakePull(p *heldPull) {

@@ -23,14 +23,17 @@
 //	func (i *Instance) Logger() zerolog.Logger
 //
 // Additions beyond that contract (no signature above changed): Options (NameServers,
-// InstanceName, Transport + OwnTransport, PollNameServerInterval, HeartbeatBrokerInterval,
+// InstanceName, Transport + OwnTransport, Credentials, TLSConfig, PollNameServerInterval, HeartbeatBrokerInterval,
 // RouteTimeout, Namespace, Logger), CachedTopicRoute (no I/O), NameServers, BuildClientID,
 // LocalIPv4, ErrNameServersUnreachable (every name server failed with a transport error) and
 // ErrConsumerGroupRegistered (a second consumer of a group).
 //
 // Semantics worth knowing:
 //   - The instance key is client id + sorted name servers + transport identity ("tcp" for the
-//     default, else the transport's pointer), so in-process and TCP handles never share.
+//     default, else the transport's pointer) + the TLS config's pointer + a SHA-256 digest of
+//     the account, so in-process and TCP handles, accounts and TLS configs never share.
+//   - With Credentials every request the instance and its handles send is signed just before
+//     it goes (signing.go), over any transport.
 //   - RegisterProducer is counted (several producers of one group may share a process);
 //     RegisterConsumer refuses a second consumer of the same group.
 //   - Unregister{Producer,Consumer} send UNREGISTER_CLIENT (35) to the masters (consumers: every

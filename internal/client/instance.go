@@ -2,6 +2,9 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -45,6 +48,12 @@ type Options struct {
 	// OwnTransport is set; otherwise it stays the caller's.
 	Transport    remoting.Transport
 	OwnTransport bool
+	// Credentials, when set, sign every request the instance and its handles send, over any
+	// transport (RocketMQ's AclClientRPCHook with SessionCredentials). Both keys or neither.
+	Credentials remoting.Credentials
+	// TLSConfig makes the instance's own TCP client dial TLS (RocketMQ's useTLS). A given
+	// Transport dials as it was built to, so setting both is an error.
+	TLSConfig *tls.Config
 	// PollNameServerInterval is how often every known topic's route is refreshed (30 s).
 	PollNameServerInterval time.Duration
 	// HeartbeatBrokerInterval is how often every broker gets a heartbeat (30 s).
@@ -102,7 +111,8 @@ type Instance struct {
 	key      string
 	clientID string
 	opts     Options
-	tr       remoting.Transport
+	tr       remoting.Transport // every request goes through it: base, signing with Credentials
+	base     remoting.Transport // Options.Transport, or the TCP client the instance made
 	ownTr    bool
 	log      zerolog.Logger
 
@@ -133,14 +143,21 @@ var registry struct {
 	m map[string]*Instance
 }
 
-// Acquire returns the instance of opts' client id, name servers and transport, creating and
-// starting it on first use; every Acquire needs a Release. The first acquirer's intervals and
-// logger win. A handle with its own Transport gets its own instance, so in-process and TCP
-// handles never share connections.
+// Acquire returns the instance of opts' client id, name servers, transport, credentials and
+// TLS config, creating and starting it on first use; every Acquire needs a Release. The first
+// acquirer's intervals and logger win. A handle with its own Transport gets its own instance,
+// so in-process and TCP handles never share connections, and handles signing with different
+// accounts or dialling with different TLS configs never share one either.
 func Acquire(opts Options) (*Instance, error) {
 	opts = opts.withDefaults()
 	if len(opts.NameServers) == 0 {
 		return nil, errors.New("client: no name server address")
+	}
+	if (opts.Credentials.AccessKey == "") != (opts.Credentials.SecretKey == "") {
+		return nil, fmt.Errorf("client: credentials of AccessKey %q need both keys", opts.Credentials.AccessKey)
+	}
+	if opts.TLSConfig != nil && opts.Transport != nil {
+		return nil, errors.New("client: a TLS config with a given transport, which decides how it dials")
 	}
 	for _, a := range opts.NameServers {
 		if _, _, err := net.SplitHostPort(a); err != nil {
@@ -153,7 +170,7 @@ func Acquire(opts Options) (*Instance, error) {
 	defer registry.Unlock()
 	if i := registry.m[key]; i != nil {
 		i.refs++
-		if opts.OwnTransport && opts.Transport != nil && opts.Transport != i.tr {
+		if opts.OwnTransport && opts.Transport != nil && opts.Transport != i.base {
 			// Cannot happen (the key holds the transport), but never leak an owned transport.
 			_ = opts.Transport.Close()
 		}
@@ -176,7 +193,20 @@ func instanceKey(clientID string, opts Options) string {
 	if opts.Transport != nil {
 		tr = fmt.Sprintf("%p", opts.Transport)
 	}
-	return clientID + "|" + strings.Join(ns, ";") + "|" + tr
+	if opts.TLSConfig != nil {
+		tr += fmt.Sprintf("+tls%p", opts.TLSConfig)
+	}
+	key := clientID + "|" + strings.Join(ns, ";") + "|" + tr
+	if !opts.Credentials.IsZero() {
+		key += "|acl:" + credentialsDigest(opts.Credentials)
+	}
+	return key
+}
+
+// credentialsDigest tells accounts apart without the registry holding the secret in clear.
+func credentialsDigest(c remoting.Credentials) string {
+	sum := sha256.Sum256([]byte(c.AccessKey + "\x00" + c.SecretKey))
+	return hex.EncodeToString(sum[:16])
 }
 
 func newInstance(key, clientID string, opts Options) *Instance {
@@ -200,8 +230,10 @@ func newInstance(key, clientID string, opts Options) *Instance {
 	}
 	i.ctx, i.cancel = context.WithCancel(context.Background())
 	if i.tr == nil {
-		i.tr = remoting.NewClient(remoting.ClientOptions{Logger: opts.Logger})
+		i.tr = remoting.NewClient(remoting.ClientOptions{TLSConfig: opts.TLSConfig, Logger: opts.Logger})
 	}
+	i.base = i.tr
+	i.tr = signTransport(i.tr, opts.Credentials)
 	i.registerProcessors()
 	if rn, ok := i.tr.(remoting.ReconnectNotifier); ok {
 		i.unhookReconnect = rn.OnReconnect(i.onReconnect)

@@ -301,6 +301,14 @@ func (n *Node) UpdateACL(cfg *acl.Config) error {
 	return nil
 }
 
+// ACLRefusals is how many requests ACL has refused on this node's listeners (0 without ACL).
+func (n *Node) ACLRefusals() uint64 {
+	if n.acl == nil {
+		return 0
+	}
+	return n.acl.Refused()
+}
+
 // Broker gives direct access to this node's broker, or nil when it has none, for the module's
 // own tests and tools.
 func (n *Node) Broker() *broker.Broker { return n.broker }

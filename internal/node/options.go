@@ -8,7 +8,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/mqgo/mq/internal/acl"
+	"github.com/mqgo/mq/acl"
+	aclcheck "github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
@@ -30,6 +31,9 @@ const (
 	DefaultServerQueueCapacity = 10000
 	// DefaultStartTimeout bounds Start's wait for each listener and for the broker.
 	DefaultStartTimeout = 10 * time.Second
+	// DefaultACLWatchInterval is how often ACLFile is checked for changes (RocketMQ's
+	// FileWatchService, 500 ms).
+	DefaultACLWatchInterval = aclcheck.DefaultWatchInterval
 )
 
 // Options is mq.Options field for field, same names and types in the same order, so that package

@@ -1,0 +1,268 @@
+package mq_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/node"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/internal/tlstest"
+	"github.com/mqgo/mq/producer"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/rs/zerolog"
+)
+
+// Issue 13 with our own clients: the official client's cases (interop/security_test.go) with
+// producer.WithCredentials / consumer.WithCredentials and WithTLS, in-process and over TCP.
+
+const secTopic = "SecTopic"
+
+var (
+	secAdmin   = remoting.Credentials{AccessKey: "admin-ak", SecretKey: "admin-secret"}
+	secRW      = remoting.Credentials{AccessKey: "rw-user", SecretKey: "rw-secret"}
+	secSubOnly = remoting.Credentials{AccessKey: "sub-user", SecretKey: "sub-secret"}
+)
+
+func secACL() *mq.ACLConfig {
+	return &mq.ACLConfig{Accounts: []mq.ACLAccount{
+		{AccessKey: secAdmin.AccessKey, SecretKey: secAdmin.SecretKey, Admin: true},
+		{AccessKey: secRW.AccessKey, SecretKey: secRW.SecretKey, DefaultTopicPerm: "DENY",
+			DefaultGroupPerm: "SUB", TopicPerms: []string{secTopic + "=PUB|SUB"}},
+		{AccessKey: secSubOnly.AccessKey, SecretKey: secSubOnly.SecretKey, DefaultTopicPerm: "DENY",
+			DefaultGroupPerm: "SUB", TopicPerms: []string{secTopic + "=SUB"}},
+	}}
+}
+
+// secNode runs a node with ACL and the given TLS mode; certs is nil when TLS is off.
+func secNode(t *testing.T, mode mq.TLSMode) (*mq.Node, *tlstest.Certs) {
+	t.Helper()
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	opts := mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
+		SegmentBytes: 8 << 20, ACL: secACL(), TLSMode: mode}
+	var certs *tlstest.Certs
+	if mode != mq.TLSDisabled {
+		var err error
+		if certs, err = tlstest.New(); err != nil {
+			t.Fatal(err)
+		}
+		opts.TLSConfig = certs.Server()
+	}
+	n, err := mq.StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n, certs
+}
+
+// adminRequest sends a request signed by creds straight to the broker.
+func adminRequest(t *testing.T, n *mq.Node, tlsCfg *tls.Config, creds remoting.Credentials, req *remoting.Command) *remoting.Command {
+	t.Helper()
+	c := remoting.NewClient(remoting.ClientOptions{TLSConfig: tlsCfg})
+	defer c.Close()
+	creds.Sign(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.InvokeSync(ctx, n.BrokerAddr(), req)
+	if err != nil {
+		t.Fatalf("request %d: %v", req.Code, err)
+	}
+	return resp
+}
+
+func createTopicRequest(topic string) *remoting.Command {
+	h := &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "TBW102", ReadQueueNums: 4,
+		WriteQueueNums: 4, Perm: route.PermReadWrite, TopicFilterType: "SINGLE_TAG"}
+	return remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil)
+}
+
+// secProducer is our producer reaching n in process or over TCP, signing with creds.
+func secProducer(t *testing.T, n *mq.Node, kind string, creds remoting.Credentials, opts ...producer.Option) *producer.Producer {
+	t.Helper()
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	base := []producer.Option{producer.WithGroup("sec-pg"), producer.WithLogger(&l),
+		producer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_") + "-" + creds.AccessKey),
+		producer.WithSendTimeout(3 * time.Second)}
+	if !creds.IsZero() {
+		base = append(base, producer.WithCredentials(creds))
+	}
+	var p *producer.Producer
+	var err error
+	if kind == "inproc" {
+		p, err = n.NewProducer(append(base, opts...)...)
+	} else {
+		p, err = producer.New(append(append(base, producer.WithNameServers(n.Addr())), opts...)...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// secConsumer is our push consumer of secTopic, signing with creds; it collects bodies.
+func secConsumer(t *testing.T, n *mq.Node, kind, group string, creds remoting.Credentials, opts ...consumer.Option) *bodySet {
+	t.Helper()
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	base := []consumer.Option{consumer.WithGroup(group), consumer.WithLogger(&l), consumer.WithCredentials(creds),
+		consumer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_") + "-" + group),
+		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}), consumer.WithRebalanceInterval(50 * time.Millisecond)}
+	var c *consumer.PushConsumer
+	var err error
+	if kind == "inproc" {
+		c, err = n.NewPushConsumer(append(base, opts...)...)
+	} else {
+		c, err = consumer.NewPushConsumer(append(append(base, consumer.WithNameServers(n.Addr())), opts...)...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &bodySet{seen: map[string]bool{}, more: make(chan struct{}, 1)}
+	if err := c.Subscribe(secTopic, "*", func(_ context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			got.add(string(m.Body))
+		}
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return got
+}
+
+type bodySet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	more chan struct{}
+}
+
+func (s *bodySet) add(b string) {
+	s.mu.Lock()
+	s.seen[b] = true
+	s.mu.Unlock()
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until every body has been consumed, failing after 20 s.
+func (s *bodySet) waitFor(t *testing.T, bodies ...string) {
+	t.Helper()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		missing := 0
+		for _, b := range bodies {
+			if !s.seen[b] {
+				missing++
+			}
+		}
+		s.mu.Unlock()
+		if missing == 0 {
+			return
+		}
+		select {
+		case <-s.more:
+		case <-deadline.C:
+			t.Fatalf("%d of %v not consumed", missing, bodies)
+		}
+	}
+}
+
+func send(p *producer.Producer, body string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := p.SendSync(ctx, producer.NewMessage(secTopic, []byte(body)))
+	return err
+}
+
+func isNoPermission(err error) bool {
+	var re *remoting.ResponseError
+	return errors.As(err, &re) && re.Code == remoting.NoPermission
+}
+
+func TestOurClientsACL(t *testing.T) {
+	for _, kind := range []string{"tcp", "inproc"} {
+		t.Run(kind, func(t *testing.T) {
+			n, _ := secNode(t, mq.TLSDisabled)
+			if resp := adminRequest(t, n, nil, secRW, createTopicRequest("NotByRW")); resp.Code != remoting.NoPermission {
+				t.Fatalf("topic created by a non-admin account: %d %s", resp.Code, resp.Remark)
+			}
+			if resp := adminRequest(t, n, nil, secAdmin, createTopicRequest(secTopic)); resp.Code != remoting.Success {
+				t.Fatalf("create topic as admin: %d %s", resp.Code, resp.Remark)
+			}
+			del := remoting.NewRequest(remoting.DeleteTopicInBroker, map[string]string{"topic": secTopic}, nil)
+			if resp := adminRequest(t, n, nil, secRW, del); resp.Code != remoting.NoPermission {
+				t.Fatalf("topic deleted by a non-admin account: %d %s", resp.Code, resp.Remark)
+			}
+
+			// The consumer starts first, so its pulls park and are woken by the sends: a woken
+			// pull must not be refused (it is not checked twice).
+			got := secConsumer(t, n, kind, "sec-cg", secRW)
+			before := node.Of(n).ACLRefusals()
+			p := secProducer(t, n, kind, secRW)
+			var want []string
+			for i := range 5 {
+				body := fmt.Sprintf("signed-%d", i)
+				if err := send(p, body); err != nil {
+					t.Fatalf("send with the right credentials: %v", err)
+				}
+				want = append(want, body)
+			}
+			got.waitFor(t, want...)
+			if r := node.Of(n).ACLRefusals(); r != before {
+				t.Fatalf("%d requests of the right account refused", r-before)
+			}
+
+			for name, creds := range map[string]remoting.Credentials{
+				"wrong-secret": {AccessKey: secRW.AccessKey, SecretKey: "not-the-secret"},
+				"none":         {},
+				"sub-only":     secSubOnly,
+			} {
+				if err := send(secProducer(t, n, kind, creds), name); !isNoPermission(err) {
+					t.Errorf("send with %s credentials: %v, want NO_PERMISSION", name, err)
+				}
+			}
+		})
+	}
+}
+
+func TestOurClientsTLS(t *testing.T) {
+	for _, mode := range []mq.TLSMode{mq.TLSEnforcing, mq.TLSPermissive} {
+		t.Run(string(mode), func(t *testing.T) {
+			n, certs := secNode(t, mode)
+			if resp := adminRequest(t, n, certs.Client(), secAdmin, createTopicRequest(secTopic)); resp.Code != remoting.Success {
+				t.Fatalf("create topic over TLS: %d %s", resp.Code, resp.Remark)
+			}
+			got := secConsumer(t, n, "tcp", "tls-cg", secRW, consumer.WithTLS(certs.Client()))
+			if err := send(secProducer(t, n, "tcp", secRW, producer.WithTLS(certs.Client())), "over-tls"); err != nil {
+				t.Fatalf("send over TLS: %v", err)
+			}
+			got.waitFor(t, "over-tls")
+
+			plainErr := send(secProducer(t, n, "tcp", secRW, producer.WithInstanceName("plain-"+string(mode))), "plaintext")
+			switch {
+			case mode == mq.TLSEnforcing && plainErr == nil:
+				t.Fatal("a plaintext producer sent under enforcing TLS")
+			case mode == mq.TLSPermissive && plainErr != nil:
+				t.Fatalf("a plaintext producer under permissive TLS: %v", plainErr)
+			case mode == mq.TLSPermissive:
+				got.waitFor(t, "plaintext")
+			}
+		})
+	}
+}
