@@ -147,7 +147,7 @@ func (s *send) request(q MessageQueue) *remoting.Command {
 	if s.msg.batch {
 		code = remoting.SendBatchMessage
 	}
-	cmd := remoting.NewRequest(code, remoting.EncodeHeader((*protocol.SendMessageRequestHeaderV2)(&h)), s.msg.body)
+	cmd := remoting.NewRequest(code, remoting.EncodeHeaderRoom((*protocol.SendMessageRequestHeaderV2)(&h), s.p.headerRoom), s.msg.body)
 	cmd.Serialize = remoting.SerializeRocketMQ
 	return cmd
 }

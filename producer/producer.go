@@ -17,10 +17,12 @@ import (
 type Producer struct {
 	cfg       config
 	wireGroup string
-	inst      *client.Instance
-	tr        remoting.Transport
-	log       zerolog.Logger
-	fault     *faultTolerance
+	// headerRoom is the room a send's header leaves for the fields signing adds.
+	headerRoom int
+	inst       *client.Instance
+	tr         remoting.Transport
+	log        zerolog.Logger
+	fault      *faultTolerance
 
 	pubMu sync.RWMutex
 	pubs  map[string]*publishInfo // wire topic -> queues
@@ -91,6 +93,9 @@ func New(opts ...Option) (*Producer, error) {
 	}
 	if cfg.namespace != "" {
 		p.wireGroup = names.WrapNamespace(cfg.namespace, cfg.group)
+	}
+	if !cfg.credentials.IsZero() {
+		p.headerRoom = remoting.SignatureFields
 	}
 	if cfg.asyncBatching {
 		p.batches = newAsyncBatcher(p)

@@ -47,12 +47,20 @@ type SizedHeader interface {
 const unsizedHeaderFields = 16
 
 // EncodeHeader returns a fresh extFields map holding h.
-func EncodeHeader(h Header) map[string]string {
+func EncodeHeader(h Header) map[string]string { return EncodeHeaderRoom(h, 0) }
+
+// SignatureFields is how many extension fields signing adds (AccessKey, Signature).
+const SignatureFields = 2
+
+// EncodeHeaderRoom is EncodeHeader leaving room for room more fields, such as the
+// SignatureFields a signed request gets after encoding: a map sized exactly for the header
+// would grow (and rehash) when they are added.
+func EncodeHeaderRoom(h Header, room int) map[string]string {
 	n := unsizedHeaderFields
 	if s, ok := h.(SizedHeader); ok {
 		n = s.ExtFieldsCap()
 	}
-	m := make(map[string]string, n)
+	m := make(map[string]string, n+room)
 	h.Encode(m)
 	return m
 }
