@@ -12,6 +12,7 @@ import (
 
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/acltest"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/internal/tlstest"
@@ -24,30 +25,20 @@ import (
 // Issue 13 with our own clients: the official client's cases (interop/security_test.go) with
 // producer.WithCredentials / consumer.WithCredentials and WithTLS, in-process and over TCP.
 
-const secTopic = "SecTopic"
+const secTopic = acltest.Topic
 
 var (
-	secAdmin   = remoting.Credentials{AccessKey: "admin-ak", SecretKey: "admin-secret"}
-	secRW      = remoting.Credentials{AccessKey: "rw-user", SecretKey: "rw-secret"}
-	secSubOnly = remoting.Credentials{AccessKey: "sub-user", SecretKey: "sub-secret"}
+	secAdmin   = acltest.Admin
+	secRW      = acltest.RW
+	secSubOnly = acltest.SubOnly
 )
-
-func secACL() *mq.ACLConfig {
-	return &mq.ACLConfig{Accounts: []mq.ACLAccount{
-		{AccessKey: secAdmin.AccessKey, SecretKey: secAdmin.SecretKey, Admin: true},
-		{AccessKey: secRW.AccessKey, SecretKey: secRW.SecretKey, DefaultTopicPerm: "DENY",
-			DefaultGroupPerm: "SUB", TopicPerms: []string{secTopic + "=PUB|SUB"}},
-		{AccessKey: secSubOnly.AccessKey, SecretKey: secSubOnly.SecretKey, DefaultTopicPerm: "DENY",
-			DefaultGroupPerm: "SUB", TopicPerms: []string{secTopic + "=SUB"}},
-	}}
-}
 
 // secNode runs a node with ACL and the given TLS mode; certs is nil when TLS is off.
 func secNode(t *testing.T, mode mq.TLSMode) (*mq.Node, *tlstest.Certs) {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	opts := mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		SegmentBytes: 8 << 20, ACL: secACL(), TLSMode: mode}
+		SegmentBytes: 8 << 20, ACL: acltest.Config(), TLSMode: mode}
 	var certs *tlstest.Certs
 	if mode != mq.TLSDisabled {
 		var err error

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/internal/acltest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/internal/tlstest"
 	"github.com/mqgo/mq/remoting"
@@ -27,24 +28,20 @@ import (
 // Issue 13 with the official Go client: RocketMQ's plain ACL (its ACLInterceptor signs every
 // request) and TLS (its WithTls dials crypto/tls without verifying the certificate).
 
-const aclTopic = "AclTopic"
+const aclTopic = acltest.Topic
 
 var (
-	aclAdmin   = primitive.Credentials{AccessKey: "admin-ak", SecretKey: "admin-secret"}
-	aclRW      = primitive.Credentials{AccessKey: "rw-user", SecretKey: "rw-secret"}
-	aclSubOnly = primitive.Credentials{AccessKey: "sub-user", SecretKey: "sub-secret"}
+	aclAdmin   = official(acltest.Admin)
+	aclRW      = official(acltest.RW)
+	aclSubOnly = official(acltest.SubOnly)
 )
 
-func aclConfig() *mq.ACLConfig {
-	return &mq.ACLConfig{Accounts: []mq.ACLAccount{
-		{AccessKey: aclAdmin.AccessKey, SecretKey: aclAdmin.SecretKey, Admin: true,
-			DefaultTopicPerm: "PUB|SUB", DefaultGroupPerm: "PUB|SUB"},
-		{AccessKey: aclRW.AccessKey, SecretKey: aclRW.SecretKey, DefaultTopicPerm: "DENY",
-			DefaultGroupPerm: "SUB", TopicPerms: []string{aclTopic + "=PUB|SUB"}},
-		{AccessKey: aclSubOnly.AccessKey, SecretKey: aclSubOnly.SecretKey, DefaultTopicPerm: "DENY",
-			DefaultGroupPerm: "SUB", TopicPerms: []string{aclTopic + "=SUB"}},
-	}}
+// official is an account as the official client takes it.
+func official(c remoting.Credentials) primitive.Credentials {
+	return primitive.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
 }
+
+func aclConfig() *mq.ACLConfig { return acltest.Config() }
 
 // startSecureNode runs a node with the given ACL (nil: none) and TLS mode (with a fresh
 // certificate unless disabled).

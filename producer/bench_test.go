@@ -28,8 +28,16 @@ var sendBenchSeq atomic.Int64
 // starts.
 func sendBenchProducer(b *testing.B, kind string, extra ...producer.Option) (*producer.Producer, string) {
 	b.Helper()
+	return sendBenchProducerOn(b, mq.Options{}, kind, extra...)
+}
+
+// sendBenchProducerOn is sendBenchProducer with a node of the given options (ACL, TLS); its
+// listener, store and logger are the benchmark's.
+func sendBenchProducerOn(b *testing.B, nodeOpts mq.Options, kind string, extra ...producer.Option) (*producer.Producer, string) {
+	b.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
+	nodeOpts.Listen, nodeOpts.StoreDir, nodeOpts.Logger, nodeOpts.SegmentBytes = "127.0.0.1:0", b.TempDir(), &l, 256<<20
+	n, err := mq.StartNode(nodeOpts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,17 +65,22 @@ func BenchmarkProducerSendSync(b *testing.B) {
 	for _, kind := range []string{"inproc", "tcp"} {
 		b.Run(kind, func(b *testing.B) {
 			p, topic := sendBenchProducer(b, kind)
-			msg := producer.NewMessage(topic, bytes.Repeat([]byte("x"), sendBenchBody)).WithTags("bench")
-			ctx := context.Background()
-			b.SetBytes(sendBenchBody)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if _, err := p.SendSync(ctx, msg); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchSendSync(b, p, topic)
 		})
+	}
+}
+
+// benchSendSync sends b.N messages of sendBenchBody bytes to topic, one after the other.
+func benchSendSync(b *testing.B, p *producer.Producer, topic string) {
+	msg := producer.NewMessage(topic, bytes.Repeat([]byte("x"), sendBenchBody)).WithTags("bench")
+	ctx := context.Background()
+	b.SetBytes(sendBenchBody)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := p.SendSync(ctx, msg); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package producer_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -379,25 +378,3 @@ type closeCounter struct {
 
 func (c *closeCounter) RegisterProcessor(int16, remoting.Processor) {}
 func (c *closeCounter) Close() error                                { c.closed++; return nil }
-
-// BenchmarkSignedSendSync is BenchmarkProducerSendSync with WithCredentials, against a node
-// without ACL (it ignores the signature): what signing every request costs the client.
-//
-//	go test -run '^$' -bench 'SignedSendSync' -count 6 ./producer
-func BenchmarkSignedSendSync(b *testing.B) {
-	for _, kind := range []string{"inproc", "tcp"} {
-		b.Run(kind, func(b *testing.B) {
-			p, topic := sendBenchProducer(b, kind, producer.WithCredentials(aclAccount))
-			msg := producer.NewMessage(topic, bytes.Repeat([]byte("x"), sendBenchBody)).WithTags("bench")
-			ctx := context.Background()
-			b.SetBytes(sendBenchBody)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if _, err := p.SendSync(ctx, msg); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}

@@ -17,12 +17,7 @@ func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}
-	bin := filepath.Join(t.TempDir(), "mqnode")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("build: %v", err)
-	}
+	bin := buildMqnode(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-store", t.TempDir())
 		stderr, err := cmd.StderrPipe()
@@ -66,4 +61,16 @@ func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 			t.Fatalf("still running 30 s after %v", sig)
 		}
 	}
+}
+
+// buildMqnode builds the binary into a temporary directory of the test.
+func buildMqnode(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mqnode")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	return bin
 }

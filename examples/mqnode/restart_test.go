@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,13 +82,8 @@ type killScenario struct {
 
 func startKillScenario(t *testing.T) *killScenario {
 	t.Helper()
-	s := &killScenario{bin: filepath.Join(t.TempDir(), "mqnode"), dir: t.TempDir(), addr: freeAddr(t),
+	s := &killScenario{bin: buildMqnode(t), dir: t.TempDir(), addr: freeAddr(t),
 		delivered: map[string]int{}, bodies: map[string]bool{}, probes: probes.NewLog()}
-	build := exec.Command("go", "build", "-o", s.bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("build: %v", err)
-	}
 	s.node = s.start(t)
 	s.admin = remoting.NewClient(remoting.ClientOptions{})
 	t.Cleanup(func() { s.admin.Close() })

@@ -21,10 +21,10 @@ var (
 	v6 = remoting.Credentials{AccessKey: "v6account", SecretKey: "v6-secret-key"}
 )
 
-// testChecker is testdata/plain_acl.yml and two more accounts.
+// testChecker is acl/testdata/plain_acl.yml and two more accounts.
 func testChecker(t testing.TB) *Checker {
 	t.Helper()
-	cfg, err := LoadFile("testdata/plain_acl.yml")
+	cfg, err := LoadFile("../../acl/testdata/plain_acl.yml")
 	if err != nil {
 		t.Fatal(err)
 	}

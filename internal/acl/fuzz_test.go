@@ -11,7 +11,7 @@ import (
 // FuzzParseConfig: Parse and New never panic, and a file that passes both gives a Checker that
 // decides any request without panicking.
 func FuzzParseConfig(f *testing.F) {
-	dist, err := os.ReadFile("testdata/plain_acl.yml")
+	dist, err := os.ReadFile("../../acl/testdata/plain_acl.yml")
 	if err != nil {
 		f.Fatal(err)
 	}
