@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -23,6 +24,9 @@ type connWriter struct {
 	// noWait makes senders queue past maxBytes instead of waiting: a server's workers must
 	// not wait for a peer, and its reader stops reading instead (waitRoom).
 	noWait bool
+	// oneBuffer writes a frame's header and body as one buffer: on a TLS connection each
+	// buffer of a vectored write is a record and a system call of its own.
+	oneBuffer bool
 
 	mu      sync.Mutex
 	drained sync.Cond // signalled when pending is taken or the writer stops
@@ -40,6 +44,7 @@ type connWriter struct {
 
 func newConnWriter(nc net.Conn, maxBytes int) *connWriter {
 	w := &connWriter{nc: nc, maxBytes: maxBytes, kick: make(chan struct{}, 1)}
+	_, w.oneBuffer = nc.(*tls.Conn)
 	w.drained.L = &w.mu
 	return w
 }
@@ -74,10 +79,15 @@ func (w *connWriter) send(cmd *Command, deferred bool) error {
 		return nil
 	}
 	w.writing = true
-	w.hdr = AppendFrameHeader(w.hdr[:0], cmd)
-	w.bufs = append(w.vec[:0], w.hdr)
-	if len(cmd.Body) > 0 {
-		w.bufs = append(w.bufs, cmd.Body)
+	if w.oneBuffer {
+		w.hdr = AppendFrame(w.hdr[:0], cmd)
+		w.bufs = append(w.vec[:0], w.hdr)
+	} else {
+		w.hdr = AppendFrameHeader(w.hdr[:0], cmd)
+		w.bufs = append(w.vec[:0], w.hdr)
+		if len(cmd.Body) > 0 {
+			w.bufs = append(w.bufs, cmd.Body)
+		}
 	}
 	w.mu.Unlock()
 	err := w.write()
