@@ -257,3 +257,91 @@ func TestOurClientsTLS(t *testing.T) {
 		})
 	}
 }
+
+// The name service's writes need an admin account once ACL is on; its reads stay open, and
+// the node's own broker (an in-process link) registers without one.
+func TestNameServiceWritesNeedAdmin(t *testing.T) {
+	n, _ := secNode(t, mq.TLSDisabled)
+	c := remoting.NewClient(remoting.ClientOptions{})
+	defer c.Close()
+	invoke := func(creds remoting.Credentials, req *remoting.Command) *remoting.Command {
+		t.Helper()
+		creds.Sign(req)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := c.InvokeSync(ctx, n.NameServerAddr(), req)
+		if err != nil {
+			t.Fatalf("request %d: %v", req.Code, err)
+		}
+		return resp
+	}
+	putKV := func() *remoting.Command {
+		return remoting.NewRequest(remoting.PutKVConfig, map[string]string{"namespace": "ns", "key": "k", "value": "v"}, nil)
+	}
+	writes := map[string]func() *remoting.Command{
+		"PUT_KV_CONFIG": putKV,
+		"DELETE_KV_CONFIG": func() *remoting.Command {
+			return remoting.NewRequest(remoting.DeleteKVConfig, map[string]string{"namespace": "ns", "key": "k"}, nil)
+		},
+		"DELETE_TOPIC_IN_NAMESRV": func() *remoting.Command { return route.BuildDeleteTopic("AnyTopic") },
+		"UNREGISTER_BROKER": func() *remoting.Command {
+			return route.BuildUnregisterBroker(mq.DefaultClusterName, mq.DefaultBrokerName, n.BrokerAddr(), 0)
+		},
+	}
+	for name, req := range writes {
+		for _, creds := range []remoting.Credentials{{}, secRW} {
+			if resp := invoke(creds, req()); resp.Code != remoting.NoPermission {
+				t.Errorf("%s by %q: %d %s, want NO_PERMISSION", name, creds.AccessKey, resp.Code, resp.Remark)
+			}
+		}
+	}
+	// The broker registered at start through its trusted link: its route is there, and an
+	// unsigned read gets it.
+	if resp := invoke(remoting.Credentials{}, route.BuildGetBrokerClusterInfo()); resp.Code != remoting.Success ||
+		!strings.Contains(string(resp.Body), n.BrokerAddr()) {
+		t.Fatalf("cluster info: %d %s %s", resp.Code, resp.Remark, resp.Body)
+	}
+	if resp := invoke(secAdmin, putKV()); resp.Code != remoting.Success {
+		t.Fatalf("PUT_KV_CONFIG by the admin: %d %s", resp.Code, resp.Remark)
+	}
+}
+
+// A refused request costs the client nothing but its answer: the same connection serves the
+// next request, signed or from another account, as RocketMQ does.
+func TestRefusedRequestKeepsTheConnection(t *testing.T) {
+	n, _ := secNode(t, mq.TLSDisabled)
+	events := make(chan string, 16)
+	c := remoting.NewClient(remoting.ClientOptions{})
+	defer c.Close()
+	c.OnReconnect(func(addr string) { events <- addr })
+	get := func(creds remoting.Credentials) *remoting.Command {
+		t.Helper()
+		req := remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": "TBW102", "queueId": "0"}, nil)
+		creds.Sign(req)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := c.InvokeSync(ctx, n.BrokerAddr(), req)
+		if err != nil {
+			t.Fatalf("GET_MAX_OFFSET: %v", err)
+		}
+		return resp
+	}
+	for i, step := range []struct {
+		creds remoting.Credentials
+		want  int16
+	}{
+		{remoting.Credentials{}, remoting.NoPermission},
+		{secRW, remoting.Success},
+		{remoting.Credentials{AccessKey: secRW.AccessKey, SecretKey: "wrong-secret"}, remoting.NoPermission},
+		{secSubOnly, remoting.Success},
+	} {
+		if resp := get(step.creds); resp.Code != step.want {
+			t.Fatalf("step %d (%q): %d %s, want %d", i, step.creds.AccessKey, resp.Code, resp.Remark, step.want)
+		}
+	}
+	select {
+	case addr := <-events:
+		t.Fatalf("the client reconnected to %s after a refusal", addr)
+	default:
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +116,53 @@ func TestBinaryACLFileReloadsOverTLS(t *testing.T) {
 	waitFor(t, 10*time.Second, "the send allowed again", func() bool {
 		return send(secure).Code == remoting.Success
 	})
+}
+
+// A broker in another process registers with a name service that enforces TLS and ACL when
+// it dials TLS trusting the name service's CA (-tls-client -tls-ca) and signs as an admin
+// account (-access-key, MQ_SECRET_KEY); without the account its registration is refused.
+func TestBinaryBrokerRegistersWithSecuredNameService(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	bin := buildMqnode(t)
+	dir := t.TempDir()
+	certs, err := tlstest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, err := certs.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	aclFile := filepath.Join(dir, "plain_acl.yml")
+	for name, data := range map[string]string{caFile: string(certs.CAPEM), aclFile: plainACL("PUB")} {
+		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := startMqnode(t, bin, "-listen", "127.0.0.1:0", "-no-broker", "-acl", aclFile,
+		"-tls-mode", "enforcing", "-tls-cert", certFile, "-tls-key", keyFile)
+	secure := remoting.NewClient(remoting.ClientOptions{TLSConfig: certs.Client()})
+	defer secure.Close()
+	registered := func(brokerAddr string) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := secure.InvokeSync(ctx, ns.namesrv, route.BuildGetBrokerClusterInfo())
+		if err != nil || resp.Code != remoting.Success {
+			t.Fatalf("cluster info: %v %+v", err, resp)
+		}
+		return strings.Contains(string(resp.Body), brokerAddr)
+	}
+	common := []string{"-listen", "127.0.0.1:0", "-no-namesrv", "-namesrv", ns.namesrv, "-ha-listen", "127.0.0.1:0",
+		"-tls-client", "-tls-ca", caFile}
+	signed := startMqnodeEnv(t, bin, []string{secretKeyEnv + "=admin-secret"}, append(common,
+		"-store", filepath.Join(dir, "signed"), "-broker-name", "broker-signed", "-access-key", "admin-ak")...)
+	waitFor(t, 10*time.Second, "the signed broker's registration", func() bool { return registered(signed.broker) })
+	unsigned := startMqnode(t, bin, append(common,
+		"-store", filepath.Join(dir, "unsigned"), "-broker-name", "broker-unsigned")...)
+	if registered(unsigned.broker) {
+		t.Fatal("a broker without an account registered with a name service under ACL")
+	}
 }
