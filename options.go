@@ -150,6 +150,10 @@ type Options struct {
 	// of the group the same one. Empty speaks RocketMQ's protocol, which any peer that can
 	// reach the HA port may follow: then keep that port off untrusted networks.
 	HASecret string
+	// HATLS makes replication TLS (ours; RocketMQ's HA connection is plaintext): a master's
+	// HA listener presents TLSConfig's certificate, a slave dials its master trusting
+	// TLSClientConfig's roots (default: the system's). Give it to every node of the group.
+	HATLS bool
 	// SlaveReadEnable lets the master send consumers that fall far behind to the slave
 	// (slaveReadEnable), and lets a slave keep serving the consumers it was sent.
 	SlaveReadEnable bool
@@ -195,11 +199,14 @@ type Options struct {
 	// TLSMode is how the listeners treat TLS (RocketMQ's tls.server.mode): TLSDisabled (the
 	// default), TLSPermissive (TLS and plaintext on the same port, told apart by the first
 	// byte) or TLSEnforcing (TLS only). TLSConfig holds the server certificate, required
-	// unless disabled. TLSClientConfig, when set, makes the broker's own connections to other
-	// nodes (name servers, its master) TLS. Replication (the HA port) stays plaintext: guard
-	// it with HASecret and the network.
-	TLSMode         TLSMode
-	TLSConfig       *tls.Config
+	// unless disabled (and by HATLS on a master).
+	TLSMode   TLSMode
+	TLSConfig *tls.Config
+	// TLSClientEnable makes the broker's own connections to other nodes (name servers, its
+	// master's broker port) TLS (RocketMQ's tls.enable); TLSClientConfig is how it, and a
+	// slave with HATLS, dial TLS: the roots it trusts (RocketMQ's tls.client.*). Default: the
+	// system's roots.
+	TLSClientEnable bool
 	TLSClientConfig *tls.Config
 
 	// Logger receives the node's structured logs; nil discards them.

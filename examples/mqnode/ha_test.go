@@ -10,12 +10,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/tlstest"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 )
@@ -124,21 +126,36 @@ func TestBinaryMasterSlaveReplicate(t *testing.T) {
 	}
 	bin := buildMqnode(t)
 	const secret = "a secret shared by the group"
+	certs, err := tlstest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := t.TempDir()
+	certFile, keyFile, err := certs.WriteFiles(certDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(certDir, "ca.crt")
+	if err := os.WriteFile(caFile, certs.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name       string
 		masterArgs []string
 		slaveEnv   []string
+		slaveArgs  []string
 	}{
-		{"plain", nil, nil},
-		{"secret", []string{"-ha-secret", secret}, []string{"MQ_HA_SECRET=" + secret}},
+		{"plain", nil, nil, nil},
+		{"secret", []string{"-ha-secret", secret}, []string{"MQ_HA_SECRET=" + secret}, nil},
+		{"tls", []string{"-ha-tls", "-tls-cert", certFile, "-tls-key", keyFile}, nil, []string{"-ha-tls", "-tls-ca", caFile}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			master := startMqnode(t, bin, append([]string{"-listen", "127.0.0.1:0", "-store", t.TempDir(),
 				"-role", "sync-master", "-ha-listen", "127.0.0.1:0"}, tc.masterArgs...)...)
-			slave := startMqnodeEnv(t, bin, tc.slaveEnv, "-listen", "127.0.0.1:0", "-store", t.TempDir(),
-				"-role", "slave", "-no-namesrv", "-namesrv", master.namesrv)
+			slave := startMqnodeEnv(t, bin, tc.slaveEnv, append([]string{"-listen", "127.0.0.1:0", "-store", t.TempDir(),
+				"-role", "slave", "-no-namesrv", "-namesrv", master.namesrv}, tc.slaveArgs...)...)
 			replicateBinary(t, master, slave, "HABIN"+tc.name)
-			if tc.masterArgs != nil {
+			if tc.name == "secret" {
 				peerWithoutSecretGetsNothing(t, master.ha)
 			}
 		})

@@ -80,7 +80,8 @@ func run(args []string) error {
 		tlsCert       = fs.String("tls-cert", "", "server certificate `FILE` (PEM), with -tls-key")
 		tlsKey        = fs.String("tls-key", "", "server private key `FILE` (PEM)")
 		tlsClient     = fs.Bool("tls-client", false, "the broker dials name servers and its master with TLS")
-		tlsCA         = fs.String("tls-ca", "", "with -tls-client: trust the certificates of this CA `FILE` (PEM) instead of the system's")
+		tlsCA         = fs.String("tls-ca", "", "with -tls-client or -ha-tls: trust the certificates of this CA `FILE` (PEM) instead of the system's")
+		haTLS         = fs.Bool("ha-tls", false, "replication over TLS: a master's HA port presents -tls-cert, a slave dials its master trusting -tls-ca")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -126,6 +127,7 @@ func run(args []string) error {
 	if err := securityFlags(&opts, *aclFile, *accessKey, *tlsMode, *tlsCert, *tlsKey, *tlsClient, *tlsCA); err != nil {
 		return err
 	}
+	opts.HATLS = *haTLS
 	switch *flush {
 	case "async":
 		opts.FlushDiskType = mq.AsyncFlush
@@ -163,6 +165,14 @@ func securityFlags(opts *mq.Options, aclFile, accessKey, tlsMode, certFile, keyF
 	}
 	switch mq.TLSMode(tlsMode) {
 	case mq.TLSDisabled, "":
+		if certFile != "" || keyFile != "" {
+			// A certificate without a mode serves replication only (-ha-tls).
+			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				return fmt.Errorf("-tls-cert/-tls-key: %w", err)
+			}
+			opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		}
 	case mq.TLSPermissive, mq.TLSEnforcing:
 		if certFile == "" || keyFile == "" {
 			return fmt.Errorf("-tls-mode %s needs -tls-cert and -tls-key", tlsMode)
@@ -176,17 +186,15 @@ func securityFlags(opts *mq.Options, aclFile, accessKey, tlsMode, certFile, keyF
 	default:
 		return errors.New("-tls-mode must be disabled, permissive or enforcing")
 	}
-	if tlsClient {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if caFile != "" {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				return fmt.Errorf("-tls-ca: %w", err)
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("-tls-ca: no certificate in %s", caFile)
-			}
+	opts.TLSClientEnable = tlsClient
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return fmt.Errorf("-tls-ca: %w", err)
+		}
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: x509.NewCertPool()}
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("-tls-ca: no certificate in %s", caFile)
 		}
 		opts.TLSClientConfig = cfg
 	}

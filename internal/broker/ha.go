@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,6 +49,10 @@ type HAOptions struct {
 	Secret string
 	// HandshakeTimeout bounds that handshake, replication.DefaultHandshakeTimeout (3 s).
 	HandshakeTimeout time.Duration
+	// MasterTLS makes a master's HA listener speak TLS; SlaveTLS makes a slave dial its master
+	// with TLS. RocketMQ's HA connection is plaintext.
+	MasterTLS *tls.Config
+	SlaveTLS  *tls.Config
 }
 
 // haDefaults fills the role from the broker id and the slave sync period.
@@ -101,6 +106,7 @@ func (b *Broker) initHA() error {
 			ReconnectInterval:     ho.ReconnectInterval,
 			Secret:                []byte(ho.Secret),
 			HandshakeTimeout:      ho.HandshakeTimeout,
+			TLSConfig:             ho.SlaveTLS,
 			Logger:                b.opts.Logger,
 		})
 		if err != nil {
@@ -123,6 +129,7 @@ func (b *Broker) initHA() error {
 		TransferWaitInterval:  ho.TransferWaitInterval,
 		Secret:                []byte(ho.Secret),
 		HandshakeTimeout:      ho.HandshakeTimeout,
+		TLSConfig:             ho.MasterTLS,
 		Logger:                b.opts.Logger,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/internal/tlstest"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
@@ -352,4 +353,31 @@ func TestHAListenerFailureFailsStart(t *testing.T) {
 	eventually(t, "the failed node's goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
 	o.HAListen = "127.0.0.1:0"
 	startNode(t, o) // the failed node left the store unlocked
+}
+
+// With HATLS a sync master and its slave replicate over TLS, the slave trusting the master's
+// CA; a slave dialling plaintext beside it gets nothing and never counts as a slave.
+func TestHASyncMasterOverTLS(t *testing.T) {
+	certs, err := tlstest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := haOpts(t, storage.SyncMaster)
+	o.HATLS, o.TLSMode, o.TLSConfig = true, remoting.TLSPermissive, certs.Server()
+	m := startNode(t, o)
+	plain := startSlave(t, m, func(o *Options) { o.BrokerID = 2 })
+	s := startSlave(t, m, func(o *Options) { o.HATLS, o.TLSClientConfig = true, certs.Client() })
+	eventually(t, "the TLS slave to connect", func() bool { return m.Broker().ConnectedSlaves() > 0 })
+	for i := range 10 {
+		if resp := send(t, m, m.BrokerAddr(), "SYNCTLS", int32(i%2), fmt.Sprintf("s-%d", i)); resp.Code != remoting.Success {
+			t.Fatalf("sync send %d: code %d %q", i, resp.Code, resp.Remark)
+		}
+	}
+	equalCommitLogs(t, m.Broker().Store(), s.Broker().Store())
+	if n := m.Broker().ConnectedSlaves(); n != 1 {
+		t.Fatalf("%d slaves connected, want the TLS one only", n)
+	}
+	if off := plain.Broker().Store().MaxPhyOffset(); off != 0 {
+		t.Fatalf("the plaintext slave holds %d bytes of the log", off)
+	}
 }

@@ -176,7 +176,10 @@ func (n *Node) start() error {
 // broker is Ready.
 func (n *Node) startBroker(ctx context.Context) error {
 	ep := n.endpointOf("broker")
-	copts := remoting.ClientOptions{Logger: n.opts.Logger, TLSConfig: n.opts.TLSClientConfig}
+	copts := remoting.ClientOptions{Logger: n.opts.Logger}
+	if n.opts.TLSClientEnable {
+		copts.TLSConfig = n.opts.clientTLS()
+	}
 	if !n.opts.Credentials.IsZero() {
 		copts.Hooks = []remoting.RPCHook{remoting.SigningHook(n.opts.Credentials)}
 	}

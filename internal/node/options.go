@@ -91,6 +91,7 @@ type Options struct {
 	HATransferWaitInterval        time.Duration
 	HAReconnectInterval           time.Duration
 	HASecret                      string
+	HATLS                         bool
 	SlaveReadEnable               bool
 	AccessMessageInMemoryMaxRatio int
 	AccessMessageInMemoryMaxBytes int64
@@ -106,6 +107,7 @@ type Options struct {
 	Credentials      remoting.Credentials
 	TLSMode          remoting.TLSMode
 	TLSConfig        *tls.Config
+	TLSClientEnable  bool
 	TLSClientConfig  *tls.Config
 
 	Logger *zerolog.Logger
@@ -185,6 +187,10 @@ func (o Options) validate() error {
 	} else if mode != remoting.TLSDisabled &&
 		(o.TLSConfig == nil || len(o.TLSConfig.Certificates) == 0 && o.TLSConfig.GetCertificate == nil) {
 		errs = append(errs, fmt.Errorf("mq: TLSMode %s needs a TLSConfig with a certificate", mode))
+	}
+	if o.HATLS && o.BrokerRole != storage.Slave && !o.DisableBroker &&
+		(o.TLSConfig == nil || len(o.TLSConfig.Certificates) == 0 && o.TLSConfig.GetCertificate == nil) {
+		errs = append(errs, errors.New("mq: HATLS on a master needs a TLSConfig with a certificate"))
 	}
 	if o.AccessMessageInMemoryMaxRatio < 0 || o.AccessMessageInMemoryMaxRatio > 100 {
 		errs = append(errs, fmt.Errorf("mq: AccessMessageInMemoryMaxRatio %d not in [0, 100]",

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -117,7 +118,33 @@ func (o Options) haOptions(bound string) (broker.HAOptions, error) {
 		TransferWaitInterval:  o.HATransferWaitInterval,
 		ReconnectInterval:     o.HAReconnectInterval,
 		Secret:                o.HASecret,
+		MasterTLS:             o.haMasterTLS(),
+		SlaveTLS:              o.haSlaveTLS(),
 	}, nil
+}
+
+// haMasterTLS is the HA listener's TLS with HATLS: the listeners' certificate.
+func (o Options) haMasterTLS() *tls.Config {
+	if !o.HATLS {
+		return nil
+	}
+	return o.TLSConfig
+}
+
+// haSlaveTLS is how a slave dials its master with HATLS.
+func (o Options) haSlaveTLS() *tls.Config {
+	if !o.HATLS {
+		return nil
+	}
+	return o.clientTLS()
+}
+
+// clientTLS is how the broker dials TLS: TLSClientConfig, or the system's roots.
+func (o Options) clientTLS() *tls.Config {
+	if o.TLSClientConfig != nil {
+		return o.TLSClientConfig
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
 
 // haListenAddr is where a master's HA listener binds: HAListen, else the broker listener's

@@ -16,7 +16,7 @@ var nodeOnlyFields = map[string]bool{
 	"ServerQueueCapacity": true, "BrokerIP": true, "Logger": true,
 	// ACL guards every listener's dispatcher, and the broker's own transport signs and dials
 	// TLS (node.go): no part sees them.
-	"ACL": true, "ACLFile": true, "ACLWatchInterval": true, "Credentials": true, "TLSClientConfig": true,
+	"ACL": true, "ACLFile": true, "ACLWatchInterval": true, "Credentials": true, "TLSClientEnable": true, "TLSClientConfig": true,
 }
 
 // Every node setting reaches a part: setting any one field changes what parts.go derives. A

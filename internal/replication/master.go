@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -235,10 +236,21 @@ func (m *Master) closeSlaveConns() {
 // serve runs one slave connection: with a Secret it runs the handshake first; it reads the
 // slave's first report, then runs a report reader (a goroutine) and the block writer (here)
 // until either fails or ctx ends.
-func (m *Master) serve(ctx context.Context, c net.Conn) {
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+func (m *Master) serve(ctx context.Context, raw net.Conn) {
+	defer raw.Close()
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
+	c := raw
+	if m.opts.TLSConfig != nil {
+		tc, err := tlsHandshake(tls.Server(raw, m.opts.TLSConfig), m.opts.HandshakeTimeout)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.peerLog.Warn().Err(err).Str("addr", raw.RemoteAddr().String()).Msg("HA peer refused: TLS handshake failed")
+			}
+			return
+		}
+		c = tc
+	}
 	sc := &slaveConn{
 		id:   peerID(m.lastID.Add(1)),
 		conn: c, addr: c.RemoteAddr().String(),

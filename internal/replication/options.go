@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -75,8 +76,12 @@ type MasterOptions struct {
 	// not gets nothing and is closed. Empty keeps RocketMQ's protocol, which any peer that
 	// reaches the HA port can follow. NewMaster keeps a copy.
 	Secret []byte
-	// HandshakeTimeout bounds the whole handshake when Secret is set, 3 s.
+	// HandshakeTimeout bounds the whole handshake when Secret is set, and the TLS handshake,
+	// 3 s.
 	HandshakeTimeout time.Duration
+	// TLSConfig, when set, makes the HA listener speak TLS with its certificate (slaves then
+	// need SlaveOptions.TLSConfig). RocketMQ's HA connection is always plaintext.
+	TLSConfig *tls.Config
 	// MaxConnections caps the connections served at once, 16: each holds a goroutine for up
 	// to HandshakeTimeout (with a Secret) or HousekeepingInterval before it proves anything.
 	// A connection beyond it is closed as soon as it is accepted.
@@ -160,8 +165,12 @@ type SlaveOptions struct {
 	// only a master that proves the same (doc.go, Authentication). Empty speaks RocketMQ's
 	// protocol, for a master without a secret. NewSlave keeps a copy.
 	Secret []byte
-	// HandshakeTimeout bounds the whole handshake when Secret is set, 3 s.
+	// HandshakeTimeout bounds the whole handshake when Secret is set, and the TLS handshake,
+	// 3 s.
 	HandshakeTimeout time.Duration
+	// TLSConfig, when set, makes the slave dial its master with TLS; ServerName defaults to
+	// the master's host.
+	TLSConfig *tls.Config
 	// Logger receives logs with component=replication, role=slave; nil means silent.
 	Logger *zerolog.Logger
 }

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -159,6 +160,13 @@ func (s *Slave) session(ctx context.Context, addr string) (established bool, err
 	}()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
+	if s.opts.TLSConfig != nil {
+		tc, err := tlsHandshake(tls.Client(c, clientTLSConfig(s.opts.TLSConfig, addr)), s.opts.HandshakeTimeout)
+		if err != nil {
+			return false, err
+		}
+		c = tc
+	}
 	if len(s.opts.Secret) > 0 {
 		if err := slaveHandshake(c, s.opts.Secret, s.opts.HandshakeTimeout); err != nil {
 			return false, err
