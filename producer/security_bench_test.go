@@ -10,7 +10,9 @@ import (
 )
 
 // BenchmarkProducerSendSyncSecure is BenchmarkProducerSendSync over TCP with ACL (every request
-// signed by the producer and verified by the node), TLS (enforcing), both, or neither:
+// signed by the producer and verified by the node), TLS (enforcing), both, or neither; and a
+// plaintext producer on a node whose port also takes TLS (permissive), the plaintext path's cost
+// of TLS being on:
 //
 //	go test -run '^$' -bench 'SendSyncSecure' -count 6 ./producer | tee secure.txt
 //	benchstat -col /mode secure.txt
@@ -20,7 +22,7 @@ func BenchmarkProducerSendSyncSecure(b *testing.B) {
 		b.Fatal(err)
 	}
 	creds := remoting.Credentials{AccessKey: "bench-ak", SecretKey: "bench-secret"}
-	for _, mode := range []string{"plain", "acl", "tls", "acl+tls"} {
+	for _, mode := range []string{"plain", "plain@permissive", "acl", "tls", "acl+tls"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			withACL := mode == "acl" || mode == "acl+tls"
 			withTLS := mode == "tls" || mode == "acl+tls"
@@ -34,6 +36,9 @@ func BenchmarkProducerSendSyncSecure(b *testing.B) {
 			if withTLS {
 				opts.TLSMode, opts.TLSConfig = mq.TLSEnforcing, certs.Server()
 				popts = append(popts, producer.WithTLS(certs.Client()))
+			}
+			if mode == "plain@permissive" {
+				opts.TLSMode, opts.TLSConfig = mq.TLSPermissive, certs.Server()
 			}
 			p, topic := sendBenchProducerOn(b, opts, "tcp", popts...)
 			benchSendSync(b, p, topic)

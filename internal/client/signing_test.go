@@ -244,7 +244,8 @@ func TestInstanceKeySeparatesAccountsAndTLS(t *testing.T) {
 			t.Errorf("%s shares the signed plaintext instance", name)
 		}
 	}
-	if acquire(testCredentials, tlsA) != acquire(testCredentials, tlsA) {
+	first, second := acquire(testCredentials, tlsA), acquire(testCredentials, tlsA)
+	if first != second {
 		t.Error("two handles with one account and one TLS config got two instances")
 	}
 	registry.Lock()
