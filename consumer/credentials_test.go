@@ -3,27 +3,21 @@ package consumer_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/tlstest"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 )
 
-// tlsNameServer is a TLS listener with a self-signed certificate for 127.0.0.1 that completes
+// tlsNameServer is a TLS listener with a test certificate for 127.0.0.1 that completes
 // each handshake, records it and the requests that follow, and answers each TOPIC_NOT_EXIST, as
 // a name service that knows no topic would.
 type tlsNameServer struct {
@@ -41,29 +35,15 @@ type tlsRequest struct {
 
 func startTLSNameServer(t *testing.T) *tlsNameServer {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	certs, err := tlstest.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mq test name server"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", certs.Server())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &tlsNameServer{addr: ln.Addr().String(), client: &tls.Config{RootCAs: roots}, seen: make(chan tlsRequest, 64)}
+	s := &tlsNameServer{addr: ln.Addr().String(), client: certs.Client(), seen: make(chan tlsRequest, 64)}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn

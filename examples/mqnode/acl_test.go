@@ -44,14 +44,7 @@ func TestBinaryACLFileReloadsOverTLS(t *testing.T) {
 	}
 	bin := buildMqnode(t)
 	dir := t.TempDir()
-	certs, err := tlstest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, err := certs.WriteFiles(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	certs, certFile, keyFile, _ := testCertFiles(t, dir)
 	aclFile := filepath.Join(dir, "plain_acl.yml")
 	writeACL := func(perm string) {
 		// Write beside and rename, as an editor saving the file does, so the node never reads
@@ -127,20 +120,10 @@ func TestBinaryBrokerRegistersWithSecuredNameService(t *testing.T) {
 	}
 	bin := buildMqnode(t)
 	dir := t.TempDir()
-	certs, err := tlstest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, err := certs.WriteFiles(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(dir, "ca.crt")
+	certs, certFile, keyFile, caFile := testCertFiles(t, dir)
 	aclFile := filepath.Join(dir, "plain_acl.yml")
-	for name, data := range map[string]string{caFile: string(certs.CAPEM), aclFile: plainACL("PUB")} {
-		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(aclFile, []byte(plainACL("PUB")), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	ns := startMqnode(t, bin, "-listen", "127.0.0.1:0", "-no-broker", "-acl", aclFile,
 		"-tls-mode", "enforcing", "-tls-cert", certFile, "-tls-key", keyFile)
@@ -165,4 +148,22 @@ func TestBinaryBrokerRegistersWithSecuredNameService(t *testing.T) {
 	if registered(unsigned.broker) {
 		t.Fatal("a broker without an account registered with a name service under ACL")
 	}
+}
+
+// testCertFiles makes a test CA and server certificate and writes the certificate, its key and
+// the CA's certificate into dir as PEM files.
+func testCertFiles(t *testing.T, dir string) (certs *tlstest.Certs, certFile, keyFile, caFile string) {
+	t.Helper()
+	certs, err := tlstest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if certFile, keyFile, err = certs.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	caFile = filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, certs.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certs, certFile, keyFile, caFile
 }

@@ -10,14 +10,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/mqgo/mq/internal/tlstest"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 )
@@ -126,19 +124,7 @@ func TestBinaryMasterSlaveReplicate(t *testing.T) {
 	}
 	bin := buildMqnode(t)
 	const secret = "a secret shared by the group"
-	certs, err := tlstest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	certDir := t.TempDir()
-	certFile, keyFile, err := certs.WriteFiles(certDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(certDir, "ca.crt")
-	if err := os.WriteFile(caFile, certs.CAPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, certFile, keyFile, caFile := testCertFiles(t, t.TempDir())
 	for _, tc := range []struct {
 		name       string
 		masterArgs []string
