@@ -78,8 +78,8 @@
 //
 // A consumer is new until Start (RocketMQ's ServiceState): Subscribe only then, Start once.
 // Start acquires the client instance, checks routes, asks a broker of each topic about every
-// subscription that is not a tag expression (CHECK_CLIENT_CONFIG: an SQL92 one fails Start on
-// a broker without property filtering), registers the group (ErrGroupExists when another
+// subscription that is not a tag expression (CHECK_CLIENT_CONFIG: an SQL92 one fails Start when
+// it does not compile, or on an Apache broker without property filtering), registers the group (ErrGroupExists when another
 // consumer of the group shares the instance), heartbeats and rebalances. A failed Start
 // releases everything and is final, RocketMQ's START_FAILED: later calls return
 // ErrStartFailed, and a new consumer must be made. After Close every call returns ErrClosed.

@@ -19,9 +19,10 @@ type ExpressionType string
 const (
 	// TagExpression selects by tag: "*" or "TagA || TagB".
 	TagExpression ExpressionType = protocol.ExpressionTag
-	// SQL92Expression selects by message properties, e.g. "a > 5 AND b = 'x'". Brokers evaluate
-	// it only with property filtering on (RocketMQ enablePropertyFilter); others refuse it, and
-	// Start fails with their answer.
+	// SQL92Expression selects by message properties, e.g. "a > 5 AND b = 'x'". mq nodes
+	// evaluate it always; Apache brokers only with property filtering on (RocketMQ
+	// enablePropertyFilter) and refuse it otherwise, and Start fails with their answer, as it
+	// does for an expression that does not compile.
 	SQL92Expression ExpressionType = protocol.ExpressionSQL92
 )
 

@@ -170,16 +170,16 @@ func (b *Broker) processUnregisterClient(_ context.Context, ch remoting.Channel,
 }
 
 // processCheckClientConfig tells a consumer before it starts whether the broker can filter by
-// its subscription's expression type (RocketMQ ClientManageProcessor.checkClientConfig): TAG
-// yes, anything else no (expression.go). The body's names are not checked: nothing but the
-// expression type is read.
+// its subscription (RocketMQ ClientManageProcessor.checkClientConfig): TAG yes, SQL92 when it
+// compiles, anything else no (expression.go). The body's names are not checked: nothing but the
+// expression and its type is read.
 func (b *Broker) processCheckClientConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	body, err := protocol.DecodeCheckClientRequestBody(req.Body)
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
 	}
 	// An absent subscriptionData decodes as a TAG one: accepted, as RocketMQ accepts none.
-	if resp := refuseExpressionType(body.SubscriptionData.ExpressionType); resp != nil {
+	if resp := checkExpression(body.SubscriptionData.SubString, body.SubscriptionData.ExpressionType); resp != nil {
 		return resp, nil
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil

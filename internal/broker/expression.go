@@ -2,21 +2,25 @@ package broker
 
 import (
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/internal/sql92"
 	"github.com/mqgo/mq/remoting"
 )
 
-// Subscriptions whose expression type is not TAG (SQL92) are answered as RocketMQ 4.9 answers
-// them with enablePropertyFilter false, its default and, until mq evaluates SQL92, the only
-// mode there is:
+// Subscriptions by expression type. TAG is filtered by tag hash and tag (filter.go). SQL92 is
+// compiled (internal/sql92) and evaluated over each message's properties, TAGS among them, as
+// RocketMQ 4.9 does with enablePropertyFilter on; mq has it on always (its default is off), so
+// a SQL92 subscription works without configuring the broker. Any other type is answered as
+// RocketMQ answers a type it has no filter for:
 //
-//   - CHECK_CLIENT_CONFIG: SYSTEM_ERROR naming the type (ClientManageProcessor.checkClientConfig);
-//   - HEART_BEAT: accepted and registered, as RocketMQ does (its heartBeat checks no type);
-//   - PULL_MESSAGE: refused before the store is read (PullMessageProcessor), so no message is
-//     ever delivered unfiltered to a consumer that asked for a filter.
-//
-// RocketMQ compiles a SQL92 expression before it refuses the pull, so a malformed one gets
-// SUBSCRIPTION_PARSE_FAILED or FILTER_DATA_NOT_EXIST where mq, which cannot parse it, answers
-// SYSTEM_ERROR (docs/rocketmq-differences.md).
+//   - CHECK_CLIENT_CONFIG: a SQL92 expression that does not compile is SUBSCRIPTION_PARSE_FAILED
+//     with the compiler's message (ClientManageProcessor.checkClientConfig); another type is
+//     SYSTEM_ERROR naming it;
+//   - HEART_BEAT: registered whatever it holds; a SQL92 expression that does not compile keeps no
+//     filter, as RocketMQ's ConsumerFilterManager keeps none;
+//   - PULL_MESSAGE: a pull carrying its own SQL92 expression that does not compile is
+//     SUBSCRIPTION_PARSE_FAILED; a pull by a registered one without a filter is
+//     FILTER_DATA_NOT_EXIST; another type is SYSTEM_ERROR, before the store is read, so no
+//     message is ever delivered unfiltered to a consumer that asked for a filter.
 
 // Remarks of RocketMQ 4.9, word for word: clients and operators search for them.
 const (
@@ -25,16 +29,28 @@ const (
 	filterDataNotExistRemark = "The broker's consumer filter data is not exist!Your expression may be wrong!"
 )
 
-// refuseExpressionType answers SYSTEM_ERROR for a non-TAG expression type, or returns nil.
-func refuseExpressionType(expressionType string) *remoting.Command {
-	if protocol.IsTagType(expressionType) {
-		return nil
-	}
-	return remoting.NewResponse(remoting.SystemError, unsupportedFilterRemark+expressionType)
+// filterable reports whether the broker evaluates subscriptions of the type.
+func filterable(expressionType string) bool {
+	return protocol.IsTagType(expressionType) || expressionType == protocol.ExpressionSQL92
 }
 
-// refuseHeaderExpression answers a pull that carries its own non-TAG expression, or returns
-// nil. RocketMQ refuses an empty expression as unparsable before anything else.
+// checkExpression answers CHECK_CLIENT_CONFIG's question about one subscription: nil when the
+// broker can filter by it, else the refusal.
+func checkExpression(expr, expressionType string) *remoting.Command {
+	if !filterable(expressionType) {
+		return remoting.NewResponse(remoting.SystemError, unsupportedFilterRemark+expressionType)
+	}
+	if expressionType == protocol.ExpressionSQL92 {
+		if _, err := sql92.Compile(expr); err != nil {
+			return remoting.NewResponse(remoting.SubscriptionParseFailed, err.Error())
+		}
+	}
+	return nil
+}
+
+// refuseHeaderExpression answers a pull that carries its own expression the broker cannot
+// filter by, or returns nil. RocketMQ refuses an empty non-TAG expression as unparsable before
+// anything else.
 func refuseHeaderExpression(expr, expressionType string) *remoting.Command {
 	if protocol.IsTagType(expressionType) {
 		return nil
@@ -42,19 +58,26 @@ func refuseHeaderExpression(expr, expressionType string) *remoting.Command {
 	if expr == "" {
 		return remoting.NewResponse(remoting.SubscriptionParseFailed, subscriptionParseRemark)
 	}
-	return refuseExpressionType(expressionType)
+	if !filterable(expressionType) {
+		return remoting.NewResponse(remoting.SystemError, unsupportedFilterRemark+expressionType)
+	}
+	if _, err := sql92.Compile(expr); err != nil {
+		return remoting.NewResponse(remoting.SubscriptionParseFailed, subscriptionParseRemark+": "+err.Error())
+	}
+	return nil
 }
 
-// refuseRegisteredExpression answers a pull filtered by a non-TAG subscription a heartbeat
-// registered, or returns nil. RocketMQ keeps filter data only for an expression it compiled:
-// never for an empty one or for a type it has no compiler for (it has one, SQL92), and a pull
-// without filter data is FILTER_DATA_NOT_EXIST.
-func refuseRegisteredExpression(d *protocol.SubscriptionData) *remoting.Command {
+// refuseRegisteredExpression answers a pull filtered by a subscription a heartbeat registered
+// that the broker cannot filter by, or returns nil. RocketMQ keeps filter data only for an
+// expression it compiled: never for an empty one or for a type it has no compiler for, and a
+// pull without filter data is FILTER_DATA_NOT_EXIST.
+func refuseRegisteredExpression(s *subscription) *remoting.Command {
+	d := &s.data
 	if protocol.IsTagType(d.ExpressionType) {
 		return nil
 	}
-	if d.ExpressionType != protocol.ExpressionSQL92 || d.SubString == "" {
+	if d.ExpressionType != protocol.ExpressionSQL92 || s.sql == nil {
 		return remoting.NewResponse(remoting.FilterDataNotExist, filterDataNotExistRemark)
 	}
-	return refuseExpressionType(d.ExpressionType)
+	return nil
 }

@@ -2,9 +2,11 @@ package broker
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/internal/sql92"
 	"github.com/mqgo/mq/storage"
 )
 
@@ -15,19 +17,29 @@ import (
 // sends UTF-8 byte hashes in codeSet, which differ for non-ASCII tags), and the CommitLog test
 // compares the record's TAGS with tagsSet, so a hash collision never delivers a foreign tag.
 //
-// Other expression types (SQL92) are not evaluated: a pull filtered by one is refused before
-// the store is read (expression.go), so they never select messages.
+// SQL92 subscriptions pass every ConsumeQueue unit (RocketMQ's bloom filter of the properties
+// is an optimisation mq leaves out) and are evaluated over the record's properties. Other
+// expression types are not evaluated: a pull filtered by one is refused before the store is
+// read (expression.go), so they never select messages.
 type subscription struct {
 	data protocol.SubscriptionData
-	// all: "*", an empty expression, or a non-TAG expression: no broker-side filtering.
+	// all: "*", an empty expression, or a type the broker does not evaluate: no broker-side
+	// filtering.
 	all   bool
 	tags  map[string]struct{}
 	codes map[int64]struct{}
+	// sql is the compiled SQL92 expression; nil for other types, or one that did not compile.
+	sql *sql92.Expr
 }
 
 // newSubscription compiles a heartbeat's subscription.
 func newSubscription(d protocol.SubscriptionData) *subscription {
 	s := &subscription{data: d}
+	if d.ExpressionType == protocol.ExpressionSQL92 && !d.ClassFilterMode {
+		// A bad expression leaves sql nil: pulls by it are FILTER_DATA_NOT_EXIST.
+		s.sql, _ = sql92.Compile(d.SubString)
+		return s
+	}
 	if d.ClassFilterMode || !protocol.IsTagType(d.ExpressionType) || isSubAll(d.SubString) {
 		s.all = true
 		return s
@@ -103,21 +115,29 @@ func (s *subscription) filter() storage.Filter {
 
 // IsMatchedByConsumeQueue implements storage.Filter.
 func (s *subscription) IsMatchedByConsumeQueue(tagsCode int64) bool {
-	if s.all {
+	if s.all || s.sql != nil {
 		return true
 	}
 	_, ok := s.codes[tagsCode]
 	return ok
 }
 
-// IsMatchedByCommitLog implements storage.Filter: the record's TAGS must be one of the tags.
+// IsMatchedByCommitLog implements storage.Filter: the record's TAGS must be one of the tags, or
+// its properties must make the SQL92 expression true.
 func (s *subscription) IsMatchedByCommitLog(record []byte) bool {
-	if s.all || s.tags == nil {
+	if s.all || s.tags == nil && s.sql == nil {
 		return true
 	}
 	var r message.Record
 	if _, err := message.DecodeRecord(record, &r, false); err != nil {
 		return true // the client decides; never lose a message to our own parsing
+	}
+	if s.sql != nil {
+		return s.sql.Match(func(name string) (string, bool) {
+			v, ok := message.PropertyValue(r.Properties, name)
+			// The value is read only while Match runs, and the record outlives it.
+			return unsafe.String(unsafe.SliceData(v), len(v)), ok
+		})
 	}
 	tags, ok := message.PropertyValue(r.Properties, message.PropertyTags)
 	if !ok {

@@ -45,7 +45,8 @@ func TestSubscriptionCompile(t *testing.T) {
 		{"Java codes only", newSubscription(protocol.SubscriptionData{SubString: "x",
 			CodeSet: protocol.TagCodes{int32(message.TagsHashCode("x"))}}), []string{"x"}, []string{"y"}},
 		{"subString only", newSubscription(protocol.SubscriptionData{SubString: "x || y"}), []string{"x", "y"}, []string{"z"}},
-		{"SQL92", parseSubscription("T", "a > 1", "SQL92"), []string{"a", ""}, nil},
+		// TAGS is a property like any other to SQL92.
+		{"SQL92", parseSubscription("T", "TAGS IN ('a', 'b') OR TAGS IS NULL", "SQL92"), []string{"a", "b", ""}, []string{"c"}},
 		{"class filter", newSubscription(protocol.SubscriptionData{SubString: "a", ClassFilterMode: true}), []string{"b"}, nil},
 	}
 	for _, c := range cases {

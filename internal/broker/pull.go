@@ -123,7 +123,7 @@ func (b *Broker) pullSubscription(h *protocol.PullMessageRequestHeader, cfg Subs
 	case sub.data.SubVersion < h.SubVersion:
 		return nil, pullError(remoting.SubscriptionNotLatest, "the consumer's subscription not latest")
 	}
-	if resp := refuseRegisteredExpression(&sub.data); resp != nil {
+	if resp := refuseRegisteredExpression(sub); resp != nil {
 		return nil, resp
 	}
 	return sub, nil
