@@ -76,6 +76,16 @@ type Options struct {
 	// RejectTransactionMessage answers NO_PERMISSION to transactional half messages instead of
 	// storing them (RocketMQ rejectTransactionMessage, default false).
 	RejectTransactionMessage bool
+	// TransactionTimeout is how long a half message waits for its producer's decision before
+	// the broker asks the producer group (CHECK_TRANSACTION_STATE; RocketMQ transactionTimeOut,
+	// default 6 s). A message's CHECK_IMMUNITY_TIME_IN_SECONDS property replaces it.
+	TransactionTimeout time.Duration
+	// TransactionCheckMax is how many checks an undecided half message gets before it moves to
+	// TRANS_CHECK_MAX_TIME_TOPIC (RocketMQ transactionCheckMax, default 15).
+	TransactionCheckMax int
+	// TransactionCheckInterval is how often the broker looks for half messages to check
+	// (RocketMQ transactionCheckInterval, default 60 s).
+	TransactionCheckInterval time.Duration
 	// ReregisterGrace is how long a broker that recovered from a crash answers consumers'
 	// member-list requests SYSTEM_BUSY, so the members connected before the crash register
 	// again before anyone allocates queues from offsets the crash took back (ours; RocketMQ

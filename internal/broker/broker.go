@@ -37,6 +37,7 @@ type Broker struct {
 	pull    *pullState
 	retry   *retryState
 	ha      *haState
+	tx      *txState
 
 	// runners are the background services Run starts, in order.
 	runners []func(ctx context.Context) error
@@ -89,6 +90,9 @@ func New(opts Options) (*Broker, error) {
 	b.initClients()
 	b.initPull()
 	b.initRetry()
+	if err := b.initTransaction(); err != nil {
+		return nil, errors.Join(err, store.Close())
+	}
 	if err := b.initHA(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
@@ -115,6 +119,7 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerClients(d)
 	b.registerPull(d)
 	b.registerRetry(d)
+	b.registerTransaction(d)
 	b.registerAdmin(d)
 	d.AddConnListener(b.onConnEvent)
 }

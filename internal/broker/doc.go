@@ -13,8 +13,9 @@
 //	                             heartbeats, producer and consumer groups, expiry, notifications,
 //	                             LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
 //	pull*.go, filter.go, offset_processor.go
-//	                             PULL_MESSAGE, tag filtering, long polling, offset requests
-//	expression.go                non-TAG (SQL92) subscriptions refused as RocketMQ 4.9 does
+//	                             PULL_MESSAGE, tag and SQL92 filtering, long polling, offset requests
+//	expression.go                which expression types are filtered, RocketMQ's answers for the rest
+//	transaction.go               half messages, END_TRANSACTION, op records, transaction state checks
 //	retry.go, schedule.go        CONSUMER_SEND_MSG_BACK, retry and dead-letter topics, delayed
 //	                             delivery (SCHEDULE_TOPIC_XXXX, delayOffset.json)
 //	query.go, admin.go, stats.go QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, admin reads, counters

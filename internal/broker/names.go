@@ -65,6 +65,7 @@ var requestNames = func() map[int16][]nameField {
 		remoting.SendReplyMessageV2: sendV2,
 		remoting.ConsumerSendMsgBack: {{"group", "group", retryGroupName},
 			{"originTopic", "originTopic", topicName}},
+		remoting.EndTransaction: {{"producerGroup", "producerGroup", groupName}},
 
 		remoting.PullMessage:          groupTopic,
 		remoting.QueryConsumerOffset:  groupTopic,

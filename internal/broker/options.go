@@ -66,6 +66,16 @@ type Options struct {
 	// RejectTransactionMessage answers NO_PERMISSION to transactional half messages (TRAN_MSG
 	// true) instead of storing them (rejectTransactionMessage, default false).
 	RejectTransactionMessage bool
+	// TransactionTimeout is how old an undecided half message must be before the check
+	// service asks its producer about it (transactionTimeOut, DefaultTransactionTimeout). A
+	// message's CHECK_IMMUNITY_TIME_IN_SECONDS property replaces it for that message.
+	TransactionTimeout time.Duration
+	// TransactionCheckMax is how many times a half message is checked before it is moved to
+	// TRANS_CHECK_MAX_TIME_TOPIC (transactionCheckMax, DefaultTransactionCheckMax).
+	TransactionCheckMax int
+	// TransactionCheckInterval is the period of the check service (transactionCheckInterval,
+	// DefaultTransactionCheckInterval).
+	TransactionCheckInterval time.Duration
 	// DefaultTopicQueueNums is the queue count of TBW102 and of auto-created topics.
 	DefaultTopicQueueNums int32
 	// MaxMessageBytes is the largest body accepted, storage.DefaultMaxMessageBytes.
@@ -171,6 +181,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReregisterGrace == 0 {
 		o.ReregisterGrace = DefaultReregisterGrace
+	}
+	if o.TransactionTimeout <= 0 {
+		o.TransactionTimeout = DefaultTransactionTimeout
+	}
+	if o.TransactionCheckMax <= 0 {
+		o.TransactionCheckMax = DefaultTransactionCheckMax
+	}
+	if o.TransactionCheckInterval <= 0 {
+		o.TransactionCheckInterval = DefaultTransactionCheckInterval
 	}
 	if o.BrokerRole == "" {
 		o.BrokerRole = storage.DefaultRole(o.BrokerID)

@@ -31,9 +31,7 @@ import (
 //
 // Replies (324/325) are stored like ordinary messages; pushing them to the requester is not
 // done yet. A transaction half message (TRAN_MSG true) is refused when RejectTransactionMessage
-// is set, else stored in its own topic as a prepared record, which gets no queue offset and so
-// is never pulled (RocketMQ 4.9 moves it to RMQ_SYS_TRANS_HALF_TOPIC instead; both keep it from
-// consumers until END_TRANSACTION, which the transactional message service will add).
+// is set, else moved to RMQ_SYS_TRANS_HALF_TOPIC until END_TRANSACTION (transaction.go).
 
 // Values of the MSG_REGION and TRACE_ON response fields (BrokerConfig regionId, traceOn).
 const (
@@ -145,27 +143,26 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 		return resp
 	}
 	m.Properties = setProperty(props, message.PropertyCluster, b.opts.ClusterName)
+	var txID string
 	if transactionHalf(h.Properties, h.ReconsumeTimes) {
 		if b.opts.RejectTransactionMessage {
 			return sendResponse(remoting.NoPermission, b.send.rejectTxRemark)
 		}
-		// The property decides, as in RocketMQ: a half message sent without the sysFlag bit
-		// must stay hidden from consumers all the same.
-		m.SysFlag = m.SysFlag&^transactionBits | message.TransactionPreparedType
-	}
-	switch message.TransactionType(m.SysFlag) {
-	case message.TransactionNotType, message.TransactionCommitType:
-		if level := delayLevel(m.Properties); level > 0 {
-			b.toScheduleTopic(m, level)
+		// The property decides, as in RocketMQ, whatever the sysFlag says. A DELAY level
+		// waits for the commit (transaction.go).
+		b.toHalfTopic(m)
+		// RocketMQ answers a half message with its UNIQ_KEY as transaction id.
+		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
+	} else {
+		switch message.TransactionType(m.SysFlag) {
+		case message.TransactionNotType, message.TransactionCommitType:
+			if level := delayLevel(m.Properties); level > 0 {
+				b.toScheduleTopic(m, level)
+			}
 		}
 	}
 	if len(m.Properties) > message.MaxPropertiesBytes {
 		return sendResponse(remoting.MessageIllegal, b.send.illegalRemark)
-	}
-	var txID string
-	if message.TransactionType(m.SysFlag) == message.TransactionPreparedType {
-		// RocketMQ answers a half message with its UNIQ_KEY as transaction id.
-		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
 	}
 	if b.opts.Store.FlushDiskType == storage.SyncFlush && b.opts.BrokerRole != storage.SyncMaster {
 		// The answer waits for the group commit without holding this worker, so one fsync

@@ -442,14 +442,17 @@ func TestSendTransactionPrepared(t *testing.T) {
 		t.Fatalf("msgId %q: %v (the Go client panics on it)", rh.MsgID, err)
 	}
 	rec := recordAt(t, tb, phy)
-	if string(rec.Topic) != "Tx" || rec.SysFlag != message.TransactionPreparedType || string(rec.Body) != "half" {
-		t.Errorf("half message stored as %s sysFlag %d body %q (a prepared message is not delayed)", rec.Topic, rec.SysFlag, rec.Body)
+	stored := message.UnmarshalProperties(rec.Properties)
+	if string(rec.Topic) != names.TopicTransHalf || rec.QueueID != 0 || rec.SysFlag != message.TransactionNotType ||
+		string(rec.Body) != "half" || stored["REAL_TOPIC"] != "Tx" || stored["REAL_QID"] != "0" || stored["DELAY"] != "2" {
+		t.Errorf("half message stored as %s/%d sysFlag %d body %q properties %v, want the half queue with its "+
+			"destination and its delay for the commit", rec.Topic, rec.QueueID, rec.SysFlag, rec.Body, stored)
 	}
 }
 
 // TestTransactionHalfHiddenFromConsumers: RocketMQ 4.9 decides a half message by its TRAN_MSG
-// property (it moves it to RMQ_SYS_TRANS_HALF_TOPIC); mq stores it as a prepared record, which
-// gets no queue offset, so a consumer of the topic sees only the plain message sent after it.
+// property and moves it to RMQ_SYS_TRANS_HALF_TOPIC, so a consumer of the topic sees only the
+// plain message sent after it.
 func TestTransactionHalfHiddenFromConsumers(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "Tx", 1)
@@ -460,8 +463,8 @@ func TestTransactionHalfHiddenFromConsumers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec := recordAt(t, tb, phy); message.TransactionType(rec.SysFlag) != message.TransactionPreparedType {
-			t.Errorf("TRAN_MSG=%s without the sysFlag bit stored with sysFlag %d, want prepared", v, rec.SysFlag)
+		if rec := recordAt(t, tb, phy); string(rec.Topic) != names.TopicTransHalf {
+			t.Errorf("TRAN_MSG=%s without the sysFlag bit stored in %s, want the half topic", v, rec.Topic)
 		}
 	}
 	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "false", "UNIQ_KEY": "plain"})

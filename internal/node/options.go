@@ -61,6 +61,9 @@ type Options struct {
 	DisableForceRegister            bool
 	DisableNotifyConsumerIdsChanged bool
 	RejectTransactionMessage        bool
+	TransactionTimeout              time.Duration
+	TransactionCheckMax             int
+	TransactionCheckInterval        time.Duration
 	ReregisterGrace                 time.Duration
 	FlushConsumerOffsetInterval     time.Duration
 	ClientChannelExpiredTime        time.Duration

@@ -673,3 +673,65 @@ func (h *TopicHeader) Decode(ext map[string]string) error {
 	h.Topic = r.String("topic", true)
 	return r.Err()
 }
+
+// Encode implements remoting.Header.
+func (h *EndTransactionRequestHeader) Encode(ext map[string]string) {
+	ext["producerGroup"] = h.ProducerGroup
+	remoting.PutInt64(ext, "tranStateTableOffset", h.TranStateTableOffset)
+	remoting.PutInt64(ext, "commitLogOffset", h.CommitLogOffset)
+	remoting.PutInt32(ext, "commitOrRollback", h.CommitOrRollback)
+	remoting.PutBool(ext, "fromTransactionCheck", h.FromTransactionCheck)
+	ext["msgId"] = h.MsgID
+	if h.TransactionID != "" {
+		ext["transactionId"] = h.TransactionID
+	}
+	if h.BrokerName != "" {
+		ext["bname"] = h.BrokerName
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *EndTransactionRequestHeader) ExtFieldsCap() int { return 8 }
+
+// Decode implements remoting.Header.
+func (h *EndTransactionRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ProducerGroup = r.String("producerGroup", true)
+	h.TranStateTableOffset = r.Int64("tranStateTableOffset", true)
+	h.CommitLogOffset = r.Int64("commitLogOffset", true)
+	h.CommitOrRollback = r.Int32("commitOrRollback", true)
+	h.FromTransactionCheck = r.Bool("fromTransactionCheck", false)
+	h.MsgID = r.String("msgId", true)
+	h.TransactionID = r.String("transactionId", false)
+	h.BrokerName = r.String("bname", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *CheckTransactionStateRequestHeader) Encode(ext map[string]string) {
+	remoting.PutInt64(ext, "tranStateTableOffset", h.TranStateTableOffset)
+	remoting.PutInt64(ext, "commitLogOffset", h.CommitLogOffset)
+	if h.MsgID != "" {
+		ext["msgId"] = h.MsgID
+	}
+	if h.TransactionID != "" {
+		ext["transactionId"] = h.TransactionID
+	}
+	if h.OffsetMsgID != "" {
+		ext["offsetMsgId"] = h.OffsetMsgID
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *CheckTransactionStateRequestHeader) ExtFieldsCap() int { return 5 }
+
+// Decode implements remoting.Header.
+func (h *CheckTransactionStateRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.TranStateTableOffset = r.Int64("tranStateTableOffset", true)
+	h.CommitLogOffset = r.Int64("commitLogOffset", true)
+	h.MsgID = r.String("msgId", false)
+	h.TransactionID = r.String("transactionId", false)
+	h.OffsetMsgID = r.String("offsetMsgId", false)
+	return r.Err()
+}

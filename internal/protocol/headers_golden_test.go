@@ -77,6 +77,8 @@ var goldenHeaders = []goldenHeader{
 	golden[QueryMessageRequestHeader]("QueryMessageRequestHeader"),
 	golden[QueryMessageResponseHeader]("QueryMessageResponseHeader"),
 	golden[ViewMessageRequestHeader]("ViewMessageRequestHeader"),
+	golden[EndTransactionRequestHeader]("EndTransactionRequestHeader"),
+	golden[CheckTransactionStateRequestHeader]("CheckTransactionStateRequestHeader"),
 }
 
 func TestHeadersGolden(t *testing.T) {

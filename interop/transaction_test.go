@@ -1,0 +1,81 @@
+package interop
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq"
+	"github.com/rs/zerolog"
+)
+
+// bodyListener decides each transaction by the message body: "commit" and "rollback" at once,
+// "unknown" only when the broker checks (then commit).
+type bodyListener struct{ checks atomic.Int32 }
+
+func (*bodyListener) ExecuteLocalTransaction(m *primitive.Message) primitive.LocalTransactionState {
+	switch string(m.Body) {
+	case "commit":
+		return primitive.CommitMessageState
+	case "rollback":
+		return primitive.RollbackMessageState
+	}
+	return primitive.UnkonwnState
+}
+
+func (l *bodyListener) CheckLocalTransaction(m *primitive.MessageExt) primitive.LocalTransactionState {
+	l.checks.Add(1)
+	if string(m.Body) == "unknown" {
+		return primitive.CommitMessageState
+	}
+	return primitive.RollbackMessageState
+}
+
+// TestOfficialTransactionalProducer: the official Go client's transactional producer against
+// our node; consumers see exactly the committed messages, the UNKNOWN one after a check.
+func TestOfficialTransactionalProducer(t *testing.T) {
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
+		SegmentBytes: 8 << 20, TransactionTimeout: 300 * time.Millisecond, TransactionCheckInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	const topic = "TxTopic"
+	createTopic(t, n, topic, 2)
+
+	listener := &bodyListener{}
+	tp, err := rocketmq.NewTransactionProducer(listener, producer.WithNsResolver(resolver(n)),
+		producer.WithGroupName("pg-official-tx"), producer.WithInstanceName(uniqueInstance(t.Name())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Shutdown() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, body := range []string{"commit", "rollback", "unknown"} {
+		res, err := tp.SendMessageInTransaction(ctx, primitive.NewMessage(topic, []byte(body)))
+		if err != nil || res.Status != primitive.SendOK {
+			t.Fatalf("transactional send of %s: %v %v", body, res, err)
+		}
+	}
+
+	got := newCollector()
+	startPushConsumer(t, n, "cg-official-tx", topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, got)
+	got.waitFor(t, "the committed and the checked message", func(m []*primitive.MessageExt) bool { return len(m) >= 2 })
+	if diff := cmp.Diff([]string{"commit", "unknown"}, bodies(settle(got))); diff != "" {
+		t.Fatalf("delivered (-want +got):\n%s", diff)
+	}
+	if listener.checks.Load() == 0 {
+		t.Error("the UNKNOWN transaction was delivered without a check")
+	}
+}
