@@ -74,6 +74,7 @@ type config struct {
 	ownTransport      bool
 	credentials       remoting.Credentials
 	tlsConfig         *tls.Config
+	txListener        TransactionListener
 	// owned lists every transport handed over with WithOwnedTransport, so New closes those a
 	// later transport option replaced.
 	owned  []remoting.Transport

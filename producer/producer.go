@@ -105,6 +105,9 @@ func New(opts ...Option) (*Producer, error) {
 	if err := inst.RegisterProducer(p.wireGroup); err != nil {
 		return nil, errors.Join(err, inst.Release())
 	}
+	if cfg.txListener != nil {
+		inst.RegisterTransactionChecker(p.wireGroup, p.checkTransaction)
+	}
 	return p, nil
 }
 
@@ -134,6 +137,9 @@ func (p *Producer) Close() error {
 				p.log.Warn().Dur("timeout", p.cfg.closeTimeout).Msg("closing with sends still in flight")
 			}
 			t.Stop()
+		}
+		if p.cfg.txListener != nil {
+			p.inst.RegisterTransactionChecker(p.wireGroup, nil)
 		}
 		p.inst.UnregisterProducer(p.wireGroup)
 		p.closeErr = p.inst.Release()

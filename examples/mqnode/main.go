@@ -81,6 +81,8 @@ func run(args []string) error {
 		tlsKey        = fs.String("tls-key", "", "server private key `FILE` (PEM)")
 		tlsClient     = fs.Bool("tls-client", false, "the broker dials name servers and its master with TLS")
 		tlsCA         = fs.String("tls-ca", "", "with -tls-client or -ha-tls: trust the certificates of this CA `FILE` (PEM) instead of the system's")
+		txTimeout     = fs.Duration("transaction-timeout", 0, "how long a half message waits for its producer before the broker checks (transactionTimeOut; default 6s)")
+		txCheckEvery  = fs.Duration("transaction-check-interval", 0, "how often the broker looks for half messages to check (transactionCheckInterval; default 60s)")
 		haTLS         = fs.Bool("ha-tls", false, "replication over TLS: a master's HA port presents -tls-cert, a slave dials its master trusting -tls-ca")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -128,6 +130,7 @@ func run(args []string) error {
 		return err
 	}
 	opts.HATLS = *haTLS
+	opts.TransactionTimeout, opts.TransactionCheckInterval = *txTimeout, *txCheckEvery
 	switch *flush {
 	case "async":
 		opts.FlushDiskType = mq.AsyncFlush

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -249,14 +250,16 @@ func (b *Broker) decide(h *protocol.EndTransactionRequestHeader, queueOffset, ph
 		if err != nil {
 			return remoting.NewResponse(remoting.SystemError, err.Error()), false
 		}
-		r, err := b.store.PutMessage(m)
-		if !putStored(r.Status) {
-			b.tx.log.Error().Err(err).Str("status", r.Status.String()).Msg("committed transaction message not stored")
-			code, remark := putStatusCode(r.Status, b.send.illegalRemark)
-			return remoting.NewResponse(code, remark), false
+		if !b.committedBefore(m, props[message.PropertyUniqKey]) {
+			r, err := b.store.PutMessage(m)
+			if !putStored(r.Status) {
+				b.tx.log.Error().Err(err).Str("status", r.Status.String()).Msg("committed transaction message not stored")
+				code, remark := putStatusCode(r.Status, b.send.illegalRemark)
+				return remoting.NewResponse(code, remark), false
+			}
+			b.afterPut(m, &r)
+			b.countPut(1)
 		}
-		b.afterPut(m, &r)
-		b.countPut(1)
 	}
 	if err := b.putOp(queueOffset); err != nil {
 		// The message stays undecided: the check service asks the producer again.
@@ -264,6 +267,33 @@ func (b *Broker) decide(h *protocol.EndTransactionRequestHeader, queueOffset, ph
 		return remoting.NewResponse(remoting.SystemError, err.Error()), false
 	}
 	return remoting.NewResponse(remoting.Success, ""), true
+}
+
+// committedBefore reports whether the commit of the half message rec was stored already: a
+// broker that died after storing a commit and before its op record checks the message again
+// after the restart (from a re-put copy of the half message), and the producer commits it
+// again. The committed record keeps the half message's UNIQ_KEY, which the index finds, and the
+// commit type; RocketMQ stores such a commit twice.
+func (b *Broker) committedBefore(m *storage.Message, uniqKey string) bool {
+	if uniqKey == "" {
+		return false
+	}
+	// From the beginning of time: rec may be a re-put copy stored after the commit it looks for.
+	res, err := b.store.QueryMessage(m.Topic, uniqKey, 16, 0, math.MaxInt64)
+	if err != nil {
+		return false
+	}
+	for _, raw := range res.Messages {
+		var c message.Record
+		if _, err := message.DecodeRecord(raw, &c, false); err != nil ||
+			message.TransactionType(c.SysFlag) != message.TransactionCommitType {
+			continue
+		}
+		if v, ok := message.PropertyValue(c.Properties, message.PropertyUniqKey); ok && string(v) == uniqKey {
+			return true
+		}
+	}
+	return false
 }
 
 // committedMessage is the message a commit stores (EndTransactionProcessor.endMessageTransaction):

@@ -249,3 +249,35 @@ func TestTransactionDecisionsSurviveRestart(t *testing.T) {
 		t.Fatalf("after a second restart delivered %q", r.bodies)
 	}
 }
+
+// A commit stored before a crash that lost its op record (the broker died between the two) is
+// not stored again when the producer, asked again after the restart, commits once more.
+func TestTransactionCommitAfterLostOpRecordStoredOnce(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "Tx", 1)
+	rh := sendHalf(t, tb, "lost-op")
+	_, phy, err := message.ParseOffsetMsgID(rh.MsgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec message.Record
+	if err := tb.readRecord(phy, &rec); err != nil {
+		t.Fatal(err)
+	}
+	// What the crash left: the commit in the real topic, no op record, nothing decided in memory.
+	m, err := tb.committedMessage(&rec, message.UnmarshalProperties(rec.Properties))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := tb.Store().PutMessage(m); err != nil || !putStored(r.Status) {
+		t.Fatalf("put the commit: %v %v", r.Status, err)
+	}
+	eventually(t, "dispatched", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
+	endTx(t, tb, rh, message.TransactionCommitType)
+	if r := visible(t, tb); !slices.Equal(r.bodies, []string{"lost-op"}) {
+		t.Fatalf("after the commit was repeated: %q, want lost-op once", r.bodies)
+	}
+	if n := tb.Store().MaxOffsetInQueue(names.TopicTransOpHalf, 0); n != 1 {
+		t.Errorf("%d op records, want 1", n)
+	}
+}

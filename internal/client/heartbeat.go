@@ -150,6 +150,7 @@ func (i *Instance) registerProcessors() {
 	i.tr.RegisterProcessor(remoting.NotifyConsumerIDsChanged, remoting.ProcessorFunc(i.processNotifyIDsChanged))
 	i.tr.RegisterProcessor(remoting.GetConsumerRunningInfo, remoting.ProcessorFunc(i.processRunningInfo))
 	i.tr.RegisterProcessor(remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(i.processConsumeDirectly))
+	i.tr.RegisterProcessor(remoting.CheckTransactionState, remoting.ProcessorFunc(i.processCheckTransactionState))
 }
 
 // processNotifyIDsChanged rebalances every consumer; no reply (docs/protocol.md §7.1).
