@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/mqgo/mq/internal/message"
@@ -59,6 +61,42 @@ func TestSubscriptionCompile(t *testing.T) {
 			for _, tag := range c.no {
 				if matches(c.sub, tag) {
 					t.Errorf("%q matched", tag)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSubscriptionMatch is the broker's filter cost per message read by a pull, by
+// subscription kind, over a record with 10 user properties and a tag (issue 14: SQL92 filter
+// cost per message):
+//
+//	go test -run '^$' -bench SubscriptionMatch ./internal/broker
+func BenchmarkSubscriptionMatch(b *testing.B) {
+	props := map[string]string{message.PropertyTags: "TagA", message.PropertyUniqKey: "0A0B0C0D00002A9F0000000000000001"}
+	for i := range 10 {
+		props[fmt.Sprintf("p%d", i)] = strconv.Itoa(i * 7)
+	}
+	props["region"] = "eu-west"
+	m := &message.Message{Topic: "T", Body: make([]byte, 1024), Properties: message.MarshalProperties(props),
+		BornHost: consumeTestBornHost, StoreHost: consumeTestBornHost}
+	size, err := message.RecordSize(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	record := make([]byte, size)
+	message.EncodeRecord(record, size, m, 0, 0, 0)
+	for _, c := range []struct{ name, expr, exprType string }{
+		{"tag", "TagA || TagB", protocol.ExpressionTag},
+		{"sql92", "p3 > 10 AND region IN ('eu-west', 'eu-north') AND TAGS = 'TagA'", protocol.ExpressionSQL92},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f := parseSubscription("T", c.expr, c.exprType).filter()
+			code := message.TagsHashCode("TagA")
+			b.ReportAllocs()
+			for b.Loop() {
+				if !f.IsMatchedByConsumeQueue(code) || !f.IsMatchedByCommitLog(record) {
+					b.Fatal("no match")
 				}
 			}
 		})
