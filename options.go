@@ -86,6 +86,14 @@ type Options struct {
 	// TransactionCheckInterval is how often the broker looks for half messages to check
 	// (RocketMQ transactionCheckInterval, default 60 s).
 	TransactionCheckInterval time.Duration
+	// TimerPrecision bounds how late a timer message (TIMER_DELIVER_MS, TIMER_DELAY_SEC,
+	// TIMER_DELAY_MS; the official client's WithDelayTimestamp) is delivered: never early, at
+	// most this much after its time (RocketMQ timerPrecisionMs, default 1 s and rounding down,
+	// so up to 1 s early; ours default 100 ms).
+	TimerPrecision time.Duration
+	// TimerMaxDelay is the furthest ahead a timer message may be due; further is refused with
+	// MESSAGE_ILLEGAL (RocketMQ timerMaxDelaySec, default 3 days).
+	TimerMaxDelay time.Duration
 	// ReregisterGrace is how long a broker that recovered from a crash answers consumers'
 	// member-list requests SYSTEM_BUSY, so the members connected before the crash register
 	// again before anyone allocates queues from offsets the crash took back (ours; RocketMQ

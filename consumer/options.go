@@ -188,6 +188,7 @@ type pullerConfig struct {
 type pushConfig struct {
 	orderly            bool
 	hooks              []ConsumeHook
+	trace              *traceHook // WithTrace's, also in hooks
 	consumeBatchSize   int
 	consumeGoroutines  int
 	maxReconsumeTimes  int32
@@ -392,6 +393,24 @@ func WithStrategy(s rebalance.Strategy) Option { return optionFunc(func(c *confi
 // registerConsumeMessageHook), after the hooks added before it. Push consumer only.
 func WithConsumeHook(h ConsumeHook) Option {
 	return optionFunc(func(c *config) { c.hooks = append(c.hooks, h) })
+}
+
+// WithTrace writes trace records around every listener call (RocketMQ's SubBefore and
+// SubAfter, with the call's cost and result) to topic ("" for RMQ_SYS_TRACE_TOPIC) in
+// RocketMQ's trace format, so the official tools follow a message through its consumers
+// (RocketMQ's enableMsgTrace and customizedTraceTopic; the official Go client's WithTrace).
+// Records are sent in batches by a producer of group _INNER_TRACE_PRODUCER sharing the
+// consumer's client instance, from Start until Close; when they come faster than it sends
+// them, they are dropped rather than slowing consumption down. Push consumer only.
+func WithTrace(topic string) Option {
+	return optionFunc(func(c *config) {
+		if c.trace != nil {
+			c.trace.topic = topic
+			return
+		}
+		c.trace = &traceHook{topic: topic}
+		c.hooks = append(c.hooks, c.trace)
+	})
 }
 
 // WithOrderly makes the consumer orderly: each queue is consumed by one goroutine at a time, in

@@ -128,7 +128,17 @@ func (pc *PushConsumer) Start() error {
 		// Messages sent back come again from the group's retry topic.
 		extra = append(extra, newSubscription(RetryTopic(pc.p.cfg.group), protocol.SubAll, nil))
 	}
-	return pc.p.start(extra...)
+	started, err := pc.startTrace()
+	if err != nil {
+		return err
+	}
+	if err := pc.p.start(extra...); err != nil {
+		if started {
+			pc.stopTrace()
+		}
+		return err
+	}
+	return nil
 }
 
 // Close stops pulling, lets listener calls in progress finish (cancelling their context after
@@ -138,6 +148,7 @@ func (pc *PushConsumer) Start() error {
 func (pc *PushConsumer) Close() error {
 	err := pc.p.close()
 	pc.consumeCancel()
+	pc.stopTrace()
 	return err
 }
 

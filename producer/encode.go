@@ -24,12 +24,15 @@ type encoded struct {
 	sysFlag    int32
 	flag       int32
 	batch      bool
+	// reply is a reply to a request (MSG_TYPE reply): it goes with SEND_REPLY_MESSAGE_V2, which
+	// the broker pushes to the requester, as the official clients send it.
+	reply bool
 }
 
 // encode encodes msg: a UNIQ_KEY unless the user set one, the properties string, the body
 // zlib-compressed when it is large enough (sysFlag bit 0).
 func (p *Producer) encode(msg *Message) encoded {
-	e := encoded{body: msg.Body, flag: msg.Flag}
+	e := encoded{body: msg.Body, flag: msg.Flag, reply: msg.Properties[message.PropertyMsgType] == replyMessageType}
 	e.msgID, e.properties = encodeProperties(msg)
 	if p.cfg.compressOver > 0 && len(msg.Body) >= p.cfg.compressOver {
 		if z, ok := p.compress(msg.Body); ok {
@@ -144,8 +147,11 @@ func (s *send) request(q MessageQueue) *remoting.Command {
 		BrokerName:            q.BrokerName,
 	}
 	code := remoting.SendMessageV2
-	if s.msg.batch {
+	switch {
+	case s.msg.batch:
 		code = remoting.SendBatchMessage
+	case s.msg.reply:
+		code = remoting.SendReplyMessageV2 // the same one-letter header
 	}
 	cmd := remoting.NewRequest(code, remoting.EncodeHeaderRoom((*protocol.SendMessageRequestHeaderV2)(&h), s.p.headerRoom), s.msg.body)
 	cmd.Serialize = remoting.SerializeRocketMQ

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/rebalance"
@@ -156,4 +157,20 @@ type SendResult struct {
 func (r *SendResult) String() string {
 	return fmt.Sprintf("SendResult{Status: %s, MsgID: %s, OffsetMsgID: %s, Queue: %s, QueueOffset: %d, Attempts: %d}",
 		r.Status, r.MsgID, r.OffsetMsgID, r.Queue, r.QueueOffset, r.Attempts)
+}
+
+// propertyTimerDelayMS is RocketMQ 5's MessageConst.PROPERTY_TIMER_DELAY_MS.
+const propertyTimerDelayMS = "TIMER_DELAY_MS"
+
+// WithDeliverTime has the broker deliver m at t, to the millisecond, never earlier (RocketMQ 5
+// timer message, property TIMER_DELIVER_MS; the broker's precision bounds how much later).
+// A time in the past delivers at once. Returns m.
+func (m *Message) WithDeliverTime(t time.Time) *Message {
+	return m.WithProperty(message.PropertyTimerDeliverMS, strconv.FormatInt(t.UnixMilli(), 10))
+}
+
+// WithDeliverAfter has the broker deliver m d after it stores it (property TIMER_DELAY_MS,
+// counted on the broker's clock, so a skewed producer clock does not matter). Returns m.
+func (m *Message) WithDeliverAfter(d time.Duration) *Message {
+	return m.WithProperty(propertyTimerDelayMS, strconv.FormatInt(d.Milliseconds(), 10))
 }

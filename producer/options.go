@@ -75,6 +75,9 @@ type config struct {
 	credentials       remoting.Credentials
 	tlsConfig         *tls.Config
 	txListener        TransactionListener
+	// trace turns WithTrace on, with traceTopic ("" for the default).
+	trace      bool
+	traceTopic string
 	// owned lists every transport handed over with WithOwnedTransport, so New closes those a
 	// later transport option replaced.
 	owned  []remoting.Transport
@@ -320,6 +323,16 @@ func WithOwnedTransport(tr remoting.Transport) Option {
 		c.transport, c.ownTransport = tr, true
 		c.owned = append(c.owned, tr)
 	})
+}
+
+// WithTrace writes a trace record (RocketMQ's Pub) for every message SendSync, SendToQueue,
+// SendOrdered or SendAsync stored, to topic ("" for RMQ_SYS_TRACE_TOPIC) in RocketMQ's trace
+// format, so the official tools follow the message by its id (RocketMQ's enableMsgTrace and
+// customizedTraceTopic; the official Go client's WithTrace). Records are sent in batches by a
+// producer of group _INNER_TRACE_PRODUCER sharing this producer's client instance; when they
+// come faster than it sends them, they are dropped rather than slowing sends down.
+func WithTrace(topic string) Option {
+	return optionFunc(func(c *config) { c.trace, c.traceTopic = true, topic })
 }
 
 // WithCredentials signs every request the producer's client instance sends (sends, route

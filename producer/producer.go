@@ -8,6 +8,7 @@ import (
 
 	"github.com/mqgo/mq/internal/client"
 	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/trace"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
@@ -38,6 +39,9 @@ type Producer struct {
 	drained  chan struct{} // 1-buffered: the last send after Close says so
 	asyncSem chan struct{} // one token per SendAsync awaiting its callback
 	batches  *asyncBatcher // WithAsyncBatching's; nil without
+
+	// tracer is WithTrace's dispatcher; nil without.
+	tracer *trace.Dispatcher
 
 	closeOnce sync.Once
 	closeErr  error
@@ -102,6 +106,9 @@ func New(opts ...Option) (*Producer, error) {
 	}
 	l := inst.Logger()
 	p.log = l.With().Str("component", "producer").Str("group", p.wireGroup).Logger()
+	if err := p.startTrace(); err != nil {
+		return nil, errors.Join(err, inst.Release())
+	}
 	if err := inst.RegisterProducer(p.wireGroup); err != nil {
 		return nil, errors.Join(err, inst.Release())
 	}
@@ -141,6 +148,7 @@ func (p *Producer) Close() error {
 		if p.cfg.txListener != nil {
 			p.inst.RegisterTransactionChecker(p.wireGroup, nil)
 		}
+		p.stopTrace()
 		p.inst.UnregisterProducer(p.wireGroup)
 		p.closeErr = p.inst.Release()
 	})

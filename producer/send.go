@@ -40,7 +40,7 @@ func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, err
 		return nil, err
 	}
 	s.msg = p.encode(msg)
-	return s.runSync(ctx)
+	return p.tracedSync(ctx, s, msg)
 }
 
 // SendBatch sends msgs, all to one topic, in one SEND_BATCH_MESSAGE request, stored
@@ -102,7 +102,7 @@ func (p *Producer) SendToQueue(ctx context.Context, msg *Message, q MessageQueue
 	}
 	s.to(q)
 	s.msg = p.encode(msg)
-	return s.runSync(ctx)
+	return p.tracedSync(ctx, s, msg)
 }
 
 // SendOrdered sends msg to the queue sel picks for arg (for example HashSelector with an
@@ -132,7 +132,7 @@ func (p *Producer) SendOrdered(ctx context.Context, msg *Message, sel MessageQue
 	}
 	s.to(q)
 	s.msg = p.encode(msg)
-	return s.runSync(ctx)
+	return p.tracedSync(ctx, s, msg)
 }
 
 // SendAsync sends msg and returns without waiting. cb runs exactly once with the result or a
@@ -155,6 +155,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	if cb == nil {
 		return invalid("nil callback")
 	}
+	cb = p.tracedCallback(msg, cb)
 	if err := p.acquireAsync(ctx); err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ type Broker struct {
 	retry   *retryState
 	ha      *haState
 	tx      *txState
+	timer   *timerService
 
 	// runners are the background services Run starts, in order.
 	runners []func(ctx context.Context) error
@@ -90,6 +91,7 @@ func New(opts Options) (*Broker, error) {
 	b.initClients()
 	b.initPull()
 	b.initRetry()
+	b.initTimer()
 	if err := b.initTransaction(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}

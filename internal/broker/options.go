@@ -76,6 +76,13 @@ type Options struct {
 	// TransactionCheckInterval is the period of the check service (transactionCheckInterval,
 	// DefaultTransactionCheckInterval).
 	TransactionCheckInterval time.Duration
+	// TimerPrecision bounds how late the timer service stores a timer message in its topic:
+	// never before its time, at most this much after (timerPrecisionMs, DefaultTimerPrecision;
+	// RocketMQ's 1 s rounds down and delivers early).
+	TimerPrecision time.Duration
+	// TimerMaxDelay is the furthest ahead a timer message may be due; a send asking more is
+	// refused with MESSAGE_ILLEGAL (timerMaxDelaySec, DefaultTimerMaxDelay).
+	TimerMaxDelay time.Duration
 	// DefaultTopicQueueNums is the queue count of TBW102 and of auto-created topics.
 	DefaultTopicQueueNums int32
 	// MaxMessageBytes is the largest body accepted, storage.DefaultMaxMessageBytes.
@@ -190,6 +197,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TransactionCheckInterval <= 0 {
 		o.TransactionCheckInterval = DefaultTransactionCheckInterval
+	}
+	if o.TimerPrecision <= 0 {
+		o.TimerPrecision = DefaultTimerPrecision
+	}
+	if o.TimerMaxDelay <= 0 {
+		o.TimerMaxDelay = DefaultTimerMaxDelay
 	}
 	if o.BrokerRole == "" {
 		o.BrokerRole = storage.DefaultRole(o.BrokerID)

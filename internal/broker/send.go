@@ -29,9 +29,9 @@ import (
 //     SCHEDULE_TOPIC_XXXX (send_props.go);
 //  5. append, and answer the put status with RocketMQ's code and remark.
 //
-// Replies (324/325) are stored like ordinary messages; pushing them to the requester is not
-// done yet. A transaction half message (TRAN_MSG true) is refused when RejectTransactionMessage
-// is set, else moved to RMQ_SYS_TRANS_HALF_TOPIC until END_TRANSACTION (transaction.go).
+// Replies (324/325) are pushed to their requester, then stored (reply.go). A transaction half
+// message (TRAN_MSG true) is refused when RejectTransactionMessage is set, else moved to
+// RMQ_SYS_TRANS_HALF_TOPIC until END_TRANSACTION (transaction.go).
 
 // Values of the MSG_REGION and TRACE_ON response fields (BrokerConfig regionId, traceOn).
 const (
@@ -62,10 +62,10 @@ func (b *Broker) initSend() {
 // the topic admin processors.
 func (b *Broker) registerSend(d *remoting.Dispatcher) {
 	p := remoting.ProcessorFunc(b.processSend)
-	for _, code := range []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
-		remoting.SendReplyMessage, remoting.SendReplyMessageV2} {
+	for _, code := range []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
 		d.RegisterInline(code, b.guardNames(code, p), b.sendEx, b.sendInline)
 	}
+	b.registerReply(d)
 	b.registerTopicAdmin(d)
 }
 
@@ -158,6 +158,8 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 		case message.TransactionNotType, message.TransactionCommitType:
 			if level := delayLevel(m.Properties); level > 0 {
 				b.toScheduleTopic(m, level)
+			} else if resp := b.toTimerTopic(m); resp != nil {
+				return resp
 			}
 		}
 	}

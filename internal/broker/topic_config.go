@@ -70,6 +70,9 @@ func (m *topicConfigManager) addSystemTopics() {
 		{TopicName: o.ClusterName, ReadQueueNums: 16, WriteQueueNums: 16, Perm: int32(route.PermInherit) | rw},
 		{TopicName: o.BrokerName, ReadQueueNums: 1, WriteQueueNums: 1, Perm: int32(route.PermInherit) | rw},
 		{TopicName: names.TopicOffsetMoved, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
+		// RocketMQ creates the trace topic only with traceTopicEnable (default off); the official
+		// clients' trace dispatchers never auto-create it, so without it WithTrace records nothing.
+		{TopicName: names.TopicTrace, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
 		{TopicName: names.TopicSchedule, ReadQueueNums: scheduleTopicQueues, WriteQueueNums: scheduleTopicQueues, Perm: rw},
 		{TopicName: o.ClusterName + names.ReplyTopicSuffix, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
 	}

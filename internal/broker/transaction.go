@@ -299,7 +299,7 @@ func (b *Broker) committedBefore(m *storage.Message, uniqKey string) bool {
 // committedMessage is the message a commit stores (EndTransactionProcessor.endMessageTransaction):
 // the half message in its real topic and queue, without REAL_TOPIC, REAL_QID and TRAN_MSG,
 // sysFlag of the commit type, PreparedTransactionOffset naming the half message. A DELAY level
-// takes effect now, as RocketMQ's store delays committed messages.
+// or a timer property takes effect now, as RocketMQ's store delays committed messages.
 func (b *Broker) committedMessage(rec *message.Record, props map[string]string) (*storage.Message, error) {
 	topic := props[message.PropertyRealTopic]
 	qid, err := strconv.ParseInt(props[message.PropertyRealQueueID], 10, 32)
@@ -325,6 +325,11 @@ func (b *Broker) committedMessage(rec *message.Record, props map[string]string) 
 	}
 	if level := delayLevel(raw); level > 0 {
 		b.toScheduleTopic(m, level)
+	} else {
+		// A timer property takes effect at the commit too. One the timer refuses (malformed,
+		// too far ahead) came with a half message that was accepted: it is delivered now
+		// rather than lost.
+		_ = b.toTimerTopic(m)
 	}
 	return m, nil
 }

@@ -151,6 +151,7 @@ func (i *Instance) registerProcessors() {
 	i.tr.RegisterProcessor(remoting.GetConsumerRunningInfo, remoting.ProcessorFunc(i.processRunningInfo))
 	i.tr.RegisterProcessor(remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(i.processConsumeDirectly))
 	i.tr.RegisterProcessor(remoting.CheckTransactionState, remoting.ProcessorFunc(i.processCheckTransactionState))
+	i.tr.RegisterProcessor(remoting.PushReplyMessageToClient, remoting.ProcessorFunc(i.processPushReply))
 }
 
 // processNotifyIDsChanged rebalances every consumer; no reply (docs/protocol.md §7.1).

@@ -135,6 +135,7 @@ type Instance struct {
 	// rebalanceAfterKick asks the next heartbeat round to make every consumer rebalance once
 	// it is done, so a broker we reconnected to learns the members before they allocate.
 	txCheckers transactionCheckers // producer groups answering CHECK_TRANSACTION_STATE
+	replies    replyWaiters        // requests waiting for PUSH_REPLY_MESSAGE_TO_CLIENT
 
 	rebalanceAfterKick atomic.Bool
 	unhookReconnect    func() // stops the transport's reconnect reports; nil without them

@@ -64,6 +64,8 @@ type Options struct {
 	TransactionTimeout              time.Duration
 	TransactionCheckMax             int
 	TransactionCheckInterval        time.Duration
+	TimerPrecision                  time.Duration
+	TimerMaxDelay                   time.Duration
 	ReregisterGrace                 time.Duration
 	FlushConsumerOffsetInterval     time.Duration
 	ClientChannelExpiredTime        time.Duration

@@ -95,6 +95,8 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 		TransactionTimeout:              o.TransactionTimeout,
 		TransactionCheckMax:             o.TransactionCheckMax,
 		TransactionCheckInterval:        o.TransactionCheckInterval,
+		TimerPrecision:                  o.TimerPrecision,
+		TimerMaxDelay:                   o.TimerMaxDelay,
 		ReregisterGrace:                 o.ReregisterGrace,
 		FlushConsumerOffsetInterval:     o.FlushConsumerOffsetInterval,
 		ChannelExpiredTimeout:           o.ClientChannelExpiredTime,

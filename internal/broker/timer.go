@@ -1,0 +1,418 @@
+package broker
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
+)
+
+// Timer messages (RocketMQ 5 TimerMessageStore): delivery at an arbitrary time.
+//
+// A send carrying TIMER_DELIVER_MS (absolute), TIMER_DELAY_SEC or TIMER_DELAY_MS (relative to
+// the broker's clock) whose time is in the future is stored in rmq_sys_wheel_timer queue 0 with
+// TIMER_OUT_MS (the delivery time) and its destination in REAL_TOPIC / REAL_QID, as RocketMQ's
+// HookUtils.transformTimerMessage does. The CommitLog is then the only durable copy: there is no
+// TimerLog or TimerWheel file.
+//
+// Why not RocketMQ's wheel and log on disk: they duplicate what the CommitLog and the
+// ConsumeQueue of the timer topic already make durable, and need their own checkpoint and
+// recovery. Here the timer service reads the timer queue from a cursor into memory, a map from
+// time slot to entries plus a min-heap of slots (24 bytes a message, one goroutine and one
+// time.Timer for all), and on restart rebuilds it by reading the queue again from the cursor.
+//
+// Slots are half a TimerPrecision wide and a slot is delivered at its end, so a message is never
+// early and is late by at most half the precision plus the time to find, put and dispatch it,
+// which the other half leaves room for (RocketMQ rounds down to its 1 s precision and may
+// deliver early). New messages are found by polling the queue's end every quarter precision.
+//
+// The cursor is the lowest queue offset not yet delivered, kept as the consumer offset of group
+// CID_RMQ_SYS_WHEEL_TIMER; messages are delivered out of queue order, so offsets past the cursor
+// may be delivered already. After a restart such a message, if it was due before the broker
+// started, is first looked up in its real topic by its UNIQ_KEY through the index: a delivered
+// copy carries the same TIMER_OUT_MS and a TIMER_DEQUEUE_MS, and is not stored again.
+
+// Names of the timer topic, its cursor's group and the RocketMQ 5 timer properties.
+const (
+	// TopicTimer is TimerMessageStore.TIMER_TOPIC.
+	TopicTimer = "rmq_sys_wheel_timer"
+	// timerGroup owns the timer service's cursor (ours: RocketMQ keeps a TimerCheckpoint file).
+	timerGroup = "CID_RMQ_SYS_WHEEL_TIMER"
+
+	PropertyTimerDelaySec   = "TIMER_DELAY_SEC"
+	PropertyTimerDelayMS    = "TIMER_DELAY_MS"
+	PropertyTimerOutMS      = "TIMER_OUT_MS"
+	PropertyTimerEnqueueMS  = "TIMER_ENQUEUE_MS"
+	PropertyTimerDequeueMS  = "TIMER_DEQUEUE_MS"
+	PropertyTimerDelUniqKey = "TIMER_DEL_UNIQKEY"
+)
+
+// Defaults after RocketMQ 5's MessageStoreConfig.
+const (
+	// DefaultTimerPrecision is timerPrecisionMs; RocketMQ's is 1 s, ours 100 ms so that a
+	// message arrives within 100 ms of its time.
+	DefaultTimerPrecision = 100 * time.Millisecond
+	DefaultTimerMaxDelay  = 3 * 24 * time.Hour // timerMaxDelaySec
+)
+
+// Tuning of the timer service.
+const (
+	// timerScanBatch bounds the units indexed between two delivery passes, so a burst of new
+	// timer messages does not hold back the due ones.
+	timerScanBatch = 4096
+	// timerRetryDelay pauses delivery after a put failed (the store is full or shutting down).
+	timerRetryDelay = time.Second
+	// timerDedupLookups is how many records with one UNIQ_KEY the restart check looks at.
+	timerDedupLookups = 16
+)
+
+// timerIllegalRemark is RocketMQ's answer to WHEEL_TIMER_MSG_ILLEGAL.
+const timerIllegalRemark = "timer message illegal, the delay time should not be bigger than the max delay %dms; " +
+	"or if set del msg, the delay time should be bigger than the current time"
+
+// timerDeliverMs returns when a message's timer properties ask it to be delivered, the
+// relative ones counted from now. ok is false for a message without them; err is set when a
+// value is not a number or overflows.
+func timerDeliverMs(props string, now int64) (deliverMs int64, ok bool, err error) {
+	var v string
+	scale := int64(1)
+	base := now
+	if s, found := message.PropertyValueString(props, PropertyTimerDelaySec); found {
+		v, scale = s, 1000
+	} else if s, found := message.PropertyValueString(props, PropertyTimerDelayMS); found {
+		v = s
+	} else if s, found := message.PropertyValueString(props, message.PropertyTimerDeliverMS); found {
+		v, base = s, 0
+	} else {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, true, err
+	}
+	if n > (math.MaxInt64-base)/scale || n < (math.MinInt64+base)/scale {
+		return 0, true, strconv.ErrRange
+	}
+	return base + n*scale, true, nil
+}
+
+// toTimerTopic moves a message with a future timer time to the timer topic. It returns the
+// answer refusing the send, or nil when m was moved or is not a timer message. Callers pass
+// only non-transactional and committed messages without a DELAY level, as RocketMQ's
+// HookUtils.handleScheduleMessage does.
+func (b *Broker) toTimerTopic(m *storage.Message) *remoting.Command {
+	if m.Topic == TopicTimer {
+		return nil
+	}
+	if _, rolled := message.PropertyValueString(m.Properties, PropertyTimerOutMS); rolled {
+		return nil // delivered by a timer already (RocketMQ's double check)
+	}
+	now := time.Now().UnixMilli()
+	deliverMs, ok, err := timerDeliverMs(m.Properties, now)
+	if !ok {
+		return nil
+	}
+	illegal := sendResponse(remoting.MessageIllegal, fmt.Sprintf(timerIllegalRemark, b.opts.TimerMaxDelay.Milliseconds()))
+	if err != nil {
+		return illegal
+	}
+	_, del := message.PropertyValueString(m.Properties, PropertyTimerDelUniqKey)
+	if deliverMs <= now {
+		if del {
+			return illegal
+		}
+		return nil // due already: stored in its topic now, as RocketMQ does
+	}
+	if deliverMs-now > b.opts.TimerMaxDelay.Milliseconds() {
+		return illegal
+	}
+	if del {
+		// Deleting a pending timer message is not supported; delivering the deletion request
+		// as a message would be worse than refusing it.
+		return sendResponse(remoting.MessageIllegal, "timer message deletion (TIMER_DEL_UNIQKEY) is not supported")
+	}
+	props := setProperty(m.Properties, PropertyTimerOutMS, strconv.FormatInt(deliverMs, 10))
+	props = setProperty(props, message.PropertyRealTopic, m.Topic)
+	m.Properties = setProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	m.Topic = TopicTimer
+	m.QueueID = 0
+	b.topics.addIfAbsent(TopicTimer, 1, int32(route.PermReadWrite), 0)
+	return nil
+}
+
+// timerEntry is a pending timer message.
+type timerEntry struct {
+	deliverMs, queueOffset, phyOffset int64
+}
+
+// slotHeap is a min-heap of slot numbers.
+type slotHeap []int64
+
+func (h slotHeap) Len() int           { return len(h) }
+func (h slotHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h slotHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *slotHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *slotHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// offsetWindow finds the lowest queue offset not done when offsets finish out of order: one
+// bit per offset from the lowest undone one to the highest marked.
+type offsetWindow struct {
+	base  int64 // offset of words[0]'s bit 0, a multiple of 64
+	next  int64 // lowest offset not done
+	words []uint64
+}
+
+func newOffsetWindow(start int64) offsetWindow { return offsetWindow{base: start &^ 63, next: start} }
+
+// done marks off finished and moves next past every finished offset.
+func (w *offsetWindow) done(off int64) {
+	if off < w.next {
+		return
+	}
+	i := off - w.base
+	for int64(len(w.words)) <= i/64 {
+		w.words = append(w.words, 0)
+	}
+	w.words[i/64] |= 1 << (i % 64)
+	for {
+		j := w.next - w.base
+		if j/64 >= int64(len(w.words)) || w.words[j/64]&(1<<(j%64)) == 0 {
+			break
+		}
+		w.next++
+	}
+	if drop := (w.next - w.base) / 64; drop > 0 {
+		w.words = w.words[drop:]
+		w.base += drop * 64
+	}
+}
+
+// timerService delivers timer messages. Everything but pending is owned by run.
+type timerService struct {
+	b      *Broker
+	log    zerolog.Logger
+	slotMs int64 // slot width
+	poll   time.Duration
+
+	slots     map[int64][]timerEntry // slot -> entries; slot s is due at s*slotMs
+	slotOrder slotHeap
+	scanned   int64 // next timer queue offset to index
+	window    offsetWindow
+	committed int64
+	// checkBelow: offsets below it were stored before this start and may have been delivered.
+	checkBelow int64
+	startMs    int64
+
+	pending atomic.Int64
+}
+
+func (b *Broker) initTimer() {
+	s := &timerService{b: b,
+		log:    b.opts.Logger.With().Str("component", "timer").Str("broker", b.opts.BrokerName).Logger(),
+		slotMs: max(b.opts.TimerPrecision.Milliseconds()/2, 1),
+		slots:  map[int64][]timerEntry{},
+	}
+	s.poll = max(b.opts.TimerPrecision/4, time.Millisecond)
+	cursor := max(b.offsets.query(timerGroup, TopicTimer, 0), b.store.MinOffsetInQueue(TopicTimer, 0))
+	s.scanned, s.committed, s.window = cursor, cursor, newOffsetWindow(cursor)
+	s.checkBelow = b.store.MaxOffsetInQueue(TopicTimer, 0)
+	s.startMs = time.Now().UnixMilli()
+	b.timer = s
+	if b.IsMaster() {
+		b.addRunner(s.run)
+	}
+}
+
+// TimerPending is how many timer messages are indexed and not yet delivered.
+func (b *Broker) TimerPending() int64 { return b.timer.pending.Load() }
+
+// run indexes and delivers timer messages until ctx ends.
+func (s *timerService) run(ctx context.Context) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		wait := s.poll
+		more := s.scan()
+		if err := s.deliverDue(ctx, time.Now().UnixMilli()); err != nil {
+			s.log.Warn().Err(err).Msg("timer delivery failed, retrying")
+			wait = timerRetryDelay
+		} else if more {
+			wait = 0
+		} else if len(s.slotOrder) > 0 {
+			wait = min(wait, time.Until(time.UnixMilli(s.slotOrder[0]*s.slotMs)))
+		}
+		s.commitCursor()
+		timer.Reset(max(wait, 0))
+	}
+}
+
+// scan indexes up to timerScanBatch new units of the timer queue and reports whether more wait.
+func (s *timerService) scan() bool {
+	st := s.b.store
+	if minOff := st.MinOffsetInQueue(TopicTimer, 0); s.scanned < minOff {
+		// Retention deleted messages never delivered: nothing can bring them back.
+		s.log.Error().Int64("offset", s.scanned).Int64("min_offset", minOff).Msg("timer messages deleted before delivery")
+		for off := s.scanned; off < minOff; off++ {
+			s.window.done(off)
+		}
+		s.scanned = minOff
+	}
+	end := st.MaxOffsetInQueue(TopicTimer, 0)
+	if s.scanned >= end {
+		return false
+	}
+	units, err := st.ConsumeQueueUnits(TopicTimer, 0, s.scanned, timerScanBatch)
+	if err != nil {
+		s.log.Warn().Err(err).Int64("offset", s.scanned).Msg("timer queue unreadable")
+		return false
+	}
+	for _, u := range units {
+		off := s.scanned
+		s.scanned++
+		deliverMs, err := s.deliverTime(u)
+		if err != nil {
+			s.log.Error().Err(err).Int64("offset", off).Msg("timer message dropped")
+			s.window.done(off)
+			continue
+		}
+		slot := (deliverMs + s.slotMs - 1) / s.slotMs
+		if _, ok := s.slots[slot]; !ok {
+			heap.Push(&s.slotOrder, slot)
+		}
+		s.slots[slot] = append(s.slots[slot], timerEntry{deliverMs: deliverMs, queueOffset: off, phyOffset: u.PhyOffset})
+		s.pending.Add(1)
+	}
+	return s.scanned < end
+}
+
+// deliverTime reads a timer record's TIMER_OUT_MS.
+func (s *timerService) deliverTime(u storage.CQUnit) (int64, error) {
+	if u.Size == math.MaxInt32 {
+		return 0, fmt.Errorf("blank unit")
+	}
+	var rec message.Record
+	if err := s.b.readRecord(u.PhyOffset, &rec); err != nil {
+		return 0, err
+	}
+	v, ok := message.PropertyValue(rec.Properties, PropertyTimerOutMS)
+	if !ok {
+		return 0, fmt.Errorf("no %s", PropertyTimerOutMS)
+	}
+	return strconv.ParseInt(string(v), 10, 64)
+}
+
+// deliverDue stores every message of the slots due at nowMs in its real topic. On a failed put
+// the message and the rest of its slot stay pending.
+func (s *timerService) deliverDue(ctx context.Context, nowMs int64) error {
+	for len(s.slotOrder) > 0 && s.slotOrder[0]*s.slotMs <= nowMs && ctx.Err() == nil {
+		slot := s.slotOrder[0]
+		entries := s.slots[slot]
+		for i, e := range entries {
+			if err := s.deliver(e); err != nil {
+				s.slots[slot] = entries[i:]
+				return err
+			}
+			s.window.done(e.queueOffset)
+			s.pending.Add(-1)
+		}
+		delete(s.slots, slot)
+		heap.Pop(&s.slotOrder)
+	}
+	return nil
+}
+
+// deliver stores the real message of one timer entry. A record that cannot be read or names
+// no destination, or that the store refuses for good, is dropped with an error log (RocketMQ's
+// PUT_NO_RETRY); a put that may succeed later is returned.
+func (s *timerService) deliver(e timerEntry) error {
+	var rec message.Record
+	if err := s.b.readRecord(e.phyOffset, &rec); err != nil {
+		s.log.Error().Err(err).Int64("offset", e.queueOffset).Msg("unreadable timer message dropped")
+		return nil
+	}
+	raw := string(rec.Properties)
+	topic, _ := message.PropertyValueString(raw, message.PropertyRealTopic)
+	qid, err := strconv.ParseInt(propertyOrEmpty(raw, message.PropertyRealQueueID), 10, 32)
+	if topic == "" || err != nil || qid < 0 {
+		s.log.Error().Int64("offset", e.queueOffset).Msg("timer message without REAL_TOPIC/REAL_QID dropped")
+		return nil
+	}
+	if e.queueOffset < s.checkBelow && e.deliverMs <= s.startMs && s.deliveredBefore(topic, raw) {
+		return nil
+	}
+	raw = removeProperty(raw, message.PropertyRealTopic)
+	raw = removeProperty(raw, message.PropertyRealQueueID)
+	raw = setProperty(raw, PropertyTimerEnqueueMS, strconv.FormatInt(rec.StoreTimestamp, 10))
+	raw = setProperty(raw, PropertyTimerDequeueMS, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	m := storedCopy(&rec, topic, int32(qid), raw)
+	m.StoreHost = s.b.storeHost
+	r, err := s.b.store.PutMessage(m)
+	switch {
+	case putStored(r.Status):
+		s.b.countPut(1)
+		return nil
+	case r.Status == storage.MessageIllegal || r.Status == storage.PropertiesSizeExceeded:
+		s.log.Error().Err(err).Str("status", r.Status.String()).Int64("offset", e.queueOffset).Msg("timer message refused by the store, dropped")
+		return nil
+	}
+	return fmt.Errorf("put to %s/%d: %s: %w", topic, qid, r.Status, err)
+}
+
+func propertyOrEmpty(props, key string) string {
+	v, _ := message.PropertyValueString(props, key)
+	return v
+}
+
+// deliveredBefore reports whether the timer message with properties props was stored in its
+// real topic already, by a life of the broker that ended before the cursor moved past it.
+func (s *timerService) deliveredBefore(topic, props string) bool {
+	uniq := propertyOrEmpty(props, message.PropertyUniqKey)
+	out := propertyOrEmpty(props, PropertyTimerOutMS)
+	if uniq == "" {
+		return false
+	}
+	res, err := s.b.store.QueryMessage(topic, uniq, timerDedupLookups, 0, math.MaxInt64)
+	if err != nil {
+		return false
+	}
+	for _, raw := range res.Messages {
+		var c message.Record
+		if _, err := message.DecodeRecord(raw, &c, false); err != nil {
+			continue
+		}
+		cp := string(c.Properties)
+		if _, dequeued := message.PropertyValueString(cp, PropertyTimerDequeueMS); dequeued &&
+			propertyOrEmpty(cp, message.PropertyUniqKey) == uniq && propertyOrEmpty(cp, PropertyTimerOutMS) == out {
+			return true
+		}
+	}
+	return false
+}
+
+// commitCursor records the lowest undelivered offset as the timer group's consumer offset; the
+// metadata writer persists it.
+func (s *timerService) commitCursor() {
+	if next := s.window.next; next != s.committed {
+		s.b.offsets.commit(timerGroup, TopicTimer, 0, next)
+		s.committed = next
+	}
+}

@@ -1,0 +1,274 @@
+package broker
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// timerTestPrecision is the precision the tests run with; timerSlack is what a loaded shared
+// machine may add to it between a slot's end and the delivered record's store time.
+const (
+	timerTestPrecision = 20 * time.Millisecond
+	timerSlack         = 500 * time.Millisecond
+)
+
+func withTimerPrecision(o *Options) { o.TimerPrecision = timerTestPrecision }
+
+// sendTimer sends one message through SEND_MESSAGE with the given properties and checks it was
+// accepted.
+func sendTimer(t *testing.T, tb *testBroker, topic string, qid int32, body string, props map[string]string) {
+	t.Helper()
+	h := goSendHeader(topic, qid, props)
+	wantSendOK(t, invoke(t, tb.InProc, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte(body), remoting.SerializeJSON)))
+}
+
+// checkOnTime checks that a delivered record was stored no earlier than its TIMER_OUT_MS and at
+// most a precision (plus slack) later.
+func checkOnTime(t *testing.T, rec sbRecord) {
+	t.Helper()
+	due, err := strconv.ParseInt(rec.Props[PropertyTimerOutMS], 10, 64)
+	if err != nil {
+		t.Fatalf("delivered %q without TIMER_OUT_MS: %v", rec.Body, rec.Props)
+	}
+	if late := rec.StoreTimestamp - due; late < 0 || late > (timerTestPrecision+timerSlack).Milliseconds() {
+		t.Errorf("%q delivered %d ms after its time", rec.Body, late)
+	}
+}
+
+func TestTimerDeliversOnTime(t *testing.T) {
+	tb := startTestBroker(t, withTimerPrecision)
+	addTopic(tb, "TimerT", 4)
+	start := time.Now()
+	sendTimer(t, tb, "TimerT", 1, "abs", map[string]string{"UNIQ_KEY": "U-abs", "TAGS": "ta",
+		message.PropertyTimerDeliverMS: strconv.FormatInt(start.Add(300*time.Millisecond).UnixMilli(), 10)})
+	sendTimer(t, tb, "TimerT", 2, "ms", map[string]string{"UNIQ_KEY": "U-ms", PropertyTimerDelayMS: "150"})
+	sendTimer(t, tb, "TimerT", 3, "sec", map[string]string{"UNIQ_KEY": "U-sec", PropertyTimerDelaySec: "1"})
+	if n := tb.Store().MaxOffsetInQueue(TopicTimer, 0); n != 3 {
+		eventually(t, "three timer messages in the timer queue", func() bool {
+			return tb.Store().MaxOffsetInQueue(TopicTimer, 0) == 3
+		})
+	}
+	for qid, body := range map[int32]string{2: "ms", 1: "abs", 3: "sec"} {
+		rec := sbRead(t, tb, "TimerT", qid, 0)
+		if string(rec.Body) != body || string(rec.Topic) != "TimerT" || rec.QueueID != qid {
+			t.Fatalf("queue %d: %q in %s/%d", qid, rec.Body, rec.Topic, rec.QueueID)
+		}
+		checkOnTime(t, rec)
+		for _, k := range []string{message.PropertyRealTopic, message.PropertyRealQueueID} {
+			if _, ok := rec.Props[k]; ok {
+				t.Errorf("%q keeps %s", body, k)
+			}
+		}
+		for _, k := range []string{PropertyTimerEnqueueMS, PropertyTimerDequeueMS, message.PropertyUniqKey} {
+			if rec.Props[k] == "" {
+				t.Errorf("%q lacks %s: %v", body, k, rec.Props)
+			}
+		}
+	}
+	if got := sbRead(t, tb, "TimerT", 1, 0); got.Props[message.PropertyTags] != "ta" ||
+		got.Props[message.PropertyTimerDeliverMS] == "" {
+		t.Errorf("abs properties %v", got.Props)
+	}
+	if p := tb.TimerPending(); p != 0 {
+		t.Errorf("%d pending after delivery", p)
+	}
+	eventually(t, "timer cursor committed", func() bool { return tb.offsets.query(timerGroup, TopicTimer, 0) == 3 })
+}
+
+// Many messages due at scattered times, sent in reverse order of their times: each arrives no
+// earlier than asked, and exactly once.
+func TestTimerNoneEarly(t *testing.T) {
+	tb := startTestBroker(t, withTimerPrecision)
+	addTopic(tb, "TimerN", 1)
+	const n = 50
+	for i := n; i > 0; i-- {
+		sendTimer(t, tb, "TimerN", 0, strconv.Itoa(i), map[string]string{"UNIQ_KEY": "N" + strconv.Itoa(i),
+			PropertyTimerDelayMS: strconv.Itoa(i * 7)})
+	}
+	seen := map[string]bool{}
+	for off := int64(0); off < n; off++ {
+		rec := sbRead(t, tb, "TimerN", 0, off)
+		checkOnTime(t, rec)
+		if seen[string(rec.Body)] {
+			t.Fatalf("%q delivered twice", rec.Body)
+		}
+		seen[string(rec.Body)] = true
+	}
+	eventually(t, "cursor past every message", func() bool { return tb.offsets.query(timerGroup, TopicTimer, 0) == n })
+	if got := tb.Store().MaxOffsetInQueue("TimerN", 0); got != n {
+		t.Errorf("%d messages delivered, want %d", got, n)
+	}
+}
+
+func TestTimerSendChecks(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.TimerPrecision = timerTestPrecision; o.TimerMaxDelay = time.Hour })
+	addTopic(tb, "TimerC", 1)
+	for name, props := range map[string]map[string]string{
+		"beyond max delay": {PropertyTimerDelaySec: "3601"},
+		"not a number":     {message.PropertyTimerDeliverMS: "soon"},
+		"overflow":         {PropertyTimerDelaySec: "9223372036854775807"},
+		"deletion":         {PropertyTimerDelayMS: "1000", PropertyTimerDelUniqKey: "x"},
+		"past deletion":    {PropertyTimerDelayMS: "-5", PropertyTimerDelUniqKey: "x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := tb.Store().MaxPhyOffset()
+			h := goSendHeader("TimerC", 0, props)
+			resp := invoke(t, tb.InProc, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
+			wantRefused(t, tb, resp, remoting.MessageIllegal, "timer message", before)
+		})
+	}
+	// A time already past is stored in its topic at once, with its properties; so is a DELAY
+	// level, which wins over a timer property as in RocketMQ.
+	sendTimer(t, tb, "TimerC", 0, "past", map[string]string{message.PropertyTimerDeliverMS: "1000"})
+	if rec := sbRead(t, tb, "TimerC", 0, 0); string(rec.Body) != "past" || rec.Props[message.PropertyTimerDeliverMS] != "1000" {
+		t.Errorf("past timer stored as %q %v", rec.Body, rec.Props)
+	}
+	sendTimer(t, tb, "TimerC", 0, "level", map[string]string{"DELAY": "1", PropertyTimerDelaySec: "60"})
+	eventually(t, "DELAY message in the schedule topic", func() bool {
+		return tb.Store().MaxOffsetInQueue(names.TopicSchedule, 0) == 1
+	})
+	if n := tb.Store().MaxOffsetInQueue(TopicTimer, 0); n != 0 {
+		t.Errorf("%d messages in the timer topic", n)
+	}
+}
+
+// putTimer stores a timer message as the send path does, straight into the store.
+func putTimer(t *testing.T, tb *testBroker, topic, body string, due time.Time) {
+	t.Helper()
+	m := &storage.Message{Topic: topic, Body: []byte(body), BornTimestamp: time.Now().UnixMilli(),
+		BornHost: sbBornHost, StoreHost: tb.storeHost,
+		Properties: message.MarshalProperties(map[string]string{message.PropertyUniqKey: "U-" + body,
+			message.PropertyTimerDeliverMS: strconv.FormatInt(due.UnixMilli(), 10)})}
+	if resp := tb.toTimerTopic(m); resp != nil || m.Topic != TopicTimer {
+		t.Fatalf("not a timer message: %v %s", resp, m.Topic)
+	}
+	if _, err := tb.Store().PutMessage(m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countBodies counts the messages of a queue by body.
+func countBodies(t *testing.T, tb *testBroker, topic string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for off := int64(0); off < tb.Store().MaxOffsetInQueue(topic, 0); off++ {
+		out[string(sbRead(t, tb, topic, 0, off).Body)]++
+	}
+	return out
+}
+
+// A restart delivers the message still pending once, and not again the one delivered before
+// the stop although the cursor (held back by the pending one) had not moved past it. crash
+// leaves the abort marker, so the store recovers as after a kill.
+func TestTimerRestartDeliversOnce(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run("crash="+strconv.FormatBool(crash), func(t *testing.T) {
+			dir := t.TempDir()
+			tb := startTestBrokerIn(t, dir, withTimerPrecision)
+			addTopic(tb, "TimerR", 1)
+			pendingDue := time.Now().Add(3 * time.Second)
+			putTimer(t, tb, "TimerR", "pending", pendingDue)
+			putTimer(t, tb, "TimerR", "early", time.Now().Add(30*time.Millisecond))
+			sbRead(t, tb, "TimerR", 0, 0)
+			if p := tb.TimerPending(); p != 1 {
+				t.Fatalf("%d pending before the stop, want 1", p)
+			}
+			tb.Stop(t)
+			if crash {
+				markAborted(t, tb)
+			}
+			if cur := tb.offsets.query(timerGroup, TopicTimer, 0); cur > 0 {
+				t.Fatalf("cursor %d at the stop, want none or 0 (held by the pending message)", cur)
+			}
+			tb2 := startTestBrokerIn(t, dir, withTimerPrecision)
+			rec := sbRead(t, tb2, "TimerR", 0, 1)
+			if string(rec.Body) != "pending" {
+				t.Fatalf("after the restart %q delivered, want pending", rec.Body)
+			}
+			checkOnTime(t, rec)
+			eventually(t, "cursor past both", func() bool { return tb2.offsets.query(timerGroup, TopicTimer, 0) == 2 })
+			if got := countBodies(t, tb2, "TimerR"); got["early"] != 1 || got["pending"] != 1 || len(got) != 2 {
+				t.Errorf("delivered %v, want each once", got)
+			}
+		})
+	}
+}
+
+// A kill before the metadata writer ever saved the cursor: on restart every timer message is
+// past the cursor, so each delivered one must be found in its topic and not stored again, and
+// the pending one is delivered once.
+func TestTimerCursorLostInCrash(t *testing.T) {
+	dir := t.TempDir()
+	tb := startTestBrokerIn(t, dir, withTimerPrecision)
+	addTopic(tb, "TimerL", 1)
+	now := time.Now()
+	const delivered = 20
+	putTimer(t, tb, "TimerL", "pending", now.Add(3*time.Second))
+	for i := range delivered {
+		putTimer(t, tb, "TimerL", "d"+strconv.Itoa(i), now.Add(time.Second+time.Duration(i)*time.Millisecond))
+	}
+	sbRead(t, tb, "TimerL", 0, delivered-1)
+	tb.Stop(t)
+	markAborted(t, tb)
+	for _, f := range []string{"consumerOffset.json", "consumerOffset.json.bak"} {
+		if err := os.Remove(filepath.Join(tb.opts.Store.Dir, "config", f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	tb2 := startTestBrokerIn(t, dir, withTimerPrecision)
+	if cur := tb2.offsets.query(timerGroup, TopicTimer, 0); cur > 0 {
+		t.Fatalf("cursor %d survived, the test needs it lost", cur)
+	}
+	checkOnTime(t, sbRead(t, tb2, "TimerL", 0, delivered))
+	eventually(t, "cursor past all", func() bool { return tb2.offsets.query(timerGroup, TopicTimer, 0) == delivered+1 })
+	got := countBodies(t, tb2, "TimerL")
+	for body, n := range got {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", body, n)
+		}
+	}
+	if len(got) != delivered+1 {
+		t.Errorf("delivered %d distinct messages, want %d", len(got), delivered+1)
+	}
+}
+
+// markAborted leaves the marker a killed broker leaves, so the next start recovers the store
+// as after a crash.
+func markAborted(t *testing.T, tb *testBroker) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(tb.opts.Store.Dir, "abort"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOffsetWindow(t *testing.T) {
+	w := newOffsetWindow(130)
+	for _, off := range []int64{200, 131, 132, 500} {
+		w.done(off)
+	}
+	if w.next != 130 {
+		t.Fatalf("next %d before 130 is done", w.next)
+	}
+	w.done(130)
+	if w.next != 133 {
+		t.Fatalf("next %d, want 133", w.next)
+	}
+	for off := int64(133); off < 500; off++ {
+		w.done(off)
+	}
+	if w.next != 501 || w.base != 448 || len(w.words) != 1 {
+		t.Fatalf("next %d base %d words %d, want 501 448 1", w.next, w.base, len(w.words))
+	}
+	w.done(7) // behind: ignored
+	if w.next != 501 {
+		t.Fatalf("next %d", w.next)
+	}
+}
