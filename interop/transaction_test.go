@@ -79,3 +79,86 @@ func TestOfficialTransactionalProducer(t *testing.T) {
 		t.Error("the UNKNOWN transaction was delivered without a check")
 	}
 }
+
+// gatedListener leaves every transaction unknown, and answers checks with a commit once open.
+type gatedListener struct {
+	open   atomic.Bool
+	checks atomic.Int32
+}
+
+func (*gatedListener) ExecuteLocalTransaction(*primitive.Message) primitive.LocalTransactionState {
+	return primitive.UnkonwnState
+}
+
+func (l *gatedListener) CheckLocalTransaction(*primitive.MessageExt) primitive.LocalTransactionState {
+	l.checks.Add(1)
+	if l.open.Load() {
+		return primitive.CommitMessageState
+	}
+	return primitive.UnkonwnState
+}
+
+// TestOfficialTransactionAcrossRestart: the official transactional producer prepares, the node
+// restarts on its store and port before the transaction is decided, and the check after the
+// restart commits it: delivered once.
+func TestOfficialTransactionAcrossRestart(t *testing.T) {
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	dir := t.TempDir()
+	opts := mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: dir, Logger: &l, SegmentBytes: 8 << 20,
+		TransactionTimeout: 300 * time.Millisecond, TransactionCheckInterval: 100 * time.Millisecond}
+	n, err := mq.StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const topic = "TxRestartOfficial"
+	createTopic(t, n, topic, 1)
+	listener := &gatedListener{}
+	instance := uniqueInstance(t.Name())
+	tp, err := rocketmq.NewTransactionProducer(listener, producer.WithNsResolver(resolver(n)),
+		producer.WithGroupName("pg-official-tx-restart"), producer.WithInstanceName(instance))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Shutdown() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if res, err := tp.SendMessageInTransaction(ctx, primitive.NewMessage(topic, []byte("across"))); err != nil || res.Status != primitive.SendOK {
+		t.Fatalf("transactional send: %v %v", res, err)
+	}
+	addr := n.Addr()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.Listen = addr
+	n, err = mq.StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	listener.open.Store(true)
+	// A consumer on the producer's instance makes the shared client heartbeat at once, so the
+	// restarted broker knows the producer group before the client's next 30 s heartbeat.
+	got := newCollector()
+	c, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(resolver(n)), consumer.WithGroupName("cg-official-tx-restart"),
+		consumer.WithInstance(instance), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown() })
+	got.waitFor(t, "the message committed by a check after the restart", func(m []*primitive.MessageExt) bool { return len(m) >= 1 })
+	if b := bodies(settle(got)); len(b) != 1 || b[0] != "across" {
+		t.Fatalf("delivered %v, want [across] once", b)
+	}
+}
