@@ -319,10 +319,16 @@ func TestSQL92SubscriptionCheckedAtStart(t *testing.T) {
 // (the broker filters), to the push and the lite pull consumer; one that does not compile fails
 // Start with the broker's SUBSCRIPTION_PARSE_FAILED (CHECK_CLIENT_CONFIG).
 func TestSQL92ByNode(t *testing.T) {
+	for _, kind := range []string{"inproc", "tcp"} {
+		t.Run(kind, func(t *testing.T) { testSQL92ByNode(t, kind) })
+	}
+}
+
+func testSQL92ByNode(t *testing.T, kind string) {
 	n := testNode(t)
 	a := newAdmin(t, n)
 	a.createTopic("sql", 1)
-	tr := transportFor(t, n, "inproc")
+	tr := transportFor(t, n, kind)
 	p, err := producer.New(producer.WithNameServers(n.Addr()), producer.WithOwnedTransport(n.NewTransport()),
 		producer.WithGroup("pg-sql"))
 	if err != nil {
