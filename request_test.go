@@ -78,20 +78,8 @@ func requestNode(t *testing.T) *mq.Node {
 
 func requester(t *testing.T, n *mq.Node, kind string) *producer.Producer {
 	t.Helper()
-	opts := []producer.Option{producer.WithGroup("requester-pg"),
-		producer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_") + "-requester")}
-	var p *producer.Producer
-	var err error
-	if kind == "inproc" {
-		p, err = n.NewProducer(opts...)
-	} else {
-		p, err = producer.New(append(opts, producer.WithNameServers(n.Addr()))...)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
+	return kindProducer(t, n, kind, producer.WithGroup("requester-pg"),
+		producer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_")+"-requester"))
 }
 
 func TestOurRequestReply(t *testing.T) {

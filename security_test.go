@@ -86,18 +86,7 @@ func secProducer(t *testing.T, n *mq.Node, kind string, creds remoting.Credentia
 	if !creds.IsZero() {
 		base = append(base, producer.WithCredentials(creds))
 	}
-	var p *producer.Producer
-	var err error
-	if kind == "inproc" {
-		p, err = n.NewProducer(append(base, opts...)...)
-	} else {
-		p, err = producer.New(append(append(base, producer.WithNameServers(n.Addr())), opts...)...)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
+	return kindProducer(t, n, kind, append(base, opts...)...)
 }
 
 // secConsumer is our push consumer of secTopic, signing with creds; it collects bodies.

@@ -70,18 +70,7 @@ func txProducer(t *testing.T, n *mq.Node, kind string, l producer.TransactionLis
 	opts := []producer.Option{producer.WithGroup("tx-pg"), producer.WithTransactionListener(l),
 		producer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_") + "-tx"),
 		producer.WithHeartbeatInterval(50 * time.Millisecond)}
-	var p *producer.Producer
-	var err error
-	if kind == "inproc" {
-		p, err = n.NewProducer(opts...)
-	} else {
-		p, err = producer.New(append(opts, producer.WithNameServers(n.Addr()))...)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
+	return kindProducer(t, n, kind, opts...)
 }
 
 // deliveries counts what a push consumer of topic received, by body.
