@@ -98,6 +98,11 @@ type Options struct {
 	// (the broker uses it to wake held long-poll pulls), and do not call DeleteTopics from it
 	// (it takes the dispatcher's lock).
 	OnDispatch func(DispatchEvent)
+	// RetentionFloor, if set, returns the lowest CommitLog offset still needed by the broker
+	// (its oldest pending timer message): time-based retention keeps the segment holding it
+	// and those after, whatever their age. Only a disk past its force-clean threshold deletes
+	// it, with a warning. It is called from the retention goroutine: keep it cheap.
+	RetentionFloor func() int64
 	// Logger receives structured logs with component=storage; nil means silent.
 	Logger *zerolog.Logger
 

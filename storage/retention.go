@@ -79,11 +79,15 @@ func (s *Store) deleteCommitLog(now time.Time, force bool) int {
 			break
 		}
 		first := segs[0]
+		needed := s.opts.RetentionFloor != nil && s.opts.RetentionFloor() < segs[1].start
 		if !force {
 			ts := s.segmentTime(first)
-			if ts == 0 || now.Sub(time.UnixMilli(ts)) < s.opts.FileReservedTime {
+			if ts == 0 || now.Sub(time.UnixMilli(ts)) < s.opts.FileReservedTime || needed {
 				break
 			}
+		} else if needed {
+			s.log.Warn().Str("segment", first.path).
+				Msg("deleting a commitlog segment still needed (pending timer messages) to free disk space")
 		}
 		s.cl.minPhy.Store(segs[1].start)
 		if err := s.cl.segs.removeFirst(); err != nil {

@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -215,4 +217,31 @@ func TestGetMessageWhileRemoving(t *testing.T) {
 		t.Fatalf("status %v next %d", r.Status, r.NextBeginOffset)
 	}
 	r.Release()
+}
+
+// TestRetentionFloor: a segment holding the RetentionFloor's offset, and those after it, stay
+// whatever their age; the ones before it go.
+func TestRetentionFloor(t *testing.T) {
+	opts := testOptions(t, "")
+	clk := newFakeClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.Local))
+	opts.clock = clk.now
+	opts.diskUsage = func(string) (float64, error) { return 0.1, nil }
+	var floor atomic.Int64
+	floor.Store(math.MaxInt64)
+	opts.RetentionFloor = floor.Load
+	s := openStore(t, opts)
+	for s.cl.segs.len() < 5 {
+		mustPut(t, s, testMsg("T", 0, body(0, 2000), nil))
+	}
+	clk.advance(100 * time.Hour)   // every full segment is old now
+	floor.Store(testSegBytes + 10) // inside segment 1
+	s.ExecuteDeleteFilesManually()
+	if st := s.CleanExpired(); st.CommitLogSegments != 1 {
+		t.Fatalf("deleted %d segments, want only segment 0, before the floor", st.CommitLogSegments)
+	}
+	floor.Store(math.MaxInt64) // nothing pending any more
+	s.ExecuteDeleteFilesManually()
+	if st := s.CleanExpired(); st.CommitLogSegments == 0 {
+		t.Fatal("nothing deleted once the floor was lifted")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -39,6 +40,9 @@ type Broker struct {
 	ha      *haState
 	tx      *txState
 	timer   *timerService
+	// timerCursor is the timer service's cursor (the lowest timer queue offset not delivered),
+	// for the store's retention, which keeps its record (timerRetentionFloor).
+	timerCursor atomic.Int64
 
 	// runners are the background services Run starts, in order.
 	runners []func(ctx context.Context) error
@@ -76,6 +80,7 @@ func New(opts Options) (*Broker, error) {
 	storeOpts.Slave = opts.BrokerRole == storage.Slave
 	storeOpts.DelayLevels = opts.DelayLevels
 	storeOpts.OnDispatch = b.onDispatch
+	storeOpts.RetentionFloor = b.timerRetentionFloor
 	store, err := storage.Open(storeOpts)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)

@@ -229,6 +229,7 @@ func (b *Broker) initTimer() {
 	s.poll = max(b.opts.TimerPrecision/4, time.Millisecond)
 	cursor := max(b.offsets.query(timerGroup, TopicTimer, 0), b.store.MinOffsetInQueue(TopicTimer, 0))
 	s.scanned, s.committed, s.window = cursor, cursor, newOffsetWindow(cursor)
+	b.timerCursor.Store(cursor)
 	s.checkBelow = b.store.MaxOffsetInQueue(TopicTimer, 0)
 	s.startMs = time.Now().UnixMilli()
 	b.timer = s
@@ -414,5 +415,26 @@ func (s *timerService) commitCursor() {
 	if next := s.window.next; next != s.committed {
 		s.b.offsets.commit(timerGroup, TopicTimer, 0, next)
 		s.committed = next
+		s.b.timerCursor.Store(next)
 	}
+}
+
+// timerRetentionFloor is the store's RetentionFloor: the CommitLog offset of the timer queue's
+// entry at the cursor, the oldest timer message not yet delivered, or MaxInt64 when none is
+// pending. A pending timer message may be due after FileReservedTime (TimerMaxDelay defaults
+// to the same 72 h), so its segment must outlive the retention period. RocketMQ 5 re-puts long
+// timers instead (TIMER_ROLL_TIMES).
+func (b *Broker) timerRetentionFloor() int64 {
+	if b.timer == nil {
+		return math.MaxInt64
+	}
+	cursor := b.timerCursor.Load()
+	if cursor >= b.store.MaxOffsetInQueue(TopicTimer, 0) {
+		return math.MaxInt64
+	}
+	off, err := b.store.GetCommitLogOffsetInQueue(TopicTimer, 0, cursor)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return off
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -271,4 +272,26 @@ func TestOffsetWindow(t *testing.T) {
 	if w.next != 501 {
 		t.Fatalf("next %d", w.next)
 	}
+}
+
+// The store's retention keeps the CommitLog from the oldest pending timer message on: its
+// floor is that message's offset while it waits, and lifts once it is delivered.
+func TestTimerRetentionFloor(t *testing.T) {
+	tb := startTestBroker(t, withTimerPrecision)
+	addTopic(tb, "TimerF", 1)
+	if f := tb.timerRetentionFloor(); f != math.MaxInt64 {
+		t.Fatalf("floor %d with nothing pending", f)
+	}
+	sendTimer(t, tb, "TimerF", 0, "soon", map[string]string{"UNIQ_KEY": "F-soon", PropertyTimerDelayMS: "300"})
+	eventually(t, "the timer message indexed", func() bool { return tb.TimerPending() == 1 })
+	phy, err := tb.Store().GetCommitLogOffsetInQueue(TopicTimer, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := tb.timerRetentionFloor(); f != phy {
+		t.Fatalf("floor %d while the message at %d waits", f, phy)
+	}
+	eventually(t, "the timer message delivered and the floor lifted", func() bool {
+		return tb.TimerPending() == 0 && tb.timerRetentionFloor() == math.MaxInt64
+	})
 }
