@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,78 +88,10 @@ func secProducer(t *testing.T, n *mq.Node, kind string, creds remoting.Credentia
 	return kindProducer(t, n, kind, append(base, opts...)...)
 }
 
-// secConsumer is our push consumer of secTopic, signing with creds; it collects bodies.
-func secConsumer(t *testing.T, n *mq.Node, kind, group string, creds remoting.Credentials, opts ...consumer.Option) *bodySet {
+// secConsumer is our push consumer of secTopic signing with creds, counting bodies.
+func secConsumer(t *testing.T, n *mq.Node, kind, group string, creds remoting.Credentials, opts ...consumer.Option) *deliveries {
 	t.Helper()
-	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
-	base := []consumer.Option{consumer.WithGroup(group), consumer.WithLogger(&l), consumer.WithCredentials(creds),
-		consumer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_") + "-" + group),
-		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}), consumer.WithRebalanceInterval(50 * time.Millisecond)}
-	var c *consumer.PushConsumer
-	var err error
-	if kind == "inproc" {
-		c, err = n.NewPushConsumer(append(base, opts...)...)
-	} else {
-		c, err = consumer.NewPushConsumer(append(append(base, consumer.WithNameServers(n.Addr())), opts...)...)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := &bodySet{seen: map[string]bool{}, more: make(chan struct{}, 1)}
-	if err := c.Subscribe(secTopic, "*", func(_ context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
-		for _, m := range msgs {
-			got.add(string(m.Body))
-		}
-		return consumer.ConsumeSuccess, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return got
-}
-
-type bodySet struct {
-	mu   sync.Mutex
-	seen map[string]bool
-	more chan struct{}
-}
-
-func (s *bodySet) add(b string) {
-	s.mu.Lock()
-	s.seen[b] = true
-	s.mu.Unlock()
-	select {
-	case s.more <- struct{}{}:
-	default:
-	}
-}
-
-// waitFor waits until every body has been consumed, failing after 20 s.
-func (s *bodySet) waitFor(t *testing.T, bodies ...string) {
-	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		missing := 0
-		for _, b := range bodies {
-			if !s.seen[b] {
-				missing++
-			}
-		}
-		s.mu.Unlock()
-		if missing == 0 {
-			return
-		}
-		select {
-		case <-s.more:
-		case <-deadline.C:
-			t.Fatalf("%d of %v not consumed", missing, bodies)
-		}
-	}
+	return kindConsumer(t, n, kind, secTopic, group, append([]consumer.Option{consumer.WithCredentials(creds)}, opts...)...)
 }
 
 func send(p *producer.Producer, body string) error {

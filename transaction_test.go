@@ -3,16 +3,12 @@ package mq_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq"
-	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -71,87 +67,6 @@ func txProducer(t *testing.T, n *mq.Node, kind string, l producer.TransactionLis
 		producer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_") + "-tx"),
 		producer.WithHeartbeatInterval(50 * time.Millisecond)}
 	return kindProducer(t, n, kind, opts...)
-}
-
-// deliveries counts what a push consumer of topic received, by body.
-type deliveries struct {
-	mu   sync.Mutex
-	seen map[string]int
-	more chan struct{}
-}
-
-func consumeCounting(t *testing.T, n *mq.Node, topic, group string) *deliveries {
-	t.Helper()
-	createTopicAndWait(t, n, topic)
-	d := &deliveries{seen: map[string]int{}, more: make(chan struct{}, 1)}
-	c, err := consumer.NewPushConsumer(consumer.WithNameServers(n.Addr()), consumer.WithGroup(group),
-		consumer.WithInstanceName(strings.ReplaceAll(t.Name(), "/", "_")+"-"+group),
-		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}), consumer.WithRebalanceInterval(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(topic, "*", func(_ context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
-		d.mu.Lock()
-		for _, m := range msgs {
-			d.seen[string(m.Body)]++
-		}
-		d.mu.Unlock()
-		select {
-		case d.more <- struct{}{}:
-		default:
-		}
-		return consumer.ConsumeSuccess, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return d
-}
-
-// waitExactly waits until want were each delivered, then lets anything else show up for a
-// moment and checks that nothing else was, and nothing twice.
-func (d *deliveries) waitExactly(t *testing.T, want ...string) {
-	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	for {
-		d.mu.Lock()
-		missing := 0
-		for _, w := range want {
-			if d.seen[w] == 0 {
-				missing++
-			}
-		}
-		d.mu.Unlock()
-		if missing == 0 {
-			break
-		}
-		select {
-		case <-d.more:
-		case <-deadline.C:
-			d.mu.Lock()
-			t.Fatalf("%d of %v not delivered (delivered: %v)", missing, want, d.seen)
-		}
-	}
-	// Only absence is checked after this pause: a slow machine can hide a bug, never fail the test.
-	time.Sleep(500 * time.Millisecond)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var got []string
-	for b, n := range d.seen {
-		for range n {
-			got = append(got, b)
-		}
-	}
-	slices.Sort(got)
-	w := slices.Clone(want)
-	slices.Sort(w)
-	if fmt.Sprint(got) != fmt.Sprint(w) {
-		t.Fatalf("delivered %v, want exactly %v", got, w)
-	}
 }
 
 func TestOurTransactionalProducer(t *testing.T) {
@@ -245,4 +160,11 @@ func createTopicAndWait(t *testing.T, n *mq.Node, topic string) {
 			t.Fatalf("no route for %s", topic)
 		}
 	}
+}
+
+// consumeCounting creates topic and starts a counting consumer of it over TCP.
+func consumeCounting(t *testing.T, n *mq.Node, topic, group string) *deliveries {
+	t.Helper()
+	createTopicAndWait(t, n, topic)
+	return kindConsumer(t, n, "tcp", topic, group)
 }
