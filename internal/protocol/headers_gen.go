@@ -473,6 +473,47 @@ func (h *QueryMessageResponseHeader) Decode(ext map[string]string) error {
 }
 
 // Encode implements remoting.Header.
+func (h *ReplyMessageRequestHeader) Encode(ext map[string]string) {
+	ext["producerGroup"] = h.ProducerGroup
+	ext["topic"] = h.Topic
+	ext["defaultTopic"] = h.DefaultTopic
+	remoting.PutInt32(ext, "defaultTopicQueueNums", h.DefaultTopicQueueNums)
+	remoting.PutInt32(ext, "queueId", h.QueueID)
+	remoting.PutInt32(ext, "sysFlag", h.SysFlag)
+	remoting.PutInt64(ext, "bornTimestamp", h.BornTimestamp)
+	remoting.PutInt32(ext, "flag", h.Flag)
+	ext["properties"] = h.Properties
+	remoting.PutInt32(ext, "reconsumeTimes", h.ReconsumeTimes)
+	remoting.PutBool(ext, "unitMode", h.UnitMode)
+	ext["bornHost"] = h.BornHost
+	ext["storeHost"] = h.StoreHost
+	remoting.PutInt64(ext, "storeTimestamp", h.StoreTimestamp)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ReplyMessageRequestHeader) ExtFieldsCap() int { return 14 }
+
+// Decode implements remoting.Header.
+func (h *ReplyMessageRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ProducerGroup = r.String("producerGroup", false)
+	h.Topic = r.String("topic", true)
+	h.DefaultTopic = r.String("defaultTopic", false)
+	h.DefaultTopicQueueNums = r.Int32("defaultTopicQueueNums", false)
+	h.QueueID = r.Int32("queueId", true)
+	h.SysFlag = r.Int32("sysFlag", true)
+	h.BornTimestamp = r.Int64("bornTimestamp", true)
+	h.Flag = r.Int32("flag", true)
+	h.Properties = r.String("properties", false)
+	h.ReconsumeTimes = r.Int32("reconsumeTimes", false)
+	h.UnitMode = r.Bool("unitMode", false)
+	h.BornHost = r.String("bornHost", true)
+	h.StoreHost = r.String("storeHost", true)
+	h.StoreTimestamp = r.Int64("storeTimestamp", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *SendMessageRequestHeader) Encode(ext map[string]string) {
 	ext["producerGroup"] = h.ProducerGroup
 	ext["topic"] = h.Topic

@@ -78,6 +78,7 @@ var goldenHeaders = []goldenHeader{
 	golden[QueryMessageResponseHeader]("QueryMessageResponseHeader"),
 	golden[ViewMessageRequestHeader]("ViewMessageRequestHeader"),
 	golden[EndTransactionRequestHeader]("EndTransactionRequestHeader"),
+	golden[ReplyMessageRequestHeader]("ReplyMessageRequestHeader"),
 	golden[CheckTransactionStateRequestHeader]("CheckTransactionStateRequestHeader"),
 }
 
