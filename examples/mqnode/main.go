@@ -152,7 +152,8 @@ func run(args []string) error {
 		return err
 	}
 	log.Info().Str("component", "mqnode").Str("addr", node.Addr()).
-		Str("namesrv_addr", node.NameServerAddr()).Str("broker_addr", node.BrokerAddr()).Msg("mqnode started")
+		Str("namesrv_addr", node.NameServerAddr()).Str("broker_addr", node.BrokerAddr()).
+		Str("ha_addr", node.HAAddr()).Msg("mqnode started")
 
 	s := <-sig
 	log.Info().Str("component", "mqnode").Str("signal", s.String()).Msg("shutting down")

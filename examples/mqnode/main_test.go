@@ -36,6 +36,13 @@ func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 			}
 			if rec["message"] == "mqnode started" {
 				addr, _ = rec["addr"].(string)
+				// Where each part listens: name service, broker, and the master's HA port.
+				for _, k := range []string{"namesrv_addr", "broker_addr", "ha_addr"} {
+					if v, _ := rec[k].(string); v == "" || strings.HasSuffix(v, ":0") {
+						cmd.Process.Kill()
+						t.Fatalf("started line without a bound %s: %v", k, rec)
+					}
+				}
 			}
 		}
 		if addr == "" || strings.HasSuffix(addr, ":0") {
