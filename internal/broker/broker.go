@@ -128,6 +128,7 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerRetry(d)
 	b.registerTransaction(d)
 	b.registerAdmin(d)
+	b.registerResetOffset(d)
 	d.AddConnListener(b.onConnEvent)
 }
 

@@ -152,6 +152,8 @@ func (i *Instance) registerProcessors() {
 	i.tr.RegisterProcessor(remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(i.processConsumeDirectly))
 	i.tr.RegisterProcessor(remoting.CheckTransactionState, remoting.ProcessorFunc(i.processCheckTransactionState))
 	i.tr.RegisterProcessor(remoting.PushReplyMessageToClient, remoting.ProcessorFunc(i.processPushReply))
+	i.tr.RegisterProcessor(remoting.ResetConsumerClientOffset, remoting.ProcessorFunc(i.processResetOffset))
+	i.tr.RegisterProcessor(remoting.GetConsumerStatusFromClient, remoting.ProcessorFunc(i.processConsumeStatus))
 }
 
 // processNotifyIDsChanged rebalances every consumer; no reply (docs/protocol.md §7.1).
@@ -171,6 +173,9 @@ func (i *Instance) processRunningInfo(_ context.Context, _ remoting.Channel, req
 	if c == nil {
 		return remoting.NewResponse(remoting.SystemError,
 			"The Consumer Group <"+group+"> not exist in this consumer"), nil
+	}
+	if r, ok := c.(RunningInfoReporter); ok {
+		return i.runningInfoResponse(c, r)
 	}
 	data := c.HeartbeatData()
 	subs := data.SubscriptionDataSet

@@ -514,6 +514,67 @@ func (h *ReplyMessageRequestHeader) Decode(ext map[string]string) error {
 }
 
 // Encode implements remoting.Header.
+func (h *ResetOffsetRequestHeader) Encode(ext map[string]string) {
+	ext["topic"] = h.Topic
+	ext["group"] = h.Group
+	remoting.PutInt64(ext, "timestamp", h.Timestamp)
+	remoting.PutBool(ext, "isForce", h.IsForce)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ResetOffsetRequestHeader) ExtFieldsCap() int { return 4 }
+
+// Decode implements remoting.Header.
+func (h *ResetOffsetRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.Topic = r.String("topic", true)
+	h.Group = r.String("group", true)
+	h.Timestamp = r.Int64("timestamp", true)
+	h.IsForce = r.Bool("isForce", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetConsumerStatusRequestHeader) Encode(ext map[string]string) {
+	ext["topic"] = h.Topic
+	ext["group"] = h.Group
+	if h.ClientAddr != "" {
+		ext["clientAddr"] = h.ClientAddr
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetConsumerStatusRequestHeader) ExtFieldsCap() int { return 3 }
+
+// Decode implements remoting.Header.
+func (h *GetConsumerStatusRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.Topic = r.String("topic", true)
+	h.Group = r.String("group", true)
+	h.ClientAddr = r.String("clientAddr", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetConsumerRunningInfoRequestHeader) Encode(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+	ext["clientId"] = h.ClientID
+	remoting.PutBool(ext, "jstackEnable", h.JstackEnable)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetConsumerRunningInfoRequestHeader) ExtFieldsCap() int { return 3 }
+
+// Decode implements remoting.Header.
+func (h *GetConsumerRunningInfoRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ConsumerGroup = r.String("consumerGroup", true)
+	h.ClientID = r.String("clientId", true)
+	h.JstackEnable = r.Bool("jstackEnable", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *SendMessageRequestHeader) Encode(ext map[string]string) {
 	ext["producerGroup"] = h.ProducerGroup
 	ext["topic"] = h.Topic
