@@ -88,18 +88,24 @@ func kindConsumer(t *testing.T, n *mq.Node, kind, topic, group string, opts ...c
 // waitFor waits until every body was delivered at least once, failing after 20 s.
 func (d *deliveries) waitFor(t *testing.T, bodies ...string) {
 	t.Helper()
+	d.waitCount(t, 1, bodies...)
+}
+
+// waitCount waits until every body was delivered at least times times, failing after 20 s.
+func (d *deliveries) waitCount(t *testing.T, times int, bodies ...string) {
+	t.Helper()
 	deadline := time.NewTimer(20 * time.Second)
 	defer deadline.Stop()
 	for {
 		d.mu.Lock()
-		missing := 0
+		short := 0
 		for _, b := range bodies {
-			if d.seen[b] == 0 {
-				missing++
+			if d.seen[b] < times {
+				short++
 			}
 		}
 		d.mu.Unlock()
-		if missing == 0 {
+		if short == 0 {
 			return
 		}
 		select {
@@ -107,7 +113,7 @@ func (d *deliveries) waitFor(t *testing.T, bodies ...string) {
 		case <-deadline.C:
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			t.Fatalf("%d of %v not delivered (delivered: %v)", missing, bodies, d.seen)
+			t.Fatalf("%d of %v not delivered %d times (delivered: %v)", short, bodies, times, d.seen)
 		}
 	}
 }

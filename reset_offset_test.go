@@ -54,30 +54,3 @@ func TestResetOffsetByTimeReconsumes(t *testing.T) {
 		})
 	}
 }
-
-// waitCount waits until every body was delivered at least times times, failing after 20 s.
-func (d *deliveries) waitCount(t *testing.T, times int, bodies ...string) {
-	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	for {
-		d.mu.Lock()
-		short := 0
-		for _, b := range bodies {
-			if d.seen[b] < times {
-				short++
-			}
-		}
-		d.mu.Unlock()
-		if short == 0 {
-			return
-		}
-		select {
-		case <-d.more:
-		case <-deadline.C:
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			t.Fatalf("%d of %v not delivered %d times (delivered: %v)", short, bodies, times, d.seen)
-		}
-	}
-}

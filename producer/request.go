@@ -139,22 +139,10 @@ func (p *Producer) RequestAsync(ctx context.Context, msg *Message, cb func(*Repl
 // the same way; SendReply also refuses a message that is not one. The broker answers SYSTEM_ERROR when
 // it could not push the reply to the requester (gone, or its request timed out long ago).
 func (p *Producer) SendReply(ctx context.Context, msg *Message) (*SendResult, error) {
-	if err := p.validate(msg); err != nil {
-		return nil, err
-	}
-	if msg.Properties[message.PropertyMsgType] != replyMessageType {
+	if msg != nil && msg.Properties[message.PropertyMsgType] != replyMessageType {
 		return nil, invalid("not a reply: MSG_TYPE is %q, want %q", msg.Properties[message.PropertyMsgType], replyMessageType)
 	}
-	if !p.begin() {
-		return nil, ErrClosed
-	}
-	defer p.end()
-	s, err := p.newSend(ctx, msg.Topic)
-	if err != nil {
-		return nil, err
-	}
-	s.msg = p.encode(msg)
-	return s.runSync(ctx)
+	return p.SendSync(ctx, msg) // a reply goes as SEND_REPLY_MESSAGE_V2 (encode)
 }
 
 // replyMessageType is MSG_TYPE of a reply (MixAll.REPLY_MESSAGE_FLAG).

@@ -13,10 +13,11 @@ import (
 
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
+	"github.com/mqgo/mq/remoting"
 )
 
 // Issue 14's timer crash test: an mqnode killed with SIGKILL while timer messages are pending
-// (some delivered already, some not yet due) comes back on its store and port and delivers each
+// (ten delivered already, ten not yet due, both counted before the kill) comes back on its store and port and delivers each
 // exactly once, none before its time.
 func TestBinaryTimersSurviveKill(t *testing.T) {
 	if testing.Short() {
@@ -35,16 +36,34 @@ func TestBinaryTimersSurviveKill(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	due := map[string]time.Time{}
-	for i := range 20 {
-		// Half due before the kill, half after the restart.
-		at := time.Now().Add(time.Duration(100+i*100) * time.Millisecond)
+	send := func(i int, after time.Duration) {
+		at := time.Now().Add(after)
 		body := fmt.Sprintf("t%02d", i)
 		if _, err := p.SendSync(ctx, producer.NewMessage("TimerKill", []byte(body)).WithDeliverTime(at)); err != nil {
 			t.Fatal(err)
 		}
 		due[body] = at
 	}
-	time.Sleep(time.Second) // let some come due before the kill
+	admin := remoting.NewClient(remoting.ClientOptions{})
+	defer admin.Close()
+	delivered := func() int64 {
+		var n int64
+		for q := range 4 {
+			n += maxOffset(t, admin, addr, "TimerKill", q)
+		}
+		return n
+	}
+	// Ten come due, and are delivered, before the kill; ten are pending when it lands.
+	for i := range 10 {
+		send(i, time.Duration(100+i*20)*time.Millisecond)
+	}
+	waitFor(t, 30*time.Second, "the first ten timer messages delivered", func() bool { return delivered() == 10 })
+	for i := 10; i < 20; i++ {
+		send(i, 5*time.Second+time.Duration(i*20)*time.Millisecond)
+	}
+	if n := delivered(); n != 10 {
+		t.Fatalf("%d timer messages delivered before the kill, want 10: the pending ones came due early, or the machine stalled 5 s", n)
+	}
 	if err := node.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

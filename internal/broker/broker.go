@@ -31,6 +31,10 @@ type Broker struct {
 
 	// Request pools, as RocketMQ's BrokerController keeps them.
 	sendEx, pullEx, queryEx, adminEx, clientEx, heartbeatEx *remoting.Executor
+	// replyEx serves reply sends (RocketMQ's replyMessageExecutor): each waits up to
+	// replyPushTimeout for its requester to take the reply, so a requester that never answers
+	// stalls replies only, never the other sends.
+	replyEx *remoting.Executor
 
 	// The parts built in their own files.
 	send    *sendState
@@ -69,6 +73,7 @@ func New(opts Options) (*Broker, error) {
 		reg:         newRegistrar(),
 		ready:       make(chan struct{}),
 		sendEx:      remoting.NewExecutor("send", opts.SendThreads, 10000),
+		replyEx:     remoting.NewExecutor("reply", opts.SendThreads, 10000),
 		pullEx:      remoting.NewExecutor("pull", opts.PullThreads, 100000),
 		queryEx:     remoting.NewExecutor("query", opts.QueryThreads, 20000),
 		adminEx:     remoting.NewExecutor("admin", opts.AdminThreads, 10000),

@@ -30,11 +30,11 @@ const replyPushTimeout = 10 * time.Second
 // (MessageConst.PROPERTY_PUSH_REPLY_TIME).
 const propertyPushReplyTime = "PUSH_REPLY_TIME"
 
-// registerReply installs SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2 on the send pool. Never
+// registerReply installs SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2 on their own pool (replyEx). Never
 // inline: the answer waits for another client.
 func (b *Broker) registerReply(d *remoting.Dispatcher) {
 	for _, code := range []int16{remoting.SendReplyMessage, remoting.SendReplyMessageV2} {
-		b.handle(d, code, remoting.ProcessorFunc(b.processReply), b.sendEx)
+		b.handle(d, code, remoting.ProcessorFunc(b.processReply), b.replyEx)
 	}
 }
 
