@@ -69,6 +69,8 @@ func (pc *PushConsumer) consumeConcurrently(req consumeRequest) {
 	var err error
 	if sub := pc.p.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {
 		res, err = callListener(pc.consumeCtx, sub.listener, msgs)
+		done := time.Now()
+		pc.p.stats.consumed(qs.mq.Topic, len(msgs), err == nil && res == ConsumeSuccess, done.Sub(now), done)
 	} else {
 		pc.log.Warn().Str("topic", msgs[0].Topic).Msg("no listener for the topic; sending messages back")
 	}

@@ -109,6 +109,8 @@ func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeRes
 	var err error
 	if sub := pc.p.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {
 		res, err = callListener(pc.consumeCtx, sub.listener, msgs)
+		done := time.Now()
+		pc.p.stats.consumed(qs.mq.Topic, len(msgs), err == nil && res == ConsumeSuccess, done.Sub(now), done)
 	}
 	if err != nil {
 		pc.log.Debug().Str("topic", msgs[0].Topic).Err(err).Msg("orderly listener failed")

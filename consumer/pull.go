@@ -19,6 +19,7 @@ func (p *puller) pullLoop(qs *queueState) {
 			sleep(p.ctx, pq.done, d)
 			continue
 		}
+		begin := time.Now()
 		res, addr, err := p.pullOnce(qs)
 		if pq.isDropped() || p.isClosing() {
 			return
@@ -32,7 +33,9 @@ func (p *puller) pullLoop(qs *queueState) {
 			continue
 		}
 		qs.retry = pullRetry{}
-		pq.lastPullTime.Store(time.Now().UnixNano())
+		now := time.Now()
+		pq.lastPullTime.Store(now.UnixNano())
+		p.stats.pullAnswered(qs.mq.Topic, now.Sub(begin), now)
 		found, keep := p.handlePull(qs, res)
 		if !keep {
 			return
@@ -105,6 +108,9 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) (found, keep bool) 
 		qs.nextOffset = res.header.NextBeginOffset
 		msgs = p.filter(msgs, res.header)
 		found = len(msgs) > 0
+		if found {
+			p.stats.pullFound(mq.Topic, len(msgs))
+		}
 		if added := pq.put(msgs); len(added) > 0 {
 			p.svc.submit(qs, added)
 		}

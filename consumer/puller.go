@@ -61,6 +61,8 @@ type puller struct {
 	queuesMu sync.Mutex
 	queues   map[MessageQueue]*queueState
 
+	stats consumeStats // rates for GET_CONSUMER_RUNNING_INFO (stats.go)
+
 	rebalanceNow chan struct{}
 	closeOnce    sync.Once
 	closeErr     error

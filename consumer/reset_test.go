@@ -125,4 +125,9 @@ func TestRunningInfoThroughBroker(t *testing.T) {
 	if queues != 2 {
 		t.Errorf("queue table %v, want the 2 queues of %s", info.MQTable, topic)
 	}
+	// The four messages were pulled and consumed within the minute the rates cover.
+	st, ok := info.StatusTable[topic]
+	if !ok || st.PullTPS <= 0 || st.ConsumeOKTPS <= 0 || st.ConsumeFailedTPS != 0 || st.ConsumeFailedMsgs != 0 {
+		t.Errorf("status table %+v, want %s pulled and consumed, nothing failed", info.StatusTable, topic)
+	}
 }

@@ -1,12 +1,15 @@
 package consumer
 
 import (
+	"time"
+
 	"github.com/mqgo/mq/internal/client"
 	"github.com/mqgo/mq/internal/protocol"
 )
 
 // RunningInfo describes the held queues for GET_CONSUMER_RUNNING_INFO (307), as RocketMQ's
-// ProcessQueue.fillProcessQueueInfo does. The last consume time is not kept and stays 0.
+// ProcessQueue.fillProcessQueueInfo does, and the rates of each topic (stats.go). The last
+// consume time is not kept and stays 0.
 func (p *puller) RunningInfo() client.ConsumerRunning {
 	run := client.ConsumerRunning{Queues: map[protocol.MessageQueue]protocol.ProcessQueueInfo{}}
 	if pc, ok := p.svc.(*PushConsumer); ok {
@@ -16,6 +19,7 @@ func (p *puller) RunningInfo() client.ConsumerRunning {
 	if !p.isStarted() {
 		return run
 	}
+	run.Status = p.stats.table(time.Now())
 	for _, qs := range p.states() {
 		info := qs.pq.info()
 		info.CommitOffset = -1 // RocketMQ's answer for a queue without an offset

@@ -144,3 +144,80 @@ func ResponseCodeName(code int16) string {
 	}
 	return "CODE_" + itoa(int64(code))
 }
+
+var requestCodeNames = map[int16]string{
+	SendMessage:                    "SEND_MESSAGE",
+	PullMessage:                    "PULL_MESSAGE",
+	QueryMessage:                   "QUERY_MESSAGE",
+	QueryConsumerOffset:            "QUERY_CONSUMER_OFFSET",
+	UpdateConsumerOffset:           "UPDATE_CONSUMER_OFFSET",
+	UpdateAndCreateTopic:           "UPDATE_AND_CREATE_TOPIC",
+	GetAllTopicConfig:              "GET_ALL_TOPIC_CONFIG",
+	GetTopicConfigList:             "GET_TOPIC_CONFIG_LIST",
+	GetTopicNameList:               "GET_TOPIC_NAME_LIST",
+	UpdateBrokerConfig:             "UPDATE_BROKER_CONFIG",
+	GetBrokerConfig:                "GET_BROKER_CONFIG",
+	GetBrokerRuntimeInfo:           "GET_BROKER_RUNTIME_INFO",
+	SearchOffsetByTimestamp:        "SEARCH_OFFSET_BY_TIMESTAMP",
+	GetMaxOffset:                   "GET_MAX_OFFSET",
+	GetMinOffset:                   "GET_MIN_OFFSET",
+	GetEarliestMsgStoreTime:        "GET_EARLIEST_MSG_STORETIME",
+	ViewMessageByID:                "VIEW_MESSAGE_BY_ID",
+	HeartBeat:                      "HEART_BEAT",
+	UnregisterClient:               "UNREGISTER_CLIENT",
+	ConsumerSendMsgBack:            "CONSUMER_SEND_MSG_BACK",
+	EndTransaction:                 "END_TRANSACTION",
+	GetConsumerListByGroup:         "GET_CONSUMER_LIST_BY_GROUP",
+	CheckTransactionState:          "CHECK_TRANSACTION_STATE",
+	NotifyConsumerIDsChanged:       "NOTIFY_CONSUMER_IDS_CHANGED",
+	LockBatchMQ:                    "LOCK_BATCH_MQ",
+	UnlockBatchMQ:                  "UNLOCK_BATCH_MQ",
+	GetAllConsumerOffset:           "GET_ALL_CONSUMER_OFFSET",
+	GetAllDelayOffset:              "GET_ALL_DELAY_OFFSET",
+	CheckClientConfig:              "CHECK_CLIENT_CONFIG",
+	PutKVConfig:                    "PUT_KV_CONFIG",
+	GetKVConfig:                    "GET_KV_CONFIG",
+	DeleteKVConfig:                 "DELETE_KV_CONFIG",
+	RegisterBroker:                 "REGISTER_BROKER",
+	UnregisterBroker:               "UNREGISTER_BROKER",
+	GetRouteInfoByTopic:            "GET_ROUTEINFO_BY_TOPIC",
+	GetBrokerClusterInfo:           "GET_BROKER_CLUSTER_INFO",
+	UpdateAndCreateSubscription:    "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+	GetAllSubscriptionGroupConfig:  "GET_ALL_SUBSCRIPTIONGROUP_CONFIG",
+	GetTopicStatsInfo:              "GET_TOPIC_STATS_INFO",
+	GetConsumerConnectionList:      "GET_CONSUMER_CONNECTION_LIST",
+	GetProducerConnectionList:      "GET_PRODUCER_CONNECTION_LIST",
+	WipeWritePermOfBroker:          "WIPE_WRITE_PERM_OF_BROKER",
+	GetAllTopicListFromNameServer:  "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+	DeleteSubscriptionGroup:        "DELETE_SUBSCRIPTIONGROUP",
+	GetConsumeStats:                "GET_CONSUME_STATS",
+	DeleteTopicInBroker:            "DELETE_TOPIC_IN_BROKER",
+	DeleteTopicInNamesrv:           "DELETE_TOPIC_IN_NAMESRV",
+	GetKVListByNamespace:           "GET_KVLIST_BY_NAMESPACE",
+	ResetConsumerClientOffset:      "RESET_CONSUMER_CLIENT_OFFSET",
+	GetConsumerStatusFromClient:    "GET_CONSUMER_STATUS_FROM_CLIENT",
+	InvokeBrokerToResetOffset:      "INVOKE_BROKER_TO_RESET_OFFSET",
+	InvokeBrokerToGetConsumerStats: "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
+	QueryTopicConsumeByWho:         "QUERY_TOPIC_CONSUME_BY_WHO",
+	GetTopicsByCluster:             "GET_TOPICS_BY_CLUSTER",
+	RegisterTopicInNamesrv:         "REGISTER_TOPIC_IN_NAMESRV",
+	GetConsumerRunningInfo:         "GET_CONSUMER_RUNNING_INFO",
+	ConsumeMessageDirectly:         "CONSUME_MESSAGE_DIRECTLY",
+	SendMessageV2:                  "SEND_MESSAGE_V2",
+	GetUnitTopicList:               "GET_UNIT_TOPIC_LIST",
+	SendBatchMessage:               "SEND_BATCH_MESSAGE",
+	QueryConsumeQueue:              "QUERY_CONSUME_QUEUE",
+	SendReplyMessage:               "SEND_REPLY_MESSAGE",
+	SendReplyMessageV2:             "SEND_REPLY_MESSAGE_V2",
+	PushReplyMessageToClient:       "PUSH_REPLY_MESSAGE_TO_CLIENT",
+	QueryDataVersion:               "QUERY_DATA_VERSION",
+}
+
+// RequestCodeName returns RocketMQ's name for a request code (RequestCode's field name, as
+// RemotingHelper.getRequestCodeDesc gives it), or "CODE_<n>" for one it lacks.
+func RequestCodeName(code int16) string {
+	if s, ok := requestCodeNames[code]; ok {
+		return s
+	}
+	return "CODE_" + itoa(int64(code))
+}

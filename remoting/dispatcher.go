@@ -34,6 +34,8 @@ func (f ProcessorFunc) ProcessRequest(ctx context.Context, ch Channel, req *Comm
 type processorEntry struct {
 	p  Processor
 	ex *Executor
+	// fallback marks the default processor, which serves codes nobody registered.
+	fallback bool
 	// inline reports the requests p answers without blocking or waiting, which a transport
 	// may run on its own goroutine (Serve); nil means none.
 	inline func(*Command) bool
@@ -65,7 +67,8 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 	inline  sync.WaitGroup // requests Serve is processing; Close waits for them as for executors
 
-	guard atomic.Pointer[Guard]
+	guard    atomic.Pointer[Guard]
+	observer atomic.Pointer[observerBox]
 
 	hookMu     sync.Mutex
 	closeHooks map[uint64]func()
@@ -131,11 +134,35 @@ func (d *Dispatcher) SetGuard(g Guard) {
 	d.guard.Store(&g)
 }
 
+// RequestObserver sees each request a dispatcher processes, for metrics. Its methods run on the
+// goroutine that processed the request (an event loop for inline requests): they must be
+// quick and must not block.
+type RequestObserver interface {
+	// Processed reports a request processed in elapsed. known is false for codes the default
+	// processor served (whatever a client sent, so not a label to keep). respCode is the
+	// answer's code; answered is false when the processor answers later or not at all (a
+	// parked pull, a sync-flush send waiting for its group commit).
+	Processed(code int16, known bool, respCode int16, answered bool, elapsed time.Duration)
+	// Rejected reports a request answered SYSTEM_BUSY because its executor's queue was full.
+	Rejected(code int16, known bool)
+}
+
+type observerBox struct{ o RequestObserver }
+
+// SetObserver installs o for every request processed from now on; nil removes it.
+func (d *Dispatcher) SetObserver(o RequestObserver) {
+	if o == nil {
+		d.observer.Store(nil)
+		return
+	}
+	d.observer.Store(&observerBox{o})
+}
+
 // RegisterDefault routes every code without its own processor to p.
 func (d *Dispatcher) RegisterDefault(p Processor, ex *Executor) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.def = &processorEntry{p: p, ex: ex}
+	d.def = &processorEntry{p: p, ex: ex, fallback: true}
 	d.addExecutorLocked(ex)
 }
 
@@ -366,9 +393,12 @@ func (d *Dispatcher) Dispatch(ch Channel, req *Command) {
 	}
 	closed := d.closed
 	if ok && !closed {
-		ok = e.ex.trySubmit(func() { d.run(e.p, ch, req) })
+		ok = e.ex.trySubmit(func() { d.run(e, ch, req) })
 		d.mu.RUnlock()
 		if !ok {
+			if box := d.observer.Load(); box != nil {
+				box.o.Rejected(req.Code, !e.fallback)
+			}
 			d.reply(ch, req, NewResponse(SystemBusy,
 				"[OVERLOAD]system busy, start flow control for a while"))
 		}
@@ -411,11 +441,8 @@ func (d *Dispatcher) Serve(ch Channel, req *Command, borrowed bool) *Command {
 		d.Dispatch(ch, req)
 		return nil
 	}
-	resp, err := d.safeProcess(e.p, ch, req)
+	resp := d.process(e, ch, req)
 	d.inline.Done()
-	if err != nil {
-		resp = ErrorResponse(err)
-	}
 	if resp == nil {
 		return nil
 	}
@@ -444,17 +471,35 @@ func (d *Dispatcher) ServeHere(ch Channel, req *Command) {
 		return
 	}
 	defer d.inline.Done()
-	d.run(e.p, ch, req)
+	d.run(e, ch, req)
 }
 
-func (d *Dispatcher) run(p Processor, ch Channel, req *Command) {
-	resp, err := d.safeProcess(p, ch, req)
+func (d *Dispatcher) run(e processorEntry, ch Channel, req *Command) {
+	if resp := d.process(e, ch, req); resp != nil {
+		d.reply(ch, req, resp)
+	}
+}
+
+// process runs e's processor on req, turns an error into its response and reports the request
+// to the observer, if any.
+func (d *Dispatcher) process(e processorEntry, ch Channel, req *Command) *Command {
+	box := d.observer.Load()
+	var start time.Time
+	if box != nil {
+		start = time.Now()
+	}
+	resp, err := d.safeProcess(e.p, ch, req)
 	if err != nil {
 		resp = ErrorResponse(err)
 	}
-	if resp != nil {
-		d.reply(ch, req, resp)
+	if box != nil {
+		var code int16
+		if resp != nil {
+			code = resp.Code
+		}
+		box.o.Processed(req.Code, !e.fallback, code, resp != nil, time.Since(start))
 	}
+	return resp
 }
 
 // safeProcess turns a processor panic into an error, so one bad request cannot take the node

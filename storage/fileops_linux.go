@@ -43,6 +43,15 @@ func zeroRange(f *os.File, data []byte, off, n int64) error {
 	return nil
 }
 
+func diskSpace(dir string) (DiskSpace, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return DiskSpace{}, err
+	}
+	bs := uint64(st.Bsize)
+	return DiskSpace{Total: st.Blocks * bs, Free: st.Bavail * bs, used: (st.Blocks - st.Bfree) * bs}, nil
+}
+
 func diskUsedRatio(dir string) (float64, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {

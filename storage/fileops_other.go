@@ -2,7 +2,10 @@
 
 package storage
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 func datasync(f *os.File) error { return f.Sync() }
 
@@ -14,6 +17,10 @@ func zeroRange(f *os.File, data []byte, off, n int64) error {
 }
 
 func diskUsedRatio(dir string) (float64, error) { return 0, nil }
+
+func diskSpace(dir string) (DiskSpace, error) {
+	return DiskSpace{}, errors.New("storage: disk space is not known on this platform")
+}
 
 func lockDir(dir string) (*os.File, error) {
 	return os.OpenFile(dir+"/lock", os.O_RDWR|os.O_CREATE, 0o644)

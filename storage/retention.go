@@ -23,6 +23,24 @@ func (s *Store) runRetention(ctx context.Context) error {
 // whatever the hour (RocketMQ executeDeleteFilesManually).
 func (s *Store) ExecuteDeleteFilesManually() { s.manualClean.Store(1) }
 
+// DiskSpace is the space of the file system the store lies on.
+type DiskSpace struct {
+	Total, Free uint64 // bytes; Free is what an unprivileged writer may still use
+	used        uint64 // bytes in use, reserved blocks not counted
+}
+
+// UsedRatio is the part of the disk in use, 0 to 1, as the retention rounds measure it
+// (RocketMQ getDiskPartitionSpaceUsedPercent).
+func (d DiskSpace) UsedRatio() float64 {
+	if d.Total == 0 {
+		return 0
+	}
+	return float64(d.used) / float64(d.Total)
+}
+
+// DiskSpace measures the file system the store lies on.
+func (s *Store) DiskSpace() (DiskSpace, error) { return diskSpace(s.opts.Dir) }
+
 // CleanStats counts what one retention round deleted.
 type CleanStats struct {
 	CommitLogSegments  int

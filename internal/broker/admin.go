@@ -156,6 +156,7 @@ func (b *Broker) processConsumeStats(_ context.Context, _ remoting.Channel, req 
 			}
 			s.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.opts.BrokerName, QueueID: int(q)}] = w
 		}
+		s.ConsumeTps += b.retry.stats.groupRates.tps(topic, h.ConsumerGroup)
 	}
 	resp := remoting.NewResponse(remoting.Success, "")
 	resp.Body = s.Encode()
@@ -202,6 +203,16 @@ func (b *Broker) runtimeInfo(now time.Time) map[string]string {
 	}
 	if ts, err := b.store.EarliestMessageTime(); err == nil {
 		t["earliestMessageTimeStamp"] = i64(ts)
+	}
+	if putTps, getTps, ok := b.retry.stats.tps.rates(); ok {
+		t["putTps"], t["getTransferedTps"] = formatTPS(putTps), formatTPS(getTps)
+	}
+	if d, err := b.store.DiskSpace(); err == nil {
+		ratio := strconv.FormatFloat(d.UsedRatio(), 'f', -1, 64)
+		t["commitLogDiskRatio"] = ratio
+		t["commitLogDiskRatio_"+b.opts.Store.Dir] = ratio
+		t["consumeQueueDiskRatio"] = ratio // one directory holds both
+		t["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(d.Total), humanBytes(d.Free))
 	}
 	for level, off := range b.retry.sched.snapshot().OffsetTable {
 		maxOff := b.store.MaxOffsetInQueue(names.TopicSchedule, level-1)

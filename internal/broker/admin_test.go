@@ -156,8 +156,8 @@ func TestAdminTopicAndConsumeStats(t *testing.T) {
 func TestAdminRuntimeInfo(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = sbDelays })
 	sbPut(t, tb, "T", 0, "x", nil, 0)
-	tb.countPut(1)
-	tb.countGet(2)
+	tb.countPut("T", 1, 100)
+	tb.countGet("T", "G", 2, 200)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			resp := adminCall(t, tr, tb, remoting.GetBrokerRuntimeInfo, nil, nil)

@@ -186,7 +186,7 @@ func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *prot
 	(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: suggest, NextBeginOffset: r.NextBeginOffset,
 		MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}).Encode(resp.ExtFields)
 	if code == remoting.Success {
-		b.countGet(len(r.Messages))
+		b.countGet(h.Topic, h.ConsumerGroup, len(r.Messages), r.TotalBytes)
 		setPullBody(resp, r)
 	} else {
 		r.Release()

@@ -88,7 +88,7 @@ func (b *Broker) processReply(ctx context.Context, ch remoting.Channel, req *rem
 	r, err := b.store.PutMessage(m)
 	b.waitForSlave(ctx, &r)
 	if putStored(r.Status) {
-		b.countPut(r.Count)
+		b.countPut(h.Topic, r.Count, r.WroteBytes)
 		respHeader.MsgID, respHeader.QueueID, respHeader.QueueOffset = r.MsgID(), queueID, r.QueueOffset
 		headerSet = true
 	} else {

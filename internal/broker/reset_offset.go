@@ -37,11 +37,12 @@ func init() {
 	requestNames[remoting.GetConsumerRunningInfo] = []nameField{{"consumerGroup", "consumerGroup", groupName}}
 }
 
-// registerResetOffset installs 222, 223 and the relay of 307 as admin requests.
+// registerResetOffset installs 222, 223 and the relays of 307 and 309 as admin requests.
 func (b *Broker) registerResetOffset(d *remoting.Dispatcher) {
 	b.handle(d, remoting.InvokeBrokerToResetOffset, remoting.ProcessorFunc(b.processResetOffset), b.adminEx)
 	b.handle(d, remoting.InvokeBrokerToGetConsumerStats, remoting.ProcessorFunc(b.processGetConsumerStatus), b.adminEx)
 	b.handle(d, remoting.GetConsumerRunningInfo, remoting.ProcessorFunc(b.processConsumerRunningInfo), b.adminEx)
+	b.handle(d, remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(b.processConsumeMessageDirectly), b.adminEx)
 }
 
 // groupMembers returns a copy of the group's registrations, so that requests to them are sent

@@ -48,6 +48,7 @@ type retryState struct {
 func (b *Broker) initRetry() {
 	b.retry = &retryState{sched: newScheduleService(b)}
 	b.retry.stats.init()
+	b.addRunner(b.runTPSSampler)
 	if b.IsMaster() {
 		// A slave keeps the offsets its master reports (GET_ALL_DELAY_OFFSET) and delivers
 		// nothing: it cannot write.
@@ -121,7 +122,7 @@ func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *rem
 		b.log.Warn().Err(err).Str("group", h.Group).Str("status", res.Status.String()).Msg("send back failed")
 		return remoting.NewResponse(remoting.SystemError, res.Status.String()), nil
 	}
-	b.retry.stats.countPut(1)
+	b.countPut(m.Topic, 1, res.WroteBytes)
 	if m.Topic == names.TopicSchedule {
 		b.retry.sched.notify()
 	}

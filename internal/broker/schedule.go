@@ -271,7 +271,7 @@ func (s *scheduleService) deliver(level int, off, phyOffset int64) error {
 	if err != nil && !storedAnyway(res.Status) {
 		return fmt.Errorf("put to %s/%d: %s: %w", m.Topic, m.QueueID, res.Status, err)
 	}
-	s.b.retry.stats.countPut(1)
+	s.b.countPut(m.Topic, 1, res.WroteBytes)
 	return nil
 }
 

@@ -169,16 +169,17 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 	if b.opts.Store.FlushDiskType == storage.SyncFlush && b.opts.BrokerRole != storage.SyncMaster {
 		// The answer waits for the group commit without holding this worker, so one fsync
 		// covers every sender waiting, not only as many as there are workers.
+		topic := h.Topic
 		b.store.PutMessageAsync(m, func(r storage.PutResult, err error) {
 			b.afterPut(m, &r)
-			_ = remoting.AnswerLater(ch, req, b.putResponse(&r, err, queueID, false, txID))
+			_ = remoting.AnswerLater(ch, req, b.putResponse(&r, err, topic, queueID, false, txID))
 		})
 		return nil
 	}
 	r, err := b.store.PutMessage(m)
 	b.waitForSlave(ctx, &r)
 	b.afterPut(m, &r)
-	return b.putResponse(&r, err, queueID, false, txID)
+	return b.putResponse(&r, err, h.Topic, queueID, false, txID)
 }
 
 // afterPut wakes the schedule service when m went to the schedule topic.
@@ -242,7 +243,7 @@ func (b *Broker) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 	}
 	r, err := b.store.PutMessages(msgs)
 	b.waitForSlave(ctx, &r)
-	return b.putResponse(&r, err, queueID, true, "")
+	return b.putResponse(&r, err, h.Topic, queueID, true, "")
 }
 
 // pickQueue returns the queue to write: the requested one, or for a negative id a random
@@ -283,15 +284,16 @@ func sendResponse(code int16, remark string) *remoting.Command {
 	return resp
 }
 
-// putResponse answers an append (RocketMQ handlePutMessageResult). queueID is the queue the
+// putResponse answers an append (RocketMQ handlePutMessageResult) of messages sent to topic
+// (counted under it, wherever they were redirected). queueID is the queue the
 // request named (or the one picked for it), as RocketMQ answers even when the message was
 // redirected to a DLQ or the schedule topic; the queue offset is where it was stored. A batch
 // answers the comma-joined ids of its messages and the first one's queue offset.
-func (b *Broker) putResponse(r *storage.PutResult, err error, queueID int32, batch bool, txID string) *remoting.Command {
+func (b *Broker) putResponse(r *storage.PutResult, err error, topic string, queueID int32, batch bool, txID string) *remoting.Command {
 	code, remark := putStatusCode(r.Status, b.send.illegalRemark)
 	switch r.Status {
 	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
-		b.countPut(r.Count)
+		b.countPut(topic, r.Count, r.WroteBytes)
 	case storage.CreateMappedFileFailed, storage.UnknownError:
 		b.log.Error().Err(err).Str("status", r.Status.String()).Msg("put message failed")
 		return sendResponse(code, remark)

@@ -15,6 +15,15 @@ type brokerStats struct {
 	putNums atomic.Int64
 	getNums atomic.Int64
 
+	// Per topic and per topic and group (RocketMQ BrokerStatsManager's TOPIC_PUT_NUMS,
+	// TOPIC_PUT_SIZE, GROUP_GET_NUMS and GROUP_GET_SIZE), for /metrics. Keys are names the
+	// broker validated and stores under, so they are as many as the topics and groups.
+	topicPut sync.Map // topic -> *traffic
+	groupGet sync.Map // topicGroup -> *traffic
+
+	tps        tpsSampler
+	groupRates groupRates
+
 	mu struct {
 		sync.Mutex
 		day time.Time // local midnight of the day the marks below belong to
@@ -29,13 +38,52 @@ func (s *brokerStats) init() {
 	s.mu.day = midnight(s.start)
 }
 
-// countPut records n messages stored. Safe for concurrent use; it does not allocate.
-func (b *Broker) countPut(n int) { b.retry.stats.countPut(n) }
+// traffic counts messages and their bytes.
+type traffic struct{ msgs, bytes atomic.Int64 }
 
-// countGet records n messages returned to consumers. Safe for concurrent use.
-func (b *Broker) countGet(n int) { b.retry.stats.getNums.Add(int64(n)) }
+func (t *traffic) add(n, size int) {
+	t.msgs.Add(int64(n))
+	t.bytes.Add(int64(size))
+}
 
-func (s *brokerStats) countPut(n int) { s.putNums.Add(int64(n)) }
+// topicGroup keys the get counters.
+type topicGroup struct{ topic, group string }
+
+// countPut records n messages of size bytes stored in topic. Safe for concurrent use; it
+// allocates only for a topic's first message.
+func (b *Broker) countPut(topic string, n, size int) { b.retry.stats.countPut(topic, n, size) }
+
+// countGet records n messages of size bytes of topic returned to group. Safe for concurrent use.
+func (b *Broker) countGet(topic, group string, n, size int) {
+	s := &b.retry.stats
+	s.getNums.Add(int64(n))
+	k := topicGroup{topic, group}
+	t, ok := s.groupGet.Load(k)
+	if !ok {
+		t, _ = s.groupGet.LoadOrStore(k, new(traffic))
+	}
+	t.(*traffic).add(n, size)
+}
+
+func (s *brokerStats) countPut(topic string, n, size int) {
+	s.putNums.Add(int64(n))
+	t, ok := s.topicPut.Load(topic)
+	if !ok {
+		t, _ = s.topicPut.LoadOrStore(topic, new(traffic))
+	}
+	t.(*traffic).add(n, size)
+}
+
+// forgetTopic drops a deleted topic's counters.
+func (s *brokerStats) forgetTopic(topic string) {
+	s.topicPut.Delete(topic)
+	s.groupGet.Range(func(k, _ any) bool {
+		if k.(topicGroup).topic == topic {
+			s.groupGet.Delete(k)
+		}
+		return true
+	})
+}
 
 func midnight(t time.Time) time.Time {
 	y, m, d := t.Date()

@@ -369,7 +369,7 @@ func (s *timerService) deliver(e timerEntry) error {
 	r, err := s.b.store.PutMessage(m)
 	switch {
 	case putStored(r.Status):
-		s.b.countPut(1)
+		s.b.countPut(m.Topic, 1, r.WroteBytes)
 		return nil
 	case r.Status == storage.MessageIllegal || r.Status == storage.PropertiesSizeExceeded:
 		s.log.Error().Err(err).Str("status", r.Status.String()).Int64("offset", e.queueOffset).Msg("timer message refused by the store, dropped")

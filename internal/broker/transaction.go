@@ -258,7 +258,7 @@ func (b *Broker) decide(h *protocol.EndTransactionRequestHeader, queueOffset, ph
 				return remoting.NewResponse(code, remark), false
 			}
 			b.afterPut(m, &r)
-			b.countPut(1)
+			b.countPut(m.Topic, 1, r.WroteBytes)
 		}
 	}
 	if err := b.putOp(queueOffset); err != nil {

@@ -79,11 +79,13 @@ type ConsumerRunning struct {
 	// thread pool size).
 	ConsumeGoroutines int
 	Queues            map[protocol.MessageQueue]protocol.ProcessQueueInfo
+	// Status is the pull and consume rates per topic (RocketMQ's ConsumerStatsManager).
+	Status map[string]protocol.ConsumeStatus
 }
 
 // runningInfoResponse answers 307 for a consumer that reports its queues: RocketMQ's
 // ConsumerRunningInfo with the properties its tools read, the subscriptions and the queue
-// table. The status table (pull and consume rates) is left empty: the consumers keep no rates.
+// table, and the status table of pull and consume rates.
 func (i *Instance) runningInfoResponse(c Consumer, r RunningInfoReporter) (*remoting.Command, error) {
 	data := c.HeartbeatData()
 	run := r.RunningInfo()
@@ -100,6 +102,7 @@ func (i *Instance) runningInfoResponse(c Consumer, r RunningInfoReporter) (*remo
 		},
 		SubscriptionSet: data.SubscriptionDataSet,
 		MQTable:         run.Queues,
+		StatusTable:     run.Status,
 	}
 	body, err := protocol.EncodeConsumerRunningInfo(info)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/acl"
@@ -34,8 +35,11 @@ type Node struct {
 	acl        *acl.Guard    // nil: ACL off
 	ready      chan struct{} // closed once started: requests held during the start go on
 
+	http httpState
+
 	cancel    context.CancelFunc
 	g         *errgroup.Group
+	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -98,6 +102,7 @@ func newNode(opts Options) (*Node, error) {
 		n.nameServer.Register(n.servers[0].d, remoting.NewExecutor("namesrv",
 			opts.ServerWorkerThreads, opts.ServerQueueCapacity))
 	}
+	n.initMetrics()
 	return n, nil
 }
 
@@ -347,6 +352,7 @@ func (n *Node) NameServers() []string {
 // services. It waits for every goroutine the node started and is safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.closing.Store(true)
 		for _, ep := range n.servers {
 			unregisterLocal(ep.srv.Addr(), ep.d)
 		}

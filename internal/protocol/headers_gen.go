@@ -41,6 +41,27 @@ func (h *DeleteSubscriptionGroupRequestHeader) Decode(ext map[string]string) err
 }
 
 // Encode implements remoting.Header.
+func (h *ConsumeMessageDirectlyRequestHeader) Encode(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+	ext["clientId"] = h.ClientID
+	ext["msgId"] = h.MsgID
+	ext["brokerName"] = h.BrokerName
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ConsumeMessageDirectlyRequestHeader) ExtFieldsCap() int { return 4 }
+
+// Decode implements remoting.Header.
+func (h *ConsumeMessageDirectlyRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ConsumerGroup = r.String("consumerGroup", true)
+	h.ClientID = r.String("clientId", false)
+	h.MsgID = r.String("msgId", false)
+	h.BrokerName = r.String("brokerName", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *UnregisterClientRequestHeader) Encode(ext map[string]string) {
 	ext["clientID"] = h.ClientID
 	if h.ProducerGroup != "" {

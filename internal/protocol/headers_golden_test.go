@@ -75,6 +75,7 @@ var goldenHeaders = []goldenHeader{
 	golden[ResetOffsetRequestHeader]("ResetOffsetRequestHeader"),
 	golden[GetConsumerStatusRequestHeader]("GetConsumerStatusRequestHeader"),
 	golden[GetConsumerRunningInfoRequestHeader]("GetConsumerRunningInfoRequestHeader"),
+	golden[ConsumeMessageDirectlyRequestHeader]("ConsumeMessageDirectlyRequestHeader"),
 	golden[OffsetResponseHeader]("OffsetResponseHeader"),
 	golden[EarliestMsgStoreTimeResponseHeader]("EarliestMsgStoreTimeResponseHeader"),
 	golden[QueryMessageRequestHeader]("QueryMessageRequestHeader"),

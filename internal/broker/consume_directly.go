@@ -1,0 +1,37 @@
+package broker
+
+import (
+	"context"
+	"maps"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+func init() {
+	requestNames[remoting.ConsumeMessageDirectly] = []nameField{{"consumerGroup", "consumerGroup", groupName}}
+}
+
+// processConsumeMessageDirectly serves CONSUME_MESSAGE_DIRECTLY (309) as RocketMQ's
+// AdminBrokerProcessor does: it reads the message the offset message id points to, names this
+// broker in the header and relays the request to the one consumer named, whose answer
+// (ConsumeMessageDirectlyResult) goes back to the tool. The consumer runs its listener on the
+// message and commits nothing.
+func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.ConsumeMessageDirectlyRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	_, offset, err := message.ParseOffsetMsgID(h.MsgID)
+	if err != nil {
+		return remoting.NewResponse(remoting.SystemError, "msgId: "+err.Error()), nil
+	}
+	rec, err := b.store.LookMessageByOffset(offset)
+	if err != nil {
+		return remoting.NewResponse(remoting.SystemError, "can not find message by the msgId "+h.MsgID), nil
+	}
+	ext := maps.Clone(req.ExtFields)
+	ext["brokerName"] = b.opts.BrokerName
+	return b.callConsumer(ctx, remoting.NewRequest(req.Code, ext, rec), h.ConsumerGroup, h.ClientID), nil
+}
