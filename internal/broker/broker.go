@@ -134,6 +134,7 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerTransaction(d)
 	b.registerAdmin(d)
 	b.registerResetOffset(d)
+	b.registerConnectionLists(d)
 	d.AddConnListener(b.onConnEvent)
 }
 
