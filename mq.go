@@ -14,6 +14,8 @@
 package mq
 
 import (
+	"errors"
+
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/producer"
@@ -26,6 +28,7 @@ import (
 type Node struct {
 	n      *node.Node
 	logger *zerolog.Logger
+	web    webState // Handler's dashboard (http.go)
 }
 
 // mqtest and the module's tests reach the broker and the route table through this hook; the
@@ -52,7 +55,7 @@ func StartNode(opts Options) (*Node, error) {
 
 // Close stops the node: listeners first, then in-flight requests drain, then background
 // services. It waits for every goroutine the node started and is safe to call more than once.
-func (n *Node) Close() error { return n.n.Close() }
+func (n *Node) Close() error { return errors.Join(n.n.Close(), n.web.close()) }
 
 // Addr is the address of the node's first listener: the shared one, or the name service's when
 // the roles listen apart. Give it to RocketMQ clients as their name server.

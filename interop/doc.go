@@ -1,4 +1,6 @@
-// Package interop holds tests that run the official Apache RocketMQ Go client
-// (github.com/apache/rocketmq-client-go/v2) against mq nodes. It is its own module so that the
-// library's go.mod stays free of the client and its dependencies.
+// Package interop holds tests that run mq against peers from outside the module: the official
+// Apache RocketMQ Go client (github.com/apache/rocketmq-client-go/v2) against mq nodes, the
+// mqadmin binary against the official client's consumers, and the dashboard in headless
+// Chromium (driven with chromedp). It is its own module so that the library's go.mod stays free
+// of those clients and their dependencies.
 package interop

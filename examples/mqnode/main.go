@@ -86,6 +86,7 @@ func run(args []string) error {
 		timerPrecision = fs.Duration("timer-precision", 0, "how late a timer message may be delivered, at most (timerPrecisionMs; ours default 100ms)")
 		timerMaxDelay  = fs.Duration("timer-max-delay", 0, "how far ahead a timer message may be (timerMaxDelaySec; default 72h)")
 		haTLS          = fs.Bool("ha-tls", false, "replication over TLS: a master's HA port presents -tls-cert, a slave dials its master trusting -tls-ca")
+		httpListen     = fs.String("http", "", "serve /metrics (Prometheus), /healthz and the dashboard on this `HOST:PORT` (no authentication: keep it on a trusted network)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -151,13 +152,21 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info().Str("component", "mqnode").Str("addr", node.Addr()).
+	web, err := serveHTTP(*httpListen, node, &log)
+	if err != nil {
+		return errors.Join(err, node.Close())
+	}
+	started := log.Info().Str("component", "mqnode").Str("addr", node.Addr()).
 		Str("namesrv_addr", node.NameServerAddr()).Str("broker_addr", node.BrokerAddr()).
-		Str("ha_addr", node.HAAddr()).Msg("mqnode started")
+		Str("ha_addr", node.HAAddr())
+	if web != nil {
+		started = started.Str("dashboard", "http://"+web.addr+"/").Str("metrics", "http://"+web.addr+"/metrics")
+	}
+	started.Msg("mqnode started")
 
 	s := <-sig
 	log.Info().Str("component", "mqnode").Str("signal", s.String()).Msg("shutting down")
-	return node.Close()
+	return errors.Join(web.close(), node.Close())
 }
 
 // securityFlags applies -acl, -access-key and the TLS flags to opts.

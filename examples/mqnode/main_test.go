@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,14 +14,20 @@ import (
 	"time"
 )
 
-// The binary starts on a free port, logs where it listens, and exits 0 on SIGINT.
+// The binary starts on a free port, logs where it listens, and exits 0 on SIGINT and SIGTERM;
+// the second run also serves -http, whose /metrics and /healthz answer.
 func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}
 	bin := buildMqnode(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-store", t.TempDir())
+		args := []string{"-listen", "127.0.0.1:0", "-store", t.TempDir()}
+		web := sig == syscall.SIGTERM
+		if web {
+			args = append(args, "-http", "127.0.0.1:0")
+		}
+		cmd := exec.Command(bin, args...)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -42,6 +50,9 @@ func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 						cmd.Process.Kill()
 						t.Fatalf("started line without a bound %s: %v", k, rec)
 					}
+				}
+				if web {
+					checkHTTP(t, cmd, rec)
 				}
 			}
 		}
@@ -66,6 +77,30 @@ func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
 			t.Fatalf("still running 30 s after %v", sig)
+		}
+	}
+}
+
+// checkHTTP fetches the dashboard, /metrics and /healthz the started line names.
+func checkHTTP(t *testing.T, cmd *exec.Cmd, rec map[string]any) {
+	t.Helper()
+	dash, _ := rec["dashboard"].(string)
+	metrics, _ := rec["metrics"].(string)
+	if !strings.HasPrefix(dash, "http://127.0.0.1:") || strings.Contains(dash, ":0/") || metrics != dash+"metrics" {
+		cmd.Process.Kill()
+		t.Fatalf("started line names dashboard %q and metrics %q", dash, metrics)
+	}
+	for url, want := range map[string]string{metrics: "rocketmq_topic_number", dash + "healthz": "ok", dash: "<html"} {
+		resp, err := http.Get(url)
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			cmd.Process.Kill()
+			t.Fatalf("GET %s: %s, body without %q", url, resp.Status, want)
 		}
 	}
 }
