@@ -101,7 +101,7 @@ func TestGroupTransfer(t *testing.T) {
 	if _, err := g.add(10, 1000); !errors.Is(err, ErrNoSlave) {
 		t.Fatalf("add with no slave: %v", err)
 	}
-	g.connect(1, 0)
+	g.connect(1, 0, 0)
 	if w, err := g.add(0, 1000); w != nil || err != nil {
 		t.Fatalf("add(0) = %v, %v; want already acknowledged", w, err)
 	}
@@ -168,8 +168,8 @@ func TestGroupTransfer(t *testing.T) {
 // come, report and go, and one report releases every waiter it covers.
 func TestGroupTransferSeveralSlaves(t *testing.T) {
 	var g groupTransfer
-	g.connect(1, 100)
-	g.connect(2, 50)
+	g.connect(1, 0, 100)
+	g.connect(2, 0, 50)
 	w, err := g.add(120, 1000)
 	if err != nil || w == nil {
 		t.Fatalf("add(120) = %v, %v", w, err)
@@ -182,7 +182,7 @@ func TestGroupTransferSeveralSlaves(t *testing.T) {
 	if g.acked() != 100 {
 		t.Fatalf("acked %d after the best slave left, want 100", g.acked())
 	}
-	g.connect(3, 130) // a slave that comes with more releases the waiter
+	g.connect(3, 0, 130) // a slave that comes with more releases the waiter
 	if !released(w) {
 		t.Fatal("waiter at 120 not released by a slave connecting at 130")
 	}

@@ -73,6 +73,21 @@
 // (use a private network or a tunnel for that), and it must be at least MinSecretBytes (16)
 // long, since anyone who saw one exchange can test guesses offline.
 //
+// # Identity
+//
+// In controller mode (RocketMQ 5's SyncStateSet) the master must know which broker each slave
+// is. With MasterOptions.RequireIdentity the slave sends, after the handshake (if any) and
+// before its first report:
+//
+//	+0   MAGIC          4   "MQID"
+//	+4   BROKERID       8   the slave's broker id, above 0
+//
+// within HandshakeTimeout; a peer that sends anything else is closed having received nothing.
+// SetSyncStateSet then makes WaitForAck wait for every member of the set (allAckInSyncStateSet):
+// the acknowledgement is the lowest, over the members, of the best report of a connection
+// that named that id. RocketMQ 5 carries the same facts in its AutoSwitch HA handshake, which
+// this is not.
+//
 // # Types
 //
 // Master (NewMaster, Run) listens, serves each slave with two goroutines (report reader,

@@ -59,12 +59,15 @@ type slaveConn struct {
 	// reports more, since it holds only what it received; sent never exceeds bytes the
 	// master has written.
 	sent atomic.Int64
+	// brokerID is the slave's identity (RequireIdentity), 0 without one.
+	brokerID int64
 }
 
 // SlaveInfo describes one connected slave.
 type SlaveInfo struct {
 	Addr      string // remote address of the HA connection
 	AckOffset int64  // the slave's CommitLog end, as last reported
+	BrokerID  int64  // the broker id it named (RequireIdentity), else 0
 }
 
 // peerLogBurst and peerLogPeriod rate-limit per-connection logs: a few per period pass.
@@ -207,6 +210,12 @@ func (m *Master) WaitForAck(ctx context.Context, offset int64) error {
 	}
 }
 
+// SetSyncStateSet makes WaitForAck wait for every slave of ids (broker ids, the master's own
+// left out) instead of the best one: RocketMQ 5's allAckInSyncStateSet over a SyncStateSet.
+// With an empty set every offset counts as acknowledged (the master alone is the set); nil
+// goes back to the best connected slave. Slaves must name themselves (RequireIdentity).
+func (m *Master) SetSyncStateSet(ids []int64) { m.gt.setRequired(ids) }
+
 // SlaveAckOffset returns the acknowledgement WaitForAck goes by: the highest latest report
 // among the slaves connected now, 0 with none. Unlike RocketMQ's push2SlaveMaxOffset it goes
 // down when the best slave leaves or reports less.
@@ -218,7 +227,7 @@ func (m *Master) Slaves() []SlaveInfo {
 	defer m.mu.RUnlock()
 	out := make([]SlaveInfo, 0, len(m.mu.conns))
 	for sc := range m.mu.conns {
-		out = append(out, SlaveInfo{Addr: sc.addr, AckOffset: sc.ack.Load()})
+		out = append(out, SlaveInfo{Addr: sc.addr, AckOffset: sc.ack.Load(), BrokerID: sc.brokerID})
 	}
 	return out
 }
@@ -266,6 +275,20 @@ func (m *Master) serve(ctx context.Context, raw net.Conn) {
 			return
 		}
 	}
+	if m.opts.RequireIdentity {
+		var id [identityBytes]byte
+		err := readFull(c, id[:], m.opts.HandshakeTimeout)
+		if err == nil {
+			sc.brokerID, err = parseIdentity(id[:])
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn().Err(err).Msg("HA peer refused: no broker id")
+			}
+			return
+		}
+		log = log.With().Int64("broker_id", sc.brokerID).Logger()
+	}
 	var buf [reportBytes]byte
 	if err := readFull(c, buf[:], m.opts.HousekeepingInterval); err != nil {
 		if ctx.Err() == nil {
@@ -283,7 +306,7 @@ func (m *Master) serve(ctx context.Context, raw net.Conn) {
 	m.mu.Lock()
 	m.mu.conns[sc] = struct{}{}
 	m.mu.Unlock()
-	m.gt.connect(sc.id, from)
+	m.gt.connect(sc.id, sc.brokerID, from)
 	log.Info().Int64("phy_offset", from).Msg("slave connected")
 
 	var wg sync.WaitGroup

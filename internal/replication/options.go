@@ -86,6 +86,10 @@ type MasterOptions struct {
 	// to HandshakeTimeout (with a Secret) or HousekeepingInterval before it proves anything.
 	// A connection beyond it is closed as soon as it is accepted.
 	MaxConnections int
+	// RequireIdentity makes every slave name its broker id first (doc.go, Identity), as
+	// controller mode needs to tell the members of a SyncStateSet apart; slaves then need
+	// SlaveOptions.BrokerID. RocketMQ 4.x slaves send none.
+	RequireIdentity bool
 	// Logger receives logs with component=replication, role=master; nil means silent.
 	Logger *zerolog.Logger
 }
@@ -171,6 +175,9 @@ type SlaveOptions struct {
 	// TLSConfig, when set, makes the slave dial its master with TLS; ServerName defaults to
 	// the master's host.
 	TLSConfig *tls.Config
+	// BrokerID, when above 0, is sent to the master after the handshake (doc.go, Identity),
+	// for a master with MasterOptions.RequireIdentity (controller mode). 0 sends nothing.
+	BrokerID int64
 	// Logger receives logs with component=replication, role=slave; nil means silent.
 	Logger *zerolog.Logger
 }

@@ -172,6 +172,13 @@ func (s *Slave) session(ctx context.Context, addr string) (established bool, err
 			return false, err
 		}
 	}
+	if s.opts.BrokerID > 0 {
+		var id [identityBytes]byte
+		putIdentity(id[:], s.opts.BrokerID)
+		if err := writeAll(c, net.Buffers{id[:]}, s.opts.HandshakeTimeout); err != nil {
+			return false, err
+		}
+	}
 	s.log.Info().Str("addr", addr).Int64("phy_offset", s.store.MaxPhyOffset()).Msg("connected to master")
 
 	progress := make(chan struct{}, 1)

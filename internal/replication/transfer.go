@@ -2,6 +2,7 @@ package replication
 
 import (
 	"container/heap"
+	"math"
 	"sync"
 )
 
@@ -20,12 +21,20 @@ type peerID uint64
 // reported a high offset and left, or a slave that restarted with less, must not make later
 // sends look replicated. A released waiter stays released: what it was told was true when
 // told (a connected slave held its bytes).
+//
+// With a required set (setRequired, RocketMQ 5's allAckInSyncStateSet) the acknowledgement is
+// instead the lowest, over the required broker ids, of the best report of a connected slave
+// with that id: every member must hold the bytes. A member with no connection holds nothing.
 type groupTransfer struct {
 	mu struct {
 		sync.Mutex
 		// reports is each connected slave's latest report.
 		reports map[peerID]int64
-		// acked is the highest value in reports, 0 with no slave.
+		// ids is each connected slave's broker id (0 without identity).
+		ids map[peerID]int64
+		// required is the broker ids that must all acknowledge; nil: the best slave counts.
+		required map[int64]struct{}
+		// acked is the acknowledgement that counts (above); 0 with no slave.
 		acked   int64
 		waiters waiterHeap
 	}
@@ -46,7 +55,7 @@ type waiter struct {
 func (g *groupTransfer) add(offset, fallBehindMax int64) (*waiter, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.mu.reports) == 0 || offset-g.mu.acked > fallBehindMax {
+	if g.mu.required == nil && (len(g.mu.reports) == 0 || offset-g.mu.acked > fallBehindMax) {
 		return nil, ErrNoSlave
 	}
 	if g.mu.acked >= offset {
@@ -71,14 +80,31 @@ func (g *groupTransfer) remove(w *waiter) (released bool) {
 
 // connect counts a slave whose first report is offset; the report acknowledges like any
 // other (the slave says it holds everything below offset).
-func (g *groupTransfer) connect(id peerID, offset int64) {
+func (g *groupTransfer) connect(id peerID, brokerID, offset int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.mu.reports == nil {
 		g.mu.reports = make(map[peerID]int64)
+		g.mu.ids = make(map[peerID]int64)
 	}
 	g.mu.reports[id] = offset
-	g.raiseLocked(offset)
+	g.mu.ids[id] = brokerID
+	g.updateLocked()
+}
+
+// setRequired sets the broker ids that must all acknowledge (nil: the best slave counts).
+func (g *groupTransfer) setRequired(ids []int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ids == nil {
+		g.mu.required = nil
+	} else {
+		g.mu.required = make(map[int64]struct{}, len(ids))
+		for _, id := range ids {
+			g.mu.required[id] = struct{}{}
+		}
+	}
+	g.updateLocked()
 }
 
 // report records that slave id now holds the log up to offset and releases every waiter the
@@ -94,9 +120,12 @@ func (g *groupTransfer) report(id peerID, offset int64) {
 		return
 	}
 	g.mu.reports[id] = offset
-	if offset >= g.mu.acked {
+	switch {
+	case g.mu.required != nil:
+		g.updateLocked()
+	case offset >= g.mu.acked:
 		g.raiseLocked(offset)
-	} else if prev == g.mu.acked {
+	case prev == g.mu.acked:
 		g.recomputeLocked()
 	}
 }
@@ -109,6 +138,7 @@ func (g *groupTransfer) disconnect(id peerID) {
 		return
 	}
 	delete(g.mu.reports, id)
+	delete(g.mu.ids, id)
 	g.recomputeLocked()
 }
 
@@ -119,20 +149,56 @@ func (g *groupTransfer) raiseLocked(offset int64) {
 		return
 	}
 	g.mu.acked = offset
-	for len(g.mu.waiters) > 0 && g.mu.waiters[0].offset <= offset {
-		w := heap.Pop(&g.mu.waiters).(*waiter)
-		close(w.done)
-	}
+	g.releaseLocked()
 }
 
-// recomputeLocked sets acked to the highest report of the connected slaves after one went
-// down or away; nothing is released by a lower value. g.mu must be held.
+// recomputeLocked sets acked to what the connected slaves acknowledge now after one went down
+// or away, or the required set changed; nothing is released by a lower value. g.mu must be
+// held.
 func (g *groupTransfer) recomputeLocked() {
+	if g.mu.required != nil {
+		g.mu.acked = g.requiredAckLocked()
+		return
+	}
 	var best int64
 	for _, off := range g.mu.reports {
 		best = max(best, off)
 	}
 	g.mu.acked = best
+}
+
+// updateLocked recomputes acked and releases the waiters it covers.
+func (g *groupTransfer) updateLocked() {
+	g.recomputeLocked()
+	g.releaseLocked()
+}
+
+// requiredAckLocked is the lowest, over the required ids, of the best report of a connected
+// slave with that id; math.MaxInt64 with nothing required (the master is the whole set), 0
+// when a required id has no connection.
+func (g *groupTransfer) requiredAckLocked() int64 {
+	ack := int64(math.MaxInt64)
+	for want := range g.mu.required {
+		best, found := int64(0), false
+		for peer, id := range g.mu.ids {
+			if id == want {
+				best, found = max(best, g.mu.reports[peer]), true
+			}
+		}
+		if !found {
+			return 0
+		}
+		ack = min(ack, best)
+	}
+	return ack
+}
+
+// releaseLocked releases every waiter at or below acked.
+func (g *groupTransfer) releaseLocked() {
+	for len(g.mu.waiters) > 0 && g.mu.waiters[0].offset <= g.mu.acked {
+		w := heap.Pop(&g.mu.waiters).(*waiter)
+		close(w.done)
+	}
 }
 
 // acked is the acknowledgement that counts now: the best connected slave's latest report.

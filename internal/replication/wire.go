@@ -11,7 +11,32 @@ const (
 	reportBytes = 8
 	// headerBytes is the size of a block header: start offset (8) + body size (4).
 	headerBytes = 12
+	// identityBytes is the size of a slave's identity (ours, controller mode): the magic
+	// "MQID" and its broker id.
+	identityBytes = 12
 )
+
+// identityMagic starts a slave's identity, so a slave that sends none (its first report
+// instead) is told apart instead of being taken for broker id garbage.
+const identityMagic = "MQID"
+
+// putIdentity encodes a slave's identity into b[:identityBytes].
+func putIdentity(b []byte, brokerID int64) {
+	copy(b, identityMagic)
+	binary.BigEndian.PutUint64(b[4:], uint64(brokerID))
+}
+
+// parseIdentity decodes a slave's identity; the broker id must be above 0 (a master is 0).
+func parseIdentity(b []byte) (int64, error) {
+	if string(b[:4]) != identityMagic {
+		return 0, fmt.Errorf("%w: no identity where one is required", ErrProtocol)
+	}
+	id := int64(binary.BigEndian.Uint64(b[4:]))
+	if id <= 0 {
+		return 0, fmt.Errorf("%w: slave broker id %d, want above 0", ErrProtocol, id)
+	}
+	return id, nil
+}
 
 // MaxBlockBytes bounds the body size a slave accepts in one block; a larger size is a
 // protocol error (garbage on the wire must not become a huge allocation). A master's
