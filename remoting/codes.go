@@ -68,6 +68,19 @@ const (
 	SendReplyMessageV2             int16 = 325
 	PushReplyMessageToClient       int16 = 326
 	QueryDataVersion               int16 = 322
+
+	// RocketMQ 5's controller (automatic failover): brokers in controller mode and admin tools.
+	BrokerHeartbeat             int16 = 904
+	ControllerAlterSyncStateSet int16 = 1001
+	ControllerElectMaster       int16 = 1002
+	ControllerRegisterBroker    int16 = 1003
+	ControllerGetReplicaInfo    int16 = 1004
+	ControllerGetMetadataInfo   int16 = 1005
+	ControllerGetSyncStateData  int16 = 1006
+	NotifyBrokerRoleChanged     int16 = 1008
+	CleanBrokerData             int16 = 1011
+	ControllerGetNextBrokerID   int16 = 1012
+	ControllerApplyBrokerID     int16 = 1013
 )
 
 // Response codes of the RocketMQ 4.x remoting protocol (part of the wire format).
@@ -105,6 +118,23 @@ const (
 	ConsumerNotOnline          int16 = 206
 	ConsumeMsgTimeout          int16 = 207
 	NoMessage                  int16 = 208
+
+	// RocketMQ 5's controller answers.
+	ControllerFencedMasterEpoch          int16 = 2000
+	ControllerFencedSyncStateSetEpoch    int16 = 2001
+	ControllerInvalidMaster              int16 = 2002
+	ControllerInvalidReplicas            int16 = 2003
+	ControllerMasterNotAvailable         int16 = 2004
+	ControllerInvalidRequest             int16 = 2005
+	ControllerBrokerNotAlive             int16 = 2006
+	ControllerNotLeader                  int16 = 2007
+	ControllerBrokerMetadataNotExist     int16 = 2008
+	ControllerInvalidCleanBrokerMetadata int16 = 2009
+	ControllerBrokerNeedToBeRegistered   int16 = 2010
+	ControllerMasterStillExist           int16 = 2011
+	ControllerElectMasterFailed          int16 = 2012
+	ControllerAlterSyncStateSetFailed    int16 = 2013
+	ControllerBrokerIDInvalid            int16 = 2014
 )
 
 var responseCodeNames = map[int16]string{
@@ -135,6 +165,22 @@ var responseCodeNames = map[int16]string{
 	ConsumerNotOnline:         "CONSUMER_NOT_ONLINE",
 	ConsumeMsgTimeout:         "CONSUME_MSG_TIMEOUT",
 	NoMessage:                 "NO_MESSAGE",
+
+	ControllerFencedMasterEpoch:          "CONTROLLER_FENCED_MASTER_EPOCH",
+	ControllerFencedSyncStateSetEpoch:    "CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH",
+	ControllerInvalidMaster:              "CONTROLLER_INVALID_MASTER",
+	ControllerInvalidReplicas:            "CONTROLLER_INVALID_REPLICAS",
+	ControllerMasterNotAvailable:         "CONTROLLER_MASTER_NOT_AVAILABLE",
+	ControllerInvalidRequest:             "CONTROLLER_INVALID_REQUEST",
+	ControllerBrokerNotAlive:             "CONTROLLER_BROKER_NOT_ALIVE",
+	ControllerNotLeader:                  "CONTROLLER_NOT_LEADER",
+	ControllerBrokerMetadataNotExist:     "CONTROLLER_BROKER_METADATA_NOT_EXIST",
+	ControllerInvalidCleanBrokerMetadata: "CONTROLLER_INVALID_CLEAN_BROKER_METADATA",
+	ControllerBrokerNeedToBeRegistered:   "CONTROLLER_BROKER_NEED_TO_BE_REGISTERED",
+	ControllerMasterStillExist:           "CONTROLLER_MASTER_STILL_EXIST",
+	ControllerElectMasterFailed:          "CONTROLLER_ELECT_MASTER_FAILED",
+	ControllerAlterSyncStateSetFailed:    "CONTROLLER_ALTER_SYNC_STATE_SET_FAILED",
+	ControllerBrokerIDInvalid:            "CONTROLLER_BROKER_ID_INVALID",
 }
 
 // ResponseCodeName returns RocketMQ's name for a response code, or "CODE_<n>" for one it lacks.
@@ -211,6 +257,18 @@ var requestCodeNames = map[int16]string{
 	SendReplyMessageV2:             "SEND_REPLY_MESSAGE_V2",
 	PushReplyMessageToClient:       "PUSH_REPLY_MESSAGE_TO_CLIENT",
 	QueryDataVersion:               "QUERY_DATA_VERSION",
+
+	BrokerHeartbeat:             "BROKER_HEARTBEAT",
+	ControllerAlterSyncStateSet: "CONTROLLER_ALTER_SYNC_STATE_SET",
+	ControllerElectMaster:       "CONTROLLER_ELECT_MASTER",
+	ControllerRegisterBroker:    "CONTROLLER_REGISTER_BROKER",
+	ControllerGetReplicaInfo:    "CONTROLLER_GET_REPLICA_INFO",
+	ControllerGetMetadataInfo:   "CONTROLLER_GET_METADATA_INFO",
+	ControllerGetSyncStateData:  "CONTROLLER_GET_SYNC_STATE_DATA",
+	NotifyBrokerRoleChanged:     "NOTIFY_BROKER_ROLE_CHANGED",
+	CleanBrokerData:             "CLEAN_BROKER_DATA",
+	ControllerGetNextBrokerID:   "CONTROLLER_GET_NEXT_BROKER_ID",
+	ControllerApplyBrokerID:     "CONTROLLER_APPLY_BROKER_ID",
 }
 
 // RequestCodeName returns RocketMQ's name for a request code (RequestCode's field name, as

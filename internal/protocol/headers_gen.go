@@ -100,6 +100,400 @@ func (h *ConsumerGroupHeader) Decode(ext map[string]string) error {
 }
 
 // Encode implements remoting.Header.
+func (h *BrokerHeartbeatRequestHeader) Encode(ext map[string]string) {
+	ext["clusterName"] = h.ClusterName
+	ext["brokerAddr"] = h.BrokerAddr
+	ext["brokerName"] = h.BrokerName
+	if h.BrokerID >= 0 {
+		remoting.PutInt64(ext, "brokerId", h.BrokerID)
+	}
+	if h.Epoch >= 0 {
+		remoting.PutInt32(ext, "epoch", h.Epoch)
+	}
+	if h.MaxOffset >= 0 {
+		remoting.PutInt64(ext, "maxOffset", h.MaxOffset)
+	}
+	if h.ConfirmOffset >= 0 {
+		remoting.PutInt64(ext, "confirmOffset", h.ConfirmOffset)
+	}
+	if h.HeartbeatTimeoutMills >= 0 {
+		remoting.PutInt64(ext, "heartbeatTimeoutMills", h.HeartbeatTimeoutMills)
+	}
+	if h.ElectionPriority >= 0 {
+		remoting.PutInt32(ext, "electionPriority", h.ElectionPriority)
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *BrokerHeartbeatRequestHeader) ExtFieldsCap() int { return 9 }
+
+// Decode implements remoting.Header.
+func (h *BrokerHeartbeatRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ClusterName = r.String("clusterName", true)
+	h.BrokerAddr = r.String("brokerAddr", true)
+	h.BrokerName = r.String("brokerName", true)
+	h.BrokerID = -1
+	if ext["brokerId"] != "" {
+		h.BrokerID = r.Int64("brokerId", false)
+	}
+	h.Epoch = -1
+	if ext["epoch"] != "" {
+		h.Epoch = r.Int32("epoch", false)
+	}
+	h.MaxOffset = -1
+	if ext["maxOffset"] != "" {
+		h.MaxOffset = r.Int64("maxOffset", false)
+	}
+	h.ConfirmOffset = -1
+	if ext["confirmOffset"] != "" {
+		h.ConfirmOffset = r.Int64("confirmOffset", false)
+	}
+	h.HeartbeatTimeoutMills = -1
+	if ext["heartbeatTimeoutMills"] != "" {
+		h.HeartbeatTimeoutMills = r.Int64("heartbeatTimeoutMills", false)
+	}
+	h.ElectionPriority = -1
+	if ext["electionPriority"] != "" {
+		h.ElectionPriority = r.Int32("electionPriority", false)
+	}
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetNextBrokerIdRequestHeader) Encode(ext map[string]string) {
+	ext["clusterName"] = h.ClusterName
+	ext["brokerName"] = h.BrokerName
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetNextBrokerIdRequestHeader) ExtFieldsCap() int { return 2 }
+
+// Decode implements remoting.Header.
+func (h *GetNextBrokerIdRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ClusterName = r.String("clusterName", true)
+	h.BrokerName = r.String("brokerName", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetNextBrokerIdResponseHeader) Encode(ext map[string]string) {
+	ext["clusterName"] = h.ClusterName
+	ext["brokerName"] = h.BrokerName
+	if h.NextBrokerID >= 0 {
+		remoting.PutInt64(ext, "nextBrokerId", h.NextBrokerID)
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetNextBrokerIdResponseHeader) ExtFieldsCap() int { return 3 }
+
+// Decode implements remoting.Header.
+func (h *GetNextBrokerIdResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ClusterName = r.String("clusterName", false)
+	h.BrokerName = r.String("brokerName", false)
+	h.NextBrokerID = -1
+	if ext["nextBrokerId"] != "" {
+		h.NextBrokerID = r.Int64("nextBrokerId", false)
+	}
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *ApplyBrokerIdRequestHeader) Encode(ext map[string]string) {
+	ext["clusterName"] = h.ClusterName
+	ext["brokerName"] = h.BrokerName
+	remoting.PutInt64(ext, "appliedBrokerId", h.AppliedBrokerID)
+	ext["registerCheckCode"] = h.RegisterCheckCode
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ApplyBrokerIdRequestHeader) ExtFieldsCap() int { return 4 }
+
+// Decode implements remoting.Header.
+func (h *ApplyBrokerIdRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ClusterName = r.String("clusterName", true)
+	h.BrokerName = r.String("brokerName", true)
+	h.AppliedBrokerID = r.Int64("appliedBrokerId", true)
+	h.RegisterCheckCode = r.String("registerCheckCode", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *RegisterBrokerToControllerRequestHeader) Encode(ext map[string]string) {
+	ext["clusterName"] = h.ClusterName
+	ext["brokerName"] = h.BrokerName
+	remoting.PutInt64(ext, "brokerId", h.BrokerID)
+	ext["brokerAddress"] = h.BrokerAddress
+	remoting.PutInt64(ext, "invokeTime", h.InvokeTime)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *RegisterBrokerToControllerRequestHeader) ExtFieldsCap() int { return 5 }
+
+// Decode implements remoting.Header.
+func (h *RegisterBrokerToControllerRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ClusterName = r.String("clusterName", true)
+	h.BrokerName = r.String("brokerName", true)
+	h.BrokerID = r.Int64("brokerId", true)
+	h.BrokerAddress = r.String("brokerAddress", true)
+	h.InvokeTime = r.Int64("invokeTime", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *RegisterBrokerToControllerResponseHeader) Encode(ext map[string]string) {
+	ext["clusterName"] = h.ClusterName
+	ext["brokerName"] = h.BrokerName
+	if h.MasterBrokerID >= 0 {
+		remoting.PutInt64(ext, "masterBrokerId", h.MasterBrokerID)
+	}
+	if h.MasterAddress != "" {
+		ext["masterAddress"] = h.MasterAddress
+	}
+	if h.MasterEpoch >= 0 {
+		remoting.PutInt32(ext, "masterEpoch", h.MasterEpoch)
+	}
+	if h.SyncStateSetEpoch >= 0 {
+		remoting.PutInt32(ext, "syncStateSetEpoch", h.SyncStateSetEpoch)
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *RegisterBrokerToControllerResponseHeader) ExtFieldsCap() int { return 6 }
+
+// Decode implements remoting.Header.
+func (h *RegisterBrokerToControllerResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ClusterName = r.String("clusterName", false)
+	h.BrokerName = r.String("brokerName", false)
+	h.MasterBrokerID = -1
+	if ext["masterBrokerId"] != "" {
+		h.MasterBrokerID = r.Int64("masterBrokerId", false)
+	}
+	h.MasterAddress = r.String("masterAddress", false)
+	h.MasterEpoch = -1
+	if ext["masterEpoch"] != "" {
+		h.MasterEpoch = r.Int32("masterEpoch", false)
+	}
+	h.SyncStateSetEpoch = -1
+	if ext["syncStateSetEpoch"] != "" {
+		h.SyncStateSetEpoch = r.Int32("syncStateSetEpoch", false)
+	}
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *AlterSyncStateSetRequestHeader) Encode(ext map[string]string) {
+	ext["brokerName"] = h.BrokerName
+	remoting.PutInt64(ext, "masterBrokerId", h.MasterBrokerID)
+	remoting.PutInt32(ext, "masterEpoch", h.MasterEpoch)
+	remoting.PutInt64(ext, "invokeTime", h.InvokeTime)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *AlterSyncStateSetRequestHeader) ExtFieldsCap() int { return 4 }
+
+// Decode implements remoting.Header.
+func (h *AlterSyncStateSetRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.BrokerName = r.String("brokerName", true)
+	h.MasterBrokerID = r.Int64("masterBrokerId", true)
+	h.MasterEpoch = r.Int32("masterEpoch", true)
+	h.InvokeTime = r.Int64("invokeTime", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *AlterSyncStateSetResponseHeader) Encode(ext map[string]string) {
+	remoting.PutInt32(ext, "newSyncStateSetEpoch", h.NewSyncStateSetEpoch)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *AlterSyncStateSetResponseHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *AlterSyncStateSetResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.NewSyncStateSetEpoch = r.Int32("newSyncStateSetEpoch", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *ElectMasterRequestHeader) Encode(ext map[string]string) {
+	ext["clusterName"] = h.ClusterName
+	ext["brokerName"] = h.BrokerName
+	if h.BrokerID >= 0 {
+		remoting.PutInt64(ext, "brokerId", h.BrokerID)
+	}
+	remoting.PutBool(ext, "designateElect", h.DesignateElect)
+	remoting.PutInt64(ext, "invokeTime", h.InvokeTime)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ElectMasterRequestHeader) ExtFieldsCap() int { return 5 }
+
+// Decode implements remoting.Header.
+func (h *ElectMasterRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ClusterName = r.String("clusterName", true)
+	h.BrokerName = r.String("brokerName", true)
+	h.BrokerID = -1
+	if ext["brokerId"] != "" {
+		h.BrokerID = r.Int64("brokerId", false)
+	}
+	h.DesignateElect = r.Bool("designateElect", false)
+	h.InvokeTime = r.Int64("invokeTime", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *ElectMasterResponseHeader) Encode(ext map[string]string) {
+	if h.MasterBrokerID >= 0 {
+		remoting.PutInt64(ext, "masterBrokerId", h.MasterBrokerID)
+	}
+	if h.MasterAddress != "" {
+		ext["masterAddress"] = h.MasterAddress
+	}
+	if h.MasterEpoch >= 0 {
+		remoting.PutInt32(ext, "masterEpoch", h.MasterEpoch)
+	}
+	if h.SyncStateSetEpoch >= 0 {
+		remoting.PutInt32(ext, "syncStateSetEpoch", h.SyncStateSetEpoch)
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ElectMasterResponseHeader) ExtFieldsCap() int { return 4 }
+
+// Decode implements remoting.Header.
+func (h *ElectMasterResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.MasterBrokerID = -1
+	if ext["masterBrokerId"] != "" {
+		h.MasterBrokerID = r.Int64("masterBrokerId", false)
+	}
+	h.MasterAddress = r.String("masterAddress", false)
+	h.MasterEpoch = -1
+	if ext["masterEpoch"] != "" {
+		h.MasterEpoch = r.Int32("masterEpoch", false)
+	}
+	h.SyncStateSetEpoch = -1
+	if ext["syncStateSetEpoch"] != "" {
+		h.SyncStateSetEpoch = r.Int32("syncStateSetEpoch", false)
+	}
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetReplicaInfoRequestHeader) Encode(ext map[string]string) {
+	ext["brokerName"] = h.BrokerName
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetReplicaInfoRequestHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *GetReplicaInfoRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.BrokerName = r.String("brokerName", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetReplicaInfoResponseHeader) Encode(ext map[string]string) {
+	if h.MasterBrokerID >= 0 {
+		remoting.PutInt64(ext, "masterBrokerId", h.MasterBrokerID)
+	}
+	if h.MasterAddress != "" {
+		ext["masterAddress"] = h.MasterAddress
+	}
+	if h.MasterEpoch >= 0 {
+		remoting.PutInt32(ext, "masterEpoch", h.MasterEpoch)
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetReplicaInfoResponseHeader) ExtFieldsCap() int { return 3 }
+
+// Decode implements remoting.Header.
+func (h *GetReplicaInfoResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.MasterBrokerID = -1
+	if ext["masterBrokerId"] != "" {
+		h.MasterBrokerID = r.Int64("masterBrokerId", false)
+	}
+	h.MasterAddress = r.String("masterAddress", false)
+	h.MasterEpoch = -1
+	if ext["masterEpoch"] != "" {
+		h.MasterEpoch = r.Int32("masterEpoch", false)
+	}
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetMetaDataResponseHeader) Encode(ext map[string]string) {
+	if h.Group != "" {
+		ext["group"] = h.Group
+	}
+	if h.ControllerLeaderID != "" {
+		ext["controllerLeaderId"] = h.ControllerLeaderID
+	}
+	if h.ControllerLeaderAddress != "" {
+		ext["controllerLeaderAddress"] = h.ControllerLeaderAddress
+	}
+	remoting.PutBool(ext, "isLeader", h.IsLeader)
+	if h.Peers != "" {
+		ext["peers"] = h.Peers
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetMetaDataResponseHeader) ExtFieldsCap() int { return 5 }
+
+// Decode implements remoting.Header.
+func (h *GetMetaDataResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.Group = r.String("group", false)
+	h.ControllerLeaderID = r.String("controllerLeaderId", false)
+	h.ControllerLeaderAddress = r.String("controllerLeaderAddress", false)
+	h.IsLeader = r.Bool("isLeader", false)
+	h.Peers = r.String("peers", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *CleanControllerBrokerDataRequestHeader) Encode(ext map[string]string) {
+	if h.ClusterName != "" {
+		ext["clusterName"] = h.ClusterName
+	}
+	ext["brokerName"] = h.BrokerName
+	if h.BrokerControllerIdsToClean != "" {
+		ext["brokerControllerIdsToClean"] = h.BrokerControllerIdsToClean
+	}
+	remoting.PutBool(ext, "isCleanLivingBroker", h.IsCleanLivingBroker)
+	remoting.PutInt64(ext, "invokeTime", h.InvokeTime)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *CleanControllerBrokerDataRequestHeader) ExtFieldsCap() int { return 5 }
+
+// Decode implements remoting.Header.
+func (h *CleanControllerBrokerDataRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ClusterName = r.String("clusterName", false)
+	h.BrokerName = r.String("brokerName", true)
+	h.BrokerControllerIdsToClean = r.String("brokerControllerIdsToClean", false)
+	h.IsCleanLivingBroker = r.Bool("isCleanLivingBroker", false)
+	h.InvokeTime = r.Int64("invokeTime", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *RegisterBrokerRequestHeader) Encode(ext map[string]string) {
 	ext["brokerName"] = h.BrokerName
 	ext["brokerAddr"] = h.BrokerAddr

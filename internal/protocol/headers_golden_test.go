@@ -84,6 +84,22 @@ var goldenHeaders = []goldenHeader{
 	golden[EndTransactionRequestHeader]("EndTransactionRequestHeader"),
 	golden[ReplyMessageRequestHeader]("ReplyMessageRequestHeader"),
 	golden[CheckTransactionStateRequestHeader]("CheckTransactionStateRequestHeader"),
+	golden[BrokerHeartbeatRequestHeader]("BrokerHeartbeatRequestHeader"),
+	golden[GetNextBrokerIdRequestHeader]("GetNextBrokerIdRequestHeader"),
+	golden[ApplyBrokerIdResponseHeader]("ApplyBrokerIdResponseHeader"),
+	golden[GetNextBrokerIdResponseHeader]("GetNextBrokerIdResponseHeader"),
+	golden[ApplyBrokerIdRequestHeader]("ApplyBrokerIdRequestHeader"),
+	golden[RegisterBrokerToControllerRequestHeader]("RegisterBrokerToControllerRequestHeader"),
+	golden[RegisterBrokerToControllerResponseHeader]("RegisterBrokerToControllerResponseHeader"),
+	golden[AlterSyncStateSetRequestHeader]("AlterSyncStateSetRequestHeader"),
+	golden[AlterSyncStateSetResponseHeader]("AlterSyncStateSetResponseHeader"),
+	golden[ElectMasterRequestHeader]("ElectMasterRequestHeader"),
+	golden[ElectMasterResponseHeader]("ElectMasterResponseHeader"),
+	golden[NotifyBrokerRoleChangedRequestHeader]("NotifyBrokerRoleChangedRequestHeader"),
+	golden[GetReplicaInfoRequestHeader]("GetReplicaInfoRequestHeader"),
+	golden[GetReplicaInfoResponseHeader]("GetReplicaInfoResponseHeader"),
+	golden[GetMetaDataResponseHeader]("GetMetaDataResponseHeader"),
+	golden[CleanControllerBrokerDataRequestHeader]("CleanControllerBrokerDataRequestHeader"),
 }
 
 func TestHeadersGolden(t *testing.T) {
