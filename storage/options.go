@@ -88,6 +88,16 @@ type Options struct {
 	// requested offset is echoed), unless OffsetCheckInSlave is set.
 	Slave              bool
 	OffsetCheckInSlave bool
+	// Truncate makes Open cut the CommitLog at TruncateTo, after recovery, when the log is
+	// longer: what was dispatched past the cut (ConsumeQueue units, index entries) goes as
+	// for a torn tail, the epoch history is truncated there (TruncateEpochs), and
+	// RecoveryReport says so. A broker that must follow a new master sets it to the
+	// ConsistentPoint of the two epoch histories. TruncateTo must be a record boundary unless
+	// Slave is set (a slave's copy may end mid-record: replication continues from its end).
+	// A cut below MinPhyOffset empties the log, which then continues at the first segment
+	// boundary at or after TruncateTo, as a log whose every segment was deleted does.
+	Truncate   bool
+	TruncateTo int64
 	// DelayLevels are the delays of DELAY levels 1, 2, ... (messageDelayLevel), default
 	// 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h. A message in
 	// SCHEDULE_TOPIC_XXXX gets store time + its level's delay as ConsumeQueue tag code.
@@ -219,6 +229,9 @@ func (o Options) validate() error {
 	}
 	if _, err := parseDeleteWhen(o.DeleteWhen); err != nil {
 		errs = append(errs, err)
+	}
+	if o.Truncate && o.TruncateTo < 0 {
+		errs = append(errs, fmt.Errorf("storage: TruncateTo %d must not be negative", o.TruncateTo))
 	}
 	if o.MaxHashSlotNum < 1 || o.MaxIndexNum < 1 {
 		errs = append(errs, errors.New("storage: MaxHashSlotNum and MaxIndexNum must be positive"))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -78,6 +79,17 @@ func (s *Store) recover() error {
 	if err := s.recoverCommitLog(ckpt, r.CheckpointValid && len(ext) == 0); err != nil {
 		return err
 	}
+	// Where dispatching must resume at the latest: a cut mid-record leaves that record to be
+	// dispatched again once a slave has its rest.
+	dispatchFloor := int64(math.MaxInt64)
+	if s.opts.Truncate {
+		if dispatchFloor, err = s.truncateAtOpen(s.opts.TruncateTo); err != nil {
+			return err
+		}
+	}
+	if err := s.dropEpochsPastEnd(); err != nil {
+		return err
+	}
 	maxPhy, minPhy := s.cl.maxPhy.Load(), s.cl.minPhy.Load()
 	r.MinPhyOffset, r.MaxPhyOffset = minPhy, maxPhy
 	s.cl.flushedPhy.Store(maxPhy)
@@ -96,7 +108,7 @@ func (s *Store) recover() error {
 				return err
 			}
 		}
-		s.idx.truncate(maxPhy)
+		s.idx.truncate(min(maxPhy, dispatchFloor))
 	}
 
 	rebuild, err := s.loadQueues(maxPhy, minPhy)
@@ -115,7 +127,7 @@ func (s *Store) recover() error {
 	if !r.Clean {
 		from = min(from, r.ScannedFrom)
 	}
-	from = max(from, minPhy)
+	from = max(min(from, dispatchFloor), minPhy)
 	r.RedispatchedFrom = from
 	s.reputFrom.Store(from)
 	n, err := s.dispatchAvailable(rebuild)
@@ -125,6 +137,11 @@ func (s *Store) recover() error {
 	r.RedispatchedRecords = n
 	if n > 0 {
 		r.action("dispatched %d records from offset %d", n, from)
+	}
+	if !s.opts.Slave {
+		if err := s.cutIncompleteTail(); err != nil {
+			return err
+		}
 	}
 	if len(rebuild) > 0 {
 		if err := s.rebuildQueues(rebuild); err != nil {

@@ -45,6 +45,7 @@ type Store struct {
 	memBytes int64
 
 	report      RecoveryReport
+	epochs      epochFile
 	deleteHours map[int]bool
 	manualClean atomic.Int32
 	lockFile    *os.File
@@ -100,6 +101,10 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.lockFile = lf
 	start := time.Now()
+	if err := s.loadEpochs(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
 	if err := s.recover(); err != nil {
 		s.closeFiles()
 		return nil, err
