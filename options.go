@@ -227,6 +227,45 @@ type Options struct {
 	TLSClientEnable bool
 	TLSClientConfig *tls.Config
 
+	// ControllerID turns on RocketMQ 5's controller in this node (enableControllerInNamesrv):
+	// a Raft member with this id (controllerDLegerSelfId, e.g. "n0") among ControllerPeers (id
+	// -> Raft address, controllerDLegerPeers, this node's own entry included), listening for
+	// Raft on ControllerRaftListen, keeping its log and snapshots in ControllerDir (default
+	// <StoreDir>/controller). It serves the controller requests of brokers in controller mode
+	// on the name service's listener. ControllerElectUncleanMaster lets it elect a master from
+	// outside the SyncStateSet (enableElectUncleanMaster, default false: no acknowledged
+	// message is lost, a group may stay without master). ControllerScanInterval
+	// (scanNotActiveBrokerInterval, 5 s) and ControllerBrokerHeartbeatTimeout
+	// (controllerHeartBeatTimeoutMills, 10 s) decide how soon a dead master is replaced;
+	// ControllerRaftTimeout sets Raft's heartbeat and election timeouts (1 s) for tests.
+	ControllerID                     string
+	ControllerPeers                  map[string]string
+	ControllerRaftListen             string
+	ControllerDir                    string
+	ControllerElectUncleanMaster     bool
+	ControllerScanInterval           time.Duration
+	ControllerBrokerHeartbeatTimeout time.Duration
+	ControllerRaftTimeout            time.Duration
+
+	// ControllerAddrs puts the broker in controller mode (enableControllerMode, controllerAddr):
+	// the controllers at these addresses decide whether it is its group's master, and elect a
+	// new master when one dies. BrokerRole is then ignored and BrokerID is the broker's own id
+	// (0: the controller assigns one). AllAckInSyncStateSet acknowledges a send only once every
+	// member of the SyncStateSet has it; MinInSyncReplicas (default 1) refuses sends while the
+	// set is smaller. ControllerHeartbeatInterval (brokerHeartbeatInterval, 1 s),
+	// SyncBrokerMetadataPeriod (syncBrokerMetadataPeriod, 5 s), CheckSyncStateSetPeriod
+	// (checkSyncStateSetPeriod, 5 s) and HAMaxTimeSlaveNotCatchup (haMaxTimeSlaveNotCatchup,
+	// 15 s) are RocketMQ's periods; ElectionPriority (brokerElectionPriority, lower wins, default
+	// the lowest) breaks ties between equally up-to-date replicas.
+	ControllerAddrs             []string
+	AllAckInSyncStateSet        bool
+	MinInSyncReplicas           int
+	ControllerHeartbeatInterval time.Duration
+	SyncBrokerMetadataPeriod    time.Duration
+	CheckSyncStateSetPeriod     time.Duration
+	HAMaxTimeSlaveNotCatchup    time.Duration
+	ElectionPriority            int32
+
 	// Logger receives the node's structured logs; nil discards them.
 	Logger *zerolog.Logger
 }

@@ -16,14 +16,15 @@ import (
 
 var clientSeq atomic.Int64
 
-// transport returns an in-process transport when cfg.InProcess (nil, meaning TCP, otherwise).
+// transport returns the helpers' clients' transport, under the cluster's fault injector: an
+// in-process one when cfg.InProcess, TCP otherwise.
 func (c *Cluster) transport() remoting.Transport {
 	if !c.cfg.InProcess {
-		return nil
+		return c.clientFaults(remoting.NewClient(remoting.ClientOptions{Logger: &c.log}))
 	}
 	for _, n := range append(c.NameServerNodes(), c.Brokers()...) {
 		if mn := n.Current(); mn != nil {
-			return mn.NewTransport()
+			return c.clientFaults(mn.NewTransport())
 		}
 	}
 	return nil

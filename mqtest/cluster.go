@@ -9,6 +9,7 @@ import (
 
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/internal/node"
+	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
 
@@ -77,6 +78,10 @@ type Node struct {
 	opts   mq.Options
 	addr   string // last listen address, reused by Restart
 	haAddr string // a master's last HA listen address, reused by Restart
+
+	faultID     string // name in the cluster's fault injector (faults.go)
+	faultDir    string // store directory attached to it
+	faultDetach func()
 }
 
 // Current returns the running node, or nil while it is killed.
@@ -119,6 +124,7 @@ type Cluster struct {
 
 	nameServers []*Node
 	groups      [][]*Node // groups[g][0] is the master, then the slaves
+	faults      *remoting.Faults
 }
 
 // StartCluster starts cfg's nodes, waits until every broker is registered with every name
@@ -149,7 +155,7 @@ func startCluster(t testing.TB, cfg Config) (*Cluster, error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
-	c := &Cluster{t: t, cfg: cfg}
+	c := &Cluster{t: t, cfg: cfg, faults: remoting.NewFaults()}
 	if cfg.Logger != nil {
 		c.log = *cfg.Logger
 	} else {
@@ -251,6 +257,7 @@ func (c *Cluster) options(n *Node, listen string) mq.Options {
 // startNode starts n listening on listen.
 func (c *Cluster) startNode(n *Node, listen string) error {
 	o := c.options(n, listen)
+	c.bindFaults(n, o.StoreDir)
 	mn, err := mq.StartNode(o)
 	if err != nil {
 		return fmt.Errorf("mqtest: start %s: %w", n, err)
@@ -263,6 +270,7 @@ func (c *Cluster) startNode(n *Node, listen string) error {
 		n.addr, n.haAddr = mn.BrokerAddr(), mn.HAAddr()
 	}
 	n.mu.Unlock()
+	c.bindAddrs(n)
 	return nil
 }
 
@@ -398,6 +406,13 @@ func (c *Cluster) closeAll() {
 		if err := c.Kill(n); err != nil {
 			c.t.Errorf("mqtest: close %s: %v", n, err)
 		}
+	}
+	for _, n := range append(c.NameServerNodes(), c.Brokers()...) {
+		n.mu.Lock()
+		if n.faultDetach != nil {
+			n.faultDetach()
+		}
+		n.mu.Unlock()
 	}
 }
 

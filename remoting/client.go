@@ -140,6 +140,7 @@ type Client struct {
 	closed bool
 
 	reconnect reconnectHooks
+	faults    *faultTag // nil unless a test injects faults (SetFaults)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -286,6 +287,14 @@ func (c *Client) hooked(addr string, req *Command, cb func(*Command, error)) fun
 
 // InvokeSync implements Transport.
 func (c *Client) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
+	if c.faults != nil {
+		if state, err := c.faults.gate(addr); state != LinkUp {
+			if err != nil {
+				return nil, err
+			}
+			return invokeSync(ctx, c.table, 0, lost, req)
+		}
+	}
 	cc, err := c.conn(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -302,6 +311,14 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *Command) (*Co
 
 // InvokeAsync implements Transport.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
+	if c.faults != nil {
+		if state, err := c.faults.gate(addr); state != LinkUp {
+			if err != nil {
+				return err
+			}
+			return invokeAsync(ctx, c.table, 0, lost, req, cb)
+		}
+	}
 	cc, err := c.conn(ctx, addr)
 	if err != nil {
 		return err
@@ -312,6 +329,14 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb 
 
 // InvokeOneway implements Transport.
 func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
+	if c.faults != nil {
+		if state, err := c.faults.gate(addr); state != LinkUp {
+			if err != nil {
+				return err
+			}
+			return lost(req)
+		}
+	}
 	cc, err := c.conn(ctx, addr)
 	if err != nil {
 		return err
@@ -444,6 +469,9 @@ func (cc *clientConn) readLoop() {
 		if err != nil {
 			cc.c.log.Warn().Err(err).Str("addr", cc.addr).Msg("closing connection after a malformed frame")
 			return
+		}
+		if cc.c.faults != nil && cc.c.faults.blocks(cc.addr) {
+			continue
 		}
 		if cmd.IsResponse() {
 			cc.c.table.complete(cmd)

@@ -77,6 +77,7 @@ const (
 	ControllerGetReplicaInfo    int16 = 1004
 	ControllerGetMetadataInfo   int16 = 1005
 	ControllerGetSyncStateData  int16 = 1006
+	GetBrokerEpochCache         int16 = 1007
 	NotifyBrokerRoleChanged     int16 = 1008
 	CleanBrokerData             int16 = 1011
 	ControllerGetNextBrokerID   int16 = 1012
@@ -265,6 +266,7 @@ var requestCodeNames = map[int16]string{
 	ControllerGetReplicaInfo:    "CONTROLLER_GET_REPLICA_INFO",
 	ControllerGetMetadataInfo:   "CONTROLLER_GET_METADATA_INFO",
 	ControllerGetSyncStateData:  "CONTROLLER_GET_SYNC_STATE_DATA",
+	GetBrokerEpochCache:         "GET_BROKER_EPOCH_CACHE",
 	NotifyBrokerRoleChanged:     "NOTIFY_BROKER_ROLE_CHANGED",
 	CleanBrokerData:             "CLEAN_BROKER_DATA",
 	ControllerGetNextBrokerID:   "CONTROLLER_GET_NEXT_BROKER_ID",

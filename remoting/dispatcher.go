@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,11 @@ type ProcessorFunc func(ctx context.Context, ch Channel, req *Command) (*Command
 // ProcessRequest implements Processor.
 func (f ProcessorFunc) ProcessRequest(ctx context.Context, ch Channel, req *Command) (*Command, error) {
 	return f(ctx, ch, req)
+}
+
+type listenerEntry struct {
+	id uint64
+	l  ConnListener
 }
 
 type processorEntry struct {
@@ -56,9 +62,11 @@ type Dispatcher struct {
 	table     map[int16]processorEntry
 	def       *processorEntry
 	executors []*Executor
-	listeners []ConnListener
-	started   bool
-	closed    bool
+	listeners []listenerEntry
+	// listenerSeq numbers listeners for their removal.
+	listenerSeq uint64
+	started     bool
+	closed      bool
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -179,11 +187,53 @@ func (d *Dispatcher) addExecutorLocked(ex *Executor) {
 	}
 }
 
-// AddConnListener registers l for connection events.
-func (d *Dispatcher) AddConnListener(l ConnListener) {
+// AddConnListener registers l for connection events; remove unregisters it.
+func (d *Dispatcher) AddConnListener(l ConnListener) (remove func()) {
 	d.mu.Lock()
-	d.listeners = append(d.listeners, l)
+	d.listenerSeq++
+	id := d.listenerSeq
+	d.listeners = append(d.listeners, listenerEntry{id, l})
 	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.listeners = slices.DeleteFunc(slices.Clone(d.listeners), func(e listenerEntry) bool { return e.id == id })
+	}
+}
+
+// Unregister removes the processors of codes, so that their requests go to the default
+// processor, then stops, after they drained, the executors no processor left uses: a part of
+// a node (a broker) leaves the dispatcher this way to be replaced. Requests already queued or
+// running on those executors finish first; Unregister returns once they have.
+func (d *Dispatcher) Unregister(codes []int16) {
+	d.mu.Lock()
+	gone := map[*Executor]bool{}
+	for _, c := range codes {
+		if e, ok := d.table[c]; ok {
+			gone[e.ex] = true
+			delete(d.table, c)
+		}
+	}
+	for _, e := range d.table {
+		delete(gone, e.ex)
+	}
+	if d.def != nil {
+		delete(gone, d.def.ex)
+	}
+	d.executors = slices.DeleteFunc(d.executors, func(ex *Executor) bool { return gone[ex] })
+	d.mu.Unlock()
+	// No Dispatch submits to them any more: it takes entries under d.mu.
+	for ex := range gone {
+		ex.stop()
+	}
+}
+
+// Registered reports whether code has a processor of its own.
+func (d *Dispatcher) Registered(code int16) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	_, ok := d.table[code]
+	return ok
 }
 
 // Start starts the executors' workers and the event goroutine. Close undoes it.
@@ -270,7 +320,7 @@ func (d *Dispatcher) runEvents() {
 		ls := d.listeners
 		d.mu.RUnlock()
 		for _, l := range ls {
-			l(ev)
+			l.l(ev)
 		}
 	}
 }

@@ -32,6 +32,7 @@ type InProcTransport struct {
 
 	reconnect reconnectHooks
 	trusted   atomic.Bool
+	faults    *faultTag // nil unless a test injects faults (SetFaults)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -142,6 +143,14 @@ func (t *InProcTransport) link(addr string) (*inprocChannel, bool, error) {
 
 // InvokeSync implements Transport.
 func (t *InProcTransport) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
+	if t.faults != nil {
+		if state, err := t.faults.gate(addr); state != LinkUp {
+			if err != nil {
+				return nil, err
+			}
+			return invokeSync(ctx, t.table, 0, lost, req)
+		}
+	}
 	ch, err := t.channel(addr)
 	if err != nil {
 		return nil, err
@@ -157,6 +166,14 @@ func (t *InProcTransport) InvokeSync(ctx context.Context, addr string, req *Comm
 
 // InvokeAsync implements Transport.
 func (t *InProcTransport) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
+	if t.faults != nil {
+		if state, err := t.faults.gate(addr); state != LinkUp {
+			if err != nil {
+				return err
+			}
+			return invokeAsync(ctx, t.table, 0, lost, req, cb)
+		}
+	}
 	ch, err := t.channel(addr)
 	if err != nil {
 		return err
@@ -172,6 +189,14 @@ func (t *InProcTransport) InvokeAsync(ctx context.Context, addr string, req *Com
 
 // InvokeOneway implements Transport.
 func (t *InProcTransport) InvokeOneway(ctx context.Context, addr string, req *Command) error {
+	if t.faults != nil {
+		if state, err := t.faults.gate(addr); state != LinkUp {
+			if err != nil {
+				return err
+			}
+			return lost(req)
+		}
+	}
 	ch, err := t.channel(addr)
 	if err != nil {
 		return err
@@ -298,6 +323,9 @@ func (ch *inprocChannel) WriteResponse(resp *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
+	if ch.t.faults != nil && ch.t.faults.blocks(ch.local) {
+		return nil
+	}
 	ch.t.table.complete(resp)
 	return nil
 }
@@ -307,6 +335,9 @@ func (ch *inprocChannel) WriteResponse(resp *Command) error {
 func (ch *inprocChannel) serve(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
+	}
+	if ch.t.faults != nil && ch.t.faults.blocks(ch.local) {
+		return nil
 	}
 	ch.t.procMu.RLock()
 	p := ch.t.procs[req.Code]
@@ -362,6 +393,9 @@ func (c clientSide) Close() error       { return c.ch.Close() }
 func (c clientSide) WriteResponse(resp *Command) error {
 	if c.ch.Closed() {
 		return ErrConnClosed
+	}
+	if c.ch.t.faults != nil && c.ch.t.faults.blocks(c.ch.local) {
+		return nil
 	}
 	c.ch.t.srvTable.complete(resp)
 	return nil

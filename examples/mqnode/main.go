@@ -87,6 +87,14 @@ func run(args []string) error {
 		timerMaxDelay  = fs.Duration("timer-max-delay", 0, "how far ahead a timer message may be (timerMaxDelaySec; default 72h)")
 		haTLS          = fs.Bool("ha-tls", false, "replication over TLS: a master's HA port presents -tls-cert, a slave dials its master trusting -tls-ca")
 		httpListen     = fs.String("http", "", "serve /metrics (Prometheus), /healthz and the dashboard on this `HOST:PORT` (no authentication: keep it on a trusted network)")
+		ctlListen      = fs.String("controller-listen", "", "run a controller in this name-service node: its Raft `HOST:PORT` (with -controller-id and -controller-peers)")
+		ctlID          = fs.String("controller-id", "", "this controller's `ID` (controllerDLegerSelfId), e.g. n0")
+		ctlPeers       = fs.String("controller-peers", "", "every controller's Raft address, `ID=HOST:PORT;...` (controllerDLegerPeers), this one's included")
+		ctlDir         = fs.String("controller-dir", "", "the controller's Raft log and snapshots (default: <store>/controller)")
+		ctlUnclean     = fs.Bool("controller-elect-unclean-master", false, "let the controller elect a master from outside the SyncStateSet (enableElectUncleanMaster; loses what only the set had)")
+		ctlAddrs       = fs.String("controller", "", "controller mode: the controllers' `HOST:PORT;...` (controllerAddr, their name-service ports) decide this broker's role")
+		allAck         = fs.Bool("all-ack-in-sync-state-set", false, "controller mode: acknowledge a send once every member of the SyncStateSet has it (allAckInSyncStateSet)")
+		minInSync      = fs.Int("min-in-sync-replicas", 0, "controller mode: refuse sends while the SyncStateSet has fewer members (minInSyncReplicas; default 1)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -133,6 +141,9 @@ func run(args []string) error {
 		return err
 	}
 	opts.HATLS = *haTLS
+	if err := controllerFlags(&opts, *ctlListen, *ctlID, *ctlPeers, *ctlDir, *ctlUnclean, *ctlAddrs, *allAck, *minInSync); err != nil {
+		return err
+	}
 	opts.TransactionTimeout, opts.TransactionCheckInterval = *txTimeout, *txCheckEvery
 	opts.TimerPrecision, opts.TimerMaxDelay = *timerPrecision, *timerMaxDelay
 	switch *flush {
@@ -161,6 +172,9 @@ func run(args []string) error {
 		Str("ha_addr", node.HAAddr())
 	if web != nil {
 		started = started.Str("dashboard", "http://"+web.addr+"/").Str("metrics", "http://"+web.addr+"/metrics")
+	}
+	if opts.ControllerID != "" {
+		started = started.Str("controller", node.NameServerAddr()).Str("controller_raft", opts.ControllerRaftListen)
 	}
 	started.Msg("mqnode started")
 
@@ -213,6 +227,43 @@ func securityFlags(opts *mq.Options, aclFile, accessKey, tlsMode, certFile, keyF
 			return fmt.Errorf("-tls-ca: no certificate in %s", caFile)
 		}
 		opts.TLSClientConfig = cfg
+	}
+	return nil
+}
+
+// controllerFlags applies the controller flags: a controller in this node (-controller-id,
+// -controller-listen, -controller-peers) and controller mode for its broker (-controller).
+func controllerFlags(opts *mq.Options, listen, id, peers, dir string, unclean bool, addrs string, allAck bool, minInSync int) error {
+	if id != "" || listen != "" || peers != "" {
+		if id == "" || listen == "" || peers == "" {
+			return errors.New("-controller-id, -controller-listen and -controller-peers go together")
+		}
+		opts.ControllerID, opts.ControllerRaftListen, opts.ControllerDir = id, listen, dir
+		opts.ControllerElectUncleanMaster = unclean
+		opts.ControllerPeers = map[string]string{}
+		for _, p := range strings.Split(peers, ";") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			pid, addr, ok := strings.Cut(p, "=")
+			if !ok || pid == "" || addr == "" {
+				return fmt.Errorf("-controller-peers: %q is not ID=HOST:PORT", p)
+			}
+			opts.ControllerPeers[pid] = addr
+		}
+		if opts.ControllerPeers[id] != listen {
+			return fmt.Errorf("-controller-peers must name this controller, %s=%s", id, listen)
+		}
+	}
+	if addrs != "" {
+		for _, a := range strings.Split(addrs, ";") {
+			if a = strings.TrimSpace(a); a != "" {
+				opts.ControllerAddrs = append(opts.ControllerAddrs, a)
+			}
+		}
+		opts.AllAckInSyncStateSet, opts.MinInSyncReplicas = allAck, minInSync
+	} else if allAck || minInSync != 0 {
+		return errors.New("-all-ack-in-sync-state-set and -min-in-sync-replicas need -controller")
 	}
 	return nil
 }

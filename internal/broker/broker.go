@@ -51,6 +51,13 @@ type Broker struct {
 	// runners are the background services Run starts, in order.
 	runners []func(ctx context.Context) error
 
+	inSync inSyncState // controller mode (controller_mode.go)
+
+	// codes are the request codes Register installed; removeListener takes its connection
+	// listener out (Unregister).
+	codes          []int16
+	removeListener func()
+
 	registerNow chan struct{}
 	reg         *registrar    // registration rounds that topic changes wait for (registration.go)
 	ready       chan struct{} // closed by Run once it serves (Ready)
@@ -108,6 +115,9 @@ func New(opts Options) (*Broker, error) {
 	if err := b.initHA(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
+	if err := b.initControllerMode(); err != nil {
+		return nil, errors.Join(err, store.Close())
+	}
 	return b, nil
 }
 
@@ -125,7 +135,8 @@ func (b *Broker) loadMetadata() error {
 	return nil
 }
 
-// Register installs every processor of the broker on d and its connection listener.
+// Register installs every processor of the broker on d and its connection listener; Unregister
+// takes them out again.
 func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerSend(d)
 	b.registerClients(d)
@@ -135,7 +146,18 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerAdmin(d)
 	b.registerResetOffset(d)
 	b.registerConnectionLists(d)
-	d.AddConnListener(b.onConnEvent)
+	b.registerControllerMode(d)
+	b.removeListener = d.AddConnListener(b.onConnEvent)
+}
+
+// Unregister takes the broker's processors and connection listener out of d, waiting for the
+// requests its pools hold: a node replacing its broker (a role change) calls it before it
+// stops this one. Requests for the broker's codes then go to d's default processor.
+func (b *Broker) Unregister(d *remoting.Dispatcher) {
+	if b.removeListener != nil {
+		b.removeListener()
+	}
+	d.Unregister(b.codes)
 }
 
 // Run starts replication (a master binds its HA listener first, so that its address goes
@@ -203,5 +225,6 @@ func (b *Broker) configPath(name string) string { return b.store.ConfigPath(name
 // handle installs p for code on d behind the broker's checks of the names a request carries
 // (names.go), so no processor can see a topic or group that was not validated.
 func (b *Broker) handle(d *remoting.Dispatcher, code int16, p remoting.Processor, ex *remoting.Executor) {
+	b.codes = append(b.codes, code)
 	d.Register(code, b.guardNames(code, p), ex)
 }

@@ -107,6 +107,7 @@ func (b *Broker) initHA() error {
 			Secret:                []byte(ho.Secret),
 			HandshakeTimeout:      ho.HandshakeTimeout,
 			TLSConfig:             ho.SlaveTLS,
+			BrokerID:              b.controllerReplicaID(),
 			Logger:                b.opts.Logger,
 		})
 		if err != nil {
@@ -130,6 +131,7 @@ func (b *Broker) initHA() error {
 		Secret:                []byte(ho.Secret),
 		HandshakeTimeout:      ho.HandshakeTimeout,
 		TLSConfig:             ho.MasterTLS,
+		RequireIdentity:       b.opts.ControllerMode,
 		Logger:                b.opts.Logger,
 	})
 	if err != nil {

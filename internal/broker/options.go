@@ -143,6 +143,18 @@ type Options struct {
 	// Pool sizes: 0 means RocketMQ's defaults scaled to this machine.
 	SendThreads, PullThreads, QueryThreads, AdminThreads, ClientThreads int
 
+	// Controller mode (RocketMQ 5's enableControllerMode): the node's replicas manager decides
+	// the role (BrokerRole, BrokerID 0 for the master) and restarts the broker when it
+	// changes. ReplicaID is the broker's own id in its group, which its slave names to the
+	// master's HA listener; MasterEpoch, on a master, is appended to the store's epoch file
+	// at open (where this epoch's writes start); MinInSyncReplicas refuses sends while the
+	// SyncStateSet is smaller; AllAckInSyncStateSet makes a SYNC_MASTER wait for every member.
+	ControllerMode       bool
+	ReplicaID            int64
+	MasterEpoch          int32
+	MinInSyncReplicas    int
+	AllAckInSyncStateSet bool
+
 	Logger *zerolog.Logger
 }
 

@@ -61,6 +61,9 @@ func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 	if !b.IsMaster() {
 		return TopicConfig{}, sendResponse(remoting.ServiceNotAvailable, b.send.slaveRemark)
 	}
+	if resp := b.checkInSync(); resp != nil {
+		return TopicConfig{}, resp
+	}
 	// The topic's name was checked by guardNames (names.go) before the processor ran.
 	if h.Topic == names.TopicAutoCreate {
 		return TopicConfig{}, sendResponse(remoting.SystemError,

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/metrics"
 	"github.com/mqgo/mq/remoting"
 )
@@ -22,7 +21,7 @@ type httpState struct {
 // request from the first.
 func (n *Node) initMetrics() {
 	src := metrics.Sources{
-		Broker:      func() *broker.Broker { return n.broker },
+		Broker:      n.Broker,
 		ACLRefusals: n.ACLRefusals,
 		Logger:      n.opts.Logger,
 	}

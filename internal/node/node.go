@@ -15,6 +15,7 @@ import (
 
 	"github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -29,14 +30,28 @@ type Node struct {
 	log       zerolog.Logger
 
 	nameServer *route.NameServer
-	broker     *broker.Broker
+	controller *controller.Controller        // nil unless Options.ControllerID
+	replicas   *replicas                     // nil unless Options.ControllerAddrs
+	broker     atomic.Pointer[broker.Broker] // replaced by RestartBroker
 	brokerTr   *remoting.InProcTransport
-	servers    []*endpoint
-	acl        *acl.Guard    // nil: ACL off
-	ready      chan struct{} // closed once started: requests held during the start go on
+	// brokerGate is closed while a broker serves; a RestartBroker replaces it with an open one
+	// for the time it swaps brokers, and requests for broker codes wait on it (newEndpoint).
+	brokerGate atomic.Pointer[chan struct{}]
+	// brokerRun is the running broker's context and its Run's result; restartMu serializes
+	// restarts.
+	brokerRun struct {
+		cancel context.CancelFunc
+		done   chan error
+	}
+	restartMu sync.Mutex
+	unrouteHA func() // forgets the slave's faulty dial route (faults.go), or nil
+	servers   []*endpoint
+	acl       *acl.Guard    // nil: ACL off
+	ready     chan struct{} // closed once started: requests held during the start go on
 
 	http httpState
 
+	ctx       context.Context // the node's lifetime (its errgroup's)
 	cancel    context.CancelFunc
 	g         *errgroup.Group
 	closing   atomic.Bool
@@ -113,22 +128,36 @@ func (n *Node) newEndpoint(role, addr string) *endpoint {
 	}
 	srv := remoting.NewServer(d, n.opts.serverOptions(addr))
 	// Codes nobody serves: while the node starts (the broker registers its processors once
-	// the listener is bound and the store recovered) a request waits for the start and is
-	// dispatched again, as if it had come then: a RocketMQ broker does not listen before its
-	// store is up, and clients do not retry an answer (an async send would fail across a
-	// restart). The first such request after the start makes "not supported" the default.
+	// the listener is bound and the store recovered) or swaps its broker (RestartBroker), a
+	// request waits for the broker and is dispatched again, as if it had come then: a
+	// RocketMQ broker does not listen before its store is up, and clients do not retry an
+	// answer (an async send would fail across a restart). A code still without a processor
+	// then is not supported.
 	ex := remoting.NewExecutor("default", 1, 1000)
-	notSupported := remoting.ProcessorFunc(func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		return remoting.NewResponse(remoting.RequestCodeNotSupported,
-			fmt.Sprintf(" request type %d not supported", req.Code)), nil
-	})
 	d.RegisterDefault(remoting.ProcessorFunc(func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		select {
-		case <-n.ready:
-		case <-ctx.Done():
-			return remoting.NewResponse(remoting.ServiceNotAvailable, "node is starting"), nil
+		for {
+			select {
+			case <-n.ready:
+			case <-ctx.Done():
+				return remoting.NewResponse(remoting.ServiceNotAvailable, "node is starting"), nil
+			}
+			gate := n.brokerGate.Load()
+			if gate == nil {
+				break
+			}
+			select {
+			case <-*gate:
+			case <-ctx.Done():
+				return remoting.NewResponse(remoting.ServiceNotAvailable, "broker is restarting"), nil
+			}
+			if n.brokerGate.Load() == gate {
+				break
+			}
 		}
-		d.RegisterDefault(notSupported, ex)
+		if !d.Registered(req.Code) {
+			return remoting.NewResponse(remoting.RequestCodeNotSupported,
+				fmt.Sprintf(" request type %d not supported", req.Code)), nil
+		}
 		d.Dispatch(ch, req)
 		return nil, nil
 	}), ex)
@@ -139,6 +168,7 @@ func (n *Node) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.g, ctx = errgroup.WithContext(ctx)
+	n.ctx = ctx
 	for _, ep := range n.servers {
 		ep.d.Start()
 		n.g.Go(func() error { return ep.srv.Run(ctx) })
@@ -166,6 +196,10 @@ func (n *Node) start() error {
 		registerLocal(ep.srv.Addr(), ep.d)
 		n.log.Info().Str("role", ep.role).Str("addr", ep.srv.Addr()).Msg("serving")
 	}
+	if err := n.startController(); err != nil {
+		cancel()
+		return err
+	}
 	if !n.opts.DisableBroker {
 		if err := n.startBroker(ctx); err != nil {
 			cancel()
@@ -192,10 +226,53 @@ func (n *Node) startBroker(ctx context.Context) error {
 	// The broker's requests to nodes of this process (its own name service among them) pass
 	// their guards; those over TCP are signed with Options.Credentials.
 	n.brokerTr.Trust()
+	n.faultTransport()
 	bo, err := n.opts.brokerOptions(ep.srv.Addr(), n.brokerNameServers(), n.brokerTr)
 	if err != nil {
 		return err
 	}
+	if len(n.opts.ControllerAddrs) > 0 {
+		return n.startReplicatedBroker(ctx, bo)
+	}
+	if err := n.runBroker(ctx, bo); err != nil {
+		return err
+	}
+	return n.waitBroker(ctx)
+}
+
+// startReplicatedBroker starts the broker in controller mode: the controllers decide its role
+// before it opens for clients, and the replicas manager runs for as long as the node.
+func (n *Node) startReplicatedBroker(ctx context.Context, bo broker.Options) error {
+	r := newReplicas(n, bo.BrokerAddr)
+	n.replicas = r
+	n.brokerTr.RegisterProcessor(remoting.NotifyBrokerRoleChanged, remoting.ProcessorFunc(r.onNotify))
+	jctx, cancel := context.WithTimeout(ctx, n.opts.StartTimeout)
+	defer cancel()
+	if err := r.join(jctx); err != nil {
+		return err
+	}
+	adopt, err := r.prepareStart(jctx, &bo)
+	if err != nil {
+		return fmt.Errorf("mq: controller mode: %w", err)
+	}
+	if err := n.runBroker(ctx, bo); err != nil {
+		return err
+	}
+	if err := n.waitBroker(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	st := r.state
+	r.mu.Unlock()
+	r.started(st, adopt)
+	n.g.Go(func() error { return r.run(ctx) })
+	return nil
+}
+
+// runBroker builds a broker from bo, installs it on the broker listener's dispatcher and runs
+// it under a context of its own (a child of ctx), so RestartBroker can stop it without
+// stopping the node.
+func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 	if n.storeHook != nil {
 		n.storeHook(&bo.Store)
 	}
@@ -203,10 +280,77 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mq: %w", err)
 	}
-	n.broker = b
-	b.Register(ep.d)
-	n.g.Go(func() error { return b.Run(ctx) })
-	return n.waitBroker(ctx)
+	n.broker.Store(b)
+	n.faultHA(b)
+	b.Register(n.endpointOf("broker").d)
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	n.brokerRun.cancel, n.brokerRun.done = cancel, done
+	n.g.Go(func() error {
+		err := b.Run(bctx)
+		done <- err
+		return err
+	})
+	return nil
+}
+
+// RestartBroker replaces the node's broker by one built from its options as edit changes
+// them, on the same listener and store directory: a role change of controller mode (RocketMQ
+// 5 switches roles in place; mq restarts the broker part, which also cuts the store where a
+// new master's history parts from it). Requests for broker codes wait meanwhile and are then
+// served by the new broker; clients keep their connections. It returns once the new broker is
+// Ready. On error the node is left without a broker and the error says why.
+func (n *Node) RestartBroker(edit func(*broker.Options)) error {
+	n.restartMu.Lock()
+	defer n.restartMu.Unlock()
+	old := n.broker.Load()
+	if old == nil {
+		return errors.New("mq: no broker to restart")
+	}
+	gate := make(chan struct{})
+	n.brokerGate.Store(&gate)
+	defer func() {
+		close(gate)
+	}()
+	ep := n.endpointOf("broker")
+	old.Unregister(ep.d)
+	n.brokerRun.cancel()
+	if err := <-n.brokerRun.done; err != nil {
+		return fmt.Errorf("mq: stopping the broker: %w", err)
+	}
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("mq: closing the broker: %w", err)
+	}
+	bo, err := n.opts.brokerOptions(ep.srv.Addr(), n.brokerNameServers(), n.brokerTr)
+	if err != nil {
+		return err
+	}
+	if edit != nil {
+		edit(&bo)
+	}
+	if err := n.runBroker(n.ctx, bo); err != nil {
+		return err
+	}
+	return n.waitRestarted()
+}
+
+// waitRestarted waits until the restarted broker is Ready, its Run failed, the node closes,
+// or StartTimeout passed. It runs on a goroutine of the node's errgroup (the replicas
+// manager), so unlike waitBroker it must not wait for the group.
+func (n *Node) waitRestarted() error {
+	timeout := time.NewTimer(n.opts.StartTimeout)
+	defer timeout.Stop()
+	select {
+	case <-n.broker.Load().Ready():
+		return nil
+	case err := <-n.brokerRun.done:
+		n.brokerRun.done <- err // for the next RestartBroker
+		return fmt.Errorf("mq: restarted broker stopped: %v", err)
+	case <-n.ctx.Done():
+		return fmt.Errorf("mq: node closing: %w", n.ctx.Err())
+	case <-timeout.C:
+		return fmt.Errorf("mq: restarted broker not ready after %v", n.opts.StartTimeout)
+	}
 }
 
 // brokerNameServers are the name servers the broker registers with: Options.NameServers, else
@@ -223,14 +367,14 @@ func (n *Node) waitBroker(ctx context.Context) error {
 	timeout := time.NewTimer(n.opts.StartTimeout)
 	defer timeout.Stop()
 	select {
-	case <-n.broker.Ready():
+	case <-n.broker.Load().Ready():
 	case <-ctx.Done():
 		n.cancel()
 		return fmt.Errorf("mq: %w", n.g.Wait())
 	case <-timeout.C:
 		return fmt.Errorf("mq: broker not ready after %v", n.opts.StartTimeout)
 	}
-	if addr := n.broker.HAAddr(); addr != "" {
+	if addr := n.broker.Load().HAAddr(); addr != "" {
 		n.log.Info().Str("role", "ha").Str("addr", addr).Msg("serving")
 	}
 	return nil
@@ -265,10 +409,10 @@ func (n *Node) addrOf(role string) string {
 // HAAddr is the advertised address of a master's HA listener, or "" for a slave or a node
 // without a broker.
 func (n *Node) HAAddr() string {
-	if n.broker == nil {
+	if n.broker.Load() == nil {
 		return ""
 	}
-	return n.broker.HAAddr()
+	return n.broker.Load().HAAddr()
 }
 
 // loadACL compiles the ACL of Options.ACL or Options.ACLFile, when either is set.
@@ -319,7 +463,7 @@ func (n *Node) ACLRefusals() uint64 {
 
 // Broker gives direct access to this node's broker, or nil when it has none, for the module's
 // own tests and tools.
-func (n *Node) Broker() *broker.Broker { return n.broker }
+func (n *Node) Broker() *broker.Broker { return n.broker.Load() }
 
 // NameServer gives direct access to this node's route table, or nil when it has none.
 func (n *Node) NameServer() *route.NameServer { return n.nameServer }
@@ -363,11 +507,17 @@ func (n *Node) Close() error {
 		for _, ep := range n.servers {
 			ep.d.Close()
 		}
-		if n.broker != nil {
-			n.closeErr = errors.Join(n.closeErr, n.broker.Close())
+		if n.controller != nil {
+			n.closeErr = errors.Join(n.closeErr, n.controller.Close())
+		}
+		if b := n.broker.Load(); b != nil {
+			n.closeErr = errors.Join(n.closeErr, b.Close())
 		}
 		if n.brokerTr != nil {
 			n.closeErr = errors.Join(n.closeErr, n.brokerTr.Close())
+		}
+		if n.unrouteHA != nil {
+			n.unrouteHA()
 		}
 		n.log.Info().Msg("closed")
 	})

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"time"
@@ -115,6 +116,24 @@ type Options struct {
 	TLSClientEnable  bool
 	TLSClientConfig  *tls.Config
 
+	ControllerID                     string
+	ControllerPeers                  map[string]string
+	ControllerRaftListen             string
+	ControllerDir                    string
+	ControllerElectUncleanMaster     bool
+	ControllerScanInterval           time.Duration
+	ControllerBrokerHeartbeatTimeout time.Duration
+	ControllerRaftTimeout            time.Duration
+
+	ControllerAddrs             []string
+	AllAckInSyncStateSet        bool
+	MinInSyncReplicas           int
+	ControllerHeartbeatInterval time.Duration
+	SyncBrokerMetadataPeriod    time.Duration
+	CheckSyncStateSetPeriod     time.Duration
+	HAMaxTimeSlaveNotCatchup    time.Duration
+	ElectionPriority            int32
+
 	Logger *zerolog.Logger
 }
 
@@ -134,6 +153,28 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
+	}
+	if len(o.ControllerAddrs) > 0 {
+		// Controller mode: the controllers decide the role; the broker id is the broker's own.
+		o.BrokerRole = storage.DefaultRole(0)
+		if o.MinInSyncReplicas <= 0 {
+			o.MinInSyncReplicas = DefaultMinInSyncReplicas
+		}
+		if o.ControllerHeartbeatInterval <= 0 {
+			o.ControllerHeartbeatInterval = DefaultControllerHeartbeatInterval
+		}
+		if o.SyncBrokerMetadataPeriod <= 0 {
+			o.SyncBrokerMetadataPeriod = DefaultSyncBrokerMetadataPeriod
+		}
+		if o.CheckSyncStateSetPeriod <= 0 {
+			o.CheckSyncStateSetPeriod = DefaultCheckSyncStateSetPeriod
+		}
+		if o.HAMaxTimeSlaveNotCatchup <= 0 {
+			o.HAMaxTimeSlaveNotCatchup = DefaultHAMaxTimeSlaveNotCatchup
+		}
+		if o.ElectionPriority == 0 {
+			o.ElectionPriority = math.MaxInt32 // brokerElectionPriority: the lowest
+		}
 	}
 	if o.BrokerRole == "" {
 		o.BrokerRole = storage.DefaultRole(o.BrokerID)
@@ -173,6 +214,11 @@ func (o Options) validate() error {
 	}
 	if o.BrokerID < 0 {
 		errs = append(errs, fmt.Errorf("mq: BrokerID %d is negative", o.BrokerID))
+	} else if len(o.ControllerAddrs) > 0 {
+		// The controllers decide the role; BrokerID is the broker's own id in its group.
+		if o.MinInSyncReplicas < 1 {
+			errs = append(errs, fmt.Errorf("mq: MinInSyncReplicas %d must be at least 1", o.MinInSyncReplicas))
+		}
 	} else if err := o.BrokerRole.Check(o.BrokerID); err != nil {
 		errs = append(errs, fmt.Errorf("mq: %w", err))
 	}

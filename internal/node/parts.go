@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -101,8 +102,32 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 		FlushConsumerOffsetInterval:     o.FlushConsumerOffsetInterval,
 		ChannelExpiredTimeout:           o.ClientChannelExpiredTime,
 		RebalanceLockMaxLiveTime:        o.RebalanceLockMaxLiveTime,
+		ControllerMode:                  len(o.ControllerAddrs) > 0,
+		ReplicaID:                       o.BrokerID,
+		MinInSyncReplicas:               o.MinInSyncReplicas,
+		AllAckInSyncStateSet:            o.AllAckInSyncStateSet,
 		Logger:                          o.Logger,
 	}, nil
+}
+
+// controllerOptions are the options of the node's controller; advertise is the name
+// service's bound address, where brokers reach it.
+func (o Options) controllerOptions(advertise string) controller.Options {
+	dir := o.ControllerDir
+	if dir == "" {
+		dir = filepath.Join(o.StoreDir, "controller")
+	}
+	return controller.Options{
+		ID: o.ControllerID, Peers: o.ControllerPeers, RaftListen: o.ControllerRaftListen,
+		Advertise: advertise, Dir: dir,
+		ScanNotActiveBrokerInterval: o.ControllerScanInterval,
+		BrokerHeartbeatTimeout:      o.ControllerBrokerHeartbeatTimeout,
+		ElectUncleanMaster:          o.ControllerElectUncleanMaster,
+		HeartbeatTimeout:            o.ControllerRaftTimeout,
+		ElectionTimeout:             o.ControllerRaftTimeout,
+		LeaderLeaseTimeout:          o.ControllerRaftTimeout / 2,
+		Logger:                      o.Logger,
+	}
 }
 
 // haOptions are the broker's replication settings; bound is the broker listener's bound address.

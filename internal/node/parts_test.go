@@ -14,6 +14,9 @@ var nodeOnlyFields = map[string]bool{
 	"Listen": true, "NameServerListen": true, "BrokerListen": true, "DisableNameServer": true,
 	"DisableBroker": true, "NameServers": true, "StartTimeout": true, "ServerWorkerThreads": true,
 	"ServerQueueCapacity": true, "BrokerIP": true, "Logger": true,
+	// Controller mode's periods and priority drive the replicas manager (replicas.go).
+	"ControllerHeartbeatInterval": true, "SyncBrokerMetadataPeriod": true, "CheckSyncStateSetPeriod": true,
+	"HAMaxTimeSlaveNotCatchup": true, "ElectionPriority": true,
 	// ACL guards every listener's dispatcher, and the broker's own transport signs and dials
 	// TLS (node.go): no part sees them.
 	"ACL": true, "ACLFile": true, "ACLWatchInterval": true, "Credentials": true, "TLSClientEnable": true, "TLSClientConfig": true,
@@ -27,7 +30,9 @@ func TestEveryOptionReachesAPart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("brokerOptions: %v", err)
 		}
-		return []any{o.nameServerOptions(), o.serverOptions("127.0.0.1:9876"), bo}
+		co := o.controllerOptions("127.0.0.1:9876")
+		co.Logger = nil
+		return []any{o.nameServerOptions(), o.serverOptions("127.0.0.1:9876"), bo, co}
 	}
 	base := derive(Options{Listen: "127.0.0.1:9876"})
 	typ := reflect.TypeOf(Options{})
@@ -56,7 +61,13 @@ func TestEveryOptionReachesAPart(t *testing.T) {
 				v.SetInt(7)
 			}
 		case reflect.Slice:
-			v.Set(reflect.ValueOf([]time.Duration{time.Second}))
+			if v.Type().Elem().Kind() == reflect.String {
+				v.Set(reflect.ValueOf([]string{"127.0.0.1:1"}))
+			} else {
+				v.Set(reflect.ValueOf([]time.Duration{time.Second}))
+			}
+		case reflect.Map:
+			v.Set(reflect.ValueOf(map[string]string{"n0": "127.0.0.1:1"}))
 		case reflect.Pointer:
 			if v.Type() != reflect.TypeOf((*tls.Config)(nil)) {
 				t.Fatalf("field %s of type %v: teach this test how to set it", f.Name, v.Type())

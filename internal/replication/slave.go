@@ -41,6 +41,25 @@ type Slave struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
+// DialFunc opens an HA connection, as net.Dialer.DialContext does.
+type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// routedDials holds, by store, what RouteDials installed: the broker builds its slave, so a node
+// reaches its slave's dials only through the store they share.
+var routedDials sync.Map // *storage.Store -> *dialRoute
+
+// dialRoute is a pointer so that remove deletes its own entry only (funcs do not compare).
+type dialRoute struct{ wrap func(DialFunc) DialFunc }
+
+// RouteDials makes the slave following into store dial through route(dial) from its next
+// connection on, until remove is called: mqtest cuts and pauses HA links this way
+// (remoting.Faults.Dialer).
+func RouteDials(store *storage.Store, route func(DialFunc) DialFunc) (remove func()) {
+	r := &dialRoute{wrap: route}
+	routedDials.Store(store, r)
+	return func() { routedDials.CompareAndDelete(store, r) }
+}
+
 // NewSlave builds a slave for store, which should be opened with storage.Options.Slave. It
 // starts nothing; call Run.
 func NewSlave(store *storage.Store, opts SlaveOptions) (*Slave, error) {
@@ -141,7 +160,11 @@ func (s *Slave) Run(ctx context.Context) error {
 // start, after each block and every SendHeartbeatInterval; this goroutine receives blocks.
 // established reports whether a valid block (or heartbeat) arrived.
 func (s *Slave) session(ctx context.Context, addr string) (established bool, err error) {
-	c, err := s.dial(ctx, "tcp", addr)
+	dial := s.dial
+	if route, ok := routedDials.Load(s.store); ok {
+		dial = route.(*dialRoute).wrap(dial)
+	}
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return false, err
 	}

@@ -1,0 +1,38 @@
+package node
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/mqgo/mq/internal/controller"
+)
+
+// startController builds the node's controller (Options.ControllerID) and installs its
+// processors on the name service's dispatcher, as RocketMQ's enableControllerInNamesrv does:
+// brokers reach it on the name server's address. Raft starts at once (it must, to elect a
+// leader with its peers); the leader's duties run under the node's errgroup (runController).
+func (n *Node) startController() error {
+	o := n.opts
+	if o.ControllerID == "" {
+		return nil
+	}
+	ep := n.endpointOf("namesrv")
+	if ep == nil {
+		return fmt.Errorf("mq: ControllerID needs the name service: it serves on its listener")
+	}
+	co := o.controllerOptions(ep.srv.Addr())
+	if err := os.MkdirAll(co.Dir, 0o755); err != nil {
+		return fmt.Errorf("mq: controller: %w", err)
+	}
+	c, err := controller.New(co)
+	if err != nil {
+		return fmt.Errorf("mq: controller: %w", err)
+	}
+	n.controller = c
+	c.Register(ep.d)
+	n.g.Go(func() error { return c.Run(n.ctx) })
+	return nil
+}
+
+// Controller is the node's controller, or nil when it runs none (tests and tools).
+func (n *Node) Controller() *controller.Controller { return n.controller }

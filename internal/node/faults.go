@@ -1,0 +1,62 @@
+package node
+
+import (
+	"sync"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/replication"
+	"github.com/mqgo/mq/remoting"
+)
+
+// faultsByStore holds what AttachFaults installed, by store directory. Options mirrors
+// mq.Options field for field and test machinery has no place there, so the node finds its
+// fault injector by the one setting that names it for its whole life, restarts included.
+var faultsByStore sync.Map // StoreDir -> *faultBinding
+
+// faultBinding is a node's membership of a remoting.Faults under the node's name.
+type faultBinding struct {
+	f    *remoting.Faults
+	self string
+}
+
+// AttachFaults makes the node started with StoreDir storeDir, from its next start on, send
+// everything through f as node self: its broker's requests (in-process and TCP) and its
+// slave's HA dials. mqtest attaches each node before starting it; detach forgets it.
+func AttachFaults(storeDir string, f *remoting.Faults, self string) (detach func()) {
+	b := &faultBinding{f: f, self: self}
+	faultsByStore.Store(storeDir, b)
+	return func() { faultsByStore.CompareAndDelete(storeDir, b) }
+}
+
+// faults is the node's binding, or nil.
+func (n *Node) faults() *faultBinding {
+	b, ok := faultsByStore.Load(n.opts.StoreDir)
+	if !ok {
+		return nil
+	}
+	return b.(*faultBinding)
+}
+
+// faultTransport puts the broker's transport under the node's binding, if any, before the
+// broker's first request.
+func (n *Node) faultTransport() {
+	if fb := n.faults(); fb != nil {
+		n.brokerTr.SetFaults(fb.f, fb.self)
+	}
+}
+
+// faultHA routes the HA dials of b's slave through the node's binding, if any, before b runs;
+// the route of a broker b replaces goes.
+func (n *Node) faultHA(b *broker.Broker) {
+	if n.unrouteHA != nil {
+		n.unrouteHA()
+		n.unrouteHA = nil
+	}
+	fb := n.faults()
+	if fb == nil {
+		return
+	}
+	n.unrouteHA = replication.RouteDials(b.Store(), func(next replication.DialFunc) replication.DialFunc {
+		return fb.f.Dialer(fb.self, next)
+	})
+}

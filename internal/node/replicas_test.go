@@ -1,0 +1,173 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// freeAddr reserves a loopback port and releases it for a listener that cannot bind port 0
+// (Raft's address is in its peers' configuration before it listens).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// controllerNode starts a name service that runs a one-member controller, with test periods.
+func controllerNode(t *testing.T) *Node {
+	o := haOpts(t, "")
+	o.DisableBroker = true
+	raft := freeAddr(t)
+	o.ControllerID, o.ControllerPeers, o.ControllerRaftListen = "n0", map[string]string{"n0": raft}, raft
+	o.ControllerScanInterval = 50 * time.Millisecond
+	o.ControllerBrokerHeartbeatTimeout = time.Second
+	o.ControllerRaftTimeout = 100 * time.Millisecond
+	o.ScanNotActiveBrokerInterval = 100 * time.Millisecond
+	o.BrokerChannelExpiredTime = time.Second
+	return startNode(t, o)
+}
+
+// replicatedOpts are the options of a broker in controller mode with test periods.
+func replicatedOpts(t *testing.T, ctl *Node, dir string) Options {
+	o := haOpts(t, "")
+	o.StoreDir = dir
+	o.DisableNameServer = true
+	o.NameServers = []string{ctl.NameServerAddr()}
+	o.ControllerAddrs = []string{ctl.NameServerAddr()}
+	o.AllAckInSyncStateSet = true
+	o.ControllerHeartbeatInterval = 50 * time.Millisecond
+	o.SyncBrokerMetadataPeriod = 200 * time.Millisecond
+	o.CheckSyncStateSetPeriod = 100 * time.Millisecond
+	o.HAMaxTimeSlaveNotCatchup = time.Second
+	o.HASyncFlushTimeout = 3 * time.Second
+	return o
+}
+
+// masterOf returns the node of nodes whose broker is master, or nil.
+func masterOf(nodes ...*Node) *Node {
+	for _, n := range nodes {
+		if n != nil && n.Broker() != nil && n.Broker().IsMaster() {
+			return n
+		}
+	}
+	return nil
+}
+
+// One controller, a group of three brokers with all-ack: the first is master at epoch 1 and
+// takes both others into its SyncStateSet; killed, it is replaced by a member of the set that
+// has every acknowledged message; returning, it follows the new master and its CommitLog is a
+// prefix of the new master's.
+func TestControllerModeFailover(t *testing.T) {
+	ctl := controllerNode(t)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	nodes := make([]*Node, 3)
+	for i := range nodes {
+		n, err := Start(replicatedOpts(t, ctl, dirs[i]))
+		if err != nil {
+			t.Fatalf("broker %d: %v", i, err)
+		}
+		nodes[i] = n
+		t.Cleanup(func() { n.Close() })
+	}
+	first := masterOf(nodes...)
+	if first == nil {
+		t.Fatal("no master after the group started")
+	}
+	eventually(t, "every broker in the SyncStateSet", func() bool {
+		g, ok := groupOf(ctl)
+		return ok && len(g.SyncStateSet) == 3
+	})
+
+	var acked []string
+	for i := range 20 {
+		body := fmt.Sprint("m-", i)
+		if resp := send(t, first, first.BrokerAddr(), "FailoverT", 0, body); resp.Code != remoting.Success {
+			t.Fatalf("send %d: %d %s", i, resp.Code, resp.Remark)
+		}
+		acked = append(acked, body)
+	}
+	// The followers have the topic's config (slave metadata sync) before the master dies.
+	eventually(t, "the followers know the topic", func() bool {
+		for _, n := range nodes {
+			if n != first {
+				if resp, _ := pull(t, n, n.BrokerAddr(), "FailoverT", 0, 0, 1); resp.Code == remoting.TopicNotExist {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	oldDir := ""
+	for i, n := range nodes {
+		if n == first {
+			oldDir = dirs[i]
+			if err := n.Close(); err != nil {
+				t.Fatal(err)
+			}
+			nodes[i] = nil
+		}
+	}
+	var next *Node
+	eventually(t, "a new master", func() bool {
+		next = masterOf(nodes...)
+		return next != nil
+	})
+	g, _ := groupOf(ctl)
+	if g.MasterEpoch < 2 {
+		t.Fatalf("epoch %d after the failover, want at least 2", g.MasterEpoch)
+	}
+	// Every acknowledged message is on the new master.
+	resp, h := pull(t, next, next.BrokerAddr(), "FailoverT", 0, 0, 64)
+	if resp.Code != remoting.Success || h.MaxOffset != int64(len(acked)) {
+		t.Fatalf("new master: pull %d, max offset %d, want %d", resp.Code, h.MaxOffset, len(acked))
+	}
+	// It takes writes (the SyncStateSet shrank to those that follow it).
+	eventually(t, "a send to the new master", func() bool {
+		return send(t, next, next.BrokerAddr(), "FailoverT", 0, "after").Code == remoting.Success
+	})
+
+	// The old master returns: a slave of the new one, its log a prefix of the new master's.
+	back, err := Start(replicatedOpts(t, ctl, oldDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { back.Close() })
+	if back.Broker().IsMaster() {
+		t.Fatal("the old master came back as master")
+	}
+	eventually(t, "the old master caught up", func() bool {
+		return back.Broker().Store().MaxPhyOffset() == next.Broker().Store().MaxPhyOffset()
+	})
+	equalCommitLogs(t, next.Broker().Store(), back.Broker().Store())
+	if back.Broker().Role() != storage.Slave {
+		t.Fatalf("role %s", back.Broker().Role())
+	}
+}
+
+// groupOf is the controller's view of broker-a.
+func groupOf(ctl *Node) (struct {
+	MasterEpoch  int32
+	SyncStateSet []int64
+}, bool) {
+	var out struct {
+		MasterEpoch  int32
+		SyncStateSet []int64
+	}
+	for _, g := range ctl.Controller().Groups() {
+		if g.BrokerName == "broker-a" {
+			out.MasterEpoch, out.SyncStateSet = g.MasterEpoch, g.SyncStateSet
+			return out, true
+		}
+	}
+	return out, false
+}

@@ -1,0 +1,124 @@
+package node
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// RestartBroker swaps the broker on the same listener and store: what was stored stays, a
+// client's connection opened before keeps working, requests sent during the swap wait and are
+// served by the new broker, and the old broker's pools are gone.
+func TestRestartBrokerKeepsStoreAndClients(t *testing.T) {
+	n := startNode(t, haOpts(t, storage.AsyncMaster))
+	tr := remoting.NewClient(remoting.ClientOptions{})
+	defer tr.Close()
+	sendTCP := func(body string) *remoting.Command {
+		t.Helper()
+		resp, err := tr.InvokeSync(t.Context(), n.BrokerAddr(), sendReq("RestartT", 0, body))
+		if err != nil {
+			t.Fatalf("send %s: %v", body, err)
+		}
+		return resp
+	}
+	for i := range 3 {
+		if resp := sendTCP(fmt.Sprint("before-", i)); resp.Code != remoting.Success {
+			t.Fatalf("send: %d %s", resp.Code, resp.Remark)
+		}
+	}
+	goroutines := runtime.NumGoroutine()
+	for round := range 3 {
+		var wg sync.WaitGroup
+		var during []*remoting.Command
+		var mu sync.Mutex
+		for i := range 8 {
+			wg.Go(func() {
+				resp := sendTCP(fmt.Sprintf("during-%d-%d", round, i))
+				mu.Lock()
+				during = append(during, resp)
+				mu.Unlock()
+			})
+		}
+		if err := n.RestartBroker(nil); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		for _, resp := range during {
+			if resp.Code != remoting.Success {
+				t.Fatalf("send during restart %d: %d %s", round, resp.Code, resp.Remark)
+			}
+		}
+	}
+	resp, h := pull(t, n, n.BrokerAddr(), "RestartT", 0, 0, 64)
+	if resp.Code != remoting.Success || h.MaxOffset != 3+3*8 {
+		t.Fatalf("after three restarts: pull %d, max offset %d, want %d", resp.Code, h.MaxOffset, 3+3*8)
+	}
+	// The old brokers' pools and services are gone: the count is back near where it was
+	// (the runtime's own goroutines come and go, hence the slack).
+	eventually(t, "the old brokers' goroutines gone", func() bool { return runtime.NumGoroutine() <= goroutines+10 })
+}
+
+// A slave promoted by RestartBroker takes writes as the master of its broker name, with what
+// it replicated.
+func TestRestartBrokerPromotesSlave(t *testing.T) {
+	nsOpts := haOpts(t, "")
+	nsOpts.DisableBroker = true
+	ns := startNode(t, nsOpts)
+	mo := haOpts(t, storage.AsyncMaster)
+	mo.DisableNameServer = true
+	mo.NameServers = []string{ns.NameServerAddr()}
+	mo.HAListen = "127.0.0.1:0"
+	m, err := Start(mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startSlave(t, ns, nil)
+	for i := range 5 {
+		if resp := send(t, m, m.BrokerAddr(), "PromoteT", 0, fmt.Sprint("m-", i)); resp.Code != remoting.Success {
+			t.Fatalf("send to the master: %d %s", resp.Code, resp.Remark)
+		}
+	}
+	eventually(t, "the slave caught up", func() bool {
+		return s.Broker().Store().MaxPhyOffset() == m.Broker().Store().MaxPhyOffset()
+	})
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if resp := send(t, s, s.BrokerAddr(), "PromoteT", 0, "refused"); resp.Code == remoting.Success {
+		t.Fatal("a slave took a send")
+	}
+	if err := s.RestartBroker(func(o *broker.Options) {
+		o.BrokerRole, o.BrokerID = storage.AsyncMaster, 0
+		o.HA.ListenAddr = "127.0.0.1:0"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Broker().IsMaster() {
+		t.Fatal("not a master after the restart")
+	}
+	if resp := send(t, s, s.BrokerAddr(), "PromoteT", 0, "after"); resp.Code != remoting.Success {
+		t.Fatalf("send to the promoted slave: %d %s", resp.Code, resp.Remark)
+	}
+	resp, h := pull(t, s, s.BrokerAddr(), "PromoteT", 0, 0, 64)
+	if resp.Code != remoting.Success || h.MaxOffset != 6 {
+		t.Fatalf("promoted slave: pull %d, max offset %d, want 6 (5 replicated and 1 new)", resp.Code, h.MaxOffset)
+	}
+	// It registered as the master of broker-a: the name service routes broker-a's id 0 to it.
+	eventually(t, "the route names it master", func() bool {
+		r, ok := ns.NameServer().TopicRoute("PromoteT")
+		if !ok {
+			return false
+		}
+		for _, bd := range r.BrokerDatas {
+			if bd.BrokerAddrs[0] == s.BrokerAddr() {
+				return true
+			}
+		}
+		return false
+	})
+}
