@@ -95,6 +95,13 @@ func run(args []string) error {
 		ctlAddrs       = fs.String("controller", "", "controller mode: the controllers' `HOST:PORT;...` (controllerAddr, their name-service ports) decide this broker's role")
 		allAck         = fs.Bool("all-ack-in-sync-state-set", false, "controller mode: acknowledge a send once every member of the SyncStateSet has it (allAckInSyncStateSet)")
 		minInSync      = fs.Int("min-in-sync-replicas", 0, "controller mode: refuse sends while the SyncStateSet has fewer members (minInSyncReplicas; default 1)")
+		ctlScan        = fs.Duration("controller-scan-interval", 0, "controller: how often it looks for brokers whose heartbeats stopped (scanNotActiveBrokerInterval; default 5s)")
+		ctlHBTimeout   = fs.Duration("controller-heartbeat-timeout", 0, "controller: a broker silent this long is dead, and replaced if it was master (controllerHeartBeatTimeoutMills; default 10s)")
+		brokerHB       = fs.Duration("broker-heartbeat-interval", 0, "controller mode: how often the broker heartbeats to the controllers (brokerHeartbeatInterval; default 1s)")
+		syncMeta       = fs.Duration("sync-broker-metadata-period", 0, "controller mode: how often the broker asks the controllers for its group's master and SyncStateSet (syncBrokerMetadataPeriod; default 5s)")
+		checkSet       = fs.Duration("check-sync-state-set-period", 0, "controller mode, master: how often it grows or shrinks the SyncStateSet (checkSyncStateSetPeriod; default 5s)")
+		notCatchup     = fs.Duration("ha-max-time-slave-not-catchup", 0, "controller mode, master: a slave behind this long leaves the SyncStateSet (haMaxTimeSlaveNotCatchup; default 15s)")
+		slaveSync      = fs.Duration("slave-sync-period", 0, "slave: how often it copies topics, consumer offsets and groups from its master (RocketMQ's SlaveSynchronize, a fixed 10s)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -144,6 +151,10 @@ func run(args []string) error {
 	if err := controllerFlags(&opts, *ctlListen, *ctlID, *ctlPeers, *ctlDir, *ctlUnclean, *ctlAddrs, *allAck, *minInSync); err != nil {
 		return err
 	}
+	opts.ControllerScanInterval, opts.ControllerBrokerHeartbeatTimeout = *ctlScan, *ctlHBTimeout
+	opts.ControllerHeartbeatInterval, opts.SyncBrokerMetadataPeriod = *brokerHB, *syncMeta
+	opts.CheckSyncStateSetPeriod, opts.HAMaxTimeSlaveNotCatchup = *checkSet, *notCatchup
+	opts.SlaveSyncPeriod = *slaveSync
 	opts.TransactionTimeout, opts.TransactionCheckInterval = *txTimeout, *txCheckEvery
 	opts.TimerPrecision, opts.TimerMaxDelay = *timerPrecision, *timerMaxDelay
 	switch *flush {

@@ -2,8 +2,12 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -55,6 +59,8 @@ type replicas struct {
 	// checkCode proves to the controller that a broker applying its id again is the same one
 	// (RocketMQ's registerCheckCode, "<address>;<start time>").
 	checkCode string
+	// identityKept: the id and check code are in the store's brokerIdentity file.
+	identityKept bool
 
 	// notified carries the latest NOTIFY_BROKER_ROLE_CHANGED (capacity 1, latest wins).
 	notified chan replicaState
@@ -144,6 +150,9 @@ func (r *replicas) toLeader(ctx context.Context, build func() *remoting.Command)
 // registration, and a master (itself, if the group has none and it wins the election). It
 // retries until ctx ends: controllers may still be electing their leader.
 func (r *replicas) join(ctx context.Context) error {
+	if err := r.loadIdentity(); err != nil {
+		return fmt.Errorf("mq: controller mode: %w", err)
+	}
 	var err error
 	for {
 		if err = r.joinOnce(ctx); err == nil {
@@ -177,6 +186,12 @@ func (r *replicas) joinOnce(ctx context.Context) error {
 		}
 		r.id = h.NextBrokerID
 	}
+	// Kept before applying, so a broker that dies meanwhile applies again with the same code.
+	if !r.identityKept {
+		if err := r.saveIdentity(); err != nil {
+			return err
+		}
+	}
 	resp, err := r.toLeader(ctx, func() *remoting.Command {
 		return remoting.NewRequest(remoting.ControllerApplyBrokerID, remoting.EncodeHeader(&protocol.ApplyBrokerIdRequestHeader{
 			ClusterName: o.ClusterName, BrokerName: o.BrokerName, AppliedBrokerID: r.id, RegisterCheckCode: r.checkCode}), nil)
@@ -207,6 +222,9 @@ func (r *replicas) joinOnce(ctx context.Context) error {
 		st.set = protocol.SyncStateSet{}
 	}
 	if st.masterID < 0 || st.masterAddr == "" {
+		// Only live brokers are candidates, and the heartbeats of run start after the join:
+		// without this one, a group whose brokers all stopped could never elect again.
+		r.sendHeartbeat(ctx, 0, 0)
 		if st, err = r.elect(ctx); err != nil {
 			return err
 		}
@@ -214,6 +232,73 @@ func (r *replicas) joinOnce(ctx context.Context) error {
 	r.mu.Lock()
 	r.state = st
 	r.mu.Unlock()
+	return nil
+}
+
+// brokerIdentityFile names the file in the store directory that keeps a broker's place in its
+// group across restarts (RocketMQ's brokerIdentity): without it, a restarted broker's new check
+// code makes the controllers refuse its own id as belonging to another broker.
+const brokerIdentityFile = "brokerIdentity"
+
+// brokerIdentity is the content of brokerIdentityFile.
+type brokerIdentity struct {
+	ClusterName       string `json:"clusterName"`
+	BrokerName        string `json:"brokerName"`
+	BrokerID          int64  `json:"brokerId"`
+	RegisterCheckCode string `json:"registerCheckCode"`
+}
+
+// loadIdentity takes the id and check code a previous run on this store applied with; a store
+// of another group, or of another id than Options.BrokerID asks, is refused.
+func (r *replicas) loadIdentity() error {
+	path := filepath.Join(r.o.StoreDir, brokerIdentityFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var id brokerIdentity
+	if err := json.Unmarshal(data, &id); err != nil || id.BrokerID <= 0 || id.RegisterCheckCode == "" {
+		return fmt.Errorf("%s: not a broker identity (%v)", path, err)
+	}
+	if id.ClusterName != r.o.ClusterName || id.BrokerName != r.o.BrokerName {
+		return fmt.Errorf("%s: the store belongs to %s/%s, not %s/%s", path, id.ClusterName, id.BrokerName, r.o.ClusterName, r.o.BrokerName)
+	}
+	if r.o.BrokerID > 0 && r.o.BrokerID != id.BrokerID {
+		return fmt.Errorf("%s: the store belongs to broker id %d, not %d", path, id.BrokerID, r.o.BrokerID)
+	}
+	r.id, r.checkCode, r.identityKept = id.BrokerID, id.RegisterCheckCode, true
+	return nil
+}
+
+// saveIdentity writes this broker's id and check code to its store, atomically.
+func (r *replicas) saveIdentity() error {
+	data, err := json.Marshal(brokerIdentity{ClusterName: r.o.ClusterName, BrokerName: r.o.BrokerName,
+		BrokerID: r.id, RegisterCheckCode: r.checkCode})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.o.StoreDir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(r.o.StoreDir, brokerIdentityFile)
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync() // a crash must not leave an empty identity that refuses the next start
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return err
+	}
+	r.identityKept = true
 	return nil
 }
 
@@ -408,7 +493,11 @@ func (r *replicas) heartbeat(ctx context.Context) {
 	r.mu.Lock()
 	epoch := r.state.epoch
 	r.mu.Unlock()
-	end := b.Store().MaxPhyOffset()
+	r.sendHeartbeat(ctx, epoch, b.Store().MaxPhyOffset())
+}
+
+// sendHeartbeat sends one BROKER_HEARTBEAT with this epoch and log end to every controller.
+func (r *replicas) sendHeartbeat(ctx context.Context, epoch int32, end int64) {
 	h := &protocol.BrokerHeartbeatRequestHeader{ClusterName: r.o.ClusterName, BrokerAddr: r.brokerAddr,
 		BrokerName: r.o.BrokerName, BrokerID: r.id, Epoch: epoch, MaxOffset: end, ConfirmOffset: end,
 		HeartbeatTimeoutMills: -1, ElectionPriority: r.o.ElectionPriority}
