@@ -50,6 +50,9 @@ func replicatedOpts(t *testing.T, ctl *Node, dir string) Options {
 	o.CheckSyncStateSetPeriod = 100 * time.Millisecond
 	o.HAMaxTimeSlaveNotCatchup = time.Second
 	o.HASyncFlushTimeout = 3 * time.Second
+	// RegisterNameServerPeriodMin's 10 s floor would let the controller node's 1 s expiry drop
+	// the brokers' routes between registrations.
+	o.RegisterNameServerPeriodMin = 100 * time.Millisecond
 	return o
 }
 
