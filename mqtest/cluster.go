@@ -56,6 +56,18 @@ type Config struct {
 	// DisableBroker (name servers), BrokerName and BrokerID; for example SlaveReadEnable and
 	// AccessMessageInMemoryMaxBytes make masters send lagging readers to their slaves.
 	Options func(*mq.Options)
+	// Controllers is the number of name servers that also run a controller (RocketMQ 5's
+	// enableControllerInNamesrv), all members of one Raft group on free loopback ports; the
+	// cluster has at least this many name servers, the first ones. 0: none.
+	Controllers int
+	// ControllerMode runs every broker in controller mode against the controllers: a group's
+	// 1+SlavesPerGroup brokers are peers, the controllers elect its master and replace it when
+	// it dies, and Role is ignored. AllAck is AllAckInSyncStateSet (a send is acknowledged once
+	// every member of the SyncStateSet has it); MinInSyncReplicas refuses sends while the set
+	// is smaller (default 1).
+	ControllerMode    bool
+	AllAck            bool
+	MinInSyncReplicas int
 	// InProcess makes the helpers' clients (NewProducer, NewPushConsumer, NewPullConsumer)
 	// reach the nodes in-process, without sockets; by default they use TCP like any client.
 	InProcess bool
@@ -67,7 +79,8 @@ type Config struct {
 // Node is one node of the cluster: a name server, a master or a slave. It survives Kill and
 // Restart; Current is the running mq.Node, or nil while the node is down.
 type Node struct {
-	// Group is the broker group (-1 for a name server), ID the broker id (0 for a master).
+	// Group is the broker group (-1 for a name server), ID the broker id (0 for a master). In
+	// controller mode ID is the broker's own id in its group (1, 2, ...), whatever its role.
 	Group int
 	ID    int64
 	// BrokerName is the group's broker name ("" for a name server).
@@ -77,7 +90,10 @@ type Node struct {
 	n      *mq.Node
 	opts   mq.Options
 	addr   string // last listen address, reused by Restart
-	haAddr string // a master's last HA listen address, reused by Restart
+	haAddr string // a master's last HA listen address, reused by Restart; any controller-mode broker's own
+
+	ctlID    string // controller id of a name server that runs one, else ""
+	raftAddr string // its Raft address, the same across restarts
 
 	faultID     string // name in the cluster's fault injector (faults.go)
 	faultDir    string // store directory attached to it
@@ -123,8 +139,9 @@ type Cluster struct {
 	log zerolog.Logger
 
 	nameServers []*Node
-	groups      [][]*Node // groups[g][0] is the master, then the slaves
+	groups      [][]*Node // groups[g][0] is the master, then the slaves; peers in controller mode
 	faults      *remoting.Faults
+	ctlPeers    map[string]string // controller id -> Raft address
 }
 
 // StartCluster starts cfg's nodes, waits until every broker is registered with every name
@@ -143,6 +160,7 @@ func startCluster(t testing.TB, cfg Config) (*Cluster, error) {
 	if cfg.NameServers <= 0 {
 		cfg.NameServers = 1
 	}
+	cfg.NameServers = max(cfg.NameServers, cfg.Controllers)
 	if cfg.BrokerGroups <= 0 {
 		cfg.BrokerGroups = 1
 	}
@@ -167,16 +185,23 @@ func startCluster(t testing.TB, cfg Config) (*Cluster, error) {
 	_ = t.TempDir()
 	t.Cleanup(c.closeAll)
 	for range cfg.NameServers {
-		n := &Node{Group: -1}
+		c.nameServers = append(c.nameServers, &Node{Group: -1})
+	}
+	if err := c.prepareControllers(c.nameServers); err != nil {
+		return nil, err
+	}
+	for _, n := range c.nameServers {
 		if err := c.startNode(n, "127.0.0.1:0"); err != nil {
 			return nil, err
 		}
-		c.nameServers = append(c.nameServers, n)
 	}
 	for g := range cfg.BrokerGroups {
 		var group []*Node
 		for id := range int64(cfg.SlavesPerGroup) + 1 {
 			n := &Node{Group: g, ID: id, BrokerName: brokerName(g)}
+			if cfg.ControllerMode {
+				n.ID = id + 1 // peers with their own ids, the first one the controllers' first
+			}
 			group = append(group, n)
 		}
 		c.groups = append(c.groups, group)
@@ -199,6 +224,15 @@ func validate(cfg Config) error {
 	}
 	if cfg.SlavesPerGroup < 0 {
 		errs = append(errs, fmt.Errorf("mqtest: SlavesPerGroup %d is negative", cfg.SlavesPerGroup))
+	}
+	if cfg.Controllers < 0 {
+		errs = append(errs, fmt.Errorf("mqtest: Controllers %d is negative", cfg.Controllers))
+	}
+	if cfg.ControllerMode && cfg.Controllers <= 0 {
+		errs = append(errs, errors.New("mqtest: ControllerMode needs Controllers"))
+	}
+	if cfg.MinInSyncReplicas < 0 || cfg.MinInSyncReplicas > cfg.SlavesPerGroup+1 {
+		errs = append(errs, fmt.Errorf("mqtest: MinInSyncReplicas %d is not between 0 and the group's %d brokers", cfg.MinInSyncReplicas, cfg.SlavesPerGroup+1))
 	}
 	if err := haSupported(cfg); err != nil {
 		errs = append(errs, err)
@@ -241,6 +275,7 @@ func (c *Cluster) options(n *Node, listen string) mq.Options {
 	}
 	if n.isNameServer() {
 		o.DisableBroker = true
+		c.controllerOptions(n, &o)
 	} else {
 		o.DisableNameServer = true
 		o.BrokerName = n.BrokerName
@@ -267,7 +302,10 @@ func (c *Cluster) startNode(n *Node, listen string) error {
 	if n.isNameServer() {
 		n.addr = mn.NameServerAddr()
 	} else {
-		n.addr, n.haAddr = mn.BrokerAddr(), mn.HAAddr()
+		n.addr = mn.BrokerAddr()
+		if ha := mn.HAAddr(); ha != "" {
+			n.haAddr = ha // a controller-mode slave has none now, but keeps its own for mastership
+		}
 	}
 	n.mu.Unlock()
 	c.bindAddrs(n)
@@ -286,26 +324,49 @@ func (c *Cluster) NameServerAddrs() []string {
 // NameServerNodes returns the name server nodes.
 func (c *Cluster) NameServerNodes() []*Node { return append([]*Node(nil), c.nameServers...) }
 
-// Group returns group g's nodes: the master first, then its slaves by broker id.
+// Group returns group g's nodes: the master first, then its slaves by broker id; in
+// controller mode, its peers in the order they first started, whatever their roles now.
 func (c *Cluster) Group(g int) []*Node { return append([]*Node(nil), c.groups[g]...) }
 
-// Master returns group g's master node.
-func (c *Cluster) Master(g int) *Node { return c.groups[g][0] }
+// Master returns group g's master node. In controller mode it is the current master: the
+// broker the leading controller names once it serves as master, else the one broker serving
+// as master; nil while there is none (an election or a role change under way).
+func (c *Cluster) Master(g int) *Node {
+	if c.cfg.ControllerMode {
+		return c.currentMaster(g)
+	}
+	return c.groups[g][0]
+}
 
-// Masters returns every group's master node.
+// Masters returns every group's master node (in controller mode, those that have one).
 func (c *Cluster) Masters() []*Node {
 	out := make([]*Node, 0, len(c.groups))
-	for _, g := range c.groups {
-		out = append(out, g[0])
+	for g := range c.groups {
+		if m := c.Master(g); m != nil {
+			out = append(out, m)
+		}
 	}
 	return out
 }
 
-// Slaves returns every slave node, group by group.
+// Slaves returns every slave node, group by group: in controller mode, every broker that is
+// not its group's current master.
 func (c *Cluster) Slaves() []*Node {
 	var out []*Node
-	for _, g := range c.groups {
-		out = append(out, g[1:]...)
+	for g := range c.groups {
+		out = append(out, c.slavesOf(g)...)
+	}
+	return out
+}
+
+// slavesOf is group g's nodes but its master.
+func (c *Cluster) slavesOf(g int) []*Node {
+	m := c.Master(g)
+	var out []*Node
+	for _, n := range c.groups[g] {
+		if n != m {
+			out = append(out, n)
+		}
 	}
 	return out
 }
@@ -331,13 +392,21 @@ func (c *Cluster) Kill(n *Node) error {
 	return mn.Close()
 }
 
-// KillMaster closes group g's master node.
-func (c *Cluster) KillMaster(g int) error { return c.Kill(c.Master(g)) }
+// KillMaster closes group g's master node; in controller mode, the current one.
+func (c *Cluster) KillMaster(g int) error {
+	m := c.Master(g)
+	if m == nil {
+		return fmt.Errorf("mqtest: group %d has no master now", g)
+	}
+	return c.Kill(m)
+}
 
 // Restart reopens a killed node on its store and, if it is still free, its port; a broker
 // whose port was taken meanwhile gets a new one (a name server needs its port: brokers and
-// clients know it by address); a master keeps its HA port the same way, and slaves learn a new
-// one from the name servers. It returns once every running broker is registered with every
+// clients know it by address; a controller keeps its Raft port and log too); a master keeps its
+// HA port the same way, and slaves learn a new one from the name servers. In controller mode a
+// broker rejoins its group with its id, in the role the controllers give it: a restarted old
+// master follows the new one. It returns once every running broker is registered with every
 // running name server and every running slave is connected to its running master. Restarting
 // a running node kills it first.
 func (c *Cluster) Restart(n *Node) error {
@@ -386,7 +455,7 @@ func (c *Cluster) unregistered() string {
 				continue
 			}
 			bd, ok := info.BrokerAddrTable[b.BrokerName]
-			if !ok || bd.BrokerAddrs[b.ID] != b.Addr() {
+			if !ok || bd.BrokerAddrs[b.registeredID()] != b.Addr() {
 				return fmt.Sprintf("%s on %s", b, ns)
 			}
 		}
@@ -397,7 +466,8 @@ func (c *Cluster) unregistered() string {
 // closeAll closes every node: slaves, masters, then name servers, so nothing reconnects to
 // a node already gone.
 func (c *Cluster) closeAll() {
-	for _, n := range append(c.Slaves(), c.Masters()...) {
+	// Brokers() last catches a controller-mode master that changed between the two calls.
+	for _, n := range append(append(c.Slaves(), c.Masters()...), c.Brokers()...) {
 		if err := c.Kill(n); err != nil {
 			c.t.Errorf("mqtest: close %s: %v", n, err)
 		}

@@ -185,7 +185,8 @@ func TestRestartNameServer(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, cfg := range []mqtest.Config{{Role: "LEADER"}, {SlavesPerGroup: -1}} {
+	for _, cfg := range []mqtest.Config{{Role: "LEADER"}, {SlavesPerGroup: -1}, {ControllerMode: true},
+		{Controllers: -1}, {Controllers: 1, ControllerMode: true, MinInSyncReplicas: 2}} {
 		if err := mqtest.Validate(cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)
 		}

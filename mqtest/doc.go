@@ -30,6 +30,12 @@
 //		mqtest.Eventually(t, "the order event consumed", func() bool { return got.Load() == 1 })
 //	}
 //
+// Automatic failover (RocketMQ 5's controller mode): Config.Controllers name servers also run a
+// controller, one Raft group, and Config.ControllerMode makes every group's brokers peers whose
+// master the controllers elect. Master then names the current master; ControllerLeader and
+// ControllerGroup show the controllers' view; PullAll and CommitLogPrefix check that a
+// failover kept every acknowledged message and one history.
+//
 // Helpers that take a testing.TB fail the test with t.Fatal: call them from the test's
 // goroutine. The Cluster's methods are otherwise safe for concurrent use.
 package mqtest

@@ -42,8 +42,10 @@ func (c *Cluster) Cut(a, b *Node) { c.faults.Cut(a.faultName(), b.faultName()) }
 // Heal restores the links between a and b.
 func (c *Cluster) Heal(a, b *Node) { c.faults.Heal(a.faultName(), b.faultName()) }
 
-// Isolate cuts n from every other node of the cluster (name servers, brokers); the helpers'
-// clients still reach it, as when a master is partitioned from its peers but not from clients.
+// Isolate cuts n from every other node of the cluster (name servers, controllers among them,
+// and brokers); the helpers' clients still reach it, as when a master is partitioned from its
+// peers but not from clients. Raft traffic between controllers is never cut: isolating a
+// controller cuts it from brokers only.
 func (c *Cluster) Isolate(n *Node) {
 	for _, o := range append(c.NameServerNodes(), c.Brokers()...) {
 		if o != n {

@@ -2,6 +2,7 @@ package mqtest
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mqgo/mq"
@@ -32,6 +33,10 @@ func (c *Cluster) roleOptions(n *Node, o *mq.Options) {
 	o.HAHousekeepingInterval = HAHousekeeping
 	o.HASyncFlushTimeout = HASyncFlushTimeout
 	o.SlaveSyncPeriod = SlaveSyncPeriod
+	if c.cfg.ControllerMode {
+		c.replicatedOptions(n, o)
+		return
+	}
 	if n.ID > 0 {
 		o.BrokerRole = mq.Slave
 		return
@@ -46,13 +51,20 @@ func (c *Cluster) roleOptions(n *Node, o *mq.Options) {
 // slavesConnected names a running master with fewer connected slaves than running slaves,
 // or returns "".
 func (c *Cluster) slavesConnected() string {
-	for g, group := range c.groups {
-		mn := group[0].wiring()
+	for g := range c.groups {
+		m := c.Master(g)
+		if m == nil {
+			if c.cfg.ControllerMode && slices.ContainsFunc(c.groups[g], (*Node).Running) {
+				return fmt.Sprintf("group %d has running brokers but no master", g)
+			}
+			continue
+		}
+		mn := m.wiring()
 		if mn == nil || mn.Broker() == nil || mn.Broker().Role() == mq.Slave {
 			continue
 		}
 		running := 0
-		for _, s := range group[1:] {
+		for _, s := range c.slavesOf(g) {
 			if s.Running() {
 				running++
 			}
@@ -81,11 +93,11 @@ func (c *Cluster) waitSlavesSynced() error {
 		from int64
 	}
 	var marks []mark
-	for _, group := range c.groups {
-		if !group[0].Running() {
+	for g := range c.groups {
+		if m := c.Master(g); m == nil || !m.Running() {
 			continue
 		}
-		for _, s := range group[1:] {
+		for _, s := range c.slavesOf(g) {
 			if mn := s.wiring(); mn != nil && mn.Broker() != nil {
 				marks = append(marks, mark{s, mn.Broker().MetadataSyncs()})
 			}
