@@ -98,7 +98,7 @@ func (s *Store) dispatchLocked(rebuild map[*consumeQueue]bool) (int, error) {
 	n := 0
 	for {
 		from := s.reputFrom.Load()
-		if from >= s.cl.maxPhy.Load() {
+		if from >= min(s.cl.maxPhy.Load(), s.confirmed.Load()) {
 			return n, nil
 		}
 		if minPhy := s.cl.minPhy.Load(); from < minPhy {
@@ -110,7 +110,7 @@ func (s *Store) dispatchLocked(rebuild map[*consumeQueue]bool) (int, error) {
 			return n, fmt.Errorf("storage: dispatch: no segment holds offset %d", from)
 		}
 		pos := from - sg.start
-		limit := sg.wrote.Load()
+		limit := min(sg.wrote.Load(), max(pos, s.confirmed.Load()-sg.start))
 		progressed := false
 		var err error
 		for limit-pos >= message.BlankMinBytes {
@@ -213,3 +213,18 @@ func (s *Store) markRebuild(q *consumeQueue, rebuild map[*consumeQueue]bool, why
 	rebuild[q] = true
 	s.report.action("consume queue %s/%d disagrees with the commitlog (%s): rebuilding", q.topic, q.queueID, why)
 }
+
+// SetConfirmOffset bounds what is dispatched to the ConsumeQueues and the index, and so what
+// consumers see, to the records that end at or below offset: RocketMQ 5's confirm offset, below
+// which every member of a SyncStateSet holds the log (getReputEndOffset without
+// readUnCommitted). A consumer then never reads a message a new master may not have. Records
+// already dispatched stay; raising the bound dispatches what it releases. math.MaxInt64 lifts
+// it (the default).
+func (s *Store) SetConfirmOffset(offset int64) {
+	if old := s.confirmed.Swap(offset); offset > old {
+		s.cl.notify()
+	}
+}
+
+// ConfirmOffset is the bound SetConfirmOffset set, math.MaxInt64 without one.
+func (s *Store) ConfirmOffset() int64 { return s.confirmed.Load() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -30,7 +31,10 @@ type Store struct {
 
 	// reputFrom is the CommitLog offset the dispatcher reads next. dispatchMu serialises
 	// dispatching (the dispatcher goroutine, recovery and Close).
-	reputFrom  atomic.Int64
+	reputFrom atomic.Int64
+	// confirmed bounds dispatching (SetConfirmOffset): records ending past it stay invisible
+	// to consumers. math.MaxInt64 when nothing bounds it.
+	confirmed  atomic.Int64
 	dispatchMu sync.Mutex
 	// dispatchStopped is set, under dispatchMu, before Close unmaps the files: an appender
 	// that wrote before Close must not dispatch after it.
@@ -79,6 +83,7 @@ func Open(opts Options) (*Store, error) {
 	hours, _ := parseDeleteWhen(opts.DeleteWhen)
 	log := opts.Logger.With().Str("component", "storage").Logger()
 	s := &Store{opts: opts, log: log, deleteHours: hours}
+	s.confirmed.Store(math.MaxInt64)
 	s.cl = newCommitLog(&s.opts, log)
 	s.cqs = queueTable{root: filepath.Join(opts.Dir, "consumequeue"), units: opts.ConsumeQueueUnits,
 		ops: opts.ops, queues: make(map[string]map[int32]*consumeQueue)}

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mqgo/mq/internal/message"
 )
@@ -409,5 +411,40 @@ func TestOpenAsMasterCutsIncompleteRecord(t *testing.T) {
 	r := mustPut(t, s, testMsg("C", split.qid, "new master", nil))
 	if r.PhyOffset != split.phy || r.QueueOffset != split.qoff {
 		t.Fatalf("append at %d queue offset %d, want %d %d", r.PhyOffset, r.QueueOffset, split.phy, split.qoff)
+	}
+}
+
+// SetConfirmOffset keeps records past the bound out of the ConsumeQueues until it rises.
+func TestConfirmOffsetBoundsDispatch(t *testing.T) {
+	s := openStore(t, testOptions(t, t.TempDir()))
+	runStore(t, s)
+	dispatchedTo := func(off int64) {
+		t.Helper()
+		waitFor(t, 5*time.Second, func() bool { return s.DispatchedPhyOffset() >= off })
+	}
+	first := mustPut(t, s, testMsg("Confirm", 0, "a", nil))
+	firstEnd := first.PhyOffset + int64(first.WroteBytes)
+	s.SetConfirmOffset(firstEnd)
+	second := mustPut(t, s, testMsg("Confirm", 0, "b", nil))
+	dispatchedTo(firstEnd)
+	// The second record stays out however long the dispatcher runs: it ends past the bound.
+	time.Sleep(20 * time.Millisecond)
+	if got := s.MaxOffsetInQueue("Confirm", 0); got != 1 || s.DispatchedPhyOffset() != firstEnd {
+		t.Fatalf("queue max offset %d, dispatched to %d, with the second record past the confirm offset %d; want 1 and %d",
+			got, s.DispatchedPhyOffset(), firstEnd, firstEnd)
+	}
+	if s.ConfirmOffset() != firstEnd {
+		t.Fatalf("ConfirmOffset %d, want %d", s.ConfirmOffset(), firstEnd)
+	}
+	s.SetConfirmOffset(second.PhyOffset + int64(second.WroteBytes))
+	dispatchedTo(second.PhyOffset + int64(second.WroteBytes))
+	if got := s.MaxOffsetInQueue("Confirm", 0); got != 2 {
+		t.Fatalf("queue max offset %d after the confirm offset rose, want 2", got)
+	}
+	s.SetConfirmOffset(math.MaxInt64)
+	mustPut(t, s, testMsg("Confirm", 0, "c", nil))
+	waitDispatched(t, s)
+	if got := s.MaxOffsetInQueue("Confirm", 0); got != 3 {
+		t.Fatalf("queue max offset %d without a bound, want 3", got)
 	}
 }

@@ -51,6 +51,17 @@ func (b *Broker) registerControllerMode(d *remoting.Dispatcher) {
 	b.handle(d, remoting.GetBrokerEpochCache, remoting.ProcessorFunc(b.processEpochCache), b.adminEx)
 }
 
+// confirmAck is the replication master's OnAck of a master in controller mode with all-ack:
+// what every member of the SyncStateSet holds bounds what consumers see (the store's confirm
+// offset), so no consumer reads a message that a new master elected from the set may lack.
+// Without all-ack a send is acknowledged before any replica has it, and reads are not bounded.
+func (b *Broker) confirmAck() func(int64) {
+	if !b.opts.ControllerMode || !b.opts.AllAckInSyncStateSet {
+		return nil
+	}
+	return func(acked int64) { b.store.SetConfirmOffset(acked) }
+}
+
 // SetSyncStateSet tells a master in controller mode its SyncStateSet (broker ids, its own
 // ReplicaID included): sends are refused while it is smaller than MinInSyncReplicas, and with
 // AllAckInSyncStateSet wait for every other member.

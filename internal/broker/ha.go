@@ -132,6 +132,7 @@ func (b *Broker) initHA() error {
 		HandshakeTimeout:      ho.HandshakeTimeout,
 		TLSConfig:             ho.MasterTLS,
 		RequireIdentity:       b.opts.ControllerMode,
+		OnAck:                 b.confirmAck(),
 		Logger:                b.opts.Logger,
 	})
 	if err != nil {

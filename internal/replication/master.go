@@ -92,6 +92,7 @@ func NewMaster(store *storage.Store, opts MasterOptions) (*Master, error) {
 		ready: make(chan struct{}),
 	}
 	m.peerLog = m.log.Sample(&zerolog.BurstSampler{Burst: peerLogBurst, Period: peerLogPeriod})
+	m.gt.onAck = opts.OnAck
 	m.mu.conns = make(map[*slaveConn]struct{})
 	return m, nil
 }

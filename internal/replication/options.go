@@ -90,6 +90,11 @@ type MasterOptions struct {
 	// controller mode needs to tell the members of a SyncStateSet apart; slaves then need
 	// SlaveOptions.BrokerID. RocketMQ 4.x slaves send none.
 	RequireIdentity bool
+	// OnAck, when set, is told the acknowledgement WaitForAck goes by each time it changes
+	// (math.MaxInt64 when the SyncStateSet is the master alone): the confirm offset a broker
+	// in controller mode bounds its consumers by. It runs under the group-transfer lock, so
+	// it must be quick and must not call the Master.
+	OnAck func(acked int64)
 	// Logger receives logs with component=replication, role=master; nil means silent.
 	Logger *zerolog.Logger
 }

@@ -38,6 +38,8 @@ type groupTransfer struct {
 		acked   int64
 		waiters waiterHeap
 	}
+	// onAck is told acked whenever it changes (MasterOptions.OnAck), under mu.
+	onAck func(int64)
 }
 
 // waiter is one sender waiting for a slave to acknowledge offset. done is closed (by a
@@ -126,7 +128,7 @@ func (g *groupTransfer) report(id peerID, offset int64) {
 	case offset >= g.mu.acked:
 		g.raiseLocked(offset)
 	case prev == g.mu.acked:
-		g.recomputeLocked()
+		g.updateLocked()
 	}
 }
 
@@ -139,7 +141,7 @@ func (g *groupTransfer) disconnect(id peerID) {
 	}
 	delete(g.mu.reports, id)
 	delete(g.mu.ids, id)
-	g.recomputeLocked()
+	g.updateLocked()
 }
 
 // raiseLocked sets acked to offset if higher and releases the waiters it covers. g.mu must
@@ -193,8 +195,11 @@ func (g *groupTransfer) requiredAckLocked() int64 {
 	return ack
 }
 
-// releaseLocked releases every waiter at or below acked.
+// releaseLocked releases every waiter at or below acked, and tells onAck.
 func (g *groupTransfer) releaseLocked() {
+	if g.onAck != nil {
+		g.onAck(g.mu.acked)
+	}
 	for len(g.mu.waiters) > 0 && g.mu.waiters[0].offset <= g.mu.acked {
 		w := heap.Pop(&g.mu.waiters).(*waiter)
 		close(w.done)
