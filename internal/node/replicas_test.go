@@ -174,3 +174,30 @@ func groupOf(ctl *Node) (struct {
 	}
 	return out, false
 }
+
+// With MinInSyncReplicas 2 a master alone in its SyncStateSet refuses sends (RocketMQ's
+// IN_SYNC_REPLICAS_NOT_ENOUGH, answered SYSTEM_ERROR); once a second broker caught up and
+// joined the set, they are taken.
+func TestControllerModeMinInSyncReplicas(t *testing.T) {
+	ctl := controllerNode(t)
+	o := replicatedOpts(t, ctl, t.TempDir())
+	o.MinInSyncReplicas = 2
+	master := startNode(t, o)
+	if !master.Broker().IsMaster() {
+		t.Fatal("the group's first broker is not its master")
+	}
+	resp := send(t, master, master.BrokerAddr(), "InSyncT", 0, "alone")
+	if resp.Code != remoting.SystemError || resp.Remark != "in-sync replicas not enough" {
+		t.Fatalf("send with the master alone in the set: %d %q", resp.Code, resp.Remark)
+	}
+	o2 := replicatedOpts(t, ctl, t.TempDir())
+	o2.MinInSyncReplicas = 2
+	startNode(t, o2)
+	eventually(t, "two brokers in the SyncStateSet", func() bool {
+		g, ok := groupOf(ctl)
+		return ok && len(g.SyncStateSet) == 2
+	})
+	eventually(t, "a send taken", func() bool {
+		return send(t, master, master.BrokerAddr(), "InSyncT", 0, "two").Code == remoting.Success
+	})
+}
