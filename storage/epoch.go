@@ -214,10 +214,14 @@ func encodeEpochFile(entries []EpochEntry) []byte {
 	return append(out, body...)
 }
 
-// writeFileAtomic writes b to path as WriteJSONFile writes JSON: a temp file of its own,
-// fsynced, the current file kept as path.bak, a rename, and the directory fsynced.
+// writeFileAtomic writes b to path as WriteJSONFile writes JSON: a temp file of its own in
+// path's directory (created if missing), fsynced, the current file kept as path.bak, a rename,
+// and the directory fsynced.
 func writeFileAtomic(path string, b []byte) error {
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("storage: write %s: %w", path, err)

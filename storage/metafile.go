@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"path/filepath"
 	"reflect"
 	"sync"
 )
@@ -36,41 +35,7 @@ func WriteJSONFile(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("storage: encode %s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("storage: write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644) // CreateTemp makes 0600; keep the mode the files always had
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if err = errors.Join(err, f.Close()); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("storage: write %s: %w", tmp, err)
-	}
-	mu := metaLock(path)
-	mu.Lock()
-	err = replaceKeepingBackup(tmp, path)
-	mu.Unlock()
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	// Without this the rename may not survive a crash. Some file systems cannot sync a
-	// directory; the rename is then as durable as they make it.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return writeFileAtomic(path, b)
 }
 
 // replaceKeepingBackup makes the current path path.bak and renames tmp to path. The caller
