@@ -62,8 +62,8 @@ type replicas struct {
 	// identityKept: the id and check code are in the store's brokerIdentity file.
 	identityKept bool
 
-	// notified carries the latest NOTIFY_BROKER_ROLE_CHANGED (capacity 1, latest wins).
-	notified chan replicaState
+	// notified is signalled by NOTIFY_BROKER_ROLE_CHANGED (capacity 1).
+	notified chan struct{}
 
 	mu       sync.Mutex
 	leader   string
@@ -82,7 +82,7 @@ func newReplicas(n *Node, brokerAddr string) *replicas {
 	o.ClusterName = firstNonEmpty(o.ClusterName, broker.DefaultClusterName)
 	o.BrokerName = firstNonEmpty(o.BrokerName, broker.DefaultBrokerName)
 	return &replicas{n: n, log: n.log.With().Str("component", "replicas").Logger(), tr: n.brokerTr,
-		addrs: o.ControllerAddrs, brokerAddr: brokerAddr, o: o, notified: make(chan replicaState, 1),
+		addrs: o.ControllerAddrs, brokerAddr: brokerAddr, o: o, notified: make(chan struct{}, 1),
 		id: o.BrokerID, caughtUp: map[int64]time.Time{}, state: replicaState{masterID: -1},
 		checkCode: brokerAddr + ";" + strconv.FormatInt(time.Now().UnixMilli(), 10)}
 }
@@ -439,22 +439,14 @@ func (r *replicas) started(st replicaState, adopt []storage.EpochEntry) {
 	r.log.Info().Int32("epoch", st.epoch).Str("master", st.masterAddr).Msg("serving as slave")
 }
 
-// onNotify handles NOTIFY_BROKER_ROLE_CHANGED: the run loop applies it.
-func (r *replicas) onNotify(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	var h protocol.NotifyBrokerRoleChangedRequestHeader
-	if err := h.Decode(req.ExtFields); err != nil {
-		return nil, nil
-	}
-	set, err := protocol.DecodeSyncStateSet(req.Body)
-	if err != nil {
-		return nil, nil
-	}
-	st := replicaState{masterID: h.MasterBrokerID, masterAddr: h.MasterAddress, epoch: h.MasterEpoch, set: set}
+// onNotify handles NOTIFY_BROKER_ROLE_CHANGED as a hint: any peer this broker connected to could
+// send one, and acting on it can cut the store, so the run loop asks the controller leader
+// (GET_REPLICA_INFO) and applies its answer instead of the notification's.
+func (r *replicas) onNotify(_ context.Context, _ remoting.Channel, _ *remoting.Command) (*remoting.Command, error) {
 	select {
-	case <-r.notified:
-	default:
+	case r.notified <- struct{}{}:
+	default: // one pending is enough
 	}
-	r.notified <- st
 	return nil, nil
 }
 
@@ -476,8 +468,8 @@ func (r *replicas) run(ctx context.Context) error {
 			r.trackCatchUp()
 		case <-sync.C:
 			r.syncReplicaInfo(ctx)
-		case st := <-r.notified:
-			r.reconcile(ctx, st)
+		case <-r.notified:
+			r.syncReplicaInfo(ctx)
 		case <-check.C:
 			r.checkSyncStateSet(ctx)
 		}
