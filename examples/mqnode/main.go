@@ -63,7 +63,7 @@ func run(args []string) error {
 		flush          = fs.String("flush", "async", "flush mode: async|sync")
 		cluster        = fs.String("cluster", mq.DefaultClusterName, "cluster name")
 		brokerName     = fs.String("broker-name", mq.DefaultBrokerName, "broker name")
-		brokerID       = fs.Int64("broker-id", 0, "broker id (0 = master; a slave defaults to 1)")
+		brokerID       = fs.Int64("broker-id", 0, "broker id (0 = master; a slave defaults to 1); with -controller, the broker's own id in its group (0: the controller assigns one, kept in <store>/brokerIdentity)")
 		role           = fs.String("role", "", "broker role: async-master|sync-master|slave (default async-master, slave when -broker-id > 0)")
 		haListen       = fs.String("ha-listen", "", "master: replication listener `HOST:PORT` (default: the broker port + 1)")
 		masterHA       = fs.String("master-ha", "", "slave: the master's replication address `HOST:PORT` (default: learned from the name service)")
