@@ -168,6 +168,14 @@ type Options struct {
 	// of the group the same one. Empty speaks RocketMQ's protocol, which any peer that can
 	// reach the HA port may follow: then keep that port off untrusted networks.
 	HASecret string
+	// ClusterSecret, when set (at least 16 bytes), is shared by every process of one
+	// deployment: name servers, controllers and brokers. Each proves it on the requests only
+	// peers make (broker registration and unregistration, every controller code, the
+	// controllers' Raft traffic), so a stranger who reaches those ports cannot point routes at
+	// itself, take over a broker group or cut a store. Replication takes it when HASecret is
+	// empty. Empty speaks RocketMQ's protocol, which trusts whoever reaches those ports: then
+	// keep the name-service, controller and HA ports off untrusted networks.
+	ClusterSecret string
 	// HATLS makes replication TLS (ours; RocketMQ's HA connection is plaintext): a master's
 	// HA listener presents TLSConfig's certificate, a slave dials its master trusting
 	// TLSClientConfig's roots (default: the system's). Give it to every node of the group.

@@ -80,6 +80,10 @@ type Options struct {
 	LeaderLeaseTimeout time.Duration
 	CommitTimeout      time.Duration
 
+	// Secret is the deployment's cluster secret (mq.Options.ClusterSecret): when set, only
+	// peers that prove it reach Raft, and only requests that prove it reach the controller.
+	Secret string
+
 	// Logger receives the controller's and Raft's logs (component "controller"); nil is silent.
 	Logger *zerolog.Logger
 }

@@ -97,6 +97,7 @@ type Options struct {
 	HATransferWaitInterval        time.Duration
 	HAReconnectInterval           time.Duration
 	HASecret                      string
+	ClusterSecret                 string
 	HATLS                         bool
 	SlaveReadEnable               bool
 	AccessMessageInMemoryMaxRatio int

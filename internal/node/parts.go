@@ -126,6 +126,7 @@ func (o Options) controllerOptions(advertise string) controller.Options {
 		HeartbeatTimeout:            o.ControllerRaftTimeout,
 		ElectionTimeout:             o.ControllerRaftTimeout,
 		LeaderLeaseTimeout:          o.ControllerRaftTimeout / 2,
+		Secret:                      o.ClusterSecret,
 		Logger:                      o.Logger,
 	}
 }
