@@ -82,9 +82,7 @@ type hsNodeConfig struct {
 type hsNode struct {
 	addr   string // name service and broker share one listener
 	haAddr string
-	// httpAddr is the dashboard's host:port, with hsNodeConfig.http.
-	httpAddr string
-	root     string // sentinel: the store is root/d1/d2/d3/store
+	root   string // sentinel: the store is root/d1/d2/d3/store
 	store  string
 	// memory returns the bytes an attack could grow: RssAnon or HeapInuse after a GC.
 	memory func() (uint64, error)
@@ -97,6 +95,8 @@ type hsNode struct {
 	// reported are the paths checkStore complained about: the attack that made them fails,
 	// the rows after it do not fail again for them.
 	reported map[string]bool
+	// httpAddr is the dashboard's host:port, with hsNodeConfig.http.
+	httpAddr string
 }
 
 // hsEnv is one run of the table: a mode ("inproc" or "binary"), its main node and the honest
