@@ -69,6 +69,13 @@ type hsNodeConfig struct {
 	syncMaster bool
 	haSecret   string // HASecret / -ha-secret
 	maxConns   int    // MaxConnections / -max-connections (0: the default)
+	// hostile_reads_test.go: ACL from a plain_acl.yml (-acl), the account the node's own
+	// clients sign with (-access-key, the dashboard's), the dashboard on 127.0.0.1:0 (-http)
+	// and the names it also answers under (-http-allowed-hosts).
+	aclFile      string
+	creds        remoting.Credentials
+	http         bool
+	allowedHosts []string
 }
 
 // hsNode is one running node, in-process or a child process, with what the suite checks.
@@ -88,6 +95,8 @@ type hsNode struct {
 	// reported are the paths checkStore complained about: the attack that made them fails,
 	// the rows after it do not fail again for them.
 	reported map[string]bool
+	// httpAddr is the dashboard's host:port, with hsNodeConfig.http.
+	httpAddr string
 }
 
 // hsEnv is one run of the table: a mode ("inproc" or "binary"), its main node and the honest
@@ -236,6 +245,9 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 		MaxLongPollingSuspend: time.Second,
 		HASecret:              cfg.haSecret,
 		MaxConnections:        cfg.maxConns,
+		ACLFile:               cfg.aclFile,
+		Credentials:           cfg.creds,
+		HTTPAllowedHosts:      cfg.allowedHosts,
 	}
 	if cfg.syncMaster {
 		opts.BrokerRole = mq.SyncMaster
@@ -250,6 +262,9 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 		}
 	})
 	n.addr, n.haAddr = node.Addr(), node.HAAddr()
+	if cfg.http {
+		n.httpAddr = hsServeHTTP(t, node.Handler())
+	}
 	n.memory = func() (uint64, error) {
 		runtime.GC()
 		var ms runtime.MemStats
@@ -273,7 +288,11 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 	if cfg.haSecret != "" {
 		args = append(args, "-ha-secret", cfg.haSecret)
 	}
+	args = append(args, hsReadsArgs(cfg)...)
 	cmd := exec.Command(bin, args...)
+	if cfg.creds.SecretKey != "" {
+		cmd.Env = append(os.Environ(), "MQ_SECRET_KEY="+cfg.creds.SecretKey)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -294,6 +313,7 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 		switch {
 		case rec["message"] == "mqnode started":
 			n.addr, _ = rec["addr"].(string)
+			n.httpAddr = hsDashboardAddr(rec)
 		case rec["message"] == "serving" && rec["role"] == "ha":
 			n.haAddr, _ = rec["addr"].(string)
 		}
@@ -582,14 +602,18 @@ type hsHonest struct {
 	notify chan struct{} // closed and replaced when a batch arrives
 }
 
-func hsStartHonest(t *testing.T, addr string) *hsHonest {
+func hsStartHonest(t *testing.T, addr string, creds ...remoting.Credentials) *hsHonest {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	name := "hostile-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	var cred remoting.Credentials // with ACL on, the account both sign with
+	if len(creds) > 0 {
+		cred = creds[0]
+	}
 	p, err := producer.New(producer.WithNameServers(addr), producer.WithGroup(hsHonestPG),
 		producer.WithInstanceName(name), producer.WithSendTimeout(hsTimeout), producer.WithLogger(&l),
 		producer.WithPollNameServerInterval(100*time.Millisecond),
-		producer.WithHeartbeatInterval(500*time.Millisecond))
+		producer.WithHeartbeatInterval(500*time.Millisecond), producer.WithCredentials(cred))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +630,7 @@ func hsStartHonest(t *testing.T, addr string) *hsHonest {
 		consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}),
 		consumer.WithRebalanceInterval(100*time.Millisecond),
 		consumer.WithPollNameServerInterval(100*time.Millisecond),
-		consumer.WithHeartbeatInterval(500*time.Millisecond))
+		consumer.WithHeartbeatInterval(500*time.Millisecond), consumer.WithCredentials(cred))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,12 @@ type webState struct {
 // dashboard at /, which reads the whole cluster through the node's name servers, signing with
 // Options.Credentials when ACL is on. It has no authentication of its own: mount it behind the
 // embedding application's, or serve it on a trusted network only. mqnode serves it with -http.
+//
+// The dashboard's API answers only requests whose Host names the address they reached (the
+// listener's, for a server on every interface the one dialed), localhost with that port when
+// it is a loopback one, or a name in Options.HTTPAllowedHosts; behind an application's mux or
+// a reverse proxy, list the names browsers use there. Writes (offset resets) also need the
+// token the page fetches from GET /api/token, sent back in X-MQ-Token.
 func (n *Node) Handler() http.Handler {
 	w := &n.web
 	w.mu.Lock()
@@ -49,7 +55,8 @@ func (n *Node) Handler() http.Handler {
 			})
 		} else {
 			w.admin, w.tr = a, tr
-			mux.Handle("/", dashboard.Handler(a, dashboard.Options{Logger: n.logger}))
+			mux.Handle("/", dashboard.Handler(a, dashboard.Options{Logger: n.logger,
+				AllowedHosts: n.n.HTTPOptions().AllowedHosts}))
 		}
 	}
 	w.handler = mux

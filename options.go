@@ -234,6 +234,13 @@ type Options struct {
 	// system's roots.
 	TLSClientEnable bool
 	TLSClientConfig *tls.Config
+	// HTTPAllowedHosts are the names, besides the address a request reached (and localhost
+	// for a loopback listener), under which Handler's dashboard API answers: "name" with any
+	// port, "name:port" with that one only. A browser sends the name it dialed in Host; a
+	// request naming another is refused 403, which keeps DNS rebinding (another site's name
+	// pointed at the node) out of the API. Give the names browsers use for the node, such as
+	// a reverse proxy's or a NAT address (mqnode -http-allowed-hosts).
+	HTTPAllowedHosts []string
 
 	// ControllerID turns on RocketMQ 5's controller in this node (enableControllerInNamesrv):
 	// a Raft member with this id (controllerDLegerSelfId, e.g. "n0") among ControllerPeers (id

@@ -87,6 +87,7 @@ func run(args []string) error {
 		timerMaxDelay  = fs.Duration("timer-max-delay", 0, "how far ahead a timer message may be (timerMaxDelaySec; default 72h)")
 		haTLS          = fs.Bool("ha-tls", false, "replication over TLS: a master's HA port presents -tls-cert, a slave dials its master trusting -tls-ca")
 		httpListen     = fs.String("http", "", "serve /metrics (Prometheus), /healthz and the dashboard on this `HOST:PORT` (no authentication: keep it on a trusted network)")
+		httpHosts      = fs.String("http-allowed-hosts", "", "more names the dashboard answers under, `NAME[:PORT],...` (besides -http's host and address, and localhost on loopback)")
 		ctlListen      = fs.String("controller-listen", "", "run a controller in this name-service node: its Raft `HOST:PORT` (with -controller-id and -controller-peers)")
 		ctlID          = fs.String("controller-id", "", "this controller's `ID` (controllerDLegerSelfId), e.g. n0")
 		ctlPeers       = fs.String("controller-peers", "", "every controller's Raft address, `ID=HOST:PORT;...` (controllerDLegerPeers), this one's included")
@@ -148,6 +149,7 @@ func run(args []string) error {
 		return err
 	}
 	opts.HATLS = *haTLS
+	opts.HTTPAllowedHosts = httpAllowedHosts(*httpListen, *httpHosts)
 	if err := controllerFlags(&opts, *ctlListen, *ctlID, *ctlPeers, *ctlDir, *ctlUnclean, *ctlAddrs, *allAck, *minInSync); err != nil {
 		return err
 	}

@@ -178,19 +178,29 @@ func (c *Checker) Check(remoteAddr string, req *remoting.Command) *remoting.Comm
 	if class == classAdmin && !a.admin {
 		return refuse("AccessKey=" + accessKey + " needs admin for request code " + strconv.Itoa(int(req.Code)))
 	}
+	if !a.admin {
+		if topic, ok := readsOthers(needs); ok {
+			return refuseHeld(accessKey, topic)
+		}
+	}
 	if a.ownsAll {
 		return nil
 	}
 	for _, n := range needs {
 		if !a.owned(n).allows(n.perm) {
-			kind := "topic"
-			if n.group {
-				kind = "group"
-			}
-			return refuse("AccessKey=" + accessKey + " has no " + n.perm.String() + " permission on " + kind + " " + n.name)
+			return a.refuseNeed(n)
 		}
 	}
 	return nil
+}
+
+// refuseNeed is the refusal of a request that needs n, which the account does not own.
+func (a *account) refuseNeed(n need) *remoting.Command {
+	kind := "topic"
+	if n.group {
+		kind = "group"
+	}
+	return refuse("AccessKey=" + a.accessKey + " has no " + n.perm.String() + " permission on " + kind + " " + n.name)
 }
 
 // owned is the account's perm on n's resource: the one listed, else the default.

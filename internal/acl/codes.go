@@ -130,6 +130,12 @@ func appendNeeds(dst []need, req *remoting.Command) ([]need, string) {
 		return needsGroup(dst, ext["consumerGroup"], permSub), ""
 	case remoting.QueryMessage:
 		return needsTopic(dst, ext["topic"], permSub), ""
+	case remoting.ConsumeMessageDirectly:
+		// Not in RocketMQ 4.9 (5's ACL 2.0: SUB on both): the request has one of the group's
+		// consumers consume a message, and the broker checks the message's own topic once it
+		// has read it (CheckRead).
+		dst = needsGroup(dst, ext["consumerGroup"], permSub)
+		return needsTopic(dst, ext["topic"], permSub), ""
 	case remoting.HeartBeat:
 		hb, err := protocol.DecodeHeartbeatData(req.Body)
 		if err != nil {

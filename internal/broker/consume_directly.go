@@ -17,8 +17,9 @@ func init() {
 // AdminBrokerProcessor does: it reads the message the offset message id points to, names this
 // broker in the header and relays the request to the one consumer named, whose answer
 // (ConsumeMessageDirectlyResult) goes back to the tool. The consumer runs its listener on the
-// message and commits nothing.
-func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// message and commits nothing. With ACL the tool must be allowed to read the message's topic
+// (ReadCheck): the consumer's answer tells how it went with the message.
+func (b *Broker) processConsumeMessageDirectly(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumeMessageDirectlyRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
@@ -30,6 +31,9 @@ func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ remoting.C
 	rec, err := b.store.LookMessageByOffset(offset)
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, "can not find message by the msgId "+h.MsgID), nil
+	}
+	if refused := b.checkReadRaw(ch, req, rec); refused != nil {
+		return refused, nil
 	}
 	ext := maps.Clone(req.ExtFields)
 	ext["brokerName"] = b.opts.BrokerName

@@ -155,6 +155,10 @@ type Options struct {
 	MinInSyncReplicas    int
 	AllAckInSyncStateSet bool
 
+	// ReadCheck, when set (the node runs ACL), decides after a request has read stored
+	// messages whether its peer may see them (read_check.go); nil reads without a check.
+	ReadCheck ReadCheck
+
 	Logger *zerolog.Logger
 }
 

@@ -16,8 +16,9 @@ const (
 
 // processQueryMessage handles QUERY_MESSAGE (12), docs/protocol.md §5.10, as RocketMQ's
 // QueryMessageProcessor: the body is the matching records back to back; no match answers
-// QUERY_NOT_FOUND. The index positions travel in the response header either way.
-func (b *Broker) processQueryMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// QUERY_NOT_FOUND. The index positions travel in the response header either way. Records
+// ReadCheck refuses are left out; when it refused every match, its refusal is the answer.
+func (b *Broker) processQueryMessage(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.QueryMessageRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
@@ -35,6 +36,9 @@ func (b *Broker) processQueryMessage(_ context.Context, _ remoting.Channel, req 
 		IndexLastUpdateTimestamp: res.IndexLastUpdateTimestamp,
 		IndexLastUpdatePhyoffset: res.IndexLastUpdatePhyOffset,
 	})
+	if refused := b.dropUnreadable(ch, req, &res.Messages); len(res.Messages) == 0 && refused != nil {
+		return refused, nil
+	}
 	if len(res.Messages) == 0 {
 		resp.Code, resp.Remark = remoting.QueryNotFound, "can not find message, maybe time range not correct"
 		return resp, nil
@@ -51,8 +55,9 @@ func (b *Broker) processQueryMessage(_ context.Context, _ remoting.Channel, req 
 	return resp, nil
 }
 
-// processViewMessage handles VIEW_MESSAGE_BY_ID (33): the record at a CommitLog offset.
-func (b *Broker) processViewMessage(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+// processViewMessage handles VIEW_MESSAGE_BY_ID (33): the record at a CommitLog offset, once
+// ReadCheck let the peer read its topic.
+func (b *Broker) processViewMessage(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ViewMessageRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
@@ -62,7 +67,34 @@ func (b *Broker) processViewMessage(_ context.Context, _ remoting.Channel, req *
 		return remoting.NewResponse(remoting.SystemError,
 			"can not find message by the offset, "+strconv.FormatInt(h.Offset, 10)), nil
 	}
+	if refused := b.checkReadRaw(ch, req, rec); refused != nil {
+		return refused, nil
+	}
 	resp := remoting.NewResponse(remoting.Success, "")
 	resp.Body = rec
 	return resp, nil
+}
+
+// dropUnreadable leaves out of msgs the records ReadCheck does not let the peer of req read,
+// and returns the first refusal, for an answer left empty. A query names its topic and ACL
+// checked it before the store kept only that topic's records, so a record is left out only
+// where its own topic is another (a delayed message's REAL_TOPIC): the account gets what it
+// may read, as a pull of the same topic would give it.
+func (b *Broker) dropUnreadable(ch remoting.Channel, req *remoting.Command, msgs *[][]byte) *remoting.Command {
+	if b.opts.ReadCheck == nil {
+		return nil
+	}
+	var first *remoting.Command
+	kept := (*msgs)[:0]
+	for _, m := range *msgs {
+		if refused := b.checkReadRaw(ch, req, m); refused != nil {
+			if first == nil {
+				first = refused
+			}
+			continue
+		}
+		kept = append(kept, m)
+	}
+	*msgs = kept
+	return first
 }

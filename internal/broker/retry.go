@@ -65,7 +65,7 @@ func (b *Broker) registerRetry(d *remoting.Dispatcher) {
 func (b *Broker) persistRetry() error { return b.retry.sched.persist() }
 
 // processSendBack handles CONSUMER_SEND_MSG_BACK (36), docs/protocol.md §5.7.
-func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumerSendMsgBackRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
@@ -92,6 +92,11 @@ func (b *Broker) processSendBack(_ context.Context, _ remoting.Channel, req *rem
 	if raw, err := b.store.LookMessageByOffset(h.Offset); err != nil || decodeInto(raw, &rec) != nil {
 		return remoting.NewResponse(remoting.SystemError,
 			"look message by offset failed, "+strconv.FormatInt(h.Offset, 10)), nil
+	}
+	// The copy lands where every account of the group may pull it: only a message the sender
+	// may read goes there (ReadCheck), not any offset of the CommitLog.
+	if refused := b.checkRead(ch, req, &rec); refused != nil {
+		return refused, nil
 	}
 	m, props := b.sendBackCopy(&rec, &h)
 

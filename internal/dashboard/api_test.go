@@ -78,6 +78,34 @@ func (e *env) send(t *testing.T, msgs ...*producer.Message) []*producer.SendResu
 	return out
 }
 
+// token is what the page sends back on writes, from GET /api/token.
+func (e *env) token(t *testing.T) string {
+	t.Helper()
+	var a struct{ Token, Header string }
+	if st := e.get(t, "/api/token", &a); st != http.StatusOK || len(a.Token) != 64 || a.Header != dashboard.TokenHeader {
+		t.Fatalf("GET /api/token: %d %+v", st, a)
+	}
+	return a.Token
+}
+
+// post sends body as JSON to path with token in the token header (none when empty).
+func (e *env) post(t *testing.T, path, body, token string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set(dashboard.TokenHeader, token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // get decodes the JSON answer of path into v, and returns the status.
 func (e *env) get(t *testing.T, path string, v any) int {
 	t.Helper()
@@ -328,10 +356,7 @@ func TestGroupsLagAndReset(t *testing.T) {
 	})
 
 	body := fmt.Sprintf(`{"group":%q,"topic":%q,"timestamp":0,"force":true}`, group, topic)
-	resp, err := http.Post(e.url+"/api/reset", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := e.post(t, "/api/reset", body, e.token(t))
 	var reset struct {
 		Offsets []struct {
 			Topic   string
@@ -339,7 +364,7 @@ func TestGroupsLagAndReset(t *testing.T) {
 			Offset  int64
 		}
 	}
-	err = json.NewDecoder(resp.Body).Decode(&reset)
+	err := json.NewDecoder(resp.Body).Decode(&reset)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK || len(reset.Offsets) != 2 {
 		t.Fatalf("reset: %d %+v %v", resp.StatusCode, reset, err)
@@ -414,6 +439,7 @@ func TestMessageLookup(t *testing.T) {
 // Names, ids and bodies from requests are checked before any is sent to the cluster.
 func TestHostileRequests(t *testing.T) {
 	e := start(t)
+	token := e.token(t)
 	long := strings.Repeat("a", 300)
 	for _, c := range []struct {
 		method, path, contentType, origin, body string
@@ -429,6 +455,7 @@ func TestHostileRequests(t *testing.T) {
 		{"GET", "/api/message?id=7F0000010000000100000000000000AA", "", "", "", 404}, // a host not of the cluster
 		{"GET", "/api/nope", "", "", "", 404},
 		{"GET", "/api/reset", "", "", "", 404},
+		{"POST", "/api/reset", "application/json", "", `{"group":"g","topic":"t"}`, 403}, // no token (set below for the others)
 		{"POST", "/api/reset", "text/plain", "", `{}`, 415},
 		{"POST", "/api/reset", "application/json", "", `{`, 400},
 		{"POST", "/api/reset", "application/json", "", `{"group":"g","topic":"t","bogus":1}`, 400},
@@ -447,6 +474,9 @@ func TestHostileRequests(t *testing.T) {
 		}
 		if c.origin != "" {
 			req.Header.Set("Origin", c.origin)
+		}
+		if c.method == "POST" && c.status != 403 {
+			req.Header.Set(dashboard.TokenHeader, token)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

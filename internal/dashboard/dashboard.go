@@ -10,15 +10,20 @@
 //	GET  /api/groups              consumer groups with members and lag per queue
 //	GET  /api/message?id=&topic=  a message by offset message id, else by unique key in topic
 //	GET  /api/message?topic=&key= messages by key
+//	GET  /api/token               {"token","header"}: what every write sends back in X-MQ-Token
 //	POST /api/reset               {"group","topic","timestamp" (unix ms),"force"}: reset offsets by time
 //
-// Errors are 4xx/5xx with {"error": "..."}.
+// Errors are 4xx/5xx with {"error": "..."}. Every /api/ request must name in its Host header
+// the address it reached, a loopback name for a loopback listener, or one of
+// Options.AllowedHosts; a write must also send the token, a JSON body, and no foreign Origin
+// (guard.go).
 package dashboard
 
 import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +50,10 @@ type Options struct {
 	// Refresh is how often the page polls the API; 0: DefaultRefresh. The server samples
 	// broker counters at most twice per Refresh whatever the number of open pages.
 	Refresh time.Duration
+	// AllowedHosts are the names the API answers under besides the address a request reached
+	// (and, on loopback, localhost): "name" with any port, "name:port" with that one. Give
+	// the names a browser uses for the node, such as a reverse proxy's.
+	AllowedHosts []string
 }
 
 // Handler serves the dashboard at / and its API at /api/, reading the cluster through a. The
@@ -59,13 +68,16 @@ type server struct {
 	refresh time.Duration
 	rates   *sampler
 	mux     *http.ServeMux
+	allowed []hostRule
+	token   string // what writes send in TokenHeader
 
 	marksMu sync.Mutex
 	marks   map[string]consumeMark // by group
 }
 
 func newServer(src source, opts Options) *server {
-	s := &server{src: src, refresh: opts.Refresh, log: zerolog.Nop(), marks: map[string]consumeMark{}}
+	s := &server{src: src, refresh: opts.Refresh, log: zerolog.Nop(), marks: map[string]consumeMark{},
+		allowed: parseHostRules(opts.AllowedHosts), token: newToken()}
 	if opts.Logger != nil {
 		s.log = *opts.Logger
 	}
@@ -92,6 +104,7 @@ func newServer(src source, opts Options) *server {
 	s.mux.HandleFunc("GET /api/topics", s.topics)
 	s.mux.HandleFunc("GET /api/groups", s.groups)
 	s.mux.HandleFunc("GET /api/message", s.message)
+	s.mux.HandleFunc("GET /api/token", s.tokenAnswer)
 	s.mux.HandleFunc("POST /api/reset", s.reset)
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API: "+r.Method+" "+truncate(r.URL.Path, 64))
@@ -106,5 +119,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 	h.Set("Cache-Control", "no-store")
+	if strings.HasPrefix(r.URL.Path, "/api/") && s.guardAPI(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }

@@ -16,6 +16,8 @@ const (
 	TopicTransHalf         = "RMQ_SYS_TRANS_HALF_TOPIC"
 	TopicTransOpHalf       = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 	TopicTransCheckMaxTime = "TRANS_CHECK_MAX_TIME_TOPIC"
+	// TopicTimer holds timer messages until their time (TimerMessageStore.TIMER_TOPIC).
+	TopicTimer = "rmq_sys_wheel_timer"
 	// TopicTrace is where message traces go by default.
 	TopicTrace = "RMQ_SYS_TRACE_TOPIC"
 	// ReplyTopicSuffix ends a cluster's request-reply topic (MixAll.REPLY_TOPIC_POSTFIX).
@@ -42,4 +44,15 @@ func Reserved(topic string) bool {
 		return true
 	}
 	return strings.HasPrefix(topic, systemPrefix) || strings.HasPrefix(topic, "rmq_sys_")
+}
+
+// HoldsOthers reports whether topic's messages belong to other topics: delayed, timer and
+// transaction half messages wait in these for the broker to move them, each naming its own
+// topic in REAL_TOPIC. Reading one of them is reading every topic's messages.
+func HoldsOthers(topic string) bool {
+	switch topic {
+	case TopicSchedule, TopicTimer, TopicTransHalf, TopicTransCheckMaxTime:
+		return true
+	}
+	return false
 }

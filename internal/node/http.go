@@ -1,7 +1,12 @@
 package node
 
 import (
+	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/mqgo/mq/internal/metrics"
@@ -70,6 +75,50 @@ func (n *Node) SetRequestObserver(o remoting.RequestObserver) {
 	for _, ep := range n.servers {
 		ep.d.SetObserver(o)
 	}
+}
+
+// HTTPOptions are what the node's HTTP handler is built with beyond the node itself.
+type HTTPOptions struct {
+	// AllowedHosts are Options.HTTPAllowedHosts: the dashboard's names besides its listener's.
+	AllowedHosts []string
+}
+
+// HTTPOptions are the settings of the node's HTTP handler (Options.HTTPAllowedHosts).
+func (n *Node) HTTPOptions() HTTPOptions { return n.opts.httpOptions() }
+
+// maxHTTPHostBytes is the longest DNS name, 253 bytes, and room for ":65535".
+const maxHTTPHostBytes = 253 + 6
+
+// checkHTTPHost accepts an allowed host as browsers send Host: a DNS name, an IPv4 address or
+// an IPv6 one in brackets, each with an optional port; a bare IPv6 address is taken whole.
+func checkHTTPHost(h string) error {
+	h = strings.TrimSpace(h)
+	if h == "" || len(h) > maxHTTPHostBytes {
+		return fmt.Errorf("want a host name or address of 1 to %d bytes, with an optional :port", maxHTTPHostBytes)
+	}
+	if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+		return nil
+	}
+	name := h
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return fmt.Errorf("port %q: want 1 to 65535", port)
+		}
+		name = host
+		if _, err := netip.ParseAddr(strings.Trim(name, "[]")); err == nil {
+			return nil
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return fmt.Errorf("%q is neither a host name nor an IP address", name)
+		}
+	}
+	if strings.Trim(name, ".") == "" {
+		return fmt.Errorf("%q names no host", name)
+	}
+	return nil
 }
 
 // Credentials are what the node signs its requests with (Options.Credentials).

@@ -276,6 +276,11 @@ func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 	if n.storeHook != nil {
 		n.storeHook(&bo.Store)
 	}
+	if n.acl != nil {
+		// Requests that read messages by offset or key are checked again on the topic of
+		// what they read, which the guard in front of the processor cannot know.
+		bo.ReadCheck = n.acl.CheckRead
+	}
 	b, err := broker.New(bo)
 	if err != nil {
 		return fmt.Errorf("mq: %w", err)

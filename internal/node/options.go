@@ -116,6 +116,7 @@ type Options struct {
 	TLSConfig        *tls.Config
 	TLSClientEnable  bool
 	TLSClientConfig  *tls.Config
+	HTTPAllowedHosts []string
 
 	ControllerID                     string
 	ControllerPeers                  map[string]string
@@ -243,6 +244,11 @@ func (o Options) validate() error {
 	if o.HATLS && o.BrokerRole != storage.Slave && !o.DisableBroker &&
 		(o.TLSConfig == nil || len(o.TLSConfig.Certificates) == 0 && o.TLSConfig.GetCertificate == nil) {
 		errs = append(errs, errors.New("mq: HATLS on a master needs a TLSConfig with a certificate"))
+	}
+	for i, h := range o.HTTPAllowedHosts {
+		if err := checkHTTPHost(h); err != nil {
+			errs = append(errs, fmt.Errorf("mq: HTTPAllowedHosts[%d] %q: %w", i, h, err))
+		}
 	}
 	if o.AccessMessageInMemoryMaxRatio < 0 || o.AccessMessageInMemoryMaxRatio > 100 {
 		errs = append(errs, fmt.Errorf("mq: AccessMessageInMemoryMaxRatio %d not in [0, 100]",

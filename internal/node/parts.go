@@ -131,6 +131,12 @@ func (o Options) controllerOptions(advertise string) controller.Options {
 	}
 }
 
+// httpOptions are the settings of the node's HTTP handler, which package mq builds the
+// dashboard with.
+func (o Options) httpOptions() HTTPOptions {
+	return HTTPOptions{AllowedHosts: o.HTTPAllowedHosts}
+}
+
 // haOptions are the broker's replication settings; bound is the broker listener's bound address.
 func (o Options) haOptions(bound string) (broker.HAOptions, error) {
 	listen, err := o.haListenAddr(bound)

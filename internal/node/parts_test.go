@@ -32,7 +32,7 @@ func TestEveryOptionReachesAPart(t *testing.T) {
 		}
 		co := o.controllerOptions("127.0.0.1:9876")
 		co.Logger = nil
-		return []any{o.nameServerOptions(), o.serverOptions("127.0.0.1:9876"), bo, co}
+		return []any{o.nameServerOptions(), o.serverOptions("127.0.0.1:9876"), bo, co, o.httpOptions()}
 	}
 	base := derive(Options{Listen: "127.0.0.1:9876"})
 	typ := reflect.TypeOf(Options{})

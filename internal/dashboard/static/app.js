@@ -66,6 +66,24 @@ async function api(path, init) {
   return body;
 }
 
+// Writes send back the token the node gives its own page (GET /api/token), which no other
+// site can read. It is fetched once, and again when the node answers 403 (it restarted and
+// made a new one).
+let writeToken = null;
+
+async function apiWrite(path, init) {
+  for (let attempt = 0; ; attempt++) {
+    if (!writeToken) writeToken = api("/api/token").catch((e) => { writeToken = null; throw e; });
+    const t = await writeToken;
+    const resp = await fetch(path, { ...init, headers: { ...(init.headers || {}), [t.header]: t.token } });
+    let body = null;
+    try { body = await resp.json(); } catch (_) { /* not JSON: reported below */ }
+    if (resp.status === 403 && attempt === 0) { writeToken = null; continue; }
+    if (!resp.ok) throw new Error((body && body.error) || `${resp.status} ${resp.statusText}`);
+    return body;
+  }
+}
+
 // ---- overview: header, cards, brokers, chart ----
 
 async function loadOverview() {
@@ -293,7 +311,7 @@ async function submitReset(ev) {
   result.className = "result";
   result.textContent = "Resetting…";
   try {
-    const r = await api("/api/reset", {
+    const r = await apiWrite("/api/reset", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ group: state.selectedGroup, topic: $("reset-topic").value, timestamp: when, force: $("reset-force").checked }),
