@@ -67,8 +67,9 @@ const (
 // hsNodeConfig selects the node an attack needs.
 type hsNodeConfig struct {
 	syncMaster bool
-	haSecret   string // HASecret / -ha-secret
-	maxConns   int    // MaxConnections / -max-connections (0: the default)
+	haSecret   string          // HASecret / -ha-secret
+	maxConns   int             // MaxConnections / -max-connections (0: the default)
+	cluster    hsClusterConfig // the cluster suite's roles and secrets (hostile_cluster_test.go)
 }
 
 // hsNode is one running node, in-process or a child process, with what the suite checks.
@@ -237,6 +238,7 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 		HASecret:              cfg.haSecret,
 		MaxConnections:        cfg.maxConns,
 	}
+	cfg.cluster.options(&opts)
 	if cfg.syncMaster {
 		opts.BrokerRole = mq.SyncMaster
 	}
@@ -273,7 +275,9 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 	if cfg.haSecret != "" {
 		args = append(args, "-ha-secret", cfg.haSecret)
 	}
+	args = append(args, cfg.cluster.args()...)
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), cfg.cluster.env()...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
