@@ -173,6 +173,7 @@ func TestHostileCluster(t *testing.T) {
 					c.routes(t, []remoting.RPCHook{clusterauth.NewProver(hsWrongSecret).Hook()})
 				})
 				c.row(t, "9-replayed-frames", c.replays)
+				c.row(t, "10-replication-without-secret", c.replication)
 			})
 			t.Run("secret+acl", func(t *testing.T) {
 				acl := hsWriteACL(t)
@@ -481,6 +482,46 @@ func (c *hsCluster) replays(t *testing.T) {
 	}
 	conn.close() // were the registration accepted, closing its connection would drop the routes
 	time.Sleep(5 * hsSyncMetadata)
+}
+
+// replication: the master's HA port, which takes the cluster secret when no HA secret is
+// given, streams nothing to a peer that cannot prove it.
+func (c *hsCluster) replication(t *testing.T) {
+	if c.broker.haAddr == "" {
+		t.Fatal("the master advertised no HA address")
+	}
+	marker := fmt.Appendf(nil, "commitlog-marker-%d", time.Now().UnixNano())
+	if resp := hsInvoke(t, hsClient(t), c.broker.addr, hsSendRequest("HostileClusterHA", 0, marker)); resp.Code != remoting.Success {
+		t.Fatalf("send: %s %q", remoting.ResponseCodeName(resp.Code), resp.Remark)
+	}
+	peer, err := net.DialTimeout("tcp", c.broker.haAddr, hsTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	// A slave without the secret, as controller mode's HA protocol has it: its identity
+	// ("MQID", broker id 2), then reports that its log ends at 0, 64 bytes in all: as long as
+	// the handshake's answer, so a master that checks one drops the peer at once.
+	hello := append([]byte("MQID"), 0, 0, 0, 0, 0, 0, 0, 2)
+	hello = append(hello, make([]byte, 64-len(hello))...)
+	if _, err := peer.Write(hello); err != nil {
+		t.Logf("write identity and report: %v", err)
+	}
+	// Read until the master hangs up, or the marker shows (a master without the secret
+	// streams its CommitLog from 0 at once), or a generous while passes.
+	_ = peer.SetReadDeadline(time.Now().Add(hsTimeout / 3))
+	var got []byte
+	buf := make([]byte, 64<<10)
+	for len(got) < 4<<20 && !bytes.Contains(got, marker) {
+		n, err := peer.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if bytes.Contains(got, marker) {
+		t.Errorf("a peer without the cluster secret received CommitLog bytes (%d bytes, the stored message among them)", len(got))
+	}
 }
 
 // compatible: with neither secret nor ACL, the name service takes a stranger's registration

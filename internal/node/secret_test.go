@@ -1,7 +1,9 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
 )
 
 const (
@@ -234,5 +237,52 @@ func TestForgedRoleChangeDoesNotCutTheStore(t *testing.T) {
 	}
 	if after, _ := groupOf(ctl); after.MasterEpoch != g.MasterEpoch {
 		t.Fatalf("epoch %d, was %d", after.MasterEpoch, g.MasterEpoch)
+	}
+}
+
+// A master and its slave that share only the cluster secret: the slave registers over TCP
+// with the proof, replicates through the HA handshake keyed by the same secret, and copies
+// the master's topics.
+func TestClusterSecretMasterSlave(t *testing.T) {
+	mo := haOpts(t, storage.AsyncMaster)
+	mo.ClusterSecret = testClusterSecret
+	m := startNode(t, mo)
+	s := startSlave(t, m, func(o *Options) {
+		o.NameServers = []string{overTCP(t, m.NameServerAddr())}
+		o.ClusterSecret = testClusterSecret
+	})
+	for i := range 10 {
+		if resp := send(t, m, m.BrokerAddr(), "SecretHA", 0, fmt.Sprint("m-", i)); resp.Code != remoting.Success {
+			t.Fatalf("send %d: %d %s", i, resp.Code, resp.Remark)
+		}
+	}
+	mst, sst := m.Broker().Store(), s.Broker().Store()
+	eventually(t, "the slave to catch up", func() bool { return sst.MaxPhyOffset() == mst.MaxPhyOffset() })
+	equalCommitLogs(t, mst, sst)
+	eventually(t, "the slave to copy topic SecretHA", func() bool {
+		topics := invoke(t, s, s.BrokerAddr(), remoting.NewRequest(remoting.GetAllTopicConfig, nil, nil))
+		return topics.Code == remoting.Success && bytes.Contains(topics.Body, []byte(`"SecretHA"`))
+	})
+	r, ok := m.NameServer().TopicRoute("SecretHA")
+	if !ok || len(r.BrokerDatas) != 1 || r.BrokerDatas[0].BrokerAddrs[1] != s.BrokerAddr() {
+		t.Fatalf("route of SecretHA does not name the slave: %+v", r)
+	}
+}
+
+// Replication takes the cluster secret unless HASecret says otherwise.
+func TestHASecretDefaultsToClusterSecret(t *testing.T) {
+	for _, tc := range []struct{ ha, cluster, want string }{
+		{"", "", ""},
+		{"", testClusterSecret, testClusterSecret},
+		{"ha-secret-of-sixteen", testClusterSecret, "ha-secret-of-sixteen"},
+	} {
+		o := Options{Listen: "127.0.0.1:10911", HASecret: tc.ha, ClusterSecret: tc.cluster}
+		ha, err := o.haOptions("127.0.0.1:10911")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ha.Secret != tc.want {
+			t.Errorf("HASecret %q, ClusterSecret %q: replication's secret %q, want %q", tc.ha, tc.cluster, ha.Secret, tc.want)
+		}
 	}
 }
