@@ -39,6 +39,7 @@
 // it is still capped (maxRemembered): past the cap the oldest are forgotten and proofs as old
 // as those are refused from then on, so forgetting never lets a replay in.
 //
-// Files: proof.go (Prover, the MAC), verify.go (Verifier, the nonce memory), codes.go (which
-// codes need a proof, the refusals).
+// Files: proof.go (Prover, the MAC), verify.go (Verifier, the nonce memory), errors.go (why a
+// proof is refused: the texts go into remarks, so they carry no package prefix), codes.go
+// (which codes need a proof, the Guard).
 package clusterauth
