@@ -76,6 +76,7 @@ type hsNodeConfig struct {
 	creds        remoting.Credentials
 	http         bool
 	allowedHosts []string
+	cluster      hsClusterConfig // the cluster suite's roles and secrets (hostile_cluster_test.go)
 }
 
 // hsNode is one running node, in-process or a child process, with what the suite checks.
@@ -249,6 +250,7 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 		Credentials:           cfg.creds,
 		HTTPAllowedHosts:      cfg.allowedHosts,
 	}
+	cfg.cluster.options(&opts)
 	if cfg.syncMaster {
 		opts.BrokerRole = mq.SyncMaster
 	}
@@ -289,9 +291,11 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 		args = append(args, "-ha-secret", cfg.haSecret)
 	}
 	args = append(args, hsReadsArgs(cfg)...)
+	args = append(args, cfg.cluster.args()...)
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), cfg.cluster.env()...)
 	if cfg.creds.SecretKey != "" {
-		cmd.Env = append(os.Environ(), "MQ_SECRET_KEY="+cfg.creds.SecretKey)
+		cmd.Env = append(cmd.Env, "MQ_SECRET_KEY="+cfg.creds.SecretKey)
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

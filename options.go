@@ -172,9 +172,12 @@ type Options struct {
 	// deployment: name servers, controllers and brokers. Each proves it on the requests only
 	// peers make (broker registration and unregistration, every controller code, the
 	// controllers' Raft traffic), so a stranger who reaches those ports cannot point routes at
-	// itself, take over a broker group or cut a store. Replication takes it when HASecret is
-	// empty. Empty speaks RocketMQ's protocol, which trusts whoever reaches those ports: then
-	// keep the name-service, controller and HA ports off untrusted networks.
+	// itself, take over a broker group or cut a store. The name service's other writes (topic
+	// deletion, write permission, KV config) need it too, or with ACL on an admin account;
+	// operators' tools take it (admin.Options.ClusterSecret, mqadmin -cluster-secret).
+	// Replication takes it when HASecret is empty. Empty speaks RocketMQ's protocol, which
+	// trusts whoever reaches those ports: then keep the name-service, controller and HA ports
+	// off untrusted networks.
 	ClusterSecret string
 	// HATLS makes replication TLS (ours; RocketMQ's HA connection is plaintext): a master's
 	// HA listener presents TLSConfig's certificate, a slave dials its master trusting

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/rebalance"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -31,6 +32,10 @@ type Options struct {
 	Transport remoting.Transport
 	// Credentials sign every request when AccessKey is set (RocketMQ ACL).
 	Credentials remoting.Credentials
+	// ClusterSecret, when set (the deployment's mq.Options.ClusterSecret), proves every
+	// request: nodes with the secret refuse controller requests without the proof, and
+	// name-service writes (DeleteTopic's) too unless ACL is on and Credentials are an admin's.
+	ClusterSecret string
 	// TLSConfig makes the Admin's own TCP client speak TLS.
 	TLSConfig *tls.Config
 	// Timeout bounds each request whose context has no earlier deadline. Default
@@ -39,6 +44,9 @@ type Options struct {
 	// Logger receives the admin's logs; nil means silent.
 	Logger *zerolog.Logger
 }
+
+// MinClusterSecretBytes is the shortest Options.ClusterSecret accepted, as the nodes'.
+const MinClusterSecretBytes = clusterauth.MinSecretBytes
 
 // MessageQueue is a queue of a topic on one broker.
 type MessageQueue = rebalance.MessageQueue
@@ -123,7 +131,8 @@ type Admin struct {
 	opts      Options
 	transport remoting.Transport
 	ownsTrans bool
-	signer    *remoting.Signer // nil without credentials
+	signer    *remoting.Signer    // nil without credentials
+	prover    *clusterauth.Prover // nil without a cluster secret
 	log       zerolog.Logger
 }
 
@@ -145,6 +154,12 @@ func New(opts Options) (*Admin, error) {
 	if opts.Credentials.AccessKey != "" {
 		a.signer = remoting.NewSigner(opts.Credentials)
 	}
+	if err := clusterauth.CheckSecret(opts.ClusterSecret); err != nil {
+		return nil, fmt.Errorf("admin: %w", err)
+	}
+	if opts.ClusterSecret != "" {
+		a.prover = clusterauth.NewProver(opts.ClusterSecret)
+	}
 	if a.transport == nil {
 		a.transport = remoting.NewClient(remoting.ClientOptions{TLSConfig: opts.TLSConfig, Logger: opts.Logger})
 		a.ownsTrans = true
@@ -160,13 +175,17 @@ func (a *Admin) Close() error {
 	return nil
 }
 
-// invoke sends req to addr, signed when the Admin has credentials, bounded by Options.Timeout
-// unless ctx ends earlier.
+// invoke sends req to addr, proven when the Admin has a cluster secret and then signed when it
+// has credentials (the signature covers the proof), bounded by Options.Timeout unless ctx ends
+// earlier.
 func (a *Admin) invoke(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
 	if d, ok := ctx.Deadline(); !ok || time.Until(d) > a.opts.Timeout {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, a.opts.Timeout)
 		defer cancel()
+	}
+	if a.prover != nil {
+		a.prover.Prove(req)
 	}
 	if a.signer != nil {
 		a.signer.Sign(req)

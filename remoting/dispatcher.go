@@ -435,7 +435,15 @@ func (e *eventQueue) close() {
 
 // Dispatch hands req to its processor's executor and returns at once. Unknown codes answer
 // REQUEST_CODE_NOT_SUPPORTED; a full executor answers SYSTEM_BUSY.
-func (d *Dispatcher) Dispatch(ch Channel, req *Command) {
+func (d *Dispatcher) Dispatch(ch Channel, req *Command) { d.dispatch(ch, req, false) }
+
+// DispatchAdmitted is Dispatch for a request the guard let through already: a default
+// processor that held a request while the node started hands it on this way once its code has
+// a processor. The guard does not check it again; a check that remembers what it saw (the
+// cluster secret's nonces) would take it for a replay.
+func (d *Dispatcher) DispatchAdmitted(ch Channel, req *Command) { d.dispatch(ch, req, true) }
+
+func (d *Dispatcher) dispatch(ch Channel, req *Command, admitted bool) {
 	d.mu.RLock()
 	e, ok := d.table[req.Code]
 	if !ok && d.def != nil {
@@ -443,7 +451,13 @@ func (d *Dispatcher) Dispatch(ch Channel, req *Command) {
 	}
 	closed := d.closed
 	if ok && !closed {
-		ok = e.ex.trySubmit(func() { d.run(e, ch, req) })
+		// Two closures rather than one capturing admitted: the common one stays as small as
+		// it was.
+		task := func() { d.run(e, ch, req, false) }
+		if admitted {
+			task = func() { d.run(e, ch, req, true) }
+		}
+		ok = e.ex.trySubmit(task)
 		d.mu.RUnlock()
 		if !ok {
 			if box := d.observer.Load(); box != nil {
@@ -491,7 +505,7 @@ func (d *Dispatcher) Serve(ch Channel, req *Command, borrowed bool) *Command {
 		d.Dispatch(ch, req)
 		return nil
 	}
-	resp := d.process(e, ch, req)
+	resp := d.process(e, ch, req, false)
 	d.inline.Done()
 	if resp == nil {
 		return nil
@@ -521,24 +535,24 @@ func (d *Dispatcher) ServeHere(ch Channel, req *Command) {
 		return
 	}
 	defer d.inline.Done()
-	d.run(e, ch, req)
+	d.run(e, ch, req, false)
 }
 
-func (d *Dispatcher) run(e processorEntry, ch Channel, req *Command) {
-	if resp := d.process(e, ch, req); resp != nil {
+func (d *Dispatcher) run(e processorEntry, ch Channel, req *Command, admitted bool) {
+	if resp := d.process(e, ch, req, admitted); resp != nil {
 		d.reply(ch, req, resp)
 	}
 }
 
 // process runs e's processor on req, turns an error into its response and reports the request
-// to the observer, if any.
-func (d *Dispatcher) process(e processorEntry, ch Channel, req *Command) *Command {
+// to the observer, if any. admitted skips the guard (DispatchAdmitted).
+func (d *Dispatcher) process(e processorEntry, ch Channel, req *Command, admitted bool) *Command {
 	box := d.observer.Load()
 	var start time.Time
 	if box != nil {
 		start = time.Now()
 	}
-	resp, err := d.safeProcess(e.p, ch, req)
+	resp, err := d.safeProcess(e.p, ch, req, admitted)
 	if err != nil {
 		resp = ErrorResponse(err)
 	}
@@ -554,14 +568,14 @@ func (d *Dispatcher) process(e processorEntry, ch Channel, req *Command) *Comman
 
 // safeProcess turns a processor panic into an error, so one bad request cannot take the node
 // down; the panic is logged since it is a bug.
-func (d *Dispatcher) safeProcess(p Processor, ch Channel, req *Command) (resp *Command, err error) {
+func (d *Dispatcher) safeProcess(p Processor, ch Channel, req *Command, admitted bool) (resp *Command, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.log.Error().Int16("code", req.Code).Interface("panic", r).Msg("processor panicked")
 			resp, err = nil, fmt.Errorf("processor panic: %v", r)
 		}
 	}()
-	if g := d.guard.Load(); g != nil && !Trusted(ch) {
+	if g := d.guard.Load(); g != nil && !admitted && !Trusted(ch) {
 		if refused := (*g)(ch, req); refused != nil {
 			return refused, nil
 		}

@@ -120,6 +120,13 @@ func init() {
 				}
 				return requires("o", "i", "Please set queueId before offset!")(e)
 			}},
+		{name: "getControllerMetaData", desc: "Get controller cluster's metadata", exec: getControllerMetaData, controller: true,
+			options: []option{{short: "a", long: "controllerAddress", usage: "the address of controller", required: true}}},
+		{name: "electMaster", desc: "Re-elect the specified broker as master", exec: electMaster, controller: true,
+			options: []option{{short: "a", long: "controllerAddress", usage: "The address of controller", required: true},
+				{short: "b", long: "brokerId", usage: "The id of the broker which requires to become master", required: true},
+				{short: "bn", long: "brokerName", usage: "The broker name of the replicas that require to be manipulated (mqadmin's -n, which here is the name server)", required: true},
+				{short: "c", long: "clusterName", usage: "the clusterName of broker", required: true}}},
 	}
 }
 

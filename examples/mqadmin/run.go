@@ -29,6 +29,7 @@ const (
 	envNameSrv  = "NAMESRV_ADDR"
 	envAK       = "MQ_ACCESS_KEY"
 	envSK       = "MQ_SECRET_KEY"
+	envSecret   = "MQ_CLUSTER_SECRET"
 	toolTimeout = admin.DefaultTimeout
 )
 
@@ -45,6 +46,8 @@ type command struct {
 	options    []option
 	// check validates option combinations beyond required ones; an error is a usage error.
 	check func(e *env) error
+	// controller: the command talks to a controller (-a) and needs no name server.
+	controller bool
 	// exec runs the command and returns the value -json prints and the table printer.
 	exec func(ctx context.Context, e *env) (result any, text func(io.Writer), err error)
 }
@@ -58,6 +61,7 @@ type env struct {
 
 	nameServers []string
 	creds       remoting.Credentials
+	secret      string
 	tlsConfig   *tls.Config
 	timeout     time.Duration
 	admin       *admin.Admin
@@ -118,6 +122,7 @@ var commonOptions = []option{
 	{short: "n", long: "namesrvAddr", usage: "Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' (default $" + envNameSrv + ")"},
 	{short: "ak", long: "accessKey", usage: "ACL access key (default $" + envAK + ")"},
 	{short: "sk", long: "secretKey", usage: "ACL secret key (default $" + envSK + ")"},
+	{short: "cluster-secret", usage: "the deployment's cluster secret, which controller commands and name-service writes need where the nodes have one (default $" + envSecret + ", which ps does not show)"},
 	{short: "tls", usage: "connect with TLS", boolean: true},
 	{short: "tls-ca", usage: "PEM file of the CAs that sign the servers' certificates (implies -tls)"},
 	{short: "timeout", usage: "per-request timeout, eg 5s (default RocketMQ admin's 5s)"},
@@ -271,8 +276,19 @@ func (e *env) configure() error {
 			e.nameServers = append(e.nameServers, a)
 		}
 	}
+	if len(e.nameServers) == 0 && e.cmd.controller {
+		// The admin client wants a name server; controllers are name servers.
+		e.nameServers = []string{e.str("a")}
+	}
 	if len(e.nameServers) == 0 {
 		return fmt.Errorf("no name server: give -n or set $%s", envNameSrv)
+	}
+	e.secret = e.str("cluster-secret")
+	if e.secret == "" {
+		e.secret = os.Getenv(envSecret)
+	}
+	if e.secret != "" && len(e.secret) < admin.MinClusterSecretBytes {
+		return fmt.Errorf("the cluster secret has %d bytes, want at least %d", len(e.secret), admin.MinClusterSecretBytes)
 	}
 	e.creds = remoting.Credentials{AccessKey: e.str("ak"), SecretKey: e.str("sk")}
 	if e.creds.AccessKey == "" {
@@ -314,8 +330,8 @@ func (e *env) adminClient() (*admin.Admin, error) {
 		return e.admin, nil
 	}
 	silent := zerolog.Nop()
-	a, err := admin.New(admin.Options{NameServers: e.nameServers, Credentials: e.creds, TLSConfig: e.tlsConfig,
-		Timeout: e.timeout, Logger: &silent})
+	a, err := admin.New(admin.Options{NameServers: e.nameServers, Credentials: e.creds, ClusterSecret: e.secret,
+		TLSConfig: e.tlsConfig, Timeout: e.timeout, Logger: &silent})
 	if err != nil {
 		return nil, err
 	}

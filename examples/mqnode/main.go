@@ -11,6 +11,10 @@
 // With MQ_HA_SECRET (or -ha-secret) set to the same value of 16 bytes or more on both, only a
 // slave that knows it is served.
 //
+// With MQ_CLUSTER_SECRET (or -cluster-secret) set to the same value of 16 bytes or more on every
+// process of a deployment, only its own processes may register brokers, make controller
+// requests and, unless -ha-secret says otherwise, replicate.
+//
 // ACL from RocketMQ's plain_acl.yml (reloaded when the file changes) and TLS on the same port:
 //
 //	go run ./examples/mqnode -acl plain_acl.yml -tls-mode enforcing -tls-cert server.crt -tls-key server.key
@@ -45,6 +49,10 @@ const haSecretEnv = "MQ_HA_SECRET"
 // secretKeyEnv carries the secret key of -access-key, for the same reason.
 const secretKeyEnv = "MQ_SECRET_KEY"
 
+// clusterSecretEnv carries the cluster secret when -cluster-secret is not given, for the same
+// reason.
+const clusterSecretEnv = "MQ_CLUSTER_SECRET"
+
 func firstNonEmpty(a, b string) string {
 	if a != "" {
 		return a
@@ -68,6 +76,7 @@ func run(args []string) error {
 		haListen       = fs.String("ha-listen", "", "master: replication listener `HOST:PORT` (default: the broker port + 1)")
 		masterHA       = fs.String("master-ha", "", "slave: the master's replication address `HOST:PORT` (default: learned from the name service)")
 		haSecret       = fs.String("ha-secret", "", "master and slave: shared replication `SECRET` (16+ bytes; default: $MQ_HA_SECRET, which ps does not show)")
+		clusterSecret  = fs.String("cluster-secret", "", "every process of the deployment: shared `SECRET` (16+ bytes) its processes prove on registration, controller and (without -ha-secret) replication traffic (default: $MQ_CLUSTER_SECRET, which ps does not show)")
 		slaveRead      = fs.Bool("slave-read", false, "master: send consumers that fall far behind to the slave (slaveReadEnable)")
 		maxConns       = fs.Int("max-connections", 0, "most connections each listener keeps open (default 10,000)")
 		brokerIP       = fs.String("broker-ip", "", "`IP` clients are told to dial (default: the listener's host)")
@@ -127,6 +136,7 @@ func run(args []string) error {
 		HAListen:          *haListen,
 		MasterHA:          *masterHA,
 		HASecret:          firstNonEmpty(*haSecret, os.Getenv(haSecretEnv)),
+		ClusterSecret:     firstNonEmpty(*clusterSecret, os.Getenv(clusterSecretEnv)),
 		SlaveReadEnable:   *slaveRead,
 		MaxConnections:    *maxConns,
 		Logger:            &log,
@@ -190,10 +200,31 @@ func run(args []string) error {
 		started = started.Str("controller", node.NameServerAddr()).Str("controller_raft", opts.ControllerRaftListen)
 	}
 	started.Msg("mqnode started")
+	warnExposed(&log, opts, node)
 
 	s := <-sig
 	log.Info().Str("component", "mqnode").Str("signal", s.String()).Msg("shutting down")
 	return errors.Join(web.close(), node.Close())
+}
+
+// warnExposed warns, in controller mode without a cluster secret, that whoever reaches the
+// name-service, controller or HA ports can take over a broker group: RocketMQ's protocol
+// trusts them.
+func warnExposed(log *zerolog.Logger, opts mq.Options, node *mq.Node) {
+	if opts.ClusterSecret != "" || opts.ControllerID == "" && len(opts.ControllerAddrs) == 0 {
+		return
+	}
+	var private []string
+	for _, addr := range []string{node.NameServerAddr(), opts.ControllerRaftListen, node.HAAddr()} {
+		if addr != "" {
+			private = append(private, addr)
+		}
+	}
+	if len(opts.ControllerAddrs) > 0 {
+		private = append(private, opts.ControllerAddrs...)
+	}
+	log.Warn().Str("component", "mqnode").Strs("keep_private", private).
+		Msg("controller mode without -cluster-secret: anyone who reaches the name-service, controller (remoting and Raft) or HA ports can register brokers, become a group's master and make a master cut its CommitLog; keep those ports on a private network or set $" + clusterSecretEnv + " on every process")
 }
 
 // securityFlags applies -acl, -access-key and the TLS flags to opts.

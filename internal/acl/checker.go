@@ -203,6 +203,18 @@ func (a *account) refuseNeed(n need) *remoting.Command {
 	return refuse("AccessKey=" + a.accessKey + " has no " + n.perm.String() + " permission on " + kind + " " + n.name)
 }
 
+// SignedByAdmin reports whether req carries a valid signature of an admin account. The
+// cluster secret's guard asks it: with ACL on, an admin may make the name-service writes that
+// otherwise need the secret's proof. White addresses do not count: they skip signing, and say
+// nothing about who sent the request.
+func (c *Checker) SignedByAdmin(req *remoting.Command) bool {
+	a := c.accounts[req.ExtFields[remoting.ExtAccessKey]]
+	if a == nil || !a.admin || req.ExtFields[remoting.ExtSignature] == "" {
+		return false
+	}
+	return a.signer.Verify(req)
+}
+
 // owned is the account's perm on n's resource: the one listed, else the default.
 func (a *account) owned(n need) perm {
 	if n.group {
@@ -250,6 +262,12 @@ func (g *Guard) Refused() uint64 { return g.refused.Load() }
 
 // Store puts c in effect for every request checked from now on; nil turns ACL off.
 func (g *Guard) Store(c *Checker) { g.checker.Store(c) }
+
+// SignedByAdmin is Checker.SignedByAdmin with the Checker in effect; false when ACL is off.
+func (g *Guard) SignedByAdmin(req *remoting.Command) bool {
+	c := g.checker.Load()
+	return c != nil && c.SignedByAdmin(req)
+}
 
 // Check is Checker.Check with the Checker in effect and the channel's peer address; its method
 // value is a remoting.Guard.

@@ -218,6 +218,11 @@ func TestAdminCodes(t *testing.T) {
 		remoting.PutKVConfig, remoting.DeleteKVConfig, remoting.RegisterBroker, remoting.UnregisterBroker,
 		remoting.WipeWritePermOfBroker, remoting.DeleteTopicInNamesrv, remoting.RegisterTopicInNamesrv,
 		codeUpdateNamesrvConfig, codeAddWritePermOfBroker,
+		// Not in RocketMQ: the controller's codes decide masters and where stores are cut.
+		remoting.BrokerHeartbeat, remoting.ControllerAlterSyncStateSet, remoting.ControllerElectMaster,
+		remoting.ControllerRegisterBroker, remoting.ControllerGetReplicaInfo, remoting.ControllerGetMetadataInfo,
+		remoting.ControllerGetSyncStateData, remoting.GetBrokerEpochCache, remoting.CleanBrokerData,
+		remoting.ControllerGetNextBrokerID, remoting.ControllerApplyBrokerID,
 	} {
 		if resp := c.Check(elsewhere, signed(producer, code, map[string]string{"x": "1"}, nil)); resp == nil || !strings.Contains(resp.Remark, "needs admin") {
 			t.Errorf("code %d by a non-admin account: %v", code, resp)
@@ -225,6 +230,34 @@ func TestAdminCodes(t *testing.T) {
 		if resp := c.Check(elsewhere, signed(operator, code, map[string]string{"x": "1"}, nil)); resp != nil {
 			t.Errorf("code %d by an admin account: %q", code, resp.Remark)
 		}
+	}
+}
+
+// TestSignedByAdmin: what the cluster secret's guard accepts instead of a proof for a
+// name-service write: a valid signature of an admin account, nothing less.
+func TestSignedByAdmin(t *testing.T) {
+	c := testChecker(t)
+	del := func() map[string]string { return map[string]string{"topic": "t"} }
+	for _, tc := range []struct {
+		name string
+		req  *remoting.Command
+		want bool
+	}{
+		{"admin", signed(operator, remoting.DeleteTopicInNamesrv, del(), nil), true},
+		{"admin with perms listed", signed(scoped, remoting.DeleteTopicInNamesrv, del(), nil), true},
+		{"not admin", signed(producer, remoting.DeleteTopicInNamesrv, del(), nil), false},
+		{"admin, bad signature", withSignature(signed(operator, remoting.DeleteTopicInNamesrv, del(), nil), "AAAA"), false},
+		{"admin, no signature", withoutSignature(signed(operator, remoting.DeleteTopicInNamesrv, del(), nil)), false},
+		{"admin's key, wrong secret", signed(remoting.Credentials{AccessKey: operator.AccessKey, SecretKey: "12345678"}, remoting.DeleteTopicInNamesrv, del(), nil), false},
+		{"unsigned", unsigned(remoting.DeleteTopicInNamesrv, del()), false},
+	} {
+		if got := c.SignedByAdmin(tc.req); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	var g Guard
+	if g.SignedByAdmin(signed(operator, remoting.DeleteTopicInNamesrv, del(), nil)) {
+		t.Error("a guard with ACL off vouched for an admin")
 	}
 }
 

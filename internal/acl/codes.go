@@ -25,6 +25,9 @@ const (
 	codeGetNamesrvConfig             int16 = 319
 	codeAddWritePermOfBroker         int16 = 327
 	codeDeleteExpiredCommitLog       int16 = 329
+	// CONTROLLER_ALTER_SYNC_STATE_SET to CONTROLLER_APPLY_BROKER_ID.
+	codeFirstController int16 = 1001
+	codeLastController  int16 = 1013
 )
 
 // codeClass is what Check asks of a request code.
@@ -43,6 +46,13 @@ const (
 // classify sorts request codes. Every code not listed is a broker code, so a code this
 // package has not heard of still needs a signature.
 func classify(code int16) codeClass {
+	// RocketMQ 5's controller codes (GET_BROKER_EPOCH_CACHE, which brokers serve, among them)
+	// and BROKER_HEARTBEAT: only the deployment's brokers and its operators make them, and
+	// they decide which replica is master and where a store is cut. Not in RocketMQ, whose ACL
+	// leaves them to any signed account.
+	if code == remoting.BrokerHeartbeat || code >= codeFirstController && code <= codeLastController {
+		return classAdmin
+	}
 	switch code {
 	// Name-service reads. RocketMQ's name server has no ACL at all: clients without
 	// credentials fetch routes from it, and so may they here.

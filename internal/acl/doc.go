@@ -18,6 +18,8 @@
 // Where this differs from RocketMQ 4.9 (each is marked "not in RocketMQ 4.9" at its place):
 //   - name-service writes (REGISTER_BROKER, DELETE_TOPIC_IN_NAMESRV, the KV config, ...) need
 //     an admin account; RocketMQ's name server checks nothing. Name-service reads stay open.
+//   - the controller's codes (BROKER_HEARTBEAT, 1001-1013, GET_BROKER_EPOCH_CACHE among them)
+//     need an admin account: they decide which replica is master and where a store is cut;
 //   - more admin codes, and resources for SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE(_V2),
 //     QUERY_CONSUMER_OFFSET and LOCK_BATCH_MQ/UNLOCK_BATCH_MQ (codes.go);
 //   - a send to a retry topic also needs SUB on the group it belongs to;

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -46,8 +47,9 @@ type Node struct {
 	restartMu sync.Mutex
 	unrouteHA func() // forgets the slave's faulty dial route (faults.go), or nil
 	servers   []*endpoint
-	acl       *acl.Guard    // nil: ACL off
-	ready     chan struct{} // closed once started: requests held during the start go on
+	acl       *acl.Guard         // nil: ACL off
+	secret    *clusterauth.Guard // nil: no ClusterSecret
+	ready     chan struct{}      // closed once started: requests held during the start go on
 
 	http httpState
 
@@ -97,6 +99,9 @@ func newNode(opts Options) (*Node, error) {
 	if err := n.loadACL(); err != nil {
 		return nil, err
 	}
+	if opts.ClusterSecret != "" {
+		n.secret = clusterauth.NewGuard(opts.ClusterSecret)
+	}
 	separate := opts.NameServerListen != "" && opts.BrokerListen != ""
 	switch {
 	case !opts.DisableNameServer && !opts.DisableBroker && !separate:
@@ -123,8 +128,8 @@ func newNode(opts Options) (*Node, error) {
 
 func (n *Node) newEndpoint(role, addr string) *endpoint {
 	d := remoting.NewDispatcher(n.opts.Logger)
-	if n.acl != nil {
-		d.SetGuard(n.acl.Check)
+	if g := n.guard(); g != nil {
+		d.SetGuard(g)
 	}
 	srv := remoting.NewServer(d, n.opts.serverOptions(addr))
 	// Codes nobody serves: while the node starts (the broker registers its processors once
@@ -158,7 +163,9 @@ func (n *Node) newEndpoint(role, addr string) *endpoint {
 			return remoting.NewResponse(remoting.RequestCodeNotSupported,
 				fmt.Sprintf(" request type %d not supported", req.Code)), nil
 		}
-		d.Dispatch(ch, req)
+		// The guard saw it on its way here: it must not see it again (the cluster secret's
+		// nonces would call it a replay).
+		d.DispatchAdmitted(ch, req)
 		return nil, nil
 	}), ex)
 	return &endpoint{role: role, d: d, srv: srv}
@@ -219,12 +226,11 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if n.opts.TLSClientEnable {
 		copts.TLSConfig = n.opts.clientTLS()
 	}
-	if !n.opts.Credentials.IsZero() {
-		copts.Hooks = []remoting.RPCHook{remoting.SigningHook(n.opts.Credentials)}
-	}
+	copts.Hooks = n.opts.proveHooks()
 	n.brokerTr = remoting.NewInProcTransport(lookupLocal, remoting.NewClient(copts), 0)
 	// The broker's requests to nodes of this process (its own name service among them) pass
-	// their guards; those over TCP are signed with Options.Credentials.
+	// their guards; those over TCP (registration, controllers, the master's metadata and
+	// epochs) carry the cluster proof and are signed with Options.Credentials.
 	n.brokerTr.Trust()
 	n.faultTransport()
 	bo, err := n.opts.brokerOptions(ep.srv.Addr(), n.brokerNameServers(), n.brokerTr)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mqgo/mq/acl"
 	aclcheck "github.com/mqgo/mq/internal/acl"
+	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
@@ -231,6 +232,9 @@ func (o Options) validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("mq: %s %q: %w", name, addr, err))
 		}
+	}
+	if err := clusterauth.CheckSecret(o.ClusterSecret); err != nil {
+		errs = append(errs, fmt.Errorf("mq: %w", err))
 	}
 	if o.ACL != nil && o.ACLFile != "" {
 		errs = append(errs, errors.New("mq: ACL and ACLFile exclude each other"))

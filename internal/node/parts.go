@@ -154,7 +154,7 @@ func (o Options) haOptions(bound string) (broker.HAOptions, error) {
 		SyncFlushTimeout:      o.HASyncFlushTimeout,
 		TransferWaitInterval:  o.HATransferWaitInterval,
 		ReconnectInterval:     o.HAReconnectInterval,
-		Secret:                o.HASecret,
+		Secret:                firstNonEmpty(o.HASecret, o.ClusterSecret),
 		MasterTLS:             o.haMasterTLS(),
 		SlaveTLS:              o.haSlaveTLS(),
 	}, nil
