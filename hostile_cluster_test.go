@@ -78,7 +78,13 @@ const (
 )
 
 func (c hsClusterConfig) options(o *mq.Options) {
-	o.ClusterSecret, o.ACLFile = c.secret, c.aclFile
+	// Only what is set: the rows of other suites give ACL through hsNodeConfig.
+	if c.secret != "" {
+		o.ClusterSecret = c.secret
+	}
+	if c.aclFile != "" {
+		o.ACLFile = c.aclFile
+	}
 	if c.accessKey != "" {
 		o.Credentials = mq.Credentials{AccessKey: c.accessKey, SecretKey: c.secretKey}
 	}
