@@ -119,9 +119,9 @@ func (c *Controller) startRaft() (err error) {
 	if err != nil {
 		return fmt.Errorf("controller: Peers[%q]: %w", c.opts.ID, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(c.opts.RaftListen, advertise, transportPool, transportTimeout, hl)
+	trans, err := c.newTransport(advertise, hl)
 	if err != nil {
-		return fmt.Errorf("controller: raft listen %s: %w", c.opts.RaftListen, err)
+		return err
 	}
 	c.transport = trans
 	defer func() {
