@@ -126,6 +126,7 @@ func run(args []string) error {
 		HAListen:          *haListen,
 		MasterHA:          *masterHA,
 		HASecret:          firstNonEmpty(*haSecret, os.Getenv(haSecretEnv)),
+		ClusterSecret:     os.Getenv("MQ_CLUSTER_SECRET"),
 		SlaveReadEnable:   *slaveRead,
 		MaxConnections:    *maxConns,
 		Logger:            &log,
