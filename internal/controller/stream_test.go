@@ -172,6 +172,11 @@ func TestAuthStreamCarriesRaft(t *testing.T) {
 	if got := <-snapshots; got != sha256.Sum256(data) {
 		t.Fatal("the snapshot arrived changed")
 	}
+	// A connection left in ta's pool, which NetworkTransport.Close does not close: the
+	// streams' Close must, or tb's handler of it would wait on it for ever.
+	if err := ta.AppendEntries("b", target, &raft.AppendEntriesRequest{Term: 4}, &ae); err != nil || !ae.Success {
+		t.Fatalf("AppendEntries: %+v, %v", ae, err)
+	}
 
 	close(stop)
 	served.Wait()
