@@ -7,6 +7,10 @@
 // of the brokers that heartbeat to it (brokers heartbeat to every controller, as RocketMQ's do),
 // and only the leader acts on it, after giving every broker a fresh deadline when it takes
 // over.
+//
+// With a cluster secret (Options.Secret, at least MinSecretBytes) every Raft connection proves
+// it at both ends before Raft reads a byte (stream.go); without one, whoever reaches the Raft
+// port can rewrite the state, so that port must stay private.
 package controller
 
 import (
