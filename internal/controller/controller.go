@@ -7,6 +7,10 @@
 // of the brokers that heartbeat to it (brokers heartbeat to every controller, as RocketMQ's do),
 // and only the leader acts on it, after giving every broker a fresh deadline when it takes
 // over.
+//
+// With a cluster secret (Options.Secret, at least MinSecretBytes) every Raft connection proves
+// it at both ends before Raft reads a byte (stream.go); without one, whoever reaches the Raft
+// port can rewrite the state, so that port must stay private.
 package controller
 
 import (
@@ -119,9 +123,9 @@ func (c *Controller) startRaft() (err error) {
 	if err != nil {
 		return fmt.Errorf("controller: Peers[%q]: %w", c.opts.ID, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(c.opts.RaftListen, advertise, transportPool, transportTimeout, hl)
+	trans, err := c.newTransport(advertise, hl)
 	if err != nil {
-		return fmt.Errorf("controller: raft listen %s: %w", c.opts.RaftListen, err)
+		return err
 	}
 	c.transport = trans
 	defer func() {

@@ -79,6 +79,7 @@ type cluster struct {
 	peers   map[string]string
 	dirs    map[string]string
 	unclean bool
+	tune    []func(*Options) // applied to every controller's options before New
 
 	mu    sync.Mutex
 	ctrls map[string]*Controller
@@ -87,10 +88,10 @@ type cluster struct {
 	runs  map[string]chan struct{}
 }
 
-func newCluster(t *testing.T, n int, onDisk, unclean bool) *cluster {
+func newCluster(t *testing.T, n int, onDisk, unclean bool, tune ...func(*Options)) *cluster {
 	t.Helper()
 	addrs := freeAddrs(t, n)
-	c := &cluster{t: t, peers: map[string]string{}, dirs: map[string]string{}, unclean: unclean,
+	c := &cluster{t: t, peers: map[string]string{}, dirs: map[string]string{}, unclean: unclean, tune: tune,
 		ctrls: map[string]*Controller{}, disps: map[string]*remoting.Dispatcher{},
 		stops: map[string]context.CancelFunc{}, runs: map[string]chan struct{}{}}
 	for i := range n {
@@ -116,7 +117,7 @@ func ctrlAddr(id string) string { return "ctrl-" + id }
 
 func (c *cluster) start(id string) {
 	c.t.Helper()
-	ctl, err := New(Options{
+	opts := Options{
 		ID: id, Peers: c.peers, RaftListen: c.peers[id], Advertise: ctrlAddr(id), Dir: c.dirs[id],
 		ScanNotActiveBrokerInterval: 20 * time.Millisecond,
 		BrokerHeartbeatTimeout:      testBrokerHeartbeatTimeout,
@@ -127,7 +128,11 @@ func (c *cluster) start(id string) {
 		LeaderLeaseTimeout:          50 * time.Millisecond,
 		CommitTimeout:               5 * time.Millisecond,
 		Logger:                      testLogger(c.t),
-	})
+	}
+	for _, f := range c.tune {
+		f(&opts)
+	}
+	ctl, err := New(opts)
 	if err != nil {
 		c.t.Fatalf("start %s: %v", id, err)
 	}
