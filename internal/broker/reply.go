@@ -174,7 +174,7 @@ func (b *Broker) pushReply(ctx context.Context, from remoting.Channel, h *protoc
 	case replyTooManyPushes:
 		b.log.Debug().Str("client_id", clientID).Msg("reply message for a client that acknowledges no pushes")
 		a.pushed(fmt.Sprintf("push reply message to %s fail: %d replies pushed to its connection still wait for "+
-			"its acknowledgement, try again later", clientID, b.replies.maxPushesPerConn))
+			"its acknowledgement, try again later", clientID, t.limit))
 		return
 	}
 	now := time.Now().UnixMilli()
@@ -203,7 +203,7 @@ func (b *Broker) pushReply(ctx context.Context, from remoting.Channel, h *protoc
 		}
 		a.pushed("")
 	}
-	pctx, cancel := context.WithTimeout(ctx, replyPushTimeout)
+	pctx, cancel := context.WithTimeout(ctx, t.timeout)
 	err := t.ch.InvokeAsync(pctx, remoting.NewRequest(remoting.PushReplyMessageToClient, remoting.EncodeHeader(&ph), body),
 		func(resp *remoting.Command, err error) {
 			cancel()

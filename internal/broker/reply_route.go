@@ -2,6 +2,7 @@ package broker
 
 import (
 	"container/heap"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,8 +101,9 @@ type replyRoutes struct {
 	// holdExpiry is how long a hold lasts without a request or heartbeat from its holder
 	// (ChannelExpiredTimeout).
 	holdExpiry time.Duration
-	// The bounds, fields so tests can lower them.
+	// The bounds and the push timeout, fields so tests can lower them (under mu).
 	maxPerConn, maxRoutes, maxPushesPerConn, maxHoldsPerConn, maxHolds int
+	pushTimeout                                                        time.Duration
 
 	mu      sync.Mutex
 	routes  map[replyKey]*replyRoute
@@ -114,7 +116,7 @@ func newReplyRoutes(now func() time.Time, holdExpiry time.Duration) *replyRoutes
 	return &replyRoutes{now: now, holdExpiry: holdExpiry,
 		maxPerConn: DefaultMaxReplyRoutesPerConnection, maxRoutes: DefaultMaxReplyRoutes,
 		maxPushesPerConn: DefaultMaxReplyPushesPerConnection,
-		maxHoldsPerConn:  maxClientIDsPerConnection, maxHolds: maxClientIDHolds,
+		maxHoldsPerConn:  maxClientIDsPerConnection, maxHolds: maxClientIDHolds, pushTimeout: replyPushTimeout,
 		routes: map[replyKey]*replyRoute{}, conns: map[uint64]*replyConn{}, holders: map[string]*clientHold{}}
 }
 
@@ -138,8 +140,8 @@ const replyMessageType = "reply"
 
 // routeLife reads a request's TTL (milliseconds) into the life of its route.
 func routeLife(ttl string) time.Duration {
-	ms, err := strconv.ParseInt(ttl, 10, 64)
-	if err != nil || ms <= 0 {
+	ms, err := strconv.ParseInt(ttl, 10, 64) // out of range: the extreme, with ErrRange
+	if err != nil && !errors.Is(err, strconv.ErrRange) || ms <= 0 {
 		return minReplyRouteLife
 	}
 	if ms >= int64(maxReplyRouteLife/time.Millisecond) {
@@ -316,9 +318,11 @@ func (r *replyRoutes) dropLocked(id uint64) {
 
 // replyTarget is where one reply is pushed, with what the push must give back when it ends.
 type replyTarget struct {
-	ch    remoting.Channel
-	conn  *replyConn
-	route *replyRoute // nil when found by the client id's holder
+	ch      remoting.Channel
+	conn    *replyConn
+	route   *replyRoute // nil when found by the client id's holder
+	timeout time.Duration
+	limit   int // maxPushesPerConn, for the remark of a refusal
 }
 
 // Why a reply has no target.
@@ -353,9 +357,10 @@ func (r *replyRoutes) target(corr, clientID string) (replyTarget, replyMiss) {
 		t = replyTarget{ch: h.conn.ch, conn: h.conn}
 	}
 	if t.conn.pushes >= r.maxPushesPerConn {
-		return replyTarget{}, replyTooManyPushes
+		return replyTarget{limit: r.maxPushesPerConn}, replyTooManyPushes
 	}
 	t.conn.pushes++
+	t.timeout = r.pushTimeout
 	return t, replyFound
 }
 
