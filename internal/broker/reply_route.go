@@ -91,6 +91,7 @@ type replyConn struct {
 
 // clientHold is the connection holding a client id for replies (point 2 above).
 type clientHold struct {
+	id       string // the key it is held under (a copy of no request's buffer)
 	conn     *replyConn
 	lastSeen time.Time
 }
@@ -219,13 +220,13 @@ func (r *replyRoutes) claimLocked(ch remoting.Channel, clientID string, now time
 		c = r.connLocked(ch)
 	}
 	if h != nil {
-		h.conn.holds = removeString(h.conn.holds, clientID)
+		h.conn.holds = removeString(h.conn.holds, h.id)
 		h.conn, h.lastSeen = c, now
 	} else {
-		clientID = strings.Clone(clientID)
-		r.holders[clientID] = &clientHold{conn: c, lastSeen: now}
+		h = &clientHold{id: strings.Clone(clientID), conn: c, lastSeen: now}
+		r.holders[h.id] = h
 	}
-	c.holds = append(c.holds, clientID)
+	c.holds = append(c.holds, h.id)
 }
 
 func removeString(list []string, s string) []string {
