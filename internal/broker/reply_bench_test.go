@@ -13,6 +13,7 @@ import (
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
 )
 
 // BenchmarkRequestReplyTCP measures the broker's side of one request-reply round over TCP: the
@@ -24,7 +25,15 @@ import (
 func BenchmarkRequestReplyTCP(b *testing.B) {
 	for _, concurrent := range []int{1, 16} {
 		b.Run(fmt.Sprintf("concurrent=%d", concurrent), func(b *testing.B) {
-			env := benchBroker(b)
+			// benchBroker's, with RocketMQ's channel expiry: the test harness expires a
+			// registration after a second and closes its connection.
+			env := startTestBroker(b, func(o *Options) {
+				l := zerolog.Nop()
+				o.Logger = &l
+				o.Store.SegmentBytes = 128 << 20
+				o.Store.ConsumeQueueUnits = 0
+				o.ChannelExpiredTimeout = DefaultChannelExpiredTimeout
+			})
 			env.topics.update(TopicConfig{TopicName: "BenchRequests", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
 			const clientID = "127.0.0.1@bench-requester"
 			requester := remoting.NewClient(remoting.ClientOptions{})
