@@ -11,7 +11,12 @@ import (
 
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/mqtest"
 	"github.com/mqgo/mq/producer"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
 	"github.com/rs/zerolog"
 )
 
@@ -164,5 +169,80 @@ func TestReplyMisuse(t *testing.T) {
 	}
 	if err := p.RequestAsync(context.Background(), producer.NewMessage("T", []byte("x")), nil); !errors.Is(err, producer.ErrInvalidMessage) {
 		t.Fatalf("RequestAsync without a callback: %v", err)
+	}
+}
+
+// A request stored on one broker whose reply the replier sends to another broker of the
+// cluster (its reply topic lives on every broker): the other broker knows the requester only
+// by its heartbeats, and the request topic's route names only the first broker. Our Request
+// fetches the route of the cluster's reply topic first, so the requester has heartbeated the
+// other broker before its first request leaves, right after the producer started.
+func TestRequestReplyAcrossBrokers(t *testing.T) {
+	c := mqtest.StartCluster(t, mqtest.Config{BrokerGroups: 2})
+	const topic = "OnBrokerA"
+	a, b := c.Master(0), c.Master(1)
+	if resp := adminRequest(t, a.Current(), nil, remoting.Credentials{}, createTopicRequest(topic)); resp.Code != remoting.Success {
+		t.Fatalf("create %s on %s: %d %s", topic, a, resp.Code, resp.Remark)
+	}
+	rc := remoting.NewClient(remoting.ClientOptions{})
+	t.Cleanup(func() { rc.Close() })
+	mqtest.Eventually(t, topic+" routable", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := rc.InvokeSync(ctx, c.NameServerAddrs()[0], route.BuildGetRouteInfo(topic))
+		return err == nil && resp.Code == remoting.Success
+	})
+
+	// The replier answers each request through broker b, which did not store it.
+	replyErrs := make(chan string, 16)
+	replier := c.NewPushConsumer(consumer.WithGroup("cross-replier"))
+	err := replier.Subscribe(topic, "*", func(ctx context.Context, msgs []*consumer.Message) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			h := protocol.SendMessageRequestHeader{ProducerGroup: "cross-replier-pg",
+				Topic: m.Properties[message.PropertyCluster] + "_REPLY_TOPIC", DefaultTopic: "TBW102",
+				DefaultTopicQueueNums: 4, BornTimestamp: time.Now().UnixMilli(),
+				Properties: message.MarshalProperties(map[string]string{message.PropertyMsgType: "reply",
+					message.PropertyCorrelationID: m.Properties[message.PropertyCorrelationID],
+					message.PropertyReplyToClient: m.Properties[message.PropertyReplyToClient],
+					message.PropertyTTL:           m.Properties[message.PropertyTTL]})}
+			req := remoting.NewRequest(remoting.SendReplyMessageV2, remoting.EncodeHeader((*protocol.SendMessageRequestHeaderV2)(&h)),
+				append([]byte("re: "), m.Body...))
+			resp, err := rc.InvokeSync(ctx, b.Current().BrokerAddr(), req)
+			if err == nil && resp.Code != remoting.Success {
+				err = fmt.Errorf("%s %q", remoting.ResponseCodeName(resp.Code), resp.Remark)
+			}
+			if err != nil {
+				select {
+				case replyErrs <- err.Error():
+				default:
+				}
+			}
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replier.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	p := c.NewProducer(producer.WithGroup("cross-requester-pg"))
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		body := fmt.Sprintf("across-%d", i)
+		reply, err := p.Request(ctx, producer.NewMessage(topic, []byte(body)))
+		cancel()
+		if err != nil {
+			select {
+			case e := <-replyErrs:
+				t.Fatalf("request %s: %v (broker b answered the replier: %s)", body, err, e)
+			default:
+				t.Fatalf("request %s: %v", body, err)
+			}
+		}
+		if string(reply.Body) != "re: "+body || reply.StoreHost != b.Current().BrokerAddr() {
+			t.Fatalf("reply %q stored by %s, want %q by %s", reply.Body, reply.StoreHost, "re: "+body, b.Current().BrokerAddr())
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 // Issue 14's request-reply across clients: the official Go client's Request and RequestAsync
 // answered through our broker by our replier and by the official one, and our Request answered
 // by the official replier. The broker pushes every reply with PUSH_REPLY_MESSAGE_TO_CLIENT to
-// the requesting connection.
+// the connection that sent its request.
 
 // ourReplier answers every message of topic with "re: <body>", with our consumer and producer.
 func ourReplier(t *testing.T, n *mq.Node, topic string) {
@@ -81,17 +81,12 @@ func officialReplier(t *testing.T, n *mq.Node, topic string) {
 	t.Cleanup(func() { c.Shutdown() })
 }
 
-// officialRequester is an official producer whose client the broker knows at once. The official
-// Go client heartbeats 1 s after it starts, then every 30 s, and its Request sends one only for
-// a topic the name server does not know: a producer that has not met the broker by its first
-// heartbeat could not be answered for 30 s. A push consumer of the same client id (one client
-// instance in the official library) starting afterwards fetches a route and heartbeats,
-// producer group included.
+// officialRequester is a plain official producer. It needs nothing to be answered at once: the
+// broker pushes each reply to the connection its request came on (request_start_test.go).
 func officialRequester(t *testing.T, n *mq.Node) rocketmq.Producer {
 	t.Helper()
-	instance := uniqueInstance(t.Name() + "-requester")
 	p, err := rocketmq.NewProducer(producer.WithNsResolver(resolver(n)), producer.WithGroupName("official-requester-pg"),
-		producer.WithInstanceName(instance))
+		producer.WithInstanceName(uniqueInstance(t.Name()+"-requester")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,23 +94,6 @@ func officialRequester(t *testing.T, n *mq.Node) rocketmq.Producer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Shutdown() })
-	createTopic(t, n, "RequesterSide", 1)
-	c, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(resolver(n)), consumer.WithGroupName("official-requester-cg"),
-		consumer.WithInstance(instance))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Subscribe("RequesterSide", consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
-		func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			return consumer.ConsumeSuccess, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown() })
 	return p
 }
 

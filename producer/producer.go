@@ -27,6 +27,8 @@ type Producer struct {
 
 	pubMu sync.RWMutex
 	pubs  map[string]*publishInfo // wire topic -> queues
+	// replyClusters are the clusters whose reply topic a request asked the route of (request.go).
+	replyClusters sync.Map
 
 	// life guards closed against the count of inflight: a send registers under the read lock,
 	// Close flips closed under the write lock and then waits for drained, which the send that

@@ -15,12 +15,14 @@ import (
 
 	"github.com/mqgo/mq/internal/client"
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 )
 
 // Request-reply (RocketMQ 4.x DefaultMQProducer.request): the request is an ordinary message
 // carrying CORRELATION_ID, REPLY_TO_CLIENT (this client's id) and TTL; a consumer answers it
 // with a reply (consumer.NewReplyMessage) sent by SendReply; the broker pushes the reply to this
-// client, whose instance hands it to the waiting request by its correlation id.
+// client (to the connection the request went on, when the reply reaches the broker that stored
+// the request), whose instance hands it to the waiting request by its correlation id.
 
 // DefaultRequestTimeout is how long a request waits for its reply when ctx has no deadline
 // (RocketMQ's request timeout, 3 s).
@@ -96,23 +98,21 @@ func (p *Producer) RequestAsync(ctx context.Context, msg *Message, cb func(*Repl
 	req.Properties[message.PropertyReplyToClient] = p.inst.ClientID()
 	req.Properties[message.PropertyTTL] = strconv.FormatInt(timeout.Milliseconds(), 10)
 
-	// The broker that gets the reply must know this client's connection: as RocketMQ does, a
-	// topic met for the first time brings a heartbeat to every broker of its route.
-	if p.inst.CachedTopicRoute(p.wireTopic(msg.Topic)) == nil {
-		if _, err := p.publishInfo(ctx, p.wireTopic(msg.Topic)); err != nil {
-			return err
-		}
-		p.inst.SendHeartbeatToAllBrokers(ctx)
-	}
-
-	r := &pendingRequest{p: p, topic: msg.Topic, cb: cb}
-	var err error
-	// Registered before the send: the push may arrive before the send's answer.
-	if r.cancelWait, err = p.inst.AwaitReply(correlationID, r.delivered); err != nil {
+	if err := p.prepareRequest(ctx, p.wireTopic(msg.Topic)); err != nil {
 		return err
 	}
+
+	r := &pendingRequest{p: p, topic: msg.Topic, cb: cb,
+		cancelWait: func() bool { return p.inst.CancelReply(correlationID) }}
 	var rctx context.Context
 	rctx, r.cancel = context.WithTimeout(ctx, timeout)
+	// Registered before the send: the push may arrive before the send's answer. Everything
+	// finish reads is set before: the registration's lock orders it before a delivery, which
+	// comes on another goroutine (the reader of whichever connection the broker pushed on).
+	if _, err := p.inst.AwaitReply(correlationID, r.delivered); err != nil {
+		r.cancel()
+		return err
+	}
 	context.AfterFunc(rctx, func() {
 		if ctx.Err() == context.Canceled {
 			r.finish(nil, ctx.Err())
@@ -120,7 +120,7 @@ func (p *Producer) RequestAsync(ctx context.Context, msg *Message, cb func(*Repl
 		}
 		r.finish(nil, fmt.Errorf("%w: %s after %v", ErrRequestTimeout, msg.Topic, timeout))
 	})
-	err = p.SendAsync(rctx, &req, func(_ *SendResult, err error) {
+	err := p.SendAsync(rctx, &req, func(_ *SendResult, err error) {
 		if err != nil {
 			r.finish(nil, err)
 		}
@@ -131,6 +131,47 @@ func (p *Producer) RequestAsync(ctx context.Context, msg *Message, cb func(*Repl
 		return err
 	}
 	// Else cb has run or will: the request ended (ctx done) before SendAsync refused it.
+	return nil
+}
+
+// prepareRequest makes sure that every broker that may get the reply to a request on topic
+// knows this client before the request leaves. The broker the request goes to learns it from
+// the request itself: it pushes the reply to the connection the request came on. But the
+// replier sends the reply to <cluster>_REPLY_TOPIC, which every broker of the cluster serves,
+// and a broker that did not store the request finds this client only by its heartbeats. So, as
+// RocketMQ does, a topic met for the first time brings a heartbeat round to every broker known,
+// and here so does a cluster whose reply topic this producer has not asked about yet: its route
+// makes its brokers known (and heartbeated from then on). The request waits for the round.
+func (p *Producer) prepareRequest(ctx context.Context, topic string) error {
+	r := p.inst.CachedTopicRoute(topic)
+	round := r == nil
+	if r == nil {
+		pi, err := p.publishInfo(ctx, topic)
+		if err != nil {
+			return err
+		}
+		r = pi.route // the create-topic key's for a topic not created yet
+	}
+	for _, bd := range r.BrokerDatas {
+		if bd.Cluster == "" {
+			continue
+		}
+		if _, asked := p.replyClusters.LoadOrStore(bd.Cluster, true); asked {
+			continue
+		}
+		replyTopic := bd.Cluster + names.ReplyTopicSuffix
+		if p.inst.CachedTopicRoute(replyTopic) != nil {
+			continue
+		}
+		if _, err := p.inst.TopicRoute(ctx, replyTopic); err != nil {
+			p.log.Debug().Err(err).Str("topic", replyTopic).Msg("no route of the reply topic: only the broker storing a request can answer it")
+			continue
+		}
+		round = true
+	}
+	if round {
+		p.inst.SendHeartbeatToAllBrokers(ctx)
+	}
 	return nil
 }
 

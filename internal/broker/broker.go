@@ -31,14 +31,14 @@ type Broker struct {
 
 	// Request pools, as RocketMQ's BrokerController keeps them.
 	sendEx, pullEx, queryEx, adminEx, clientEx, heartbeatEx *remoting.Executor
-	// replyEx serves reply sends (RocketMQ's replyMessageExecutor): each waits up to
-	// replyPushTimeout for its requester to take the reply, so a requester that never answers
-	// stalls replies only, never the other sends.
+	// replyEx serves reply sends (RocketMQ's replyMessageExecutor): a worker stores the reply
+	// and starts its push, whose answer comes back without it (reply.go).
 	replyEx *remoting.Executor
 
 	// The parts built in their own files.
 	send    *sendState
 	clients *clientState
+	replies *replyRoutes // where replies go (reply_route.go)
 	pull    *pullState
 	retry   *retryState
 	ha      *haState
@@ -106,6 +106,7 @@ func New(opts Options) (*Broker, error) {
 	b.clampLoadedQueueNums()
 	b.initSend()
 	b.initClients()
+	b.initReply()
 	b.initPull()
 	b.initRetry()
 	b.initTimer()

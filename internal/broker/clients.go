@@ -68,6 +68,9 @@ func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *r
 	for _, p := range hb.ProducerDataSet {
 		b.clients.consumers.registerProducer(p.GroupName, info)
 	}
+	if len(hb.ProducerDataSet)+len(hb.ConsumerDataSet) > 0 {
+		b.replies.heartbeat(ch, hb.ClientID) // the client id for replies, unless held (reply_route.go)
+	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
@@ -210,7 +213,7 @@ func (b *Broker) processGetConsumerList(_ context.Context, ch remoting.Channel, 
 }
 
 // onConnEvent drops a closed, broken or idle connection's producers and consumers, notifies the
-// groups it left, and drops its parked pulls. Its queue locks stay until they expire, as in
+// groups it left, and drops its parked pulls and reply routes. Its queue locks stay until they expire, as in
 // RocketMQ.
 func (b *Broker) onConnEvent(ev remoting.ConnEvent) {
 	switch ev.Type {
@@ -219,6 +222,7 @@ func (b *Broker) onConnEvent(ev remoting.ConnEvent) {
 		return
 	}
 	b.pull.hold.dropChannel(ev.Channel.ID())
+	b.replies.dropChannel(ev.Channel.ID())
 	for _, c := range b.clients.consumers.removeChannel(ev.Channel.ID()) {
 		b.log.Info().Str("group", c.group).Str("addr", ev.Channel.RemoteAddr()).
 			Str("event", ev.Type.String()).Msg("consumer left")
@@ -263,7 +267,8 @@ func (b *Broker) producerChannels(group string) []remoting.Channel {
 	return b.clients.consumers.producerChannels(group)
 }
 
-// clientChannel returns a live connection of the client with this id (reply messages).
+// clientChannel returns a live connection registered by the client with this id. Replies do
+// not use it: any heartbeat can register any id, so they go by reply_route.go's holders.
 func (b *Broker) clientChannel(clientID string) (remoting.Channel, bool) {
 	return b.clients.consumers.findChannel(clientID)
 }

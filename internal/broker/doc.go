@@ -8,7 +8,9 @@
 //	subscription_group.go        consumer group settings (subscriptionGroup.json)
 //	consumer_offset.go           committed offsets (consumerOffset.json)
 //	registration.go              REGISTER_BROKER / UNREGISTER_BROKER with every name server
-//	send*.go, topic_admin.go     SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, replies; topic admin
+//	send*.go, topic_admin.go     SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE; topic admin
+//	reply.go, reply_route.go     SEND_REPLY_MESSAGE(_V2), the asynchronous push to the requester,
+//	                             and where it goes (the request's connection, the id's holder)
 //	clients.go, consumer_manager.go, lock.go
 //	                             heartbeats, producer and consumer groups, expiry, notifications,
 //	                             LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
@@ -26,6 +28,6 @@
 // queue; a pull reads the stored records and lends them to the response without copying.
 //
 // Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls,
-// schedule, stats) is a leaf: none is held while calling another manager, the store or a
+// reply routes, schedule, stats) is a leaf: none is held while calling another manager, the store or a
 // transport.
 package broker

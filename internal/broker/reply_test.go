@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,18 +27,36 @@ type requester struct {
 
 func newRequester(t *testing.T, tb *testBroker, tr remoting.Transport, clientID string, code int16) *requester {
 	t.Helper()
-	r := &requester{tr: tr, pushes: make(chan *remoting.Command, 16)}
+	r := pushRecorder(tr, code, nil)
+	heartbeatAs(t, tb, tr, clientID, 1)
+	return r
+}
+
+// pushRecorder makes tr hand each PUSH_REPLY_MESSAGE_TO_CLIENT to the test and answer it with
+// code, once release is closed when it is not nil.
+func pushRecorder(tr remoting.Transport, code int16, release <-chan struct{}) *requester {
+	r := &requester{tr: tr, pushes: make(chan *remoting.Command, 256)}
 	tr.RegisterProcessor(remoting.PushReplyMessageToClient, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 			r.pushes <- req
+			if release != nil {
+				<-release
+			}
 			return remoting.NewResponse(code, "requester says so"), nil
 		}))
-	hb := protocol.HeartbeatData{ClientID: clientID, ProducerDataSet: []protocol.ProducerData{{GroupName: "requesters"}},
-		ConsumerDataSet: []protocol.ConsumerData{}}
+	return r
+}
+
+// heartbeatAs registers tr's connection as clientID with producer groups.
+func heartbeatAs(t *testing.T, tb *testBroker, tr remoting.Transport, clientID string, groups int) {
+	t.Helper()
+	hb := protocol.HeartbeatData{ClientID: clientID, ConsumerDataSet: []protocol.ConsumerData{}}
+	for i := range groups {
+		hb.ProducerDataSet = append(hb.ProducerDataSet, protocol.ProducerData{GroupName: fmt.Sprintf("requesters_%d", i)})
+	}
 	if resp := invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())); resp.Code != remoting.Success {
 		t.Fatalf("heartbeat: %d %q", resp.Code, resp.Remark)
 	}
-	return r
 }
 
 func (r *requester) next(t *testing.T) *remoting.Command {
@@ -158,4 +177,228 @@ func TestReplyTooLargeNotPushed(t *testing.T) {
 	resp := invoke(t, newTCPClient(t), tb.Addr, sendRequest(remoting.SendReplyMessage, &h, make([]byte, 1025), remoting.SerializeJSON))
 	wantRefused(t, tb, resp, remoting.MessageIllegal, tb.send.illegalRemark, maxPhy)
 	req.none(t)
+}
+
+// requestsTopic is where the tests' requests go.
+const requestsTopic = "Requests"
+
+// sendRequestMessage stores a request as the official producers send one: a plain send with
+// CORRELATION_ID, REPLY_TO_CLIENT and TTL.
+func sendRequestMessage(t *testing.T, tb *testBroker, tr remoting.Transport, clientID, corr string) {
+	t.Helper()
+	if _, ok := tb.topics.get(requestsTopic); !ok {
+		tb.topics.update(TopicConfig{TopicName: requestsTopic, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	}
+	h := goSendHeader(requestsTopic, 0, map[string]string{message.PropertyCorrelationID: corr,
+		message.PropertyReplyToClient: clientID, message.PropertyTTL: "3000"})
+	wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("question"), remoting.SerializeJSON)))
+}
+
+// sendReply sends the reply to (clientID, corr) from replier and returns the answer.
+func sendReply(t *testing.T, tb *testBroker, replier remoting.Transport, clientID, corr string) *remoting.Command {
+	t.Helper()
+	h := replyHeader(clientID, corr)
+	return invoke(t, replier, tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("answer"), remoting.SerializeRocketMQ))
+}
+
+// pushedCorrelation is the CORRELATION_ID of a push.
+func pushedCorrelation(t *testing.T, push *remoting.Command) string {
+	t.Helper()
+	var ph protocol.ReplyMessageRequestHeader
+	if err := ph.Decode(push.ExtFields); err != nil {
+		t.Fatalf("push header: %v", err)
+	}
+	corr, _ := message.PropertyValueString(ph.Properties, message.PropertyCorrelationID)
+	return corr
+}
+
+// newInProc is an in-process transport of its own (its own links) to tb, closed at cleanup.
+func newInProc(t *testing.T, tb *testBroker) *remoting.InProcTransport {
+	tr := remoting.NewInProcTransport(func(addr string) *remoting.Dispatcher {
+		if addr == tb.Addr {
+			return tb.d
+		}
+		return nil
+	}, nil, 20*time.Millisecond)
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// A requester that never heartbeated gets the reply to its request, pushed on the connection
+// the request came on (the official Go client's first Request right after its start).
+func TestReplyGoesToRequestConnection(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	for name, tr := range map[string]remoting.Transport{"tcp": newTCPClient(t), "inproc": newInProc(t, tb)} {
+		t.Run(name, func(t *testing.T) {
+			clientID := "10.0.0.2@fresh-" + name
+			req := pushRecorder(tr, remoting.Success, nil)
+			sendRequestMessage(t, tb, tr, clientID, "c-"+name)
+			wantSendOK(t, sendReply(t, tb, newTCPClient(t), clientID, "c-"+name))
+			if got := pushedCorrelation(t, req.next(t)); got != "c-"+name {
+				t.Fatalf("pushed correlation id %q", got)
+			}
+		})
+	}
+}
+
+// A heartbeat carrying another live client's id (with 32 producer groups, so that a lookup by
+// client id would likely find it first) gets none of that client's replies: neither those
+// routed by their request nor those found by the client id. Once the victim's connection
+// closes, its id is free again: a client reconnecting takes it with its heartbeat.
+func TestReplyHeartbeatCannotHijack(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	const victimID = "10.0.0.3@victim"
+	victimTr := newTCPClient(t)
+	victim := pushRecorder(victimTr, remoting.Success, nil)
+	attackerTr := newTCPClient(t)
+	attacker := pushRecorder(attackerTr, remoting.Success, nil)
+	replier := newTCPClient(t)
+
+	// The attacker heartbeats before the victim ever requests anything: the requests' own
+	// routes still win.
+	heartbeatAs(t, tb, attackerTr, victimID, 32)
+	for i := range 10 {
+		corr := fmt.Sprintf("routed-%d", i)
+		sendRequestMessage(t, tb, victimTr, victimID, corr)
+		heartbeatAs(t, tb, attackerTr, victimID, 32)
+		// The attacker also sends a request under the victim's id and correlation id.
+		sendRequestMessage(t, tb, attackerTr, victimID, corr)
+		wantSendOK(t, sendReply(t, tb, replier, victimID, corr))
+		if got := pushedCorrelation(t, victim.next(t)); got != corr {
+			t.Fatalf("victim got the reply to %q, want %q", got, corr)
+		}
+	}
+	attacker.none(t)
+
+	// A victim that holds its id (it heartbeated first) gets the replies without a route too.
+	const holderID = "10.0.0.3@holder"
+	heartbeatAs(t, tb, victimTr, holderID, 1)
+	heartbeatAs(t, tb, attackerTr, holderID, 32)
+	for i := range 5 {
+		heartbeatAs(t, tb, attackerTr, holderID, 32)
+		corr := fmt.Sprintf("elsewhere-%d", i) // its request went through another broker
+		wantSendOK(t, sendReply(t, tb, replier, holderID, corr))
+		if got := pushedCorrelation(t, victim.next(t)); got != corr {
+			t.Fatalf("victim got the reply to %q, want %q", got, corr)
+		}
+	}
+	attacker.none(t)
+
+	// The holder's connection closes: the next heartbeat under its id takes it.
+	victimTr.Close()
+	eventually(t, "the closed holder's id taken by a new heartbeat", func() bool {
+		heartbeatAs(t, tb, attackerTr, holderID, 1)
+		return sendReply(t, tb, replier, holderID, "after-close").Code == remoting.Success
+	})
+	if got := pushedCorrelation(t, attacker.next(t)); got != "after-close" {
+		t.Fatalf("new holder got %q", got)
+	}
+}
+
+// setReplyBounds lowers the push bounds (under the table's mutex: the broker reads them there).
+func setReplyBounds(tb *testBroker, maxPushes int, timeout time.Duration) {
+	tb.replies.mu.Lock()
+	defer tb.replies.mu.Unlock()
+	tb.replies.maxPushesPerConn = maxPushes
+	if timeout > 0 {
+		tb.replies.pushTimeout = timeout
+	}
+}
+
+// A requester that does not acknowledge its pushes holds no reply worker (there is one here):
+// its first replies wait for it, the ones over the bound are refused at once with a remark
+// saying why, and another requester's reply is pushed and answered meanwhile.
+func TestReplySilentRequesterHoldsNoWorker(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) { o.SendThreads = 1 })
+	const maxPushes, replies = 4, 10
+	setReplyBounds(tb, maxPushes, 0)
+	silentTr := newTCPClient(t)
+	release := make(chan struct{})
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(releaseAll) // before the client closes: it waits for its handlers
+	silent := pushRecorder(silentTr, remoting.Success, release)
+	heartbeatAs(t, tb, silentTr, "silent@1", 1)
+	honestTr := newTCPClient(t)
+	honest := newRequester(t, tb, honestTr, "honest@1", remoting.Success)
+	replier := newTCPClient(t)
+
+	answers := make(chan *remoting.Command, replies+2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	send := func(corr string) {
+		h := replyHeader("silent@1", corr)
+		err := replier.InvokeAsync(ctx, tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("x"), remoting.SerializeRocketMQ),
+			func(resp *remoting.Command, err error) {
+				if err != nil {
+					resp = remoting.NewResponse(-1, err.Error())
+				}
+				answers <- resp
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range replies {
+		send(fmt.Sprintf("s-%d", i))
+	}
+	for range replies - maxPushes {
+		resp := <-answers
+		if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "4 replies pushed to its connection still wait for its acknowledgement") {
+			t.Fatalf("reply over the bound: %d %q", resp.Code, resp.Remark)
+		}
+	}
+	for range maxPushes {
+		silent.next(t)
+	}
+	wantSendOK(t, sendReply(t, tb, replier, "honest@1", "h-1"))
+	if got := pushedCorrelation(t, honest.next(t)); got != "h-1" {
+		t.Fatalf("honest requester got %q", got)
+	}
+	select {
+	case resp := <-answers:
+		t.Fatalf("a reply waiting for the silent requester was answered: %d %q", resp.Code, resp.Remark)
+	default:
+	}
+	release <- struct{}{} // one acknowledgement frees one slot
+	if resp := <-answers; resp.Code != remoting.Success {
+		t.Fatalf("acknowledged push answered %d %q", resp.Code, resp.Remark)
+	}
+	send("s-next")
+	silent.next(t) // took the slot
+	send("s-over")
+	if resp := <-answers; resp.Code != remoting.SystemError {
+		t.Fatalf("reply over the bound again: %d %q", resp.Code, resp.Remark)
+	}
+	releaseAll()
+	for range maxPushes {
+		if resp := <-answers; resp.Code != remoting.Success {
+			t.Fatalf("acknowledged push answered %d %q", resp.Code, resp.Remark)
+		}
+	}
+}
+
+// A push the requester never answers ends with the push timeout: the replier gets RocketMQ's
+// SYSTEM_ERROR, the reply is stored all the same, and the slot is free for the next reply.
+func TestReplyPushTimeout(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	setReplyBounds(tb, 1, 200*time.Millisecond)
+	silentTr := newTCPClient(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	silent := pushRecorder(silentTr, remoting.Success, release)
+	heartbeatAs(t, tb, silentTr, "mute@1", 1)
+	replier := newTCPClient(t)
+	for i := range 2 {
+		maxOffset := tb.Store().MaxOffsetInQueue(replyTopic, 0)
+		resp := sendReply(t, tb, replier, "mute@1", fmt.Sprintf("m-%d", i))
+		if resp.Code != remoting.SystemError || resp.Remark != "push reply message to mute@1 fail." {
+			t.Fatalf("unacknowledged push: %d %q", resp.Code, resp.Remark)
+		}
+		silent.next(t)
+		var rh protocol.SendMessageResponseHeader
+		if err := rh.Decode(resp.ExtFields); err != nil || rh.QueueOffset != maxOffset {
+			t.Fatalf("header %+v (%v), want the stored reply at offset %d", rh, err, maxOffset)
+		}
+	}
 }

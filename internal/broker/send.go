@@ -167,6 +167,8 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 	if len(m.Properties) > message.MaxPropertiesBytes {
 		return sendResponse(remoting.MessageIllegal, b.send.illegalRemark)
 	}
+	// Before the append: a replier can read the request as soon as it is stored.
+	b.noteRequest(ch, h.Properties)
 	if b.opts.Store.FlushDiskType == storage.SyncFlush && b.opts.BrokerRole != storage.SyncMaster {
 		// The answer waits for the group commit without holding this worker, so one fsync
 		// covers every sender waiting, not only as many as there are workers.

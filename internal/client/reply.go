@@ -55,7 +55,13 @@ func (i *Instance) AwaitReply(correlationID string, deliver func(*Reply)) (cance
 		w.m = make(map[string]func(*Reply))
 	}
 	w.m[correlationID] = deliver
-	return func() bool { return i.takeReplyWaiter(correlationID) != nil }, nil
+	return func() bool { return i.CancelReply(correlationID) }, nil
+}
+
+// CancelReply unregisters the request with correlationID, as AwaitReply's cancel does, for a
+// caller that must have its cancel function ready before it registers.
+func (i *Instance) CancelReply(correlationID string) bool {
+	return i.takeReplyWaiter(correlationID) != nil
 }
 
 // takeReplyWaiter removes and returns the waiter of correlationID, nil when none waits.

@@ -1,0 +1,126 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
+)
+
+// BenchmarkRequestReplyTCP measures the broker's side of one request-reply round over TCP: the
+// requester's SEND_MESSAGE carrying CORRELATION_ID and REPLY_TO_CLIENT, the replier's
+// SEND_REPLY_MESSAGE_V2, and the push of the reply to the requester, which the round waits
+// for together with the replier's answer. No consumer runs: the replier answers the request as
+// soon as it is stored, so the numbers are the broker's and the transport's. It reports
+// rounds/s and the p99 of one round.
+func BenchmarkRequestReplyTCP(b *testing.B) {
+	for _, concurrent := range []int{1, 16} {
+		b.Run(fmt.Sprintf("concurrent=%d", concurrent), func(b *testing.B) {
+			// benchBroker's, with RocketMQ's channel expiry: the test harness expires a
+			// registration after a second and closes its connection.
+			env := startTestBroker(b, func(o *Options) {
+				l := zerolog.Nop()
+				o.Logger = &l
+				o.Store.SegmentBytes = 128 << 20
+				o.Store.ConsumeQueueUnits = 0
+				o.ChannelExpiredTimeout = DefaultChannelExpiredTimeout
+			})
+			env.topics.update(TopicConfig{TopicName: "BenchRequests", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+			const clientID = "127.0.0.1@bench-requester"
+			requester := remoting.NewClient(remoting.ClientOptions{})
+			replier := remoting.NewClient(remoting.ClientOptions{})
+			b.Cleanup(func() { requester.Close(); replier.Close() })
+			var waiting sync.Map // correlation id -> chan struct{}
+			requester.RegisterProcessor(remoting.PushReplyMessageToClient, remoting.ProcessorFunc(
+				func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+					props := req.ExtFields["properties"]
+					corr, _ := message.PropertyValueString(props, message.PropertyCorrelationID)
+					if ch, ok := waiting.LoadAndDelete(corr); ok {
+						close(ch.(chan struct{}))
+					}
+					return remoting.NewResponse(remoting.Success, ""), nil
+				}))
+			ctx := context.Background()
+			// The heartbeat makes the requester known by its client id, which is all a broker
+			// without a correlation table can push by.
+			hb := protocol.HeartbeatData{ClientID: clientID, ProducerDataSet: []protocol.ProducerData{{GroupName: "bench-requesters"}},
+				ConsumerDataSet: []protocol.ConsumerData{}}
+			if resp, err := requester.InvokeSync(ctx, env.Addr, remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())); err != nil || resp.Code != remoting.Success {
+				b.Fatalf("heartbeat: %v %v", resp, err)
+			}
+			body := make([]byte, 256)
+			round := func(i int64) (time.Duration, error) {
+				corr := "bench-" + strconv.FormatInt(i, 10)
+				done := make(chan struct{})
+				waiting.Store(corr, done)
+				props := map[string]string{message.PropertyCorrelationID: corr, message.PropertyReplyToClient: clientID,
+					message.PropertyTTL: "3000", "UNIQ_KEY": "C0A8000100002A9F00000000" + fmt.Sprintf("%08x", i)}
+				h := goSendHeader("BenchRequests", int32(i%4), props)
+				t0 := time.Now()
+				resp, err := requester.InvokeSync(ctx, env.Addr, sendRequest(remoting.SendMessage, &h, body, remoting.SerializeJSON))
+				if err == nil && resp.Code != remoting.Success {
+					err = fmt.Errorf("request: %d %s", resp.Code, resp.Remark)
+				}
+				if err != nil {
+					return 0, err
+				}
+				rh := replyHeader(clientID, corr)
+				resp, err = replier.InvokeSync(ctx, env.Addr, sendRequest(remoting.SendReplyMessageV2, &rh, body, remoting.SerializeRocketMQ))
+				if err == nil && resp.Code != remoting.Success {
+					err = fmt.Errorf("reply: %d %s", resp.Code, resp.Remark)
+				}
+				if err != nil {
+					return 0, err
+				}
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+					return 0, fmt.Errorf("no push for %s", corr)
+				}
+				return time.Since(t0), nil
+			}
+			if _, err := round(-1); err != nil { // connect outside the timing
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			lat := make([][]time.Duration, concurrent)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for s := range concurrent {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+						d, err := round(i)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						lat[s] = append(lat[s], d)
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			all := slices.Concat(lat...)
+			if len(all) == 0 {
+				return
+			}
+			slices.Sort(all)
+			b.ReportMetric(float64(len(all))/elapsed.Seconds(), "rounds/s")
+			b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds()), "p99-µs")
+		})
+	}
+}
