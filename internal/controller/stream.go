@@ -63,17 +63,12 @@ const (
 // errHandshake marks every handshake failure.
 var errHandshake = errors.New("raft handshake failed")
 
-// newTransport builds Raft's transport: on authStream with a secret, else on hashicorp/raft's
-// plain TCP stream, which trusts whoever reaches the port.
+// newTransport builds Raft's transport on authStream. With a secret every connection runs the
+// handshake first; without one the bytes are hashicorp/raft's plain TCP protocol, which trusts
+// whoever reaches the port, but the stream still closes every connection at Close (raft's own
+// TCP stream layer leaves pooled connections open, and the peers' handlers of them running).
 func (c *Controller) newTransport(advertise *net.TCPAddr, hl hclog.Logger) (*raft.NetworkTransport, error) {
-	if c.opts.Secret == "" {
-		t, err := raft.NewTCPTransportWithLogger(c.opts.RaftListen, advertise, transportPool, transportTimeout, hl)
-		if err != nil {
-			return nil, fmt.Errorf("controller: raft listen %s: %w", c.opts.RaftListen, err)
-		}
-		return t, nil
-	}
-	if len(c.opts.Secret) < MinSecretBytes {
+	if c.opts.Secret != "" && len(c.opts.Secret) < MinSecretBytes {
 		return nil, fmt.Errorf("controller: the cluster secret is %d bytes; it must have at least %d", len(c.opts.Secret), MinSecretBytes)
 	}
 	s, err := newAuthStream(c.opts.RaftListen, advertise, []byte(c.opts.Secret), c.log)
@@ -84,7 +79,8 @@ func (c *Controller) newTransport(advertise *net.TCPAddr, hl hclog.Logger) (*raf
 	return raft.NewNetworkTransportWithLogger(s, transportPool, transportTimeout, hl), nil
 }
 
-// authStream is a raft.StreamLayer over TCP that runs the handshake on every connection.
+// authStream is a raft.StreamLayer over TCP that runs the handshake on every connection when
+// it has a secret.
 // Accepted connections are authenticated off the accept loop, so a silent stranger delays
 // nobody; Close closes every connection it made or accepted, which ends Raft's handlers of
 // them, and returns once its own goroutines have.
@@ -163,6 +159,9 @@ func (s *authStream) Dial(address raft.ServerAddress, timeout time.Duration) (ne
 	if c == nil {
 		raw.Close()
 		return nil, raft.ErrTransportShutdown
+	}
+	if len(s.secret) == 0 {
+		return c, nil
 	}
 	if err := dialerHandshake(c, s.secret, s.timeout); err != nil {
 		c.Close()
@@ -261,7 +260,10 @@ func (s *authStream) admit(raw net.Conn, host string) (*authConn, string) {
 // authenticate runs the listener's side of the handshake and hands the connection to Accept.
 func (s *authStream) authenticate(c *authConn, host string) {
 	defer s.wg.Done()
-	err := listenerHandshake(c, s.secret, s.timeout)
+	var err error
+	if len(s.secret) > 0 {
+		err = listenerHandshake(c, s.secret, s.timeout)
+	}
 	s.mu.Lock()
 	s.shaking--
 	if s.perHost[host]--; s.perHost[host] == 0 {
