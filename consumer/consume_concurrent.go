@@ -2,8 +2,17 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
+)
+
+const (
+	// sendBackTimeout bounds one CONSUMER_SEND_MSG_BACK (DefaultMQPushConsumerImpl's 5 s).
+	sendBackTimeout = 5 * time.Second
+	// expiredDelayLevel is the delay level a message whose listener call outlived the consume
+	// timeout is sent back with (RocketMQ 4.9 ProcessQueue.cleanExpiredMsg).
+	expiredDelayLevel = 3
 )
 
 // submit implements queueService: it hands newly cached messages to the consume service, in
@@ -108,16 +117,28 @@ func (pc *PushConsumer) sendBackAll(msgs []*Message) (ok, failed []*Message) {
 	return ok, failed
 }
 
-// sendBackOne sends one message back. It is not tied to the consumer's lifetime, so a listener
-// call that Close lets finish can still hand its failures to the broker.
+// sendBackOne sends one message back and, when the broker does not take it, resends it to the
+// retry topic itself (resend.go), as RocketMQ's push consumer does; the error is that of both.
+// A delay level below 0 asks for the DLQ. It is not tied to the consumer's lifetime, so a
+// listener call that Close lets finish can still hand its failures to the broker.
 func (pc *PushConsumer) sendBackOne(m *Message, delayLevel int32) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sendBackTimeout)
 	defer cancel()
 	addr := pc.p.inst.MasterAddr(m.Queue.BrokerName)
 	if addr == "" && m.StoreHost.IsValid() {
 		addr = m.StoreHost.String()
 	}
-	return sendBack(ctx, pc.p.inst.Transport(), addr, pc.p.cfg.group, m, delayLevel, pc.maxReconsumeTimes())
+	err := sendBack(ctx, pc.p.inst.Transport(), addr, pc.p.cfg.group, m, delayLevel, pc.maxReconsumeTimes())
+	if err == nil {
+		return nil
+	}
+	pc.log.Debug().Str("msg_id", m.MsgID).Err(err).Msg("send back failed; resending to the retry topic")
+	rctx, rcancel := context.WithTimeout(context.Background(), resendTimeout)
+	defer rcancel()
+	if rerr := pc.resendToRetry(rctx, m, delayLevel < 0); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return nil
 }
 
 // maxReconsumeTimes is the reconsume limit in force: the one set, else RocketMQ's default for
@@ -134,7 +155,8 @@ func (pc *PushConsumer) maxReconsumeTimes() int32 {
 	}
 }
 
-// consumeLater resubmits messages whose send-back failed after the send-back retry delay.
+// consumeLater resubmits messages whose send-back and resend failed after the send-back retry
+// delay.
 // They stay cached meanwhile, so the queue's committed offset cannot pass them. Unlike the
 // official client, ReconsumeTimes is left as the broker stored it: the expiry scan may read it
 // concurrently, and the broker decides retries and the DLQ by its own count.
@@ -169,7 +191,9 @@ func (pc *PushConsumer) cleanExpired(qs *queueState) {
 			return
 		}
 		if pc.p.cfg.model == Clustering {
-			if err := pc.sendBackOne(m, 3+m.ReconsumeTimes); err != nil {
+			// A fixed level 3, as RocketMQ 4.9's cleanExpiredMsg: the broker's 3 + reconsume
+			// times applies to level 0 only.
+			if err := pc.sendBackOne(m, expiredDelayLevel); err != nil {
 				pc.log.Warn().Str("msg_id", m.MsgID).Err(err).Msg("send back of an expired message failed")
 				continue
 			}

@@ -40,17 +40,19 @@
 //     (pull_retry.go).
 //   - concurrent consume service: WithConsumeGoroutines workers (20) run the listener on batches
 //     (WithConsumeBatchSize, 1). A failed batch (RECONSUME_LATER, an error or a panic) is sent
-//     back to the broker (CONSUMER_SEND_MSG_BACK, delay level 0) into the retry topic; messages
-//     the broker did not take are consumed again locally after a delay. The offset committed is
-//     the smallest one still cached. A scan every WithConsumeTimeout (15 min) sends back
-//     messages whose listener call took longer than that. Consume hooks (WithConsumeHook) run
+//     back to the broker (CONSUMER_SEND_MSG_BACK, delay level 0) into the retry topic; a
+//     message the broker did not take is sent to the retry topic by the consumer itself
+//     (SEND_MESSAGE_V2 as RocketMQ's internal producer, resend.go), and only when that fails
+//     too consumed again locally after a delay. The offset committed is the smallest one still
+//     cached. A scan every WithConsumeTimeout (15 min) sends back messages whose listener call
+//     took longer than that, with delay level 3. Consume hooks (WithConsumeHook) run
 //     around every listener call, concurrent or orderly.
 //   - orderly consume service (WithOrderly): one consume loop per queue, consuming only while
 //     the client holds the queue's broker lock (LOCK_BATCH_MQ at assignment, renewed every
 //     WithLockInterval by the lock loop); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the same
 //     messages locally after WithSuspendDelay, for ever unless WithMaxReconsumeTimes is set
 //     (RocketMQ's orderly default), past which they go to the dead-letter topic (delay level
-//     -1). At most WithMaxTimeConsumeContinuously (one minute) per turn. A dropped queue's
+//     -1, else the resend). At most WithMaxTimeConsumeContinuously (one minute) per turn. A dropped queue's
 //     lock is released once no listener call runs on it, WithUnlockDelay (20 s) later if
 //     messages were still cached.
 //   - persist loop: every WithPersistInterval (5 s) the offsets of the held queues go to the
