@@ -16,21 +16,16 @@ const (
 )
 
 // submit implements queueService: it hands newly cached messages to the consume service, in
-// batches to the worker pool (concurrent), or as a nudge to the queue's consume loop (orderly).
-// It blocks while the pool is busy, which holds back the queue's pulls.
+// batches to the workers' queue (concurrent), or as a nudge to the queue's consume loop
+// (orderly). It never blocks: how much a queue pulls ahead of its listeners is its flow
+// control's business (pullPause), as in RocketMQ, whose consume executor's queue is unbounded.
 func (pc *PushConsumer) submit(qs *queueState, msgs []*Message) {
 	if pc.cfg.orderly {
 		qs.pq.notify()
 		return
 	}
 	for _, batch := range batches(msgs, pc.cfg.consumeBatchSize) {
-		select {
-		case pc.work <- consumeRequest{qs: qs, msgs: batch}:
-		case <-pc.p.ctx.Done():
-			return
-		case <-qs.pq.done:
-			return
-		}
+		pc.work.push(consumeRequest{qs: qs, msgs: batch})
 	}
 }
 
@@ -49,11 +44,15 @@ func batches(msgs []*Message, n int) [][]*Message {
 	return out
 }
 
-// worker runs listener calls until the work channel closes (at Close, after every sender
-// stopped). Requests still queued then are skipped: their messages stay unacknowledged and are
-// redelivered to the next owner of the queue.
+// worker runs listener calls until the work queue closes (at Close, after every loop that
+// submits stopped). Requests still queued then are skipped: their messages stay
+// unacknowledged and are redelivered to the next owner of the queue.
 func (pc *PushConsumer) worker() {
-	for req := range pc.work {
+	for {
+		req, ok := pc.work.pop()
+		if !ok {
+			return
+		}
 		if pc.p.isClosing() {
 			continue
 		}

@@ -71,9 +71,9 @@ type PushConsumer struct {
 	// consumeCtx ends when Close stops waiting for listeners.
 	consumeCtx    context.Context
 	consumeCancel context.CancelFunc
-	consumers     sync.WaitGroup      // consume workers and orderly consume loops
-	work          chan consumeRequest // concurrent: batches for the workers
-	slots         chan struct{}       // orderly: listener calls running at once
+	consumers     sync.WaitGroup // consume workers and orderly consume loops
+	work          *workQueue     // concurrent: batches for the workers
+	slots         chan struct{}  // orderly: listener calls running at once
 }
 
 // NewPushConsumer builds a push consumer; it starts nothing until Start.
@@ -90,7 +90,7 @@ func NewPushConsumer(opts ...Option) (*PushConsumer, error) {
 	if cfg.orderly {
 		pc.slots = make(chan struct{}, cfg.consumeGoroutines)
 	} else {
-		pc.work = make(chan consumeRequest, cfg.consumeGoroutines)
+		pc.work = newWorkQueue()
 	}
 	return pc, nil
 }
@@ -169,7 +169,7 @@ func (pc *PushConsumer) startService() {
 // their context after the close timeout.
 func (pc *PushConsumer) stopService() {
 	if pc.work != nil {
-		close(pc.work) // every sender was a loop and has exited
+		pc.work.close() // every submitter was a loop and has exited
 	}
 	done := make(chan struct{})
 	go func() { pc.consumers.Wait(); close(done) }()
