@@ -79,10 +79,14 @@
 // # Lifecycle
 //
 // A consumer is new until Start (RocketMQ's ServiceState): Subscribe only then, Start once.
-// Start acquires the client instance, checks routes, asks a broker of each topic about every
-// subscription that is not a tag expression (CHECK_CLIENT_CONFIG: an SQL92 one fails Start when
-// it does not compile, or on an Apache broker without property filtering), registers the group (ErrGroupExists when another
-// consumer of the group shares the instance), heartbeats and rebalances. A failed Start
+// Start acquires the client instance, reads routes (a topic that does not exist yet is logged
+// once and taken by the rebalance once it is created; unreachable name servers fail Start),
+// asks a broker of each topic about every subscription that is not a tag expression
+// (CHECK_CLIENT_CONFIG: an SQL92 one fails Start when it does not compile, or on an Apache
+// broker without property filtering), registers the group (ErrGroupExists when another
+// consumer of the group shares the instance), heartbeats and rebalances. The route refresh
+// (WithPollNameServerInterval, 30 s) makes the consumer rebalance as soon as it finds a
+// subscribed topic that had no route. A failed Start
 // releases everything and is final, RocketMQ's START_FAILED: later calls return
 // ErrStartFailed, and a new consumer must be made. After Close every call returns ErrClosed.
 //

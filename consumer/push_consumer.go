@@ -120,8 +120,11 @@ func (pc *PushConsumer) SubscribeSelector(topic string, sel MessageSelector, lis
 // errSubscribeArgs is a Subscribe without a topic (or, push consumer, without a listener).
 var errSubscribeArgs = errors.New("consumer: Subscribe needs a topic and a listener")
 
-// Start acquires the shared client instance, checks that every subscribed topic has a route,
-// registers the group (heartbeat) and starts consuming. On error nothing is left running.
+// Start acquires the shared client instance, reads the routes of the subscribed topics,
+// registers the group (heartbeat) and starts consuming. A topic the name servers do not know
+// yet is logged once and consumed from its first message once it is created (a producer's
+// first send creates it), as RocketMQ's Java consumer does; name servers that cannot be
+// reached fail Start. On error nothing is left running.
 func (pc *PushConsumer) Start() error {
 	var extra []*subscription
 	if pc.p.cfg.model == Clustering {
