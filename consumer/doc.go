@@ -34,7 +34,7 @@
 //     WithPullInterval (0) after a pull that found messages. Pulls pause 50 ms while the queue
 //     caches more than 1000 messages or 100 MiB, or (concurrent) spans more than 2000 offsets.
 //     FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL are handled as the official clients
-//     do. A failed pull waits WithPullErrorDelay (3 s) before the next, except one whose
+//     do. A failed pull waits WithPullErrorDelay (1 s) before the next, except one whose
 //     connection broke: that queue pulls again after DefaultReconnectPullDelay (20 ms),
 //     doubling to DefaultMaxReconnectPullDelay (500 ms) while the broker stays away
 //     (pull_retry.go).
