@@ -189,7 +189,7 @@ func TestResendFailureConsumesAgain(t *testing.T) {
 		return ConsumeSuccess, nil
 	}
 	opts := append(fastOptions(t, n, spy, "g-stuck", "stuck"),
-		optionFunc(func(c *config) { c.sendBackRetryDelay = 50 * time.Millisecond }))
+		WithSendBackRetryDelay(50*time.Millisecond))
 	pc := startConsumer(t, "stuck", "*", listener, opts...)
 	a.sendN("stuck", 1, 1, "s")
 	eventually(t, "consumed again locally", func() bool { return got.count() >= 2 })
