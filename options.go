@@ -131,7 +131,8 @@ type Options struct {
 	// MaxConnections is how many connections each listener keeps open at once; more are closed
 	// as they arrive. Default remoting.DefaultMaxConnections (10,000); RocketMQ has no such limit.
 	MaxConnections int
-	// ServerWorkerThreads and ServerQueueCapacity size each request pool.
+	// ServerWorkerThreads and ServerQueueCapacity size the name service's request pool (the
+	// broker's pools have sizes of their own, docs/rocketmq-differences.md).
 	ServerWorkerThreads int
 	ServerQueueCapacity int
 	// EventLoops is the number of gnet event loops. Default: one per CPU.
@@ -361,10 +362,11 @@ const (
 	// DefaultChannelMaxIdleTime (120 s, serverChannelMaxIdleTimeSeconds) closes connections that
 	// sent nothing for this long.
 	DefaultChannelMaxIdleTime = remoting.DefaultChannelMaxIdleTime
-	// DefaultServerWorkerThreads (8, serverWorkerThreads) is the size of each request pool.
+	// DefaultServerWorkerThreads (8, serverWorkerThreads) is the size of the name service's
+	// request pool.
 	DefaultServerWorkerThreads = node.DefaultServerWorkerThreads
-	// DefaultServerQueueCapacity (10,000) is how many requests may wait for a worker before the
-	// node answers SYSTEM_BUSY.
+	// DefaultServerQueueCapacity (10,000) is how many requests may wait for a name service
+	// worker before the node answers SYSTEM_BUSY (RocketMQ's queue is unbounded).
 	DefaultServerQueueCapacity = node.DefaultServerQueueCapacity
 	// DefaultStartTimeout (10 s) bounds StartNode's wait for each listener and for the broker
 	// (its HA listener and first registration).

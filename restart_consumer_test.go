@@ -29,7 +29,7 @@ import (
 // batch x queues), and every queue delivering again within 1 s of the node being ready,
 // measured from StartNode's return to the delivery of a message sent to each queue right then.
 // The consumers run with RocketMQ's default periods (heartbeat 30 s, rebalance 20 s, pull
-// error delay 3 s), the ones the storm comes from.
+// error delay 1 s), the ones the storm comes from.
 
 var restartEvents = flag.Int("restart-events", 1,
 	"restarts per transport in TestRestartConsumerGroup (issue 18's acceptance runs 5)")

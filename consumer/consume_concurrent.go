@@ -2,26 +2,30 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 )
 
+const (
+	// sendBackTimeout bounds one CONSUMER_SEND_MSG_BACK (DefaultMQPushConsumerImpl's 5 s).
+	sendBackTimeout = 5 * time.Second
+	// expiredDelayLevel is the delay level a message whose listener call outlived the consume
+	// timeout is sent back with (RocketMQ 4.9 ProcessQueue.cleanExpiredMsg).
+	expiredDelayLevel = 3
+)
+
 // submit implements queueService: it hands newly cached messages to the consume service, in
-// batches to the worker pool (concurrent), or as a nudge to the queue's consume loop (orderly).
-// It blocks while the pool is busy, which holds back the queue's pulls.
+// batches to the workers' queue (concurrent), or as a nudge to the queue's consume loop
+// (orderly). It never blocks: how much a queue pulls ahead of its listeners is its flow
+// control's business (pullPause), as in RocketMQ, whose consume executor's queue is unbounded.
 func (pc *PushConsumer) submit(qs *queueState, msgs []*Message) {
 	if pc.cfg.orderly {
 		qs.pq.notify()
 		return
 	}
 	for _, batch := range batches(msgs, pc.cfg.consumeBatchSize) {
-		select {
-		case pc.work <- consumeRequest{qs: qs, msgs: batch}:
-		case <-pc.p.ctx.Done():
-			return
-		case <-qs.pq.done:
-			return
-		}
+		pc.work.push(consumeRequest{qs: qs, msgs: batch})
 	}
 }
 
@@ -40,11 +44,15 @@ func batches(msgs []*Message, n int) [][]*Message {
 	return out
 }
 
-// worker runs listener calls until the work channel closes (at Close, after every sender
-// stopped). Requests still queued then are skipped: their messages stay unacknowledged and are
-// redelivered to the next owner of the queue.
+// worker runs listener calls until the work queue closes (at Close, after every loop that
+// submits stopped). Requests still queued then are skipped: their messages stay
+// unacknowledged and are redelivered to the next owner of the queue.
 func (pc *PushConsumer) worker() {
-	for req := range pc.work {
+	for {
+		req, ok := pc.work.pop()
+		if !ok {
+			return
+		}
 		if pc.p.isClosing() {
 			continue
 		}
@@ -108,16 +116,28 @@ func (pc *PushConsumer) sendBackAll(msgs []*Message) (ok, failed []*Message) {
 	return ok, failed
 }
 
-// sendBackOne sends one message back. It is not tied to the consumer's lifetime, so a listener
-// call that Close lets finish can still hand its failures to the broker.
+// sendBackOne sends one message back and, when the broker does not take it, resends it to the
+// retry topic itself (resend.go), as RocketMQ's push consumer does; the error is that of both.
+// A delay level below 0 asks for the DLQ. It is not tied to the consumer's lifetime, so a
+// listener call that Close lets finish can still hand its failures to the broker.
 func (pc *PushConsumer) sendBackOne(m *Message, delayLevel int32) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sendBackTimeout)
 	defer cancel()
 	addr := pc.p.inst.MasterAddr(m.Queue.BrokerName)
 	if addr == "" && m.StoreHost.IsValid() {
 		addr = m.StoreHost.String()
 	}
-	return sendBack(ctx, pc.p.inst.Transport(), addr, pc.p.cfg.group, m, delayLevel, pc.maxReconsumeTimes())
+	err := sendBack(ctx, pc.p.inst.Transport(), addr, pc.p.cfg.group, m, delayLevel, pc.maxReconsumeTimes())
+	if err == nil {
+		return nil
+	}
+	pc.log.Debug().Str("msg_id", m.MsgID).Err(err).Msg("send back failed; resending to the retry topic")
+	rctx, rcancel := context.WithTimeout(context.Background(), resendTimeout)
+	defer rcancel()
+	if rerr := pc.resendToRetry(rctx, m, delayLevel < 0); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return nil
 }
 
 // maxReconsumeTimes is the reconsume limit in force: the one set, else RocketMQ's default for
@@ -134,7 +154,8 @@ func (pc *PushConsumer) maxReconsumeTimes() int32 {
 	}
 }
 
-// consumeLater resubmits messages whose send-back failed after the send-back retry delay.
+// consumeLater resubmits messages whose send-back and resend failed after the send-back retry
+// delay.
 // They stay cached meanwhile, so the queue's committed offset cannot pass them. Unlike the
 // official client, ReconsumeTimes is left as the broker stored it: the expiry scan may read it
 // concurrently, and the broker decides retries and the DLQ by its own count.
@@ -169,7 +190,9 @@ func (pc *PushConsumer) cleanExpired(qs *queueState) {
 			return
 		}
 		if pc.p.cfg.model == Clustering {
-			if err := pc.sendBackOne(m, 3+m.ReconsumeTimes); err != nil {
+			// A fixed level 3, as RocketMQ 4.9's cleanExpiredMsg: the broker's 3 + reconsume
+			// times applies to level 0 only.
+			if err := pc.sendBackOne(m, expiredDelayLevel); err != nil {
 				pc.log.Warn().Str("msg_id", m.MsgID).Err(err).Msg("send back of an expired message failed")
 				continue
 			}

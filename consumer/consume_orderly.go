@@ -121,8 +121,8 @@ func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeRes
 
 // reconsumeLocally decides what a failed orderly batch does (RocketMQ's checkReconsumeTimes):
 // messages under the reconsume limit are retried locally (their count raised); those at the
-// limit go to the dead-letter topic (send-back with delay level -1), or are retried too if
-// that fails. It reports whether the batch must be consumed again. The limit is unlimited
+// limit go to the dead-letter topic (send-back with delay level -1, else a resend the broker
+// routes there), or are retried too if both fail. It reports whether the batch must be consumed again. The limit is unlimited
 // unless the user set one, so by default nothing is moved aside.
 func (pc *PushConsumer) reconsumeLocally(msgs []*Message) bool {
 	limit := pc.maxReconsumeTimes()

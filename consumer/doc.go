@@ -34,23 +34,25 @@
 //     WithPullInterval (0) after a pull that found messages. Pulls pause 50 ms while the queue
 //     caches more than 1000 messages or 100 MiB, or (concurrent) spans more than 2000 offsets.
 //     FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_ILLEGAL are handled as the official clients
-//     do. A failed pull waits WithPullErrorDelay (3 s) before the next, except one whose
+//     do. A failed pull waits WithPullErrorDelay (1 s) before the next, except one whose
 //     connection broke: that queue pulls again after DefaultReconnectPullDelay (20 ms),
 //     doubling to DefaultMaxReconnectPullDelay (500 ms) while the broker stays away
 //     (pull_retry.go).
 //   - concurrent consume service: WithConsumeGoroutines workers (20) run the listener on batches
 //     (WithConsumeBatchSize, 1). A failed batch (RECONSUME_LATER, an error or a panic) is sent
-//     back to the broker (CONSUMER_SEND_MSG_BACK, delay level 0) into the retry topic; messages
-//     the broker did not take are consumed again locally after a delay. The offset committed is
-//     the smallest one still cached. A scan every WithConsumeTimeout (15 min) sends back
-//     messages whose listener call took longer than that. Consume hooks (WithConsumeHook) run
+//     back to the broker (CONSUMER_SEND_MSG_BACK, delay level 0) into the retry topic; a
+//     message the broker did not take is sent to the retry topic by the consumer itself
+//     (SEND_MESSAGE_V2 as RocketMQ's internal producer, resend.go), and only when that fails
+//     too consumed again locally after a delay. The offset committed is the smallest one still
+//     cached. A scan every WithConsumeTimeout (15 min) sends back messages whose listener call
+//     took longer than that, with delay level 3. Consume hooks (WithConsumeHook) run
 //     around every listener call, concurrent or orderly.
 //   - orderly consume service (WithOrderly): one consume loop per queue, consuming only while
 //     the client holds the queue's broker lock (LOCK_BATCH_MQ at assignment, renewed every
 //     WithLockInterval by the lock loop); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the same
 //     messages locally after WithSuspendDelay, for ever unless WithMaxReconsumeTimes is set
 //     (RocketMQ's orderly default), past which they go to the dead-letter topic (delay level
-//     -1). At most WithMaxTimeConsumeContinuously (one minute) per turn. A dropped queue's
+//     -1, else the resend). At most WithMaxTimeConsumeContinuously (one minute) per turn. A dropped queue's
 //     lock is released once no listener call runs on it, WithUnlockDelay (20 s) later if
 //     messages were still cached.
 //   - persist loop: every WithPersistInterval (5 s) the offsets of the held queues go to the
@@ -77,10 +79,14 @@
 // # Lifecycle
 //
 // A consumer is new until Start (RocketMQ's ServiceState): Subscribe only then, Start once.
-// Start acquires the client instance, checks routes, asks a broker of each topic about every
-// subscription that is not a tag expression (CHECK_CLIENT_CONFIG: an SQL92 one fails Start when
-// it does not compile, or on an Apache broker without property filtering), registers the group (ErrGroupExists when another
-// consumer of the group shares the instance), heartbeats and rebalances. A failed Start
+// Start acquires the client instance, reads routes (a topic that does not exist yet is logged
+// once and taken by the rebalance once it is created; unreachable name servers fail Start),
+// asks a broker of each topic about every subscription that is not a tag expression
+// (CHECK_CLIENT_CONFIG: an SQL92 one fails Start when it does not compile, or on an Apache
+// broker without property filtering), registers the group (ErrGroupExists when another
+// consumer of the group shares the instance), heartbeats and rebalances. The route refresh
+// (WithPollNameServerInterval, 30 s) makes the consumer rebalance as soon as it finds a
+// subscribed topic that had no route. A failed Start
 // releases everything and is final, RocketMQ's START_FAILED: later calls return
 // ErrStartFailed, and a new consumer must be made. After Close every call returns ErrClosed.
 //

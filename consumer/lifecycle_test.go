@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/mqgo/mq/internal/client"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -140,14 +141,17 @@ func TestLifecycleCloseBeforeStart(t *testing.T) {
 	}
 }
 
-// routeless is a transport whose name server knows no topic.
-type routeless struct{ closeCounter }
+// unreachable is a transport that reaches no name server: a route query fails as a
+// connection refused would.
+type unreachable struct{ closeCounter }
 
-func (r *routeless) InvokeSync(_ context.Context, _ string, req *remoting.Command) (*remoting.Command, error) {
+var errRefused = errors.New("connection refused (test)")
+
+func (r *unreachable) InvokeSync(_ context.Context, _ string, req *remoting.Command) (*remoting.Command, error) {
 	if req.Code == remoting.GetRouteInfoByTopic {
-		return remoting.NewResponse(remoting.TopicNotExist, "No topic route info in name server for the topic: T"), nil
+		return nil, errRefused
 	}
-	return remoting.NewResponse(remoting.SystemError, "routeless"), nil
+	return remoting.NewResponse(remoting.SystemError, "unreachable"), nil
 }
 
 // A Start that fails leaves the consumer start-failed, as RocketMQ's START_FAILED: what it
@@ -158,7 +162,7 @@ func TestLifecycleStartFailedIsFinal(t *testing.T) {
 	for _, kind := range lifecycleKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr := &routeless{}
+				tr := &unreachable{}
 				log := testLogger(t)
 				c, err := kind.new(WithGroup("g"), WithNameServers("127.0.0.1:1"), WithOwnedTransport(tr),
 					WithInstanceName("start-failed-"+kind.name), WithLogger(&log))
@@ -169,15 +173,14 @@ func TestLifecycleStartFailedIsFinal(t *testing.T) {
 					t.Fatal(err)
 				}
 				first := c.Start()
-				var re *remoting.ResponseError
-				if !errors.As(first, &re) || re.Code != remoting.TopicNotExist {
-					t.Fatalf("Start without a route: %v, want TOPIC_NOT_EXIST", first)
+				if !errors.Is(first, client.ErrNameServersUnreachable) || !strings.Contains(first.Error(), errRefused.Error()) {
+					t.Fatalf("Start without a name server: %v, want ErrNameServersUnreachable naming the refusal", first)
 				}
 				if tr.closed != 1 {
 					t.Errorf("owned transport closed %d times by the failed Start, want 1", tr.closed)
 				}
 				again := c.Start()
-				if !errors.Is(again, ErrStartFailed) || !errors.As(again, &re) {
+				if !errors.Is(again, ErrStartFailed) || !errors.Is(again, client.ErrNameServersUnreachable) {
 					t.Errorf("Start after a failed Start: %v, want ErrStartFailed wrapping the first error", again)
 				}
 				if err := c.Subscribe("U"); !errors.Is(err, ErrStartFailed) {

@@ -236,8 +236,9 @@ func TestOrderlyRetriesForeverByDefault(t *testing.T) {
 }
 
 // With maxReconsumeTimes set, a message that failed that many more times goes to the
-// dead-letter topic (send-back with delay level -1); when that send fails the queue suspends
-// and the message is consumed again, then sent again (RocketMQ's checkReconsumeTimes).
+// dead-letter topic (send-back with delay level -1); when that send and its resend fail (the
+// fake route has no retry queue) the queue suspends and the message is consumed again, then
+// sent again (RocketMQ's checkReconsumeTimes).
 func TestOrderlyDLQOnlyPastExplicitMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br := newMsgBroker(t, fakeInstance{}.ClientID())

@@ -107,7 +107,8 @@ func (f fixedQueues) allocate(_ context.Context, topic string, readable []Messag
 	return mine, nil
 }
 
-// Start starts pulling.
+// Start starts pulling. As the push consumer's Start, it waits for a subscribed or assigned
+// topic that does not exist yet rather than failing.
 func (c *PullConsumer) Start() error { return c.p.start() }
 
 // Close stops pulling, counts what Poll returned as consumed when auto-committing, persists the

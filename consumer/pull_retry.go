@@ -9,13 +9,13 @@ import (
 )
 
 // How long a queue waits after a failed pull. RocketMQ waits pullTimeDelayMillsWhenException
-// (WithPullErrorDelay, 3 s) after every failure. A broker that restarts is back long before
+// (WithPullErrorDelay, 1 s) after every failure. A broker that restarts is back long before
 // that, so a pull that failed because its connection broke, or could not be made, is retried
 // after DefaultReconnectPullDelay, doubling up to DefaultMaxReconnectPullDelay (never past the
 // pull error delay) while the broker stays away. Once the connection is back, the broker may
 // refuse the first pulls because it does not know the group yet (the instance's heartbeat
 // after the reconnect is on its way): those are retried the same quick way, for one round of
-// doubling only, so a broker that keeps refusing is asked every 3 s again. Every other
+// doubling only, so a broker that keeps refusing is asked every pull error delay again. Every other
 // failure waits the pull error delay, as in RocketMQ.
 
 // retryReason is why a queue's pulls are being retried quickly.

@@ -66,6 +66,11 @@ type puller struct {
 	rebalanceNow chan struct{}
 	closeOnce    sync.Once
 	closeErr     error
+
+	// noRoute holds the subscribed topics the name servers did not know at the last look, so
+	// that their absence is logged once, not at every rebalance. Touched by start, then only by
+	// the rebalance loop.
+	noRoute map[string]bool
 }
 
 // queueService is what a consumer adds to the puller. The puller calls it from its loops and
@@ -263,19 +268,56 @@ func offsetFileClientID(instanceName string) string {
 	return client.LocalIPv4() + "@" + instanceName
 }
 
-// checkRoutes fails unless every subscribed topic but the retry topic has a route.
+// checkRoutes reads the route of every subscribed topic. A topic the name servers answer
+// TOPIC_NOT_EXIST for does not stop the start: as RocketMQ's Java consumer, this one starts,
+// says so once in its log, and its rebalance takes the topic's queues once it exists (a
+// producer's first send creates it). Any other failure, name servers that do not answer
+// among them, fails the start: a wrong address is found now rather than never.
 func (p *puller) checkRoutes(ctx context.Context) error {
 	for _, topic := range p.SubscribedTopics() {
-		if _, err := p.inst.TopicRoute(ctx, topic); err != nil {
-			if isRetryTopic(topic) {
-				// Normal for a new group: brokers create the retry topic on its first heartbeat.
-				p.log.Debug().Str("topic", topic).Err(err).Msg("no route for the retry topic yet")
-				continue
-			}
+		_, err := p.inst.TopicRoute(ctx, topic)
+		switch {
+		case err == nil:
+		case isRetryTopic(topic):
+			// Normal for a new group: brokers create the retry topic on its first heartbeat.
+			p.log.Debug().Str("topic", topic).Err(err).Msg("no route for the retry topic yet")
+		case isTopicNotExist(err):
+			p.noteNoRoute(topic, err)
+		default:
 			return fmt.Errorf("consumer: route of %s: %w", topic, err)
 		}
 	}
 	return nil
+}
+
+// isTopicNotExist reports whether err is a name server's answer that it has no route of the
+// topic (TOPIC_NOT_EXIST).
+func isTopicNotExist(err error) bool {
+	var re *remoting.ResponseError
+	return errors.As(err, &re) && re.Code == remoting.TopicNotExist
+}
+
+// noteNoRoute records that topic has no route, logging it the first time. Only start and then
+// the rebalance loop call it and routeFound, one after the other.
+func (p *puller) noteNoRoute(topic string, err error) {
+	if p.noRoute[topic] {
+		return
+	}
+	if p.noRoute == nil {
+		p.noRoute = map[string]bool{}
+	}
+	p.noRoute[topic] = true
+	p.log.Warn().Str("topic", topic).Err(err).
+		Msg("the topic does not exist yet; consuming from its first message once it is created")
+}
+
+// routeFound notes that topic, which had no route, has one now.
+func (p *puller) routeFound(topic string) {
+	if !p.noRoute[topic] {
+		return
+	}
+	delete(p.noRoute, topic)
+	p.log.Info().Str("topic", topic).Msg("the topic exists now; taking its queues")
 }
 
 // checkSubscriptions asks one broker of each topic whose subscription is not a tag expression

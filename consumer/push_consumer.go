@@ -71,9 +71,9 @@ type PushConsumer struct {
 	// consumeCtx ends when Close stops waiting for listeners.
 	consumeCtx    context.Context
 	consumeCancel context.CancelFunc
-	consumers     sync.WaitGroup      // consume workers and orderly consume loops
-	work          chan consumeRequest // concurrent: batches for the workers
-	slots         chan struct{}       // orderly: listener calls running at once
+	consumers     sync.WaitGroup // consume workers and orderly consume loops
+	work          *workQueue     // concurrent: batches for the workers
+	slots         chan struct{}  // orderly: listener calls running at once
 }
 
 // NewPushConsumer builds a push consumer; it starts nothing until Start.
@@ -90,7 +90,7 @@ func NewPushConsumer(opts ...Option) (*PushConsumer, error) {
 	if cfg.orderly {
 		pc.slots = make(chan struct{}, cfg.consumeGoroutines)
 	} else {
-		pc.work = make(chan consumeRequest, cfg.consumeGoroutines)
+		pc.work = newWorkQueue()
 	}
 	return pc, nil
 }
@@ -120,8 +120,11 @@ func (pc *PushConsumer) SubscribeSelector(topic string, sel MessageSelector, lis
 // errSubscribeArgs is a Subscribe without a topic (or, push consumer, without a listener).
 var errSubscribeArgs = errors.New("consumer: Subscribe needs a topic and a listener")
 
-// Start acquires the shared client instance, checks that every subscribed topic has a route,
-// registers the group (heartbeat) and starts consuming. On error nothing is left running.
+// Start acquires the shared client instance, reads the routes of the subscribed topics,
+// registers the group (heartbeat) and starts consuming. A topic the name servers do not know
+// yet is logged once and consumed from its first message once it is created (a producer's
+// first send creates it), as RocketMQ's Java consumer does; name servers that cannot be
+// reached fail Start. On error nothing is left running.
 func (pc *PushConsumer) Start() error {
 	var extra []*subscription
 	if pc.p.cfg.model == Clustering {
@@ -169,7 +172,7 @@ func (pc *PushConsumer) startService() {
 // their context after the close timeout.
 func (pc *PushConsumer) stopService() {
 	if pc.work != nil {
-		close(pc.work) // every sender was a loop and has exited
+		pc.work.close() // every submitter was a loop and has exited
 	}
 	done := make(chan struct{})
 	go func() { pc.consumers.Wait(); close(done) }()

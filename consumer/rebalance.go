@@ -70,10 +70,16 @@ func (p *puller) rebalanceOnce() {
 			return
 		}
 		want, err := p.allocate(topic)
-		if err != nil {
-			if !isRetryTopic(topic) {
-				p.log.Warn().Str("topic", topic).Err(err).Msg("rebalance skipped a topic")
-			}
+		switch {
+		case err == nil:
+			p.routeFound(topic)
+		case isRetryTopic(topic):
+			continue
+		case isTopicNotExist(err):
+			p.noteNoRoute(topic, err) // a topic created after Start: taken once it exists
+			continue
+		default:
+			p.log.Warn().Str("topic", topic).Err(err).Msg("rebalance skipped a topic")
 			continue
 		}
 		if p.updateQueues(topic, want) {

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -115,7 +116,7 @@ func TestSendBackFailureConsumesAgain(t *testing.T) {
 	inst := fakeInstance{tr: tr}
 	cfg := defaultConfig()
 	cfg.group, cfg.sendBackRetryDelay = "g", 20*time.Millisecond
-	pc := &PushConsumer{cfg: cfg.pushConfig, work: make(chan consumeRequest, 4)}
+	pc := &PushConsumer{cfg: cfg.pushConfig, work: newWorkQueue()}
 	pc.p = startedPuller(t, cfg.pullerConfig, pc, inst)
 	pc.consumeCtx = pc.p.ctx
 	pc.p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", func(context.Context, []*Message) (ConsumeResult, error) {
@@ -135,19 +136,20 @@ func TestSendBackFailureConsumesAgain(t *testing.T) {
 	if off, ok := pc.p.store.read(mq); ok && off > 0 {
 		t.Errorf("offset committed (%d) past messages the broker never took", off)
 	}
+	// Batches of one (the default consume batch size).
+	eventually(t, "both messages submitted again", func() bool { return pc.work.len() >= 2 })
 	var again []int64
-	for len(again) < 2 {
-		select {
-		case req := <-pc.work: // batches of one (the default consume batch size)
-			if req.qs != qs {
-				t.Fatal("resubmitted to another queue")
-			}
-			for _, m := range req.msgs {
-				again = append(again, m.QueueOffset)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("consumed again: %v, want offsets 0 and 1", again)
+	for range 2 {
+		req, _ := pc.work.pop()
+		if req.qs != qs {
+			t.Fatal("resubmitted to another queue")
 		}
+		for _, m := range req.msgs {
+			again = append(again, m.QueueOffset)
+		}
+	}
+	if !slices.Equal(again, []int64{0, 1}) {
+		t.Errorf("consumed again: %v, want offsets 0 and 1", again)
 	}
 	if len(tr.asked) != 2 {
 		t.Errorf("%d send-backs tried, want 2", len(tr.asked))

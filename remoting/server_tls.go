@@ -19,7 +19,9 @@ type TLSMode string
 
 // TLS modes, named as RocketMQ's.
 const (
-	// TLSDisabled serves plaintext only (RocketMQ's default): a TLS handshake is a malformed frame.
+	// TLSDisabled serves plaintext only, mq's default (RocketMQ's is permissive with a
+	// self-signed test certificate; docs/rocketmq-differences.md says why): a TLS handshake
+	// is a malformed frame.
 	TLSDisabled TLSMode = "disabled"
 	// TLSPermissive serves TLS and plaintext on the same port, told apart by the first byte.
 	TLSPermissive TLSMode = "permissive"

@@ -257,8 +257,8 @@ func heldRequest(req *remoting.Command, h *protocol.PullMessageRequestHeader) *r
 // official Go client's push consumer loops straight back, the Java one too), so answering it
 // without waiting would turn every parked-pull slot we refuse into a busy loop of pulls. Any
 // other code is an error to the clients, and they wait before pulling that queue again (Go
-// client: _PullDelayTimeWhenError 3 s; Java: pullTimeDelayMillsWhenException 3 s; ours:
-// pullErrorDelay 3 s), which is the back-off a full hold needs. The remark names the limit.
+// client: _PullDelayTimeWhenError 3 s; Java 4.9 and ours: pullTimeDelayMillsWhenException
+// 1 s), which is the back-off a full hold needs. The remark names the limit.
 func (b *Broker) holdFullResponse(ch remoting.Channel, res parkResult) *remoting.Command {
 	limit, value := "MaxHeldPulls", b.opts.MaxHeldPulls
 	if res == parkChannelFull {

@@ -3,9 +3,12 @@ package broker
 import (
 	"context"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
+
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -32,12 +35,46 @@ import (
 // dlqQueueNums is the dead-letter topic's queue count (DLQ_NUMS_PER_GROUP).
 const dlqQueueNums = 1
 
-// dlqPerm is the permission a dead-letter topic is created with. RocketMQ 4.x brokers create
-// it write-only (createTopicInSendMessageBackMethod(dlq, 1, PERM_WRITE, 0)): dead letters are
-// not consumed by accident, and an operator who wants to re-consume them grants read with
-// UPDATE_AND_CREATE_TOPIC. We do the same; docs/protocol.md §5.7 notes later releases use
-// read+write. An existing DLQ topic keeps its permission.
-const dlqPerm = route.PermWrite
+// dlqPerm is the permission a dead-letter topic is created with: read and write, as RocketMQ
+// 4.9 creates it in both send-back paths (createTopicInSendMessageBackMethod(dlq, 1,
+// PERM_WRITE|PERM_READ, 0)), so operators can consume, inspect and re-drive dead letters by
+// subscribing to %DLQ%<group>. Early 4.x releases created it write-only, and so did earlier
+// builds of mq: fixDLQPerms corrects those at load. An existing DLQ topic otherwise keeps its
+// permission (an operator may have revoked read on purpose).
+const dlqPerm = route.PermReadWrite
+
+// fixDLQPerms gives read back to dead-letter topics an earlier mq created write-only (perm
+// exactly PERM_WRITE, what it always wrote) and returns their names, sorted. A topics.json
+// from before dead-letter topics were made read+write holds such entries; other permissions
+// were set by an operator and are kept.
+func fixDLQPerms(table map[string]TopicConfig) []string {
+	var fixed []string
+	for name, tc := range table {
+		if strings.HasPrefix(name, names.DLQPrefix) && tc.Perm == route.PermWrite {
+			tc.Perm = dlqPerm
+			table[name] = tc
+			fixed = append(fixed, name)
+		}
+	}
+	slices.Sort(fixed)
+	return fixed
+}
+
+// minMaxReconsumeTimesVersion is MQVersion.V3_4_9's ordinal, the first client version whose
+// maxReconsumeTimes header field RocketMQ honours.
+const minMaxReconsumeTimesVersion int16 = 121
+
+// reconsumeLimit is how often a message of a group may be reconsumed before it is a dead
+// letter, for a send-back or a send to the group's retry topic: the request header's
+// maxReconsumeTimes whenever it carries one, 0 included, and the client is 3.4.9 or later;
+// else the group's retryMaxTimes (RocketMQ 4.9, both send paths). A negative value means
+// absent: the official clients never send one.
+func reconsumeLimit(req *remoting.Command, fromHeader, groupMax int32) int32 {
+	if fromHeader >= 0 && req.Version >= minMaxReconsumeTimesVersion {
+		return fromHeader
+	}
+	return groupMax
+}
 
 // retryState holds the schedule (delay) service and the broker's message counters.
 type retryState struct {
@@ -100,10 +137,7 @@ func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *re
 	}
 	m, props := b.sendBackCopy(&rec, &h)
 
-	maxTimes := h.MaxReconsumeTimes
-	if maxTimes <= 0 {
-		maxTimes = cfg.RetryMaxTimes
-	}
+	maxTimes := reconsumeLimit(req, h.MaxReconsumeTimes, cfg.RetryMaxTimes)
 	if h.DelayLevel < 0 || rec.ReconsumeTimes >= maxTimes {
 		dlq := names.DLQTopic(h.Group)
 		b.topics.createIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0)

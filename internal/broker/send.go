@@ -140,7 +140,7 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 		ReconsumeTimes: h.ReconsumeTimes,
 	}
 	props := h.Properties
-	if resp := b.handleRetryAndDLQ(h, m, &props); resp != nil {
+	if resp := b.handleRetryAndDLQ(req, h, m, &props); resp != nil {
 		return resp
 	}
 	m.Properties = setProperty(props, message.PropertyCluster, b.opts.ClusterName)

@@ -123,11 +123,10 @@ func (b *Broker) autoCreateTopic(h *protocol.SendMessageRequestHeader) (TopicCon
 }
 
 // handleRetryAndDLQ redirects a message sent to %RETRY%<group> to %DLQ%<group> (one queue,
-// read-write) once its reconsume times reach the max: the header's maxReconsumeTimes, or the
-// group's retryMaxTimes when the header has none (RocketMQ handleRetryAndDLQ). A message
+// read-write) once its reconsume times reach reconsumeLimit (RocketMQ handleRetryAndDLQ). A message
 // going to the DLQ loses its DELAY property, so it lands there at once rather than after the
 // longest delay. props is the message's properties string, updated in place.
-func (b *Broker) handleRetryAndDLQ(h *protocol.SendMessageRequestHeader, m *storage.Message, props *string) *remoting.Command {
+func (b *Broker) handleRetryAndDLQ(req *remoting.Command, h *protocol.SendMessageRequestHeader, m *storage.Message, props *string) *remoting.Command {
 	if !strings.HasPrefix(h.Topic, names.RetryPrefix) {
 		return nil
 	}
@@ -136,15 +135,11 @@ func (b *Broker) handleRetryAndDLQ(h *protocol.SendMessageRequestHeader, m *stor
 	if !ok {
 		return sendResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
 	}
-	maxTimes := gc.RetryMaxTimes
-	if h.MaxReconsumeTimes >= 0 {
-		maxTimes = h.MaxReconsumeTimes
-	}
-	if h.ReconsumeTimes < maxTimes {
+	if h.ReconsumeTimes < reconsumeLimit(req, h.MaxReconsumeTimes, gc.RetryMaxTimes) {
 		return nil
 	}
 	dlq := names.DLQTopic(group)
-	b.topics.createIfAbsent(dlq, sendDLQQueueNums, route.PermWrite, 0) // write-only, as RocketMQ 4.x creates it
+	b.topics.createIfAbsent(dlq, sendDLQQueueNums, dlqPerm, 0)
 	m.Topic = dlq
 	m.QueueID = 0 // RocketMQ: random % DLQ_NUMS_PER_GROUP
 	*props = removeProperty(*props, message.PropertyDelayTimeLevel)

@@ -386,9 +386,9 @@ func TestSendRetryAndDLQ(t *testing.T) {
 			// No max in the header: the group's retryMaxTimes (16) decides.
 			send(16, -1, map[string]string{"RETRY_TOPIC": "T"})
 			dlq := names.DLQTopic(group)
-			// Write-only, as RocketMQ 4.x creates it: an operator grants read to re-consume.
-			if tc, ok := tb.topics.get(dlq); !ok || tc.WriteQueueNums != 1 || route.IsReadable(tc.Perm) || !route.IsWritable(tc.Perm) {
-				t.Errorf("DLQ topic %+v (exists %t), want 1 write-only queue", tc, ok)
+			// Read and write, as RocketMQ 4.9 creates it in this path too.
+			if tc, ok := tb.topics.get(dlq); !ok || tc.WriteQueueNums != 1 || tc.Perm != route.PermReadWrite {
+				t.Errorf("DLQ topic %+v (exists %t), want 1 read-write queue", tc, ok)
 			}
 			for off := range int64(2) {
 				rec := storedRecord(t, tb, dlq, 0, off)
@@ -396,6 +396,22 @@ func TestSendRetryAndDLQ(t *testing.T) {
 				if _, ok := props["DELAY"]; ok || props["RETRY_TOPIC"] != "T" || rec.ReconsumeTimes != 16 {
 					t.Errorf("DLQ message %d: properties %v reconsume %d", off, props, rec.ReconsumeTimes)
 				}
+			}
+			// A header max of 0 is a limit like any other; a client older than 3.4.9 has its
+			// field ignored (the group's 16), as RocketMQ does.
+			for _, version := range []int16{minMaxReconsumeTimesVersion - 1, remoting.ProtocolVersion} {
+				h := goSendHeader(retry, 0, map[string]string{"RETRY_TOPIC": "T"})
+				h.ProducerGroup, h.ReconsumeTimes, h.MaxReconsumeTimes = "CLIENT_INNER_PRODUCER", 3, 0
+				req := sendRequest(remoting.SendMessage, &h, []byte("v"), remoting.SerializeJSON)
+				req.Version = version
+				wantSendOK(t, invoke(t, tr, tb.Addr, req))
+			}
+			if rec := storedRecord(t, tb, dlq, 0, 2); rec.ReconsumeTimes != 3 || string(rec.Body) != "v" {
+				t.Errorf("DLQ message 2: reconsume %d body %q, want the current client's", rec.ReconsumeTimes, rec.Body)
+			}
+			// Stored before the DLQ message, so dispatched by now.
+			if n := tb.Store().MaxOffsetInQueue(retry, 0); n != 2 {
+				t.Errorf("retry queue holds %d messages, want 2 (the 3.4.8 client's went there)", n)
 			}
 		})
 	}

@@ -150,7 +150,8 @@ func TestSendBackDeadLetters(t *testing.T) {
 		t.Fatalf("send back: %d %s", resp.Code, resp.Remark)
 	}
 	tc, ok := tb.topics.get(dlq)
-	if !ok || tc.ReadQueueNums != 1 || tc.WriteQueueNums != 1 || tc.Perm != int32(route.PermWrite) {
+	// Read and write (6), as RocketMQ 4.9 creates it: the dead letters can be consumed.
+	if !ok || tc.ReadQueueNums != 1 || tc.WriteQueueNums != 1 || tc.Perm != int32(route.PermReadWrite) {
 		t.Fatalf("DLQ topic %+v %v", tc, ok)
 	}
 	got := sbRead(t, tb, dlq, 0, 0)
@@ -177,7 +178,8 @@ func TestSendBackDeadLetters(t *testing.T) {
 	// Without maxReconsumeTimes the group's retryMaxTimes (16) applies: 15 retries, 16 dies.
 	schedBefore := tb.Store().MaxOffsetInQueue(names.TopicSchedule, int32(len(sbDelays)-1))
 	m = sbPut(t, tb, "T", 0, "fifteen", nil, 15)
-	if resp = sbSendBack(t, tr, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: group, Offset: m.PhyOffset}); resp.Code != 0 {
+	if resp = sbSendBack(t, tr, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: group, Offset: m.PhyOffset,
+		MaxReconsumeTimes: -1}); resp.Code != 0 {
 		t.Fatalf("send back 15: %d %s", resp.Code, resp.Remark)
 	}
 	// 3 + 15 is past the last level: capped to it.
@@ -186,11 +188,57 @@ func TestSendBackDeadLetters(t *testing.T) {
 		t.Errorf("capped level: body %q props %v", sched.Body, sched.Props)
 	}
 	m = sbPut(t, tb, "T", 0, "sixteen", nil, 16)
-	if resp = sbSendBack(t, tr, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: group, Offset: m.PhyOffset}); resp.Code != 0 {
+	if resp = sbSendBack(t, tr, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: group, Offset: m.PhyOffset,
+		MaxReconsumeTimes: -1}); resp.Code != 0 {
 		t.Fatalf("send back 16: %d %s", resp.Code, resp.Remark)
 	}
 	if got = sbRead(t, tb, dlq, 0, 2); string(got.Body) != "sixteen" {
 		t.Errorf("third dead letter %q", got.Body)
+	}
+}
+
+// An explicit maxReconsumeTimes of 0 is the limit, as RocketMQ 4.9 takes whatever the header
+// carries: a first failure goes straight to the DLQ. A request without the field, or from a
+// client older than 3.4.9 (whose field RocketMQ ignores), falls back to the group's
+// retryMaxTimes and is retried.
+func TestSendBackMaxReconsumeTimesZero(t *testing.T) {
+	tb := startTestBroker(t, sbWithDelays)
+	for name, tr := range tb.Transports() {
+		t.Run(name, func(t *testing.T) {
+			group := "zero_" + name
+			dlq, retry := names.DLQTopic(group), names.RetryTopic(group)
+			m := sbPut(t, tb, "T", 0, "first failure", nil, 0)
+			h := protocol.ConsumerSendMsgBackRequestHeader{Group: group, Offset: m.PhyOffset, MaxReconsumeTimes: 0}
+			if resp := sbSendBack(t, tr, tb, h); resp.Code != remoting.Success {
+				t.Fatalf("send back with max 0: %d %s", resp.Code, resp.Remark)
+			}
+			if got := sbRead(t, tb, dlq, 0, 0); string(got.Body) != "first failure" || got.ReconsumeTimes != 1 {
+				t.Errorf("dead letter: body %q reconsume %d", got.Body, got.ReconsumeTimes)
+			}
+
+			// The same request from a 3.4.8 client: the group's 16 decides, so a retry.
+			schedBefore := tb.Store().MaxOffsetInQueue(names.TopicSchedule, 2)
+			req := remoting.NewRequest(remoting.ConsumerSendMsgBack, remoting.EncodeHeader(&h), nil)
+			req.Version = minMaxReconsumeTimesVersion - 1
+			if resp := invoke(t, tr, tb.Addr, req); resp.Code != remoting.Success {
+				t.Fatalf("send back from an old client: %d %s", resp.Code, resp.Remark)
+			}
+			// Without the field at all: the same.
+			req = remoting.NewRequest(remoting.ConsumerSendMsgBack, remoting.EncodeHeader(&h), nil)
+			delete(req.ExtFields, "maxReconsumeTimes")
+			if resp := invoke(t, tr, tb.Addr, req); resp.Code != remoting.Success {
+				t.Fatalf("send back without the field: %d %s", resp.Code, resp.Remark)
+			}
+			for i := range int64(2) {
+				sched := sbRead(t, tb, names.TopicSchedule, 2, schedBefore+i)
+				if sched.Props[message.PropertyRealTopic] != retry {
+					t.Errorf("copy %d scheduled for %q, want the retry topic", i, sched.Props[message.PropertyRealTopic])
+				}
+			}
+			if n := tb.Store().MaxOffsetInQueue(dlq, 0); n != 1 {
+				t.Errorf("DLQ holds %d messages, want only the first", n)
+			}
+		})
 	}
 }
 

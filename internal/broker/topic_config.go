@@ -56,6 +56,13 @@ func newTopicConfigManager(b *Broker) (*topicConfigManager, error) {
 			m.table[name] = tc
 		}
 		m.version = w.DataVersion
+		if fixed := fixDLQPerms(m.table); len(fixed) > 0 {
+			// A new version makes name servers that compare versions take the new perm too.
+			b.log.Warn().Str("file", m.path).Strs("topics", fixed).
+				Msg("dead-letter topics created write-only by an earlier mq made read+write, as RocketMQ 4.9 creates them")
+			m.bumpLocked()
+			b.meta.markDirty(metaTopics)
+		}
 	}
 	m.addSystemTopics()
 	return m, nil

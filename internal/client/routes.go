@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -212,31 +213,46 @@ func (i *Instance) topics() []string {
 }
 
 // refreshAll refreshes every cached topic and every consumer's subscribed topics; errors keep
-// the cached routes.
+// the cached routes. A consumer subscribed to a topic that had no route and has one now (it
+// was created since) rebalances at once, so it takes the new topic's queues within one
+// refresh period rather than at its next rebalance.
 func (i *Instance) refreshAll() {
 	seen := make(map[string]bool)
 	for _, t := range i.topics() {
 		seen[t] = true
 	}
-	for _, c := range i.consumerList() {
+	consumers := i.consumerList()
+	for _, c := range consumers {
 		for _, t := range c.SubscribedTopics() {
 			seen[t] = true
 		}
 	}
+	appeared := make(map[string]bool)
 	for t := range seen {
 		select {
 		case <-i.stop:
 			return
 		default:
 		}
+		had := i.CachedTopicRoute(t) != nil
 		ctx, cancel := context.WithTimeout(i.ctx, i.opts.RouteTimeout*time.Duration(max(1, len(i.opts.NameServers))))
 		if _, err := i.RefreshTopicRoute(ctx, t); err != nil {
 			var re *remoting.ResponseError
 			if !errors.As(err, &re) {
 				i.log.Debug().Err(err).Str("topic", t).Msg("route refresh failed; keeping the cached route")
 			}
+		} else if !had {
+			appeared[t] = true
 		}
 		cancel()
+	}
+	if len(appeared) == 0 {
+		return
+	}
+	for _, c := range consumers {
+		if slices.ContainsFunc(c.SubscribedTopics(), func(t string) bool { return appeared[t] }) {
+			c.Rebalance()
+		}
 	}
 }
 

@@ -26,10 +26,11 @@ const (
 	DefaultListen = "127.0.0.1:9876"
 	// DefaultStoreDir is the store directory when Options.StoreDir is empty.
 	DefaultStoreDir = "mqdata"
-	// DefaultServerWorkerThreads is the size of each request pool (serverWorkerThreads).
+	// DefaultServerWorkerThreads is the size of the name service's request pool
+	// (serverWorkerThreads, the size of RocketMQ's name server pool).
 	DefaultServerWorkerThreads = 8
-	// DefaultServerQueueCapacity is how many requests may wait for a worker before the node
-	// answers SYSTEM_BUSY.
+	// DefaultServerQueueCapacity is how many requests may wait for a name service worker before
+	// the node answers SYSTEM_BUSY.
 	DefaultServerQueueCapacity = 10000
 	// DefaultStartTimeout bounds Start's wait for each listener and for the broker.
 	DefaultStartTimeout = 10 * time.Second

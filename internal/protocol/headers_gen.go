@@ -1122,7 +1122,7 @@ func (h *ConsumerSendMsgBackRequestHeader) Encode(ext map[string]string) {
 		ext["originTopic"] = h.OriginTopic
 	}
 	remoting.PutBool(ext, "unitMode", h.UnitMode)
-	if h.MaxReconsumeTimes != 0 {
+	if h.MaxReconsumeTimes >= 0 {
 		remoting.PutInt32(ext, "maxReconsumeTimes", h.MaxReconsumeTimes)
 	}
 	if h.BrokerName != "" {
@@ -1142,7 +1142,10 @@ func (h *ConsumerSendMsgBackRequestHeader) Decode(ext map[string]string) error {
 	h.OriginMsgID = r.String("originMsgId", false)
 	h.OriginTopic = r.String("originTopic", false)
 	h.UnitMode = r.Bool("unitMode", false)
-	h.MaxReconsumeTimes = r.Int32("maxReconsumeTimes", false)
+	h.MaxReconsumeTimes = -1
+	if ext["maxReconsumeTimes"] != "" {
+		h.MaxReconsumeTimes = r.Int32("maxReconsumeTimes", false)
+	}
 	h.BrokerName = r.String("bname", false)
 	return r.Err()
 }

@@ -16,8 +16,10 @@ type ConsumerSendMsgBackRequestHeader struct {
 	// OriginTopic is the topic as the listener saw it (RETRY_TOPIC restored).
 	OriginTopic string `ext:"originTopic,omitempty"`
 	UnitMode    bool   `ext:"unitMode"`
-	// MaxReconsumeTimes is the consumer's limit; 0 (absent) means the group's retryMaxTimes.
-	MaxReconsumeTimes int32 `ext:"maxReconsumeTimes,omitempty"`
+	// MaxReconsumeTimes is the consumer's limit, 0 included (RocketMQ 4.9 takes any value the
+	// header carries: 0 sends the message straight to the DLQ). -1 stands for absent, which
+	// Encode leaves out and the broker reads as the group's retryMaxTimes.
+	MaxReconsumeTimes int32 `ext:"maxReconsumeTimes,omitneg"`
 	// BrokerName ("bname") is the broker the message was pulled from; sent by the Go client.
 	BrokerName string `ext:"bname,omitempty"`
 }
