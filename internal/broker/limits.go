@@ -53,6 +53,15 @@ func (o Options) limitDefaults() Options {
 	if o.MaxQueueNums <= 0 {
 		o.MaxQueueNums = DefaultMaxQueueNums
 	}
+	if o.MaxTopics <= 0 {
+		o.MaxTopics = DefaultMaxTopics
+	}
+	if o.AutoCreateTopicBurst <= 0 {
+		o.AutoCreateTopicBurst = DefaultAutoCreateTopicBurst
+	}
+	if o.AutoCreateTopicRate <= 0 {
+		o.AutoCreateTopicRate = DefaultAutoCreateTopicRate
+	}
 	return o
 }
 
