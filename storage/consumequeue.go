@@ -89,10 +89,12 @@ func newConsumeQueue(root, topic string, qid int32, units int, ops *fileOps) (*c
 		topic:   topic,
 		queueID: qid,
 		segs: segmentList{
-			dir:      dir,
-			segSize:  int64(units) * CQUnitBytes,
-			ops:      ops,
-			prealloc: true,
+			dir:     dir,
+			segSize: int64(units) * CQUnitBytes,
+			ops:     ops,
+			// Reserved as units are written (put): a queue with one message should not cost
+			// a whole file of disk, or a flood of new topics fills the disk.
+			prealloc: false,
 		},
 	}, nil
 }
@@ -243,6 +245,9 @@ func (q *consumeQueue) put(off int64, u CQUnit) error {
 		s = ns
 	}
 	pos := byteOff - s.start
+	if err := s.reserveTo(pos + CQUnitBytes); err != nil {
+		return err
+	}
 	if invariants && (pos != s.wrote.Load() || u.PhyOffset < q.maxPhyEnd.Load()) {
 		panic(fmt.Sprintf("storage: consume queue %s/%d: unit %d at byte %d (file written to %d), record at %d before the previous end %d",
 			q.topic, q.queueID, off, pos, s.wrote.Load(), u.PhyOffset, q.maxPhyEnd.Load()))
@@ -261,6 +266,9 @@ func (q *consumeQueue) putFirst(off int64, u CQUnit) error {
 	start := byteOff / q.segs.segSize * q.segs.segSize
 	s, err := q.segs.add(start)
 	if err != nil {
+		return err
+	}
+	if err := s.reserveTo(byteOff - start + CQUnitBytes); err != nil {
 		return err
 	}
 	for p := int64(0); p < byteOff-start; p += CQUnitBytes {

@@ -4,9 +4,11 @@
 // # Layout
 //
 //	<Dir>/commitlog/<20-digit start offset>                 CommitLog segments (SegmentBytes each)
-//	<Dir>/consumequeue/<topic>/<queueId>/<20-digit offset>  ConsumeQueue files (ConsumeQueueUnits x 20 B)
+//	<Dir>/consumequeue/<topic>/<queueId>/<20-digit offset>  ConsumeQueue files (ConsumeQueueUnits x 20 B, sparse:
+//	                                                        blocks reserved ahead of the writer, segment.reserveTo)
 //	<Dir>/index/<yyyyMMddHHmmssSSS>                         key index files
 //	<Dir>/config/*.json                                     broker metadata (WriteJSONFile)
+//	<Dir>/config/*.journal                                  changes since the .json was written (journal.go)
 //	<Dir>/checkpoint                                        what is durable (checkpoint.go)
 //	<Dir>/abort                                             present while the store is open
 //	<Dir>/lock                                              flock: one store per directory

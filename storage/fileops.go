@@ -11,8 +11,9 @@ import (
 type fileOps struct {
 	// sync makes f's written pages durable (fdatasync).
 	sync func(f *os.File) error
-	// allocate reserves size bytes for f so writes through the mapping cannot hit a full disk.
-	allocate func(f *os.File, size int64) error
+	// allocate reserves the blocks of [off, off+n) of f so writes through the mapping there
+	// cannot hit a full disk.
+	allocate func(f *os.File, off, n int64) error
 	// mmap maps size bytes of f read-write.
 	mmap func(f *os.File, size int) (mmap.MMap, error)
 	// zero clears [off, off+n) of a mapped file (punching a hole where possible).
@@ -33,4 +34,16 @@ func defaultFileOps() *fileOps {
 // zeroBytes clears data[off:off+n] through the mapping.
 func zeroBytes(data []byte, off, n int64) {
 	clear(data[off : off+n])
+}
+
+// extendTo makes f at least size bytes long (never shorter).
+func extendTo(f *os.File, size int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() >= size {
+		return nil
+	}
+	return f.Truncate(size)
 }

@@ -28,6 +28,11 @@ type segment struct {
 	data  mmap.MMap
 	ops   *fileOps
 
+	// reserved is how much of the file, from its start, has its blocks reserved: the whole
+	// of a preallocated segment; of a ConsumeQueue file, what its writer reserved ahead of
+	// itself so far (reserveTo). Only the writer touches it.
+	reserved int64
+
 	wrote   atomic.Int64 // bytes written and visible to readers
 	flushed atomic.Int64 // bytes known durable
 	refs    atomic.Int64
@@ -37,7 +42,8 @@ type segment struct {
 
 func segmentName(start int64) string { return fmt.Sprintf("%020d", start) }
 
-// createSegment creates, preallocates and maps a new segment file.
+// createSegment creates and maps a new segment file, with prealloc reserving its blocks
+// (otherwise the file is sparse until its writer reserves ahead of itself, reserveTo).
 func createSegment(dir string, start, size int64, ops *fileOps, prealloc bool) (*segment, error) {
 	return createSegmentAt(filepath.Join(dir, segmentName(start)), start, size, ops, prealloc)
 }
@@ -49,7 +55,7 @@ func createSegmentAt(path string, start, size int64, ops *fileOps, prealloc bool
 		return nil, err
 	}
 	if prealloc {
-		err = ops.allocate(f, size)
+		err = ops.allocate(f, 0, size)
 	} else {
 		err = f.Truncate(size)
 	}
@@ -63,7 +69,35 @@ func createSegmentAt(path string, start, size int64, ops *fileOps, prealloc bool
 		os.Remove(path)
 		return nil, err
 	}
+	if prealloc {
+		s.reserved = size
+	}
 	return s, nil
+}
+
+// Reservation ahead of a ConsumeQueue's writer: the first reserves reserveAheadMin bytes, each
+// next one as much again as is reserved, up to reserveAheadMax at a time. A queue's file then
+// costs disk in proportion to what it holds (a 6 MB file holding one unit costs 4 KiB, not
+// 6 MB), at a few fallocate calls per file.
+const (
+	reserveAheadMin = 4 << 10
+	reserveAheadMax = 1 << 20
+)
+
+// reserveTo makes sure the blocks of [0, end) are reserved before the writer writes there
+// through the mapping, so that a full disk fails the write here rather than as SIGBUS.
+// Writer-only.
+func (s *segment) reserveTo(end int64) error {
+	if end <= s.reserved {
+		return nil
+	}
+	step := min(max(s.reserved, reserveAheadMin), reserveAheadMax)
+	to := min(s.size, max(end, s.reserved+step))
+	if err := s.ops.allocate(s.f, s.reserved, to-s.reserved); err != nil {
+		return fmt.Errorf("reserve %s: %w", s.path, err)
+	}
+	s.reserved = to
+	return nil
 }
 
 // openSegment maps an existing segment file. A file shorter than size (cut short) is
