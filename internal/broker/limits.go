@@ -159,8 +159,9 @@ const (
 func heldPullSlots(h *protocol.PullMessageRequestHeader, sub *subscription) int {
 	n := heldPullBaseBytes + len(h.ConsumerGroup) + len(h.Topic) + len(h.Subscription) + len(h.ExpressionType) +
 		len(h.BrokerName)
-	if h.HasSubscription() && sub != nil {
-		// Compiled from this header for this pull alone (a heartbeat's is shared).
+	if h.HasSubscription() && sub != nil && sub != subAll {
+		// Compiled from this header for this pull alone (a heartbeat's is shared, and so is
+		// the "*" of pulls that carry it).
 		n += heldSubBaseBytes + len(sub.data.SubString) + heldTagBytes*max(len(sub.data.TagsSet), len(sub.tags))
 		if sub.sql != nil {
 			n += sub.sql.Size()

@@ -42,7 +42,7 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 		{name: "heartbeat subscription", shape: func(*protocol.PullMessageRequestHeader) {}, honest: true},
 		{name: "longest names", shape: func(*protocol.PullMessageRequestHeader) {}, honest: true,
 			group: long, topicName: strings.Repeat("t", 127)},
-		{name: "header *", shape: headerSub(protocol.ExpressionTag, "*")},
+		{name: "header *", shape: headerSub(protocol.ExpressionTag, "*"), honest: true},
 		{name: "header 3 tags", shape: headerSub(protocol.ExpressionTag, "TagA || TagB || TagC")},
 		{name: "header 2000 tags", shape: headerSub(protocol.ExpressionTag, strings.Repeat("tag||", 2000))},
 		{name: "header SQL", shape: headerSub(protocol.ExpressionSQL92, "a > 1 AND b = 'x'")},
