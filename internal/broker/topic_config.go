@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/route"
@@ -47,6 +48,9 @@ type topicConfigManager struct {
 	// length in whole records (0: topics.json must be written whole first) and the length of
 	// the topics.json last written.
 	jSize, snapSize int64
+	// wholeWrites and appends count the passes that wrote topics.json whole and those that
+	// appended to the journal (tests).
+	wholeWrites, appends atomic.Int64
 	// durable holds the tickets of changes waiting for the pass that writes them (changed).
 	durable *tickets
 }

@@ -94,8 +94,10 @@ func (m *topicConfigManager) persist() error {
 	switch {
 	case whole:
 		err = m.writeWhole(snap)
+		m.wholeWrites.Add(1)
 	case len(recs) > 0:
 		err = m.appendRecords(recs)
+		m.appends.Add(1)
 	}
 	if err != nil {
 		// What this pass took is lost to the journal: the next pass writes everything.
