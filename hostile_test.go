@@ -69,6 +69,7 @@ type hsNodeConfig struct {
 	syncMaster bool
 	haSecret   string // HASecret / -ha-secret
 	maxConns   int    // MaxConnections / -max-connections (0: the default)
+	maxTopics  int    // MaxTopics / -max-topics (0: the default)
 }
 
 // hsNode is one running node, in-process or a child process, with what the suite checks.
@@ -236,6 +237,7 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 		MaxLongPollingSuspend: time.Second,
 		HASecret:              cfg.haSecret,
 		MaxConnections:        cfg.maxConns,
+		MaxTopics:             cfg.maxTopics,
 	}
 	if cfg.syncMaster {
 		opts.BrokerRole = mq.SyncMaster
@@ -266,6 +268,9 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 	args := []string{"-listen", "127.0.0.1:0", "-store", n.store, "-ha-listen", "127.0.0.1:0"}
 	if cfg.maxConns > 0 {
 		args = append(args, "-max-connections", strconv.Itoa(cfg.maxConns))
+	}
+	if cfg.maxTopics > 0 {
+		args = append(args, "-max-topics", strconv.Itoa(cfg.maxTopics))
 	}
 	if cfg.syncMaster {
 		args = append(args, "-role", "sync-master")

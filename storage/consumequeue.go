@@ -314,17 +314,49 @@ func (q *consumeQueue) correctMinOffset(minPhy int64) {
 
 // flush makes written units durable.
 func (q *consumeQueue) flush() error {
+	_, err := q.flushLeast(0)
+	return err
+}
+
+// flushLeast makes written units durable in the files with at least least bytes written
+// since their last flush. It returns the CommitLog offset of the first unit it left
+// unflushed, or -1 when none is.
+func (q *consumeQueue) flushLeast(least int64) (floor int64, err error) {
+	floor = -1
 	for _, s := range q.segs.snapshot() {
-		if s.flushed.Load() >= s.wrote.Load() || !s.acquire() {
+		flushed, wrote := s.flushed.Load(), s.wrote.Load()
+		if flushed >= wrote || !s.acquire() {
 			continue
 		}
-		err := s.flush()
+		if wrote-flushed < least {
+			if floor < 0 {
+				floor = firstRealUnit(s.data[flushed:wrote])
+			}
+			s.release()
+			continue
+		}
+		err = s.flush()
 		s.release()
 		if err != nil {
-			return err
+			return floor, err
 		}
 	}
-	return nil
+	return floor, nil
+}
+
+// firstRealUnit returns the CommitLog offset of the first unit in b that is not a blank
+// (fillPreBlank) one, or 0 when it cannot tell: a checkpoint must then claim nothing.
+func firstRealUnit(b []byte) int64 {
+	for p := 0; p+CQUnitBytes <= len(b); p += CQUnitBytes {
+		u, err := DecodeCQUnit(b[p:])
+		if err != nil {
+			return 0
+		}
+		if u.Size != blankUnitSize {
+			return u.PhyOffset
+		}
+	}
+	return 0
 }
 
 // deleteBehind removes files whose every unit points before minPhy, never the last file.

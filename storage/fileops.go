@@ -18,6 +18,9 @@ type fileOps struct {
 	mmap func(f *os.File, size int) (mmap.MMap, error)
 	// zero clears [off, off+n) of a mapped file (punching a hole where possible).
 	zero func(f *os.File, data []byte, off, n int64) error
+	// zeroFill writes zeros over [off, off+n) of f with write calls, which reserve the
+	// blocks (segment.reserveTo).
+	zeroFill func(f *os.File, off, n int64) error
 }
 
 func defaultFileOps() *fileOps {
@@ -27,8 +30,24 @@ func defaultFileOps() *fileOps {
 		mmap: func(f *os.File, size int) (mmap.MMap, error) {
 			return mmap.MapRegion(f, size, mmap.RDWR, 0, 0)
 		},
-		zero: zeroRange,
+		zero:     zeroRange,
+		zeroFill: writeZeros,
 	}
+}
+
+// zeroPage is what writeZeros writes, a chunk at a time.
+var zeroPage = make([]byte, 64<<10)
+
+// writeZeros writes n zero bytes at off.
+func writeZeros(f *os.File, off, n int64) error {
+	for n > 0 {
+		k := min(n, int64(len(zeroPage)))
+		if _, err := f.WriteAt(zeroPage[:k], off); err != nil {
+			return err
+		}
+		off, n = off+k, n-k
+	}
+	return nil
 }
 
 // zeroBytes clears data[off:off+n] through the mapping.

@@ -81,6 +81,11 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 		}
 		return TopicConfig{}, sendResponse(remoting.TopicNotExist, "topic["+h.Topic+"] not exist, apply first please!")
 	}
+	// A full table refuses before a token is spent: the connection's bucket is for topics
+	// it could create.
+	if b.topics.count() >= b.opts.MaxTopics {
+		return TopicConfig{}, b.topicsFullResponse(ch, h.Topic)
+	}
 	if !b.topicCreates.allow(ch.ID(), time.Now()) {
 		b.topicCreates.refused(b, ch, h.Topic)
 		return TopicConfig{}, sendResponse(remoting.SystemBusy, b.topicCreates.remark)
