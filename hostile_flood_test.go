@@ -29,7 +29,7 @@ const hsFloodTopics = 50000
 
 // hsFloodMaxTopics is the MaxTopics of the node the names flood: lower than the default so
 // that the default run reaches it in seconds (a node on a shared disk creates a few hundred
-// topics a second). MQ_FLOOD_MAX_TOPICS overrides it, 0 for the node's default (10,000).
+// topics a second). MQ_FLOOD_MAX_TOPICS overrides it, 0 for the node's default (5,000).
 const hsFloodMaxTopics = 2000
 
 // hsFloodConns is the number of connections the names are sent over.

@@ -207,7 +207,7 @@ type Options struct {
 	// MaxTopics caps the topics the broker holds (RocketMQ has no cap): a send that would
 	// create one more is answered TOPIC_NOT_EXIST with a remark naming the limit, and admin
 	// requests, send-backs and heartbeats that would are refused too; the broker's own system
-	// topics are never refused. Default 10,000.
+	// topics are never refused. Default 5,000.
 	MaxTopics int
 	// AutoCreateTopicBurst and AutoCreateTopicRate bound the topics one connection's sends
 	// may create (autoCreateTopicEnable on): bursts of AutoCreateTopicBurst, then
