@@ -94,6 +94,8 @@
 //
 //	commitLog.mu (append lock) -> commitLog.nextMu -> segmentList.mu
 //	Store.dispatchMu -> queueTable.mu -> segmentList.mu; Store.dispatchMu -> indexService.mu
+//	Store.dispatchMu -> segmentList.createMu -> segmentList.mu (an appender, prepareQueue,
+//	takes createMu without dispatchMu, and the append lock only before, never with it)
 //	Store.ckptMu -> segmentList.mu, indexService.mu
 //
 // Under commitLog.mu the only I/O is page faults, and on a roll creating the next segment
