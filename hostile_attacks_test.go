@@ -245,8 +245,9 @@ func hsWriteInBackground(t *testing.T, c *hsConn, bufs ...[]byte) func() {
 	return end
 }
 
-// Row 4: 40 long-poll pulls parked with suspendTimeoutMillis 2^50 and 8 MiB bodies on one
-// connection: a parked pull keeps no body. Then 4,097 bodiless ones on another connection: the
+// Row 4: 40 long-poll pulls asking suspendTimeoutMillis 2^50 with 8 MiB bodies on one
+// connection: a pull takes no body, so each is refused as its header arrives and its body is
+// dropped unread (hostile_flood_test.go has them on 40 connections). Then 4,097 bodiless ones on another connection: the
 // per-connection cap (DefaultMaxHeldPullsPerConnection, 4,096) answers at least one at once
 // instead of parking it. In-process, where the suspend cap is a second, a pull asking 2^50 ms
 // is answered once the cap passes (the binary's default 60 s is too long to wait for).

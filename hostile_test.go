@@ -77,6 +77,7 @@ type hsNodeConfig struct {
 	http         bool
 	allowedHosts []string
 	cluster      hsClusterConfig // the cluster suite's roles and secrets (hostile_cluster_test.go)
+	maxTopics    int             // MaxTopics / -max-topics (0: the default)
 }
 
 // hsNode is one running node, in-process or a child process, with what the suite checks.
@@ -249,6 +250,7 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 		ACLFile:               cfg.aclFile,
 		Credentials:           cfg.creds,
 		HTTPAllowedHosts:      cfg.allowedHosts,
+		MaxTopics:             cfg.maxTopics,
 	}
 	cfg.cluster.options(&opts)
 	if cfg.syncMaster {
@@ -283,6 +285,9 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 	args := []string{"-listen", "127.0.0.1:0", "-store", n.store, "-ha-listen", "127.0.0.1:0"}
 	if cfg.maxConns > 0 {
 		args = append(args, "-max-connections", strconv.Itoa(cfg.maxConns))
+	}
+	if cfg.maxTopics > 0 {
+		args = append(args, "-max-topics", strconv.Itoa(cfg.maxTopics))
 	}
 	if cfg.syncMaster {
 		args = append(args, "-role", "sync-master")

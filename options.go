@@ -208,6 +208,17 @@ type Options struct {
 	// admin requests asking more are refused, and this node's name service clamps the counts
 	// brokers register to it. Default 1024.
 	MaxQueueNums int32
+	// MaxTopics caps the topics the broker holds (RocketMQ has no cap): a send that would
+	// create one more is answered TOPIC_NOT_EXIST with a remark naming the limit, and admin
+	// requests, send-backs and heartbeats that would are refused too; the broker's own system
+	// topics are never refused. Default 5,000.
+	MaxTopics int
+	// AutoCreateTopicBurst and AutoCreateTopicRate bound the topics one connection's sends
+	// may create (autoCreateTopicEnable on): bursts of AutoCreateTopicBurst, then
+	// AutoCreateTopicRate a second. A send past them is answered SYSTEM_BUSY with a remark
+	// naming them and the connection stays open. Defaults 1,000 and 100.
+	AutoCreateTopicBurst int
+	AutoCreateTopicRate  int
 
 	// ACL turns on RocketMQ's plain ACL (aclEnable) with these accounts: every broker request
 	// must then be signed by an account allowed to make it (or come from a white-listed

@@ -45,6 +45,10 @@ type processorEntry struct {
 	// inline reports the requests p answers without blocking or waiting, which a transport
 	// may run on its own goroutine (Serve); nil means none.
 	inline func(*Command) bool
+	// bodyCapped: a request whose body is longer than maxBody is refused (SetMaxBody).
+	bodyCapped bool
+	maxBody    int
+	name       string // the code's name in the refusal
 }
 
 // eventQueueSize bounds the connect and idle events waiting for listeners (RocketMQ's
@@ -122,6 +126,53 @@ func (d *Dispatcher) RegisterInline(code int16, p Processor, ex *Executor, inlin
 	defer d.mu.Unlock()
 	d.table[code] = processorEntry{p: p, ex: ex, inline: inline}
 	d.addExecutorLocked(ex)
+}
+
+// SetMaxBody refuses requests of code (registered already) whose body is longer than max:
+// they are answered SYSTEM_ERROR with a remark naming the code by name, and never reach the
+// processor or wait in its executor. A code that takes no body (max 0, as PULL_MESSAGE) thus
+// cannot be made to hold megabytes while it waits: RocketMQ ignores such a body, but keeps it
+// with the request. The server also looks at the header of a large frame before its body
+// has arrived (MaxBody) and drops a body over the limit as it comes, unbuffered.
+func (d *Dispatcher) SetMaxBody(code int16, max int, name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.table[code]; ok {
+		e.bodyCapped, e.maxBody, e.name = true, max, name
+		d.table[code] = e
+	}
+}
+
+// MaxBody returns the longest body a request of code may carry, and false when there is no
+// limit.
+func (d *Dispatcher) MaxBody(code int16) (int, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	e, ok := d.table[code]
+	return e.maxBody, ok && e.bodyCapped
+}
+
+// bodyRefusal is the answer to a request of e's code whose body of n bytes is over the limit.
+func bodyRefusal(e processorEntry, n int) *Command {
+	if e.maxBody == 0 {
+		return NewResponse(SystemError, fmt.Sprintf("%s takes no body; this request carried %d bytes", e.name, n))
+	}
+	return NewResponse(SystemError, fmt.Sprintf("%s takes at most %d bytes of body; this request carried %d",
+		e.name, e.maxBody, n))
+}
+
+// RefuseBody answers req, whose body of n bytes the transport saw coming past its code's
+// MaxBody and will not read: the response is ready to write, nil for a one-way request.
+func (d *Dispatcher) RefuseBody(req *Command, n int) *Command {
+	d.mu.RLock()
+	e := d.table[req.Code]
+	d.mu.RUnlock()
+	if req.IsOneway() {
+		return nil
+	}
+	resp := bodyRefusal(e, n)
+	prepareReply(req, resp)
+	return resp
 }
 
 // Guard decides whether the peer on ch may make req, before any processor sees it: nil lets the
@@ -446,6 +497,11 @@ func (d *Dispatcher) DispatchAdmitted(ch Channel, req *Command) { d.dispatch(ch,
 func (d *Dispatcher) dispatch(ch Channel, req *Command, admitted bool) {
 	d.mu.RLock()
 	e, ok := d.table[req.Code]
+	if ok && e.bodyCapped && len(req.Body) > e.maxBody {
+		d.mu.RUnlock()
+		d.reply(ch, req, bodyRefusal(e, len(req.Body)))
+		return
+	}
 	if !ok && d.def != nil {
 		e, ok = *d.def, true
 	}
@@ -489,6 +545,15 @@ func (d *Dispatcher) dispatch(ch Channel, req *Command, admitted bool) {
 func (d *Dispatcher) Serve(ch Channel, req *Command, borrowed bool) *Command {
 	d.mu.RLock()
 	e, ok := d.table[req.Code]
+	if ok && e.bodyCapped && len(req.Body) > e.maxBody {
+		d.mu.RUnlock()
+		if req.IsOneway() {
+			return nil
+		}
+		resp := bodyRefusal(e, len(req.Body))
+		prepareReply(req, resp)
+		return resp
+	}
 	ok = ok && e.inline != nil && !d.closed
 	if ok {
 		d.inline.Add(1) // under the lock: Close cannot have begun waiting

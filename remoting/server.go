@@ -431,6 +431,9 @@ func (s *Server) readFrames(sc *serverConn, c gnet.Conn) gnet.Action {
 		if sc.out.over.Load() {
 			return s.pause(sc, c)
 		}
+		if sc.skip > 0 && !s.skipBody(sc, c) {
+			return gnet.None
+		}
 		n := c.InboundBuffered()
 		sc.unread = n
 		if n < 4 {
@@ -442,8 +445,18 @@ func (s *Server) readFrames(sc *serverConn, c gnet.Conn) gnet.Action {
 			return s.rejectConn(sc, err)
 		}
 		if n < 4+l {
+			if l <= maxScratchFrame || sc.headSeen {
+				return gnet.None
+			}
+			switch refused, err := s.checkBody(sc, c, n, l); {
+			case err != nil:
+				return s.rejectConn(sc, err)
+			case refused:
+				continue
+			}
 			return gnet.None
 		}
+		sc.headSeen = false
 		// A frame is read into a pooled buffer, which Serve copies from when the request
 		// outlives it; a response's body is copied for whoever waits for it.
 		var frame []byte
@@ -606,6 +619,10 @@ type serverConn struct {
 	paused    bool    // frames are left unread until out drains
 	unread    int     // inbound bytes left when OnTraffic last returned
 	replies   *[]byte // answers given on the loop, not yet written (pooled)
+	// headSeen: the header of the large frame now arriving passed its body limit
+	// (server_body.go); skip: bytes of a refused body still to discard as they arrive.
+	headSeen bool
+	skip     int
 }
 
 func (sc *serverConn) ID() uint64         { return sc.id }

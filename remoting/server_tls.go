@@ -167,13 +167,35 @@ func (tc *tlsConn) readLoop() error {
 		if err != nil {
 			return tc.malformed(err)
 		}
-		frame := make([]byte, l)
-		if _, err := io.ReadFull(r, frame); err != nil {
-			return err
-		}
-		cmd, err := DecodeFrameLimits(frame, s.limits)
-		if err != nil {
-			return tc.malformed(err)
+		var cmd *Command
+		if l > maxScratchFrame {
+			// Its header first: a body over its code's limit is read into nothing.
+			req, answer, skip, readErr, badFrame := s.readBigFrame(r, l)
+			switch {
+			case readErr != nil:
+				return readErr
+			case badFrame != nil:
+				return tc.malformed(badFrame)
+			case skip > 0:
+				if answer != nil {
+					if err := tc.sendFrame(answer, false); err != nil {
+						return err
+					}
+				}
+				if _, err := io.CopyN(io.Discard, r, int64(skip)); err != nil {
+					return err
+				}
+				continue
+			}
+			cmd = req
+		} else {
+			frame := make([]byte, l)
+			if _, err := io.ReadFull(r, frame); err != nil {
+				return err
+			}
+			if cmd, err = DecodeFrameLimits(frame, s.limits); err != nil {
+				return tc.malformed(err)
+			}
 		}
 		if cmd.IsResponse() {
 			s.table.complete(cmd)

@@ -69,7 +69,7 @@ func BenchmarkRawMmapWrite(b *testing.B) {
 						b.Fatal(err)
 					}
 					n++
-					if err := preallocate(f, benchSegBytes); err != nil {
+					if err := preallocate(f, 0, benchSegBytes); err != nil {
 						b.Fatal(err)
 					}
 					if m, err = mmap.MapRegion(f, benchSegBytes, mmap.RDWR, 0, 0); err != nil {

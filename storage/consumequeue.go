@@ -89,10 +89,12 @@ func newConsumeQueue(root, topic string, qid int32, units int, ops *fileOps) (*c
 		topic:   topic,
 		queueID: qid,
 		segs: segmentList{
-			dir:      dir,
-			segSize:  int64(units) * CQUnitBytes,
-			ops:      ops,
-			prealloc: true,
+			dir:     dir,
+			segSize: int64(units) * CQUnitBytes,
+			ops:     ops,
+			// Reserved as units are written (put): a queue with one message should not cost
+			// a whole file of disk, or a flood of new topics fills the disk.
+			prealloc: false,
 		},
 	}, nil
 }
@@ -243,6 +245,9 @@ func (q *consumeQueue) put(off int64, u CQUnit) error {
 		s = ns
 	}
 	pos := byteOff - s.start
+	if err := s.reserveTo(pos + CQUnitBytes); err != nil {
+		return err
+	}
 	if invariants && (pos != s.wrote.Load() || u.PhyOffset < q.maxPhyEnd.Load()) {
 		panic(fmt.Sprintf("storage: consume queue %s/%d: unit %d at byte %d (file written to %d), record at %d before the previous end %d",
 			q.topic, q.queueID, off, pos, s.wrote.Load(), u.PhyOffset, q.maxPhyEnd.Load()))
@@ -261,6 +266,9 @@ func (q *consumeQueue) putFirst(off int64, u CQUnit) error {
 	start := byteOff / q.segs.segSize * q.segs.segSize
 	s, err := q.segs.add(start)
 	if err != nil {
+		return err
+	}
+	if err := s.reserveTo(byteOff - start + CQUnitBytes); err != nil {
 		return err
 	}
 	for p := int64(0); p < byteOff-start; p += CQUnitBytes {
@@ -306,17 +314,49 @@ func (q *consumeQueue) correctMinOffset(minPhy int64) {
 
 // flush makes written units durable.
 func (q *consumeQueue) flush() error {
+	_, err := q.flushLeast(0)
+	return err
+}
+
+// flushLeast makes written units durable in the files with at least least bytes written
+// since their last flush. It returns the CommitLog offset of the first unit it left
+// unflushed, or -1 when none is.
+func (q *consumeQueue) flushLeast(least int64) (floor int64, err error) {
+	floor = -1
 	for _, s := range q.segs.snapshot() {
-		if s.flushed.Load() >= s.wrote.Load() || !s.acquire() {
+		flushed, wrote := s.flushed.Load(), s.wrote.Load()
+		if flushed >= wrote || !s.acquire() {
 			continue
 		}
-		err := s.flush()
+		if wrote-flushed < least {
+			if floor < 0 {
+				floor = firstRealUnit(s.data[flushed:wrote])
+			}
+			s.release()
+			continue
+		}
+		err = s.flush()
 		s.release()
 		if err != nil {
-			return err
+			return floor, err
 		}
 	}
-	return nil
+	return floor, nil
+}
+
+// firstRealUnit returns the CommitLog offset of the first unit in b that is not a blank
+// (fillPreBlank) one, or 0 when it cannot tell: a checkpoint must then claim nothing.
+func firstRealUnit(b []byte) int64 {
+	for p := 0; p+CQUnitBytes <= len(b); p += CQUnitBytes {
+		u, err := DecodeCQUnit(b[p:])
+		if err != nil {
+			return 0
+		}
+		if u.Size != blankUnitSize {
+			return u.PhyOffset
+		}
+	}
+	return 0
 }
 
 // deleteBehind removes files whose every unit points before minPhy, never the last file.

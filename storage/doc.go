@@ -4,9 +4,11 @@
 // # Layout
 //
 //	<Dir>/commitlog/<20-digit start offset>                 CommitLog segments (SegmentBytes each)
-//	<Dir>/consumequeue/<topic>/<queueId>/<20-digit offset>  ConsumeQueue files (ConsumeQueueUnits x 20 B)
+//	<Dir>/consumequeue/<topic>/<queueId>/<20-digit offset>  ConsumeQueue files (ConsumeQueueUnits x 20 B, sparse:
+//	                                                        blocks reserved ahead of the writer, segment.reserveTo)
 //	<Dir>/index/<yyyyMMddHHmmssSSS>                         key index files
 //	<Dir>/config/*.json                                     broker metadata (WriteJSONFile)
+//	<Dir>/config/*.journal                                  changes since the .json was written (journal.go)
 //	<Dir>/checkpoint                                        what is durable (checkpoint.go)
 //	<Dir>/abort                                             present while the store is open
 //	<Dir>/lock                                              flock: one store per directory
@@ -92,6 +94,8 @@
 //
 //	commitLog.mu (append lock) -> commitLog.nextMu -> segmentList.mu
 //	Store.dispatchMu -> queueTable.mu -> segmentList.mu; Store.dispatchMu -> indexService.mu
+//	Store.dispatchMu -> segmentList.createMu -> segmentList.mu (an appender, prepareQueue,
+//	takes createMu without dispatchMu, and the append lock only before, never with it)
 //	Store.ckptMu -> segmentList.mu, indexService.mu
 //
 // Under commitLog.mu the only I/O is page faults, and on a roll creating the next segment

@@ -7,16 +7,17 @@ import (
 
 func datasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
 
-// preallocate reserves the file's blocks so that a full disk is reported here, when a segment
-// is created, rather than as SIGBUS on a write through the mapping.
-func preallocate(f *os.File, size int64) error {
+// preallocate reserves the blocks of [off, off+n) of f so that a full disk is reported here,
+// when a segment is created or its writer reserves ahead of itself, rather than as SIGBUS on a
+// write through the mapping. Where the file system cannot reserve, the file is only extended.
+func preallocate(f *os.File, off, n int64) error {
 	for {
-		err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+		err := syscall.Fallocate(int(f.Fd()), 0, off, n)
 		if err == syscall.EINTR {
 			continue
 		}
 		if err == syscall.EOPNOTSUPP || err == syscall.ENOSYS {
-			return f.Truncate(size)
+			return extendTo(f, off+n)
 		}
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 
 func datasync(f *os.File) error { return f.Sync() }
 
-func preallocate(f *os.File, size int64) error { return f.Truncate(size) }
+func preallocate(f *os.File, off, n int64) error { return extendTo(f, off+n) }
 
 func zeroRange(f *os.File, data []byte, off, n int64) error {
 	zeroBytes(data, off, n)

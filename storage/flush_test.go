@@ -230,7 +230,7 @@ func TestCheckpointFlushesQueuesAndIndex(t *testing.T) {
 	for round := 1; round <= 3; round++ {
 		mustPut(t, s, testMsg("T", 0, "x", map[string]string{"KEYS": "k"}))
 		s.dispatchAvailable(nil)
-		if err := s.flushQueuesAndCheckpoint(); err != nil {
+		if err := s.flushQueuesAndCheckpoint(true); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
@@ -241,7 +241,7 @@ func TestCheckpointFlushesQueuesAndIndex(t *testing.T) {
 		}
 	}
 	// Nothing new: no fsync.
-	s.flushQueuesAndCheckpoint()
+	s.flushQueuesAndCheckpoint(true)
 	if synced["cq"] != 3 || synced["index"] != 3 {
 		t.Fatalf("idle round synced: %v", synced)
 	}

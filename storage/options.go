@@ -17,6 +17,8 @@ const (
 	DefaultConsumeQueueUnits     = 300_000
 	DefaultFlushIntervalCommit   = 500 * time.Millisecond
 	DefaultFlushIntervalCQ       = time.Second
+	DefaultFlushCQLeastPages     = 2
+	DefaultFlushCQThorough       = 60 * time.Second
 	DefaultSyncFlushTimeout      = 5 * time.Second
 	DefaultMaxMessageBytes       = 4 << 20
 	DefaultFileReservedTime      = 72 * time.Hour
@@ -47,6 +49,16 @@ type Options struct {
 	// FlushIntervalConsumeQueue is the period of ConsumeQueue and index flushes and of the
 	// checkpoint (flushIntervalConsumeQueue), 1 s.
 	FlushIntervalConsumeQueue time.Duration
+	// FlushConsumeQueueLeastPages is how many 4 KiB pages a ConsumeQueue must have written
+	// since its last flush before a periodic flush syncs it (flushConsumeQueueLeastPages, 2);
+	// every FlushConsumeQueueThoroughInterval (flushConsumeQueueThoroughInterval, 60 s) a flush
+	// syncs every queue with anything unsynced. Without it, every queue that received a
+	// message syncs every second: a flood of new topics is an fsync per topic per second. The
+	// checkpoint never claims a unit durable that was not synced: its dispatched offset stays
+	// at or before the first unsynced unit of every queue, and recovery dispatches again from
+	// there. Negative: sync every queue every time.
+	FlushConsumeQueueLeastPages       int
+	FlushConsumeQueueThoroughInterval time.Duration
 	// SyncFlushTimeout bounds how long a sync-flush append waits for its fsync
 	// (syncFlushTimeout), 5 s; past it the append answers FlushDiskTimeout.
 	SyncFlushTimeout time.Duration
@@ -147,6 +159,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FlushIntervalConsumeQueue == 0 {
 		o.FlushIntervalConsumeQueue = DefaultFlushIntervalCQ
+	}
+	if o.FlushConsumeQueueLeastPages == 0 {
+		o.FlushConsumeQueueLeastPages = DefaultFlushCQLeastPages
+	}
+	if o.FlushConsumeQueueThoroughInterval == 0 {
+		o.FlushConsumeQueueThoroughInterval = DefaultFlushCQThorough
 	}
 	if o.SyncFlushTimeout == 0 {
 		o.SyncFlushTimeout = DefaultSyncFlushTimeout

@@ -178,6 +178,7 @@ func (s *Store) append(m *Message) (PutResult, error) {
 		r.Status = OSPageCacheBusy
 		return r, err
 	}
+	s.prepareQueue(m.Topic, m.QueueID, m.SysFlag)
 	m.BodyCRC = message.BodyCRC(m.Body)
 	msgs := [1]*Message{m}
 	sizes := [1]int{size}
@@ -228,6 +229,7 @@ func (s *Store) PutMessages(msgs []*Message) (PutResult, error) {
 		r.Status = OSPageCacheBusy
 		return r, err
 	}
+	s.prepareQueue(msgs[0].Topic, msgs[0].QueueID, msgs[0].SysFlag)
 	if err := s.cl.append(msgs, sizes, total, now, &r); err != nil {
 		return s.appendFailed(r, err)
 	}

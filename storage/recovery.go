@@ -170,7 +170,7 @@ func (s *Store) recover() error {
 		if _, err := s.flushCommitLog(); err != nil {
 			return err
 		}
-		if err := s.flushQueuesAndCheckpoint(); err != nil {
+		if err := s.flushQueuesAndCheckpoint(true); err != nil {
 			return err
 		}
 	}

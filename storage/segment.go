@@ -28,6 +28,11 @@ type segment struct {
 	data  mmap.MMap
 	ops   *fileOps
 
+	// reserved is how much of the file, from its start, has its blocks reserved: the whole
+	// of a preallocated segment; of a ConsumeQueue file, what its writer reserved ahead of
+	// itself so far (reserveTo). Only the writer touches it.
+	reserved int64
+
 	wrote   atomic.Int64 // bytes written and visible to readers
 	flushed atomic.Int64 // bytes known durable
 	refs    atomic.Int64
@@ -37,7 +42,8 @@ type segment struct {
 
 func segmentName(start int64) string { return fmt.Sprintf("%020d", start) }
 
-// createSegment creates, preallocates and maps a new segment file.
+// createSegment creates and maps a new segment file, with prealloc reserving its blocks
+// (otherwise the file is sparse until its writer reserves ahead of itself, reserveTo).
 func createSegment(dir string, start, size int64, ops *fileOps, prealloc bool) (*segment, error) {
 	return createSegmentAt(filepath.Join(dir, segmentName(start)), start, size, ops, prealloc)
 }
@@ -49,7 +55,7 @@ func createSegmentAt(path string, start, size int64, ops *fileOps, prealloc bool
 		return nil, err
 	}
 	if prealloc {
-		err = ops.allocate(f, size)
+		err = ops.allocate(f, 0, size)
 	} else {
 		err = f.Truncate(size)
 	}
@@ -63,7 +69,44 @@ func createSegmentAt(path string, start, size int64, ops *fileOps, prealloc bool
 		os.Remove(path)
 		return nil, err
 	}
+	if prealloc {
+		s.reserved = size
+	}
 	return s, nil
+}
+
+// Reservation ahead of a ConsumeQueue's writer: the first reserves reserveAheadMin bytes, each
+// next one as much again as is reserved, up to reserveAheadMax at a time. A queue's file then
+// costs disk in proportion to what it holds (a 6 MB file holding one unit costs 4 KiB, not
+// 6 MB), at a few writes per file. It writes zeros (fileOps.zeroFill) rather than fallocate:
+// the file system reserves the blocks as it takes the write (or refuses it, disk full), and
+// the pages are then in the page cache, so the writer's first store into each is a plain
+// memory write; into an fallocated (unwritten) page it is a fault that converts the extent,
+// milliseconds on a busy disk.
+const (
+	reserveAheadMin = 4 << 10
+	reserveAheadMax = 1 << 20
+)
+
+// reserveTo makes sure the blocks of [0, end) are reserved before the writer writes there
+// through the mapping, so that a full disk fails the write here rather than as SIGBUS.
+// Writer-only (or before the segment is published, add).
+func (s *segment) reserveTo(end int64) error {
+	if end <= s.reserved {
+		return nil
+	}
+	step := min(max(s.reserved, reserveAheadMin), reserveAheadMax)
+	to := min(s.size, max(end, s.reserved+step))
+	// Zeros only where nothing is written: a segment opened at recovery starts unreserved
+	// with units in it.
+	from := max(s.reserved, s.wrote.Load())
+	if from < to {
+		if err := s.ops.zeroFill(s.f, from, to-from); err != nil {
+			return fmt.Errorf("reserve %s: %w", s.path, err)
+		}
+	}
+	s.reserved = to
+	return nil
 }
 
 // openSegment maps an existing segment file. A file shorter than size (cut short) is
@@ -156,8 +199,11 @@ type segmentList struct {
 	ops      *fileOps
 	prealloc bool
 
-	mu   sync.RWMutex
-	segs []*segment // mu guards
+	// createMu serializes add: a ConsumeQueue's first file may be created by an appender
+	// (Store.prepareQueue) and by the dispatcher at once.
+	createMu sync.Mutex
+	mu       sync.RWMutex
+	segs     []*segment // mu guards
 }
 
 // load opens the segment files in dir. extended lists files that were short and extended.
@@ -283,14 +329,27 @@ func (l *segmentList) acquireRange(from, to int64, dst []*segment) []*segment {
 	return dst
 }
 
-// add creates the segment starting at start and appends it to the list.
+// add creates the segment starting at start and appends it to the list, or returns the last
+// segment when it starts there already (created meanwhile by another caller). A segment
+// without prealloc has its first reserveAheadMin bytes reserved before anyone sees it.
 func (l *segmentList) add(start int64) (*segment, error) {
+	l.createMu.Lock()
+	defer l.createMu.Unlock()
+	if last := l.last(); last != nil && last.start == start {
+		return last, nil
+	}
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return nil, err
 	}
 	s, err := createSegment(l.dir, start, l.segSize, l.ops, l.prealloc)
 	if err != nil {
 		return nil, err
+	}
+	if !l.prealloc {
+		if err := s.reserveTo(min(reserveAheadMin, s.size)); err != nil {
+			_ = s.remove()
+			return nil, err
+		}
 	}
 	l.mu.Lock()
 	l.segs = append(l.segs, s)

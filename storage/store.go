@@ -204,7 +204,7 @@ func (s *Store) Close() error {
 			errs = append(errs, err)
 		}
 		s.gc.close(s.cl.flushedPhy.Load())
-		if err := s.flushQueuesAndCheckpoint(); err != nil {
+		if err := s.flushQueuesAndCheckpoint(true); err != nil {
 			errs = append(errs, err)
 		}
 		if len(errs) == 0 {
@@ -224,16 +224,27 @@ func (s *Store) Close() error {
 }
 
 // flushQueuesAndCheckpoint flushes ConsumeQueues and the index, then records in the
-// checkpoint what is now durable.
-func (s *Store) flushQueuesAndCheckpoint() error {
+// checkpoint what is now durable. Unless thorough, a queue with less than
+// FlushConsumeQueueLeastPages written since its last flush is left for a later one, and the
+// checkpoint's dispatched offset stays at or before its first unflushed unit: recovery
+// dispatches that unit again.
+func (s *Store) flushQueuesAndCheckpoint(thorough bool) error {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	dispatched := s.reputFrom.Load()
 	cqTs := s.lastCQTs.Load()
+	least := int64(s.opts.FlushConsumeQueueLeastPages) * cqPageBytes
+	if thorough || least < 0 {
+		least = 0
+	}
 	var errs []error
 	for _, q := range s.cqs.all() {
-		if err := q.flush(); err != nil {
+		floor, err := q.flushLeast(least)
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if floor >= 0 {
+			dispatched = min(dispatched, floor)
 		}
 	}
 	if s.idx != nil {
@@ -253,6 +264,9 @@ func (s *Store) flushQueuesAndCheckpoint() error {
 	}
 	return writeCheckpoint(s.checkpointPath(), c, s.opts.ops)
 }
+
+// cqPageBytes is the page FlushConsumeQueueLeastPages counts (RocketMQ's OS_PAGE_SIZE).
+const cqPageBytes = 4 << 10
 
 // runAllocator creates the next CommitLog segment ahead of need.
 func (s *Store) runAllocator(ctx context.Context) error {
@@ -274,16 +288,21 @@ func (s *Store) runAllocator(ctx context.Context) error {
 }
 
 // runCheckpointer flushes ConsumeQueues and the index and writes the checkpoint every
-// FlushIntervalConsumeQueue.
+// FlushIntervalConsumeQueue, thoroughly every FlushConsumeQueueThoroughInterval.
 func (s *Store) runCheckpointer(ctx context.Context) error {
 	t := time.NewTicker(s.opts.FlushIntervalConsumeQueue)
 	defer t.Stop()
+	lastThorough := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
-			if err := s.flushQueuesAndCheckpoint(); err != nil {
+		case now := <-t.C:
+			thorough := now.Sub(lastThorough) >= s.opts.FlushConsumeQueueThoroughInterval
+			if thorough {
+				lastThorough = now
+			}
+			if err := s.flushQueuesAndCheckpoint(thorough); err != nil {
 				s.log.Error().Err(err).Msg("consume queue flush or checkpoint failed")
 			}
 		}

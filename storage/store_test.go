@@ -456,13 +456,13 @@ func TestCreateSegmentFailureKeepsStoreReadable(t *testing.T) {
 	var fail bool
 	var mu sync.Mutex
 	alloc := ops.allocate
-	ops.allocate = func(f *os.File, size int64) error {
+	ops.allocate = func(f *os.File, off, n int64) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if fail && strings.Contains(f.Name(), "commitlog") {
 			return fmt.Errorf("fallocate: %w", errNoSpace)
 		}
-		return alloc(f, size)
+		return alloc(f, off, n)
 	}
 	opts.ops = ops
 	s := openStore(t, opts)

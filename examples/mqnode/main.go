@@ -112,6 +112,9 @@ func run(args []string) error {
 		checkSet       = fs.Duration("check-sync-state-set-period", 0, "controller mode, master: how often it grows or shrinks the SyncStateSet (checkSyncStateSetPeriod; default 5s)")
 		notCatchup     = fs.Duration("ha-max-time-slave-not-catchup", 0, "controller mode, master: a slave behind this long leaves the SyncStateSet (haMaxTimeSlaveNotCatchup; default 15s)")
 		slaveSync      = fs.Duration("slave-sync-period", 0, "slave: how often it copies topics, consumer offsets and groups from its master (RocketMQ's SlaveSynchronize, a fixed 10s)")
+		maxTopics      = fs.Int("max-topics", 0, "most topics the broker holds; sends that would create more are refused (ours; default 5,000)")
+		createBurst    = fs.Int("auto-create-topic-burst", 0, "topics one connection's sends may create at once (ours; default 1,000)")
+		createRate     = fs.Int("auto-create-topic-rate", 0, "topics a second one connection's sends may create after the burst (ours; default 100)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -167,6 +170,7 @@ func run(args []string) error {
 	opts.ControllerHeartbeatInterval, opts.SyncBrokerMetadataPeriod = *brokerHB, *syncMeta
 	opts.CheckSyncStateSetPeriod, opts.HAMaxTimeSlaveNotCatchup = *checkSet, *notCatchup
 	opts.SlaveSyncPeriod = *slaveSync
+	opts.MaxTopics, opts.AutoCreateTopicBurst, opts.AutoCreateTopicRate = *maxTopics, *createBurst, *createRate
 	opts.TransactionTimeout, opts.TransactionCheckInterval = *txTimeout, *txCheckEvery
 	opts.TimerPrecision, opts.TimerMaxDelay = *timerPrecision, *timerMaxDelay
 	switch *flush {

@@ -24,10 +24,13 @@ type Broker struct {
 	store     *storage.Store
 	storeHost netip.AddrPort
 
-	topics  *topicConfigManager
-	groups  *subscriptionGroupManager
-	offsets *consumerOffsetManager
-	meta    *metaWriter // writes the four tables above and the delay offsets (persist.go)
+	topics *topicConfigManager
+	// topicCreates and topicsFull bound topic auto-creation (topic_create.go).
+	topicCreates *createLimiter
+	topicsFull   createRefusal
+	groups       *subscriptionGroupManager
+	offsets      *consumerOffsetManager
+	meta         *metaWriter // writes the four tables above and the delay offsets (persist.go)
 
 	// Request pools, as RocketMQ's BrokerController keeps them.
 	sendEx, pullEx, queryEx, adminEx, clientEx, heartbeatEx *remoting.Executor
@@ -59,7 +62,7 @@ type Broker struct {
 	removeListener func()
 
 	registerNow chan struct{}
-	reg         *registrar    // registration rounds that topic changes wait for (registration.go)
+	reg         *tickets      // registration rounds that topic changes wait for (registration.go)
 	ready       chan struct{} // closed by Run once it serves (Ready)
 	regrace     reregisterGrace
 	closeOnce   sync.Once
@@ -73,19 +76,20 @@ func New(opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
-		opts:        opts,
-		log:         opts.Logger.With().Str("component", "broker").Str("broker", opts.BrokerName).Logger(),
-		storeHost:   netip.MustParseAddrPort(opts.BrokerAddr),
-		registerNow: make(chan struct{}, 1),
-		reg:         newRegistrar(),
-		ready:       make(chan struct{}),
-		sendEx:      remoting.NewExecutor("send", opts.SendThreads, 10000),
-		replyEx:     remoting.NewExecutor("reply", opts.SendThreads, 10000),
-		pullEx:      remoting.NewExecutor("pull", opts.PullThreads, 100000),
-		queryEx:     remoting.NewExecutor("query", opts.QueryThreads, 20000),
-		adminEx:     remoting.NewExecutor("admin", opts.AdminThreads, 10000),
-		clientEx:    remoting.NewExecutor("client", opts.ClientThreads, 100000),
-		heartbeatEx: remoting.NewExecutor("heartbeat", 2, 50000),
+		opts:         opts,
+		log:          opts.Logger.With().Str("component", "broker").Str("broker", opts.BrokerName).Logger(),
+		storeHost:    netip.MustParseAddrPort(opts.BrokerAddr),
+		registerNow:  make(chan struct{}, 1),
+		reg:          newTickets(),
+		topicCreates: newCreateLimiter(opts.AutoCreateTopicBurst, opts.AutoCreateTopicRate),
+		ready:        make(chan struct{}),
+		sendEx:       remoting.NewExecutor("send", opts.SendThreads, 10000),
+		replyEx:      remoting.NewExecutor("reply", opts.SendThreads, 10000),
+		pullEx:       remoting.NewExecutor("pull", opts.PullThreads, 100000),
+		queryEx:      remoting.NewExecutor("query", opts.QueryThreads, 20000),
+		adminEx:      remoting.NewExecutor("admin", opts.AdminThreads, 10000),
+		clientEx:     remoting.NewExecutor("client", opts.ClientThreads, 100000),
+		heartbeatEx:  remoting.NewExecutor("heartbeat", 2, 50000),
 	}
 	storeOpts := opts.Store
 	storeOpts.Logger = opts.Logger
@@ -205,6 +209,7 @@ func (b *Broker) Close() error {
 // persistAll writes every metadata table, dirty or not: a table loaded from disk and never
 // changed is rewritten whole, as RocketMQ's shutdown persists every ConfigManager.
 func (b *Broker) persistAll() error {
+	b.topics.compactNext()
 	return b.meta.flush(metaAll | b.meta.takeDirty())
 }
 

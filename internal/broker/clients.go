@@ -117,7 +117,7 @@ func (b *Broker) addRetryTopic(group string, queues int32, unitMode bool) bool {
 	if unitMode {
 		sysFlag = topicSysFlagUnitSub
 	}
-	_, created := b.topics.addIfAbsent(topic, queues, route.PermReadWrite, sysFlag)
+	_, created, _ := b.topics.addIfAbsent(topic, queues, route.PermReadWrite, sysFlag) // refused past MaxTopics
 	return created
 }
 

@@ -53,6 +53,15 @@ func (o Options) limitDefaults() Options {
 	if o.MaxQueueNums <= 0 {
 		o.MaxQueueNums = DefaultMaxQueueNums
 	}
+	if o.MaxTopics <= 0 {
+		o.MaxTopics = DefaultMaxTopics
+	}
+	if o.AutoCreateTopicBurst <= 0 {
+		o.AutoCreateTopicBurst = DefaultAutoCreateTopicBurst
+	}
+	if o.AutoCreateTopicRate <= 0 {
+		o.AutoCreateTopicRate = DefaultAutoCreateTopicRate
+	}
 	return o
 }
 
@@ -128,24 +137,37 @@ func (b *Broker) clampLoadedQueueNums() {
 	}
 }
 
-// heldPullSlotBytes is what one slot of the parked-pull caps stands for. A parked pull keeps
-// its header's text and, when it carries its own expression, the compiled subscription; an
-// honest one keeps a few hundred bytes and takes one slot, one that keeps more takes one slot
-// per started 1 KiB, so MaxHeldPulls bounds memory and not only a count.
+// heldPullSlotBytes is what one slot of the parked-pull caps stands for: a parked pull takes
+// one slot per started KiB it keeps, so MaxHeldPulls (65,536 slots: 64 MiB) bounds the bytes
+// parked pulls hold, not only their number. An honest pull, filtered by its group's heartbeat
+// subscription, keeps a few hundred bytes and takes one slot.
 const heldPullSlotBytes = 1 << 10
 
-// heldTagBytes is about what one tag of a compiled subscription costs: its string header in
-// TagsSet and its entries in the tag and code maps.
-const heldTagBytes = 96
+// What a parked pull keeps, besides the strings of its header (TestParkedPullRetainsItsSlots
+// measures it against what heldPullSlots charges): heldPullBaseBytes, the heldPull with its
+// request (no extension fields) and decoded header and its places in the hold's indexes; and
+// for a subscription compiled from the pull's own header, heldSubBaseBytes (the subscription
+// with its tag and code maps), heldTagBytes a tag, and what a SQL92 expression compiles to
+// (sql92.Expr.Size).
+const (
+	heldPullBaseBytes = 512
+	heldSubBaseBytes  = 768
+	heldTagBytes      = 128
+)
 
 // heldPullSlots is the number of slots a parked pull with header h and subscription sub takes.
 func heldPullSlots(h *protocol.PullMessageRequestHeader, sub *subscription) int {
-	n := len(h.ConsumerGroup) + len(h.Topic) + len(h.Subscription) + len(h.ExpressionType) + len(h.BrokerName)
-	if h.HasSubscription() && sub != nil {
-		// Compiled from this header for this pull alone (a heartbeat's is shared).
-		n += len(sub.data.SubString) + heldTagBytes*max(len(sub.data.TagsSet), len(sub.tags))
+	n := heldPullBaseBytes + len(h.ConsumerGroup) + len(h.Topic) + len(h.Subscription) + len(h.ExpressionType) +
+		len(h.BrokerName)
+	if h.HasSubscription() && sub != nil && sub != subAll {
+		// Compiled from this header for this pull alone (a heartbeat's is shared, and so is
+		// the "*" of pulls that carry it).
+		n += heldSubBaseBytes + len(sub.data.SubString) + heldTagBytes*max(len(sub.data.TagsSet), len(sub.tags))
+		if sub.sql != nil {
+			n += sub.sql.Size()
+		}
 	}
-	return 1 + n/heldPullSlotBytes
+	return (n + heldPullSlotBytes - 1) / heldPullSlotBytes
 }
 
 // logLimiter lets a repeating warning through at most once per period, so a client hammering

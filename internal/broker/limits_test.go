@@ -233,9 +233,33 @@ func TestHeldPullsExpireWithoutCloseEvent(t *testing.T) {
 	}
 }
 
-// TestParkedPullKeepsNoBody parks a pull that carries a 1 MiB body, a large unknown header
-// field and a remark: the hold keeps none of them, and the woken pull is still answered.
-func TestParkedPullKeepsNoBody(t *testing.T) {
+// TestPullWithBodyRefused: a pull carrying a body (a pull has none) is answered SYSTEM_ERROR
+// naming it, on both transports, and never parked: it cannot make the hold keep megabytes.
+func TestPullWithBodyRefused(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	addTopic(tb, "T", 1)
+	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "*"))
+	for name, tr := range tb.Transports() {
+		t.Run(name, func(t *testing.T) {
+			for _, size := range []int{1, 1 << 20} {
+				req := pullCmd(pullHeader("g", "T", 0, tb.Store().MaxOffsetInQueue("T", 0)))
+				req.Body = make([]byte, size)
+				resp := invoke(t, tr, tb.Addr, req)
+				if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "PULL_MESSAGE takes no body") {
+					t.Errorf("pull with a %d-byte body: %d %q, want SYSTEM_ERROR naming the body", size, resp.Code, resp.Remark)
+				}
+			}
+			if n := tb.pull.hold.count(); n != 0 {
+				t.Errorf("%d pulls with bodies parked", n)
+			}
+		})
+	}
+}
+
+// TestParkedPullKeepsNoExtras parks a pull that carries a large unknown header field and a
+// remark: the hold keeps neither, nor the extension fields at all (it keeps the decoded
+// header), and the woken pull is still answered.
+func TestParkedPullKeepsNoExtras(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
 	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "*"))
@@ -243,7 +267,6 @@ func TestParkedPullKeepsNoBody(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := pullHeader("g", "T", 0, tb.Store().MaxOffsetInQueue("T", 0))
 			req := pullCmd(h)
-			req.Body = make([]byte, 1<<20)
 			req.Remark = strings.Repeat("r", 1<<10)
 			req.ExtFields["padding"] = strings.Repeat("p", 8<<10)
 			done := make(chan *remoting.Command, 1)
@@ -262,11 +285,9 @@ func TestParkedPullKeepsNoBody(t *testing.T) {
 			p := tb.pull.hold.deadlines[0]
 			held, slots, total := *p.req, p.slots, tb.pull.hold.slots
 			tb.pull.hold.mu.Unlock()
-			if held.Body != nil || held.Remark != "" {
-				t.Errorf("parked pull keeps a %d-byte body and a %d-byte remark", len(held.Body), len(held.Remark))
-			}
-			if _, ok := held.ExtFields["padding"]; ok {
-				t.Error("parked pull keeps an extension field the pull header does not know")
+			if held.Body != nil || held.Remark != "" || held.ExtFields != nil {
+				t.Errorf("parked pull keeps a %d-byte body, a %d-byte remark and %d extension fields",
+					len(held.Body), len(held.Remark), len(held.ExtFields))
 			}
 			if held.Opaque != req.Opaque || held.Code != remoting.PullMessage {
 				t.Errorf("parked request opaque %d code %d, want %d %d", held.Opaque, held.Code, req.Opaque, remoting.PullMessage)
@@ -295,7 +316,8 @@ func TestHeldPullSlots(t *testing.T) {
 		lo, hi int
 	}{
 		{"heartbeat subscription", pullHeader("consumer_group", "TopicTest", 0, 0), nil, 1, 1},
-		{"header subscription", honest, parseSubscription(honest.Topic, honest.Subscription, honest.ExpressionType), 1, 1},
+		// Its own compiled subscription makes it keep more than a KiB.
+		{"header subscription", honest, parseSubscription(honest.Topic, honest.Subscription, honest.ExpressionType), 2, 2},
 		{"2000 tags", &big, parseSubscription(big.Topic, big.Subscription, big.ExpressionType), 6 + 2000*heldTagBytes/heldPullSlotBytes, 1000},
 	} {
 		if got := heldPullSlots(c.h, c.sub); got < c.lo || got > c.hi {

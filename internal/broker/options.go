@@ -104,6 +104,17 @@ type Options struct {
 	// admin requests asking more are refused, topics loaded with more are clamped. Default
 	// DefaultMaxQueueNums.
 	MaxQueueNums int32
+	// MaxTopics caps the topics the broker holds: a send, admin request, send-back or
+	// heartbeat that would create one more is refused (a send with TOPIC_NOT_EXIST naming the
+	// limit); the topics of the broker's own services are counted but never refused. Ours
+	// (topic_create.go), default DefaultMaxTopics.
+	MaxTopics int
+	// AutoCreateTopicBurst and AutoCreateTopicRate bound the topics one connection's sends
+	// create: a token bucket of AutoCreateTopicBurst refilled at AutoCreateTopicRate a second;
+	// a send that would create a topic with the bucket empty is answered SYSTEM_BUSY. Ours,
+	// defaults DefaultAutoCreateTopicBurst and DefaultAutoCreateTopicRate.
+	AutoCreateTopicBurst int
+	AutoCreateTopicRate  int
 	// SlaveReadEnable lets a master send lagging consumers to a slave (slaveReadEnable).
 	SlaveReadEnable bool
 	// AccessMessageInMemoryMaxBytes, when above 0, replaces the store's

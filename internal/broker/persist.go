@@ -10,8 +10,9 @@ import (
 
 // Metadata persistence.
 //
-// Topics, subscription groups, consumer offsets and delay offsets are each one JSON file under
-// <store>/config, rewritten whole (storage.WriteJSONFile). RocketMQ rewrites the file inside
+// Subscription groups, consumer offsets and delay offsets are each one JSON file under
+// <store>/config, rewritten whole (storage.WriteJSONFile); topics are topics.json and a
+// journal of the changes since it was written (topic_journal.go). RocketMQ rewrites the file inside
 // every request that changes a table; with thousands of new groups in one heartbeat that is
 // thousands of whole-file writes and fsyncs of a growing file. Here a request changes the table
 // in memory and marks it dirty; one writer goroutine per broker (metaWriter.run, one of the
@@ -27,7 +28,8 @@ import (
 // by one and call changed once at the end, so the burst is one pass.
 //
 // A change is thus on disk a few milliseconds after it is made, not before the request is
-// answered; the name servers still learn of a new topic before the answer (registration.go).
+// answered, except for topic changes: those wait for the pass that writes them, and the name
+// servers learn of them before the answer too (topicConfigManager.changed).
 
 // metaTable names one metadata file.
 type metaTable uint32
@@ -84,10 +86,12 @@ func (w *metaWriter) run(ctx context.Context) error {
 	gap := time.NewTimer(metaPersistGap)
 	defer gap.Stop()
 	var lastErrLog time.Time
+	w.b.topics.durable.start()
 	for {
 		select {
 		case <-ctx.Done():
 			w.logError(w.flush(w.takeDirty()), &lastErrLog)
+			w.b.topics.durable.stop()
 			return nil
 		case <-w.wake:
 		case <-tick.C:

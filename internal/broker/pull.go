@@ -41,6 +41,9 @@ func (b *Broker) initPull() {
 func (b *Broker) registerPull(d *remoting.Dispatcher) {
 	b.pull.d.Store(d)
 	b.handle(d, remoting.PullMessage, remoting.ProcessorFunc(b.processPull), b.pullEx)
+	// A pull has no body; one that carries some is refused before it can wait, parked, with
+	// megabytes (the server drops a large one unread).
+	d.SetMaxBody(remoting.PullMessage, 0, "PULL_MESSAGE")
 	b.registerOffsets(d)
 }
 
@@ -60,15 +63,19 @@ func (b *Broker) onMessageArriving(ev storage.DispatchEvent) {
 		// latency of every message a caught-up consumer waits for. RocketMQ hands it to the
 		// pull executor.
 		if d := b.pull.d.Load(); d != nil {
-			d.ServeHere(wokenChannel{p.ch}, p.req)
+			d.ServeHere(wokenChannel{p.ch, &p.h}, p.req)
 		}
 	}
 }
 
 // wokenChannel marks a parked pull re-run after a message arrived or its time ran out: it is
 // answered with whatever the fresh read finds and never parked again. ACL checked the pull when
-// it arrived; the re-run is not checked again (remoting.Readmitted).
-type wokenChannel struct{ remoting.Channel }
+// it arrived; the re-run is not checked again (remoting.Readmitted). It carries the pull's
+// header, decoded when the pull arrived: the parked request keeps no extension fields.
+type wokenChannel struct {
+	remoting.Channel
+	h *protocol.PullMessageRequestHeader
+}
 
 func (wokenChannel) Readmitted() bool { return true }
 
@@ -81,20 +88,19 @@ func (b *Broker) wakePull(p *heldPull) {
 	if d == nil {
 		return
 	}
-	d.Dispatch(wokenChannel{p.ch}, p.req)
+	d.Dispatch(wokenChannel{p.ch, &p.h}, p.req)
 }
 
 // processPull serves PULL_MESSAGE (RocketMQ PullMessageProcessor).
 func (b *Broker) processPull(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	allowSuspend := true
 	if w, ok := ch.(wokenChannel); ok {
-		ch, allowSuspend = w.Channel, false
+		return b.pullMessage(w.Channel, req, w.h, false), nil
 	}
 	var h protocol.PullMessageRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	return b.pullMessage(ch, req, &h, allowSuspend), nil
+	return b.pullMessage(ch, req, &h, true), nil
 }
 
 // pullError is a pull refused before reading the store.
@@ -222,7 +228,7 @@ func (b *Broker) parkPull(ch remoting.Channel, req *remoting.Command, h *protoco
 	if b.opts.LongPollingDisable {
 		wait = b.opts.ShortPollingTime
 	}
-	p := &heldPull{ch: ch, req: heldRequest(req, h), key: queueKey{topic: h.Topic, queueID: h.QueueID},
+	p := &heldPull{ch: ch, req: heldRequest(req), h: *h, key: queueKey{topic: h.Topic, queueID: h.QueueID},
 		offset: h.QueueOffset, sub: sub, deadline: time.Now().Add(wait), slots: heldPullSlots(h, sub)}
 	if res := b.pull.hold.park(p); res != parked {
 		return res
@@ -241,14 +247,14 @@ func (b *Broker) parkPull(ch remoting.Channel, req *remoting.Command, h *protoco
 }
 
 // heldRequest is what a parked pull keeps of req: what re-running it through the dispatcher
-// and addressing its answer need. The body (a pull has none, but a client may attach
-// megabytes), the remark and every extension field the pull header does not know are left
-// behind, so what a parked pull retains is its header's own fields, which heldPullSlots
-// charges against the caps. The decoder copies header strings out of the frame, so they pin
-// nothing else.
-func heldRequest(req *remoting.Command, h *protocol.PullMessageRequestHeader) *remoting.Command {
+// and addressing its answer need. The body (a pull has none, and the dispatcher refuses one),
+// the remark and the extension fields are left behind: the parked pull keeps its decoded
+// header instead (heldPull.h), so what it retains is its header's own fields, which
+// heldPullSlots charges against the caps. The decoder copies header strings out of the frame,
+// so they pin nothing else.
+func heldRequest(req *remoting.Command) *remoting.Command {
 	return &remoting.Command{Code: req.Code, Language: req.Language, Version: req.Version, Opaque: req.Opaque,
-		Flag: req.Flag, Serialize: req.Serialize, ExtFields: remoting.EncodeHeader(h)}
+		Flag: req.Flag, Serialize: req.Serialize}
 }
 
 // holdFullResponse answers a pull the full hold could not park.

@@ -20,9 +20,10 @@ type queueKey struct {
 // heldPull is a parked PULL_MESSAGE (RocketMQ PullRequest).
 type heldPull struct {
 	ch remoting.Channel
-	// req is what re-running the pull needs of its request (heldRequest): no body, no remark,
-	// no extension field the pull header does not know.
+	// req is what re-running the pull and answering it need of its request (heldRequest):
+	// no body, no remark, no extension fields; h is its header, decoded.
 	req      *remoting.Command
+	h        protocol.PullMessageRequestHeader
 	key      queueKey
 	offset   int64 // the queue offset the pull wants
 	sub      *subscription

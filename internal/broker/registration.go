@@ -24,43 +24,51 @@ const registerNameServerPeriodMax = 60 * time.Second
 // round in flight, then the one that carries the change.
 const registerWaitTimeout = 2 * registerTimeout
 
-// registrar coalesces the registrations that topic changes wait for, as group commit
-// coalesces fsyncs. A change takes a ticket (ask) after it is in the topic table and wakes
-// the registration loop; a round reads the last ticket issued (begin) before it snapshots the
-// table, and on its end (finish) releases every ticket up to that one. So each waiter's change
-// is in the round that releases it, and changes made while a round is in flight share the next
-// one: N concurrent creators, or one heartbeat creating N retry topics, cost one or two rounds,
-// not N.
-type registrar struct {
+// tickets coalesces the work that topic changes wait for, as group commit coalesces fsyncs:
+// the registration rounds (Broker.reg) and the metadata writer's passes over the topics
+// (topicConfigManager.durable). A change takes a ticket (ask) after it is in the topic table
+// and wakes the worker; a round or pass reads the last ticket issued (begin) before it takes
+// the table's changes, and once they are done (finish) releases every ticket up to that one.
+// So each waiter's change is in the round that releases it, and changes made while a round is
+// in flight share the next one: N concurrent creators, or one heartbeat creating N retry
+// topics, cost one or two rounds, not N.
+type tickets struct {
 	mu      sync.Mutex
 	asked   uint64        // tickets issued
 	covered uint64        // every ticket up to this one was in a finished round
 	done    chan struct{} // closed (and replaced) when covered advances or the loop stops
 	begun   bool          // a round has begun: earlier changes ride on the first round
-	stopped bool          // the registration loop has ended: nobody waits any more
+	stopped bool          // the worker has ended: nobody waits any more
 }
 
-func newRegistrar() *registrar { return &registrar{done: make(chan struct{})} }
+func newTickets() *tickets { return &tickets{done: make(chan struct{})} }
 
 // ask issues a ticket for a change already in the topic table, and reports whether the caller
 // should wait for it. Before the first round has begun there is nothing to wait for: that
-// round snapshots the table after this change (a change made while New loads the metadata,
+// round takes the table after this change (a change made while New loads the metadata,
 // before anything registers, must not wait for a loop that has not started).
-func (r *registrar) ask() (ticket uint64, wait bool) {
+func (r *tickets) ask() (ticket uint64, wait bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.asked++
 	return r.asked, r.begun && !r.stopped
 }
 
-func (r *registrar) begin() uint64 {
+// start lets changes wait from now on: the worker runs, so a round or pass will take them.
+func (r *tickets) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.begun = true
+}
+
+func (r *tickets) begin() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.begun = true
 	return r.asked
 }
 
-func (r *registrar) finish(upTo uint64) {
+func (r *tickets) finish(upTo uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.covered = max(r.covered, upTo)
@@ -68,7 +76,7 @@ func (r *registrar) finish(upTo uint64) {
 	r.done = make(chan struct{})
 }
 
-func (r *registrar) stop() {
+func (r *tickets) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
@@ -78,7 +86,7 @@ func (r *registrar) stop() {
 
 // wait blocks until a round covered ticket, the loop stopped, or timeout passed; it reports
 // whether the ticket was covered.
-func (r *registrar) wait(ticket uint64, timeout time.Duration) bool {
+func (r *tickets) wait(ticket uint64, timeout time.Duration) bool {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
@@ -119,17 +127,41 @@ func (b *Broker) registerChanged() {
 	}
 }
 
-// registerRound is one registration round, releasing the topic changes made before it
-// started. A forced round sends REGISTER_BROKER to every name server; otherwise it first asks
-// them whether they hold this broker's current DataVersion and registers with all of them only
-// when one does not (RocketMQ registerBrokerAll with forceRegister false). A round that skips
-// REGISTER_BROKER may still release tickets: each ticket's change bumped the version before it
-// was issued, so a name server answering "unchanged" holds a registration that carries it.
+// registerRound is one whole registration round, releasing the topic changes made before it
+// started. A forced round sends REGISTER_BROKER with every topic to every name server;
+// otherwise it first asks them whether they hold this broker's current DataVersion and
+// registers with all of them only when one does not (RocketMQ registerBrokerAll with
+// forceRegister false). A round that skips REGISTER_BROKER may still release tickets: each
+// ticket's change bumped the version before it was issued, so a name server answering
+// "unchanged" holds a registration that carries it.
 func (b *Broker) registerRound(ctx context.Context, force bool) {
 	upTo := b.reg.begin()
-	topics := b.topics.snapshot()
+	topics := b.topics.registrationWhole()
 	if force || b.needRegister(ctx, topics.DataVersion) {
 		b.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: topics})
+	}
+	b.reg.finish(upTo)
+}
+
+// registerSplitSize caps the topics one incremental REGISTER_BROKER carries (RocketMQ 5's
+// splitRegistrationSize).
+const registerSplitSize = 800
+
+// registerIncrementRound is the round a topic change wakes: REGISTER_BROKER carrying only the
+// topics created or changed since the last round took them, at most registerSplitSize per
+// request, as RocketMQ's registerIncrementBrokerData sends the one topic a send created. A
+// name server keeps the topics a registration leaves out, so a flood of new names costs each
+// round what it added, not the whole table (which grows with the flood).
+func (b *Broker) registerIncrementRound(ctx context.Context) {
+	upTo := b.reg.begin()
+	pending := b.topics.takeRegistrationPending()
+	for len(pending) > 0 {
+		n := min(len(pending), registerSplitSize)
+		w := b.topics.registrationIncrement(pending[:n])
+		pending = pending[n:]
+		if len(w.TopicConfigTable) > 0 {
+			b.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: w})
+		}
 	}
 	b.reg.finish(upTo)
 }
@@ -152,9 +184,9 @@ func (o Options) registerSchedule() registerSchedule {
 }
 
 // runRegistration runs the registration rounds after the first (Run made that one before
-// starting it): one for every topic change, always forced, and the periodic ones, forced
-// unless DisableForceRegister. Being one loop, rounds never overlap. When ctx ends it
-// unregisters from every name server.
+// starting it): an incremental one for every topic change, always sent, and the periodic
+// whole ones, forced unless DisableForceRegister. Being one loop, rounds never overlap. When
+// ctx ends it unregisters from every name server.
 func (b *Broker) runRegistration(ctx context.Context) error {
 	if len(b.opts.NameServers) == 0 {
 		<-ctx.Done()
@@ -162,7 +194,11 @@ func (b *Broker) runRegistration(ctx context.Context) error {
 	}
 	forcePeriodic := !b.opts.DisableForceRegister
 	runRegisterLoop(ctx, b.opts.registerSchedule(), b.registerNow, func(periodic bool) {
-		b.registerRound(ctx, !periodic || forcePeriodic)
+		if periodic {
+			b.registerRound(ctx, forcePeriodic)
+		} else {
+			b.registerIncrementRound(ctx)
+		}
 	})
 	b.reg.stop()
 	b.unregisterAll()

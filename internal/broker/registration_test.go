@@ -122,7 +122,7 @@ type restartableNameServer struct {
 	tr   *codeCounter
 }
 
-func startRestartableNameServer(t *testing.T) *restartableNameServer {
+func startRestartableNameServer(t testing.TB) *restartableNameServer {
 	t.Helper()
 	r := &restartableNameServer{addr: "namesrv.restart.test:9876"}
 	r.restart()

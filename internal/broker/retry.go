@@ -120,7 +120,10 @@ func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *re
 		return remoting.NewResponse(remoting.Success, ""), nil // retries disabled for the group
 	}
 	retryTopic := names.RetryTopic(h.Group)
-	tc := b.topics.createIfAbsent(retryTopic, cfg.RetryQueueNums, int32(route.PermReadWrite), 0)
+	tc, err := b.topics.createIfAbsent(retryTopic, cfg.RetryQueueNums, int32(route.PermReadWrite), 0)
+	if err != nil {
+		return remoting.NewResponse(remoting.SystemError, b.topicsFullRemark(retryTopic)), nil
+	}
 	if !route.IsWritable(tc.Perm) {
 		return remoting.NewResponse(remoting.NoPermission,
 			fmt.Sprintf("the topic[%s] sending message is forbidden", retryTopic)), nil
@@ -140,7 +143,9 @@ func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *re
 	maxTimes := reconsumeLimit(req, h.MaxReconsumeTimes, cfg.RetryMaxTimes)
 	if h.DelayLevel < 0 || rec.ReconsumeTimes >= maxTimes {
 		dlq := names.DLQTopic(h.Group)
-		b.topics.createIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0)
+		if _, err := b.topics.createIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0); err != nil {
+			return remoting.NewResponse(remoting.SystemError, b.topicsFullRemark(dlq)), nil
+		}
 		m.Topic, m.QueueID = dlq, rand.Int32N(dlqQueueNums)
 		m.Properties = message.MarshalProperties(props)
 		b.log.Debug().Str("group", h.Group).Str("topic", string(rec.Topic)).Int64("phy_offset", h.Offset).

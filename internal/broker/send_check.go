@@ -74,12 +74,9 @@ func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 	}
 	tc, ok := b.topics.get(h.Topic)
 	if !ok {
-		if tc, ok = b.autoCreateTopic(h); !ok {
-			if e := b.log.Debug(); e.Enabled() {
-				e.Str("topic", h.Topic).Str("addr", ch.RemoteAddr()).Msg("send to a topic that does not exist")
-			}
-			return TopicConfig{}, sendResponse(remoting.TopicNotExist,
-				"topic["+h.Topic+"] not exist, apply first please!")
+		var resp *remoting.Command
+		if tc, resp = b.autoCreateTopic(ch, h); resp != nil {
+			return TopicConfig{}, resp
 		}
 	}
 	if !route.IsWritable(tc.Perm) {
@@ -93,33 +90,6 @@ func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 			"request queueId[%d] is illegal, %s Producer: %s", h.QueueID, topicConfigString(tc), ch.RemoteAddr()))
 	}
 	return tc, nil
-}
-
-// autoCreateTopic creates an unknown topic for a send. A retry topic %RETRY%<group> of a known
-// group gets the group's retry queue count and read-write permission; any other topic (or a
-// retry topic of a group that cannot be found) is created from the request's default topic
-// when that one carries the inherit bit (createTopicInSendMessageMethod).
-//
-// The queue count never exceeds MaxQueueNums: like RocketMQ, a defaultTopicQueueNums above the
-// default topic's write queue count gets that count (so a send asking 2^31 queues off TBW102
-// gets TBW102's 8), and the counts it is clamped to were capped when stored; the explicit
-// min here keeps that true whatever path stored them.
-func (b *Broker) autoCreateTopic(h *protocol.SendMessageRequestHeader) (TopicConfig, bool) {
-	retry := strings.HasPrefix(h.Topic, names.RetryPrefix)
-	var sysFlag int32
-	if h.UnitMode {
-		sysFlag = sendSysFlagUnitTopic
-		if retry {
-			sysFlag = sendSysFlagUnitSubTopic
-		}
-	}
-	if retry {
-		if gc, ok := b.groups.find(h.Topic[len(names.RetryPrefix):]); ok {
-			queues := min(max(gc.RetryQueueNums, 1), b.opts.MaxQueueNums)
-			return b.topics.createIfAbsent(h.Topic, queues, route.PermReadWrite, sysFlag), true
-		}
-	}
-	return b.topics.createInSendMessage(h.Topic, h.DefaultTopic, min(h.DefaultTopicQueueNums, b.opts.MaxQueueNums), sysFlag)
 }
 
 // handleRetryAndDLQ redirects a message sent to %RETRY%<group> to %DLQ%<group> (one queue,
@@ -139,7 +109,9 @@ func (b *Broker) handleRetryAndDLQ(req *remoting.Command, h *protocol.SendMessag
 		return nil
 	}
 	dlq := names.DLQTopic(group)
-	b.topics.createIfAbsent(dlq, sendDLQQueueNums, dlqPerm, 0)
+	if _, err := b.topics.createIfAbsent(dlq, sendDLQQueueNums, dlqPerm, 0); err != nil {
+		return sendResponse(remoting.TopicNotExist, b.topicsFullRemark(dlq))
+	}
 	m.Topic = dlq
 	m.QueueID = 0 // RocketMQ: random % DLQ_NUMS_PER_GROUP
 	*props = removeProperty(*props, message.PropertyDelayTimeLevel)

@@ -50,14 +50,10 @@ func (b *Broker) installTopicConfigs(body []byte) error {
 		drops.log(b.log.Warn().Str("source", "master").Int("clamped", clamped).Int32("max_queue_nums", b.opts.MaxQueueNums),
 			"slave sync: master's topics with invalid names left out, queue counts clamped")
 	}
-	m.mu.Lock()
-	m.table = make(map[string]TopicConfig, len(w.TopicConfigTable))
-	for name, tc := range w.TopicConfigTable {
-		m.table[name] = tc
+	if n := len(w.TopicConfigTable); n > b.opts.MaxTopics+maxUncappedTopics {
+		return fmt.Errorf("broker: the master sent %d topics, more than MaxTopics %d: kept the topics held", n, b.opts.MaxTopics)
 	}
-	m.version = w.DataVersion
-	m.mu.Unlock()
-	b.meta.changed(metaTopics)
+	m.replace(w.TopicConfigTable, w.DataVersion)
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/remoting"
-	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
@@ -145,7 +144,7 @@ func (b *Broker) toTimerTopic(m *storage.Message) *remoting.Command {
 	m.Properties = setProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
 	m.Topic = TopicTimer
 	m.QueueID = 0
-	b.topics.addIfAbsent(TopicTimer, 1, int32(route.PermReadWrite), 0)
+	b.topics.addSystemTopic(TopicTimer, 1)
 	return nil
 }
 

@@ -93,7 +93,9 @@ func (b *Broker) updateAndCreateTopic(_ context.Context, ch remoting.Channel, re
 	}
 	tc := TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
 		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
-	b.topics.update(tc)
+	if err := b.topics.update(tc); err != nil {
+		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: b.topicsFullRemark(h.Topic)}
+	}
 	b.log.Info().Str("topic", h.Topic).Str("addr", ch.RemoteAddr()).Int32("read_queues", tc.ReadQueueNums).
 		Int32("write_queues", tc.WriteQueueNums).Int32("perm", tc.Perm).Msg("topic updated by admin")
 	return remoting.NewResponse(remoting.Success, ""), nil

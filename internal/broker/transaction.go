@@ -15,7 +15,6 @@ import (
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
-	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
@@ -166,7 +165,7 @@ func (b *Broker) toHalfTopic(m *storage.Message) {
 	m.SysFlag &^= transactionBits
 	m.Topic = names.TopicTransHalf
 	m.QueueID = 0
-	b.topics.addIfAbsent(names.TopicTransHalf, 1, int32(route.PermReadWrite), 0)
+	b.topics.addSystemTopic(names.TopicTransHalf, 1)
 }
 
 // processEndTransaction serves END_TRANSACTION (37). Producers send it one-way; the answer
@@ -337,7 +336,7 @@ func (b *Broker) committedMessage(rec *message.Record, props map[string]string) 
 // putOp writes the op record that marks a half offset decided
 // (TransactionalMessageBridge.addRemoveTagInTransactionOp).
 func (b *Broker) putOp(halfOffset int64) error {
-	b.topics.addIfAbsent(names.TopicTransOpHalf, 1, int32(route.PermReadWrite), 0)
+	b.topics.addSystemTopic(names.TopicTransOpHalf, 1)
 	props := setProperty("", message.PropertyTags, opRemoveTag)
 	props = setProperty(props, message.PropertyWaitStoreMsgOK, "true")
 	m := &storage.Message{
@@ -455,7 +454,7 @@ func (b *Broker) checkUndecided(ctx context.Context, off int64, u storage.CQUnit
 // discardHalf moves a half message checked TransactionCheckMax times to
 // TRANS_CHECK_MAX_TIME_TOPIC (DefaultTransactionalMessageCheckListener.resolveDiscardMsg).
 func (b *Broker) discardHalf(off int64, rec *message.Record) bool {
-	b.topics.addIfAbsent(names.TopicTransCheckMaxTime, 1, int32(route.PermReadWrite), 0)
+	b.topics.addSystemTopic(names.TopicTransCheckMaxTime, 1)
 	m := storedCopy(rec, names.TopicTransCheckMaxTime, 0, string(rec.Properties))
 	r, err := b.store.PutMessage(m)
 	if !putStored(r.Status) {

@@ -80,3 +80,41 @@ func TestMaxMessageBytesReachesTheBroker(t *testing.T) {
 		t.Fatalf("1025-byte body: %d %q, want MESSAGE_ILLEGAL", resp.Code, resp.Remark)
 	}
 }
+
+// TestTopicLimitsReachTheBroker: the node's AutoCreateTopicBurst and AutoCreateTopicRate bound
+// what one connection's sends create, and its MaxTopics what the broker holds.
+func TestTopicLimitsReachTheBroker(t *testing.T) {
+	o := haOpts(t, storage.AsyncMaster)
+	o.AutoCreateTopicBurst, o.AutoCreateTopicRate = 2, 1
+	n := startNode(t, o)
+	tr := n.NewTransport()
+	defer tr.Close()
+	sendOn := func(topic string) *remoting.Command {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := tr.InvokeSync(ctx, n.BrokerAddr(), sendReq(topic, 0, "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, topic := range []string{"Burst1", "Burst2"} {
+		if resp := sendOn(topic); resp.Code != remoting.Success {
+			t.Fatalf("%s: %d %q", topic, resp.Code, resp.Remark)
+		}
+	}
+	if resp := sendOn("Burst3"); resp.Code != remoting.SystemBusy || !strings.Contains(resp.Remark, "AutoCreateTopicBurst 2") {
+		t.Errorf("third new topic at once: %d %q, want SYSTEM_BUSY naming AutoCreateTopicBurst 2", resp.Code, resp.Remark)
+	}
+	if resp := sendOn("Burst1"); resp.Code != remoting.Success {
+		t.Errorf("a send to a topic the connection created: %d %q", resp.Code, resp.Remark)
+	}
+
+	o = haOpts(t, storage.AsyncMaster)
+	o.MaxTopics = 1 // fewer than the system topics: nothing more may be created
+	n = startNode(t, o)
+	if resp := send(t, n, n.BrokerAddr(), "OverCap", 0, "x"); resp.Code != remoting.TopicNotExist ||
+		!strings.Contains(resp.Remark, "MaxTopics") {
+		t.Errorf("a new topic past MaxTopics: %d %q, want TOPIC_NOT_EXIST naming MaxTopics", resp.Code, resp.Remark)
+	}
+}

@@ -109,6 +109,9 @@ type Options struct {
 	MaxHeldPullsPerConnection     int
 	MaxHeldPulls                  int
 	MaxQueueNums                  int32
+	MaxTopics                     int
+	AutoCreateTopicBurst          int
+	AutoCreateTopicRate           int
 
 	ACL              *acl.Config
 	ACLFile          string

@@ -74,6 +74,7 @@ type node struct {
 	notIn   bool
 	inList  []string            // opIn with few elements
 	inSet   map[string]struct{} // opIn with many
+	inLen   int                 // the elements listed, duplicates included (Expr.Size)
 }
 
 // inSetMin is where a map beats scanning the list (RocketMQ switches to a HashSet at 5).

@@ -19,6 +19,7 @@ const (
 type Expr struct {
 	src  string
 	root *node
+	size int // Size
 }
 
 // Compile parses s. Errors say what was wrong and where (byte offset), never panic.
@@ -47,7 +48,36 @@ func Compile(s string) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{src: s, root: root}, nil
+	return &Expr{src: s, root: root, size: len(s) + root.size()}, nil
+}
+
+// Size is about how many bytes e keeps in memory: its source and its compiled tree, which may
+// be many times longer than the source (a 16 KB chain of "a=1 or" compiles to about a
+// megabyte). A caller that keeps expressions from the network charges them by it.
+func (e *Expr) Size() int { return e.size }
+
+// Approximate costs of a compiled tree (64-bit): a node with its place in its parent's kids,
+// and one element of an IN list or set besides its text.
+const (
+	nodeBytes    = 176
+	inElemBytes  = 48
+	stringHeader = 16
+)
+
+// size is the approximate memory of the tree under n. The tree is at most MaxDepth deep. An
+// IN set is sized for every element listed, duplicates included.
+func (n *node) size() int {
+	b := nodeBytes + len(n.name) + len(n.val.s) + n.inLen*(stringHeader+inElemBytes)
+	for _, s := range n.inList {
+		b += len(s)
+	}
+	for s := range n.inSet {
+		b += len(s)
+	}
+	for _, k := range n.kids {
+		b += k.size()
+	}
+	return b
 }
 
 // Match evaluates e for one message: prop returns a property's value ("TAGS" is the tags) and
@@ -286,6 +316,7 @@ func (p *parser) inList(left *node, negated bool, opPos int) (*node, error) {
 		return nil, err
 	}
 	n := &node{op: opIn, boolean: true, kids: []*node{left}, notIn: negated}
+	n.inLen = len(list)
 	if len(list) >= inSetMin {
 		n.inSet = make(map[string]struct{}, len(list))
 		for _, s := range list {
