@@ -312,12 +312,6 @@ func (q *consumeQueue) correctMinOffset(minPhy int64) {
 	q.minOffset.Store(max)
 }
 
-// flush makes written units durable.
-func (q *consumeQueue) flush() error {
-	_, err := q.flushLeast(0)
-	return err
-}
-
 // flushLeast makes written units durable in the files with at least least bytes written
 // since their last flush. It returns the CommitLog offset of the first unit it left
 // unflushed, or -1 when none is.
