@@ -169,6 +169,10 @@ type Options struct {
 	// ReadCheck, when set (the node runs ACL), decides after a request has read stored
 	// messages whether its peer may see them (read_check.go); nil reads without a check.
 	ReadCheck ReadCheck
+	// WriteCheck, when set (the node runs ACL), decides after END_TRANSACTION has read its half
+	// message whether the request may decide a message of that message's real topic (PUB), as
+	// ReadCheck does for reads.
+	WriteCheck ReadCheck
 
 	Logger *zerolog.Logger
 }

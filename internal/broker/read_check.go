@@ -24,6 +24,9 @@ type ReadCheck func(ch remoting.Channel, req *remoting.Command, topic string) *r
 //     (consume_directly.go);
 //   - CONSUMER_SEND_MSG_BACK: a record by offset, copied into the group's retry or dead-letter
 //     topic, where the group's accounts could then pull it (retry.go).
+//
+// END_TRANSACTION, which names a half message by offsets, is checked the same way for PUB on
+// the half message's real topic (Options.WriteCheck, transaction.go).
 
 // checkRead asks Options.ReadCheck whether the peer of req may see rec, a stored record read
 // for it; nil without ACL.

@@ -273,3 +273,43 @@ func TestTimerTopicIsHeld(t *testing.T) {
 		t.Fatalf("TopicTimer %q, names.TopicTimer %q", TopicTimer, names.TopicTimer)
 	}
 }
+
+// END_TRANSACTION names a producer group and offsets, which plain ACL does not check: once the
+// half message is read, the request needs PUB on its real topic, so a signed account that
+// learned the offsets can neither commit nor roll back another producer's transaction.
+func TestEndTransactionNeedsPubOnTheRealTopic(t *testing.T) {
+	owner := remoting.Credentials{AccessKey: "txowner1", SecretKey: "txowner-secret"}
+	c, err := acl.New(&acl.Config{Accounts: []acl.Account{
+		{AccessKey: owner.AccessKey, SecretKey: owner.SecretKey, TopicPerms: []string{"Tx=PUB|SUB"}, DefaultGroupPerm: "SUB"},
+		{AccessKey: rcReader.AccessKey, SecretKey: rcReader.SecretKey, TopicPerms: []string{"Pub=PUB"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := new(acl.Guard)
+	g.Store(c)
+	tb := startTestBroker(t, func(o *Options) { o.WriteCheck = g.CheckWrite })
+	tb.d.SetGuard(g.Check)
+	oc, intruder := signedClient(t, owner), signedClient(t, rcReader)
+
+	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "u1"})
+	rh := wantSendOK(t, invoke(t, oc, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("u1"), remoting.SerializeJSON)))
+	_, phy, err := message.ParseOffsetMsgID(rh.MsgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []int32{message.TransactionRollbackType, message.TransactionCommitType} {
+		resp := invoke(t, intruder, tb.Addr, endTxCmd(rh.QueueOffset, phy, d, false))
+		wantNoRead(t, "intruder's END_TRANSACTION", resp, "AccessKey=reader01 has no PUB permission on topic Tx")
+	}
+	// Neither decision took: the owner's commit is the first and delivers the message.
+	if resp := invoke(t, oc, tb.Addr, endTxCmd(rh.QueueOffset, phy, message.TransactionCommitType, false)); resp.Code != remoting.Success {
+		t.Fatalf("owner's commit: %d %q", resp.Code, resp.Remark)
+	}
+	eventually(t, "dispatched", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
+	p := pullHeader("g", "Tx", 0, 0)
+	p.SysFlag, p.Subscription = protocol.PullFlagSubscription, "*"
+	if r := pull(t, oc, tb.Addr, p); r.code != remoting.Success || len(r.msgs) != 1 || string(r.msgs[0].Body) != "u1" {
+		t.Fatalf("pull after the owner's commit: code %d, %d messages", r.code, len(r.msgs))
+	}
+}

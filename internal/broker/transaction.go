@@ -170,7 +170,7 @@ func (b *Broker) toHalfTopic(m *storage.Message) {
 
 // processEndTransaction serves END_TRANSACTION (37). Producers send it one-way; the answer
 // matters only to a caller that waits for it.
-func (b *Broker) processEndTransaction(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (b *Broker) processEndTransaction(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.EndTransactionRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
@@ -184,11 +184,16 @@ func (b *Broker) processEndTransaction(_ context.Context, _ remoting.Channel, re
 	default:
 		return nil, nil // unknown: the check service asks again later
 	}
-	return b.endTransaction(&h), nil
+	var check func(*message.Record) *remoting.Command
+	if b.opts.WriteCheck != nil {
+		check = func(rec *message.Record) *remoting.Command { return b.opts.WriteCheck(ch, req, ownTopic(rec)) }
+	}
+	return b.endTransaction(&h, check), nil
 }
 
-// endTransaction applies a commit or rollback to the half message the header names.
-func (b *Broker) endTransaction(h *protocol.EndTransactionRequestHeader) *remoting.Command {
+// endTransaction applies a commit or rollback to the half message the header names; check,
+// when not nil, may refuse the request once the half message is read (ACL, WriteCheck).
+func (b *Broker) endTransaction(h *protocol.EndTransactionRequestHeader, check func(*message.Record) *remoting.Command) *remoting.Command {
 	queueOffset, phyOffset := h.TranStateTableOffset, h.CommitLogOffset
 	var original int64 = -1
 	b.tx.mu.Lock()
@@ -212,7 +217,7 @@ func (b *Broker) endTransaction(h *protocol.EndTransactionRequestHeader) *remoti
 		b.releaseHalf(queueOffset, false)
 		return remoting.NewResponse(remoting.Success, "")
 	}
-	resp, decided := b.decide(h, queueOffset, phyOffset, original >= 0)
+	resp, decided := b.decide(h, queueOffset, phyOffset, original >= 0, check)
 	b.releaseHalf(queueOffset, decided)
 	return resp
 }
@@ -230,7 +235,8 @@ func (b *Broker) releaseHalf(queueOffset int64, decided bool) {
 // decide checks the half message as EndTransactionProcessor.checkPrepareMessage does, stores
 // the committed message, and writes the op record. redirected says the header named the
 // message's predecessor, whose offsets the stored copy does not carry.
-func (b *Broker) decide(h *protocol.EndTransactionRequestHeader, queueOffset, phyOffset int64, redirected bool) (*remoting.Command, bool) {
+func (b *Broker) decide(h *protocol.EndTransactionRequestHeader, queueOffset, phyOffset int64, redirected bool,
+	check func(*message.Record) *remoting.Command) (*remoting.Command, bool) {
 	var rec message.Record
 	if err := b.readRecord(phyOffset, &rec); err != nil || string(rec.Topic) != names.TopicTransHalf {
 		return remoting.NewResponse(remoting.SystemError, "Find prepared transaction message failed"), false
@@ -243,6 +249,11 @@ func (b *Broker) decide(h *protocol.EndTransactionRequestHeader, queueOffset, ph
 		return remoting.NewResponse(remoting.SystemError, "The transaction state table offset wrong"), false
 	case rec.PhysicalOffset != phyOffset:
 		return remoting.NewResponse(remoting.SystemError, "The commit log offset wrong"), false
+	}
+	if check != nil {
+		if resp := check(&rec); resp != nil {
+			return resp, false
+		}
 	}
 	if h.CommitOrRollback == message.TransactionCommitType {
 		m, err := b.committedMessage(&rec, props)

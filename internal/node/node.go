@@ -286,6 +286,7 @@ func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 		// Requests that read messages by offset or key are checked again on the topic of
 		// what they read, which the guard in front of the processor cannot know.
 		bo.ReadCheck = n.acl.CheckRead
+		bo.WriteCheck = n.acl.CheckWrite
 	}
 	b, err := broker.New(bo)
 	if err != nil {
