@@ -52,7 +52,8 @@ func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *r
 	}
 	// The consumer manager stamps each registration as it records it (consumer_manager.go), so
 	// however long ensureConsumerGroups takes, it cannot expire what this heartbeat registers.
-	info := clientChannelInfo{ch: ch, clientID: hb.ClientID, language: req.Language, version: req.Version}
+	info := clientChannelInfo{ch: ch, clientID: hb.ClientID, language: req.Language, version: req.Version,
+		accessKey: req.ExtFields[remoting.ExtAccessKey]}
 	notify := b.ensureConsumerGroups(hb.ConsumerDataSet)
 	for i := range hb.ConsumerDataSet {
 		data := &hb.ConsumerDataSet[i]

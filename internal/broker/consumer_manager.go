@@ -18,6 +18,9 @@ type clientChannelInfo struct {
 	language   remoting.Language
 	version    int16
 	lastUpdate time.Time
+	// accessKey is the ACL account the client's heartbeat was signed with ("" without ACL):
+	// transaction checks go only to producers whose account may publish to the real topic.
+	accessKey string
 }
 
 // consumerGroupInfo is a consumer group's members and subscriptions (RocketMQ
@@ -370,13 +373,23 @@ func (m *consumerManager) snapshot(group string) (ConsumerGroupState, bool) {
 
 // producerChannels returns the live channels of a producer group.
 func (m *consumerManager) producerChannels(group string) []remoting.Channel {
+	clients := m.producerClients(group)
+	out := make([]remoting.Channel, len(clients))
+	for i, c := range clients {
+		out[i] = c.ch
+	}
+	return out
+}
+
+// producerClients returns the live members of a producer group.
+func (m *consumerManager) producerClients(group string) []clientChannelInfo {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	p := m.producers[group]
-	out := make([]remoting.Channel, 0, len(p))
+	out := make([]clientChannelInfo, 0, len(p))
 	for _, c := range p {
 		if !c.ch.Closed() {
-			out = append(out, c.ch)
+			out = append(out, *c)
 		}
 	}
 	return out

@@ -313,3 +313,57 @@ func TestEndTransactionNeedsPubOnTheRealTopic(t *testing.T) {
 		t.Fatalf("pull after the owner's commit: code %d, %d messages", r.code, len(r.msgs))
 	}
 }
+
+// CHECK_TRANSACTION_STATE carries the half message's body, and a producer group needs no
+// permission in the plain ACL: checks go only to members whose heartbeat was signed by an
+// account with PUB on the message's real topic, never to a connection that joined the group.
+func TestTransactionChecksGoOnlyToPublishers(t *testing.T) {
+	owner := remoting.Credentials{AccessKey: "txowner1", SecretKey: "txowner-secret"}
+	c, err := acl.New(&acl.Config{Accounts: []acl.Account{
+		{AccessKey: owner.AccessKey, SecretKey: owner.SecretKey, TopicPerms: []string{"Tx=PUB"}},
+		{AccessKey: rcReader.AccessKey, SecretKey: rcReader.SecretKey, TopicPerms: []string{"Pub=PUB"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := new(acl.Guard)
+	g.Store(c)
+	tb := startTestBroker(t, func(o *Options) {
+		checkOptions(o)
+		o.WriteCheck = g.CheckWrite
+	})
+	tb.d.SetGuard(g.Check)
+	addTopic(tb, "Tx", 1)
+	recorder := func(creds remoting.Credentials, id string) chan *remoting.Command {
+		checks := make(chan *remoting.Command, 1000)
+		cl := signedClient(t, creds)
+		cl.RegisterProcessor(remoting.CheckTransactionState, remoting.ProcessorFunc(
+			func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+				checks <- req
+				return nil, nil
+			}))
+		hb := protocol.HeartbeatData{ClientID: id, ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}},
+			ConsumerDataSet: []protocol.ConsumerData{}}
+		if resp := invoke(t, cl, tb.Addr, remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())); resp.Code != remoting.Success {
+			t.Fatalf("heartbeat of %s: %d %q", id, resp.Code, resp.Remark)
+		}
+		return checks
+	}
+	intruder := recorder(rcReader, "intruder@1")
+	ownerChecks := recorder(owner, "owner@1")
+
+	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "u1"})
+	wantSendOK(t, invoke(t, signedClient(t, owner), tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("u1"), remoting.SerializeJSON)))
+	// Unanswered, the message is checked again every interval: with the intruder a candidate,
+	// it would get about half of them.
+	for range 4 {
+		select {
+		case <-ownerChecks:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the owner got no CHECK_TRANSACTION_STATE")
+		}
+	}
+	if n := len(intruder); n != 0 {
+		t.Fatalf("the intruder got %d checks with the half message's body", n)
+	}
+}

@@ -501,7 +501,7 @@ func storedCopy(rec *message.Record, topic string, queueID int32, props string) 
 // body is the message under its real topic and queue.
 func (b *Broker) sendCheck(_ context.Context, c *storage.Message, props map[string]string, r storage.PutResult) {
 	group := props[message.PropertyProducerGroup]
-	chans := b.producerChannels(group)
+	chans := b.checkableProducers(group, props[message.PropertyRealTopic])
 	if len(chans) == 0 {
 		b.tx.log.Warn().Str("producer_group", group).Int64("offset", r.QueueOffset).Msg("no producer to check a transaction with")
 		return
@@ -529,6 +529,25 @@ func (b *Broker) sendCheck(_ context.Context, c *storage.Message, props map[stri
 	if err := chans[rand.IntN(len(chans))].InvokeOneway(req); err != nil {
 		b.tx.log.Warn().Err(err).Str("producer_group", group).Msg("transaction check not sent")
 	}
+}
+
+// checkableProducers are the live connections of a producer group that may be sent a check of
+// a half message bound for topic: the check carries the message's body, and a producer group
+// needs no permission in the plain ACL, so with ACL on only members whose heartbeat was signed
+// by an account with PUB on the topic (what sending the half message needed) are asked.
+func (b *Broker) checkableProducers(group, topic string) []remoting.Channel {
+	clients := b.clients.consumers.producerClients(group)
+	out := make([]remoting.Channel, 0, len(clients))
+	for _, c := range clients {
+		if b.opts.WriteCheck != nil {
+			as := &remoting.Command{ExtFields: map[string]string{remoting.ExtAccessKey: c.accessKey}}
+			if b.opts.WriteCheck(c.ch, as, topic) != nil {
+				continue
+			}
+		}
+		out = append(out, c.ch)
+	}
+	return out
 }
 
 // advanceOpCursor moves the op queue's cursor past op records that only name offsets behind
