@@ -9,7 +9,7 @@
 // There is no Start: New validates the options, acquires the client instance shared by every
 // handle of the same client id (internal/client) and registers the group; Close unregisters it.
 //
-// What a send does (docs/protocol.md §4, seeds 000 and 001):
+// What a send does (docs/protocol.md §4):
 //
 //   - Validation before any I/O: topic non-empty, [%|a-zA-Z0-9_-], at most 127 bytes, not a
 //     reserved system topic; body non-empty and at most the max message size (4 MiB);
