@@ -11,7 +11,7 @@ import (
 
 // orderlyLoop consumes one queue in offset order, one listener call at a time, while this
 // client holds the queue's broker lock (clustering). It runs until the queue is dropped or the
-// consumer closes (seed 003, ConsumeMessageOrderlyService.ConsumeRequest).
+// consumer closes (RocketMQ ConsumeMessageOrderlyService.ConsumeRequest).
 func (pc *PushConsumer) orderlyLoop(qs *queueState) {
 	pq := qs.pq
 	var delay time.Duration = -1

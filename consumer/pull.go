@@ -10,7 +10,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// pullLoop pulls one queue until it is dropped or the consumer closes (seed 003,
+// pullLoop pulls one queue until it is dropped or the consumer closes (RocketMQ
 // DefaultMQPushConsumerImpl.pullMessage and its callback).
 func (p *puller) pullLoop(qs *queueState) {
 	pq := qs.pq

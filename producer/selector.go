@@ -84,7 +84,7 @@ func RandomSelector() MessageQueueSelector {
 	})
 }
 
-// Ordering says what an ordered send does when its queue's broker is in trouble (seed 001's
+// Ordering says what an ordered send does when its queue's broker is in trouble (RocketMQ's
 // kinds of ordered messages).
 type Ordering int
 
