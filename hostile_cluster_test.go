@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/controller"
 	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -91,6 +92,7 @@ func (c hsClusterConfig) options(o *mq.Options) {
 	if c.raft != "" {
 		o.DisableBroker = true
 		o.ControllerID, o.ControllerPeers, o.ControllerRaftListen = "n0", map[string]string{"n0": c.raft}, c.raft
+		o.Controller = controller.Raft()
 		o.ControllerScanInterval, o.ControllerBrokerHeartbeatTimeout = hsCtlScan, hsCtlHBTimeout
 		o.ControllerRaftTimeout = 100 * time.Millisecond
 	}

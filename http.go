@@ -21,7 +21,8 @@ type webState struct {
 }
 
 // Handler serves the node over HTTP: /metrics in the Prometheus exposition format (the node's
-// own registry, not the global one), /healthz (200 once serving, 503 once closing) and the
+// own registry, not the global one) when Options.Metrics is set, 404 saying how to turn it on
+// otherwise, /healthz (200 once serving, 503 once closing) and the
 // dashboard at /, which reads the whole cluster through the node's name servers, signing with
 // Options.Credentials when ACL is on. It has no authentication of its own: mount it behind the
 // embedding application's, or serve it on a trusted network only. mqnode serves it with -http.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/metrics"
 	"github.com/mqgo/mq/producer"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -76,7 +77,8 @@ next:
 // every scrape parses with Prometheus' text parser.
 func TestMetricsMoveWithTraffic(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l})
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
+		Metrics: metrics.Prometheus()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -256,6 +256,11 @@ type Options struct {
 	// pointed at the node) out of the API. Give the names browsers use for the node, such as
 	// a reverse proxy's or a NAT address (mqnode -http-allowed-hosts).
 	HTTPAllowedHosts []string
+	// Metrics turns on /metrics in Handler (Prometheus exposition format, the node's own
+	// registry) and the request latency its dispatchers observe: set it to metrics.Prometheus()
+	// from github.com/mqgo/mq/metrics. Nil (the default) links no Prometheus client and
+	// Handler's /metrics answers 404 saying how to turn it on.
+	Metrics MetricsFactory
 
 	// ControllerID turns on RocketMQ 5's controller in this node (enableControllerInNamesrv):
 	// a Raft member with this id (controllerDLegerSelfId, e.g. "n0") among ControllerPeers (id
@@ -268,6 +273,9 @@ type Options struct {
 	// (scanNotActiveBrokerInterval, 5 s) and ControllerBrokerHeartbeatTimeout
 	// (controllerHeartBeatTimeoutMills, 10 s) decide how soon a dead master is replaced;
 	// ControllerRaftTimeout sets Raft's heartbeat and election timeouts (1 s) for tests.
+	// Controller is the implementation, and must be set with ControllerID: controller.Raft()
+	// from github.com/mqgo/mq/controller (hashicorp/raft), which an application that runs no
+	// controller then does not link.
 	ControllerID                     string
 	ControllerPeers                  map[string]string
 	ControllerRaftListen             string
@@ -276,6 +284,7 @@ type Options struct {
 	ControllerScanInterval           time.Duration
 	ControllerBrokerHeartbeatTimeout time.Duration
 	ControllerRaftTimeout            time.Duration
+	Controller                       ControllerFactory
 
 	// ControllerAddrs puts the broker in controller mode (enableControllerMode, controllerAddr):
 	// the controllers at these addresses decide whether it is its group's master, and elect a
@@ -299,6 +308,14 @@ type Options struct {
 	// Logger receives the node's structured logs; nil discards them.
 	Logger *zerolog.Logger
 }
+
+// ControllerFactory starts a node's controller (Options.Controller); controller.Raft() from
+// package github.com/mqgo/mq/controller is RocketMQ 5's, on hashicorp/raft.
+type ControllerFactory = node.ControllerFactory
+
+// MetricsFactory builds a node's metrics (Options.Metrics); metrics.Prometheus() from package
+// github.com/mqgo/mq/metrics serves them in the Prometheus exposition format.
+type MetricsFactory = node.MetricsFactory
 
 // FlushDiskType says when an appended message counts as stored (RocketMQ flushDiskType):
 // AsyncFlush ("ASYNC_FLUSH", the default) or SyncFlush ("SYNC_FLUSH"). It is the store's type.

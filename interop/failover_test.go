@@ -15,6 +15,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/mqgo/mq"
 	mqadmin "github.com/mqgo/mq/admin"
+	"github.com/mqgo/mq/controller"
+	ictl "github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -54,7 +56,7 @@ func startControllerNameServer(t *testing.T) *mq.Node {
 	t.Helper()
 	raft := freeLoopbackAddr(t)
 	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), DisableBroker: true,
-		Logger: warnLogger(t), ControllerID: "n0", ControllerPeers: map[string]string{"n0": raft},
+		Logger: warnLogger(t), ControllerID: "n0", Controller: controller.Raft(), ControllerPeers: map[string]string{"n0": raft},
 		ControllerRaftListen: raft, ControllerScanInterval: 50 * time.Millisecond,
 		ControllerBrokerHeartbeatTimeout: time.Second, ControllerRaftTimeout: 100 * time.Millisecond,
 		ScanNotActiveBrokerInterval: 100 * time.Millisecond, BrokerChannelExpiredTime: time.Second})
@@ -190,7 +192,7 @@ func TestOfficialClientsThroughControllerFailover(t *testing.T) {
 	// Only members of the SyncStateSet may take over (unclean elections are off), so every
 	// broker must be in it before the kill.
 	pollUntil(t, "every broker in the SyncStateSet", 20*time.Second, func() bool {
-		for _, g := range node.Of(ctl).Controller().Groups() {
+		for _, g := range ictl.Of(node.Of(ctl).Controller()).Groups() {
 			if g.BrokerName == mq.DefaultBrokerName {
 				return len(g.SyncStateSet) == len(brokers)
 			}

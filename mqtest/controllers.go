@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/internal/controller"
 )
 
 // Controllers and controller mode (RocketMQ 5's automatic failover): Config.Controllers name
@@ -100,7 +101,7 @@ func (c *Cluster) controllerOptions(n *Node, o *mq.Options) {
 	if id == "" {
 		return
 	}
-	o.ControllerID, o.ControllerRaftListen = id, raft
+	o.ControllerID, o.ControllerRaftListen, o.Controller = id, raft, controller.Factory{}
 	o.ControllerPeers = make(map[string]string, len(c.ctlPeers))
 	for k, v := range c.ctlPeers {
 		o.ControllerPeers[k] = v
@@ -159,7 +160,7 @@ func (c *Cluster) ControllerAddrs() []string {
 // does (an election under way, or too few controllers running).
 func (c *Cluster) ControllerLeader() *Node {
 	for _, n := range c.ControllerNodes() {
-		if w := n.wiring(); w != nil && w.Controller() != nil && w.Controller().IsLeader() {
+		if w := n.wiring(); w != nil && controller.Of(w.Controller()) != nil && controller.Of(w.Controller()).IsLeader() {
 			return n
 		}
 	}
@@ -186,7 +187,7 @@ func (c *Cluster) ControllerGroup(g int) (GroupState, bool) {
 	if w == nil {
 		return GroupState{}, false
 	}
-	for _, grp := range w.Controller().Groups() {
+	for _, grp := range controller.Of(w.Controller()).Groups() {
 		if grp.BrokerName == brokerName(g) {
 			return GroupState{MasterID: grp.MasterID, MasterAddr: grp.MasterAddr(), MasterEpoch: grp.MasterEpoch,
 				SyncStateSet: slices.Clone(grp.SyncStateSet), SyncStateSetEpoch: grp.SyncStateSetEpoch}, true

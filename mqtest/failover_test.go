@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/mqtest"
 	"github.com/mqgo/mq/producer"
 )
@@ -366,7 +367,7 @@ func TestFailoverControllerLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	mqtest.Eventually(t, "the restarted controller to learn the new epoch", func() bool {
-		for _, g := range leader.Wiring().Controller().Groups() {
+		for _, g := range controller.Of(leader.Wiring().Controller()).Groups() {
 			if g.BrokerName == successor.BrokerName && g.MasterEpoch == st.MasterEpoch && g.MasterAddr() == successor.Addr() {
 				return true
 			}

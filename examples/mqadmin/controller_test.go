@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/controller"
 )
 
 const testClusterSecret = "mqadmin-test-cluster-secret"
@@ -26,7 +27,7 @@ func secretControllerNode(t *testing.T) *mq.Node {
 	ln.Close()
 	listen := reserveListen(t)
 	n, err := mq.StartNode(mq.Options{Listen: listen, HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		ClusterSecret: testClusterSecret, ControllerID: "n0", ControllerPeers: map[string]string{"n0": raft},
+		ClusterSecret: testClusterSecret, ControllerID: "n0", Controller: controller.Raft(), ControllerPeers: map[string]string{"n0": raft},
 		ControllerRaftListen: raft, ControllerAddrs: []string{listen}, ControllerRaftTimeout: 100 * time.Millisecond,
 		StartTimeout: 30 * time.Second})
 	if err != nil {

@@ -32,6 +32,8 @@ import (
 	"syscall"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/controller"
+	"github.com/mqgo/mq/metrics"
 	"github.com/rs/zerolog"
 )
 
@@ -125,7 +127,11 @@ func run(args []string) error {
 	}
 	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
 
+	// The standalone broker links both optional parts: the controller runs only with
+	// -controller-id, and /metrics is served with -http.
 	opts := mq.Options{
+		Controller:        controller.Raft(),
+		Metrics:           metrics.Prometheus(),
 		Listen:            *listen,
 		NameServerListen:  *namesrvListen,
 		BrokerListen:      *brokerListen,

@@ -64,8 +64,8 @@ type Controller struct {
 
 // New starts the Raft member (it joins elections at once); Run starts the leader's duties.
 func New(opts Options) (*Controller, error) {
-	opts = opts.withDefaults()
-	if err := opts.validate(); err != nil {
+	opts = withDefaults(opts)
+	if err := validate(opts); err != nil {
 		return nil, err
 	}
 	log := zerolog.Nop()

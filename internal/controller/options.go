@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rs/zerolog"
+	"github.com/mqgo/mq/internal/addon"
 )
 
 // Defaults, named after RocketMQ 5's settings with their values.
@@ -42,53 +42,12 @@ const (
 	maxCheckCodeBytes   = 512
 )
 
-// Options configure a Controller.
-type Options struct {
-	// ID is this controller's Raft id (RocketMQ's controllerDLegerSelfId), e.g. "n0".
-	ID string
-	// Peers are every controller's Raft address by id, this one's included (RocketMQ's
-	// controllerDLegerPeers). They bootstrap a new cluster; a controller restarted on its Dir
-	// uses the configuration in its log.
-	Peers map[string]string
-	// RaftListen is the TCP address Raft listens on; it must be this controller's entry in
-	// Peers. The remoting port that brokers use is separate (Advertise).
-	RaftListen string
-	// Advertise is the remoting address brokers reach this controller on. The leader records
-	// it in the replicated state, so every controller can name the leader's address.
-	Advertise string
-	// Dir holds the Raft log and stable store (bbolt) and the snapshots. Empty keeps them in
-	// memory (tests): a restart then starts empty.
-	Dir string
+// Options configure a Controller. They are declared in internal/addon, which the node imports
+// without pulling Raft, so that only an application that imports github.com/mqgo/mq/controller
+// links this package.
+type Options = addon.ControllerOptions
 
-	// ScanNotActiveBrokerInterval: default DefaultScanNotActiveBrokerInterval.
-	ScanNotActiveBrokerInterval time.Duration
-	// BrokerHeartbeatTimeout applies to heartbeats that carry no heartbeatTimeoutMills, and to
-	// every broker when a controller becomes leader. Default DefaultBrokerHeartbeatTimeout.
-	BrokerHeartbeatTimeout time.Duration
-	// ElectUncleanMaster (RocketMQ's enableElectUncleanMaster, default false) lets a broker
-	// outside the SyncStateSet become master when no member of the set is alive, at the cost of
-	// the messages only the set had.
-	ElectUncleanMaster bool
-	// ElectMasterMaxRetryCount: default DefaultElectMasterMaxRetryCount.
-	ElectMasterMaxRetryCount int
-	// ApplyTimeout: default DefaultApplyTimeout.
-	ApplyTimeout time.Duration
-
-	// Raft's timeouts (raft.Config); defaults are hashicorp/raft's.
-	HeartbeatTimeout   time.Duration
-	ElectionTimeout    time.Duration
-	LeaderLeaseTimeout time.Duration
-	CommitTimeout      time.Duration
-
-	// Secret is the deployment's cluster secret (mq.Options.ClusterSecret): when set, only
-	// peers that prove it reach Raft, and only requests that prove it reach the controller.
-	Secret string
-
-	// Logger receives the controller's and Raft's logs (component "controller"); nil is silent.
-	Logger *zerolog.Logger
-}
-
-func (o Options) withDefaults() Options {
+func withDefaults(o Options) Options {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -107,7 +66,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) validate() error {
+func validate(o Options) error {
 	if o.ID == "" {
 		return errors.New("controller: ID is empty")
 	}

@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/addon"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,19 +26,19 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Listener is one of a node's remoting listeners.
-type Listener struct {
-	Role  string     // namesrv, broker or namesrv+broker
-	Conns func() int // open connections
-}
+// Listener and Sources are declared in internal/addon, which the node imports without pulling
+// the Prometheus client.
+type (
+	Listener = addon.MetricsListener
+	Sources  = addon.MetricsSources
+)
 
-// Sources are the parts of a node the metrics read when scraped; nil parts are not reported.
-type Sources struct {
-	Broker      func() *broker.Broker // nil, or nil while the broker has not started
-	Listeners   []Listener
-	ACLRefusals func() uint64
-	Logger      *zerolog.Logger
-}
+// Factory is the addon.MetricsFactory that builds this package's metrics; package
+// github.com/mqgo/mq/metrics hands it to applications.
+type Factory struct{}
+
+// NewMetrics is New.
+func (Factory) NewMetrics(src Sources) addon.Metrics { return New(src) }
 
 // Metrics is a node's registry and the request observer that feeds it.
 type Metrics struct {

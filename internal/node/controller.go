@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/mqgo/mq/internal/controller"
+	"github.com/mqgo/mq/internal/addon"
 )
 
 // startController builds the node's controller (Options.ControllerID) and installs its
@@ -24,7 +24,7 @@ func (n *Node) startController() error {
 	if err := os.MkdirAll(co.Dir, 0o755); err != nil {
 		return fmt.Errorf("mq: controller: %w", err)
 	}
-	c, err := controller.New(co)
+	c, err := o.Controller.StartController(co)
 	if err != nil {
 		return fmt.Errorf("mq: controller: %w", err)
 	}
@@ -34,5 +34,6 @@ func (n *Node) startController() error {
 	return nil
 }
 
-// Controller is the node's controller, or nil when it runs none (tests and tools).
-func (n *Node) Controller() *controller.Controller { return n.controller }
+// Controller is the node's controller, or nil when it runs none (tests and tools read the Raft
+// one's state through internal/controller.Of).
+func (n *Node) Controller() addon.Controller { return n.controller }

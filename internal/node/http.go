@@ -9,14 +9,14 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mqgo/mq/internal/metrics"
+	"github.com/mqgo/mq/internal/addon"
 	"github.com/mqgo/mq/remoting"
 )
 
-// httpState is what the node serves over HTTP: its metrics, fed from its dispatchers from the
-// start, and the handler built on first use.
+// httpState is what the node serves over HTTP: its metrics (Options.Metrics), fed from its
+// dispatchers from the start, and the handler built on first use.
 type httpState struct {
-	metrics *metrics.Metrics
+	metrics addon.Metrics // nil unless Options.Metrics
 
 	once    sync.Once
 	handler http.Handler
@@ -25,30 +25,49 @@ type httpState struct {
 // initMetrics builds the registry before any listener exists, so the dispatchers report every
 // request from the first.
 func (n *Node) initMetrics() {
-	src := metrics.Sources{
+	if n.opts.Metrics == nil {
+		return
+	}
+	src := addon.MetricsSources{
 		Broker:      n.Broker,
 		ACLRefusals: n.ACLRefusals,
 		Logger:      n.opts.Logger,
 	}
 	for _, ep := range n.servers {
-		src.Listeners = append(src.Listeners, metrics.Listener{Role: ep.role, Conns: ep.srv.ConnCount})
+		src.Listeners = append(src.Listeners, addon.MetricsListener{Role: ep.role, Conns: ep.srv.ConnCount})
 	}
-	n.http.metrics = metrics.New(src)
+	n.http.metrics = n.opts.Metrics.NewMetrics(src)
 	for _, ep := range n.servers {
 		ep.d.SetObserver(n.http.metrics.Observer())
 	}
 }
 
-// Handler serves /metrics (Prometheus exposition format) and /healthz (200 once the node
-// serves, 503 once it closes); package mq adds the dashboard.
+// Handler serves /metrics (Prometheus exposition format; 404 saying how to turn them on
+// without Options.Metrics) and /healthz (200 once the node serves, 503 once it closes);
+// package mq adds the dashboard.
 func (n *Node) Handler() http.Handler {
 	n.http.once.Do(func() {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", n.http.metrics.Handler())
+		if n.http.metrics != nil {
+			mux.Handle("GET /metrics", n.http.metrics.Handler())
+		} else {
+			mux.HandleFunc("GET /metrics", serveMetricsOff)
+		}
 		mux.HandleFunc("GET /healthz", n.serveHealth)
 		n.http.handler = mux
 	})
 	return n.http.handler
+}
+
+// metricsOff is /metrics's answer on a node without Options.Metrics.
+const metricsOff = "metrics are off: set mq.Options.Metrics to metrics.Prometheus() " +
+	"(import github.com/mqgo/mq/metrics); mqnode turns them on\n"
+
+func serveMetricsOff(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(metricsOff))
 }
 
 func (n *Node) serveHealth(w http.ResponseWriter, _ *http.Request) {

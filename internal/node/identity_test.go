@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/controller"
 )
 
 // A broker in controller mode keeps its id on its store: restarted with the same id, the
@@ -23,7 +25,7 @@ func TestControllerModeBrokerKeepsItsIDAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the controller to find the broker dead", func() bool {
-		b, ok := ctl.Controller().BrokerLive("broker-a", 1)
+		b, ok := controller.Of(ctl.Controller()).BrokerLive("broker-a", 1)
 		return ok && time.Now().After(b.LastHeartbeat.Add(b.Timeout))
 	})
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mqgo/mq/internal/addon"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/clusterauth"
-	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -31,7 +31,7 @@ type Node struct {
 	log       zerolog.Logger
 
 	nameServer *route.NameServer
-	controller *controller.Controller        // nil unless Options.ControllerID
+	controller addon.Controller              // nil unless Options.ControllerID
 	replicas   *replicas                     // nil unless Options.ControllerAddrs
 	broker     atomic.Pointer[broker.Broker] // replaced by RestartBroker
 	brokerTr   *remoting.InProcTransport

@@ -122,6 +122,7 @@ type Options struct {
 	TLSClientEnable  bool
 	TLSClientConfig  *tls.Config
 	HTTPAllowedHosts []string
+	Metrics          MetricsFactory
 
 	ControllerID                     string
 	ControllerPeers                  map[string]string
@@ -131,6 +132,7 @@ type Options struct {
 	ControllerScanInterval           time.Duration
 	ControllerBrokerHeartbeatTimeout time.Duration
 	ControllerRaftTimeout            time.Duration
+	Controller                       ControllerFactory
 
 	ControllerAddrs             []string
 	AllAckInSyncStateSet        bool
@@ -257,6 +259,10 @@ func (o Options) validate() error {
 		if err := checkHTTPHost(h); err != nil {
 			errs = append(errs, fmt.Errorf("mq: HTTPAllowedHosts[%d] %q: %w", i, h, err))
 		}
+	}
+	if o.ControllerID != "" && o.Controller == nil {
+		errs = append(errs, errors.New("mq: ControllerID needs Options.Controller: set it to controller.Raft() "+
+			"from package github.com/mqgo/mq/controller"))
 	}
 	if o.AccessMessageInMemoryMaxRatio < 0 || o.AccessMessageInMemoryMaxRatio > 100 {
 		errs = append(errs, fmt.Errorf("mq: AccessMessageInMemoryMaxRatio %d not in [0, 100]",

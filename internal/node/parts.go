@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/mqgo/mq/internal/addon"
 	"github.com/mqgo/mq/internal/broker"
-	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -115,12 +115,12 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 
 // controllerOptions are the options of the node's controller; advertise is the name
 // service's bound address, where brokers reach it.
-func (o Options) controllerOptions(advertise string) controller.Options {
+func (o Options) controllerOptions(advertise string) addon.ControllerOptions {
 	dir := o.ControllerDir
 	if dir == "" {
 		dir = filepath.Join(o.StoreDir, "controller")
 	}
-	return controller.Options{
+	return addon.ControllerOptions{
 		ID: o.ControllerID, Peers: o.ControllerPeers, RaftListen: o.ControllerRaftListen,
 		Advertise: advertise, Dir: dir,
 		ScanNotActiveBrokerInterval: o.ControllerScanInterval,

@@ -20,6 +20,9 @@ var nodeOnlyFields = map[string]bool{
 	// ACL guards every listener's dispatcher, and the broker's own transport signs and dials
 	// TLS (node.go): no part sees them.
 	"ACL": true, "ACLFile": true, "ACLWatchInterval": true, "Credentials": true, "TLSClientEnable": true, "TLSClientConfig": true,
+	// The optional parts' implementations: the node starts them itself (controller.go, http.go),
+	// and embed_test.go and the controller tests check that they run.
+	"Controller": true, "Metrics": true,
 }
 
 // Every node setting reaches a part: setting any one field changes what parts.go derives. A

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
@@ -29,6 +30,7 @@ func controllerNode(t *testing.T) *Node {
 	o.DisableBroker = true
 	raft := freeAddr(t)
 	o.ControllerID, o.ControllerPeers, o.ControllerRaftListen = "n0", map[string]string{"n0": raft}, raft
+	o.Controller = controller.Factory{}
 	o.ControllerScanInterval = 50 * time.Millisecond
 	o.ControllerBrokerHeartbeatTimeout = time.Second
 	o.ControllerRaftTimeout = 100 * time.Millisecond
@@ -166,7 +168,7 @@ func groupOf(ctl *Node) (struct {
 		MasterEpoch  int32
 		SyncStateSet []int64
 	}
-	for _, g := range ctl.Controller().Groups() {
+	for _, g := range controller.Of(ctl.Controller()).Groups() {
 		if g.BrokerName == "broker-a" {
 			out.MasterEpoch, out.SyncStateSet = g.MasterEpoch, g.SyncStateSet
 			return out, true

@@ -1,0 +1,22 @@
+// Package controller turns on RocketMQ 5's controller in a node: import it and set
+// mq.Options.Controller to Raft() alongside ControllerID and ControllerPeers. The controller
+// is a Raft group (hashicorp/raft, its log and stable store in bbolt through raft-boltdb) that
+// elects a master for each broker group in controller mode; it lives in its own package so
+// that an application that runs no controller does not link Raft and its dependencies.
+//
+//	n, err := mq.StartNode(mq.Options{
+//		ControllerID:         "n0",
+//		ControllerPeers:      map[string]string{"n0": "10.0.0.1:9880", "n1": "10.0.0.2:9880", "n2": "10.0.0.3:9880"},
+//		ControllerRaftListen: "10.0.0.1:9880",
+//		Controller:           controller.Raft(),
+//	})
+package controller
+
+import (
+	"github.com/mqgo/mq/internal/controller"
+	"github.com/mqgo/mq/internal/node"
+)
+
+// Raft is the controller implementation for mq.Options.Controller: RocketMQ 5's controller
+// (enableControllerInNamesrv) on a Raft group, served on the name service's listener.
+func Raft() node.ControllerFactory { return controller.Factory{} }

@@ -1,0 +1,18 @@
+// Package metrics turns on a node's Prometheus metrics: import it and set mq.Options.Metrics
+// to Prometheus(); Node.Handler then serves /metrics in the Prometheus exposition format from
+// the node's own registry (never the process-global one), named after RocketMQ 5's broker
+// metrics. It lives in its own package so that an application that serves no metrics does not
+// link the Prometheus client and its dependencies.
+//
+//	n, err := mq.StartNode(mq.Options{Metrics: metrics.Prometheus()})
+//	...
+//	http.Handle("/", n.Handler())
+package metrics
+
+import (
+	"github.com/mqgo/mq/internal/metrics"
+	"github.com/mqgo/mq/internal/node"
+)
+
+// Prometheus is the metrics implementation for mq.Options.Metrics.
+func Prometheus() node.MetricsFactory { return metrics.Factory{} }
