@@ -7,6 +7,7 @@ import (
 	"github.com/mqgo/mq/acl"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/node"
+	"github.com/mqgo/mq/optional"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -260,7 +261,7 @@ type Options struct {
 	// registry) and the request latency its dispatchers observe: set it to metrics.Prometheus()
 	// from github.com/mqgo/mq/metrics. Nil (the default) links no Prometheus client and
 	// Handler's /metrics answers 404 saying how to turn it on.
-	Metrics MetricsFactory
+	Metrics optional.Metrics
 
 	// ControllerID turns on RocketMQ 5's controller in this node (enableControllerInNamesrv):
 	// a Raft member with this id (controllerDLegerSelfId, e.g. "n0") among ControllerPeers (id
@@ -284,7 +285,7 @@ type Options struct {
 	ControllerScanInterval           time.Duration
 	ControllerBrokerHeartbeatTimeout time.Duration
 	ControllerRaftTimeout            time.Duration
-	Controller                       ControllerFactory
+	Controller                       optional.Controller
 
 	// ControllerAddrs puts the broker in controller mode (enableControllerMode, controllerAddr):
 	// the controllers at these addresses decide whether it is its group's master, and elect a
@@ -308,14 +309,6 @@ type Options struct {
 	// Logger receives the node's structured logs; nil discards them.
 	Logger *zerolog.Logger
 }
-
-// ControllerFactory starts a node's controller (Options.Controller); controller.Raft() from
-// package github.com/mqgo/mq/controller is RocketMQ 5's, on hashicorp/raft.
-type ControllerFactory = node.ControllerFactory
-
-// MetricsFactory builds a node's metrics (Options.Metrics); metrics.Prometheus() from package
-// github.com/mqgo/mq/metrics serves them in the Prometheus exposition format.
-type MetricsFactory = node.MetricsFactory
 
 // FlushDiskType says when an appended message counts as stored (RocketMQ flushDiskType):
 // AsyncFlush ("ASYNC_FLUSH", the default) or SyncFlush ("SYNC_FLUSH"). It is the store's type.

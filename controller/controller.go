@@ -14,9 +14,9 @@ package controller
 
 import (
 	"github.com/mqgo/mq/internal/controller"
-	"github.com/mqgo/mq/internal/node"
+	"github.com/mqgo/mq/optional"
 )
 
 // Raft is the controller implementation for mq.Options.Controller: RocketMQ 5's controller
 // (enableControllerInNamesrv) on a Raft group, served on the name service's listener.
-func Raft() node.ControllerFactory { return controller.Factory{} }
+func Raft() optional.Controller { return optional.NewController(controller.Factory{}) }

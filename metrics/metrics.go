@@ -11,8 +11,8 @@ package metrics
 
 import (
 	"github.com/mqgo/mq/internal/metrics"
-	"github.com/mqgo/mq/internal/node"
+	"github.com/mqgo/mq/optional"
 )
 
 // Prometheus is the metrics implementation for mq.Options.Metrics.
-func Prometheus() node.MetricsFactory { return metrics.Factory{} }
+func Prometheus() optional.Metrics { return optional.NewMetrics(metrics.Factory{}) }

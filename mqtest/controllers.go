@@ -10,6 +10,7 @@ import (
 
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/internal/controller"
+	"github.com/mqgo/mq/optional"
 )
 
 // Controllers and controller mode (RocketMQ 5's automatic failover): Config.Controllers name
@@ -101,7 +102,7 @@ func (c *Cluster) controllerOptions(n *Node, o *mq.Options) {
 	if id == "" {
 		return
 	}
-	o.ControllerID, o.ControllerRaftListen, o.Controller = id, raft, controller.Factory{}
+	o.ControllerID, o.ControllerRaftListen, o.Controller = id, raft, optional.NewController(controller.Factory{})
 	o.ControllerPeers = make(map[string]string, len(c.ctlPeers))
 	for k, v := range c.ctlPeers {
 		o.ControllerPeers[k] = v

@@ -64,7 +64,11 @@ func (c *Checker) checkStored(remoteAddr string, req *remoting.Command, topic st
 	needs := needsTopic(inline[:0], topic, p)
 	if len(needs) == 0 {
 		// A stored message always has a topic; a record without one is nobody's.
-		return refuse("AccessKey=" + accessKey + " may not reach a message without a topic")
+		verb := " may not read"
+		if p == permPub {
+			verb = " may not decide"
+		}
+		return refuse("AccessKey=" + accessKey + verb + " a message without a topic")
 	}
 	if !a.owned(needs[0]).allows(p) {
 		return a.refuseNeed(needs[0])

@@ -1,10 +1,26 @@
 package node
 
-import "github.com/mqgo/mq/internal/addon"
+import (
+	"fmt"
 
-// The optional parts' interfaces (internal/addon), aliased here and in package mq so that
-// mq.Options converts to Options.
-type (
-	ControllerFactory = addon.ControllerFactory
-	MetricsFactory    = addon.MetricsFactory
+	"github.com/mqgo/mq/internal/addon"
 )
+
+// The optional parts reach the node as optional.Controller and optional.Metrics (so that
+// mq.Options names no internal type); these take out the implementations they hold.
+
+func (o Options) controllerFactory() (addon.ControllerFactory, error) {
+	f, ok := o.Controller.Impl().(addon.ControllerFactory)
+	if !ok {
+		return nil, fmt.Errorf("mq: Options.Controller holds %T, not a controller: set it to controller.Raft() from package github.com/mqgo/mq/controller", o.Controller.Impl())
+	}
+	return f, nil
+}
+
+func (o Options) metricsFactory() (addon.MetricsFactory, error) {
+	f, ok := o.Metrics.Impl().(addon.MetricsFactory)
+	if !ok {
+		return nil, fmt.Errorf("mq: Options.Metrics holds %T, not metrics: set it to metrics.Prometheus() from package github.com/mqgo/mq/metrics", o.Metrics.Impl())
+	}
+	return f, nil
+}

@@ -24,7 +24,11 @@ func (n *Node) startController() error {
 	if err := os.MkdirAll(co.Dir, 0o755); err != nil {
 		return fmt.Errorf("mq: controller: %w", err)
 	}
-	c, err := o.Controller.StartController(co)
+	f, err := o.controllerFactory()
+	if err != nil {
+		return err
+	}
+	c, err := f.StartController(co)
 	if err != nil {
 		return fmt.Errorf("mq: controller: %w", err)
 	}

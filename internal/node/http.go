@@ -25,8 +25,9 @@ type httpState struct {
 // initMetrics builds the registry before any listener exists, so the dispatchers report every
 // request from the first.
 func (n *Node) initMetrics() {
-	if n.opts.Metrics == nil {
-		return
+	f, err := n.opts.metricsFactory()
+	if err != nil {
+		return // validate refused it; a zero Metrics is off
 	}
 	src := addon.MetricsSources{
 		Broker:      n.Broker,
@@ -36,7 +37,7 @@ func (n *Node) initMetrics() {
 	for _, ep := range n.servers {
 		src.Listeners = append(src.Listeners, addon.MetricsListener{Role: ep.role, Conns: ep.srv.ConnCount})
 	}
-	n.http.metrics = n.opts.Metrics.NewMetrics(src)
+	n.http.metrics = f.NewMetrics(src)
 	for _, ep := range n.servers {
 		ep.d.SetObserver(n.http.metrics.Observer())
 	}

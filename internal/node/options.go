@@ -12,6 +12,7 @@ import (
 	"github.com/mqgo/mq/acl"
 	aclcheck "github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/clusterauth"
+	"github.com/mqgo/mq/optional"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
@@ -122,7 +123,7 @@ type Options struct {
 	TLSClientEnable  bool
 	TLSClientConfig  *tls.Config
 	HTTPAllowedHosts []string
-	Metrics          MetricsFactory
+	Metrics          optional.Metrics
 
 	ControllerID                     string
 	ControllerPeers                  map[string]string
@@ -132,7 +133,7 @@ type Options struct {
 	ControllerScanInterval           time.Duration
 	ControllerBrokerHeartbeatTimeout time.Duration
 	ControllerRaftTimeout            time.Duration
-	Controller                       ControllerFactory
+	Controller                       optional.Controller
 
 	ControllerAddrs             []string
 	AllAckInSyncStateSet        bool
@@ -260,9 +261,18 @@ func (o Options) validate() error {
 			errs = append(errs, fmt.Errorf("mq: HTTPAllowedHosts[%d] %q: %w", i, h, err))
 		}
 	}
-	if o.ControllerID != "" && o.Controller == nil {
+	if o.ControllerID != "" && o.Controller.Impl() == nil {
 		errs = append(errs, errors.New("mq: ControllerID needs Options.Controller: set it to controller.Raft() "+
 			"from package github.com/mqgo/mq/controller"))
+	} else if o.Controller.Impl() != nil {
+		if _, err := o.controllerFactory(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.Metrics.Impl() != nil {
+		if _, err := o.metricsFactory(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.AccessMessageInMemoryMaxRatio < 0 || o.AccessMessageInMemoryMaxRatio > 100 {
 		errs = append(errs, fmt.Errorf("mq: AccessMessageInMemoryMaxRatio %d not in [0, 100]",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/controller"
+	"github.com/mqgo/mq/optional"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
@@ -30,7 +31,7 @@ func controllerNode(t *testing.T) *Node {
 	o.DisableBroker = true
 	raft := freeAddr(t)
 	o.ControllerID, o.ControllerPeers, o.ControllerRaftListen = "n0", map[string]string{"n0": raft}, raft
-	o.Controller = controller.Factory{}
+	o.Controller = optional.NewController(controller.Factory{})
 	o.ControllerScanInterval = 50 * time.Millisecond
 	o.ControllerBrokerHeartbeatTimeout = time.Second
 	o.ControllerRaftTimeout = 100 * time.Millisecond

@@ -13,6 +13,7 @@ import (
 	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/optional"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -160,7 +161,7 @@ func controllerOpts(t *testing.T) Options {
 	o.DisableBroker = true
 	raft := freeAddr(t)
 	o.ControllerID, o.ControllerPeers, o.ControllerRaftListen = "n0", map[string]string{"n0": raft}, raft
-	o.Controller = controller.Factory{}
+	o.Controller = optional.NewController(controller.Factory{})
 	o.ControllerScanInterval = 50 * time.Millisecond
 	o.ControllerBrokerHeartbeatTimeout = time.Second
 	o.ControllerRaftTimeout = 100 * time.Millisecond
