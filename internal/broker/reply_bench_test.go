@@ -3,17 +3,14 @@ package broker
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
-	"github.com/rs/zerolog"
 )
 
 // BenchmarkRequestReplyTCP measures the broker's side of one request-reply round over TCP: the
@@ -27,13 +24,7 @@ func BenchmarkRequestReplyTCP(b *testing.B) {
 		b.Run(fmt.Sprintf("concurrent=%d", concurrent), func(b *testing.B) {
 			// benchBroker's, with RocketMQ's channel expiry: the test harness expires a
 			// registration after a second and closes its connection.
-			env := startTestBroker(b, func(o *Options) {
-				l := zerolog.Nop()
-				o.Logger = &l
-				o.Store.SegmentBytes = 128 << 20
-				o.Store.ConsumeQueueUnits = 0
-				o.ChannelExpiredTimeout = DefaultChannelExpiredTimeout
-			})
+			env := benchBroker(b, func(o *Options) { o.ChannelExpiredTimeout = DefaultChannelExpiredTimeout })
 			env.topics.update(TopicConfig{TopicName: "BenchRequests", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
 			const clientID = "127.0.0.1@bench-requester"
 			requester := remoting.NewClient(remoting.ClientOptions{})
@@ -88,39 +79,7 @@ func BenchmarkRequestReplyTCP(b *testing.B) {
 				}
 				return time.Since(t0), nil
 			}
-			if _, err := round(-1); err != nil { // connect outside the timing
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			lat := make([][]time.Duration, concurrent)
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for s := range concurrent {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-						d, err := round(i)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						lat[s] = append(lat[s], d)
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			all := slices.Concat(lat...)
-			if len(all) == 0 {
-				return
-			}
-			slices.Sort(all)
-			b.ReportMetric(float64(len(all))/elapsed.Seconds(), "rounds/s")
-			b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds()), "p99-µs")
+			benchRounds(b, concurrent, "rounds/s", round)
 		})
 	}
 }

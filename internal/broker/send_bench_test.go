@@ -15,13 +15,54 @@ import (
 
 // benchBroker is a test broker for benchmarks: silent, with segments large enough that the run
 // measures appends, not segment rolls.
-func benchBroker(b *testing.B) *testBroker {
+func benchBroker(b *testing.B, edits ...func(*Options)) *testBroker {
 	return startTestBroker(b, func(o *Options) {
 		l := zerolog.Nop()
 		o.Logger = &l
 		o.Store.SegmentBytes = 128 << 20
 		o.Store.ConsumeQueueUnits = 0
+		for _, edit := range edits {
+			edit(o)
+		}
 	})
+}
+
+// benchRounds runs round for i in 1..b.N from workers goroutines at once, after one untimed
+// round 0 that connects, and reports rounds per second under unit and the p99 of one round.
+func benchRounds(b *testing.B, workers int, unit string, round func(i int64) (time.Duration, error)) {
+	if _, err := round(0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	lat := make([][]time.Duration, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				d, err := round(i)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				lat[w] = append(lat[w], d)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	all := slices.Concat(lat...)
+	if len(all) == 0 {
+		return
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), unit)
+	b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds()), "p99-µs")
 }
 
 func BenchmarkSendTCP(b *testing.B) { benchmarkSend(b, "tcp") }
@@ -54,41 +95,8 @@ func benchmarkSend(b *testing.B, transport string) {
 				}
 				return d, err
 			}
-			if _, err := send(0); err != nil { // connect outside the timing
-				b.Fatal(err)
-			}
 			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			lat := make([][]time.Duration, senders)
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for s := range senders {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-						d, err := send(i)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						lat[s] = append(lat[s], d)
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			all := slices.Concat(lat...)
-			if len(all) == 0 {
-				return
-			}
-			slices.Sort(all)
-			p99 := all[min(len(all)-1, len(all)*99/100)]
-			b.ReportMetric(float64(len(all))/elapsed.Seconds(), "msgs/s")
-			b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
+			benchRounds(b, senders, "msgs/s", send)
 		})
 	}
 }
