@@ -53,6 +53,10 @@ type Broker struct {
 
 	// runners are the background services Run starts, in order.
 	runners []func(ctx context.Context) error
+	// services are the parts in packages of their own (service.go); hooks are where they join
+	// the core's paths.
+	services []Service
+	hooks    Hooks
 
 	inSync inSyncState // controller mode (controller_mode.go)
 
@@ -152,6 +156,7 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerResetOffset(d)
 	b.registerConnectionLists(d)
 	b.registerControllerMode(d)
+	b.registerServices(d)
 	b.removeListener = d.AddConnListener(b.onConnEvent)
 }
 
@@ -186,6 +191,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	for _, r := range b.runners {
 		g.Go(func() error { return r(ctx) })
 	}
+	b.runServices(ctx, g.Go)
 	g.Go(func() error { return b.startReregisterGrace(ctx) })
 	close(b.ready)
 	b.log.Info().Str("addr", b.opts.BrokerAddr).Str("role", string(b.opts.BrokerRole)).Str("ha_addr", b.HAAddr()).
@@ -201,7 +207,7 @@ func (b *Broker) Ready() <-chan struct{} { return b.ready }
 // and closes the store. Call it after Run has returned; safe to call twice.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
-		b.closeErr = errors.Join(b.persistAll(), b.store.Close())
+		b.closeErr = errors.Join(b.closeServices(), b.persistAll(), b.store.Close())
 	})
 	return b.closeErr
 }
@@ -231,6 +237,16 @@ func (b *Broker) configPath(name string) string { return b.store.ConfigPath(name
 // handle installs p for code on d behind the broker's checks of the names a request carries
 // (names.go), so no processor can see a topic or group that was not validated.
 func (b *Broker) handle(d *remoting.Dispatcher, code int16, p remoting.Processor, ex *remoting.Executor) {
+	fields, ok := requestNames[code]
+	if !ok {
+		b.log.Warn().Int16("code", code).Msg("processor registered without an entry in requestNames: " +
+			"its names are not checked")
+	}
+	b.handleNamed(d, code, fields, p, ex)
+}
+
+// handleNamed installs p for code on d behind the checks of the header fields that carry names.
+func (b *Broker) handleNamed(d *remoting.Dispatcher, code int16, fields []NameField, p remoting.Processor, ex *remoting.Executor) {
 	b.codes = append(b.codes, code)
-	d.Register(code, b.guardNames(code, p), ex)
+	d.Register(code, guardNames(code, fields, p), ex)
 }

@@ -71,6 +71,7 @@ func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *r
 	}
 	if len(hb.ProducerDataSet)+len(hb.ConsumerDataSet) > 0 {
 		b.replies.heartbeat(ch, hb.ClientID) // the client id for replies, unless held (reply_route.go)
+		b.hooks.heartbeat(ch, hb.ClientID)
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
@@ -224,6 +225,7 @@ func (b *Broker) onConnEvent(ev remoting.ConnEvent) {
 	}
 	b.pull.hold.dropChannel(ev.Channel.ID())
 	b.replies.dropChannel(ev.Channel.ID())
+	b.hooks.connClosed(ev.Channel)
 	for _, c := range b.clients.consumers.removeChannel(ev.Channel.ID()) {
 		b.log.Info().Str("group", c.group).Str("addr", ev.Channel.RemoteAddr()).
 			Str("event", ev.Type.String()).Msg("consumer left")

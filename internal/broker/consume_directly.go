@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	requestNames[remoting.ConsumeMessageDirectly] = []nameField{{"consumerGroup", "consumerGroup", groupName}}
+	requestNames[remoting.ConsumeMessageDirectly] = []NameField{{"consumerGroup", "consumerGroup", GroupName}}
 }
 
 // processConsumeMessageDirectly serves CONSUME_MESSAGE_DIRECTLY (309) as RocketMQ's

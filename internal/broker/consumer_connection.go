@@ -13,8 +13,8 @@ import (
 // (RocketMQ AdminBrokerProcessor).
 
 func init() {
-	requestNames[remoting.GetConsumerConnectionList] = []nameField{{"consumerGroup", "consumerGroup", groupName}}
-	requestNames[remoting.GetProducerConnectionList] = []nameField{{"producerGroup", "producerGroup", groupName}}
+	requestNames[remoting.GetConsumerConnectionList] = []NameField{{"consumerGroup", "consumerGroup", GroupName}}
+	requestNames[remoting.GetProducerConnectionList] = []NameField{{"producerGroup", "producerGroup", GroupName}}
 }
 
 // connectionBody is one member of a group in RocketMQ's Connection JSON form.

@@ -230,6 +230,7 @@ func (b *Broker) onDispatch(e storage.DispatchEvent) {
 	if b.ha != nil && b.ha.master != nil {
 		b.ha.master.Notify()
 	}
+	b.hooks.dispatched(e)
 }
 
 // waitForSlave runs a SYNC_MASTER's group transfer after a stored put: it waits (at most the

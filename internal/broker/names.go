@@ -11,7 +11,7 @@ import (
 )
 
 // The names a request carries are checked here, before its processor runs: every processor is
-// installed through Broker.handle, which wraps it with guardNames, so no processor sees a topic
+// installed through Broker.handle (or a service's Handler, service.go), which wraps it with guardNames, so no processor sees a topic
 // or group that was not validated (internal/names), whatever it does with it later (a
 // ConsumeQueue directory, a %RETRY% topic, a key of a persisted table, a remark).
 //
@@ -29,49 +29,49 @@ import (
 // field is left to the header decoder, which names it ("the custom field <topic> is null").
 
 // nameKind says which rule a field must satisfy.
-type nameKind uint8
+type NameKind uint8
 
 const (
-	topicName nameKind = iota
-	groupName
+	TopicName NameKind = iota
+	GroupName
 	// retryGroupName is a consumer group the request builds %RETRY% and %DLQ% topics from.
-	retryGroupName
+	RetryGroupName
 	// sendTopicName is a send's target topic: RocketMQ's msgCheck remarks.
-	sendTopicName
+	SendTopicName
 )
 
 // nameField is one header field that carries a name: its key on the wire, the name a remark
 // gives it (the key, except for the one-letter keys of SEND_MESSAGE_V2) and its rule.
-type nameField struct {
-	key, field string
-	kind       nameKind
+type NameField struct {
+	Key, Field string
+	Kind       NameKind
 }
 
 // requestNames is the header fields that carry names, per request code. Every code the broker
-// serves has an entry, nil when its header carries no name; guardNames logs a warning at
+// serves has an entry, nil when its header carries no name; handle logs a warning at
 // registration for a code without one (TestEveryProcessorHasANameEntry fails on it).
-var requestNames = func() map[int16][]nameField {
-	sendV1 := []nameField{{"producerGroup", "producerGroup", groupName}, {"topic", "topic", sendTopicName},
-		{"defaultTopic", "defaultTopic", topicName}}
-	sendV2 := []nameField{{"a", "producerGroup", groupName}, {"b", "topic", sendTopicName},
-		{"c", "defaultTopic", topicName}}
-	topic := []nameField{{"topic", "topic", topicName}}
-	groupTopic := []nameField{{"consumerGroup", "consumerGroup", groupName}, {"topic", "topic", topicName}}
-	return map[int16][]nameField{
+var requestNames = func() map[int16][]NameField {
+	sendV1 := []NameField{{"producerGroup", "producerGroup", GroupName}, {"topic", "topic", SendTopicName},
+		{"defaultTopic", "defaultTopic", TopicName}}
+	sendV2 := []NameField{{"a", "producerGroup", GroupName}, {"b", "topic", SendTopicName},
+		{"c", "defaultTopic", TopicName}}
+	topic := []NameField{{"topic", "topic", TopicName}}
+	groupTopic := []NameField{{"consumerGroup", "consumerGroup", GroupName}, {"topic", "topic", TopicName}}
+	return map[int16][]NameField{
 		remoting.SendMessage:        sendV1,
 		remoting.SendReplyMessage:   sendV1,
 		remoting.SendMessageV2:      sendV2,
 		remoting.SendBatchMessage:   sendV2,
 		remoting.SendReplyMessageV2: sendV2,
-		remoting.ConsumerSendMsgBack: {{"group", "group", retryGroupName},
-			{"originTopic", "originTopic", topicName}},
-		remoting.EndTransaction: {{"producerGroup", "producerGroup", groupName}},
+		remoting.ConsumerSendMsgBack: {{"group", "group", RetryGroupName},
+			{"originTopic", "originTopic", TopicName}},
+		remoting.EndTransaction: {{"producerGroup", "producerGroup", GroupName}},
 
 		remoting.PullMessage:          groupTopic,
 		remoting.QueryConsumerOffset:  groupTopic,
 		remoting.UpdateConsumerOffset: groupTopic,
 		// The header decoder falls back to "Topic" when "topic" is absent.
-		remoting.SearchOffsetByTimestamp: {{"topic", "topic", topicName}, {"Topic", "Topic", topicName}},
+		remoting.SearchOffsetByTimestamp: {{"topic", "topic", TopicName}, {"Topic", "Topic", TopicName}},
 		remoting.GetMaxOffset:            topic,
 		remoting.GetMinOffset:            topic,
 		remoting.GetEarliestMsgStoreTime: topic,
@@ -79,20 +79,20 @@ var requestNames = func() map[int16][]nameField {
 		remoting.ViewMessageByID:         nil,
 
 		remoting.HeartBeat: nil, // body: checkHeartbeatNames
-		remoting.UnregisterClient: {{"producerGroup", "producerGroup", groupName},
-			{"consumerGroup", "consumerGroup", groupName}},
+		remoting.UnregisterClient: {{"producerGroup", "producerGroup", GroupName},
+			{"consumerGroup", "consumerGroup", GroupName}},
 		remoting.CheckClientConfig:      nil, // body: only its expression type is read
-		remoting.GetConsumerListByGroup: {{"consumerGroup", "consumerGroup", groupName}},
+		remoting.GetConsumerListByGroup: {{"consumerGroup", "consumerGroup", GroupName}},
 		remoting.LockBatchMQ:            nil, // body: decodeLockBody
 		remoting.UnlockBatchMQ:          nil, // body: decodeLockBody
 
-		remoting.UpdateAndCreateTopic: {{"topic", "topic", topicName}, {"defaultTopic", "defaultTopic", topicName}},
+		remoting.UpdateAndCreateTopic: {{"topic", "topic", TopicName}, {"defaultTopic", "defaultTopic", TopicName}},
 		remoting.DeleteTopicInBroker:  topic,
 		remoting.GetAllTopicConfig:    nil,
 		remoting.GetTopicStatsInfo:    topic,
 		remoting.GetConsumeStats:      groupTopic,
 		remoting.DeleteSubscriptionGroup: {
-			{"groupName", "groupName", groupName}},
+			{"groupName", "groupName", GroupName}},
 		remoting.UpdateAndCreateSubscription:   nil, // body: admin.go
 		remoting.GetAllSubscriptionGroupConfig: nil,
 		remoting.GetAllConsumerOffset:          nil,
@@ -112,14 +112,9 @@ func isSendCode(code int16) bool {
 	return false
 }
 
-// guardNames wraps p with the checks of the topic and group names that requests of code carry.
-func (b *Broker) guardNames(code int16, p remoting.Processor) remoting.Processor {
-	fields, ok := requestNames[code]
-	if !ok {
-		b.log.Warn().Int16("code", code).Msg("processor registered without an entry in requestNames: " +
-			"its names are not checked")
-		return p
-	}
+// guardNames wraps p with the checks of the topic and group names that requests of code carry
+// in the header fields listed.
+func guardNames(code int16, fields []NameField, p remoting.Processor) remoting.Processor {
 	if len(fields) == 0 {
 		return p
 	}
@@ -134,31 +129,31 @@ func (b *Broker) guardNames(code int16, p remoting.Processor) remoting.Processor
 
 // checkHeaderNames returns the response refusing the first bad name among fields, or nil. It
 // does not allocate when every name is valid.
-func checkHeaderNames(ext map[string]string, fields []nameField, send bool) *remoting.Command {
+func checkHeaderNames(ext map[string]string, fields []NameField, send bool) *remoting.Command {
 	for i := range fields {
 		f := &fields[i]
-		v := ext[f.key]
+		v := ext[f.Key]
 		if v == "" {
 			continue
 		}
 		var err error
-		switch f.kind {
-		case sendTopicName:
+		switch f.Kind {
+		case SendTopicName:
 			if remark := validateTopic(v); remark != "" {
 				return sendResponse(remoting.SystemError, remark)
 			}
-		case topicName:
+		case TopicName:
 			err = names.CheckTopic(v)
-		case groupName:
+		case GroupName:
 			err = names.CheckGroup(v)
-		case retryGroupName:
+		case RetryGroupName:
 			err = names.CheckRetryGroup(v)
 		}
 		if err != nil {
 			if send {
-				return sendResponse(remoting.SystemError, f.field+": "+err.Error())
+				return sendResponse(remoting.SystemError, f.Field+": "+err.Error())
 			}
-			return nameRefused(f.field, err)
+			return nameRefused(f.Field, err)
 		}
 	}
 	return nil

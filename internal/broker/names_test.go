@@ -326,7 +326,7 @@ func TestRequestNamesGuarded(t *testing.T) {
 }
 
 // TestEveryProcessorHasANameEntry: a processor registered for a code requestNames does not
-// list would serve names nobody checked; guardNames warns about it at registration.
+// list would serve names nobody checked; handle warns about it at registration.
 func TestEveryProcessorHasANameEntry(t *testing.T) {
 	var buf syncBuffer
 	startTestBroker(t, func(o *Options) {
@@ -340,7 +340,7 @@ func TestEveryProcessorHasANameEntry(t *testing.T) {
 	var warned syncBuffer
 	l := zerolog.New(&warned)
 	b := &Broker{log: l}
-	b.guardNames(9999, remoting.ProcessorFunc(nil))
+	b.handle(remoting.NewDispatcher(&l), 9999, remoting.ProcessorFunc(nil), nil)
 	if !strings.Contains(warned.String(), "requestNames") {
 		t.Fatal("no warning for an unlisted code")
 	}

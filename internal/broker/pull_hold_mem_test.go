@@ -37,11 +37,11 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 		shape     func(*protocol.PullMessageRequestHeader)
 		honest    bool
 		group     string
-		topicName string
+		TopicName string
 	}{
 		{name: "heartbeat subscription", shape: func(*protocol.PullMessageRequestHeader) {}, honest: true},
 		{name: "longest names", shape: func(*protocol.PullMessageRequestHeader) {}, honest: true,
-			group: long, topicName: strings.Repeat("t", 127)},
+			group: long, TopicName: strings.Repeat("t", 127)},
 		{name: "header *", shape: headerSub(protocol.ExpressionTag, "*"), honest: true},
 		{name: "header 3 tags", shape: headerSub(protocol.ExpressionTag, "TagA || TagB || TagC")},
 		{name: "header 2000 tags", shape: headerSub(protocol.ExpressionTag, strings.Repeat("tag||", 2000))},
@@ -52,7 +52,7 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			group, topic := "g", "T"
 			if c.group != "" {
-				group, topic = c.group, c.topicName
+				group, topic = c.group, c.TopicName
 			}
 			// Now: the test broker expires a client silent for a second.
 			heartbeat(t, tb.InProc, tb.Addr, "c@1", group, sub(topic, "*"))

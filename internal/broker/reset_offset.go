@@ -31,10 +31,10 @@ const (
 
 func init() {
 	// Both headers name the group "group", not "consumerGroup".
-	groupTopic := []nameField{{"group", "group", groupName}, {"topic", "topic", topicName}}
+	groupTopic := []NameField{{"group", "group", GroupName}, {"topic", "topic", TopicName}}
 	requestNames[remoting.InvokeBrokerToResetOffset] = groupTopic
 	requestNames[remoting.InvokeBrokerToGetConsumerStats] = groupTopic
-	requestNames[remoting.GetConsumerRunningInfo] = []nameField{{"consumerGroup", "consumerGroup", groupName}}
+	requestNames[remoting.GetConsumerRunningInfo] = []NameField{{"consumerGroup", "consumerGroup", GroupName}}
 }
 
 // registerResetOffset installs 222, 223 and the relays of 307 and 309 as admin requests.

@@ -64,7 +64,7 @@ func (b *Broker) registerSend(d *remoting.Dispatcher) {
 	p := remoting.ProcessorFunc(b.processSend)
 	for _, code := range []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
 		b.codes = append(b.codes, code)
-		d.RegisterInline(code, b.guardNames(code, p), b.sendEx, b.sendInline)
+		d.RegisterInline(code, guardNames(code, requestNames[code], p), b.sendEx, b.sendInline)
 	}
 	b.registerReply(d)
 	b.registerTopicAdmin(d)
