@@ -16,6 +16,7 @@ import (
 
 	"github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/services"
 	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -291,6 +292,9 @@ func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 	b, err := broker.New(bo)
 	if err != nil {
 		return fmt.Errorf("mq: %w", err)
+	}
+	if err := services.Attach(b, services.Deps{}); err != nil {
+		return fmt.Errorf("mq: %w", errors.Join(err, b.Close()))
 	}
 	n.broker.Store(b)
 	n.faultHA(b)
