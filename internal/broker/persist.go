@@ -38,9 +38,8 @@ const (
 	metaTopics metaTable = 1 << iota
 	metaGroups
 	metaOffsets
-	metaDelay
 
-	metaAll = metaTopics | metaGroups | metaOffsets | metaDelay
+	metaAll = metaTopics | metaGroups | metaOffsets
 )
 
 // metaPersistGap is the least time between two passes of the writer woken by changes: changes
@@ -57,8 +56,8 @@ type metaWriter struct {
 	dirty atomic.Uint32 // metaTable bits changed since their last write
 	wake  chan struct{} // capacity 1: a pending wake-up
 
-	// writes counts files written: topics, groups, offsets, delay (tests assert coalescing).
-	writes [4]atomic.Int64
+	// writes counts files written: topics, groups, offsets (tests assert coalescing).
+	writes [3]atomic.Int64
 }
 
 func newMetaWriter(b *Broker) *metaWriter {
@@ -125,7 +124,7 @@ func (w *metaWriter) logError(err error, last *time.Time) {
 // overlap and a file is never replaced by an older snapshot of its table.
 func (w *metaWriter) flush(t metaTable) error {
 	var errs []error
-	for i, table := range []metaTable{metaTopics, metaGroups, metaOffsets, metaDelay} {
+	for i, table := range []metaTable{metaTopics, metaGroups, metaOffsets} {
 		if t&table == 0 {
 			continue
 		}
@@ -157,8 +156,6 @@ func (b *Broker) persistTable(t metaTable) error {
 		return b.groups.persist()
 	case metaOffsets:
 		return b.offsets.persist()
-	case metaDelay:
-		return b.persistRetry()
 	}
 	return fmt.Errorf("broker: unknown metadata table %d", t)
 }
