@@ -10,7 +10,7 @@ import (
 
 // Metadata persistence.
 //
-// Subscription groups, consumer offsets and delay offsets are each one JSON file under
+// Subscription groups and consumer offsets are each one JSON file under
 // <store>/config, rewritten whole (storage.WriteJSONFile); topics are topics.json and a
 // journal of the changes since it was written (topic_journal.go). RocketMQ rewrites the file inside
 // every request that changes a table; with thousands of new groups in one heartbeat that is
@@ -19,9 +19,10 @@ import (
 // broker's runners) writes each dirty table once per pass, from a snapshot taken then. A pass
 // runs when a change wakes the writer, at most once per metaPersistGap, so a burst of changes
 // costs about one write per table; and every FlushConsumerOffsetInterval (RocketMQ's
-// flushConsumerOffsetInterval), which is how consumer and delay offsets, changed by every
+// flushConsumerOffsetInterval), which is how consumer offsets, changed by every
 // commit and marked dirty without a wake-up, reach the disk, and how a failed write is retried.
-// The last pass runs when Run's context ends, and Close writes every table.
+// The last pass runs when Run's context ends, and Close writes every table. The delay offsets
+// (delayOffset.json) are internal/broker/schedule's, which writes them itself.
 //
 // Topic and group changes call changed (mark and wake); offset changes call markDirty. A
 // request that changes many entries (a heartbeat bringing many groups) may mark them dirty one
