@@ -100,7 +100,7 @@ func (b *Broker) processAllConsumerOffset(context.Context, remoting.Channel, *re
 // processAllDelayOffset handles GET_ALL_DELAY_OFFSET (45): the schedule cursors, as
 // delayOffset.json holds them (RocketMQ reads the file; the memory copy is newer).
 func (b *Broker) processAllDelayOffset(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
-	return jsonResponse(b.retry.sched.snapshot())
+	return jsonResponse(b.delayOffsets())
 }
 
 // processTopicStats handles GET_TOPIC_STATS_INFO (202): per write queue, its offsets and the
@@ -214,7 +214,7 @@ func (b *Broker) runtimeInfo(now time.Time) map[string]string {
 		t["consumeQueueDiskRatio"] = ratio // one directory holds both
 		t["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(d.Total), humanBytes(d.Free))
 	}
-	for level, off := range b.retry.sched.snapshot().OffsetTable {
+	for level, off := range b.delayOffsets().OffsetTable {
 		maxOff := b.store.MaxOffsetInQueue(names.TopicSchedule, level-1)
 		t["scheduleMessageOffset_"+strconv.Itoa(int(level))] = i64(off) + "," + i64(maxOff)
 	}

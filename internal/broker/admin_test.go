@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"os"
 	"strconv"
 	"testing"
 
@@ -68,7 +69,9 @@ func TestAdminOffsetsForSlaveSync(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = sbDelays })
 	tb.offsets.commit("g", "T", 0, 12)
 	tb.offsets.commit("g", "T", 3, 4)
-	tb.retry.sched.setOffset(2, 9)
+	if err := tb.updateDelayOffsets(protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{2: 9}}); err != nil {
+		t.Fatal(err)
+	}
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			resp := adminCall(t, tr, tb, remoting.GetAllConsumerOffset, nil, nil)
@@ -94,12 +97,12 @@ func TestAdminOffsetsForSlaveSync(t *testing.T) {
 	}
 	// A slave installs what its master reported.
 	slave := startTestBroker(t, func(o *Options) { o.BrokerID = 1; o.DelayLevels = sbDelays })
-	if err := slave.updateDelayOffsets(tb.retry.sched.snapshot()); err != nil {
+	if err := slave.updateDelayOffsets(tb.delayOffsets()); err != nil {
 		t.Fatal(err)
 	}
 	// The metadata writer saves them a few milliseconds later (persist.go).
 	eventually(t, "slave's delayOffset.json", func() bool {
-		return cmp.Equal(tb.retry.sched.snapshot(), readDelayOffsets(t, slave.Dir))
+		return cmp.Equal(tb.delayOffsets(), readDelayOffsets(t, slave.Dir))
 	})
 }
 
@@ -182,4 +185,18 @@ func TestAdminRuntimeInfo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readDelayOffsets reads dir's delayOffset.json, an empty table before it is written.
+func readDelayOffsets(t *testing.T, dir string) protocol.DelayOffsetSerializeWrapper {
+	t.Helper()
+	var w protocol.DelayOffsetSerializeWrapper
+	b, err := os.ReadFile(dir + "/config/delayOffset.json")
+	if err != nil {
+		return w
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		t.Fatalf("delayOffset.json: %v: %s", err, b)
+	}
+	return w
 }

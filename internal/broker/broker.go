@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -45,11 +44,7 @@ type Broker struct {
 	pull    *pullState
 	retry   *retryState
 	ha      *haState
-	tx      *txState
-	timer   *timerService
-	// timerCursor is the timer service's cursor (the lowest timer queue offset not delivered),
-	// for the store's retention, which keeps its record (timerRetentionFloor).
-	timerCursor atomic.Int64
+	txh     txHooks // scheduled delivery and transactions (core_tx.go)
 
 	// runners are the background services Run starts, in order.
 	runners []func(ctx context.Context) error
@@ -100,7 +95,7 @@ func New(opts Options) (*Broker, error) {
 	storeOpts.Slave = opts.BrokerRole == storage.Slave
 	storeOpts.DelayLevels = opts.DelayLevels
 	storeOpts.OnDispatch = b.onDispatch
-	storeOpts.RetentionFloor = b.timerRetentionFloor
+	storeOpts.RetentionFloor = b.retentionFloor
 	store, err := storage.Open(storeOpts)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)
@@ -117,10 +112,6 @@ func New(opts Options) (*Broker, error) {
 	b.initReply()
 	b.initPull()
 	b.initRetry()
-	b.initTimer()
-	if err := b.initTransaction(); err != nil {
-		return nil, errors.Join(err, store.Close())
-	}
 	if err := b.initHA(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
@@ -151,7 +142,6 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerClients(d)
 	b.registerPull(d)
 	b.registerRetry(d)
-	b.registerTransaction(d)
 	b.registerAdmin(d)
 	b.registerResetOffset(d)
 	b.registerConnectionLists(d)

@@ -17,9 +17,11 @@
 //	pull*.go, filter.go, offset_processor.go
 //	                             PULL_MESSAGE, tag and SQL92 filtering, long polling, offset requests
 //	expression.go                which expression types are filtered, RocketMQ's answers for the rest
-//	transaction.go               half messages, END_TRANSACTION, op records, transaction state checks
-//	retry.go, schedule.go        CONSUMER_SEND_MSG_BACK, retry and dead-letter topics, delayed
-//	                             delivery (SCHEDULE_TOPIC_XXXX, delayOffset.json)
+//	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
+//	core_tx.go                   the Scheduler and Transactions the send, retry and commit paths
+//	                             call, and what the core lends those services
+//	transaction.go               -> internal/broker/transaction
+//	schedule.go, timer.go        -> internal/broker/schedule (delay levels, delayOffset.json, timers)
 //	query.go, admin.go, stats.go QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, admin reads, counters
 //	limits.go                    caps on suspend time, parked pulls and queue counts
 //
@@ -28,6 +30,6 @@
 // queue; a pull reads the stored records and lends them to the response without copying.
 //
 // Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls,
-// reply routes, schedule, stats) is a leaf: none is held while calling another manager, the store or a
+// reply routes, stats) is a leaf: none is held while calling another manager, the store or a
 // transport.
 package broker

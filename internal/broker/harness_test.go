@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"github.com/mqgo/mq/internal/names"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ type testBroker struct {
 	done   chan error
 	srvEnd chan error
 }
+
+// AttachServicesForTest builds the node's services over every test broker, as the node does
+// (internal/broker/services). Package broker cannot import them, since they import it: the
+// external test package sets it (services_test.go).
+var AttachServicesForTest func(*Broker) error
 
 // testOptions are millisecond periods, 64 KiB segments and, for masters, an HA listener on a
 // free loopback port.
@@ -70,6 +76,11 @@ func startTestBrokerIn(t testing.TB, dir string, mutate func(*Options)) *testBro
 		mutate(&opts)
 	}
 	b, err := New(opts)
+	if err == nil && AttachServicesForTest != nil {
+		if err = AttachServicesForTest(b); err != nil {
+			err = errors.Join(err, b.Close())
+		}
+	}
 	if err != nil {
 		cancel()
 		<-tb.srvEnd

@@ -65,7 +65,6 @@ var requestNames = func() map[int16][]NameField {
 		remoting.SendReplyMessageV2: sendV2,
 		remoting.ConsumerSendMsgBack: {{"group", "group", RetryGroupName},
 			{"originTopic", "originTopic", TopicName}},
-		remoting.EndTransaction: {{"producerGroup", "producerGroup", GroupName}},
 
 		remoting.PullMessage:          groupTopic,
 		remoting.QueryConsumerOffset:  groupTopic,

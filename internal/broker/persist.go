@@ -10,7 +10,7 @@ import (
 
 // Metadata persistence.
 //
-// Subscription groups, consumer offsets and delay offsets are each one JSON file under
+// Subscription groups and consumer offsets are each one JSON file under
 // <store>/config, rewritten whole (storage.WriteJSONFile); topics are topics.json and a
 // journal of the changes since it was written (topic_journal.go). RocketMQ rewrites the file inside
 // every request that changes a table; with thousands of new groups in one heartbeat that is
@@ -19,9 +19,10 @@ import (
 // broker's runners) writes each dirty table once per pass, from a snapshot taken then. A pass
 // runs when a change wakes the writer, at most once per metaPersistGap, so a burst of changes
 // costs about one write per table; and every FlushConsumerOffsetInterval (RocketMQ's
-// flushConsumerOffsetInterval), which is how consumer and delay offsets, changed by every
+// flushConsumerOffsetInterval), which is how consumer offsets, changed by every
 // commit and marked dirty without a wake-up, reach the disk, and how a failed write is retried.
-// The last pass runs when Run's context ends, and Close writes every table.
+// The last pass runs when Run's context ends, and Close writes every table. The delay offsets
+// (delayOffset.json) are internal/broker/schedule's, which writes them itself.
 //
 // Topic and group changes call changed (mark and wake); offset changes call markDirty. A
 // request that changes many entries (a heartbeat bringing many groups) may mark them dirty one
@@ -38,9 +39,8 @@ const (
 	metaTopics metaTable = 1 << iota
 	metaGroups
 	metaOffsets
-	metaDelay
 
-	metaAll = metaTopics | metaGroups | metaOffsets | metaDelay
+	metaAll = metaTopics | metaGroups | metaOffsets
 )
 
 // metaPersistGap is the least time between two passes of the writer woken by changes: changes
@@ -57,8 +57,8 @@ type metaWriter struct {
 	dirty atomic.Uint32 // metaTable bits changed since their last write
 	wake  chan struct{} // capacity 1: a pending wake-up
 
-	// writes counts files written: topics, groups, offsets, delay (tests assert coalescing).
-	writes [4]atomic.Int64
+	// writes counts files written: topics, groups, offsets (tests assert coalescing).
+	writes [3]atomic.Int64
 }
 
 func newMetaWriter(b *Broker) *metaWriter {
@@ -125,7 +125,7 @@ func (w *metaWriter) logError(err error, last *time.Time) {
 // overlap and a file is never replaced by an older snapshot of its table.
 func (w *metaWriter) flush(t metaTable) error {
 	var errs []error
-	for i, table := range []metaTable{metaTopics, metaGroups, metaOffsets, metaDelay} {
+	for i, table := range []metaTable{metaTopics, metaGroups, metaOffsets} {
 		if t&table == 0 {
 			continue
 		}
@@ -157,8 +157,6 @@ func (b *Broker) persistTable(t metaTable) error {
 		return b.groups.persist()
 	case metaOffsets:
 		return b.offsets.persist()
-	case metaDelay:
-		return b.persistRetry()
 	}
 	return fmt.Errorf("broker: unknown metadata table %d", t)
 }

@@ -25,7 +25,8 @@ import (
 //   - in %DLQ%<group> (one queue) when the consumer asks for it (delay level < 0) or the
 //     message was already reconsumed maxReconsumeTimes times;
 //   - otherwise in %RETRY%<group>, delayed: the copy goes to SCHEDULE_TOPIC_XXXX queue level-1
-//     with REAL_TOPIC/REAL_QID naming the retry queue, and the schedule service (schedule.go)
+//     with REAL_TOPIC/REAL_QID naming the retry queue, and the schedule service
+//     (internal/broker/schedule)
 //     moves it there when its level's delay has passed.
 //
 // The copy has reconsume times + 1, RETRY_TOPIC = the original topic and ORIGIN_MESSAGE_ID =
@@ -76,30 +77,21 @@ func reconsumeLimit(req *remoting.Command, fromHeader, groupMax int32) int32 {
 	return groupMax
 }
 
-// retryState holds the schedule (delay) service and the broker's message counters.
+// retryState holds the broker's message counters.
 type retryState struct {
-	sched *scheduleService
 	stats brokerStats
 }
 
 func (b *Broker) initRetry() {
-	b.retry = &retryState{sched: newScheduleService(b)}
+	b.retry = &retryState{}
 	b.retry.stats.init()
 	b.addRunner(b.runTPSSampler)
-	if b.IsMaster() {
-		// A slave keeps the offsets its master reports (GET_ALL_DELAY_OFFSET) and delivers
-		// nothing: it cannot write.
-		b.addRunner(b.retry.sched.run)
-	}
 }
 
 // registerRetry installs CONSUMER_SEND_MSG_BACK.
 func (b *Broker) registerRetry(d *remoting.Dispatcher) {
 	b.handle(d, remoting.ConsumerSendMsgBack, remoting.ProcessorFunc(b.processSendBack), b.sendEx)
 }
-
-// persistRetry saves the schedule service's per-level offsets.
-func (b *Broker) persistRetry() error { return b.retry.sched.persist() }
 
 // processSendBack handles CONSUMER_SEND_MSG_BACK (36), docs/protocol.md §5.7.
 func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -159,7 +151,7 @@ func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *re
 		m.Topic = retryTopic
 		m.QueueID = rand.Int32N(max(1, min(cfg.RetryQueueNums, tc.WriteQueueNums)))
 		m.Properties = message.MarshalProperties(props)
-		b.toScheduleTopic(m, level) // the send path's DELAY redirection (send_props.go)
+		b.delay(m, level) // the send path's DELAY redirection (core_tx.go)
 	}
 	res, err := b.store.PutMessage(m)
 	if err != nil && !storedAnyway(res.Status) {
@@ -167,9 +159,7 @@ func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *re
 		return remoting.NewResponse(remoting.SystemError, res.Status.String()), nil
 	}
 	b.countPut(m.Topic, 1, res.WroteBytes)
-	if m.Topic == names.TopicSchedule {
-		b.retry.sched.notify()
-	}
+	b.afterPut(m, &res)
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 

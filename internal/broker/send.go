@@ -25,13 +25,13 @@ import (
 //     topic write permission, queue id (send_check.go);
 //  3. build the stored message: born host = the connection's peer, store host = the broker's
 //     address, CLUSTER property added, body kept as sent (never inflated);
-//  4. %RETRY% messages past their max reconsume times go to %DLQ%<group>; DELAY messages go to
-//     SCHEDULE_TOPIC_XXXX (send_props.go);
+//  4. %RETRY% messages past their max reconsume times go to %DLQ%<group>; DELAY and timer
+//     messages go where the Scheduler keeps them (core_tx.go, internal/broker/schedule);
 //  5. append, and answer the put status with RocketMQ's code and remark.
 //
 // Replies (324/325) are pushed to their requester, then stored (reply.go). A transaction half
 // message (TRAN_MSG true) is refused when RejectTransactionMessage is set, else moved to
-// RMQ_SYS_TRANS_HALF_TOPIC until END_TRANSACTION (transaction.go).
+// RMQ_SYS_TRANS_HALF_TOPIC until END_TRANSACTION (internal/broker/transaction).
 
 // Values of the MSG_REGION and TRACE_ON response fields (BrokerConfig regionId, traceOn).
 const (
@@ -150,16 +150,16 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 			return sendResponse(remoting.NoPermission, b.send.rejectTxRemark)
 		}
 		// The property decides, as in RocketMQ, whatever the sysFlag says. A DELAY level
-		// waits for the commit (transaction.go).
-		b.toHalfTopic(m)
+		// waits for the commit (internal/broker/transaction).
+		if resp := b.prepareHalf(m); resp != nil {
+			return resp
+		}
 		// RocketMQ answers a half message with its UNIQ_KEY as transaction id.
 		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
 	} else {
 		switch message.TransactionType(m.SysFlag) {
 		case message.TransactionNotType, message.TransactionCommitType:
-			if level := delayLevel(m.Properties); level > 0 {
-				b.toScheduleTopic(m, level)
-			} else if resp := b.toTimerTopic(m); resp != nil {
+			if resp := b.Schedule(m); resp != nil {
 				return resp
 			}
 		}
@@ -183,13 +183,6 @@ func (b *Broker) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 	b.waitForSlave(ctx, &r)
 	b.afterPut(m, &r)
 	return b.putResponse(&r, err, h.Topic, queueID, false, txID)
-}
-
-// afterPut wakes the schedule service when m went to the schedule topic.
-func (b *Broker) afterPut(m *storage.Message, r *storage.PutResult) {
-	if putStored(r.Status) && m.Topic == names.TopicSchedule {
-		b.scheduleArrived()
-	}
 }
 
 // sendBatch stores the messages of a SEND_BATCH_MESSAGE body at consecutive offsets of one queue

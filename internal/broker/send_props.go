@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"github.com/mqgo/mq/internal/names"
 	"strconv"
 	"strings"
 
 	"github.com/mqgo/mq/internal/message"
-	"github.com/mqgo/mq/storage"
 )
 
 // Editing encoded properties strings ("name 0x01 value 0x02" pairs, docs/protocol.md §9.3) without
@@ -78,9 +76,6 @@ func delayLevel(props string) int {
 	return n
 }
 
-// transactionBits masks both transaction-type bits of a sysFlag.
-const transactionBits = message.TransactionRollbackType
-
 // transactionHalf reports whether a send is a transaction half message, decided as RocketMQ
 // 4.9's SendMessageProcessor decides it: TRAN_MSG parses as true (Java's Boolean.parseBoolean,
 // case-insensitive), except for a retry with a delay level, which clients before 4.6.1 send
@@ -91,21 +86,4 @@ func transactionHalf(props string, reconsumeTimes int32) bool {
 		return false
 	}
 	return reconsumeTimes <= 0 || delayLevel(props) <= 0
-}
-
-// toScheduleTopic turns m into a delayed message, as RocketMQ's CommitLog.putMessage does for a
-// DELAY level: the level is capped at the highest configured level (and raised to 1 if lower),
-// the real topic and queue are kept in REAL_TOPIC and REAL_QID, DELAY is set to the level, and
-// m moves to SCHEDULE_TOPIC_XXXX, queue level-1. The store then gives it the delivery time as
-// ConsumeQueue tag code; the schedule service moves it back when that time comes.
-//
-// Used by the send path for DELAY messages and by the retry path for delayed retries. It does
-// not check the transaction type: callers delay only non-transactional and committed messages.
-func (b *Broker) toScheduleTopic(m *storage.Message, level int) {
-	level = max(min(level, len(b.opts.DelayLevels)), 1)
-	props := setProperty(m.Properties, message.PropertyRealTopic, m.Topic)
-	props = setProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
-	m.Properties = setProperty(props, message.PropertyDelayTimeLevel, strconv.Itoa(level))
-	m.Topic = names.TopicSchedule
-	m.QueueID = int32(level - 1)
 }

@@ -198,7 +198,7 @@ func TestSlaveSyncChecksMaster(t *testing.T) {
 	if diff := cmp.Diff(map[string]map[int32]int64{"Good@cg": {0: 5, 3: 9}}, offsets); diff != "" {
 		t.Errorf("offsets (-want +got):\n%s", diff)
 	}
-	if got := slave.retry.sched.snapshot().OffsetTable[1]; got != 4 {
+	if got := slave.delayOffsets().OffsetTable[1]; got != 4 {
 		t.Errorf("delay level 1 offset %d, want 4", got)
 	}
 

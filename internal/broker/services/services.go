@@ -3,12 +3,27 @@
 // broker call it through brokertest.Config.Attach).
 package services
 
-import "github.com/mqgo/mq/internal/broker"
+import (
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/schedule"
+	"github.com/mqgo/mq/internal/broker/transaction"
+)
 
 // Deps are what the services need from the node beyond the core.
 type Deps struct{}
 
 // Attach builds every service over b, in the order they must start, and attaches it.
 func Attach(b *broker.Broker, deps Deps) error {
+	// Scheduled delivery first: a commit of the transaction service goes through it.
+	sched, err := schedule.New(b)
+	if err != nil {
+		return err
+	}
+	b.Attach(sched)
+	tx, err := transaction.New(b)
+	if err != nil {
+		return err
+	}
+	b.Attach(tx)
 	return nil
 }

@@ -1,6 +1,8 @@
-package broker
+package schedule
 
 import (
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,19 +23,18 @@ const (
 	timerSlack         = 500 * time.Millisecond
 )
 
-func withTimerPrecision(o *Options) { o.TimerPrecision = timerTestPrecision }
+func withTimerPrecision(o *broker.Options) { o.TimerPrecision = timerTestPrecision }
 
 // sendTimer sends one message through SEND_MESSAGE with the given properties and checks it was
 // accepted.
-func sendTimer(t *testing.T, tb *testBroker, topic string, qid int32, body string, props map[string]string) {
+func sendTimer(t *testing.T, tb *schedBroker, topic string, qid int32, body string, props map[string]string) {
 	t.Helper()
-	h := goSendHeader(topic, qid, props)
-	wantSendOK(t, invoke(t, tb.InProc, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte(body), remoting.SerializeJSON)))
+	wantSendOK(t, brokertest.Invoke(t, tb.InProc, tb.Addr, sendCmd(topic, qid, props, []byte(body))))
 }
 
 // checkOnTime checks that a delivered record was stored no earlier than its TIMER_OUT_MS and at
 // most a precision (plus slack) later.
-func checkOnTime(t *testing.T, rec sbRecord) {
+func checkOnTime(t *testing.T, rec storedRecord) {
 	t.Helper()
 	due, err := strconv.ParseInt(rec.Props[PropertyTimerOutMS], 10, 64)
 	if err != nil {
@@ -45,20 +46,20 @@ func checkOnTime(t *testing.T, rec sbRecord) {
 }
 
 func TestTimerDeliversOnTime(t *testing.T) {
-	tb := startTestBroker(t, withTimerPrecision)
-	addTopic(tb, "TimerT", 4)
+	tb := start(t, withTimerPrecision)
+	addTopic(t, tb, "TimerT", 4)
 	start := time.Now()
 	sendTimer(t, tb, "TimerT", 1, "abs", map[string]string{"UNIQ_KEY": "U-abs", "TAGS": "ta",
 		message.PropertyTimerDeliverMS: strconv.FormatInt(start.Add(300*time.Millisecond).UnixMilli(), 10)})
 	sendTimer(t, tb, "TimerT", 2, "ms", map[string]string{"UNIQ_KEY": "U-ms", PropertyTimerDelayMS: "150"})
 	sendTimer(t, tb, "TimerT", 3, "sec", map[string]string{"UNIQ_KEY": "U-sec", PropertyTimerDelaySec: "1"})
-	if n := tb.Store().MaxOffsetInQueue(TopicTimer, 0); n != 3 {
-		eventually(t, "three timer messages in the timer queue", func() bool {
-			return tb.Store().MaxOffsetInQueue(TopicTimer, 0) == 3
+	if n := tb.Store().MaxOffsetInQueue(names.TopicTimer, 0); n != 3 {
+		brokertest.Eventually(t, "three timer messages in the timer queue", func() bool {
+			return tb.Store().MaxOffsetInQueue(names.TopicTimer, 0) == 3
 		})
 	}
 	for qid, body := range map[int32]string{2: "ms", 1: "abs", 3: "sec"} {
-		rec := sbRead(t, tb, "TimerT", qid, 0)
+		rec := readAt(t, tb, "TimerT", qid, 0)
 		if string(rec.Body) != body || string(rec.Topic) != "TimerT" || rec.QueueID != qid {
 			t.Fatalf("queue %d: %q in %s/%d", qid, rec.Body, rec.Topic, rec.QueueID)
 		}
@@ -74,20 +75,20 @@ func TestTimerDeliversOnTime(t *testing.T) {
 			}
 		}
 	}
-	if got := sbRead(t, tb, "TimerT", 1, 0); got.Props[message.PropertyTags] != "ta" ||
+	if got := readAt(t, tb, "TimerT", 1, 0); got.Props[message.PropertyTags] != "ta" ||
 		got.Props[message.PropertyTimerDeliverMS] == "" {
 		t.Errorf("abs properties %v", got.Props)
 	}
 	// A delivered message is readable a moment before the service counts it out.
-	eventually(t, "nothing pending after delivery", func() bool { return tb.TimerPending() == 0 })
-	eventually(t, "timer cursor committed", func() bool { return tb.offsets.query(timerGroup, TopicTimer, 0) == 3 })
+	brokertest.Eventually(t, "nothing pending after delivery", func() bool { return tb.s.TimerPending() == 0 })
+	brokertest.Eventually(t, "timer cursor committed", func() bool { return tb.ConsumerOffset(timerGroup, names.TopicTimer, 0) == 3 })
 }
 
 // Many messages due at scattered times, sent in reverse order of their times: each arrives no
 // earlier than asked, and exactly once.
 func TestTimerNoneEarly(t *testing.T) {
-	tb := startTestBroker(t, withTimerPrecision)
-	addTopic(tb, "TimerN", 1)
+	tb := start(t, withTimerPrecision)
+	addTopic(t, tb, "TimerN", 1)
 	const n = 50
 	for i := n; i > 0; i-- {
 		sendTimer(t, tb, "TimerN", 0, strconv.Itoa(i), map[string]string{"UNIQ_KEY": "N" + strconv.Itoa(i),
@@ -95,22 +96,22 @@ func TestTimerNoneEarly(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for off := int64(0); off < n; off++ {
-		rec := sbRead(t, tb, "TimerN", 0, off)
+		rec := readAt(t, tb, "TimerN", 0, off)
 		checkOnTime(t, rec)
 		if seen[string(rec.Body)] {
 			t.Fatalf("%q delivered twice", rec.Body)
 		}
 		seen[string(rec.Body)] = true
 	}
-	eventually(t, "cursor past every message", func() bool { return tb.offsets.query(timerGroup, TopicTimer, 0) == n })
+	brokertest.Eventually(t, "cursor past every message", func() bool { return tb.ConsumerOffset(timerGroup, names.TopicTimer, 0) == n })
 	if got := tb.Store().MaxOffsetInQueue("TimerN", 0); got != n {
 		t.Errorf("%d messages delivered, want %d", got, n)
 	}
 }
 
 func TestTimerSendChecks(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.TimerPrecision = timerTestPrecision; o.TimerMaxDelay = time.Hour })
-	addTopic(tb, "TimerC", 1)
+	tb := start(t, func(o *broker.Options) { o.TimerPrecision = timerTestPrecision; o.TimerMaxDelay = time.Hour })
+	addTopic(t, tb, "TimerC", 1)
 	for name, props := range map[string]map[string]string{
 		"beyond max delay": {PropertyTimerDelaySec: "3601"},
 		"not a number":     {message.PropertyTimerDeliverMS: "soon"},
@@ -120,34 +121,33 @@ func TestTimerSendChecks(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := tb.Store().MaxPhyOffset()
-			h := goSendHeader("TimerC", 0, props)
-			resp := invoke(t, tb.InProc, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
+			resp := brokertest.Invoke(t, tb.InProc, tb.Addr, sendCmd("TimerC", 0, props, []byte("x")))
 			wantRefused(t, tb, resp, remoting.MessageIllegal, "timer message", before)
 		})
 	}
 	// A time already past is stored in its topic at once, with its properties; so is a DELAY
 	// level, which wins over a timer property as in RocketMQ.
 	sendTimer(t, tb, "TimerC", 0, "past", map[string]string{message.PropertyTimerDeliverMS: "1000"})
-	if rec := sbRead(t, tb, "TimerC", 0, 0); string(rec.Body) != "past" || rec.Props[message.PropertyTimerDeliverMS] != "1000" {
+	if rec := readAt(t, tb, "TimerC", 0, 0); string(rec.Body) != "past" || rec.Props[message.PropertyTimerDeliverMS] != "1000" {
 		t.Errorf("past timer stored as %q %v", rec.Body, rec.Props)
 	}
 	sendTimer(t, tb, "TimerC", 0, "level", map[string]string{"DELAY": "1", PropertyTimerDelaySec: "60"})
-	eventually(t, "DELAY message in the schedule topic", func() bool {
+	brokertest.Eventually(t, "DELAY message in the schedule topic", func() bool {
 		return tb.Store().MaxOffsetInQueue(names.TopicSchedule, 0) == 1
 	})
-	if n := tb.Store().MaxOffsetInQueue(TopicTimer, 0); n != 0 {
+	if n := tb.Store().MaxOffsetInQueue(names.TopicTimer, 0); n != 0 {
 		t.Errorf("%d messages in the timer topic", n)
 	}
 }
 
 // putTimer stores a timer message as the send path does, straight into the store.
-func putTimer(t *testing.T, tb *testBroker, topic, body string, due time.Time) {
+func putTimer(t *testing.T, tb *schedBroker, topic, body string, due time.Time) {
 	t.Helper()
 	m := &storage.Message{Topic: topic, Body: []byte(body), BornTimestamp: time.Now().UnixMilli(),
-		BornHost: sbBornHost, StoreHost: tb.storeHost,
+		BornHost: testBornHost, StoreHost: tb.StoreHost(),
 		Properties: message.MarshalProperties(map[string]string{message.PropertyUniqKey: "U-" + body,
 			message.PropertyTimerDeliverMS: strconv.FormatInt(due.UnixMilli(), 10)})}
-	if resp := tb.toTimerTopic(m); resp != nil || m.Topic != TopicTimer {
+	if resp := tb.s.timer.toTimerTopic(m); resp != nil || m.Topic != names.TopicTimer {
 		t.Fatalf("not a timer message: %v %s", resp, m.Topic)
 	}
 	if _, err := tb.Store().PutMessage(m); err != nil {
@@ -156,11 +156,11 @@ func putTimer(t *testing.T, tb *testBroker, topic, body string, due time.Time) {
 }
 
 // countBodies counts the messages of a queue by body.
-func countBodies(t *testing.T, tb *testBroker, topic string) map[string]int {
+func countBodies(t *testing.T, tb *schedBroker, topic string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for off := int64(0); off < tb.Store().MaxOffsetInQueue(topic, 0); off++ {
-		out[string(sbRead(t, tb, topic, 0, off).Body)]++
+		out[string(readAt(t, tb, topic, 0, off).Body)]++
 	}
 	return out
 }
@@ -172,28 +172,28 @@ func TestTimerRestartDeliversOnce(t *testing.T) {
 	for _, crash := range []bool{false, true} {
 		t.Run("crash="+strconv.FormatBool(crash), func(t *testing.T) {
 			dir := t.TempDir()
-			tb := startTestBrokerIn(t, dir, withTimerPrecision)
-			addTopic(tb, "TimerR", 1)
+			tb := startIn(t, dir, withTimerPrecision)
+			addTopic(t, tb, "TimerR", 1)
 			pendingDue := time.Now().Add(3 * time.Second)
 			putTimer(t, tb, "TimerR", "pending", pendingDue)
 			putTimer(t, tb, "TimerR", "early", time.Now().Add(30*time.Millisecond))
-			sbRead(t, tb, "TimerR", 0, 0)
+			readAt(t, tb, "TimerR", 0, 0)
 			// The delivered message is readable a moment before the service counts it out.
-			eventually(t, "one pending before the stop", func() bool { return tb.TimerPending() == 1 })
+			brokertest.Eventually(t, "one pending before the stop", func() bool { return tb.s.TimerPending() == 1 })
 			tb.Stop(t)
 			if crash {
 				markAborted(t, tb)
 			}
-			if cur := tb.offsets.query(timerGroup, TopicTimer, 0); cur > 0 {
+			if cur := tb.ConsumerOffset(timerGroup, names.TopicTimer, 0); cur > 0 {
 				t.Fatalf("cursor %d at the stop, want none or 0 (held by the pending message)", cur)
 			}
-			tb2 := startTestBrokerIn(t, dir, withTimerPrecision)
-			rec := sbRead(t, tb2, "TimerR", 0, 1)
+			tb2 := startIn(t, dir, withTimerPrecision)
+			rec := readAt(t, tb2, "TimerR", 0, 1)
 			if string(rec.Body) != "pending" {
 				t.Fatalf("after the restart %q delivered, want pending", rec.Body)
 			}
 			checkOnTime(t, rec)
-			eventually(t, "cursor past both", func() bool { return tb2.offsets.query(timerGroup, TopicTimer, 0) == 2 })
+			brokertest.Eventually(t, "cursor past both", func() bool { return tb2.ConsumerOffset(timerGroup, names.TopicTimer, 0) == 2 })
 			if got := countBodies(t, tb2, "TimerR"); got["early"] != 1 || got["pending"] != 1 || len(got) != 2 {
 				t.Errorf("delivered %v, want each once", got)
 			}
@@ -206,28 +206,28 @@ func TestTimerRestartDeliversOnce(t *testing.T) {
 // the pending one is delivered once.
 func TestTimerCursorLostInCrash(t *testing.T) {
 	dir := t.TempDir()
-	tb := startTestBrokerIn(t, dir, withTimerPrecision)
-	addTopic(tb, "TimerL", 1)
+	tb := startIn(t, dir, withTimerPrecision)
+	addTopic(t, tb, "TimerL", 1)
 	now := time.Now()
 	const delivered = 20
 	putTimer(t, tb, "TimerL", "pending", now.Add(3*time.Second))
 	for i := range delivered {
 		putTimer(t, tb, "TimerL", "d"+strconv.Itoa(i), now.Add(time.Second+time.Duration(i)*time.Millisecond))
 	}
-	sbRead(t, tb, "TimerL", 0, delivered-1)
+	readAt(t, tb, "TimerL", 0, delivered-1)
 	tb.Stop(t)
 	markAborted(t, tb)
 	for _, f := range []string{"consumerOffset.json", "consumerOffset.json.bak"} {
-		if err := os.Remove(filepath.Join(tb.opts.Store.Dir, "config", f)); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(filepath.Join(tb.Dir, "config", f)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 	}
-	tb2 := startTestBrokerIn(t, dir, withTimerPrecision)
-	if cur := tb2.offsets.query(timerGroup, TopicTimer, 0); cur > 0 {
+	tb2 := startIn(t, dir, withTimerPrecision)
+	if cur := tb2.ConsumerOffset(timerGroup, names.TopicTimer, 0); cur > 0 {
 		t.Fatalf("cursor %d survived, the test needs it lost", cur)
 	}
-	checkOnTime(t, sbRead(t, tb2, "TimerL", 0, delivered))
-	eventually(t, "cursor past all", func() bool { return tb2.offsets.query(timerGroup, TopicTimer, 0) == delivered+1 })
+	checkOnTime(t, readAt(t, tb2, "TimerL", 0, delivered))
+	brokertest.Eventually(t, "cursor past all", func() bool { return tb2.ConsumerOffset(timerGroup, names.TopicTimer, 0) == delivered+1 })
 	got := countBodies(t, tb2, "TimerL")
 	for body, n := range got {
 		if n != 1 {
@@ -241,9 +241,9 @@ func TestTimerCursorLostInCrash(t *testing.T) {
 
 // markAborted leaves the marker a killed broker leaves, so the next start recovers the store
 // as after a crash.
-func markAborted(t *testing.T, tb *testBroker) {
+func markAborted(t *testing.T, tb *schedBroker) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(tb.opts.Store.Dir, "abort"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tb.Dir, "abort"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -275,21 +275,21 @@ func TestOffsetWindow(t *testing.T) {
 // The store's retention keeps the CommitLog from the oldest pending timer message on: its
 // floor is that message's offset while it waits, and lifts once it is delivered.
 func TestTimerRetentionFloor(t *testing.T) {
-	tb := startTestBroker(t, withTimerPrecision)
-	addTopic(tb, "TimerF", 1)
-	if f := tb.timerRetentionFloor(); f != math.MaxInt64 {
+	tb := start(t, withTimerPrecision)
+	addTopic(t, tb, "TimerF", 1)
+	if f := tb.s.timer.retentionFloor(); f != math.MaxInt64 {
 		t.Fatalf("floor %d with nothing pending", f)
 	}
 	sendTimer(t, tb, "TimerF", 0, "soon", map[string]string{"UNIQ_KEY": "F-soon", PropertyTimerDelayMS: "300"})
-	eventually(t, "the timer message indexed", func() bool { return tb.TimerPending() == 1 })
-	phy, err := tb.Store().GetCommitLogOffsetInQueue(TopicTimer, 0, 0)
+	brokertest.Eventually(t, "the timer message indexed", func() bool { return tb.s.TimerPending() == 1 })
+	phy, err := tb.Store().GetCommitLogOffsetInQueue(names.TopicTimer, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := tb.timerRetentionFloor(); f != phy {
+	if f := tb.s.timer.retentionFloor(); f != phy {
 		t.Fatalf("floor %d while the message at %d waits", f, phy)
 	}
-	eventually(t, "the timer message delivered and the floor lifted", func() bool {
-		return tb.TimerPending() == 0 && tb.timerRetentionFloor() == math.MaxInt64
+	brokertest.Eventually(t, "the timer message delivered and the floor lifted", func() bool {
+		return tb.s.TimerPending() == 0 && tb.s.timer.retentionFloor() == math.MaxInt64
 	})
 }

@@ -1,4 +1,4 @@
-package broker
+package transaction
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -13,10 +15,10 @@ import (
 )
 
 // sendHalf stores a prepared message for topic Tx queue 0 and returns the send answer.
-func sendHalf(t *testing.T, tb *testBroker, uniq string) protocol.SendMessageResponseHeader {
+func sendHalf(t *testing.T, tb *txBroker, uniq string) protocol.SendMessageResponseHeader {
 	t.Helper()
-	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": uniq})
-	return wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte(uniq), remoting.SerializeJSON)))
+	req := sendCmd("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": uniq}, []byte(uniq))
+	return wantSendOK(t, brokertest.Invoke(t, tb.TCP, tb.Addr, req))
 }
 
 // endTxCmd is the END_TRANSACTION a producer sends for the half message at the offsets.
@@ -29,47 +31,40 @@ func endTxCmd(queueOffset, phyOffset int64, decision int32, fromCheck bool) *rem
 }
 
 // endTx decides the half message of a send answer and expects SUCCESS.
-func endTx(t *testing.T, tb *testBroker, rh protocol.SendMessageResponseHeader, decision int32) {
+func endTx(t *testing.T, tb *txBroker, rh protocol.SendMessageResponseHeader, decision int32) {
 	t.Helper()
 	_, phy, err := message.ParseOffsetMsgID(rh.MsgID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp := invoke(t, tb.TCP, tb.Addr, endTxCmd(rh.QueueOffset, phy, decision, false)); resp.Code != remoting.Success {
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, endTxCmd(rh.QueueOffset, phy, decision, false)); resp.Code != remoting.Success {
 		t.Fatalf("END_TRANSACTION: %d %q", resp.Code, resp.Remark)
 	}
 }
 
-// visible pulls every message of Tx queue 0 after the store dispatched what it holds.
-func visible(t *testing.T, tb *testBroker) pullResult {
-	t.Helper()
-	eventually(t, "dispatched", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
-	p := pullHeader("g", "Tx", 0, 0)
-	p.SysFlag, p.Subscription = protocol.PullFlagSubscription, "*"
-	r := pull(t, tb.TCP, tb.Addr, p)
-	if r.code != remoting.Success && r.code != remoting.PullNotFound && r.code != remoting.PullOffsetMoved {
-		t.Fatalf("pull: code %d", r.code)
-	}
-	return r
-}
+// visible is every message of Tx queue 0, once the store dispatched what it holds.
+func visible(t *testing.T, tb *txBroker) []message.Record { return records(t, tb, "Tx", 0) }
+
+// visibleBodies are their bodies.
+func visibleBodies(t *testing.T, tb *txBroker) []string { return bodies(t, tb, "Tx", 0) }
 
 func TestTransactionCommitDeliversOnce(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	addTopic(tb, "Tx", 1)
+	tb := start(t, nil)
+	addTopic(t, tb, "Tx", 1)
 	rh := sendHalf(t, tb, "c1")
-	if r := visible(t, tb); len(r.bodies) != 0 {
-		t.Fatalf("half message visible before the commit: %q", r.bodies)
+	if b := visibleBodies(t, tb); len(b) != 0 {
+		t.Fatalf("half message visible before the commit: %q", b)
 	}
 	endTx(t, tb, rh, message.TransactionCommitType)
 	endTx(t, tb, rh, message.TransactionCommitType) // a producer repeating itself
 	r := visible(t, tb)
-	if !slices.Equal(r.bodies, []string{"c1"}) {
-		t.Fatalf("after two commits: %q, want c1 once", r.bodies)
+	if len(r) != 1 || string(r[0].Body) != "c1" {
+		t.Fatalf("after two commits: %d messages, want c1 once", len(r))
 	}
-	props := message.UnmarshalProperties([]byte(r.msgs[0].Properties))
-	if message.TransactionType(r.msgs[0].SysFlag) != message.TransactionCommitType || props["UNIQ_KEY"] != "c1" ||
+	props := message.UnmarshalProperties(r[0].Properties)
+	if message.TransactionType(r[0].SysFlag) != message.TransactionCommitType || props["UNIQ_KEY"] != "c1" ||
 		props["REAL_TOPIC"] != "" || props["REAL_QID"] != "" || props["TRAN_MSG"] != "" || props["PGROUP"] != "pg" {
-		t.Errorf("committed message sysFlag %d properties %v", r.msgs[0].SysFlag, props)
+		t.Errorf("committed message sysFlag %d properties %v", r[0].SysFlag, props)
 	}
 	if n := tb.Store().MaxOffsetInQueue(names.TopicTransOpHalf, 0); n != 1 {
 		t.Errorf("%d op records, want 1", n)
@@ -77,27 +72,27 @@ func TestTransactionCommitDeliversOnce(t *testing.T) {
 }
 
 func TestTransactionRollbackNeverDelivers(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	addTopic(tb, "Tx", 1)
+	tb := start(t, nil)
+	addTopic(t, tb, "Tx", 1)
 	rh := sendHalf(t, tb, "r1")
 	endTx(t, tb, rh, message.TransactionRollbackType)
 	endTx(t, tb, rh, message.TransactionCommitType) // too late: the rollback stands
-	if r := visible(t, tb); len(r.bodies) != 0 {
-		t.Fatalf("rolled back message delivered: %q", r.bodies)
+	if b := visibleBodies(t, tb); len(b) != 0 {
+		t.Fatalf("rolled back message delivered: %q", b)
 	}
 }
 
 func TestEndTransactionRefusesWrongOffsets(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	addTopic(tb, "Tx", 1)
+	tb := start(t, nil)
+	addTopic(t, tb, "Tx", 1)
 	rh := sendHalf(t, tb, "w1")
 	_, phy, _ := message.ParseOffsetMsgID(rh.MsgID)
-	resp := invoke(t, tb.TCP, tb.Addr, endTxCmd(rh.QueueOffset+5, phy, message.TransactionCommitType, false))
+	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, endTxCmd(rh.QueueOffset+5, phy, message.TransactionCommitType, false))
 	if resp.Code != remoting.SystemError || resp.Remark != "The transaction state table offset wrong" {
 		t.Fatalf("wrong queue offset answered %d %q", resp.Code, resp.Remark)
 	}
-	if r := visible(t, tb); len(r.bodies) != 0 {
-		t.Fatalf("refused commit delivered %q", r.bodies)
+	if b := visibleBodies(t, tb); len(b) != 0 {
+		t.Fatalf("refused commit delivered %q", b)
 	}
 }
 
@@ -107,7 +102,7 @@ type checkRecorder struct {
 	checks chan *remoting.Command
 }
 
-func newCheckRecorder(t *testing.T, tb *testBroker) *checkRecorder {
+func newCheckRecorder(t *testing.T, tb *txBroker) *checkRecorder {
 	c := &checkRecorder{tr: newTCPClient(t), checks: make(chan *remoting.Command, 100)}
 	c.tr.RegisterProcessor(remoting.CheckTransactionState, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -116,7 +111,7 @@ func newCheckRecorder(t *testing.T, tb *testBroker) *checkRecorder {
 		}))
 	hb := protocol.HeartbeatData{ClientID: "producer@1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}},
 		ConsumerDataSet: []protocol.ConsumerData{}}
-	if resp := invoke(t, c.tr, tb.Addr, remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())); resp.Code != remoting.Success {
+	if resp := brokertest.Invoke(t, c.tr, tb.Addr, remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())); resp.Code != remoting.Success {
 		t.Fatalf("heartbeat: %d %q", resp.Code, resp.Remark)
 	}
 	return c
@@ -133,14 +128,14 @@ func (c *checkRecorder) next(t *testing.T) *remoting.Command {
 	}
 }
 
-func checkOptions(o *Options) {
+func checkOptions(o *broker.Options) {
 	o.TransactionTimeout = time.Millisecond // the test sends born in 2023
 	o.TransactionCheckInterval = 10 * time.Millisecond
 }
 
 func TestTransactionCheckThenCommit(t *testing.T) {
-	tb := startTestBroker(t, checkOptions)
-	addTopic(tb, "Tx", 1)
+	tb := start(t, checkOptions)
+	addTopic(t, tb, "Tx", 1)
 	c := newCheckRecorder(t, tb)
 	sendHalf(t, tb, "u1")
 	u2 := sendHalf(t, tb, "u2")
@@ -177,22 +172,22 @@ func TestTransactionCheckThenCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "half queue checked to its end", func() bool {
-		return tb.halfCursor() == tb.Store().MaxOffsetInQueue(names.TopicTransHalf, 0)
+	brokertest.Eventually(t, "half queue checked to its end", func() bool {
+		return tb.tx.halfCursor() == tb.Store().MaxOffsetInQueue(names.TopicTransHalf, 0)
 	})
-	if r := visible(t, tb); !slices.Equal(r.bodies, []string{"u1"}) {
-		t.Fatalf("delivered %q, want the committed u1 once", r.bodies)
+	if b := visibleBodies(t, tb); !slices.Equal(b, []string{"u1"}) {
+		t.Fatalf("delivered %q, want the committed u1 once", b)
 	}
 }
 
 func TestTransactionCheckMaxMovesToCheckMaxTopic(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) {
+	tb := start(t, func(o *broker.Options) {
 		checkOptions(o)
 		o.TransactionCheckMax = 2
 	})
-	addTopic(tb, "Tx", 1)
+	addTopic(t, tb, "Tx", 1)
 	sendHalf(t, tb, "m1") // no producer answers
-	eventually(t, "moved to "+names.TopicTransCheckMaxTime, func() bool {
+	brokertest.Eventually(t, "moved to "+names.TopicTransCheckMaxTime, func() bool {
 		return tb.Store().MaxOffsetInQueue(names.TopicTransCheckMaxTime, 0) == 1
 	})
 	units, err := tb.Store().ConsumeQueueUnits(names.TopicTransCheckMaxTime, 0, 0, 1)
@@ -204,11 +199,11 @@ func TestTransactionCheckMaxMovesToCheckMaxTopic(t *testing.T) {
 	if props["TRANSACTION_CHECK_TIMES"] != "2" || props["REAL_TOPIC"] != "Tx" || string(rec.Body) != "m1" {
 		t.Errorf("discarded message properties %v body %q", props, rec.Body)
 	}
-	eventually(t, "half queue checked to its end", func() bool {
-		return tb.halfCursor() == tb.Store().MaxOffsetInQueue(names.TopicTransHalf, 0)
+	brokertest.Eventually(t, "half queue checked to its end", func() bool {
+		return tb.tx.halfCursor() == tb.Store().MaxOffsetInQueue(names.TopicTransHalf, 0)
 	})
-	if r := visible(t, tb); len(r.bodies) != 0 {
-		t.Fatalf("undecided message delivered: %q", r.bodies)
+	if b := visibleBodies(t, tb); len(b) != 0 {
+		t.Fatalf("undecided message delivered: %q", b)
 	}
 }
 
@@ -216,27 +211,27 @@ func TestTransactionCheckMaxMovesToCheckMaxTopic(t *testing.T) {
 // taken before it is neither taken again nor checked.
 func TestTransactionDecisionsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
-	tb := startTestBrokerIn(t, dir, nil)
-	addTopic(tb, "Tx", 1)
+	tb := startIn(t, dir, nil)
+	addTopic(t, tb, "Tx", 1)
 	early := sendHalf(t, tb, "early")
 	endTx(t, tb, early, message.TransactionCommitType)
 	late := sendHalf(t, tb, "late")
 	lost := sendHalf(t, tb, "lost")
 	tb.Stop(t)
 
-	tb = startTestBrokerIn(t, dir, nil)
+	tb = startIn(t, dir, nil)
 	endTx(t, tb, early, message.TransactionCommitType) // repeated after the restart
 	endTx(t, tb, late, message.TransactionCommitType)
 	endTx(t, tb, lost, message.TransactionRollbackType)
-	if r := visible(t, tb); !slices.Equal(r.bodies, []string{"early", "late"}) {
-		t.Fatalf("delivered %q, want early and late once each", r.bodies)
+	if b := visibleBodies(t, tb); !slices.Equal(b, []string{"early", "late"}) {
+		t.Fatalf("delivered %q, want early and late once each", b)
 	}
 	halfEnd := tb.Store().MaxOffsetInQueue(names.TopicTransHalf, 0)
 	tb.Stop(t)
 
-	tb = startTestBrokerIn(t, dir, checkOptions)
+	tb = startIn(t, dir, checkOptions)
 	c := newCheckRecorder(t, tb)
-	eventually(t, "half queue checked to its end", func() bool { return tb.halfCursor() == halfEnd })
+	brokertest.Eventually(t, "half queue checked to its end", func() bool { return tb.tx.halfCursor() == halfEnd })
 	if n := tb.Store().MaxOffsetInQueue(names.TopicTransHalf, 0); n != halfEnd {
 		t.Errorf("half queue grew from %d to %d: a decided message was checked", halfEnd, n)
 	}
@@ -245,37 +240,37 @@ func TestTransactionDecisionsSurviveRestart(t *testing.T) {
 		t.Errorf("decided message checked: %v", req.ExtFields)
 	default:
 	}
-	if r := visible(t, tb); !slices.Equal(r.bodies, []string{"early", "late"}) {
-		t.Fatalf("after a second restart delivered %q", r.bodies)
+	if b := visibleBodies(t, tb); !slices.Equal(b, []string{"early", "late"}) {
+		t.Fatalf("after a second restart delivered %q", b)
 	}
 }
 
 // A commit stored before a crash that lost its op record (the broker died between the two) is
 // not stored again when the producer, asked again after the restart, commits once more.
 func TestTransactionCommitAfterLostOpRecordStoredOnce(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	addTopic(tb, "Tx", 1)
+	tb := start(t, nil)
+	addTopic(t, tb, "Tx", 1)
 	rh := sendHalf(t, tb, "lost-op")
 	_, phy, err := message.ParseOffsetMsgID(rh.MsgID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rec message.Record
-	if err := tb.readRecord(phy, &rec); err != nil {
+	if err := tb.ReadRecord(phy, &rec); err != nil {
 		t.Fatal(err)
 	}
 	// What the crash left: the commit in the real topic, no op record, nothing decided in memory.
-	m, err := tb.committedMessage(&rec, message.UnmarshalProperties(rec.Properties))
+	m, err := tb.tx.committedMessage(&rec, message.UnmarshalProperties(rec.Properties))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := tb.Store().PutMessage(m); err != nil || !putStored(r.Status) {
+	if r, err := tb.Store().PutMessage(m); err != nil || !broker.PutStored(r.Status) {
 		t.Fatalf("put the commit: %v %v", r.Status, err)
 	}
-	eventually(t, "dispatched", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
+	brokertest.Eventually(t, "dispatched", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
 	endTx(t, tb, rh, message.TransactionCommitType)
-	if r := visible(t, tb); !slices.Equal(r.bodies, []string{"lost-op"}) {
-		t.Fatalf("after the commit was repeated: %q, want lost-op once", r.bodies)
+	if b := visibleBodies(t, tb); !slices.Equal(b, []string{"lost-op"}) {
+		t.Fatalf("after the commit was repeated: %q, want lost-op once", b)
 	}
 	if n := tb.Store().MaxOffsetInQueue(names.TopicTransOpHalf, 0); n != 1 {
 		t.Errorf("%d op records, want 1", n)

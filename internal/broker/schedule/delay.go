@@ -1,40 +1,24 @@
-package broker
+package schedule
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"maps"
 	"math"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
-
-// Delayed delivery (RocketMQ ScheduleMessageService).
-//
-// A message with delay level L waits in SCHEDULE_TOPIC_XXXX queue L-1; its destination is in
-// its REAL_TOPIC and REAL_QID properties. Within one queue every message has the same delay, so
-// the queue is in delivery order. The service keeps, per level, a cursor: the queue offset of
-// the next message to deliver. One goroutine walks each level from its cursor, and for each
-// message whose time has come (store time + the level's delay) stores the real message — same
-// body, flag, hosts, times and properties, without DELAY — in its real topic and queue, then
-// advances the cursor. It stops at the first message not yet due and sleeps until the earliest
-// due time among the levels, at most scheduleIdlePoll (new messages are noticed by polling, or
-// at once through notify).
-//
-// The metadata writer saves the cursors to <store>/config/delayOffset.json every
-// FlushConsumerOffsetInterval when they moved, and when the broker stops (persist.go). A cursor
-// only moves past a message once its real copy is stored, so after a crash the service resumes
-// from the last saved cursor and may deliver a message twice, never zero times (at least once,
-// as RocketMQ).
 
 // Tuning of the schedule service.
 const (
@@ -46,16 +30,22 @@ const (
 	scheduleRetryDelay = time.Second
 	// scheduleBatch is how many units one read of a level looks at.
 	scheduleBatch = 32
+	// persistErrorLogEvery rate-limits the error log while writing delayOffset.json fails.
+	persistErrorLogEvery = 10 * time.Second
 )
 
-// scheduleService delivers delayed messages. Its cursors are guarded by mu; run is the only
+// delayService delivers delayed messages. Its cursors are guarded by mu; run is the only
 // goroutine that advances them (a slave's sync replaces them while run is not running).
-type scheduleService struct {
-	b      *Broker
+type delayService struct {
+	b      *broker.Broker
 	log    zerolog.Logger
 	path   string
 	levels []time.Duration
 	wake   chan struct{}
+	// dirty says the cursors moved since delayOffset.json was written; persistNow (capacity 1)
+	// asks runPersist for a write now.
+	dirty      atomic.Bool
+	persistNow chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -63,10 +53,11 @@ type scheduleService struct {
 	}
 }
 
-func newScheduleService(b *Broker) *scheduleService {
-	s := &scheduleService{b: b,
-		log:  b.opts.Logger.With().Str("component", "schedule").Str("broker", b.opts.BrokerName).Logger(),
-		path: b.configPath("delayOffset.json"), levels: b.opts.DelayLevels, wake: make(chan struct{}, 1)}
+func newDelayService(b *broker.Broker) *delayService {
+	s := &delayService{b: b,
+		log:  b.Logger().With().Str("component", "schedule").Str("broker", b.Options().BrokerName).Logger(),
+		path: b.Store().ConfigPath("delayOffset.json"), levels: b.Options().DelayLevels, wake: make(chan struct{}, 1),
+		persistNow: make(chan struct{}, 1)}
 	s.mu.offsets = map[int32]int64{}
 	var w protocol.DelayOffsetSerializeWrapper
 	fromBak, err := storage.ReadJSONFile(s.path, &w)
@@ -94,37 +85,32 @@ func newScheduleService(b *Broker) *scheduleService {
 }
 
 // notify wakes the service to look at the schedule queues now. It never blocks.
-func (s *scheduleService) notify() {
+func (s *delayService) notify() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-// scheduleArrived tells the schedule service a message was stored in SCHEDULE_TOPIC_XXXX, so it
-// recomputes its next wake-up without waiting for its idle poll. Optional: a caller that does
-// not call it only delays a message's discovery by up to scheduleIdlePoll.
-func (b *Broker) scheduleArrived() { b.retry.sched.notify() }
-
-func (s *scheduleService) offset(level int) int64 {
+func (s *delayService) offset(level int) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mu.offsets[int32(level)]
 }
 
-func (s *scheduleService) setOffset(level int, off int64) {
+func (s *delayService) setOffset(level int, off int64) {
 	s.mu.Lock()
 	moved := s.mu.offsets[int32(level)] != off
 	s.mu.offsets[int32(level)] = off
 	s.mu.Unlock()
 	if moved {
-		s.b.meta.markDirty(metaDelay)
+		s.dirty.Store(true)
 	}
 }
 
 // snapshot returns the cursors of every configured level (GET_ALL_DELAY_OFFSET,
 // delayOffset.json).
-func (s *scheduleService) snapshot() protocol.DelayOffsetSerializeWrapper {
+func (s *delayService) snapshot() protocol.DelayOffsetSerializeWrapper {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := make(map[int32]int64, len(s.levels))
@@ -139,30 +125,64 @@ func (s *scheduleService) snapshot() protocol.DelayOffsetSerializeWrapper {
 
 // replace installs cursors synced from a master (a slave's copy of GET_ALL_DELAY_OFFSET) and
 // has the metadata writer save them.
-func (s *scheduleService) replace(w protocol.DelayOffsetSerializeWrapper) error {
+func (s *delayService) replace(w protocol.DelayOffsetSerializeWrapper) error {
 	s.mu.Lock()
 	s.mu.offsets = maps.Clone(w.OffsetTable)
 	if s.mu.offsets == nil {
 		s.mu.offsets = map[int32]int64{}
 	}
 	s.mu.Unlock()
-	s.b.meta.changed(metaDelay)
+	s.changed()
 	return nil
 }
 
-// updateDelayOffsets replaces the schedule cursors with a master's (slave sync through
-// GET_ALL_DELAY_OFFSET); the metadata writer persists them.
-func (b *Broker) updateDelayOffsets(w protocol.DelayOffsetSerializeWrapper) error {
-	return b.retry.sched.replace(w)
+// persist writes delayOffset.json; only runPersist and Close call it, never at once (Close
+// comes after Run has returned). A failed write leaves the cursors dirty for the next pass.
+func (s *delayService) persist() error {
+	s.dirty.Store(false)
+	if err := storage.WriteJSONFile(s.path, s.snapshot()); err != nil {
+		s.dirty.Store(true)
+		return fmt.Errorf("schedule: write %s: %w", s.path, err)
+	}
+	return nil
 }
 
-// persist writes delayOffset.json; only the metadata writer and Close call it.
-func (s *scheduleService) persist() error {
-	return storage.WriteJSONFile(s.path, s.snapshot())
+// changed marks the cursors dirty and has runPersist write them now (a slave's sync).
+func (s *delayService) changed() {
+	s.dirty.Store(true)
+	select {
+	case s.persistNow <- struct{}{}:
+	default:
+	}
+}
+
+// runPersist writes delayOffset.json when the cursors moved, every FlushConsumerOffsetInterval
+// (RocketMQ persists the ScheduleMessageService every flushDelayOffsetInterval) and at once
+// after a slave's sync installed a master's, until ctx ends; Close writes the last state.
+func (s *delayService) runPersist(ctx context.Context, every time.Duration) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var lastErrLog time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-s.persistNow:
+		}
+		if !s.dirty.Load() {
+			continue
+		}
+		// Retried every pass; logged at most every persistErrorLogEvery while it fails.
+		if err := s.persist(); err != nil && time.Since(lastErrLog) >= persistErrorLogEvery {
+			lastErrLog = time.Now()
+			s.log.Error().Err(err).Msg("persist delay offsets failed, will retry")
+		}
+	}
 }
 
 // run delivers due messages until ctx ends. The metadata writer persists the cursors.
-func (s *scheduleService) run(ctx context.Context) error {
+func (s *delayService) run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	retryAt := make([]time.Time, len(s.levels)+1)
@@ -200,16 +220,16 @@ func (s *scheduleService) run(ctx context.Context) error {
 // only due messages are read from the CommitLog. It returns the delivery time (Unix ms) of the
 // first message not yet due, 0 when the queue is exhausted, or the error of a read or put that
 // failed (the cursor then stays on that message).
-func (s *scheduleService) deliverLevel(ctx context.Context, level int, now time.Time) (int64, error) {
+func (s *delayService) deliverLevel(ctx context.Context, level int, now time.Time) (int64, error) {
 	qid := int32(level - 1)
 	delay := s.levels[level-1].Milliseconds()
 	nowMs := now.UnixMilli()
 	off := s.offset(level)
 	for ctx.Err() == nil {
-		if off >= s.b.store.MaxOffsetInQueue(names.TopicSchedule, qid) {
+		if off >= s.b.Store().MaxOffsetInQueue(names.TopicSchedule, qid) {
 			return 0, nil
 		}
-		if minOff := s.b.store.MinOffsetInQueue(names.TopicSchedule, qid); off < minOff {
+		if minOff := s.b.Store().MinOffsetInQueue(names.TopicSchedule, qid); off < minOff {
 			// Retention deleted what the cursor points at (RocketMQ moves to the min offset too).
 			s.log.Warn().Int("delay_level", level).Int64("offset", off).Int64("min_offset", minOff).
 				Msg("schedule cursor behind the queue, moved to its head")
@@ -217,7 +237,7 @@ func (s *scheduleService) deliverLevel(ctx context.Context, level int, now time.
 			s.setOffset(level, off)
 			continue
 		}
-		units, err := s.b.store.ConsumeQueueUnits(names.TopicSchedule, qid, off, scheduleBatch)
+		units, err := s.b.Store().ConsumeQueueUnits(names.TopicSchedule, qid, off, scheduleBatch)
 		if err != nil {
 			return 0, fmt.Errorf("read schedule queue %d at %d: %w", qid, off, err)
 		}
@@ -250,8 +270,8 @@ func (s *scheduleService) deliverLevel(ctx context.Context, level int, now time.
 // deliver stores the real message of the scheduled record at phyOffset. A record that cannot
 // be read or names no destination is dropped with an error log, as RocketMQ drops it; only a
 // failed put is returned (and retried).
-func (s *scheduleService) deliver(level int, off, phyOffset int64) error {
-	raw, err := s.b.store.LookMessageByOffset(phyOffset)
+func (s *delayService) deliver(level int, off, phyOffset int64) error {
+	raw, err := s.b.Store().LookMessageByOffset(phyOffset)
 	if err != nil {
 		s.log.Error().Err(err).Int("delay_level", level).Int64("offset", off).Int64("phy_offset", phyOffset).
 			Msg("unreadable delayed message dropped")
@@ -267,21 +287,21 @@ func (s *scheduleService) deliver(level int, off, phyOffset int64) error {
 		s.log.Error().Err(err).Int("delay_level", level).Int64("offset", off).Msg("delayed message dropped")
 		return nil
 	}
-	res, err := s.b.store.PutMessage(m)
-	if err != nil && !storedAnyway(res.Status) {
+	res, err := s.b.Store().PutMessage(m)
+	if err != nil && !broker.PutStored(res.Status) {
 		return fmt.Errorf("put to %s/%d: %s: %w", m.Topic, m.QueueID, res.Status, err)
 	}
-	s.b.countPut(m.Topic, 1, res.WroteBytes)
+	s.b.CountPut(m.Topic, 1, res.WroteBytes)
 	return nil
 }
 
 // errNoRealTopic marks a scheduled message that does not say where it goes.
-var errNoRealTopic = errors.New("broker: scheduled message without REAL_TOPIC/REAL_QID")
+var errNoRealTopic = errors.New("schedule: scheduled message without REAL_TOPIC/REAL_QID")
 
 // realMessage builds the message a delayed record is delivered as: its REAL_TOPIC and REAL_QID,
 // every property but DELAY (REAL_TOPIC and REAL_QID stay, as RocketMQ leaves them), the
 // record's body, flag, sysFlag, born time and host, reconsume times. Its slices point into rec.
-func (s *scheduleService) realMessage(rec *message.Record) (*storage.Message, error) {
+func (s *delayService) realMessage(rec *message.Record) (*storage.Message, error) {
 	props := message.UnmarshalProperties(rec.Properties)
 	topic := props[message.PropertyRealTopic]
 	qid, err := strconv.ParseInt(props[message.PropertyRealQueueID], 10, 32)
@@ -289,7 +309,7 @@ func (s *scheduleService) realMessage(rec *message.Record) (*storage.Message, er
 		return nil, errNoRealTopic
 	}
 	if topic == names.TopicTransHalf {
-		return nil, fmt.Errorf("broker: delayed message bound for %s", topic)
+		return nil, fmt.Errorf("schedule: delayed message bound for %s", topic)
 	}
 	delete(props, message.PropertyDelayTimeLevel)
 	return &storage.Message{
@@ -301,8 +321,22 @@ func (s *scheduleService) realMessage(rec *message.Record) (*storage.Message, er
 		SysFlag:                   rec.SysFlag,
 		BornTimestamp:             rec.BornTimestamp,
 		BornHost:                  rec.BornHost,
-		StoreHost:                 s.b.storeHost,
+		StoreHost:                 s.b.StoreHost(),
 		ReconsumeTimes:            rec.ReconsumeTimes,
 		PreparedTransactionOffset: rec.PreparedTransactionOffset,
 	}, nil
+}
+
+// toScheduleTopic turns m into a delayed message, as RocketMQ's CommitLog.putMessage does for a
+// DELAY level: the level is capped at the highest configured level (and raised to 1 if lower),
+// the real topic and queue are kept in REAL_TOPIC and REAL_QID, DELAY is set to the level, and
+// m moves to SCHEDULE_TOPIC_XXXX, queue level-1. The store then gives it the delivery time as
+// ConsumeQueue tag code; deliverLevel moves it back when that time comes.
+func (s *delayService) toScheduleTopic(m *storage.Message, level int) {
+	level = max(min(level, len(s.levels)), 1)
+	props := broker.SetProperty(m.Properties, message.PropertyRealTopic, m.Topic)
+	props = broker.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	m.Properties = broker.SetProperty(props, message.PropertyDelayTimeLevel, strconv.Itoa(level))
+	m.Topic = names.TopicSchedule
+	m.QueueID = int32(level - 1)
 }

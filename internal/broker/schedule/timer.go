@@ -1,4 +1,4 @@
-package broker
+package schedule
 
 import (
 	"container/heap"
@@ -9,41 +9,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
-// Timer messages (RocketMQ 5 TimerMessageStore): delivery at an arbitrary time.
-//
-// A send carrying TIMER_DELIVER_MS (absolute), TIMER_DELAY_SEC or TIMER_DELAY_MS (relative to
-// the broker's clock) whose time is in the future is stored in rmq_sys_wheel_timer queue 0 with
-// TIMER_OUT_MS (the delivery time) and its destination in REAL_TOPIC / REAL_QID, as RocketMQ's
-// HookUtils.transformTimerMessage does. The CommitLog is then the only durable copy: there is no
-// TimerLog or TimerWheel file.
-//
-// Why not RocketMQ's wheel and log on disk: they duplicate what the CommitLog and the
-// ConsumeQueue of the timer topic already make durable, and need their own checkpoint and
-// recovery. Here the timer service reads the timer queue from a cursor into memory, a map from
-// time slot to entries plus a min-heap of slots (24 bytes a message, one goroutine and one
-// time.Timer for all), and on restart rebuilds it by reading the queue again from the cursor.
-//
-// Slots are half a TimerPrecision wide and a slot is delivered at its end, so a message is never
-// early and is late by at most half the precision plus the time to find, put and dispatch it,
-// which the other half leaves room for (RocketMQ rounds down to its 1 s precision and may
-// deliver early). New messages are found by polling the queue's end every quarter precision.
-//
-// The cursor is the lowest queue offset not yet delivered, kept as the consumer offset of group
-// CID_RMQ_SYS_WHEEL_TIMER; messages are delivered out of queue order, so offsets past the cursor
-// may be delivered already. After a restart such a message, if it was due before the broker
-// started, is first looked up in its real topic by its UNIQ_KEY through the index: a delivered
-// copy carries the same TIMER_OUT_MS and a TIMER_DEQUEUE_MS, and is not stored again.
-
 // Names of the timer topic, its cursor's group and the RocketMQ 5 timer properties.
 const (
-	// TopicTimer is TimerMessageStore.TIMER_TOPIC.
-	TopicTimer = "rmq_sys_wheel_timer"
 	// timerGroup owns the timer service's cursor (ours: RocketMQ keeps a TimerCheckpoint file).
 	timerGroup = "CID_RMQ_SYS_WHEEL_TIMER"
 
@@ -53,14 +28,6 @@ const (
 	PropertyTimerEnqueueMS  = "TIMER_ENQUEUE_MS"
 	PropertyTimerDequeueMS  = "TIMER_DEQUEUE_MS"
 	PropertyTimerDelUniqKey = "TIMER_DEL_UNIQKEY"
-)
-
-// Defaults after RocketMQ 5's MessageStoreConfig.
-const (
-	// DefaultTimerPrecision is timerPrecisionMs; RocketMQ's is 1 s, ours 100 ms so that a
-	// message arrives within 100 ms of its time.
-	DefaultTimerPrecision = 100 * time.Millisecond
-	DefaultTimerMaxDelay  = 3 * 24 * time.Hour // timerMaxDelaySec
 )
 
 // Tuning of the timer service.
@@ -108,8 +75,8 @@ func timerDeliverMs(props string, now int64) (deliverMs int64, ok bool, err erro
 // answer refusing the send, or nil when m was moved or is not a timer message. Callers pass
 // only non-transactional and committed messages without a DELAY level, as RocketMQ's
 // HookUtils.handleScheduleMessage does.
-func (b *Broker) toTimerTopic(m *storage.Message) *remoting.Command {
-	if m.Topic == TopicTimer {
+func (s *timerService) toTimerTopic(m *storage.Message) *remoting.Command {
+	if m.Topic == names.TopicTimer {
 		return nil
 	}
 	if _, rolled := message.PropertyValueString(m.Properties, PropertyTimerOutMS); rolled {
@@ -120,7 +87,7 @@ func (b *Broker) toTimerTopic(m *storage.Message) *remoting.Command {
 	if !ok {
 		return nil
 	}
-	illegal := sendResponse(remoting.MessageIllegal, fmt.Sprintf(timerIllegalRemark, b.opts.TimerMaxDelay.Milliseconds()))
+	illegal := broker.SendResponse(remoting.MessageIllegal, fmt.Sprintf(timerIllegalRemark, s.maxDelay.Milliseconds()))
 	if err != nil {
 		return illegal
 	}
@@ -131,20 +98,20 @@ func (b *Broker) toTimerTopic(m *storage.Message) *remoting.Command {
 		}
 		return nil // due already: stored in its topic now, as RocketMQ does
 	}
-	if deliverMs-now > b.opts.TimerMaxDelay.Milliseconds() {
+	if deliverMs-now > s.maxDelay.Milliseconds() {
 		return illegal
 	}
 	if del {
 		// Deleting a pending timer message is not supported; delivering the deletion request
 		// as a message would be worse than refusing it.
-		return sendResponse(remoting.MessageIllegal, "timer message deletion (TIMER_DEL_UNIQKEY) is not supported")
+		return broker.SendResponse(remoting.MessageIllegal, "timer message deletion (TIMER_DEL_UNIQKEY) is not supported")
 	}
-	props := setProperty(m.Properties, PropertyTimerOutMS, strconv.FormatInt(deliverMs, 10))
-	props = setProperty(props, message.PropertyRealTopic, m.Topic)
-	m.Properties = setProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
-	m.Topic = TopicTimer
+	props := broker.SetProperty(m.Properties, PropertyTimerOutMS, strconv.FormatInt(deliverMs, 10))
+	props = broker.SetProperty(props, message.PropertyRealTopic, m.Topic)
+	m.Properties = broker.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	m.Topic = names.TopicTimer
 	m.QueueID = 0
-	b.topics.addSystemTopic(TopicTimer, 1)
+	s.b.AddSystemTopic(names.TopicTimer, 1)
 	return nil
 }
 
@@ -202,7 +169,7 @@ func (w *offsetWindow) done(off int64) {
 
 // timerService delivers timer messages. Everything but pending is owned by run.
 type timerService struct {
-	b      *Broker
+	b      *broker.Broker
 	log    zerolog.Logger
 	slotMs int64 // slot width
 	poll   time.Duration
@@ -216,29 +183,31 @@ type timerService struct {
 	checkBelow int64
 	startMs    int64
 
+	maxDelay time.Duration
+
 	pending atomic.Int64
+	// cursor is committed, for the store's retention (retentionFloor), which reads it from
+	// the store's goroutine.
+	cursor atomic.Int64
 }
 
-func (b *Broker) initTimer() {
+func newTimerService(b *broker.Broker) *timerService {
+	o := b.Options()
+	st := b.Store()
 	s := &timerService{b: b,
-		log:    b.opts.Logger.With().Str("component", "timer").Str("broker", b.opts.BrokerName).Logger(),
-		slotMs: max(b.opts.TimerPrecision.Milliseconds()/2, 1),
-		slots:  map[int64][]timerEntry{},
+		log:      b.Logger().With().Str("component", "timer").Str("broker", o.BrokerName).Logger(),
+		slotMs:   max(o.TimerPrecision.Milliseconds()/2, 1),
+		slots:    map[int64][]timerEntry{},
+		maxDelay: o.TimerMaxDelay,
 	}
-	s.poll = max(b.opts.TimerPrecision/4, time.Millisecond)
-	cursor := max(b.offsets.query(timerGroup, TopicTimer, 0), b.store.MinOffsetInQueue(TopicTimer, 0))
+	s.poll = max(o.TimerPrecision/4, time.Millisecond)
+	cursor := max(b.ConsumerOffset(timerGroup, names.TopicTimer, 0), st.MinOffsetInQueue(names.TopicTimer, 0))
 	s.scanned, s.committed, s.window = cursor, cursor, newOffsetWindow(cursor)
-	b.timerCursor.Store(cursor)
-	s.checkBelow = b.store.MaxOffsetInQueue(TopicTimer, 0)
+	s.cursor.Store(cursor)
+	s.checkBelow = st.MaxOffsetInQueue(names.TopicTimer, 0)
 	s.startMs = time.Now().UnixMilli()
-	b.timer = s
-	if b.IsMaster() {
-		b.addRunner(s.run)
-	}
+	return s
 }
-
-// TimerPending is how many timer messages are indexed and not yet delivered.
-func (b *Broker) TimerPending() int64 { return b.timer.pending.Load() }
 
 // run indexes and delivers timer messages until ctx ends.
 func (s *timerService) run(ctx context.Context) error {
@@ -267,8 +236,8 @@ func (s *timerService) run(ctx context.Context) error {
 
 // scan indexes up to timerScanBatch new units of the timer queue and reports whether more wait.
 func (s *timerService) scan() bool {
-	st := s.b.store
-	if minOff := st.MinOffsetInQueue(TopicTimer, 0); s.scanned < minOff {
+	st := s.b.Store()
+	if minOff := st.MinOffsetInQueue(names.TopicTimer, 0); s.scanned < minOff {
 		// Retention deleted messages never delivered: nothing can bring them back.
 		s.log.Error().Int64("offset", s.scanned).Int64("min_offset", minOff).Msg("timer messages deleted before delivery")
 		for off := s.scanned; off < minOff; off++ {
@@ -276,11 +245,11 @@ func (s *timerService) scan() bool {
 		}
 		s.scanned = minOff
 	}
-	end := st.MaxOffsetInQueue(TopicTimer, 0)
+	end := st.MaxOffsetInQueue(names.TopicTimer, 0)
 	if s.scanned >= end {
 		return false
 	}
-	units, err := st.ConsumeQueueUnits(TopicTimer, 0, s.scanned, timerScanBatch)
+	units, err := st.ConsumeQueueUnits(names.TopicTimer, 0, s.scanned, timerScanBatch)
 	if err != nil {
 		s.log.Warn().Err(err).Int64("offset", s.scanned).Msg("timer queue unreadable")
 		return false
@@ -310,7 +279,7 @@ func (s *timerService) deliverTime(u storage.CQUnit) (int64, error) {
 		return 0, fmt.Errorf("blank unit")
 	}
 	var rec message.Record
-	if err := s.b.readRecord(u.PhyOffset, &rec); err != nil {
+	if err := s.b.ReadRecord(u.PhyOffset, &rec); err != nil {
 		return 0, err
 	}
 	v, ok := message.PropertyValue(rec.Properties, PropertyTimerOutMS)
@@ -345,7 +314,7 @@ func (s *timerService) deliverDue(ctx context.Context, nowMs int64) error {
 // PUT_NO_RETRY); a put that may succeed later is returned.
 func (s *timerService) deliver(e timerEntry) error {
 	var rec message.Record
-	if err := s.b.readRecord(e.phyOffset, &rec); err != nil {
+	if err := s.b.ReadRecord(e.phyOffset, &rec); err != nil {
 		s.log.Error().Err(err).Int64("offset", e.queueOffset).Msg("unreadable timer message dropped")
 		return nil
 	}
@@ -359,16 +328,16 @@ func (s *timerService) deliver(e timerEntry) error {
 	if e.queueOffset < s.checkBelow && e.deliverMs <= s.startMs && s.deliveredBefore(topic, raw) {
 		return nil
 	}
-	raw = removeProperty(raw, message.PropertyRealTopic)
-	raw = removeProperty(raw, message.PropertyRealQueueID)
-	raw = setProperty(raw, PropertyTimerEnqueueMS, strconv.FormatInt(rec.StoreTimestamp, 10))
-	raw = setProperty(raw, PropertyTimerDequeueMS, strconv.FormatInt(time.Now().UnixMilli(), 10))
-	m := storedCopy(&rec, topic, int32(qid), raw)
-	m.StoreHost = s.b.storeHost
-	r, err := s.b.store.PutMessage(m)
+	raw = broker.RemoveProperty(raw, message.PropertyRealTopic)
+	raw = broker.RemoveProperty(raw, message.PropertyRealQueueID)
+	raw = broker.SetProperty(raw, PropertyTimerEnqueueMS, strconv.FormatInt(rec.StoreTimestamp, 10))
+	raw = broker.SetProperty(raw, PropertyTimerDequeueMS, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	m := broker.RecordCopy(&rec, topic, int32(qid), raw)
+	m.StoreHost = s.b.StoreHost()
+	r, err := s.b.Store().PutMessage(m)
 	switch {
-	case putStored(r.Status):
-		s.b.countPut(m.Topic, 1, r.WroteBytes)
+	case broker.PutStored(r.Status):
+		s.b.CountPut(m.Topic, 1, r.WroteBytes)
 		return nil
 	case r.Status == storage.MessageIllegal || r.Status == storage.PropertiesSizeExceeded:
 		s.log.Error().Err(err).Str("status", r.Status.String()).Int64("offset", e.queueOffset).Msg("timer message refused by the store, dropped")
@@ -390,7 +359,7 @@ func (s *timerService) deliveredBefore(topic, props string) bool {
 	if uniq == "" {
 		return false
 	}
-	res, err := s.b.store.QueryMessage(topic, uniq, timerDedupLookups, 0, math.MaxInt64)
+	res, err := s.b.Store().QueryMessage(topic, uniq, timerDedupLookups, 0, math.MaxInt64)
 	if err != nil {
 		return false
 	}
@@ -412,26 +381,24 @@ func (s *timerService) deliveredBefore(topic, props string) bool {
 // metadata writer persists it.
 func (s *timerService) commitCursor() {
 	if next := s.window.next; next != s.committed {
-		s.b.offsets.commit(timerGroup, TopicTimer, 0, next)
+		s.b.CommitOffset(timerGroup, names.TopicTimer, 0, next)
 		s.committed = next
-		s.b.timerCursor.Store(next)
+		s.cursor.Store(next)
 	}
 }
 
-// timerRetentionFloor is the store's RetentionFloor: the CommitLog offset of the timer queue's
+// retentionFloor is the store's RetentionFloor: the CommitLog offset of the timer queue's
 // entry at the cursor, the oldest timer message not yet delivered, or MaxInt64 when none is
 // pending. A pending timer message may be due after FileReservedTime (TimerMaxDelay defaults
 // to the same 72 h), so its segment must outlive the retention period. RocketMQ 5 re-puts long
 // timers instead (TIMER_ROLL_TIMES).
-func (b *Broker) timerRetentionFloor() int64 {
-	if b.timer == nil {
+func (s *timerService) retentionFloor() int64 {
+	st := s.b.Store()
+	cursor := s.cursor.Load()
+	if cursor >= st.MaxOffsetInQueue(names.TopicTimer, 0) {
 		return math.MaxInt64
 	}
-	cursor := b.timerCursor.Load()
-	if cursor >= b.store.MaxOffsetInQueue(TopicTimer, 0) {
-		return math.MaxInt64
-	}
-	off, err := b.store.GetCommitLogOffsetInQueue(TopicTimer, 0, cursor)
+	off, err := st.GetCommitLogOffsetInQueue(names.TopicTimer, 0, cursor)
 	if err != nil {
 		return math.MaxInt64
 	}

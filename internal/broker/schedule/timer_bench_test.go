@@ -1,6 +1,7 @@
-package broker
+package schedule
 
 import (
+	"github.com/mqgo/mq/internal/broker"
 	"slices"
 	"strconv"
 	"testing"
@@ -12,35 +13,35 @@ import (
 
 // benchTimerBroker is a broker with the default timer precision and segments large enough for
 // a few hundred thousand timer messages.
-func benchTimerBroker(b *testing.B) *testBroker {
-	tb := startTestBroker(b, func(o *Options) { o.Store.SegmentBytes = 256 << 20; o.Store.ConsumeQueueUnits = 300000 })
-	addTopic(tb, "BenchTimer", 1)
+func benchTimerBroker(b *testing.B) *schedBroker {
+	tb := start(b, func(o *broker.Options) { o.Store.SegmentBytes = 256 << 20; o.Store.ConsumeQueueUnits = 300000 })
+	addTopic(b, tb, "BenchTimer", 1)
 	return tb
 }
 
 // benchPutTimers stores n timer messages due at due, as the send path does.
-func benchPutTimers(b *testing.B, tb *testBroker, n int, due time.Time) {
+func benchPutTimers(b *testing.B, tb *schedBroker, n int, due time.Time) {
 	deliver := strconv.FormatInt(due.UnixMilli(), 10)
 	for i := range n {
 		m := &storage.Message{Topic: "BenchTimer", Body: []byte("timer"), BornTimestamp: time.Now().UnixMilli(),
-			BornHost: sbBornHost, StoreHost: tb.storeHost,
+			BornHost: testBornHost, StoreHost: tb.StoreHost(),
 			Properties: message.MarshalProperties(map[string]string{message.PropertyUniqKey: "B" + strconv.Itoa(i) + "-" + deliver,
 				message.PropertyTimerDeliverMS: deliver})}
-		if resp := tb.toTimerTopic(m); resp != nil {
+		if resp := tb.s.timer.toTimerTopic(m); resp != nil {
 			b.Fatalf("refused: %s", resp.Remark)
 		}
-		if r, err := tb.Store().PutMessage(m); err != nil || !putStored(r.Status) {
+		if r, err := tb.Store().PutMessage(m); err != nil || !broker.PutStored(r.Status) {
 			b.Fatalf("put: %s %v", r.Status, err)
 		}
 	}
 }
 
 // waitPending polls until the timer service holds want messages.
-func waitPending(b *testing.B, tb *testBroker, want int64) {
+func waitPending(b *testing.B, tb *schedBroker, want int64) {
 	deadline := time.Now().Add(time.Minute)
-	for tb.TimerPending() != want {
+	for tb.s.TimerPending() != want {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d pending, want %d", tb.TimerPending(), want)
+			b.Fatalf("%d pending, want %d", tb.s.TimerPending(), want)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -109,7 +110,7 @@ func BenchmarkTimerDeliveryLag100kPending(b *testing.B) {
 	b.ReportMetric(float64(lags[len(lags)*99/100]), "p99-lag-ms")
 	b.ReportMetric(float64(lags[len(lags)-1]), "max-lag-ms")
 	b.ReportMetric(float64(b.N*batch)/deliverTime.Seconds(), "delivered/s")
-	if p := tb.TimerPending(); p != pending {
+	if p := tb.s.TimerPending(); p != pending {
 		b.Fatalf("%d pending after the batches, want %d", p, pending)
 	}
 }

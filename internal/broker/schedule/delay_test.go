@@ -1,8 +1,10 @@
-package broker
+package schedule
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/names"
 	"os"
 	"testing"
@@ -10,19 +12,18 @@ import (
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
-	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
 
 // putDelayed stores a message bound for topic/qid in the schedule topic at level, as the send
 // path does for a DELAY message.
-func putDelayed(t *testing.T, tb *testBroker, topic string, qid int32, body string, level int) storage.PutResult {
+func putDelayed(t *testing.T, tb *schedBroker, topic string, qid int32, body string, level int) storage.PutResult {
 	t.Helper()
 	props := map[string]string{message.PropertyTags: "TagD", message.PropertyKeys: "dk",
 		message.PropertyUniqKey: "U-" + body}
 	m := &storage.Message{Topic: topic, QueueID: qid, Body: []byte(body), Flag: 3, Properties: message.MarshalProperties(props),
-		BornTimestamp: time.Now().UnixMilli(), BornHost: sbBornHost, StoreHost: tb.storeHost, ReconsumeTimes: 2}
-	tb.toScheduleTopic(m, level)
+		BornTimestamp: time.Now().UnixMilli(), BornHost: testBornHost, StoreHost: tb.StoreHost(), ReconsumeTimes: 2}
+	tb.s.delay.toScheduleTopic(m, level)
 	res, err := tb.Store().PutMessage(m)
 	if err != nil {
 		t.Fatal(err)
@@ -32,23 +33,23 @@ func putDelayed(t *testing.T, tb *testBroker, topic string, qid int32, body stri
 
 func TestScheduleDeliversWhenDue(t *testing.T) {
 	levels := []time.Duration{300 * time.Millisecond, 20 * time.Millisecond}
-	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = levels })
+	tb := start(t, func(o *broker.Options) { o.DelayLevels = levels })
 	put := putDelayed(t, tb, "Real", 2, "later", 1)
 	putDelayed(t, tb, "Real", 1, "soon", 2)
 	// Level 2 (20 ms) is delivered while level 1 still waits.
-	soon := sbRead(t, tb, "Real", 1, 0)
+	soon := readAt(t, tb, "Real", 1, 0)
 	if string(soon.Body) != "soon" {
 		t.Fatalf("level 2 delivered %q", soon.Body)
 	}
 	if n := tb.Store().MaxOffsetInQueue("Real", 2); n != 0 && time.Now().UnixMilli() < put.StoreTimestamp+300 {
 		t.Fatal("level 1 message delivered before its time")
 	}
-	got := sbRead(t, tb, "Real", 2, 0)
+	got := readAt(t, tb, "Real", 2, 0)
 	if got.StoreTimestamp < put.StoreTimestamp+300 {
 		t.Errorf("delivered at %d, due %d", got.StoreTimestamp, put.StoreTimestamp+300)
 	}
 	if string(got.Topic) != "Real" || got.QueueID != 2 || string(got.Body) != "later" || got.Flag != 3 ||
-		got.ReconsumeTimes != 2 || got.BornHost != sbBornHost {
+		got.ReconsumeTimes != 2 || got.BornHost != testBornHost {
 		t.Errorf("delivered record: topic %s queue %d body %q flag %d reconsume %d born %v", got.Topic,
 			got.QueueID, got.Body, got.Flag, got.ReconsumeTimes, got.BornHost)
 	}
@@ -67,7 +68,7 @@ func TestScheduleDeliversWhenDue(t *testing.T) {
 	if err != nil || len(units) != 1 || units[0].TagsCode != message.TagsHashCode("TagD") {
 		t.Errorf("real unit %+v %v", units, err)
 	}
-	eventually(t, "cursors saved", func() bool {
+	brokertest.Eventually(t, "cursors saved", func() bool {
 		w := readDelayOffsets(t, tb.Dir)
 		return w.OffsetTable[1] == 1 && w.OffsetTable[2] == 1
 	})
@@ -92,11 +93,11 @@ func readDelayOffsets(t *testing.T, dir string) protocol.DelayOffsetSerializeWra
 // the second life shortens level 2, and a stored due time further out than the level's delay is
 // corrected to now (RocketMQ's correctDeliverTimestamp), so it is delivered at once.
 func TestScheduleResumesAfterRestart(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = []time.Duration{10 * time.Millisecond, time.Hour} })
+	tb := start(t, func(o *broker.Options) { o.DelayLevels = []time.Duration{10 * time.Millisecond, time.Hour} })
 	putDelayed(t, tb, "R", 0, "early", 1)
-	sbRead(t, tb, "R", 0, 0)
+	readAt(t, tb, "R", 0, 0)
 	putDelayed(t, tb, "R", 1, "pending", 2)
-	eventually(t, "pending message in the schedule queue", func() bool {
+	brokertest.Eventually(t, "pending message in the schedule queue", func() bool {
 		return tb.Store().MaxOffsetInQueue(names.TopicSchedule, 1) == 1
 	})
 	if n := tb.Store().MaxOffsetInQueue("R", 1); n != 0 {
@@ -110,17 +111,17 @@ func TestScheduleResumesAfterRestart(t *testing.T) {
 	}
 
 	restarted := time.Now().UnixMilli()
-	tb2 := startTestBrokerIn(t, dir, func(o *Options) {
+	tb2 := startIn(t, dir, func(o *broker.Options) {
 		o.DelayLevels = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
 	})
-	got := sbRead(t, tb2, "R", 1, 0)
+	got := readAt(t, tb2, "R", 1, 0)
 	if string(got.Body) != "pending" || got.StoreTimestamp < restarted {
 		t.Errorf("after restart: %q stored at %d, restarted at %d", got.Body, got.StoreTimestamp, restarted)
 	}
 	// Each pass of the service walks level 1 before level 2, and the store dispatches in log
 	// order: had level 1 restarted from a lost cursor, "early" would be in R/0 again by now.
 	// The saved cursors past both messages mean neither will be delivered again.
-	eventually(t, "cursors saved past both messages", func() bool {
+	brokertest.Eventually(t, "cursors saved past both messages", func() bool {
 		w := readDelayOffsets(t, dir)
 		return w.OffsetTable[1] == 1 && w.OffsetTable[2] == 1
 	})
@@ -131,36 +132,36 @@ func TestScheduleResumesAfterRestart(t *testing.T) {
 
 // A cursor lost in a crash (here: the saved file rolled back) redelivers: at least once.
 func TestScheduleRedeliversFromSavedCursor(t *testing.T) {
-	opts := func(o *Options) { o.DelayLevels = []time.Duration{10 * time.Millisecond} }
-	tb := startTestBroker(t, opts)
+	opts := func(o *broker.Options) { o.DelayLevels = []time.Duration{10 * time.Millisecond} }
+	tb := start(t, opts)
 	putDelayed(t, tb, "A", 0, "m1", 1)
-	sbRead(t, tb, "A", 0, 0)
+	readAt(t, tb, "A", 0, 0)
 	dir := tb.Dir
 	tb.Stop(t)
 	if err := storage.WriteJSONFile(dir+"/config/delayOffset.json",
 		protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{1: 0}}); err != nil {
 		t.Fatal(err)
 	}
-	tb2 := startTestBrokerIn(t, dir, opts)
-	if got := sbRead(t, tb2, "A", 0, 1); string(got.Body) != "m1" {
+	tb2 := startIn(t, dir, opts)
+	if got := readAt(t, tb2, "A", 0, 1); string(got.Body) != "m1" {
 		t.Errorf("redelivered %q", got.Body)
 	}
 }
 
 func TestScheduleSkipsBrokenMessages(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = []time.Duration{time.Millisecond} })
+	tb := start(t, func(o *broker.Options) { o.DelayLevels = []time.Duration{time.Millisecond} })
 	// No REAL_TOPIC: dropped, and the next message still goes through.
 	m := &storage.Message{Topic: names.TopicSchedule, QueueID: 0, Body: []byte("lost"),
 		Properties: message.MarshalProperties(map[string]string{message.PropertyDelayTimeLevel: "1"}),
-		BornHost:   sbBornHost, StoreHost: tb.storeHost}
+		BornHost:   testBornHost, StoreHost: tb.StoreHost()}
 	if _, err := tb.Store().PutMessage(m); err != nil {
 		t.Fatal(err)
 	}
 	putDelayed(t, tb, "B", 0, "fine", 1)
-	if got := sbRead(t, tb, "B", 0, 0); string(got.Body) != "fine" {
+	if got := readAt(t, tb, "B", 0, 0); string(got.Body) != "fine" {
 		t.Errorf("got %q", got.Body)
 	}
-	eventually(t, "cursor past both", func() bool { return tb.retry.sched.offset(1) == 2 })
+	brokertest.Eventually(t, "cursor past both", func() bool { return tb.s.delay.offset(1) == 2 })
 }
 
 // A delayOffset.json written by a Java broker (fastjson, bare integer keys) is read.
@@ -172,8 +173,8 @@ func TestScheduleReadsJavaDelayOffsets(t *testing.T) {
 	if err := os.WriteFile(dir+"/config/delayOffset.json", []byte(`{"offsetTable":{1:7,3:2}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb := startTestBrokerIn(t, dir, sbWithDelays)
-	if a, b := tb.retry.sched.offset(1), tb.retry.sched.offset(3); a != 7 || b != 2 {
+	tb := startIn(t, dir, withTestDelays)
+	if a, b := tb.s.delay.offset(1), tb.s.delay.offset(3); a != 7 || b != 2 {
 		t.Errorf("cursors %d, %d; want 7, 2", a, b)
 	}
 }
@@ -181,14 +182,13 @@ func TestScheduleReadsJavaDelayOffsets(t *testing.T) {
 // A producer's DELAY message goes through the send path into the schedule topic and comes out
 // in its topic when due.
 func TestScheduleDeliversProducerDelay(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = []time.Duration{30 * time.Millisecond} })
-	tb.topics.update(TopicConfig{TopicName: "PD", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+	tb := start(t, func(o *broker.Options) { o.DelayLevels = []time.Duration{30 * time.Millisecond} })
+	addTopic(t, tb, "PD", 4)
 	var off int64
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
-			h := goSendHeader("PD", 2, map[string]string{"DELAY": "1", "TAGS": "a", "UNIQ_KEY": "PD-" + name})
-			wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte(name), remoting.SerializeJSON)))
-			got := sbRead(t, tb, "PD", 2, off)
+			wantSendOK(t, brokertest.Invoke(t, tr, tb.Addr, sendCmd("PD", 2, map[string]string{"DELAY": "1", "TAGS": "a", "UNIQ_KEY": "PD-" + name}, []byte(name))))
+			got := readAt(t, tb, "PD", 2, off)
 			off++
 			if string(got.Body) != name || got.Props["UNIQ_KEY"] != "PD-"+name || got.Props["CLUSTER"] != "DefaultCluster" {
 				t.Errorf("delivered %q props %v", got.Body, got.Props)
@@ -203,13 +203,13 @@ func TestScheduleDeliversProducerDelay(t *testing.T) {
 // A message stored after the service took its "now" is not mistaken for one from a clock that
 // stepped back: its due time lies a little past now+delay, and it must still wait its delay.
 func TestScheduleStoredAfterPassStartWaits(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = []time.Duration{time.Hour} })
+	tb := start(t, func(o *broker.Options) { o.DelayLevels = []time.Duration{time.Hour} })
 	passStart := time.Now().Add(-time.Second) // a pass that began before the put
 	putDelayed(t, tb, "W", 0, "hour", 1)
-	eventually(t, "message in the schedule queue", func() bool {
+	brokertest.Eventually(t, "message in the schedule queue", func() bool {
 		return tb.Store().MaxOffsetInQueue(names.TopicSchedule, 0) == 1
 	})
-	due, err := tb.retry.sched.deliverLevel(context.Background(), 1, passStart)
+	due, err := tb.s.delay.deliverLevel(context.Background(), 1, passStart)
 	if err != nil {
 		t.Fatal(err)
 	}

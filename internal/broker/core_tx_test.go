@@ -1,0 +1,62 @@
+package broker
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// endTxCmd is the END_TRANSACTION a producer sends for the half message at the offsets (served
+// by internal/broker/transaction, which the test brokers attach).
+func endTxCmd(queueOffset, phyOffset int64, decision int32, fromCheck bool) *remoting.Command {
+	h := protocol.EndTransactionRequestHeader{ProducerGroup: "pg", TranStateTableOffset: queueOffset,
+		CommitLogOffset: phyOffset, CommitOrRollback: decision, FromTransactionCheck: fromCheck, MsgID: "m"}
+	ext := map[string]string{}
+	h.Encode(ext)
+	return remoting.NewRequest(remoting.EndTransaction, ext, nil)
+}
+
+// checkOptions have the transaction check loop ask about every half message at once.
+func checkOptions(o *Options) {
+	o.TransactionTimeout = time.Millisecond // the tests send born in 2023
+	o.TransactionCheckInterval = 10 * time.Millisecond
+}
+
+// Without a Scheduler or Transactions the core does what RocketMQ does with the feature off: a
+// DELAY or timer message and a retry are stored where they were sent, a half message is
+// refused as with RejectTransactionMessage, and there are no delay cursors to report or keep.
+func TestCoreWithoutSchedulerOrTransactions(t *testing.T) {
+	b := &Broker{storeHost: netip.MustParseAddrPort("10.0.0.1:10911")}
+	b.initSend()
+	props := SetProperty("", "DELAY", "3")
+	props = SetProperty(props, "TIMER_DELAY_SEC", "10")
+	m := &storage.Message{Topic: "T", QueueID: 2, Properties: props}
+	if resp := b.Schedule(m); resp != nil || m.Topic != "T" || m.QueueID != 2 || m.Properties != props {
+		t.Errorf("Schedule without a Scheduler: %v, message now %s/%d %q", resp, m.Topic, m.QueueID, m.Properties)
+	}
+	b.delay(m, 3)
+	if m.Topic != "T" || m.QueueID != 2 || m.Properties != props {
+		t.Errorf("delay without a Scheduler moved the message to %s/%d %q", m.Topic, m.QueueID, m.Properties)
+	}
+	resp := b.prepareHalf(&storage.Message{Topic: "T", Properties: SetProperty("", "TRAN_MSG", "true")})
+	if resp == nil || resp.Code != remoting.NoPermission || resp.Remark != "the broker[10.0.0.1] sending transaction message is forbidden" {
+		t.Errorf("half message without Transactions answered %+v", resp)
+	}
+	if w := b.delayOffsets(); w.OffsetTable == nil || len(w.OffsetTable) != 0 {
+		t.Errorf("delay offsets without a Scheduler: %v", w.OffsetTable)
+	}
+	if err := b.updateDelayOffsets(protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{1: 5}}); err != nil {
+		t.Errorf("slave sync of delay offsets without a Scheduler: %v", err)
+	}
+	if f := b.retentionFloor(); f != 1<<63-1 {
+		t.Errorf("retention floor without a service: %d", f)
+	}
+	b.SetRetentionFloor(func() int64 { return 42 })
+	if f := b.retentionFloor(); f != 42 {
+		t.Errorf("retention floor %d, want the installed one's 42", f)
+	}
+}
