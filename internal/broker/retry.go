@@ -79,13 +79,10 @@ func reconsumeLimit(req *remoting.Command, fromHeader, groupMax int32) int32 {
 // retryState holds the schedule (delay) service and the broker's message counters.
 type retryState struct {
 	sched *scheduleService
-	stats brokerStats
 }
 
 func (b *Broker) initRetry() {
 	b.retry = &retryState{sched: newScheduleService(b)}
-	b.retry.stats.init()
-	b.addRunner(b.runTPSSampler)
 	if b.IsMaster() {
 		// A slave keeps the offsets its master reports (GET_ALL_DELAY_OFFSET) and delivers
 		// nothing: it cannot write.
