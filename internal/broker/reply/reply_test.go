@@ -393,3 +393,31 @@ func TestReplyPushTimeout(t *testing.T) {
 		}
 	}
 }
+
+// The names a reply's header carries are checked before the processor runs, with a send's
+// remarks, and a refused reply pushes nothing.
+func TestReplyNamesGuarded(t *testing.T) {
+	tb := start(t, nil)
+	req := newRequester(t, tb, tb.TCP, "names@1", remoting.Success)
+	for _, c := range []struct {
+		code     int16
+		key, bad string
+		remark   string
+	}{
+		{remoting.SendReplyMessage, "topic", "a/b", "topic"},
+		{remoting.SendReplyMessage, "producerGroup", "../g", "producerGroup"},
+		{remoting.SendReplyMessageV2, "b", strings.Repeat("t", 128), "topic"},
+		{remoting.SendReplyMessageV2, "a", "g@x", "producerGroup"},
+		{remoting.SendReplyMessageV2, "c", "d/t", "defaultTopic"},
+	} {
+		h := replyHeader("names@1", "c-"+c.key)
+		r := sendRequest(c.code, &h, []byte("answer"), remoting.SerializeJSON)
+		r.ExtFields[c.key] = c.bad
+		resp := brokertest.Invoke(t, newTCPClient(t), tb.Addr, r)
+		if resp.Code == remoting.Success || !strings.Contains(resp.Remark, c.remark) || resp.ExtFields["MSG_REGION"] == "" {
+			t.Errorf("%d %s=%q: %d %q %v, want a send refusal naming %s", c.code, c.key, c.bad, resp.Code, resp.Remark,
+				resp.ExtFields, c.remark)
+		}
+	}
+	req.none(t)
+}
