@@ -33,16 +33,11 @@ type Broker struct {
 
 	// Request pools, as RocketMQ's BrokerController keeps them.
 	sendEx, pullEx, queryEx, adminEx, clientEx, heartbeatEx *remoting.Executor
-	// replyEx serves reply sends (RocketMQ's replyMessageExecutor): a worker stores the reply
-	// and starts its push, whose answer comes back without it (reply.go).
-	replyEx *remoting.Executor
 
 	// The parts built in their own files.
 	send    *sendState
 	clients *clientState
-	replies *replyRoutes // where replies go (reply_route.go)
 	pull    *pullState
-	retry   *retryState
 	ha      *haState
 	txh     txHooks // scheduled delivery and transactions (core_tx.go)
 
@@ -52,6 +47,7 @@ type Broker struct {
 	// the core's paths.
 	services []Service
 	hooks    Hooks
+	svc      svcSeams // the seams of the reply, stats and admin services (core_svc.go)
 
 	inSync inSyncState // controller mode (controller_mode.go)
 
@@ -83,7 +79,6 @@ func New(opts Options) (*Broker, error) {
 		topicCreates: newCreateLimiter(opts.AutoCreateTopicBurst, opts.AutoCreateTopicRate),
 		ready:        make(chan struct{}),
 		sendEx:       remoting.NewExecutor("send", opts.SendThreads, 10000),
-		replyEx:      remoting.NewExecutor("reply", opts.SendThreads, 10000),
 		pullEx:       remoting.NewExecutor("pull", opts.PullThreads, 100000),
 		queryEx:      remoting.NewExecutor("query", opts.QueryThreads, 20000),
 		adminEx:      remoting.NewExecutor("admin", opts.AdminThreads, 10000),
@@ -109,9 +104,7 @@ func New(opts Options) (*Broker, error) {
 	b.clampLoadedQueueNums()
 	b.initSend()
 	b.initClients()
-	b.initReply()
 	b.initPull()
-	b.initRetry()
 	if err := b.initHA(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
@@ -142,9 +135,7 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerClients(d)
 	b.registerPull(d)
 	b.registerRetry(d)
-	b.registerAdmin(d)
-	b.registerResetOffset(d)
-	b.registerConnectionLists(d)
+	b.registerQuery(d)
 	b.registerControllerMode(d)
 	b.registerServices(d)
 	b.removeListener = d.AddConnListener(b.onConnEvent)

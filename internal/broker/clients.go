@@ -70,7 +70,6 @@ func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *r
 		b.clients.consumers.registerProducer(p.GroupName, info)
 	}
 	if len(hb.ProducerDataSet)+len(hb.ConsumerDataSet) > 0 {
-		b.replies.heartbeat(ch, hb.ClientID) // the client id for replies, unless held (reply_route.go)
 		b.hooks.heartbeat(ch, hb.ClientID)
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
@@ -224,7 +223,6 @@ func (b *Broker) onConnEvent(ev remoting.ConnEvent) {
 		return
 	}
 	b.pull.hold.dropChannel(ev.Channel.ID())
-	b.replies.dropChannel(ev.Channel.ID())
 	b.hooks.connClosed(ev.Channel)
 	for _, c := range b.clients.consumers.removeChannel(ev.Channel.ID()) {
 		b.log.Info().Str("group", c.group).Str("addr", ev.Channel.RemoteAddr()).

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"math"
-	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -147,9 +146,6 @@ func (b *Broker) PutMessage(m *storage.Message) (storage.PutResult, error) {
 	return r, err
 }
 
-// CountPut counts n messages of size bytes stored in topic (putTps, topic statistics).
-func (b *Broker) CountPut(topic string, n, size int) { b.countPut(topic, n, size) }
-
 // PutStored reports whether a put status means the message was written.
 func PutStored(st storage.PutStatus) bool { return putStored(st) }
 
@@ -159,27 +155,10 @@ func (b *Broker) PutRefusal(st storage.PutStatus) *remoting.Command {
 	return remoting.NewResponse(code, remark)
 }
 
-// SendResponse is a send answer with the fields the broker adds to every send answer.
-func SendResponse(code int16, remark string) *remoting.Command { return sendResponse(code, remark) }
-
-// StoreHost is the address the broker stores as a message's store host.
-func (b *Broker) StoreHost() netip.AddrPort { return b.storeHost }
-
 // AddSystemTopic adds a topic the broker's services write (half, op, timer topics) unless it
 // exists; MaxTopics never refuses it.
 func (b *Broker) AddSystemTopic(topic string, queueNums int32) {
 	b.topics.addSystemTopic(topic, queueNums)
-}
-
-// ConsumerOffset is the offset group committed for a queue, -1 when none. Services keep their
-// cursors as the offsets of a system group, as RocketMQ's do.
-func (b *Broker) ConsumerOffset(group, topic string, queueID int32) int64 {
-	return b.offsets.query(group, topic, queueID)
-}
-
-// CommitOffset stores offset as group's next offset for a queue; the metadata writer saves it.
-func (b *Broker) CommitOffset(group, topic string, queueID int32, offset int64) {
-	b.offsets.commit(group, topic, queueID, offset)
 }
 
 // ProducerConn is a live connection of a producer group's member.
@@ -198,10 +177,6 @@ func (b *Broker) ProducerConns(group string) []ProducerConn {
 	}
 	return out
 }
-
-// SetProperty returns the encoded properties props with key set to value, other pieces kept
-// byte for byte.
-func SetProperty(props, key, value string) string { return setProperty(props, key, value) }
 
 // RemoveProperty returns the encoded properties props without the pieces named key.
 func RemoveProperty(props, key string) string { return removeProperty(props, key) }

@@ -9,8 +9,8 @@
 //	consumer_offset.go           committed offsets (consumerOffset.json)
 //	registration.go              REGISTER_BROKER / UNREGISTER_BROKER with every name server
 //	send*.go, topic_admin.go     SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE; topic admin
-//	reply.go, reply_route.go     SEND_REPLY_MESSAGE(_V2), the asynchronous push to the requester,
-//	                             and where it goes (the request's connection, the id's holder)
+//	service.go, core_svc.go      the seams of the services in packages of their own (Service,
+//	                             Hooks, RequestNoter, Counter) and the narrow methods they call
 //	clients.go, consumer_manager.go, lock.go
 //	                             heartbeats, producer and consumer groups, expiry, notifications,
 //	                             LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
@@ -20,16 +20,26 @@
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
 //	core_tx.go                   the Scheduler and Transactions the send, retry and commit paths
 //	                             call, and what the core lends those services
+//	query.go                     QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
+//	limits.go                    caps on suspend time, parked pulls and queue counts
+//
+// Moved to packages of their own (issue 27):
+//
 //	transaction.go               -> internal/broker/transaction
 //	schedule.go, timer.go        -> internal/broker/schedule (delay levels, delayOffset.json, timers)
-//	query.go, admin.go, stats.go QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, admin reads, counters
-//	limits.go                    caps on suspend time, parked pulls and queue counts
+//	reply.go, reply_route.go     -> internal/broker/reply (reply.go, route.go)
+//	stats.go, tps.go, metrics.go -> internal/broker/stats
+//	admin.go                     -> internal/broker/admin (reads.go); QUERY_MESSAGE and
+//	                                VIEW_MESSAGE_BY_ID stay here (query.go)
+//	reset_offset.go, consumer_connection.go, consume_directly.go
+//	                             -> internal/broker/admin (reset_offset.go, connections.go,
+//	                                consume_directly.go)
 //
 // One message: a send processor validates and appends to the store; the store's dispatcher
 // writes the ConsumeQueue unit and calls onMessageArriving, which wakes pulls parked on that
 // queue; a pull reads the stored records and lends them to the response without copying.
 //
-// Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls,
-// reply routes, stats) is a leaf: none is held while calling another manager, the store or a
+// Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls)
+// is a leaf: none is held while calling another manager, the store or a
 // transport.
 package broker

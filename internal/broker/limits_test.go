@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"math"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -391,79 +390,7 @@ func TestTopicQueueNumsCapped(t *testing.T) {
 			if tc, _ := tb.topics.get(topic); tc.WriteQueueNums != 1024 {
 				t.Errorf("refused update changed the topic: %+v", tc)
 			}
-
-			resp := adminCall(t, tr, tb, remoting.GetTopicStatsInfo, &protocol.GetTopicStatsInfoRequestHeader{Topic: topic}, nil)
-			wantOK(t, resp)
-			ts, err := protocol.DecodeTopicStatsTable(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ts.OffsetTable) != 1024 {
-				t.Errorf("GET_TOPIC_STATS_INFO on 1024 queues: %d entries", len(ts.OffsetTable))
-			}
-		})
-	}
-}
-
-// TestAdminReadsLoopOverCappedCounts: a topic whose stored counts got past the checks (slave
-// sync installs its master's table as it is) still makes admin reads visit MaxQueueNums queues
-// at most.
-func TestAdminReadsLoopOverCappedCounts(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.MaxQueueNums = 32 })
-	tb.topics.update(TopicConfig{TopicName: "Huge", ReadQueueNums: math.MaxInt32, WriteQueueNums: math.MaxInt32,
-		Perm: int32(route.PermReadWrite)})
-	tb.offsets.commit("cg", "Huge", 0, 1)
-	for name, tr := range tb.Transports() {
-		t.Run(name, func(t *testing.T) {
-			resp := adminCall(t, tr, tb, remoting.GetTopicStatsInfo, &protocol.GetTopicStatsInfoRequestHeader{Topic: "Huge"}, nil)
-			wantOK(t, resp)
-			ts, err := protocol.DecodeTopicStatsTable(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(ts.OffsetTable) != 32 {
-				t.Errorf("topic stats: %d entries, want 32", len(ts.OffsetTable))
-			}
-			for _, topic := range []string{"Huge", ""} {
-				resp = adminCall(t, tr, tb, remoting.GetConsumeStats,
-					&protocol.GetConsumeStatsRequestHeader{ConsumerGroup: "cg", Topic: topic}, nil)
-				wantOK(t, resp)
-				cs, err := protocol.DecodeConsumeStats(resp.Body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(cs.OffsetTable) != 32 {
-					t.Errorf("consume stats of %q: %d entries, want 32", topic, len(cs.OffsetTable))
-				}
-			}
-		})
-	}
-}
-
-func TestSubscriptionGroupRetryQueueNumsCapped(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	for name, tr := range tb.Transports() {
-		t.Run(name, func(t *testing.T) {
-			group := "rq_" + name
-			update := func(retryQueueNums string) *remoting.Command {
-				return adminCall(t, tr, tb, remoting.UpdateAndCreateSubscription, nil,
-					[]byte(`{"groupName":"`+group+`","retryQueueNums":`+retryQueueNums+`}`))
-			}
-			for _, n := range []string{"1025", "2147483647", "-1"} {
-				resp := update(n)
-				if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "retryQueueNums "+n+" is out of range [0, 1024]") {
-					t.Errorf("retryQueueNums %s: %d %q", n, resp.Code, resp.Remark)
-				}
-				if _, ok := tb.groups.get(group); ok {
-					t.Fatalf("retryQueueNums %s: group created", n)
-				}
-			}
-			for _, n := range []int32{1024, 0} {
-				wantOK(t, update(strconv.Itoa(int(n))))
-				if gc, _ := tb.groups.get(group); gc.RetryQueueNums != n {
-					t.Errorf("stored retryQueueNums %d, want %d", gc.RetryQueueNums, n)
-				}
-			}
+			// GET_TOPIC_STATS_INFO visits the 1024 queues: internal/broker/admin's TestTopicStatsOfCappedTopic.
 		})
 	}
 }

@@ -17,7 +17,8 @@ import (
 //
 // Header fields are listed per request code in requestNames. Names in bodies are checked where
 // the body is decoded: HEART_BEAT (checkHeartbeatNames, clients.go), LOCK_BATCH_MQ and
-// UNLOCK_BATCH_MQ (decodeLockBody, lock.go), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (admin.go).
+// UNLOCK_BATCH_MQ (decodeLockBody, lock.go), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+// (Broker.UpdateSubscriptionGroup, core_svc.go).
 //
 // A refused name answers SYSTEM_ERROR (RocketMQ 4.x's code for every validation failure outside
 // the send path) with a remark that starts with the field, e.g.
@@ -58,11 +59,9 @@ var requestNames = func() map[int16][]NameField {
 	topic := []NameField{{"topic", "topic", TopicName}}
 	groupTopic := []NameField{{"consumerGroup", "consumerGroup", GroupName}, {"topic", "topic", TopicName}}
 	return map[int16][]NameField{
-		remoting.SendMessage:        sendV1,
-		remoting.SendReplyMessage:   sendV1,
-		remoting.SendMessageV2:      sendV2,
-		remoting.SendBatchMessage:   sendV2,
-		remoting.SendReplyMessageV2: sendV2,
+		remoting.SendMessage:      sendV1,
+		remoting.SendMessageV2:    sendV2,
+		remoting.SendBatchMessage: sendV2,
 		remoting.ConsumerSendMsgBack: {{"group", "group", RetryGroupName},
 			{"originTopic", "originTopic", TopicName}},
 
@@ -88,15 +87,8 @@ var requestNames = func() map[int16][]NameField {
 		remoting.UpdateAndCreateTopic: {{"topic", "topic", TopicName}, {"defaultTopic", "defaultTopic", TopicName}},
 		remoting.DeleteTopicInBroker:  topic,
 		remoting.GetAllTopicConfig:    nil,
-		remoting.GetTopicStatsInfo:    topic,
-		remoting.GetConsumeStats:      groupTopic,
-		remoting.DeleteSubscriptionGroup: {
-			{"groupName", "groupName", GroupName}},
-		remoting.UpdateAndCreateSubscription:   nil, // body: admin.go
-		remoting.GetAllSubscriptionGroupConfig: nil,
-		remoting.GetAllConsumerOffset:          nil,
-		remoting.GetAllDelayOffset:             nil,
-		remoting.GetBrokerRuntimeInfo:          nil,
+		// The reply and admin services declare their codes' names in their Handlers
+		// (internal/broker/reply, internal/broker/admin).
 	}
 }()
 

@@ -98,3 +98,9 @@ func (b *Broker) dropUnreadable(ch remoting.Channel, req *remoting.Command, msgs
 	*msgs = kept
 	return first
 }
+
+// registerQuery installs QUERY_MESSAGE and VIEW_MESSAGE_BY_ID on the query pool.
+func (b *Broker) registerQuery(d *remoting.Dispatcher) {
+	b.handle(d, remoting.QueryMessage, remoting.ProcessorFunc(b.processQueryMessage), b.queryEx)
+	b.handle(d, remoting.ViewMessageByID, remoting.ProcessorFunc(b.processViewMessage), b.queryEx)
+}

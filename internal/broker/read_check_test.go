@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,37 +196,6 @@ func TestReadCheckQueryMessage(t *testing.T) {
 	}
 	if resp := query(reader, "Mine", "nothing"); resp.Code != remoting.QueryNotFound {
 		t.Errorf("no match: code %d %q", resp.Code, resp.Remark)
-	}
-}
-
-// CONSUME_MESSAGE_DIRECTLY needs SUB on the group and on the message's own topic: a refused
-// request never reaches the consumer.
-func TestReadCheckConsumeDirectly(t *testing.T) {
-	tb := rcBroker(t)
-	m := rcPut(t, tb)
-	consumer := signedClient(t, rcReader)
-	var relayed atomic.Int32
-	consumer.RegisterProcessor(remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(
-		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-			relayed.Add(1)
-			resp := remoting.NewResponse(remoting.Success, "")
-			resp.Body = []byte("consumed " + string(req.Body[len(req.Body)-min(len(req.Body), 4):]))
-			return resp, nil
-		}))
-	heartbeat(t, consumer, tb.Addr, "C@1", "shipping", sub("Mine", "*"))
-	tool := signedClient(t, rcReader)
-	direct := func(group string, r storage.PutResult) *remoting.Command {
-		h := protocol.ConsumeMessageDirectlyRequestHeader{ConsumerGroup: group, ClientID: "C@1", MsgID: r.MsgID()}
-		return invoke(t, tool, tb.Addr, remoting.NewRequest(remoting.ConsumeMessageDirectly, remoting.EncodeHeader(&h), nil))
-	}
-	wantNoRead(t, "another topic", direct("shipping", m.theirs), "no SUB permission on topic Theirs")
-	wantNoRead(t, "held for another topic", direct("shipping", m.heldTheirs), "no SUB permission on topic Theirs")
-	wantNoRead(t, "a group not the tool's", direct("billing", m.mine), "no SUB permission on group billing")
-	if n := relayed.Load(); n != 0 {
-		t.Fatalf("%d refused requests reached the consumer", n)
-	}
-	if resp := direct("shipping", m.mine); resp.Code != remoting.Success || relayed.Load() != 1 {
-		t.Errorf("own topic: code %d %q, relayed %d", resp.Code, resp.Remark, relayed.Load())
 	}
 }
 

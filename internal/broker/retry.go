@@ -77,17 +77,6 @@ func reconsumeLimit(req *remoting.Command, fromHeader, groupMax int32) int32 {
 	return groupMax
 }
 
-// retryState holds the broker's message counters.
-type retryState struct {
-	stats brokerStats
-}
-
-func (b *Broker) initRetry() {
-	b.retry = &retryState{}
-	b.retry.stats.init()
-	b.addRunner(b.runTPSSampler)
-}
-
 // registerRetry installs CONSUMER_SEND_MSG_BACK.
 func (b *Broker) registerRetry(d *remoting.Dispatcher) {
 	b.handle(d, remoting.ConsumerSendMsgBack, remoting.ProcessorFunc(b.processSendBack), b.sendEx)

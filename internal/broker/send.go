@@ -66,7 +66,6 @@ func (b *Broker) registerSend(d *remoting.Dispatcher) {
 		b.codes = append(b.codes, code)
 		d.RegisterInline(code, guardNames(code, requestNames[code], p), b.sendEx, b.sendInline)
 	}
-	b.registerReply(d)
 	b.registerTopicAdmin(d)
 }
 

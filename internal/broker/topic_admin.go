@@ -113,7 +113,7 @@ func (b *Broker) deleteTopic(_ context.Context, ch remoting.Channel, req *remoti
 	}
 	existed := b.topics.delete(h.Topic)
 	b.offsets.removeTopic(h.Topic)
-	b.retry.stats.forgetTopic(h.Topic)
+	b.forgetTopicCounters(h.Topic)
 	if err := b.store.DeleteTopics(h.Topic); err != nil {
 		b.log.Error().Err(err).Str("topic", h.Topic).Msg("delete topic queues")
 		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: "delete topic queues: " + err.Error()}

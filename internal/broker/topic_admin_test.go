@@ -120,3 +120,19 @@ func TestTopicAdminRefused(t *testing.T) {
 		t.Errorf("TBW102 changed: %+v", tc)
 	}
 }
+
+func adminCall(t *testing.T, tr remoting.Transport, tb *testBroker, code int16, h remoting.Header, body []byte) *remoting.Command {
+	t.Helper()
+	var ext map[string]string
+	if h != nil {
+		ext = remoting.EncodeHeader(h)
+	}
+	return invoke(t, tr, tb.Addr, remoting.NewRequest(code, ext, body))
+}
+
+func wantOK(t *testing.T, resp *remoting.Command) {
+	t.Helper()
+	if resp.Code != remoting.Success {
+		t.Fatalf("response %d %q", resp.Code, resp.Remark)
+	}
+}

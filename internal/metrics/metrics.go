@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/addon"
+	"github.com/mqgo/mq/internal/broker/stats"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/prometheus/client_golang/prometheus"
@@ -253,7 +254,11 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	if b == nil {
 		return
 	}
-	m := b.Metrics()
+	sv := stats.Of(b)
+	if sv == nil {
+		return // a broker without its statistics service has no figures to report
+	}
+	m := sv.Metrics()
 	base := []string{m.Cluster, "broker", m.BrokerName}
 	emit := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, t, v, append(append(make([]string, 0, len(base)+len(labels)), base...), labels...)...)

@@ -164,3 +164,16 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// NewInProc is an in-process transport of its own (its own connections) to the broker, closed
+// at the test's cleanup.
+func (tb *Broker) NewInProc(t testing.TB) *remoting.InProcTransport {
+	tr := remoting.NewInProcTransport(func(addr string) *remoting.Dispatcher {
+		if addr == tb.Addr {
+			return tb.d
+		}
+		return nil
+	}, nil, 20*time.Millisecond)
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}

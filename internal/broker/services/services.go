@@ -5,7 +5,10 @@ package services
 
 import (
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/admin"
+	"github.com/mqgo/mq/internal/broker/reply"
 	"github.com/mqgo/mq/internal/broker/schedule"
+	"github.com/mqgo/mq/internal/broker/stats"
 	"github.com/mqgo/mq/internal/broker/transaction"
 )
 
@@ -25,5 +28,9 @@ func Attach(b *broker.Broker, deps Deps) error {
 		return err
 	}
 	b.Attach(tx)
+	st := stats.New(b)
+	b.Attach(st)
+	b.Attach(reply.New(b))
+	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched}))
 	return nil
 }

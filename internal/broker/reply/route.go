@@ -1,4 +1,4 @@
-package broker
+package reply
 
 import (
 	"container/heap"
@@ -121,9 +121,9 @@ func newReplyRoutes(now func() time.Time, holdExpiry time.Duration) *replyRoutes
 		routes: map[replyKey]*replyRoute{}, conns: map[uint64]*replyConn{}, holders: map[string]*clientHold{}}
 }
 
-// noteRequest remembers where the reply to a plain send goes, if the send is a request. It
+// NoteRequest remembers where the reply to a plain send goes, if the send is a request. It
 // is on the send path: a message without REPLY_TO_CLIENT costs one scan of its properties.
-func (b *Broker) noteRequest(ch remoting.Channel, props string) {
+func (s *Service) NoteRequest(ch remoting.Channel, props string) {
 	clientID, ok := message.PropertyValueString(props, message.PropertyReplyToClient)
 	if !ok || clientID == "" {
 		return
@@ -133,7 +133,7 @@ func (b *Broker) noteRequest(ch remoting.Channel, props string) {
 		return // a reply sent as a plain message: it asks for nothing
 	}
 	ttl, _ := message.PropertyValueString(props, message.PropertyTTL)
-	b.replies.request(ch, corr, clientID, ttl)
+	s.routes.request(ch, corr, clientID, ttl)
 }
 
 // replyMessageType is MSG_TYPE of a reply (MixAll.REPLY_MESSAGE_FLAG).

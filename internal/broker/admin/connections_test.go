@@ -1,10 +1,11 @@
-package broker
+package admin
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -15,15 +16,15 @@ func consumerConnectionCmd(group string) *remoting.Command {
 }
 
 func TestConsumerConnectionListNamesMembersAndSubscriptions(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	addTopic(tb, "T", 2)
-	resp := invoke(t, tb.TCP, tb.Addr, consumerConnectionCmd("g"))
+	tb := start(t, nil, nil)
+	addTopic(t, tb, "T", 2)
+	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, consumerConnectionCmd("g"))
 	if resp.Code != remoting.ConsumerNotOnline || resp.Remark != "the consumer group[g] not online" {
 		t.Fatalf("empty group: code %d remark %q", resp.Code, resp.Remark)
 	}
 
 	heartbeat(t, tb.TCP, tb.Addr, "10.0.0.1@a", "g", sub("T", "a || b"))
-	resp = invoke(t, tb.TCP, tb.Addr, consumerConnectionCmd("g"))
+	resp = brokertest.Invoke(t, tb.TCP, tb.Addr, consumerConnectionCmd("g"))
 	if resp.Code != remoting.Success {
 		t.Fatalf("code %d remark %q", resp.Code, resp.Remark)
 	}
@@ -55,24 +56,24 @@ func TestConsumerConnectionListNamesMembersAndSubscriptions(t *testing.T) {
 	}
 
 	bad := remoting.NewRequest(remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": "bad group"}, nil)
-	if resp := invoke(t, tb.TCP, tb.Addr, bad); resp.Code == remoting.Success {
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, bad); resp.Code == remoting.Success {
 		t.Errorf("illegal group name answered success")
 	}
 }
 
 func TestProducerConnectionList(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := start(t, nil, nil)
 	req := func() *remoting.Command {
 		return remoting.NewRequest(remoting.GetProducerConnectionList, map[string]string{"producerGroup": "pg"}, nil)
 	}
-	if resp := invoke(t, tb.TCP, tb.Addr, req()); resp.Code != remoting.SystemError {
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, req()); resp.Code != remoting.SystemError {
 		t.Fatalf("unknown group: code %d", resp.Code)
 	}
 	hb := protocol.HeartbeatData{ClientID: "p@1", ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}}
-	if resp := invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.HeartBeat, nil, hb.Encode())); resp.Code != remoting.Success {
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.HeartBeat, nil, hb.Encode())); resp.Code != remoting.Success {
 		t.Fatalf("heartbeat code %d", resp.Code)
 	}
-	resp := invoke(t, tb.TCP, tb.Addr, req())
+	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, req())
 	var body struct {
 		ConnectionSet []struct {
 			ClientID string `json:"clientId"`

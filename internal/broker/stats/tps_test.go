@@ -1,4 +1,4 @@
-package broker
+package stats
 
 import (
 	"sync"
@@ -32,9 +32,6 @@ func TestTPSSamplerWindows(t *testing.T) {
 	if p[0] != 10 || g[0] != 0 || p[1] != 3100.0/40 || p[2] != 3100.0/40 || g[1] != 1500.0/40 {
 		t.Fatalf("put %v get %v", p, g)
 	}
-	if got := formatTPS(p); got != "10.00 77.50 77.50" {
-		t.Fatalf("formatted %q", got)
-	}
 	// The ring keeps tpsSamples: after more than that, the 600 s window is 600 s long.
 	for i := 41; i < 41+tpsSamples; i++ {
 		put += 1
@@ -61,14 +58,5 @@ func TestGroupRates(t *testing.T) {
 	}
 	if got := g.tps("T", "other"); got != 0 {
 		t.Fatalf("tps of an unknown group %v", got)
-	}
-}
-
-func TestHumanBytes(t *testing.T) {
-	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB",
-		5 << 30: "5.0 GiB", 1 << 60: "1.0 EiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"context"
@@ -9,17 +9,13 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-func init() {
-	requestNames[remoting.ConsumeMessageDirectly] = []NameField{{"consumerGroup", "consumerGroup", GroupName}}
-}
-
 // processConsumeMessageDirectly serves CONSUME_MESSAGE_DIRECTLY (309) as RocketMQ's
 // AdminBrokerProcessor does: it reads the message the offset message id points to, names this
 // broker in the header and relays the request to the one consumer named, whose answer
 // (ConsumeMessageDirectlyResult) goes back to the tool. The consumer runs its listener on the
 // message and commits nothing. With ACL the tool must be allowed to read the message's topic
 // (ReadCheck): the consumer's answer tells how it went with the message.
-func (b *Broker) processConsumeMessageDirectly(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *Service) processConsumeMessageDirectly(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumeMessageDirectlyRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
@@ -28,14 +24,14 @@ func (b *Broker) processConsumeMessageDirectly(ctx context.Context, ch remoting.
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, "msgId: "+err.Error()), nil
 	}
-	rec, err := b.store.LookMessageByOffset(offset)
+	rec, err := s.core.Store().LookMessageByOffset(offset)
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, "can not find message by the msgId "+h.MsgID), nil
 	}
-	if refused := b.checkReadRaw(ch, req, rec); refused != nil {
+	if refused := s.core.CheckReadRaw(ch, req, rec); refused != nil {
 		return refused, nil
 	}
 	ext := maps.Clone(req.ExtFields)
-	ext["brokerName"] = b.opts.BrokerName
-	return b.callConsumer(ctx, remoting.NewRequest(req.Code, ext, rec), h.ConsumerGroup, h.ClientID), nil
+	ext["brokerName"] = s.core.Options().BrokerName
+	return s.callConsumer(ctx, remoting.NewRequest(req.Code, ext, rec), h.ConsumerGroup, h.ClientID), nil
 }

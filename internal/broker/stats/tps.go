@@ -1,9 +1,7 @@
-package broker
+package stats
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -63,17 +61,16 @@ func (t *tpsSampler) rates() (put, get [3]float64, ok bool) {
 	return put, get, true
 }
 
-// Rates are the broker's put and get rates in messages per second over the last 10 s, as
-// putTps and getTransferedTps report them; zero until two samples were taken.
-func (b *Broker) Rates() (put, get float64) {
-	p, g, _ := b.retry.stats.tps.rates()
-	return p[0], g[0]
-}
+// Rates are the put and get rates in messages per second over the last 10 s, 60 s and 600 s,
+// as putTps and getTransferedTps report them; ok is false until two samples were taken.
+func (s *Service) Rates() (put, get [3]float64, ok bool) { return s.tps.rates() }
 
-// runTPSSampler samples the totals every tpsSamplePeriod, and what each group pulled of each
-// topic every groupSamplePeriod, until ctx ends.
-func (b *Broker) runTPSSampler(ctx context.Context) error {
-	s := &b.retry.stats
+// ConsumeTPS is what group pulled of topic per second over the last minute.
+func (s *Service) ConsumeTPS(topic, group string) float64 { return s.groupRates.tps(topic, group) }
+
+// Run samples the totals every tpsSamplePeriod, and what each group pulled of each topic every
+// groupSamplePeriod, until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
 	sample := func(now time.Time, tick int) {
 		s.tps.add(tpsSample{at: now, put: s.putNums.Load(), get: s.getNums.Load()})
 		if tick%int(groupSamplePeriod/tpsSamplePeriod) == 0 {
@@ -141,31 +138,4 @@ func (g *groupRates) tps(topic, group string) float64 {
 	}
 	k := topicGroup{topic, group}
 	return float64(last.gets[k]-first.gets[k]) / secs
-}
-
-// formatTPS writes three rates as RocketMQ's runtime info does: separated by spaces.
-func formatTPS(r [3]float64) string {
-	var sb strings.Builder
-	for i, v := range r {
-		if i > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(strconv.FormatFloat(v, 'f', 2, 64))
-	}
-	return sb.String()
-}
-
-// humanBytes formats n as RocketMQ's MixAll.humanReadableByteCount(n, false) does: binary
-// units, one decimal ("1.5 GiB"), plain bytes below 1 KiB ("512 B").
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatUint(n, 10) + " B"
-	}
-	exp, div := 0, uint64(unit)
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
 }

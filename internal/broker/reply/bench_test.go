@@ -1,4 +1,4 @@
-package broker
+package reply
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
 )
 
 // BenchmarkRequestReplyTCP measures the broker's side of one request-reply round over TCP: the
@@ -22,10 +24,16 @@ import (
 func BenchmarkRequestReplyTCP(b *testing.B) {
 	for _, concurrent := range []int{1, 16} {
 		b.Run(fmt.Sprintf("concurrent=%d", concurrent), func(b *testing.B) {
-			// benchBroker's, with RocketMQ's channel expiry: the test harness expires a
+			// Silent, with segments large enough that the run measures appends, and RocketMQ's channel expiry: the test harness expires a
 			// registration after a second and closes its connection.
-			env := benchBroker(b, func(o *Options) { o.ChannelExpiredTimeout = DefaultChannelExpiredTimeout })
-			env.topics.update(TopicConfig{TopicName: "BenchRequests", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+			env := start(b, func(o *broker.Options) {
+				l := zerolog.Nop()
+				o.Logger = &l
+				o.Store.SegmentBytes = 128 << 20
+				o.Store.ConsumeQueueUnits = 0
+				o.ChannelExpiredTimeout = broker.DefaultChannelExpiredTimeout
+			})
+			createTopic(b, env, "BenchRequests", 4)
 			const clientID = "127.0.0.1@bench-requester"
 			requester := remoting.NewClient(remoting.ClientOptions{})
 			replier := remoting.NewClient(remoting.ClientOptions{})

@@ -1,4 +1,4 @@
-package broker
+package reply
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -16,7 +18,7 @@ import (
 )
 
 // replyTopic is the test broker's reply topic (DefaultCluster_REPLY_TOPIC).
-const replyTopic = DefaultClusterName + names.ReplyTopicSuffix
+const replyTopic = broker.DefaultClusterName + names.ReplyTopicSuffix
 
 // requester is a client registered as a producer whose PUSH_REPLY_MESSAGE_TO_CLIENT handler
 // hands each push to the test and answers with code.
@@ -25,7 +27,7 @@ type requester struct {
 	pushes chan *remoting.Command
 }
 
-func newRequester(t *testing.T, tb *testBroker, tr remoting.Transport, clientID string, code int16) *requester {
+func newRequester(t *testing.T, tb *env, tr remoting.Transport, clientID string, code int16) *requester {
 	t.Helper()
 	r := pushRecorder(tr, code, nil)
 	heartbeatAs(t, tb, tr, clientID, 1)
@@ -48,13 +50,13 @@ func pushRecorder(tr remoting.Transport, code int16, release <-chan struct{}) *r
 }
 
 // heartbeatAs registers tr's connection as clientID with producer groups.
-func heartbeatAs(t *testing.T, tb *testBroker, tr remoting.Transport, clientID string, groups int) {
+func heartbeatAs(t *testing.T, tb *env, tr remoting.Transport, clientID string, groups int) {
 	t.Helper()
 	hb := protocol.HeartbeatData{ClientID: clientID, ConsumerDataSet: []protocol.ConsumerData{}}
 	for i := range groups {
 		hb.ProducerDataSet = append(hb.ProducerDataSet, protocol.ProducerData{GroupName: fmt.Sprintf("requesters_%d", i)})
 	}
-	if resp := invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())); resp.Code != remoting.Success {
+	if resp := brokertest.Invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())); resp.Code != remoting.Success {
 		t.Fatalf("heartbeat: %d %q", resp.Code, resp.Remark)
 	}
 }
@@ -92,7 +94,7 @@ func replyHeader(replyTo, correlationID string) protocol.SendMessageRequestHeade
 // A reply is pushed to the requester with its send header, the replier's and the broker's
 // addresses and PUSH_REPLY_TIME, answered SUCCESS, and stored in the reply topic as sent.
 func TestReplyPushedAndStored(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := start(t, nil)
 	for trName, tr := range tb.Transports() {
 		for _, code := range []int16{remoting.SendReplyMessage, remoting.SendReplyMessageV2} {
 			t.Run(fmt.Sprintf("%s/%d", trName, code), func(t *testing.T) {
@@ -103,7 +105,7 @@ func TestReplyPushedAndStored(t *testing.T) {
 				body := []byte("answer to " + t.Name())
 				replier := newTCPClient(t)
 				before := time.Now().UnixMilli()
-				resp := invoke(t, replier, tb.Addr, sendRequest(code, &h, body, remoting.SerializeJSON))
+				resp := brokertest.Invoke(t, replier, tb.Addr, sendRequest(code, &h, body, remoting.SerializeJSON))
 				rh := wantSendOK(t, resp)
 
 				push := req.next(t)
@@ -136,7 +138,7 @@ func TestReplyPushedAndStored(t *testing.T) {
 // Without a requester to push to, the answer is RocketMQ's SYSTEM_ERROR with its reason, and the
 // reply is still stored: a consumer of the reply topic can find it.
 func TestReplyWithoutRequester(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := start(t, nil)
 	cases := []struct {
 		name, requesterID, replyTo, remark string
 		requesterCode                      int16
@@ -150,7 +152,7 @@ func TestReplyWithoutRequester(t *testing.T) {
 			req := newRequester(t, tb, newTCPClient(t), c.requesterID, c.requesterCode)
 			maxOffset := tb.Store().MaxOffsetInQueue(replyTopic, 0)
 			h := replyHeader(c.replyTo, "c1")
-			resp := invoke(t, newTCPClient(t), tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("b"), remoting.SerializeRocketMQ))
+			resp := brokertest.Invoke(t, newTCPClient(t), tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("b"), remoting.SerializeRocketMQ))
 			if resp.Code != remoting.SystemError || resp.Remark != c.remark {
 				t.Fatalf("answer %d %q, want SYSTEM_ERROR %q", resp.Code, resp.Remark, c.remark)
 			}
@@ -170,12 +172,12 @@ func TestReplyWithoutRequester(t *testing.T) {
 
 // What the broker could not store is refused before anything is pushed.
 func TestReplyTooLargeNotPushed(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.MaxMessageBytes = 1024 })
+	tb := start(t, func(o *broker.Options) { o.MaxMessageBytes = 1024 })
 	req := newRequester(t, tb, tb.TCP, "big@1", remoting.Success)
 	maxPhy := tb.Store().MaxPhyOffset()
 	h := replyHeader("big@1", "c1")
-	resp := invoke(t, newTCPClient(t), tb.Addr, sendRequest(remoting.SendReplyMessage, &h, make([]byte, 1025), remoting.SerializeJSON))
-	wantRefused(t, tb, resp, remoting.MessageIllegal, tb.send.illegalRemark, maxPhy)
+	resp := brokertest.Invoke(t, newTCPClient(t), tb.Addr, sendRequest(remoting.SendReplyMessage, &h, make([]byte, 1025), remoting.SerializeJSON))
+	wantRefused(t, tb, resp, remoting.MessageIllegal, "the message is illegal, maybe msg body or properties length not matched", maxPhy)
 	req.none(t)
 }
 
@@ -184,21 +186,21 @@ const requestsTopic = "Requests"
 
 // sendRequestMessage stores a request as the official producers send one: a plain send with
 // CORRELATION_ID, REPLY_TO_CLIENT and TTL.
-func sendRequestMessage(t *testing.T, tb *testBroker, tr remoting.Transport, clientID, corr string) {
+func sendRequestMessage(t *testing.T, tb *env, tr remoting.Transport, clientID, corr string) {
 	t.Helper()
-	if _, ok := tb.topics.get(requestsTopic); !ok {
-		tb.topics.update(TopicConfig{TopicName: requestsTopic, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	if _, ok := tb.Topic(requestsTopic); !ok {
+		createTopic(t, tb, requestsTopic, 1)
 	}
 	h := goSendHeader(requestsTopic, 0, map[string]string{message.PropertyCorrelationID: corr,
 		message.PropertyReplyToClient: clientID, message.PropertyTTL: "3000"})
-	wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("question"), remoting.SerializeJSON)))
+	wantSendOK(t, brokertest.Invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("question"), remoting.SerializeJSON)))
 }
 
 // sendReply sends the reply to (clientID, corr) from replier and returns the answer.
-func sendReply(t *testing.T, tb *testBroker, replier remoting.Transport, clientID, corr string) *remoting.Command {
+func sendReply(t *testing.T, tb *env, replier remoting.Transport, clientID, corr string) *remoting.Command {
 	t.Helper()
 	h := replyHeader(clientID, corr)
-	return invoke(t, replier, tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("answer"), remoting.SerializeRocketMQ))
+	return brokertest.Invoke(t, replier, tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("answer"), remoting.SerializeRocketMQ))
 }
 
 // pushedCorrelation is the CORRELATION_ID of a push.
@@ -212,23 +214,11 @@ func pushedCorrelation(t *testing.T, push *remoting.Command) string {
 	return corr
 }
 
-// newInProc is an in-process transport of its own (its own links) to tb, closed at cleanup.
-func newInProc(t *testing.T, tb *testBroker) *remoting.InProcTransport {
-	tr := remoting.NewInProcTransport(func(addr string) *remoting.Dispatcher {
-		if addr == tb.Addr {
-			return tb.d
-		}
-		return nil
-	}, nil, 20*time.Millisecond)
-	t.Cleanup(func() { tr.Close() })
-	return tr
-}
-
 // A requester that never heartbeated gets the reply to its request, pushed on the connection
 // the request came on (the official Go client's first Request right after its start).
 func TestReplyGoesToRequestConnection(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	for name, tr := range map[string]remoting.Transport{"tcp": newTCPClient(t), "inproc": newInProc(t, tb)} {
+	tb := start(t, nil)
+	for name, tr := range map[string]remoting.Transport{"tcp": newTCPClient(t), "inproc": tb.NewInProc(t)} {
 		t.Run(name, func(t *testing.T) {
 			clientID := "10.0.0.2@fresh-" + name
 			req := pushRecorder(tr, remoting.Success, nil)
@@ -246,7 +236,7 @@ func TestReplyGoesToRequestConnection(t *testing.T) {
 // routed by their request nor those found by the client id. Once the victim's connection
 // closes, its id is free again: a client reconnecting takes it with its heartbeat.
 func TestReplyHeartbeatCannotHijack(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := start(t, nil)
 	const victimID = "10.0.0.3@victim"
 	victimTr := newTCPClient(t)
 	victim := pushRecorder(victimTr, remoting.Success, nil)
@@ -286,7 +276,7 @@ func TestReplyHeartbeatCannotHijack(t *testing.T) {
 
 	// The holder's connection closes: the next heartbeat under its id takes it.
 	victimTr.Close()
-	eventually(t, "the closed holder's id taken by a new heartbeat", func() bool {
+	brokertest.Eventually(t, "the closed holder's id taken by a new heartbeat", func() bool {
 		heartbeatAs(t, tb, attackerTr, holderID, 1)
 		return sendReply(t, tb, replier, holderID, "after-close").Code == remoting.Success
 	})
@@ -296,12 +286,13 @@ func TestReplyHeartbeatCannotHijack(t *testing.T) {
 }
 
 // setReplyBounds lowers the push bounds (under the table's mutex: the broker reads them there).
-func setReplyBounds(tb *testBroker, maxPushes int, timeout time.Duration) {
-	tb.replies.mu.Lock()
-	defer tb.replies.mu.Unlock()
-	tb.replies.maxPushesPerConn = maxPushes
+func setReplyBounds(tb *env, maxPushes int, timeout time.Duration) {
+	r := tb.svc.routes
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.maxPushesPerConn = maxPushes
 	if timeout > 0 {
-		tb.replies.pushTimeout = timeout
+		r.pushTimeout = timeout
 	}
 }
 
@@ -309,7 +300,7 @@ func setReplyBounds(tb *testBroker, maxPushes int, timeout time.Duration) {
 // its first replies wait for it, the ones over the bound are refused at once with a remark
 // saying why, and another requester's reply is pushed and answered meanwhile.
 func TestReplySilentRequesterHoldsNoWorker(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.SendThreads = 1 })
+	tb := start(t, func(o *broker.Options) { o.SendThreads = 1 })
 	const maxPushes, replies = 4, 10
 	setReplyBounds(tb, maxPushes, 0)
 	silentTr := newTCPClient(t)
@@ -381,7 +372,7 @@ func TestReplySilentRequesterHoldsNoWorker(t *testing.T) {
 // A push the requester never answers ends with the push timeout: the replier gets RocketMQ's
 // SYSTEM_ERROR, the reply is stored all the same, and the slot is free for the next reply.
 func TestReplyPushTimeout(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := start(t, nil)
 	setReplyBounds(tb, 1, 200*time.Millisecond)
 	silentTr := newTCPClient(t)
 	release := make(chan struct{})
@@ -401,4 +392,32 @@ func TestReplyPushTimeout(t *testing.T) {
 			t.Fatalf("header %+v (%v), want the stored reply at offset %d", rh, err, maxOffset)
 		}
 	}
+}
+
+// The names a reply's header carries are checked before the processor runs, with a send's
+// remarks, and a refused reply pushes nothing.
+func TestReplyNamesGuarded(t *testing.T) {
+	tb := start(t, nil)
+	req := newRequester(t, tb, tb.TCP, "names@1", remoting.Success)
+	for _, c := range []struct {
+		code     int16
+		key, bad string
+		remark   string
+	}{
+		{remoting.SendReplyMessage, "topic", "a/b", "topic"},
+		{remoting.SendReplyMessage, "producerGroup", "../g", "producerGroup"},
+		{remoting.SendReplyMessageV2, "b", strings.Repeat("t", 128), "topic"},
+		{remoting.SendReplyMessageV2, "a", "g@x", "producerGroup"},
+		{remoting.SendReplyMessageV2, "c", "d/t", "defaultTopic"},
+	} {
+		h := replyHeader("names@1", "c-"+c.key)
+		r := sendRequest(c.code, &h, []byte("answer"), remoting.SerializeJSON)
+		r.ExtFields[c.key] = c.bad
+		resp := brokertest.Invoke(t, newTCPClient(t), tb.Addr, r)
+		if resp.Code == remoting.Success || !strings.Contains(resp.Remark, c.remark) || resp.ExtFields["MSG_REGION"] == "" {
+			t.Errorf("%d %s=%q: %d %q %v, want a send refusal naming %s", c.code, c.key, c.bad, resp.Code, resp.Remark,
+				resp.ExtFields, c.remark)
+		}
+	}
+	req.none(t)
 }

@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -29,81 +30,33 @@ const (
 	callClientTimeout = 10 * time.Second
 )
 
-func init() {
-	// Both headers name the group "group", not "consumerGroup".
-	groupTopic := []NameField{{"group", "group", GroupName}, {"topic", "topic", TopicName}}
-	requestNames[remoting.InvokeBrokerToResetOffset] = groupTopic
-	requestNames[remoting.InvokeBrokerToGetConsumerStats] = groupTopic
-	requestNames[remoting.GetConsumerRunningInfo] = []NameField{{"consumerGroup", "consumerGroup", GroupName}}
-}
-
-// registerResetOffset installs 222, 223 and the relays of 307 and 309 as admin requests.
-func (b *Broker) registerResetOffset(d *remoting.Dispatcher) {
-	b.handle(d, remoting.InvokeBrokerToResetOffset, remoting.ProcessorFunc(b.processResetOffset), b.adminEx)
-	b.handle(d, remoting.InvokeBrokerToGetConsumerStats, remoting.ProcessorFunc(b.processGetConsumerStatus), b.adminEx)
-	b.handle(d, remoting.GetConsumerRunningInfo, remoting.ProcessorFunc(b.processConsumerRunningInfo), b.adminEx)
-	b.handle(d, remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(b.processConsumeMessageDirectly), b.adminEx)
-}
-
-// groupMembers returns a copy of the group's registrations, so that requests to them are sent
-// without the manager's lock.
-func (m *consumerManager) groupMembers(group string) []clientChannelInfo {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	g := m.consumers[group]
-	if g == nil {
-		return nil
-	}
-	out := make([]clientChannelInfo, 0, len(g.channels))
-	for _, c := range g.channels {
-		if !c.ch.Closed() {
-			out = append(out, *c)
-		}
-	}
-	return out
-}
-
-// member returns the registration of one client in a group.
-func (m *consumerManager) member(group, clientID string) (clientChannelInfo, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if g := m.consumers[group]; g != nil {
-		for _, c := range g.channels {
-			if c.clientID == clientID && !c.ch.Closed() {
-				return *c, true
-			}
-		}
-	}
-	return clientChannelInfo{}, false
-}
-
 // resetOffsetTable computes where each queue of topic on this broker moves: the first message
 // stored at or after timestamp (the end of the queue for -1), taken when force is set or when
 // it is behind the group's committed offset (RocketMQ never moves a group forward unforced). A
 // queue the group never committed means the group does not consume the topic here.
-func (b *Broker) resetOffsetTable(topic, group string, timestamp int64, force bool) (map[protocol.MessageQueue]int64, *remoting.Command) {
-	tc, ok := b.topics.get(topic)
+func (s *Service) resetOffsetTable(topic, group string, timestamp int64, force bool) (map[protocol.MessageQueue]int64, *remoting.Command) {
+	tc, ok := s.core.Topic(topic)
 	if !ok {
 		return nil, remoting.NewResponse(remoting.SystemError,
 			"[reset-offset] reset offset failed, no topic in this broker. topic="+topic)
 	}
 	table := make(map[protocol.MessageQueue]int64, tc.WriteQueueNums)
 	for q := range tc.WriteQueueNums {
-		committed := b.offsets.query(group, topic, q)
+		committed := s.core.ConsumerOffset(group, topic, q)
 		if committed == -1 {
 			return nil, remoting.NewResponse(remoting.SystemError, fmt.Sprintf("THe consumer group <%s> not exist", group))
 		}
 		var target int64
 		if timestamp == -1 {
-			target = b.store.MaxOffsetInQueue(topic, q)
+			target = s.core.Store().MaxOffsetInQueue(topic, q)
 		} else {
-			target = b.store.GetOffsetInQueueByTime(topic, q, timestamp)
+			target = s.core.Store().GetOffsetInQueueByTime(topic, q, timestamp)
 		}
 		target = max(target, 0)
 		if !force && target >= committed {
 			target = committed
 		}
-		table[protocol.MessageQueue{Topic: topic, BrokerName: b.opts.BrokerName, QueueID: int(q)}] = target
+		table[protocol.MessageQueue{Topic: topic, BrokerName: s.core.Options().BrokerName, QueueID: int(q)}] = target
 	}
 	return table, nil
 }
@@ -112,45 +65,45 @@ func (b *Broker) resetOffsetTable(topic, group string, timestamp int64, force bo
 // tells every online consumer of the group where to resume (220, one-way) and answers the
 // table. Without an online consumer it answers CONSUMER_NOT_ONLINE and moves nothing, so that
 // mqadmin falls back to committing the offsets itself, as it does against RocketMQ.
-func (b *Broker) processResetOffset(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *Service) processResetOffset(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ResetOffsetRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	log := b.log.With().Str("component", "reset-offset").Str("topic", h.Topic).Str("group", h.Group).
+	log := s.log.With().Str("component", "reset-offset").Str("topic", h.Topic).Str("group", h.Group).
 		Int64("timestamp", h.Timestamp).Logger()
 	log.Info().Bool("force", h.IsForce).Str("by", ch.RemoteAddr()).Msg("reset offset requested")
-	table, refusal := b.resetOffsetTable(h.Topic, h.Group, h.Timestamp, h.IsForce)
+	table, refusal := s.resetOffsetTable(h.Topic, h.Group, h.Timestamp, h.IsForce)
 	if refusal != nil {
 		return refusal, nil
 	}
-	members := b.clients.consumers.groupMembers(h.Group)
+	members := s.core.GroupMembers(h.Group)
 	if len(members) == 0 {
 		return remoting.NewResponse(remoting.ConsumerNotOnline, fmt.Sprintf(
 			"Consumer not online, so can not reset offset, Group: %s Topic: %s Timestamp: %d", h.Group, h.Topic, h.Timestamp)), nil
 	}
 	for _, m := range members {
-		if m.version < minResetClientVersion {
+		if m.Version < minResetClientVersion {
 			return remoting.NewResponse(remoting.SystemError,
-				fmt.Sprintf("the client does not support this feature. version=%d", m.version)), nil
+				fmt.Sprintf("the client does not support this feature. version=%d", m.Version)), nil
 		}
 	}
 	for mq, off := range table {
-		b.offsets.commit(h.Group, h.Topic, int32(mq.QueueID), off)
+		s.core.CommitOffset(h.Group, h.Topic, int32(mq.QueueID), off)
 	}
 	notice := &protocol.ResetOffsetRequestHeader{Topic: h.Topic, Group: h.Group, Timestamp: h.Timestamp}
 	for _, m := range members {
 		// RocketMQ picks the C++ form by the language of the tool asking, so that a C++ tool
 		// resets C++ consumers only; by the consumer's, every member can read what it gets.
 		body := protocol.EncodeResetOffsetBody(table)
-		if m.language == remoting.LanguageCPP {
+		if m.Language == remoting.LanguageCPP {
 			body = protocol.EncodeResetOffsetBodyForC(table)
 		}
-		if err := m.ch.InvokeOneway(remoting.NewRequest(remoting.ResetConsumerClientOffset, remoting.EncodeHeader(notice), body)); err != nil {
-			log.Warn().Err(err).Str("client", m.clientID).Msg("reset offset not delivered")
+		if err := m.Channel.InvokeOneway(remoting.NewRequest(remoting.ResetConsumerClientOffset, remoting.EncodeHeader(notice), body)); err != nil {
+			log.Warn().Err(err).Str("client", m.ClientID).Msg("reset offset not delivered")
 			continue
 		}
-		log.Info().Str("client", m.clientID).Msg("consumer told to reset offset")
+		log.Info().Str("client", m.ClientID).Msg("consumer told to reset offset")
 	}
 	resp := remoting.NewResponse(remoting.Success, "")
 	resp.Body = protocol.EncodeResetOffsetBody(table)
@@ -161,12 +114,12 @@ func (b *Broker) processResetOffset(_ context.Context, ch remoting.Channel, req 
 // online consumer of the group (or only the client whose id is clientAddr, RocketMQ's use of
 // that field) for its offsets of the topic with 221 and answers them by client id. A client
 // that fails to answer is left out, as in RocketMQ.
-func (b *Broker) processGetConsumerStatus(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *Service) processGetConsumerStatus(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.GetConsumerStatusRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	members := b.clients.consumers.groupMembers(h.Group)
+	members := s.core.GroupMembers(h.Group)
 	if len(members) == 0 {
 		return remoting.NewResponse(remoting.SystemError,
 			fmt.Sprintf("No Any Consumer online in the consumer group: [%s]", h.Group)), nil
@@ -174,16 +127,16 @@ func (b *Broker) processGetConsumerStatus(ctx context.Context, _ remoting.Channe
 	status := &protocol.ConsumerStatusBody{ConsumerTable: map[string]map[protocol.MessageQueue]int64{}}
 	ask := &protocol.GetConsumerStatusRequestHeader{Topic: h.Topic, Group: h.Group}
 	for _, m := range members {
-		if m.version < minResetClientVersion {
+		if m.Version < minResetClientVersion {
 			return remoting.NewResponse(remoting.SystemError, fmt.Sprintf(
-				"The Consumer <%s> Version <%d> too low to finish, please upgrade it to V3_0_7_SNAPSHOT", m.clientID, m.version)), nil
+				"The Consumer <%s> Version <%d> too low to finish, please upgrade it to V3_0_7_SNAPSHOT", m.ClientID, m.Version)), nil
 		}
-		if h.ClientAddr != "" && h.ClientAddr != m.clientID {
+		if h.ClientAddr != "" && h.ClientAddr != m.ClientID {
 			continue
 		}
-		if _, seen := status.ConsumerTable[m.clientID]; !seen {
-			if offsets, ok := b.askConsumerStatus(ctx, m, ask); ok {
-				status.ConsumerTable[m.clientID] = offsets
+		if _, seen := status.ConsumerTable[m.ClientID]; !seen {
+			if offsets, ok := s.askConsumerStatus(ctx, m, ask); ok {
+				status.ConsumerTable[m.ClientID] = offsets
 			}
 		}
 		if h.ClientAddr != "" {
@@ -196,17 +149,17 @@ func (b *Broker) processGetConsumerStatus(ctx context.Context, _ remoting.Channe
 }
 
 // askConsumerStatus sends 221 to one consumer and returns its offsets.
-func (b *Broker) askConsumerStatus(ctx context.Context, m clientChannelInfo, ask *protocol.GetConsumerStatusRequestHeader) (map[protocol.MessageQueue]int64, bool) {
+func (s *Service) askConsumerStatus(ctx context.Context, m broker.ClientConn, ask *protocol.GetConsumerStatusRequestHeader) (map[protocol.MessageQueue]int64, bool) {
 	ctx, cancel := context.WithTimeout(ctx, clientRequestTimeout)
 	defer cancel()
-	resp, err := m.ch.InvokeSync(ctx, remoting.NewRequest(remoting.GetConsumerStatusFromClient, remoting.EncodeHeader(ask), nil))
+	resp, err := m.Channel.InvokeSync(ctx, remoting.NewRequest(remoting.GetConsumerStatusFromClient, remoting.EncodeHeader(ask), nil))
 	if err != nil || resp.Code != remoting.Success || resp.Body == nil {
-		b.log.Debug().Str("component", "consumer-status").Str("client", m.clientID).Err(err).Msg("consumer status not answered")
+		s.log.Debug().Str("component", "consumer-status").Str("client", m.ClientID).Err(err).Msg("consumer status not answered")
 		return nil, false
 	}
 	body, err := protocol.DecodeConsumerStatusBody(resp.Body)
 	if err != nil {
-		b.log.Debug().Str("component", "consumer-status").Str("client", m.clientID).Err(err).Msg("consumer status unreadable")
+		s.log.Debug().Str("component", "consumer-status").Str("client", m.ClientID).Err(err).Msg("consumer status unreadable")
 		return nil, false
 	}
 	return body.MessageQueueTable, true
@@ -214,28 +167,28 @@ func (b *Broker) askConsumerStatus(ctx context.Context, m clientChannelInfo, ask
 
 // processConsumerRunningInfo relays GET_CONSUMER_RUNNING_INFO (307) to the consumer it names
 // and answers what the consumer answered, as RocketMQ's AdminBrokerProcessor does.
-func (b *Broker) processConsumerRunningInfo(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *Service) processConsumerRunningInfo(ctx context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.GetConsumerRunningInfoRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	return b.callConsumer(ctx, req, h.ConsumerGroup, h.ClientID), nil
+	return s.callConsumer(ctx, req, h.ConsumerGroup, h.ClientID), nil
 }
 
 // callConsumer sends req, header and body unchanged, to one client of a group and returns its
 // answer (RocketMQ's callConsumer).
-func (b *Broker) callConsumer(ctx context.Context, req *remoting.Command, group, clientID string) *remoting.Command {
-	m, ok := b.clients.consumers.member(group, clientID)
+func (s *Service) callConsumer(ctx context.Context, req *remoting.Command, group, clientID string) *remoting.Command {
+	m, ok := s.core.GroupMember(group, clientID)
 	if !ok {
 		return remoting.NewResponse(remoting.SystemError, fmt.Sprintf("The Consumer <%s> <%s> not online", group, clientID))
 	}
-	if m.version < minRunningInfoClientVersion {
+	if m.Version < minRunningInfoClientVersion {
 		return remoting.NewResponse(remoting.SystemError, fmt.Sprintf(
-			"The Consumer <%s> Version <%d> too low to finish, please upgrade it to V3_1_8_SNAPSHOT", clientID, m.version))
+			"The Consumer <%s> Version <%d> too low to finish, please upgrade it to V3_1_8_SNAPSHOT", clientID, m.Version))
 	}
 	ctx, cancel := context.WithTimeout(ctx, callClientTimeout)
 	defer cancel()
-	answer, err := m.ch.InvokeSync(ctx, remoting.NewRequest(req.Code, req.ExtFields, req.Body))
+	answer, err := m.Channel.InvokeSync(ctx, remoting.NewRequest(req.Code, req.ExtFields, req.Body))
 	if errors.Is(err, remoting.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		return remoting.NewResponse(remoting.ConsumeMsgTimeout, fmt.Sprintf("consumer <%s> <%s> Timeout: %v", group, clientID, err))
 	}

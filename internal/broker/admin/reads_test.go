@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"encoding/json"
@@ -7,29 +7,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
 
-func adminCall(t *testing.T, tr remoting.Transport, tb *testBroker, code int16, h remoting.Header, body []byte) *remoting.Command {
-	t.Helper()
-	var ext map[string]string
-	if h != nil {
-		ext = remoting.EncodeHeader(h)
-	}
-	return invoke(t, tr, tb.Addr, remoting.NewRequest(code, ext, body))
-}
-
-func wantOK(t *testing.T, resp *remoting.Command) {
-	t.Helper()
-	if resp.Code != remoting.Success {
-		t.Fatalf("response %d %q", resp.Code, resp.Remark)
-	}
-}
-
 func TestAdminSubscriptionGroups(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := start(t, nil, nil)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			group := "ag_" + name
@@ -38,11 +24,11 @@ func TestAdminSubscriptionGroups(t *testing.T) {
 			wantOK(t, resp)
 			resp = adminCall(t, tr, tb, remoting.GetAllSubscriptionGroupConfig, nil, nil)
 			wantOK(t, resp)
-			var w SubscriptionGroupWrapper
+			var w broker.SubscriptionGroupWrapper
 			if err := json.Unmarshal(resp.Body, &w); err != nil {
 				t.Fatal(err)
 			}
-			want := NewSubscriptionGroupConfig(group)
+			want := broker.NewSubscriptionGroupConfig(group)
 			want.RetryMaxTimes, want.ConsumeBroadcastEnable = 3, false
 			if diff := cmp.Diff(want, w.SubscriptionGroupTable[group]); diff != "" {
 				t.Errorf("group (-want +got):\n%s", diff)
@@ -50,12 +36,12 @@ func TestAdminSubscriptionGroups(t *testing.T) {
 			if w.DataVersion.Counter == 0 {
 				t.Error("data version not set")
 			}
-			if diff := cmp.Diff(tb.groups.snapshot(), w); diff != "" {
+			if diff := cmp.Diff(tb.SubscriptionGroups(), w); diff != "" {
 				t.Errorf("wrapper round trip (-want +got):\n%s", diff)
 			}
 			wantOK(t, adminCall(t, tr, tb, remoting.DeleteSubscriptionGroup,
 				&protocol.DeleteSubscriptionGroupRequestHeader{GroupName: group}, nil))
-			if _, ok := tb.groups.snapshot().SubscriptionGroupTable[group]; ok {
+			if _, ok := tb.SubscriptionGroups().SubscriptionGroupTable[group]; ok {
 				t.Error("group not deleted")
 			}
 			if resp = adminCall(t, tr, tb, remoting.UpdateAndCreateSubscription, nil, []byte(`{`)); resp.Code != remoting.SystemError {
@@ -66,12 +52,9 @@ func TestAdminSubscriptionGroups(t *testing.T) {
 }
 
 func TestAdminOffsetsForSlaveSync(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = sbDelays })
-	tb.offsets.commit("g", "T", 0, 12)
-	tb.offsets.commit("g", "T", 3, 4)
-	if err := tb.updateDelayOffsets(protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{2: 9}}); err != nil {
-		t.Fatal(err)
-	}
+	tb := start(t, nil, delays{1: 0, 2: 9, 3: 0, 4: 0, 5: 0})
+	tb.CommitOffset("g", "T", 0, 12)
+	tb.CommitOffset("g", "T", 3, 4)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			resp := adminCall(t, tr, tb, remoting.GetAllConsumerOffset, nil, nil)
@@ -95,26 +78,24 @@ func TestAdminOffsetsForSlaveSync(t *testing.T) {
 			}
 		})
 	}
-	// A slave installs what its master reported.
-	slave := startTestBroker(t, func(o *Options) { o.BrokerID = 1; o.DelayLevels = sbDelays })
-	if err := slave.updateDelayOffsets(tb.delayOffsets()); err != nil {
-		t.Fatal(err)
+	// Without a schedule service there are no cursors to report, and the answer says so.
+	bare := start(t, nil, nil)
+	resp := adminCall(t, bare.TCP, bare, remoting.GetAllDelayOffset, nil, nil)
+	wantOK(t, resp)
+	if string(resp.Body) != `{"offsetTable":{}}` {
+		t.Errorf("delay offsets without a schedule: %s", resp.Body)
 	}
-	// The metadata writer saves them a few milliseconds later (persist.go).
-	eventually(t, "slave's delayOffset.json", func() bool {
-		return cmp.Equal(tb.delayOffsets(), readDelayOffsets(t, slave.Dir))
-	})
 }
 
 func TestAdminTopicAndConsumeStats(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	tb.topics.update(TopicConfig{TopicName: "S", ReadQueueNums: 2, WriteQueueNums: 2, Perm: int32(route.PermReadWrite)})
+	tb := start(t, nil, nil)
+	addTopic(t, tb, "S", 2)
 	var last int64
 	for i := range 3 {
-		last = sbPut(t, tb, "S", 1, "m"+strconv.Itoa(i), nil, 0).StoreTimestamp
+		last = put(t, tb, "S", 1, "m"+strconv.Itoa(i)).StoreTimestamp
 	}
-	eventually(t, "dispatch", func() bool { return tb.Store().MaxOffsetInQueue("S", 1) == 3 })
-	tb.offsets.commit("cg", "S", 1, 2)
+	brokertest.Eventually(t, "dispatch", func() bool { return tb.Store().MaxOffsetInQueue("S", 1) == 3 })
+	tb.CommitOffset("cg", "S", 1, 2)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			resp := adminCall(t, tr, tb, remoting.GetTopicStatsInfo, &protocol.GetTopicStatsInfoRequestHeader{Topic: "S"}, nil)
@@ -157,10 +138,10 @@ func TestAdminTopicAndConsumeStats(t *testing.T) {
 }
 
 func TestAdminRuntimeInfo(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = sbDelays })
-	sbPut(t, tb, "T", 0, "x", nil, 0)
-	tb.countPut("T", 1, 100)
-	tb.countGet("T", "G", 2, 200)
+	tb := start(t, nil, delays{1: 0, 2: 0, 3: 0, 4: 0, 5: 0})
+	put(t, tb, "T", 0, "x")
+	tb.CountPut("T", 1, 100)
+	tb.stats.CountGet("T", "G", 2, 200)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			resp := adminCall(t, tr, tb, remoting.GetBrokerRuntimeInfo, nil, nil)

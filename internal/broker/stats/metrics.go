@@ -1,8 +1,7 @@
-package broker
+package stats
 
 import (
-	"strings"
-
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/storage"
 )
 
@@ -54,16 +53,19 @@ type SlaveLag struct {
 	Bytes int64
 }
 
-// Metrics reads the broker's figures. It takes the managers' locks briefly, one at a time; it
-// costs as much as a GET_CONSUME_STATS for every group, so it is for scrapes, not hot paths.
-func (b *Broker) Metrics() Metrics {
-	s := &b.retry.stats
-	m := Metrics{Cluster: b.opts.ClusterName, BrokerName: b.opts.BrokerName, BrokerID: b.opts.BrokerID,
-		Store: b.store.Stats(), ParkedPulls: b.pull.hold.count(), HoldRefusals: b.pull.refused.Load(),
-		Topics: len(b.topics.names()), Groups: len(b.groups.snapshot().SubscriptionGroupTable)}
-	m.Disk, _ = b.store.DiskSpace()
+// Metrics reads the broker's figures. It takes the core managers' locks briefly, one at a
+// time; it costs as much as a GET_CONSUME_STATS for every group, so it is for scrapes, not hot
+// paths.
+func (s *Service) Metrics() Metrics {
+	b := s.core
+	opts, store := b.Options(), b.Store()
+	m := Metrics{Cluster: opts.ClusterName, BrokerName: opts.BrokerName, BrokerID: opts.BrokerID,
+		Store: store.Stats(), Topics: b.TopicCount(), Groups: len(b.SubscriptionGroups().SubscriptionGroupTable)}
+	m.ParkedPulls, m.HoldRefusals = b.PullHolds()
+	m.Disk, _ = store.DiskSpace()
 	m.DiskKnown = m.Disk.Total > 0
-	m.PutTPS, m.GetTPS = b.Rates()
+	put, get, _ := s.tps.rates()
+	m.PutTPS, m.GetTPS = put[0], get[0]
 	s.topicPut.Range(func(k, v any) bool {
 		t := v.(*traffic)
 		m.Puts = append(m.Puts, TopicTraffic{Topic: k.(string), Msgs: t.msgs.Load(), Bytes: t.bytes.Load()})
@@ -74,32 +76,21 @@ func (b *Broker) Metrics() Metrics {
 		m.Gets = append(m.Gets, GroupTraffic{Topic: key.topic, Group: key.group, Msgs: t.msgs.Load(), Bytes: t.bytes.Load()})
 		return true
 	})
-	for key, queues := range b.offsets.snapshot() {
-		topic, group, ok := strings.Cut(key, topicGroupSeparator)
+	for key, queues := range b.ConsumerOffsets() {
+		topic, group, ok := broker.SplitOffsetKey(key)
 		if !ok {
 			continue
 		}
 		for q, off := range queues {
-			maxOff := b.store.MaxOffsetInQueue(topic, q)
+			maxOff := store.MaxOffsetInQueue(topic, q)
 			m.Lag = append(m.Lag, QueueLag{Group: group, Topic: topic, QueueID: q,
 				BrokerOffset: maxOff, ConsumerOffset: off})
 		}
 	}
-	cm := b.clients.consumers
-	cm.mu.RLock()
-	m.Consumers = make(map[string]int, len(cm.consumers))
-	for g, info := range cm.consumers {
-		m.Consumers[g] = len(info.channels)
-	}
-	for _, p := range cm.producers {
-		m.Producers += len(p)
-	}
-	cm.mu.RUnlock()
-	if master := b.ha.master; master != nil {
-		end := m.Store.MaxPhyOffset
-		for _, sl := range master.Slaves() {
-			m.Slaves = append(m.Slaves, SlaveLag{Addr: sl.Addr, Bytes: max(0, end-sl.AckOffset)})
-		}
+	m.Consumers, m.Producers = b.GroupCounts()
+	end := m.Store.MaxPhyOffset
+	for _, sl := range b.SlaveOffsets() {
+		m.Slaves = append(m.Slaves, SlaveLag{Addr: sl.Addr, Bytes: max(0, end-sl.AckOffset)})
 	}
 	return m
 }

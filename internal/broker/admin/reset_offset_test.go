@@ -1,4 +1,4 @@
-package broker
+package admin
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -42,24 +43,24 @@ func resetCmd(topic, group string, timestamp int64, force bool) *remoting.Comman
 }
 
 func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	addTopic(tb, "T", 2)
+	tb := start(t, nil, nil)
+	addTopic(t, tb, "T", 2)
 	putMsgs(t, tb, "T", 0, 3, "", "old")
 	putMsgs(t, tb, "T", 1, 2, "", "old")
 	// Store times have millisecond resolution: the old messages are stored before mark and the
 	// new ones after it.
 	mark := time.Now().UnixMilli() + 1
-	eventually(t, "clock past the mark", func() bool { return time.Now().UnixMilli() > mark })
+	brokertest.Eventually(t, "clock past the mark", func() bool { return time.Now().UnixMilli() > mark })
 	putMsgs(t, tb, "T", 0, 2, "", "new")
 	putMsgs(t, tb, "T", 1, 1, "", "new")
-	tb.offsets.commit("g", "T", 0, 5)
-	tb.offsets.commit("g", "T", 1, 3)
+	tb.CommitOffset("g", "T", 0, 5)
+	tb.CommitOffset("g", "T", 1, 3)
 
 	// Nobody online: RocketMQ's CONSUMER_NOT_ONLINE, and the offsets stay.
-	if resp := invoke(t, tb.InProc, tb.Addr, resetCmd("T", "g", mark, false)); resp.Code != remoting.ConsumerNotOnline {
+	if resp := brokertest.Invoke(t, tb.InProc, tb.Addr, resetCmd("T", "g", mark, false)); resp.Code != remoting.ConsumerNotOnline {
 		t.Fatalf("no consumer: code %d %q", resp.Code, resp.Remark)
 	}
-	if off := tb.offsets.query("g", "T", 0); off != 5 {
+	if off := tb.ConsumerOffset("g", "T", 0); off != 5 {
 		t.Fatalf("offset moved without consumers: %d", off)
 	}
 
@@ -69,10 +70,10 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
 
 	mq := func(q int) protocol.MessageQueue {
-		return protocol.MessageQueue{Topic: "T", BrokerName: tb.opts.BrokerName, QueueID: q}
+		return protocol.MessageQueue{Topic: "T", BrokerName: tb.Options().BrokerName, QueueID: q}
 	}
 	want := map[protocol.MessageQueue]int64{mq(0): 3, mq(1): 2}
-	resp := invoke(t, tb.TCP, tb.Addr, resetCmd("T", "g", mark, false))
+	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, resetCmd("T", "g", mark, false))
 	if resp.Code != remoting.Success {
 		t.Fatalf("reset: code %d %q", resp.Code, resp.Remark)
 	}
@@ -84,7 +85,7 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 		t.Errorf("answered table (-want +got):\n%s", diff)
 	}
 	for q, off := range map[int32]int64{0: 3, 1: 2} {
-		if c := tb.offsets.query("g", "T", q); c != off {
+		if c := tb.ConsumerOffset("g", "T", q); c != off {
 			t.Errorf("queue %d committed %d, want %d", q, c, off)
 		}
 	}
@@ -103,37 +104,37 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 	}
 
 	// Unforced, a reset never moves the group forward; forced, it does.
-	resp = invoke(t, tb.TCP, tb.Addr, resetCmd("T", "g", -1, false))
+	resp = brokertest.Invoke(t, tb.TCP, tb.Addr, resetCmd("T", "g", -1, false))
 	if got, _ := protocol.DecodeOffsetSerializeWrapper(resp.Body); resp.Code != remoting.Success || got[mq(0)] != 3 {
 		t.Errorf("unforced to the end: code %d table %v", resp.Code, got)
 	}
-	resp = invoke(t, tb.TCP, tb.Addr, resetCmd("T", "g", -1, true))
+	resp = brokertest.Invoke(t, tb.TCP, tb.Addr, resetCmd("T", "g", -1, true))
 	if got, _ := protocol.DecodeOffsetSerializeWrapper(resp.Body); resp.Code != remoting.Success || got[mq(0)] != 5 || got[mq(1)] != 3 {
 		t.Errorf("forced to the end: code %d table %v", resp.Code, got)
 	}
-	if c := tb.offsets.query("g", "T", 0); c != 5 {
+	if c := tb.ConsumerOffset("g", "T", 0); c != 5 {
 		t.Errorf("forced: committed %d", c)
 	}
 
-	if resp := invoke(t, tb.TCP, tb.Addr, resetCmd("nosuch", "g", mark, false)); resp.Code != remoting.SystemError {
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, resetCmd("nosuch", "g", mark, false)); resp.Code != remoting.SystemError {
 		t.Errorf("unknown topic: code %d", resp.Code)
 	}
-	if resp := invoke(t, tb.TCP, tb.Addr, resetCmd("T", "other", mark, false)); resp.Code != remoting.SystemError {
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, resetCmd("T", "other", mark, false)); resp.Code != remoting.SystemError {
 		t.Errorf("group without offsets: code %d", resp.Code)
 	}
 	bad := resetCmd("T", "g", mark, false)
 	bad.ExtFields["group"] = "bad group name!"
-	if resp := invoke(t, tb.TCP, tb.Addr, bad); resp.Code == remoting.Success {
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, bad); resp.Code == remoting.Success {
 		t.Error("invalid group name accepted")
 	}
 }
 
 func TestGetConsumerStatusGathersEachClient(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	addTopic(tb, "T", 2)
+	tb := start(t, nil, nil)
+	addTopic(t, tb, "T", 2)
 	a, b := newTCPClient(t), tb.InProc
 	mq := func(q int) protocol.MessageQueue {
-		return protocol.MessageQueue{Topic: "T", BrokerName: tb.opts.BrokerName, QueueID: q}
+		return protocol.MessageQueue{Topic: "T", BrokerName: tb.Options().BrokerName, QueueID: q}
 	}
 	answer := func(tr remoting.Transport, q int, off int64) {
 		tr.RegisterProcessor(remoting.GetConsumerStatusFromClient, remoting.ProcessorFunc(
@@ -154,7 +155,7 @@ func TestGetConsumerStatusGathersEachClient(t *testing.T) {
 		return remoting.NewRequest(remoting.InvokeBrokerToGetConsumerStats, remoting.EncodeHeader(
 			&protocol.GetConsumerStatusRequestHeader{Topic: "T", Group: "g", ClientAddr: clientAddr}), nil)
 	}
-	if resp := invoke(t, tb.TCP, tb.Addr, ask("")); resp.Code != remoting.SystemError {
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, ask("")); resp.Code != remoting.SystemError {
 		t.Fatalf("no consumer: code %d", resp.Code)
 	}
 	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
@@ -167,7 +168,7 @@ func TestGetConsumerStatusGathersEachClient(t *testing.T) {
 		{"", map[string]map[protocol.MessageQueue]int64{"A@1": {mq(0): 7}, "B@1": {mq(1): 9}}},
 		{"B@1", map[string]map[protocol.MessageQueue]int64{"B@1": {mq(1): 9}}},
 	} {
-		resp := invoke(t, tb.TCP, tb.Addr, ask(tc.clientAddr))
+		resp := brokertest.Invoke(t, tb.TCP, tb.Addr, ask(tc.clientAddr))
 		if resp.Code != remoting.Success {
 			t.Fatalf("code %d %q", resp.Code, resp.Remark)
 		}
@@ -182,8 +183,8 @@ func TestGetConsumerStatusGathersEachClient(t *testing.T) {
 }
 
 func TestConsumerRunningInfoRelayedToTheClient(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	addTopic(tb, "T", 1)
+	tb := start(t, nil, nil)
+	addTopic(t, tb, "T", 1)
 	a := newTCPClient(t)
 	a.RegisterProcessor(remoting.GetConsumerRunningInfo, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -193,7 +194,7 @@ func TestConsumerRunningInfoRelayedToTheClient(t *testing.T) {
 		}))
 	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
 	ask := func(group, clientID string) *remoting.Command {
-		return invoke(t, tb.InProc, tb.Addr, remoting.NewRequest(remoting.GetConsumerRunningInfo, remoting.EncodeHeader(
+		return brokertest.Invoke(t, tb.InProc, tb.Addr, remoting.NewRequest(remoting.GetConsumerRunningInfo, remoting.EncodeHeader(
 			&protocol.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: clientID}), nil))
 	}
 	if resp := ask("g", "A@1"); resp.Code != remoting.Success || string(resp.Body) != "info of A@1 in g" {

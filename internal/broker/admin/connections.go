@@ -1,8 +1,7 @@
-package broker
+package admin
 
 import (
 	"context"
-	"slices"
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -11,11 +10,6 @@ import (
 // GET_CONSUMER_CONNECTION_LIST (203) and GET_PRODUCER_CONNECTION_LIST (204): who is online in
 // a group, as mqadmin consumerConnection / producerConnection and the dashboard ask it
 // (RocketMQ AdminBrokerProcessor).
-
-func init() {
-	requestNames[remoting.GetConsumerConnectionList] = []NameField{{"consumerGroup", "consumerGroup", GroupName}}
-	requestNames[remoting.GetProducerConnectionList] = []NameField{{"producerGroup", "producerGroup", GroupName}}
-}
 
 // connectionBody is one member of a group in RocketMQ's Connection JSON form.
 type connectionBody struct {
@@ -39,20 +33,14 @@ type producerConnectionBody struct {
 	ConnectionSet []connectionBody `json:"connectionSet"`
 }
 
-// registerConnectionLists installs 203 and 204 as admin requests.
-func (b *Broker) registerConnectionLists(d *remoting.Dispatcher) {
-	b.handle(d, remoting.GetConsumerConnectionList, remoting.ProcessorFunc(b.processConsumerConnectionList), b.adminEx)
-	b.handle(d, remoting.GetProducerConnectionList, remoting.ProcessorFunc(b.processProducerConnectionList), b.adminEx)
-}
-
 // processConsumerConnectionList answers a group's members and subscriptions, or
 // CONSUMER_NOT_ONLINE when no member is registered, with RocketMQ's remark.
-func (b *Broker) processConsumerConnectionList(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *Service) processConsumerConnectionList(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumerGroupHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	st, ok := b.consumerGroupState(h.ConsumerGroup)
+	st, ok := s.core.ConsumerGroup(h.ConsumerGroup)
 	if !ok || len(st.Connections) == 0 {
 		return remoting.NewResponse(remoting.ConsumerNotOnline, "the consumer group["+h.ConsumerGroup+"] not online"), nil
 	}
@@ -71,49 +59,20 @@ func (b *Broker) processConsumerConnectionList(_ context.Context, _ remoting.Cha
 
 // processProducerConnectionList answers a producer group's members; a group nobody registered
 // is SYSTEM_ERROR with RocketMQ's remark.
-func (b *Broker) processProducerConnectionList(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *Service) processProducerConnectionList(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	r := remoting.NewFieldReader(req.ExtFields)
 	group := r.String("producerGroup", true)
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	conns := b.clients.consumers.producerConnections(group)
-	if conns == nil {
+	conns, ok := s.core.ProducerConnections(group)
+	if !ok {
 		return remoting.NewResponse(remoting.SystemError, "the producer group["+group+"] not exist"), nil
 	}
-	return jsonResponse(producerConnectionBody{ConnectionSet: conns})
-}
-
-// producerConnections returns a producer group's live members sorted by client id, nil when
-// the group is unknown.
-func (m *consumerManager) producerConnections(group string) []connectionBody {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	p, ok := m.producers[group]
-	if !ok {
-		return nil
+	body := producerConnectionBody{ConnectionSet: make([]connectionBody, 0, len(conns))}
+	for _, c := range conns {
+		body.ConnectionSet = append(body.ConnectionSet, connectionBody{ClientAddr: c.Channel.RemoteAddr(),
+			ClientID: c.ClientID, Language: c.Language.String(), Version: int(c.Version)})
 	}
-	out := make([]connectionBody, 0, len(p))
-	for _, c := range p {
-		if !c.ch.Closed() {
-			out = append(out, connectionBody{ClientAddr: c.ch.RemoteAddr(), ClientID: c.clientID,
-				Language: c.language.String(), Version: int(c.version)})
-		}
-	}
-	slices.SortFunc(out, func(a, b connectionBody) int {
-		if a.ClientID != b.ClientID {
-			if a.ClientID < b.ClientID {
-				return -1
-			}
-			return 1
-		}
-		if a.ClientAddr < b.ClientAddr {
-			return -1
-		}
-		if a.ClientAddr > b.ClientAddr {
-			return 1
-		}
-		return 0
-	})
-	return out
+	return jsonResponse(body)
 }

@@ -1,0 +1,113 @@
+// Package admin is the broker's admin request processors (RocketMQ's AdminBrokerProcessor,
+// less the topic admin, which stays with the core's topic registry): the admin reads
+// (GET_BROKER_RUNTIME_INFO, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_CONSUMER_OFFSET,
+// GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG), subscription group admin
+// (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP), the connection lists
+// (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST), and the requests relayed to a
+// group's consumers (INVOKE_BROKER_TO_RESET_OFFSET, INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+// GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
+//
+// It holds no state, files or loops of its own: every processor reads and writes the core
+// through its narrow methods (topics, groups, offsets, members, the store), the statistics
+// through Stats and the delay cursors through DelayOffsets. Its requests run on the core's
+// admin pool. It takes no lock; the core's managers take theirs, one at a time.
+//
+// Files: admin.go (the service and its handlers), reads.go (admin reads and subscription group
+// admin), connections.go (the connection lists), reset_offset.go (the relays to consumers),
+// consume_directly.go (CONSUME_MESSAGE_DIRECTLY).
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
+)
+
+// Stats are the figures of the statistics service (internal/broker/stats) that runtime info
+// and consume stats report.
+type Stats interface {
+	// Started is when the counting began (bootTimestamp).
+	Started() time.Time
+	// DayMarks are the put and get totals now, this morning and yesterday morning.
+	DayMarks(now time.Time) (put, putToday, putYesterday, get, getToday, getYesterday int64)
+	// Rates are the put and get rates over 10 s, 60 s and 600 s; ok is false before two samples.
+	Rates() (put, get [3]float64, ok bool)
+	// ConsumeTPS is what group pulled of topic per second over the last minute.
+	ConsumeTPS(topic, group string) float64
+}
+
+// DelayOffsets is the schedule service's cursors (delayOffset.json).
+type DelayOffsets interface {
+	DelayOffsets() protocol.DelayOffsetSerializeWrapper
+}
+
+// Deps are what the admin processors read beyond the core. A nil Stats reports no counters
+// (zero totals, no rates); a nil Delays no delay cursors.
+type Deps struct {
+	Stats  Stats
+	Delays DelayOffsets
+}
+
+// Service serves the admin requests over a broker core.
+type Service struct {
+	core *broker.Broker
+	deps Deps
+	log  zerolog.Logger
+}
+
+// New builds the service over core. Attach it to core before Register.
+func New(core *broker.Broker, deps Deps) *Service {
+	return &Service{core: core, deps: deps,
+		log: core.Logger().With().Str("component", "admin").Str("broker", core.Options().BrokerName).Logger()}
+}
+
+// Handlers are the admin codes with the header fields that carry names, all on the admin pool.
+func (s *Service) Handlers() []broker.Handler {
+	topic := []broker.NameField{broker.TopicField("topic")}
+	groupTopic := []broker.NameField{broker.GroupField("consumerGroup"), broker.TopicField("topic")}
+	// The relays' headers name the group "group", not "consumerGroup".
+	relay := []broker.NameField{broker.GroupField("group"), broker.TopicField("topic")}
+	consumerGroup := []broker.NameField{broker.GroupField("consumerGroup")}
+	pool := s.core.Pools().Admin
+	h := func(code int16, names []broker.NameField, f remoting.ProcessorFunc) broker.Handler {
+		return broker.Handler{Code: code, Names: names, Proc: f, Pool: pool}
+	}
+	return []broker.Handler{
+		h(remoting.GetBrokerRuntimeInfo, nil, s.processRuntimeInfo),
+		h(remoting.GetTopicStatsInfo, topic, s.processTopicStats),
+		h(remoting.GetConsumeStats, groupTopic, s.processConsumeStats),
+		h(remoting.GetAllConsumerOffset, nil, s.processAllConsumerOffset),
+		h(remoting.GetAllDelayOffset, nil, s.processAllDelayOffset),
+		h(remoting.GetAllSubscriptionGroupConfig, nil, s.processAllSubscriptionGroups),
+		h(remoting.UpdateAndCreateSubscription, nil, s.processUpdateSubscriptionGroup), // body: its processor
+		h(remoting.DeleteSubscriptionGroup, []broker.NameField{broker.GroupField("groupName")}, s.processDeleteSubscriptionGroup),
+		h(remoting.GetConsumerConnectionList, consumerGroup, s.processConsumerConnectionList),
+		h(remoting.GetProducerConnectionList, []broker.NameField{broker.GroupField("producerGroup")}, s.processProducerConnectionList),
+		h(remoting.InvokeBrokerToResetOffset, relay, s.processResetOffset),
+		h(remoting.InvokeBrokerToGetConsumerStats, relay, s.processGetConsumerStatus),
+		h(remoting.GetConsumerRunningInfo, consumerGroup, s.processConsumerRunningInfo),
+		h(remoting.ConsumeMessageDirectly, consumerGroup, s.processConsumeMessageDirectly),
+	}
+}
+
+// Run has no loop to run.
+func (s *Service) Run(context.Context) error { return nil }
+
+// Close has nothing to write.
+func (s *Service) Close() error { return nil }
+
+// jsonResponse answers SUCCESS with v as JSON body.
+func jsonResponse(v any) (*remoting.Command, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp, nil
+}

@@ -1,0 +1,151 @@
+package admin
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/stats"
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// env is a test broker with the statistics and admin services attached.
+type env struct {
+	*brokertest.Broker
+	stats *stats.Service
+}
+
+// start starts a broker with the statistics and admin services; delays, when not nil, are the
+// schedule cursors the admin reports.
+func start(t testing.TB, mutate func(*broker.Options), delays DelayOffsets) *env {
+	t.Helper()
+	e := &env{}
+	e.Broker = brokertest.Start(t, brokertest.Config{Mutate: mutate, Attach: func(b *broker.Broker) error {
+		e.stats = stats.New(b)
+		b.Attach(e.stats)
+		b.Attach(New(b, Deps{Stats: e.stats, Delays: delays}))
+		return nil
+	}})
+	return e
+}
+
+func adminCall(t *testing.T, tr remoting.Transport, tb *env, code int16, h remoting.Header, body []byte) *remoting.Command {
+	t.Helper()
+	var ext map[string]string
+	if h != nil {
+		ext = remoting.EncodeHeader(h)
+	}
+	return brokertest.Invoke(t, tr, tb.Addr, remoting.NewRequest(code, ext, body))
+}
+
+func wantOK(t *testing.T, resp *remoting.Command) {
+	t.Helper()
+	if resp.Code != remoting.Success {
+		t.Fatalf("response %d %q", resp.Code, resp.Remark)
+	}
+}
+
+// addTopic creates a readable and writable topic through UPDATE_AND_CREATE_TOPIC.
+func addTopic(t testing.TB, tb *env, topic string, queues int32) {
+	t.Helper()
+	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: names.TopicAutoCreate, ReadQueueNums: queues,
+		WriteQueueNums: queues, Perm: 6}
+	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil))
+	if resp.Code != remoting.Success {
+		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
+	}
+}
+
+var testBornHost = netip.MustParseAddrPort("127.0.0.1:40000")
+
+// put stores one message straight into the store.
+func put(t *testing.T, tb *env, topic string, queueID int32, body string) storage.PutResult {
+	t.Helper()
+	m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(body), Flag: 7,
+		Properties:    message.MarshalProperties(map[string]string{message.PropertyUniqKey: body}),
+		BornTimestamp: time.Now().UnixMilli() - 1000, BornHost: testBornHost, StoreHost: tb.StoreHost()}
+	res, err := tb.Store().PutMessage(m)
+	if err != nil {
+		t.Fatalf("put %s: %v", topic, err)
+	}
+	return res
+}
+
+// putMsgs stores n messages in a queue and waits until they are dispatched.
+func putMsgs(t *testing.T, tb *env, topic string, queueID int32, n int, tag, prefix string) {
+	t.Helper()
+	before := tb.Store().MaxOffsetInQueue(topic, queueID)
+	for i := range n {
+		props := map[string]string{message.PropertyUniqKey: fmt.Sprintf("%s-%d-%d", prefix, queueID, i)}
+		if tag != "" {
+			props[message.PropertyTags] = tag
+		}
+		m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(fmt.Sprintf("%s-%d", prefix, i)),
+			Properties: message.MarshalProperties(props), BornTimestamp: time.Now().UnixMilli(),
+			BornHost: testBornHost, StoreHost: tb.StoreHost()}
+		if _, err := tb.Store().PutMessage(m); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	brokertest.Eventually(t, "messages dispatched", func() bool {
+		return tb.Store().MaxOffsetInQueue(topic, queueID) >= before+int64(n)
+	})
+}
+
+// sub is a tag subscription of topic as the Go client builds it (codeSet from UTF-8 bytes).
+func sub(topic, expr string) protocol.SubscriptionData {
+	s := protocol.SubscriptionData{Topic: topic, SubString: expr, TagsSet: []string{}, CodeSet: protocol.TagCodes{},
+		SubVersion: time.Now().UnixNano(), ExpressionType: protocol.ExpressionTag}
+	if expr != "*" {
+		for _, tag := range strings.Split(expr, "||") {
+			tag = strings.TrimSpace(tag)
+			s.TagsSet = append(s.TagsSet, tag)
+			var h int32
+			for i := 0; i < len(tag); i++ {
+				h = 31*h + int32(tag[i])
+			}
+			s.CodeSet = append(s.CodeSet, h)
+		}
+	}
+	return s
+}
+
+// heartbeatCmd builds a HEART_BEAT of one consumer group.
+func heartbeatCmd(clientID, group string, subs ...protocol.SubscriptionData) *remoting.Command {
+	hb := protocol.HeartbeatData{ClientID: clientID, ProducerDataSet: []protocol.ProducerData{},
+		ConsumerDataSet: []protocol.ConsumerData{{GroupName: group, ConsumeType: protocol.ConsumePassively,
+			MessageModel: protocol.Clustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
+			SubscriptionDataSet: subs}}}
+	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
+}
+
+// heartbeat sends a heartbeat and checks it succeeded.
+func heartbeat(t *testing.T, tr remoting.Transport, addr, clientID, group string, subs ...protocol.SubscriptionData) {
+	t.Helper()
+	resp := brokertest.Invoke(t, tr, addr, heartbeatCmd(clientID, group, subs...))
+	if resp.Code != remoting.Success || resp.Version < 0 {
+		t.Fatalf("heartbeat: code %d version %d remark %q", resp.Code, resp.Version, resp.Remark)
+	}
+}
+
+// newTCPClient is a second TCP client (a second connection) closed at cleanup.
+func newTCPClient(t *testing.T) *remoting.Client {
+	c := remoting.NewClient(remoting.ClientOptions{ScanInterval: 20 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// delays is a fixed set of schedule cursors.
+type delays map[int32]int64
+
+func (d delays) DelayOffsets() protocol.DelayOffsetSerializeWrapper {
+	return protocol.DelayOffsetSerializeWrapper{OffsetTable: d}
+}

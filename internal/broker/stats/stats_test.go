@@ -1,0 +1,117 @@
+package stats
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+func startWithStats(t *testing.T) (*brokertest.Broker, *Service) {
+	t.Helper()
+	var s *Service
+	tb := brokertest.Start(t, brokertest.Config{Attach: func(b *broker.Broker) error {
+		s = New(b)
+		b.Attach(s)
+		return nil
+	}})
+	if Of(tb.Broker) != s {
+		t.Fatal("Of does not find the attached service")
+	}
+	return tb, s
+}
+
+func topicPuts(s *Service, topic string) (msgs, bytes int64) {
+	for _, p := range s.Metrics().Puts {
+		if p.Topic == topic {
+			return p.Msgs, p.Bytes
+		}
+	}
+	return 0, 0
+}
+
+// TestCountsBatchesAndPulls: the core's send path counts every message of a batch under its
+// topic, the pull path counts what a group got, and deleting the topic forgets its counters.
+func TestCountsBatchesAndPulls(t *testing.T) {
+	tb, s := startWithStats(t)
+	create := protocol.CreateTopicRequestHeader{Topic: "Batch", DefaultTopic: names.TopicAutoCreate, ReadQueueNums: 1,
+		WriteQueueNums: 1, Perm: 6}
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.UpdateAndCreateTopic,
+		remoting.EncodeHeader(&create), nil)); resp.Code != remoting.Success {
+		t.Fatalf("create topic: %d %q", resp.Code, resp.Remark)
+	}
+	var body []byte
+	for i := range 3 {
+		body = message.AppendBatchElement(body, 0, []byte(fmt.Sprintf("m%d", i)),
+			message.MarshalProperties(map[string]string{"TAGS": "t"}))
+	}
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "Batch", DefaultTopic: names.TopicAutoCreate,
+		DefaultTopicQueueNums: 4, QueueID: 0, Batch: true}
+	ext := map[string]string{}
+	(*protocol.SendMessageRequestHeaderV2)(&h).Encode(ext)
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.SendBatchMessage, ext, body)); resp.Code != remoting.Success {
+		t.Fatalf("batch: %d %q", resp.Code, resp.Remark)
+	}
+	if n, size := topicPuts(s, "Batch"); n != 3 || size <= int64(len(body)) {
+		t.Fatalf("counted %d puts of %d bytes, want 3 stored records", n, size)
+	}
+	if put, _, _, _, _, _ := s.DayMarks(s.Started()); put != 3 {
+		t.Errorf("put total %d, want 3", put)
+	}
+
+	brokertest.Eventually(t, "dispatch", func() bool { return tb.Store().MaxOffsetInQueue("Batch", 0) == 3 })
+	hb := protocol.HeartbeatData{ClientID: "c1", ProducerDataSet: []protocol.ProducerData{},
+		ConsumerDataSet: []protocol.ConsumerData{{GroupName: "cg", ConsumeType: protocol.ConsumePassively,
+			MessageModel: protocol.Clustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
+			SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "Batch", SubString: "*", TagsSet: []string{},
+				CodeSet: protocol.TagCodes{}, SubVersion: 1, ExpressionType: protocol.ExpressionTag}}}}}
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())); resp.Code != remoting.Success {
+		t.Fatalf("heartbeat: %d %q", resp.Code, resp.Remark)
+	}
+	pull := protocol.PullMessageRequestHeader{ConsumerGroup: "cg", Topic: "Batch", QueueID: 0, QueueOffset: 0,
+		MaxMsgNums: 32, SysFlag: 0, SubVersion: 1, Subscription: "*", ExpressionType: "TAG"}
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(&pull), nil)); resp.Code != remoting.Success {
+		t.Fatalf("pull: %d %q", resp.Code, resp.Remark)
+	}
+	var got int64
+	for _, g := range s.Metrics().Gets {
+		if g.Topic == "Batch" && g.Group == "cg" {
+			got = g.Msgs
+		}
+	}
+	if got != 3 {
+		t.Errorf("counted %d messages got by cg, want 3", got)
+	}
+
+	del := protocol.DeleteTopicRequestHeader{Topic: "Batch"}
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.DeleteTopicInBroker, remoting.EncodeHeader(&del), nil)); resp.Code != remoting.Success {
+		t.Fatalf("delete: %d %q", resp.Code, resp.Remark)
+	}
+	if n, _ := topicPuts(s, "Batch"); n != 0 {
+		t.Errorf("a deleted topic keeps %d counted puts", n)
+	}
+	for _, g := range s.Metrics().Gets {
+		if g.Topic == "Batch" {
+			t.Errorf("a deleted topic keeps its gets: %+v", g)
+		}
+	}
+}
+
+// TestMetricsReadTheCore: a scrape names the broker and reads the core's tables.
+func TestMetricsReadTheCore(t *testing.T) {
+	tb, s := startWithStats(t)
+	tb.CommitOffset("cg", names.TopicSelfTest, 0, 0)
+	m := s.Metrics()
+	if m.Cluster != broker.DefaultClusterName || m.BrokerName != broker.DefaultBrokerName || m.Topics != tb.TopicCount() ||
+		m.Topics == 0 || m.Groups != len(tb.SubscriptionGroups().SubscriptionGroupTable) || m.Store.MaxPhyOffset != tb.Store().MaxPhyOffset() {
+		t.Fatalf("metrics %+v", m)
+	}
+	if len(m.Lag) != 1 || m.Lag[0].Group != "cg" || m.Lag[0].Topic != names.TopicSelfTest {
+		t.Errorf("lag %+v", m.Lag)
+	}
+}
