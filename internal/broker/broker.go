@@ -44,7 +44,6 @@ type Broker struct {
 	replies *replyRoutes // where replies go (reply_route.go)
 	pull    *pullState
 	retry   *retryState
-	ha      *haState
 	tx      *txState
 	timer   *timerService
 	// timerCursor is the timer service's cursor (the lowest timer queue offset not delivered),
@@ -58,7 +57,8 @@ type Broker struct {
 	services []Service
 	hooks    Hooks
 
-	inSync inSyncState // controller mode (controller_mode.go)
+	// repl is the broker's replication (core_ha.go), nil without it.
+	repl Replicator
 
 	// codes are the request codes Register installed; removeListener takes its connection
 	// listener out (Unregister).
@@ -121,13 +121,14 @@ func New(opts Options) (*Broker, error) {
 	if err := b.initTransaction(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
-	if err := b.initHA(); err != nil {
-		return nil, errors.Join(err, store.Close())
-	}
-	if err := b.initControllerMode(); err != nil {
-		return nil, errors.Join(err, store.Close())
-	}
 	return b, nil
+}
+
+// onDispatch is the store's dispatch hook: wake held pulls, then the services' hooks (the HA
+// writers among them, which stream at once what the log grew by).
+func (b *Broker) onDispatch(e storage.DispatchEvent) {
+	b.onMessageArriving(e)
+	b.hooks.dispatched(e)
 }
 
 func (b *Broker) loadMetadata() error {
@@ -155,7 +156,6 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerAdmin(d)
 	b.registerResetOffset(d)
 	b.registerConnectionLists(d)
-	b.registerControllerMode(d)
 	b.registerServices(d)
 	b.removeListener = d.AddConnListener(b.onConnEvent)
 }
@@ -180,7 +180,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	g, ctx := errgroup.WithContext(ctx)
-	if err := b.startHA(ctx, g); err != nil || ctx.Err() != nil {
+	if err := b.startReplication(ctx, g.Go); err != nil || ctx.Err() != nil {
 		// Stopped, or the HA listener failed, before it was bound: g.Wait says which.
 		stop()
 		return errors.Join(err, g.Wait())

@@ -95,11 +95,8 @@ func (b *Broker) Metrics() Metrics {
 		m.Producers += len(p)
 	}
 	cm.mu.RUnlock()
-	if master := b.ha.master; master != nil {
-		end := m.Store.MaxPhyOffset
-		for _, sl := range master.Slaves() {
-			m.Slaves = append(m.Slaves, SlaveLag{Addr: sl.Addr, Bytes: max(0, end-sl.AckOffset)})
-		}
+	for _, sl := range b.slaveAcks() {
+		m.Slaves = append(m.Slaves, SlaveLag{Addr: sl.Addr, Bytes: max(0, m.Store.MaxPhyOffset-sl.AckOffset)})
 	}
 	return m
 }
