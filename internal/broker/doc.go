@@ -22,6 +22,15 @@
 //	                             delivery (SCHEDULE_TOPIC_XXXX, delayOffset.json)
 //	query.go, admin.go, stats.go QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, admin reads, counters
 //	limits.go                    caps on suspend time, parked pulls and queue counts
+//	core_ha.go                   HA settings, the Replicator seam (HA address, SYNC_MASTER wait,
+//	                             in-sync refusal, REGISTER_BROKER answers) and the checked installs
+//	                             of a master's tables on a slave; name_drops.go: the name checks
+//	                             they share with loading; slave_read.go: suggestWhichBrokerId
+//
+// Moved to their own packages (issue 27):
+//
+//	ha.go, slave_sync.go, controller_mode.go -> internal/broker/ha (with internal/node's
+//	                             replicas.go: the replicas manager)
 //
 // One message: a send processor validates and appends to the store; the store's dispatcher
 // writes the ConsumeQueue unit and calls onMessageArriving, which wakes pulls parked on that
