@@ -88,9 +88,12 @@ type Replicator interface {
 	Start(ctx context.Context, run func(func() error)) error
 	// Addr is the HA address REGISTER_BROKER advertises: a master's bound listener, else "".
 	Addr() string
-	// WaitForSlave runs a SYNC_MASTER's group transfer after a stored put and turns its
-	// outcome into the put status RocketMQ answers (FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE).
-	WaitForSlave(ctx context.Context, r *storage.PutResult)
+	// WaitForSlave runs a SYNC_MASTER's group transfer after a put stored up to end, the
+	// CommitLog offset past its last byte, and returns the put status RocketMQ answers: status
+	// itself once a slave has the bytes, else FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE. (Values,
+	// not the *PutResult: a pointer through an interface call would move every send's result to
+	// the heap.)
+	WaitForSlave(ctx context.Context, end int64, status storage.PutStatus) storage.PutStatus
 	// Registered applies a name server's REGISTER_BROKER answer (a slave learns its master).
 	Registered(res *route.RegisterBrokerResult)
 	// RefuseSend is the remark of the SYSTEM_ERROR refusing a send of a master in controller
@@ -136,7 +139,7 @@ func (b *Broker) waitForSlave(ctx context.Context, r *storage.PutResult) {
 	if b.opts.BrokerRole != storage.SyncMaster || b.repl == nil || !putStored(r.Status) {
 		return
 	}
-	b.repl.WaitForSlave(ctx, r)
+	r.Status = b.repl.WaitForSlave(ctx, r.PhyOffset+int64(r.WroteBytes), r.Status)
 }
 
 // checkInSync refuses a send while controller mode's SyncStateSet is too small.

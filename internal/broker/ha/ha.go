@@ -249,24 +249,26 @@ func (s *Service) Registered(res *route.RegisterBrokerResult) {
 	}
 }
 
-// WaitForSlave runs a SYNC_MASTER's group transfer after a stored put: it waits (at most the
-// replication SyncFlushTimeout) until a slave has the bytes, and turns the outcome into the
-// put status RocketMQ answers (FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE).
-func (s *Service) WaitForSlave(ctx context.Context, r *storage.PutResult) {
+// WaitForSlave runs a SYNC_MASTER's group transfer after a put stored up to end: it waits
+// (at most the replication SyncFlushTimeout) until a slave has the bytes, and returns the put
+// status RocketMQ answers: status when a slave has them, else FLUSH_SLAVE_TIMEOUT or
+// SLAVE_NOT_AVAILABLE.
+func (s *Service) WaitForSlave(ctx context.Context, end int64, status storage.PutStatus) storage.PutStatus {
 	if s.master == nil {
-		return
+		return status
 	}
 	// ctx is the dispatcher's: it ends when the node closes, which must not wait out
 	// SyncFlushTimeout for every send still waiting on a slave.
-	err := s.master.WaitForAck(ctx, r.PhyOffset+int64(r.WroteBytes))
+	err := s.master.WaitForAck(ctx, end)
 	switch {
 	case err == nil:
+		return status
 	case errors.Is(err, replication.ErrNoSlave):
-		r.Status = storage.SlaveNotAvailable
+		return storage.SlaveNotAvailable
 	case ctx.Err() != nil: // closing: stored, but not known to be on a slave
-		r.Status = storage.FlushSlaveTimeout
+		return storage.FlushSlaveTimeout
 	default: // ErrSlaveTimeout
-		r.Status = storage.FlushSlaveTimeout
-		s.timeoutLog.Warn().Err(err).Int64("phy_offset", r.PhyOffset).Msg("slave did not acknowledge in time")
+		s.timeoutLog.Warn().Err(err).Int64("end", end).Msg("slave did not acknowledge in time")
+		return storage.FlushSlaveTimeout
 	}
 }
