@@ -60,7 +60,7 @@ func TestCutSyncMasterFromSlave(t *testing.T) {
 		}
 		// The stalled HA connection goes after HAHousekeeping; then the master knows.
 		mqtest.Eventually(t, "the master to drop its slave", func() bool {
-			return master.Wiring().Broker().ConnectedSlaves() == 0
+			return master.Wiring().HA().ConnectedSlaves() == 0
 		})
 		if st, err := trySend(p, topic, 5*time.Second); err != nil || st != producer.SendSlaveNotAvailable {
 			t.Fatalf("send with the slave gone: %v, %v; want SLAVE_NOT_AVAILABLE", st, err)
@@ -137,12 +137,12 @@ func TestIsolate(t *testing.T) {
 
 	c.Isolate(master)
 	mqtest.Eventually(t, "the isolated master to lose its slave and its route", func() bool {
-		return master.Wiring().Broker().ConnectedSlaves() == 0 && !registered()
+		return master.Wiring().HA().ConnectedSlaves() == 0 && !registered()
 	})
 
 	c.HealAll()
 	mqtest.Eventually(t, "the slave and the route back, and sends through", func() bool {
-		if master.Wiring().Broker().ConnectedSlaves() != 1 || !registered() {
+		if master.Wiring().HA().ConnectedSlaves() != 1 || !registered() {
 			return false
 		}
 		st, err := trySend(p, topic, 5*time.Second)

@@ -69,7 +69,7 @@ func (c *Cluster) slavesConnected() string {
 				running++
 			}
 		}
-		if got := mn.Broker().ConnectedSlaves(); got < running {
+		if got := mn.HA().ConnectedSlaves(); got < running {
 			return fmt.Sprintf("group %d master has %d of %d slaves connected", g, got, running)
 		}
 	}
@@ -98,8 +98,8 @@ func (c *Cluster) waitSlavesSynced() error {
 			continue
 		}
 		for _, s := range c.slavesOf(g) {
-			if mn := s.wiring(); mn != nil && mn.Broker() != nil {
-				marks = append(marks, mark{s, mn.Broker().MetadataSyncs()})
+			if mn := s.wiring(); mn != nil && mn.HA() != nil {
+				marks = append(marks, mark{s, mn.HA().MetadataSyncs()})
 			}
 		}
 	}
@@ -107,7 +107,7 @@ func (c *Cluster) waitSlavesSynced() error {
 		// +2: the sync running at the call may have fetched before it; the next one did not.
 		ok := poll(DefaultWaitTimeout, func() bool {
 			mn := m.n.wiring()
-			return mn == nil || mn.Broker().MetadataSyncs() >= m.from+2
+			return mn == nil || mn.HA().MetadataSyncs() >= m.from+2
 		})
 		if !ok {
 			return fmt.Errorf("mqtest: %s did not sync its master's metadata within %v", m.n, DefaultWaitTimeout)

@@ -38,7 +38,6 @@ type Broker struct {
 	send    *sendState
 	clients *clientState
 	pull    *pullState
-	ha      *haState
 	txh     txHooks // scheduled delivery and transactions (core_tx.go)
 
 	// runners are the background services Run starts, in order.
@@ -49,7 +48,8 @@ type Broker struct {
 	hooks    Hooks
 	svc      svcSeams // the seams of the reply, stats and admin services (core_svc.go)
 
-	inSync inSyncState // controller mode (controller_mode.go)
+	// repl is the broker's replication (core_ha.go), nil without it.
+	repl Replicator
 
 	// codes are the request codes Register installed; removeListener takes its connection
 	// listener out (Unregister).
@@ -105,13 +105,14 @@ func New(opts Options) (*Broker, error) {
 	b.initSend()
 	b.initClients()
 	b.initPull()
-	if err := b.initHA(); err != nil {
-		return nil, errors.Join(err, store.Close())
-	}
-	if err := b.initControllerMode(); err != nil {
-		return nil, errors.Join(err, store.Close())
-	}
 	return b, nil
+}
+
+// onDispatch is the store's dispatch hook: wake held pulls, then the services' hooks (the HA
+// writers among them, which stream at once what the log grew by).
+func (b *Broker) onDispatch(e storage.DispatchEvent) {
+	b.onMessageArriving(e)
+	b.hooks.dispatched(e)
 }
 
 func (b *Broker) loadMetadata() error {
@@ -136,7 +137,6 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.registerPull(d)
 	b.registerRetry(d)
 	b.registerQuery(d)
-	b.registerControllerMode(d)
 	b.registerServices(d)
 	b.removeListener = d.AddConnListener(b.onConnEvent)
 }
@@ -161,7 +161,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	g, ctx := errgroup.WithContext(ctx)
-	if err := b.startHA(ctx, g); err != nil || ctx.Err() != nil {
+	if err := b.startReplication(ctx, g.Go); err != nil || ctx.Err() != nil {
 		// Stopped, or the HA listener failed, before it was bound: g.Wait says which.
 		stop()
 		return errors.Join(err, g.Wait())

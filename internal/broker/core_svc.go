@@ -271,24 +271,9 @@ func (b *Broker) PullHolds() (parked int, refused int64) {
 	return b.pull.hold.count(), b.pull.refused.Load()
 }
 
-// SlaveOffset is a connected slave's address and the CommitLog offset it acknowledged.
-type SlaveOffset struct {
-	Addr      string
-	AckOffset int64
-}
-
-// SlaveOffsets are a master's connected slaves by address (metrics); nil on a slave.
-func (b *Broker) SlaveOffsets() []SlaveOffset {
-	master := b.ha.master
-	if master == nil {
-		return nil
-	}
-	var out []SlaveOffset
-	for _, sl := range master.Slaves() {
-		out = append(out, SlaveOffset{Addr: sl.Addr, AckOffset: sl.AckOffset})
-	}
-	return out
-}
+// SlaveAcks are a master's connected slaves and what each acknowledged (metrics); nil on a
+// slave or without HA.
+func (b *Broker) SlaveAcks() []SlaveAck { return b.slaveAcks() }
 
 // CheckReadRaw applies the ACL read check to a stored record a request reads (ReadCheck): nil
 // when allowed, else the refusal.

@@ -22,6 +22,15 @@
 //	                             call, and what the core lends those services
 //	query.go                     QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
 //	limits.go                    caps on suspend time, parked pulls and queue counts
+//	core_ha.go                   HA settings, the Replicator seam (HA address, SYNC_MASTER wait,
+//	                             in-sync refusal, REGISTER_BROKER answers) and the checked installs
+//	                             of a master's tables on a slave; name_drops.go: the name checks
+//	                             they share with loading; slave_read.go: suggestWhichBrokerId
+//
+// Moved to their own packages (issue 27):
+//
+//	ha.go, slave_sync.go, controller_mode.go -> internal/broker/ha (with internal/node's
+//	                             replicas.go: the replicas manager)
 //
 // Moved to packages of their own (issue 27):
 //

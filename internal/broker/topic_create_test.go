@@ -389,12 +389,8 @@ func TestSlaveRefusesTooManyTopics(t *testing.T) {
 		name := fmt.Sprintf("M%d", i)
 		w.TopicConfigTable[name] = TopicConfig{TopicName: name, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}
 	}
-	body, err := json.Marshal(w)
-	if err != nil {
-		t.Fatal(err)
-	}
 	before := tb.topics.count()
-	if err := tb.installTopicConfigs(body); err == nil || !strings.Contains(err.Error(), "MaxTopics") {
+	if err := tb.InstallMasterTopics(w); err == nil || !strings.Contains(err.Error(), "MaxTopics") {
 		t.Errorf("install of %d topics: %v, want an error naming MaxTopics", len(w.TopicConfigTable), err)
 	}
 	if n := tb.topics.count(); n != before {

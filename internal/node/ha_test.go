@@ -151,7 +151,7 @@ func TestHAMasterSlave(t *testing.T) {
 		t.Fatalf("slave broker: master %v, role %s", s.Broker().IsMaster(), s.Broker().Role())
 	}
 	eventually(t, "the slave to learn its master", func() bool {
-		return s.Broker().MasterHAAddr() == m.HAAddr() && s.Broker().MasterAddr() == m.BrokerAddr()
+		return s.HA().MasterHAAddr() == m.HAAddr() && s.HA().MasterAddr() == m.BrokerAddr()
 	})
 
 	const n = 60
@@ -246,7 +246,7 @@ func TestHASyncMaster(t *testing.T) {
 		t.Fatalf("sync master without slave: code %d %q, want %d", resp.Code, resp.Remark, remoting.SlaveNotAvailable)
 	}
 	s := startSlave(t, m, nil)
-	eventually(t, "the slave to connect", func() bool { return m.Broker().ConnectedSlaves() > 0 })
+	eventually(t, "the slave to connect", func() bool { return m.HA().ConnectedSlaves() > 0 })
 	for i := range 20 {
 		if resp := send(t, m, m.BrokerAddr(), "SYNC", int32(i%2), fmt.Sprintf("s-%d", i)); resp.Code != remoting.Success {
 			t.Fatalf("sync send %d: code %d %q", i, resp.Code, resp.Remark)
@@ -322,7 +322,7 @@ func TestHASyncMasterSlaveTimeout(t *testing.T) {
 	if _, err := c.Write(report[:]); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fake slave to count", func() bool { return m.Broker().ConnectedSlaves() > 0 })
+	eventually(t, "the fake slave to count", func() bool { return m.HA().ConnectedSlaves() > 0 })
 	resp := send(t, m, m.BrokerAddr(), "SYNC", 0, "unacked")
 	if resp.Code != remoting.FlushSlaveTimeout {
 		t.Fatalf("send: code %d %q, want %d", resp.Code, resp.Remark, remoting.FlushSlaveTimeout)
@@ -367,14 +367,14 @@ func TestHASyncMasterOverTLS(t *testing.T) {
 	m := startNode(t, o)
 	plain := startSlave(t, m, func(o *Options) { o.BrokerID = 2 })
 	s := startSlave(t, m, func(o *Options) { o.HATLS, o.TLSClientConfig = true, certs.Client() })
-	eventually(t, "the TLS slave to connect", func() bool { return m.Broker().ConnectedSlaves() > 0 })
+	eventually(t, "the TLS slave to connect", func() bool { return m.HA().ConnectedSlaves() > 0 })
 	for i := range 10 {
 		if resp := send(t, m, m.BrokerAddr(), "SYNCTLS", int32(i%2), fmt.Sprintf("s-%d", i)); resp.Code != remoting.Success {
 			t.Fatalf("sync send %d: code %d %q", i, resp.Code, resp.Remark)
 		}
 	}
 	equalCommitLogs(t, m.Broker().Store(), s.Broker().Store())
-	if n := m.Broker().ConnectedSlaves(); n != 1 {
+	if n := m.HA().ConnectedSlaves(); n != 1 {
 		t.Fatalf("%d slaves connected, want the TLS one only", n)
 	}
 	if off := plain.Broker().Store().MaxPhyOffset(); off != 0 {

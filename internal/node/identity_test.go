@@ -33,7 +33,7 @@ func TestControllerModeBrokerKeepsItsIDAcrossRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restart with its own id: %v", err)
 	}
-	if id := again.replicas.id; id != 1 || !again.Broker().IsMaster() {
+	if id := again.ReplicaID(); id != 1 || !again.Broker().IsMaster() {
 		t.Fatalf("restarted as id %d, master %v", id, again.Broker().IsMaster())
 	}
 	if err := again.Close(); err != nil {
@@ -46,7 +46,7 @@ func TestControllerModeBrokerKeepsItsIDAcrossRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id := assigned.replicas.id; id != 1 {
+	if id := assigned.ReplicaID(); id != 1 {
 		t.Fatalf("restarted without an id as id %d, want the store's 1", id)
 	}
 	if err := assigned.Close(); err != nil {

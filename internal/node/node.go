@@ -16,6 +16,7 @@ import (
 
 	"github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/ha"
 	"github.com/mqgo/mq/internal/broker/services"
 	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/remoting"
@@ -33,7 +34,7 @@ type Node struct {
 
 	nameServer *route.NameServer
 	controller addon.Controller              // nil unless Options.ControllerID
-	replicas   *replicas                     // nil unless Options.ControllerAddrs
+	replicas   *ha.Replicas                  // nil unless Options.ControllerAddrs
 	broker     atomic.Pointer[broker.Broker] // replaced by RestartBroker
 	brokerTr   *remoting.InProcTransport
 	// brokerGate is closed while a broker serves; a RestartBroker replaces it with an open one
@@ -245,35 +246,6 @@ func (n *Node) startBroker(ctx context.Context) error {
 		return err
 	}
 	return n.waitBroker(ctx)
-}
-
-// startReplicatedBroker starts the broker in controller mode: the controllers decide its role
-// before it opens for clients, and the replicas manager runs for as long as the node.
-func (n *Node) startReplicatedBroker(ctx context.Context, bo broker.Options) error {
-	r := newReplicas(n, bo.BrokerAddr)
-	n.replicas = r
-	n.brokerTr.RegisterProcessor(remoting.NotifyBrokerRoleChanged, remoting.ProcessorFunc(r.onNotify))
-	jctx, cancel := context.WithTimeout(ctx, n.opts.StartTimeout)
-	defer cancel()
-	if err := r.join(jctx); err != nil {
-		return err
-	}
-	adopt, err := r.prepareStart(jctx, &bo)
-	if err != nil {
-		return fmt.Errorf("mq: controller mode: %w", err)
-	}
-	if err := n.runBroker(ctx, bo); err != nil {
-		return err
-	}
-	if err := n.waitBroker(ctx); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	st := r.state
-	r.mu.Unlock()
-	r.started(st, adopt)
-	n.g.Go(func() error { return r.run(ctx) })
-	return nil
 }
 
 // runBroker builds a broker from bo, installs it on the broker listener's dispatcher and runs

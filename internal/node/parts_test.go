@@ -14,7 +14,7 @@ var nodeOnlyFields = map[string]bool{
 	"Listen": true, "NameServerListen": true, "BrokerListen": true, "DisableNameServer": true,
 	"DisableBroker": true, "NameServers": true, "StartTimeout": true, "ServerWorkerThreads": true,
 	"ServerQueueCapacity": true, "BrokerIP": true, "Logger": true,
-	// Controller mode's periods and priority drive the replicas manager (replicas.go).
+	// Controller mode's periods and priority drive the replicas manager (internal/broker/ha/replicas.go).
 	"ControllerHeartbeatInterval": true, "SyncBrokerMetadataPeriod": true, "CheckSyncStateSetPeriod": true,
 	"HAMaxTimeSlaveNotCatchup": true, "ElectionPriority": true,
 	// ACL guards every listener's dispatcher, and the broker's own transport signs and dials

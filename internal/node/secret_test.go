@@ -223,7 +223,7 @@ func TestForgedRoleChangeDoesNotCutTheStore(t *testing.T) {
 		MasterAddress: srv.Addr(), MasterEpoch: g.MasterEpoch + 10, SyncStateSetEpoch: 10, MasterBrokerID: 9}), nil)
 	forged.Flag |= remoting.FlagOneway
 	for range 3 {
-		if _, err := b.replicas.onNotify(context.Background(), nil, forged); err != nil {
+		if _, err := b.replicas.OnNotify(context.Background(), nil, forged); err != nil {
 			t.Fatal(err)
 		}
 		// Each notification makes the broker ask the leader; give it several rounds.

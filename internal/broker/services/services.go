@@ -6,6 +6,7 @@ package services
 import (
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/admin"
+	"github.com/mqgo/mq/internal/broker/ha"
 	"github.com/mqgo/mq/internal/broker/reply"
 	"github.com/mqgo/mq/internal/broker/schedule"
 	"github.com/mqgo/mq/internal/broker/stats"
@@ -31,6 +32,11 @@ func Attach(b *broker.Broker, deps Deps) error {
 	st := stats.New(b)
 	b.Attach(st)
 	b.Attach(reply.New(b))
+	h, err := ha.New(b, ha.Deps{DelayOffsets: sched})
+	if err != nil {
+		return err
+	}
+	b.Attach(h)
 	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched}))
 	return nil
 }

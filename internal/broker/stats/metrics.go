@@ -89,7 +89,7 @@ func (s *Service) Metrics() Metrics {
 	}
 	m.Consumers, m.Producers = b.GroupCounts()
 	end := m.Store.MaxPhyOffset
-	for _, sl := range b.SlaveOffsets() {
+	for _, sl := range b.SlaveAcks() {
 		m.Slaves = append(m.Slaves, SlaveLag{Addr: sl.Addr, Bytes: max(0, end-sl.AckOffset)})
 	}
 	return m

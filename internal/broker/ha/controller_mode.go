@@ -1,4 +1,4 @@
-package broker
+package ha
 
 import (
 	"context"
@@ -6,102 +6,69 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync/atomic"
 
 	"github.com/mqgo/mq/remoting"
 )
 
 // The broker's side of controller mode that lives as long as one broker: the epoch a master
 // starts, the SyncStateSet it enforces, and GET_BROKER_EPOCH_CACHE. Roles are decided and
-// changed by the node (internal/node/replicas.go), which restarts the broker for each change.
+// changed by the replicas manager (replicas.go), which restarts the broker for each change.
 
-// inSyncState is what the replicas manager last told the master of its SyncStateSet.
-type inSyncState struct {
-	size atomic.Int32 // members, the master included; starts at 1 (the master alone)
-}
-
-// initControllerMode appends a master's epoch to the store's epoch file before it takes
-// writes: the epoch's history starts at the log's end after recovery, a record boundary.
-func (b *Broker) initControllerMode() error {
-	b.inSync.size.Store(1)
-	if !b.opts.ControllerMode || !b.IsMaster() || b.opts.MasterEpoch <= 0 {
+// appendEpoch appends a master's epoch to the store's epoch file before it takes writes: the
+// epoch's history starts at the log's end after recovery, a record boundary.
+func (s *Service) appendEpoch() error {
+	if !s.opts.ControllerMode || !s.core.IsMaster() || s.opts.MasterEpoch <= 0 {
 		return nil
 	}
-	if err := b.store.AppendEpoch(b.opts.MasterEpoch, b.store.MaxPhyOffset()); err != nil {
-		return fmt.Errorf("broker: epoch %d: %w", b.opts.MasterEpoch, err)
+	if err := s.store.AppendEpoch(s.opts.MasterEpoch, s.store.MaxPhyOffset()); err != nil {
+		return fmt.Errorf("broker: epoch %d: %w", s.opts.MasterEpoch, err)
 	}
 	return nil
 }
 
-// controllerReplicaID is the id a slave names to its master's HA listener: its ReplicaID in
-// controller mode, none otherwise (RocketMQ 4.x's protocol).
-func (b *Broker) controllerReplicaID() int64 {
-	if !b.opts.ControllerMode {
+// replicaID is the id a slave names to its master's HA listener: its ReplicaID in controller
+// mode, none otherwise (RocketMQ 4.x's protocol).
+func (s *Service) replicaID() int64 {
+	if !s.opts.ControllerMode {
 		return 0
 	}
-	return b.opts.ReplicaID
-}
-
-func init() {
-	requestNames[remoting.GetBrokerEpochCache] = nil
-}
-
-// registerControllerMode installs GET_BROKER_EPOCH_CACHE.
-func (b *Broker) registerControllerMode(d *remoting.Dispatcher) {
-	b.handle(d, remoting.GetBrokerEpochCache, remoting.ProcessorFunc(b.processEpochCache), b.adminEx)
+	return s.opts.ReplicaID
 }
 
 // confirmAck is the replication master's OnAck of a master in controller mode with all-ack:
 // what every member of the SyncStateSet holds bounds what consumers see (the store's confirm
 // offset), so no consumer reads a message that a new master elected from the set may lack.
 // Without all-ack a send is acknowledged before any replica has it, and reads are not bounded.
-func (b *Broker) confirmAck() func(int64) {
-	if !b.opts.ControllerMode || !b.opts.AllAckInSyncStateSet {
+func (s *Service) confirmAck() func(int64) {
+	if !s.opts.ControllerMode || !s.opts.AllAckInSyncStateSet {
 		return nil
 	}
-	return func(acked int64) { b.store.SetConfirmOffset(acked) }
+	store := s.store
+	return func(acked int64) { store.SetConfirmOffset(acked) }
 }
 
 // SetSyncStateSet tells a master in controller mode its SyncStateSet (broker ids, its own
 // ReplicaID included): sends are refused while it is smaller than MinInSyncReplicas, and with
 // AllAckInSyncStateSet wait for every other member.
-func (b *Broker) SetSyncStateSet(ids []int64) {
-	b.inSync.size.Store(int32(min(len(ids), math.MaxInt32)))
-	if b.ha.master == nil || !b.opts.AllAckInSyncStateSet {
+func (s *Service) SetSyncStateSet(ids []int64) {
+	s.inSync.Store(int32(min(len(ids), math.MaxInt32)))
+	if s.master == nil || !s.opts.AllAckInSyncStateSet {
 		return
 	}
-	others := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return id == b.opts.ReplicaID })
+	others := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return id == s.opts.ReplicaID })
 	if others == nil {
 		others = []int64{}
 	}
-	b.ha.master.SetSyncStateSet(others)
+	s.master.SetSyncStateSet(others)
 }
 
-// checkInSync refuses a send while the SyncStateSet is smaller than MinInSyncReplicas
-// (RocketMQ's IN_SYNC_REPLICAS_NOT_ENOUGH, answered SYSTEM_ERROR).
-func (b *Broker) checkInSync() *remoting.Command {
-	if !b.opts.ControllerMode || int(b.inSync.size.Load()) >= b.opts.MinInSyncReplicas {
-		return nil
+// RefuseSend refuses a send while the SyncStateSet is smaller than MinInSyncReplicas
+// (RocketMQ's IN_SYNC_REPLICAS_NOT_ENOUGH, which the core answers SYSTEM_ERROR).
+func (s *Service) RefuseSend() string {
+	if !s.opts.ControllerMode || int(s.inSync.Load()) >= s.opts.MinInSyncReplicas {
+		return ""
 	}
-	return sendResponse(remoting.SystemError, "in-sync replicas not enough")
-}
-
-// SlaveAck is a connected slave's latest acknowledgement.
-type SlaveAck struct {
-	BrokerID  int64 // the id it named (controller mode), else 0
-	AckOffset int64
-}
-
-// SlaveAcks lists a master's connected slaves (nil on a slave).
-func (b *Broker) SlaveAcks() []SlaveAck {
-	if b.ha.master == nil {
-		return nil
-	}
-	var out []SlaveAck
-	for _, s := range b.ha.master.Slaves() {
-		out = append(out, SlaveAck{BrokerID: s.BrokerID, AckOffset: s.AckOffset})
-	}
-	return out
+	return "in-sync replicas not enough"
 }
 
 // epochEntryJSON and epochCacheJSON are RocketMQ 5's EpochEntry and EpochEntryCache.
@@ -121,13 +88,13 @@ type epochCacheJSON struct {
 
 // processEpochCache serves GET_BROKER_EPOCH_CACHE (1007): the broker's epoch history and log
 // end, which a replica compares with its own to find where they agree before it follows.
-func (b *Broker) processEpochCache(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
-	if !b.opts.ControllerMode {
+func (s *Service) processEpochCache(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+	if !s.opts.ControllerMode {
 		return remoting.NewResponse(remoting.SystemError, "this request only for controllerMode "), nil
 	}
-	entries := b.store.Epochs()
-	out := epochCacheJSON{ClusterName: b.opts.ClusterName, BrokerName: b.opts.BrokerName, BrokerID: b.opts.ReplicaID,
-		EpochList: make([]epochEntryJSON, 0, len(entries)), MaxOffset: b.store.MaxPhyOffset()}
+	entries := s.store.Epochs()
+	out := epochCacheJSON{ClusterName: s.opts.ClusterName, BrokerName: s.opts.BrokerName, BrokerID: s.opts.ReplicaID,
+		EpochList: make([]epochEntryJSON, 0, len(entries)), MaxOffset: s.store.MaxPhyOffset()}
 	for i, e := range entries {
 		end := int64(math.MaxInt64) // RocketMQ's open end of the last epoch
 		if i+1 < len(entries) {

@@ -1,0 +1,274 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/internal/replication"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
+)
+
+// DelayOffsets is the schedule service's side of slave sync: a slave replaces its delay
+// cursors with its master's (RocketMQ SlaveSynchronize.syncDelayOffset).
+type DelayOffsets interface {
+	SetDelayOffsets(w protocol.DelayOffsetSerializeWrapper) error
+}
+
+// Deps are what the service needs beyond the core.
+type Deps struct {
+	// DelayOffsets takes the master's delay offsets on a slave; nil leaves them out of sync.
+	DelayOffsets DelayOffsets
+}
+
+// Service is one broker's replication: the HA master or slave over the broker's store, the
+// SYNC_MASTER wait, a slave's metadata sync, and controller mode's per-broker state.
+type Service struct {
+	core   *broker.Broker
+	opts   *broker.Options
+	store  *storage.Store
+	log    zerolog.Logger
+	delays DelayOffsets
+
+	master *replication.Master // masters only
+	slave  *replication.Slave  // slaves only
+	// haAddr is the advertised HA address sent in REGISTER_BROKER (masters, once bound).
+	haAddr atomic.Pointer[string]
+	// masterAddr is the master's broker address, learned from REGISTER_BROKER answers
+	// (slaves only); metadata sync asks it.
+	masterAddr atomic.Pointer[string]
+	// synced counts completed metadata syncs (tests wait on it).
+	synced atomic.Int64
+	// timeoutLog is the service's logger, rate-limited: a connected slave that stops
+	// acknowledging would otherwise log once per send.
+	timeoutLog zerolog.Logger
+
+	// inSync is how many members the replicas manager last told a master its SyncStateSet
+	// has, the master included; it starts at 1 (the master alone).
+	inSync atomic.Int32
+}
+
+var _ broker.Service = (*Service)(nil)
+var _ broker.Replicator = (*Service)(nil)
+
+// New builds the replication master or slave over core's opened store, appends a controller
+// mode master's epoch, and installs the service as core's Replicator. It starts nothing: the
+// core starts the replication (Start) before it registers, and Run runs the slave's metadata
+// sync. Attach it to core.
+func New(core *broker.Broker, deps Deps) (*Service, error) {
+	opts := core.Options()
+	log := core.Logger().With().Str("component", "ha").Str("broker", opts.BrokerName).Logger()
+	s := &Service{core: core, opts: opts, store: core.Store(), log: log, delays: deps.DelayOffsets,
+		timeoutLog: log.Sample(&zerolog.BurstSampler{Burst: 1, Period: 10 * time.Second})}
+	s.inSync.Store(1)
+	ho := opts.HA
+	var err error
+	if opts.BrokerRole == storage.Slave {
+		s.slave, err = replication.NewSlave(s.store, replication.SlaveOptions{
+			MasterAddr:            ho.MasterAddr,
+			HousekeepingInterval:  ho.HousekeepingInterval,
+			SendHeartbeatInterval: ho.SendHeartbeatInterval,
+			ReconnectInterval:     ho.ReconnectInterval,
+			Secret:                []byte(ho.Secret),
+			HandshakeTimeout:      ho.HandshakeTimeout,
+			TLSConfig:             ho.SlaveTLS,
+			BrokerID:              s.replicaID(),
+			Logger:                opts.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+	} else {
+		listen := ho.ListenAddr
+		if listen == "" {
+			listen = replication.DefaultListenAddr
+		}
+		s.master, err = replication.NewMaster(s.store, replication.MasterOptions{
+			ListenAddr:            listen,
+			TransferBatchBytes:    ho.TransferBatchBytes,
+			HousekeepingInterval:  ho.HousekeepingInterval,
+			SendHeartbeatInterval: ho.SendHeartbeatInterval,
+			SlaveFallBehindMax:    ho.SlaveFallBehindMax,
+			SyncFlushTimeout:      ho.SyncFlushTimeout,
+			TransferWaitInterval:  ho.TransferWaitInterval,
+			Secret:                []byte(ho.Secret),
+			HandshakeTimeout:      ho.HandshakeTimeout,
+			TLSConfig:             ho.MasterTLS,
+			RequireIdentity:       opts.ControllerMode,
+			OnAck:                 s.confirmAck(),
+			Logger:                opts.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		// The HA writers stream what the log grew by at once instead of at their next poll.
+		m := s.master
+		core.Hooks().OnDispatch(func(storage.DispatchEvent) { m.Notify() })
+	}
+	if err := s.appendEpoch(); err != nil {
+		return nil, err
+	}
+	core.SetReplicator(s)
+	return s, nil
+}
+
+// Of is the Service installed as b's Replicator, or nil.
+func Of(b *broker.Broker) *Service {
+	if b == nil {
+		return nil
+	}
+	s, _ := b.Replicator().(*Service)
+	return s
+}
+
+// Handlers serves GET_BROKER_EPOCH_CACHE.
+func (s *Service) Handlers() []broker.Handler {
+	return []broker.Handler{{Code: remoting.GetBrokerEpochCache,
+		Proc: remoting.ProcessorFunc(s.processEpochCache), Pool: s.core.Pools().Admin}}
+}
+
+// Run runs a slave's metadata sync until ctx ends; a master has nothing to run here (its
+// listener runs from Start).
+func (s *Service) Run(ctx context.Context) error {
+	if s.slave == nil {
+		return nil
+	}
+	return s.runSlaveSync(ctx)
+}
+
+// Close has nothing to write: the replication stops with the context Start was given.
+func (s *Service) Close() error { return nil }
+
+// Start starts the replication slave, or the master, on run. A master's listener must be
+// bound before the broker registers, since REGISTER_BROKER carries its address: Start waits
+// for it, or for ctx to end (then the broker learns from its errgroup whether the listener
+// failed).
+func (s *Service) Start(ctx context.Context, run func(func() error)) error {
+	if sl := s.slave; sl != nil {
+		run(func() error { return sl.Run(ctx) })
+		return nil
+	}
+	m := s.master
+	run(func() error {
+		if err := m.Run(ctx); err != nil {
+			return fmt.Errorf("broker: HA listener: %w", err)
+		}
+		return nil
+	})
+	select {
+	case <-m.Ready():
+	case <-ctx.Done():
+		return nil
+	}
+	addr, err := broker.AdvertisedAddr(m.Addr(), s.opts.HA.AdvertisedIP)
+	if err != nil {
+		return fmt.Errorf("broker: HA listener: %w", err)
+	}
+	s.haAddr.Store(&addr)
+	return nil
+}
+
+// Addr is the address a master advertises its HA listener under; "" on a slave and until
+// Start has bound the listener.
+func (s *Service) Addr() string {
+	if p := s.haAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// ListenAddr is the master's bound HA listener address (not the advertised one), or "".
+func (s *Service) ListenAddr() string {
+	if s.master == nil {
+		return ""
+	}
+	return s.master.Addr()
+}
+
+// MasterHAAddr is the master HA address a slave follows (HA.MasterAddr, else learned from the
+// name servers), or "" on a master and before a slave learned it.
+func (s *Service) MasterHAAddr() string {
+	if s == nil || s.slave == nil {
+		return ""
+	}
+	return s.slave.MasterAddr()
+}
+
+// ConnectedSlaves is the number of slaves connected to a master's HA listener (0 on a slave).
+func (s *Service) ConnectedSlaves() int {
+	if s.master == nil {
+		return 0
+	}
+	return len(s.master.Slaves())
+}
+
+// MasterAddr is the master broker address a slave learned from the name servers, or "".
+func (s *Service) MasterAddr() string {
+	if s == nil {
+		return ""
+	}
+	if p := s.masterAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Slaves lists a master's connected slaves (nil on a slave).
+func (s *Service) Slaves() []broker.SlaveAck {
+	if s.master == nil {
+		return nil
+	}
+	var out []broker.SlaveAck
+	for _, sl := range s.master.Slaves() {
+		out = append(out, broker.SlaveAck{Addr: sl.Addr, BrokerID: sl.BrokerID, AckOffset: sl.AckOffset})
+	}
+	return out
+}
+
+// Registered applies a name server's REGISTER_BROKER answer: a slave learns its master's
+// broker address (for metadata sync) and, unless HA.MasterAddr fixes it, its HA address
+// (RocketMQ updateMasterHAServerAddrPeriodically).
+func (s *Service) Registered(res *route.RegisterBrokerResult) {
+	if s.slave == nil || res == nil {
+		return
+	}
+	if res.MasterAddr != "" && res.MasterAddr != s.MasterAddr() {
+		addr := res.MasterAddr
+		s.masterAddr.Store(&addr)
+		s.log.Info().Str("master", addr).Msg("master broker address learned")
+	}
+	if res.HAServerAddr != "" && s.opts.HA.MasterAddr == "" {
+		s.slave.SetMasterAddr(res.HAServerAddr)
+	}
+}
+
+// WaitForSlave runs a SYNC_MASTER's group transfer after a put stored up to end: it waits
+// (at most the replication SyncFlushTimeout) until a slave has the bytes, and returns the put
+// status RocketMQ answers: status when a slave has them, else FLUSH_SLAVE_TIMEOUT or
+// SLAVE_NOT_AVAILABLE.
+func (s *Service) WaitForSlave(ctx context.Context, end int64, status storage.PutStatus) storage.PutStatus {
+	if s.master == nil {
+		return status
+	}
+	// ctx is the dispatcher's: it ends when the node closes, which must not wait out
+	// SyncFlushTimeout for every send still waiting on a slave.
+	err := s.master.WaitForAck(ctx, end)
+	switch {
+	case err == nil:
+		return status
+	case errors.Is(err, replication.ErrNoSlave):
+		return storage.SlaveNotAvailable
+	case ctx.Err() != nil: // closing: stored, but not known to be on a slave
+		return storage.FlushSlaveTimeout
+	default: // ErrSlaveTimeout
+		s.timeoutLog.Warn().Err(err).Int64("end", end).Msg("slave did not acknowledge in time")
+		return storage.FlushSlaveTimeout
+	}
+}

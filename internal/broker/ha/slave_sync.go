@@ -1,0 +1,108 @@
+package ha
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
+)
+
+// slaveSyncTimeout bounds each metadata request a slave sends its master.
+const slaveSyncTimeout = 3 * time.Second
+
+// runSlaveSync copies the master's metadata every SlaveSyncPeriod (RocketMQ SlaveSynchronize
+// syncAll), once the master's address is known.
+func (s *Service) runSlaveSync(ctx context.Context) error {
+	t := time.NewTicker(s.opts.SlaveSyncPeriod)
+	defer t.Stop()
+	for {
+		if addr := s.MasterAddr(); addr != "" {
+			if err := s.syncFromMaster(ctx, addr); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Str("master", addr).Msg("slave metadata sync failed")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// SyncFromMaster fetches the master's topics, consumer offsets, delay offsets and
+// subscription groups from addr and installs them at once, as a tick of Run does.
+func (s *Service) SyncFromMaster(ctx context.Context, addr string) error {
+	return s.syncFromMaster(ctx, addr)
+}
+
+// syncFromMaster fetches and installs the four tables; each failure is reported, the others
+// still run. The core checks what it installs (core_ha.go).
+func (s *Service) syncFromMaster(ctx context.Context, addr string) error {
+	err := errors.Join(
+		s.syncOne(ctx, addr, remoting.GetAllTopicConfig, func(body []byte) error {
+			var w route.TopicConfigSerializeWrapper
+			if err := json.Unmarshal(body, &w); err != nil {
+				return fmt.Errorf("%w: topic configs: %v", protocol.ErrMalformedBody, err)
+			}
+			return s.core.InstallMasterTopics(w)
+		}),
+		s.syncOne(ctx, addr, remoting.GetAllConsumerOffset, func(body []byte) error {
+			w, err := protocol.DecodeConsumerOffsetSerializeWrapper(body)
+			if err != nil {
+				return err
+			}
+			return s.core.InstallMasterOffsets(w)
+		}),
+		s.syncOne(ctx, addr, remoting.GetAllDelayOffset, s.installDelayOffsets),
+		s.syncOne(ctx, addr, remoting.GetAllSubscriptionGroupConfig, func(body []byte) error {
+			var w broker.SubscriptionGroupWrapper
+			if err := json.Unmarshal(body, &w); err != nil {
+				return fmt.Errorf("%w: subscription groups: %v", protocol.ErrMalformedBody, err)
+			}
+			return s.core.InstallMasterGroups(w)
+		}),
+	)
+	if err == nil {
+		s.synced.Add(1)
+	}
+	return err
+}
+
+func (s *Service) installDelayOffsets(body []byte) error {
+	w, err := protocol.DecodeDelayOffsetSerializeWrapper(body)
+	if err != nil {
+		return err
+	}
+	if s.delays == nil {
+		return nil
+	}
+	return s.delays.SetDelayOffsets(*w)
+}
+
+func (s *Service) syncOne(ctx context.Context, addr string, code int16, install func([]byte) error) error {
+	if s.opts.Transport == nil {
+		return errors.New("broker: no transport to reach the master")
+	}
+	rctx, cancel := context.WithTimeout(ctx, slaveSyncTimeout)
+	defer cancel()
+	resp, err := s.opts.Transport.InvokeSync(rctx, addr, remoting.NewRequest(code, nil, nil))
+	if err == nil {
+		err = remoting.ErrorFromResponse(resp)
+	}
+	if err != nil {
+		return fmt.Errorf("request %d: %w", code, err)
+	}
+	if err := install(resp.Body); err != nil {
+		return fmt.Errorf("request %d: %w", code, err)
+	}
+	return nil
+}
+
+// MetadataSyncs counts the slave's completed metadata syncs from its master.
+func (s *Service) MetadataSyncs() int64 { return s.synced.Load() }
