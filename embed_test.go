@@ -4,18 +4,25 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/aclfile"
+	"github.com/mqgo/mq/optional"
+	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
 
-// embedModules are the modules `import "github.com/mqgo/mq"` may link, each with why. The
-// controller (hashicorp/raft and its log store) and the Prometheus client are left out: an
-// application links them by importing github.com/mqgo/mq/controller or /metrics.
+// embedModules are the modules `import "github.com/mqgo/mq"` may link, each with why: the
+// design's required dependencies and what they bring. The controller (hashicorp/raft and its
+// log store), the Prometheus client and the YAML parser of plain_acl.yml are left out: an
+// application links them by importing github.com/mqgo/mq/controller, /metrics or /aclfile.
 var embedModules = map[string]string{
 	"github.com/mqgo/mq":               "this module",
 	"github.com/panjf2000/gnet/v2":     "the event-loop TCP server under remoting (a design dependency)",
@@ -29,7 +36,6 @@ var embedModules = map[string]string{
 	"github.com/edsrzf/mmap-go":        "the CommitLog and ConsumeQueue mappings (a design dependency)",
 	"golang.org/x/sync":                "errgroup (a design dependency; ants uses it too)",
 	"golang.org/x/sys":                 "gnet's epoll/kqueue and mmap-go's system calls",
-	"go.yaml.in/yaml/v3":               "RocketMQ's plain_acl.yml ACL files (package acl)",
 }
 
 // TestEmbedPullsOnlyAllowedModules lists the modules the root package links, as an
@@ -109,5 +115,67 @@ func TestMetricsOffWithoutOption(t *testing.T) {
 	}
 	if code, body := get("/"); code != http.StatusOK || !strings.Contains(strings.ToLower(body), "<html") {
 		t.Fatalf("dashboard: %d, %d bytes", code, len(body))
+	}
+}
+
+// The YAML reader is an optional part: a node given an ACL file through aclfile.Watch loads it
+// and reloads it when it changes, and a path that reached Options.ACLFile any other way (a
+// value the application built itself) is refused, naming the package that reads such files,
+// as are an ACL given twice and a file that is missing.
+func TestEmbedACLFileNeedsPackage(t *testing.T) {
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plain_acl.yml")
+	write := func(admin string) {
+		t.Helper()
+		yml := "accounts:\n  - accessKey: " + admin + "\n    secretKey: " + secAdmin.SecretKey + "\n    admin: true\n"
+		if err := os.WriteFile(path+".tmp", []byte(yml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(secAdmin.AccessKey)
+	for name, o := range map[string]mq.Options{
+		"a path without the package": {ACLFile: optional.NewACLFile(path)},
+		"ACL and ACLFile":            {ACLFile: aclfile.Watch(path), ACL: &mq.ACLConfig{}},
+		"a missing file":             {ACLFile: aclfile.Watch(filepath.Join(dir, "missing.yml"))},
+	} {
+		o.Listen, o.StoreDir, o.Logger = "127.0.0.1:0", t.TempDir(), &l
+		n, err := mq.StartNode(o)
+		if err == nil {
+			n.Close()
+			t.Fatalf("%s: StartNode succeeded", name)
+		}
+		if name == "a path without the package" && !strings.Contains(err.Error(), "github.com/mqgo/mq/aclfile") {
+			t.Fatalf("%s: error %q does not name the package to import", name, err)
+		}
+		t.Logf("%s: %v", name, err)
+	}
+
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(),
+		Logger: &l, SegmentBytes: 8 << 20, ACLFile: aclfile.Watch(path), ACLWatchInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if resp := adminRequest(t, n, nil, secAdmin, createTopicRequest("embed-acl-a")); resp.Code != remoting.Success {
+		t.Fatalf("admin from the file: code %d %q", resp.Code, resp.Remark)
+	}
+	if resp := adminRequest(t, n, nil, secRW, createTopicRequest("embed-acl-b")); resp.Code != remoting.NoPermission {
+		t.Fatalf("account not in the file: code %d %q", resp.Code, resp.Remark)
+	}
+	write("someone-else")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := adminRequest(t, n, nil, secAdmin, createTopicRequest("embed-acl-c"))
+		if resp.Code == remoting.NoPermission {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the admin removed from the file still creates topics: code %d", resp.Code)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/aclfile"
 	"github.com/mqgo/mq/controller"
 	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/internal/protocol"
@@ -84,7 +85,7 @@ func (c hsClusterConfig) options(o *mq.Options) {
 		o.ClusterSecret = c.secret
 	}
 	if c.aclFile != "" {
-		o.ACLFile = c.aclFile
+		o.ACLFile = aclfile.Watch(c.aclFile)
 	}
 	if c.accessKey != "" {
 		o.Credentials = mq.Credentials{AccessKey: c.accessKey, SecretKey: c.secretKey}

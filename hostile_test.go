@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/aclfile"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -247,10 +248,12 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 		MaxLongPollingSuspend: time.Second,
 		HASecret:              cfg.haSecret,
 		MaxConnections:        cfg.maxConns,
-		ACLFile:               cfg.aclFile,
 		Credentials:           cfg.creds,
 		HTTPAllowedHosts:      cfg.allowedHosts,
 		MaxTopics:             cfg.maxTopics,
+	}
+	if cfg.aclFile != "" {
+		opts.ACLFile = aclfile.Watch(cfg.aclFile)
 	}
 	cfg.cluster.options(&opts)
 	if cfg.syncMaster {

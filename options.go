@@ -230,8 +230,10 @@ type Options struct {
 	// ACLFile reads the ACL from RocketMQ's plain_acl.yml instead, and reloads it when the file
 	// changes (checked every ACLWatchInterval, default DefaultACLWatchInterval, 500 ms, as
 	// RocketMQ's FileWatchService); a changed file that does not parse or validate is logged
-	// and the accounts in effect stay.
-	ACLFile          string
+	// and the accounts in effect stay. Set it to aclfile.Watch(path) from package
+	// github.com/mqgo/mq/aclfile, which holds the YAML parser an application that writes its
+	// accounts in Go then does not link.
+	ACLFile          optional.ACLFile
 	ACLWatchInterval time.Duration
 	// Credentials is the account the broker signs its own requests to other nodes with: its
 	// registrations with name servers and a slave's copies from its master, when those run
@@ -338,16 +340,13 @@ const (
 )
 
 // ACLConfig is RocketMQ's plain_acl.yml: the white-listed addresses and the accounts. See
-// LoadACLFile for reading one.
+// package github.com/mqgo/mq/aclfile for reading one from RocketMQ's YAML.
 type ACLConfig = acl.Config
 
 // ACLAccount is one account of an ACLConfig: its keys, the address it may skip signing from,
 // whether it is an admin, and its permissions ("DENY", "PUB", "SUB", "PUB|SUB") by default and
 // per topic and group ("name=PUB|SUB").
 type ACLAccount = acl.Account
-
-// LoadACLFile reads a plain_acl.yml.
-func LoadACLFile(path string) (*ACLConfig, error) { return acl.LoadFile(path) }
 
 // Credentials are an ACL account's AccessKey and SecretKey (the official clients'
 // primitive.Credentials).

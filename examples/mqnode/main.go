@@ -32,6 +32,7 @@ import (
 	"syscall"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/aclfile"
 	"github.com/mqgo/mq/controller"
 	"github.com/mqgo/mq/metrics"
 	"github.com/rs/zerolog"
@@ -239,7 +240,9 @@ func warnExposed(log *zerolog.Logger, opts mq.Options, node *mq.Node) {
 
 // securityFlags applies -acl, -access-key and the TLS flags to opts.
 func securityFlags(opts *mq.Options, aclFile, accessKey, tlsMode, certFile, keyFile string, tlsClient bool, caFile string) error {
-	opts.ACLFile = aclFile
+	if aclFile != "" {
+		opts.ACLFile = aclfile.Watch(aclFile)
+	}
 	if accessKey != "" {
 		secret := os.Getenv(secretKeyEnv)
 		if secret == "" {

@@ -1,8 +1,9 @@
 // Package addon declares the parts a node runs only when the application supplies them: the
-// controller (RocketMQ 5's Raft group, package github.com/mqgo/mq/controller) and the
-// Prometheus metrics (github.com/mqgo/mq/metrics). The node holds them through these small
+// controller (RocketMQ 5's Raft group, package github.com/mqgo/mq/controller), the
+// Prometheus metrics (github.com/mqgo/mq/metrics) and the plain_acl.yml reader
+// (github.com/mqgo/mq/aclfile). The node holds them through these small
 // interfaces, so `import "github.com/mqgo/mq"` links neither hashicorp/raft and its log store
-// nor the Prometheus client: Go's pruned module graph leaves them out of an application that
+// nor the Prometheus client nor a YAML parser: Go's pruned module graph leaves them out of an application that
 // does not import the packages that implement them. It imports nothing heavy itself.
 package addon
 
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mqgo/mq/acl"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -31,6 +33,14 @@ type Controller interface {
 	Run(ctx context.Context) error
 	// Close stops Raft and releases its files.
 	Close() error
+}
+
+// ACLFile is a plain_acl.yml the node loads at start and reloads when it changes
+// (Options.Security.ACLFile).
+type ACLFile interface {
+	Path() string
+	// Parse reads the file's content; its errors name lines and fields, never a value.
+	Parse(data []byte) (*acl.Config, error)
 }
 
 // MetricsFactory builds a node's metrics (Options.Metrics).

@@ -17,6 +17,18 @@ func (o Options) controllerFactory() (addon.ControllerFactory, error) {
 	return f, nil
 }
 
+// aclFile is the ACL file reader of Options.ACLFile, nil when it holds none.
+func (o Options) aclFile() (addon.ACLFile, error) {
+	if o.ACLFile.Impl() == nil {
+		return nil, nil
+	}
+	f, ok := o.ACLFile.Impl().(addon.ACLFile)
+	if !ok {
+		return nil, fmt.Errorf("mq: Options.ACLFile holds %T, not an ACL file: set it to aclfile.Watch(path) from package github.com/mqgo/mq/aclfile", o.ACLFile.Impl())
+	}
+	return f, nil
+}
+
 func (o Options) metricsFactory() (addon.MetricsFactory, error) {
 	f, ok := o.Metrics.Impl().(addon.MetricsFactory)
 	if !ok {

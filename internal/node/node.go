@@ -9,12 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/internal/addon"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/acl"
+	"github.com/mqgo/mq/internal/addon"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/remoting"
@@ -183,10 +184,8 @@ func (n *Node) start() error {
 	if n.nameServer != nil {
 		n.g.Go(func() error { return n.nameServer.Run(ctx) })
 	}
-	if n.opts.ACLFile != "" {
-		n.g.Go(func() error {
-			return acl.Watch(ctx, n.opts.ACLFile, n.opts.ACLWatchInterval, n.acl, n.log)
-		})
+	if f, _ := n.opts.aclFile(); f != nil {
+		n.g.Go(func() error { return acl.Watch(ctx, f.Path(), f.Parse, n.opts.ACLWatchInterval, n.acl, n.log) })
 	}
 	timeout := time.NewTimer(n.opts.StartTimeout)
 	defer timeout.Stop()
@@ -430,9 +429,12 @@ func (n *Node) HAAddr() string {
 // loadACL compiles the ACL of Options.ACL or Options.ACLFile, when either is set.
 func (n *Node) loadACL() error {
 	cfg := n.opts.ACL
-	if n.opts.ACLFile != "" {
-		var err error
-		if cfg, err = acl.LoadFile(n.opts.ACLFile); err != nil {
+	if f, _ := n.opts.aclFile(); f != nil {
+		data, err := os.ReadFile(f.Path())
+		if err == nil {
+			cfg, err = f.Parse(data)
+		}
+		if err != nil {
 			return fmt.Errorf("mq: ACLFile: %w", err)
 		}
 	}

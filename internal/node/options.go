@@ -115,7 +115,7 @@ type Options struct {
 	AutoCreateTopicRate           int
 
 	ACL              *acl.Config
-	ACLFile          string
+	ACLFile          optional.ACLFile
 	ACLWatchInterval time.Duration
 	Credentials      remoting.Credentials
 	TLSMode          remoting.TLSMode
@@ -243,8 +243,13 @@ func (o Options) validate() error {
 	if err := clusterauth.CheckSecret(o.ClusterSecret); err != nil {
 		errs = append(errs, fmt.Errorf("mq: %w", err))
 	}
-	if o.ACL != nil && o.ACLFile != "" {
-		errs = append(errs, errors.New("mq: ACL and ACLFile exclude each other"))
+	if o.ACLFile.Impl() != nil {
+		if o.ACL != nil {
+			errs = append(errs, errors.New("mq: ACL and ACLFile exclude each other"))
+		}
+		if _, err := o.aclFile(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if mode, err := remoting.ParseTLSMode(string(o.TLSMode)); err != nil {
 		errs = append(errs, fmt.Errorf("mq: TLSMode: %w", err))
