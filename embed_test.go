@@ -14,6 +14,7 @@ import (
 
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/aclfile"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/optional"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -68,12 +69,20 @@ func TestEmbedPullsOnlyAllowedModules(t *testing.T) {
 	t.Logf("the root package links %d modules", len(got))
 }
 
-// A node given ControllerID without Options.Controller refuses to start, naming the package
+// A node given Controller.ID without Options.Controller.Impl refuses to start, naming the package
 // that provides one, instead of running without the controller its peers expect.
 func TestEmbedControllerNeedsImplementation(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		ControllerID: "n0", ControllerPeers: map[string]string{"n0": "127.0.0.1:1"}, ControllerRaftListen: "127.0.0.1:1"})
+	n, err := mq.StartNode(mq.Options{
+		Listen: "127.0.0.1:0",
+		Logger: &l,
+		Store:  config.Store{Dir: t.TempDir()},
+		Controller: config.Controller{
+			ID:         "n0",
+			Peers:      map[string]string{"n0": "127.0.0.1:1"},
+			RaftListen: "127.0.0.1:1",
+		},
+	})
 	if err == nil {
 		n.Close()
 		t.Fatal("StartNode with ControllerID and no Controller succeeded")
@@ -83,11 +92,11 @@ func TestEmbedControllerNeedsImplementation(t *testing.T) {
 	}
 }
 
-// Without Options.Metrics, /metrics answers 404 saying how to turn it on, while /healthz and
+// Without Options.HTTP.Metrics, /metrics answers 404 saying how to turn it on, while /healthz and
 // the dashboard still serve.
 func TestMetricsOffWithoutOption(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l})
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Logger: &l, Store: config.Store{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +117,7 @@ func TestMetricsOffWithoutOption(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	if code, body := get("/metrics"); code != http.StatusNotFound || !strings.Contains(body, "github.com/mqgo/mq/metrics") {
-		t.Fatalf("/metrics without Options.Metrics: %d %q; want 404 naming the package to import", code, body)
+		t.Fatalf("/metrics without Options.HTTP.Metrics: %d %q; want 404 naming the package to import", code, body)
 	}
 	if code, body := get("/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
@@ -119,7 +128,7 @@ func TestMetricsOffWithoutOption(t *testing.T) {
 }
 
 // The YAML reader is an optional part: a node given an ACL file through aclfile.Watch loads it
-// and reloads it when it changes, and a path that reached Options.ACLFile any other way (a
+// and reloads it when it changes, and a path that reached Options.Security.ACLFile any other way (a
 // value the application built itself) is refused, naming the package that reads such files,
 // as are an ACL given twice and a file that is missing.
 func TestEmbedACLFileNeedsPackage(t *testing.T) {
@@ -138,11 +147,11 @@ func TestEmbedACLFileNeedsPackage(t *testing.T) {
 	}
 	write(secAdmin.AccessKey)
 	for name, o := range map[string]mq.Options{
-		"a path without the package": {ACLFile: optional.NewACLFile(path)},
-		"ACL and ACLFile":            {ACLFile: aclfile.Watch(path), ACL: &mq.ACLConfig{}},
-		"a missing file":             {ACLFile: aclfile.Watch(filepath.Join(dir, "missing.yml"))},
+		"a path without the package": {Security: config.Security{ACLFile: optional.NewACLFile(path)}},
+		"ACL and ACLFile":            {Security: config.Security{ACLFile: aclfile.Watch(path), ACL: &mq.ACLConfig{}}},
+		"a missing file":             {Security: config.Security{ACLFile: aclfile.Watch(filepath.Join(dir, "missing.yml"))}},
 	} {
-		o.Listen, o.StoreDir, o.Logger = "127.0.0.1:0", t.TempDir(), &l
+		o.Listen, o.Store.Dir, o.Logger = "127.0.0.1:0", t.TempDir(), &l
 		n, err := mq.StartNode(o)
 		if err == nil {
 			n.Close()
@@ -154,8 +163,13 @@ func TestEmbedACLFileNeedsPackage(t *testing.T) {
 		t.Logf("%s: %v", name, err)
 	}
 
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(),
-		Logger: &l, SegmentBytes: 8 << 20, ACLFile: aclfile.Watch(path), ACLWatchInterval: 10 * time.Millisecond})
+	n, err := mq.StartNode(mq.Options{
+		Listen:   "127.0.0.1:0",
+		Logger:   &l,
+		Store:    config.Store{Dir: t.TempDir(), SegmentBytes: 8 << 20},
+		HA:       config.HA{Listen: "127.0.0.1:0"},
+		Security: config.Security{ACLFile: aclfile.Watch(path), ACLWatchInterval: 10 * time.Millisecond},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 // the node runs what they hold.
 package optional
 
-// Controller is the value of mq.Options.Controller: controller.Raft() from package
+// Controller is the value of mq.Options.Controller.Impl: controller.Raft() from package
 // github.com/mqgo/mq/controller. The zero value holds none.
 type Controller struct{ impl any }
 
@@ -17,7 +17,7 @@ func NewController(impl any) Controller { return Controller{impl: impl} }
 // Impl is the implementation the value holds, nil for the zero value.
 func (c Controller) Impl() any { return c.impl }
 
-// Metrics is the value of mq.Options.Metrics: metrics.Prometheus() from package
+// Metrics is the value of mq.Options.HTTP.Metrics: metrics.Prometheus() from package
 // github.com/mqgo/mq/metrics. The zero value holds none: /metrics is off.
 type Metrics struct{ impl any }
 

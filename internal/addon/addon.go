@@ -18,7 +18,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ControllerFactory starts a node's controller (Options.Controller).
+// ControllerFactory starts a node's controller (Options.Controller.Impl).
 type ControllerFactory interface {
 	// StartController builds the controller and starts Raft, which must run before the node
 	// serves so that the peers can elect a leader; the node calls Run for the leader's duties.
@@ -43,7 +43,7 @@ type ACLFile interface {
 	Parse(data []byte) (*acl.Config, error)
 }
 
-// MetricsFactory builds a node's metrics (Options.Metrics).
+// MetricsFactory builds a node's metrics (Options.HTTP.Metrics).
 type MetricsFactory interface {
 	NewMetrics(MetricsSources) Metrics
 }
@@ -109,7 +109,7 @@ type ControllerOptions struct {
 	LeaderLeaseTimeout time.Duration
 	CommitTimeout      time.Duration
 
-	// Secret is the deployment's cluster secret (mq.Options.ClusterSecret): when set, only
+	// Secret is the deployment's cluster secret (mq.Options.Security.ClusterSecret): when set, only
 	// peers that prove it reach Raft, and only requests that prove it reach the controller.
 	Secret string
 

@@ -32,7 +32,7 @@ type Node struct {
 	log       zerolog.Logger
 
 	nameServer *route.NameServer
-	controller addon.Controller              // nil unless Options.ControllerID
+	controller addon.Controller              // nil unless Options.Controller.ID
 	replicas   *replicas                     // nil unless Options.ControllerAddrs
 	broker     atomic.Pointer[broker.Broker] // replaced by RestartBroker
 	brokerTr   *remoting.InProcTransport
@@ -100,8 +100,8 @@ func newNode(opts Options) (*Node, error) {
 	if err := n.loadACL(); err != nil {
 		return nil, err
 	}
-	if opts.ClusterSecret != "" {
-		n.secret = clusterauth.NewGuard(opts.ClusterSecret)
+	if opts.Security.ClusterSecret != "" {
+		n.secret = clusterauth.NewGuard(opts.Security.ClusterSecret)
 	}
 	separate := opts.NameServerListen != "" && opts.BrokerListen != ""
 	switch {
@@ -121,7 +121,7 @@ func newNode(opts Options) (*Node, error) {
 			return nil, fmt.Errorf("mq: name service: %w", err)
 		}
 		n.nameServer.Register(n.servers[0].d, remoting.NewExecutor("namesrv",
-			opts.ServerWorkerThreads, opts.ServerQueueCapacity))
+			opts.Limits.ServerWorkerThreads, opts.Limits.ServerQueueCapacity))
 	}
 	n.initMetrics()
 	return n, nil
@@ -185,7 +185,7 @@ func (n *Node) start() error {
 		n.g.Go(func() error { return n.nameServer.Run(ctx) })
 	}
 	if f, _ := n.opts.aclFile(); f != nil {
-		n.g.Go(func() error { return acl.Watch(ctx, f.Path(), f.Parse, n.opts.ACLWatchInterval, n.acl, n.log) })
+		n.g.Go(func() error { return acl.Watch(ctx, f.Path(), f.Parse, n.opts.Security.ACLWatchInterval, n.acl, n.log) })
 	}
 	timeout := time.NewTimer(n.opts.StartTimeout)
 	defer timeout.Stop()
@@ -222,7 +222,7 @@ func (n *Node) start() error {
 func (n *Node) startBroker(ctx context.Context) error {
 	ep := n.endpointOf("broker")
 	copts := remoting.ClientOptions{Logger: n.opts.Logger}
-	if n.opts.TLSClientEnable {
+	if n.opts.Security.TLSClientEnable {
 		copts.TLSConfig = n.opts.clientTLS()
 	}
 	copts.Hooks = n.opts.proveHooks()
@@ -236,7 +236,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(n.opts.ControllerAddrs) > 0 {
+	if len(n.opts.ControllerMode.Addrs) > 0 {
 		return n.startReplicatedBroker(ctx, bo)
 	}
 	if err := n.runBroker(ctx, bo); err != nil {
@@ -426,9 +426,9 @@ func (n *Node) HAAddr() string {
 	return n.broker.Load().HAAddr()
 }
 
-// loadACL compiles the ACL of Options.ACL or Options.ACLFile, when either is set.
+// loadACL compiles the ACL of Options.ACL or Options.Security.ACLFile, when either is set.
 func (n *Node) loadACL() error {
-	cfg := n.opts.ACL
+	cfg := n.opts.Security.ACL
 	if f, _ := n.opts.aclFile(); f != nil {
 		data, err := os.ReadFile(f.Path())
 		if err == nil {

@@ -79,11 +79,11 @@ type replicas struct {
 func newReplicas(n *Node, brokerAddr string) *replicas {
 	o := n.opts
 	// The broker applies these defaults itself; the controllers need them from the start.
-	o.ClusterName = firstNonEmpty(o.ClusterName, broker.DefaultClusterName)
-	o.BrokerName = firstNonEmpty(o.BrokerName, broker.DefaultBrokerName)
+	o.Broker.ClusterName = firstNonEmpty(o.Broker.ClusterName, broker.DefaultClusterName)
+	o.Broker.Name = firstNonEmpty(o.Broker.Name, broker.DefaultBrokerName)
 	return &replicas{n: n, log: n.log.With().Str("component", "replicas").Logger(), tr: n.brokerTr,
-		addrs: o.ControllerAddrs, brokerAddr: brokerAddr, o: o, notified: make(chan struct{}, 1),
-		id: o.BrokerID, caughtUp: map[int64]time.Time{}, state: replicaState{masterID: -1},
+		addrs: o.ControllerMode.Addrs, brokerAddr: brokerAddr, o: o, notified: make(chan struct{}, 1),
+		id: o.Broker.ID, caughtUp: map[int64]time.Time{}, state: replicaState{masterID: -1},
 		checkCode: brokerAddr + ";" + strconv.FormatInt(time.Now().UnixMilli(), 10)}
 }
 
@@ -172,7 +172,7 @@ func (r *replicas) joinOnce(ctx context.Context) error {
 	if r.id <= 0 {
 		resp, err := r.toLeader(ctx, func() *remoting.Command {
 			return remoting.NewRequest(remoting.ControllerGetNextBrokerID, remoting.EncodeHeader(
-				&protocol.GetNextBrokerIdRequestHeader{ClusterName: o.ClusterName, BrokerName: o.BrokerName}), nil)
+				&protocol.GetNextBrokerIdRequestHeader{ClusterName: o.Broker.ClusterName, BrokerName: o.Broker.Name}), nil)
 		})
 		if err != nil {
 			return err
@@ -194,7 +194,7 @@ func (r *replicas) joinOnce(ctx context.Context) error {
 	}
 	resp, err := r.toLeader(ctx, func() *remoting.Command {
 		return remoting.NewRequest(remoting.ControllerApplyBrokerID, remoting.EncodeHeader(&protocol.ApplyBrokerIdRequestHeader{
-			ClusterName: o.ClusterName, BrokerName: o.BrokerName, AppliedBrokerID: r.id, RegisterCheckCode: r.checkCode}), nil)
+			ClusterName: o.Broker.ClusterName, BrokerName: o.Broker.Name, AppliedBrokerID: r.id, RegisterCheckCode: r.checkCode}), nil)
 	})
 	if err != nil {
 		return err
@@ -204,7 +204,7 @@ func (r *replicas) joinOnce(ctx context.Context) error {
 	}
 	resp, err = r.toLeader(ctx, func() *remoting.Command {
 		return remoting.NewRequest(remoting.ControllerRegisterBroker, remoting.EncodeHeader(&protocol.RegisterBrokerToControllerRequestHeader{
-			ClusterName: o.ClusterName, BrokerName: o.BrokerName, BrokerID: r.id, BrokerAddress: r.brokerAddr,
+			ClusterName: o.Broker.ClusterName, BrokerName: o.Broker.Name, BrokerID: r.id, BrokerAddress: r.brokerAddr,
 			InvokeTime: time.Now().UnixMilli()}), nil)
 	})
 	if err != nil {
@@ -251,7 +251,7 @@ type brokerIdentity struct {
 // loadIdentity takes the id and check code a previous run on this store applied with; a store
 // of another group, or of another id than Options.BrokerID asks, is refused.
 func (r *replicas) loadIdentity() error {
-	path := filepath.Join(r.o.StoreDir, brokerIdentityFile)
+	path := filepath.Join(r.o.Store.Dir, brokerIdentityFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -263,11 +263,11 @@ func (r *replicas) loadIdentity() error {
 	if err := json.Unmarshal(data, &id); err != nil || id.BrokerID <= 0 || id.RegisterCheckCode == "" {
 		return fmt.Errorf("%s: not a broker identity (%v)", path, err)
 	}
-	if id.ClusterName != r.o.ClusterName || id.BrokerName != r.o.BrokerName {
-		return fmt.Errorf("%s: the store belongs to %s/%s, not %s/%s", path, id.ClusterName, id.BrokerName, r.o.ClusterName, r.o.BrokerName)
+	if id.ClusterName != r.o.Broker.ClusterName || id.BrokerName != r.o.Broker.Name {
+		return fmt.Errorf("%s: the store belongs to %s/%s, not %s/%s", path, id.ClusterName, id.BrokerName, r.o.Broker.ClusterName, r.o.Broker.Name)
 	}
-	if r.o.BrokerID > 0 && r.o.BrokerID != id.BrokerID {
-		return fmt.Errorf("%s: the store belongs to broker id %d, not %d", path, id.BrokerID, r.o.BrokerID)
+	if r.o.Broker.ID > 0 && r.o.Broker.ID != id.BrokerID {
+		return fmt.Errorf("%s: the store belongs to broker id %d, not %d", path, id.BrokerID, r.o.Broker.ID)
 	}
 	r.id, r.checkCode, r.identityKept = id.BrokerID, id.RegisterCheckCode, true
 	return nil
@@ -275,15 +275,15 @@ func (r *replicas) loadIdentity() error {
 
 // saveIdentity writes this broker's id and check code to its store, atomically.
 func (r *replicas) saveIdentity() error {
-	data, err := json.Marshal(brokerIdentity{ClusterName: r.o.ClusterName, BrokerName: r.o.BrokerName,
+	data, err := json.Marshal(brokerIdentity{ClusterName: r.o.Broker.ClusterName, BrokerName: r.o.Broker.Name,
 		BrokerID: r.id, RegisterCheckCode: r.checkCode})
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(r.o.StoreDir, 0o755); err != nil {
+	if err := os.MkdirAll(r.o.Store.Dir, 0o755); err != nil {
 		return err
 	}
-	path := filepath.Join(r.o.StoreDir, brokerIdentityFile)
+	path := filepath.Join(r.o.Store.Dir, brokerIdentityFile)
 	f, err := os.Create(path + ".tmp")
 	if err != nil {
 		return err
@@ -308,7 +308,7 @@ func (r *replicas) elect(ctx context.Context) (replicaState, error) {
 	o := r.o
 	resp, err := r.toLeader(ctx, func() *remoting.Command {
 		return remoting.NewRequest(remoting.ControllerElectMaster, remoting.EncodeHeader(&protocol.ElectMasterRequestHeader{
-			ClusterName: o.ClusterName, BrokerName: o.BrokerName, BrokerID: r.id, InvokeTime: time.Now().UnixMilli()}), nil)
+			ClusterName: o.Broker.ClusterName, BrokerName: o.Broker.Name, BrokerID: r.id, InvokeTime: time.Now().UnixMilli()}), nil)
 	})
 	if err != nil {
 		return replicaState{}, err
@@ -330,11 +330,11 @@ func (r *replicas) elect(ctx context.Context) (replicaState, error) {
 // roleOptions sets the broker options of the role st gives this broker.
 func (r *replicas) roleOptions(bo *broker.Options, st replicaState) {
 	bo.ControllerMode, bo.ReplicaID = true, r.id
-	bo.MinInSyncReplicas, bo.AllAckInSyncStateSet = r.o.MinInSyncReplicas, r.o.AllAckInSyncStateSet
+	bo.MinInSyncReplicas, bo.AllAckInSyncStateSet = r.o.ControllerMode.MinInSyncReplicas, r.o.ControllerMode.AllAckInSyncStateSet
 	if st.masterID == r.id {
 		bo.BrokerID, bo.MasterEpoch = 0, st.epoch
 		bo.BrokerRole = storage.AsyncMaster
-		if r.o.AllAckInSyncStateSet {
+		if r.o.ControllerMode.AllAckInSyncStateSet {
 			bo.BrokerRole = storage.SyncMaster
 		}
 		return
@@ -453,11 +453,11 @@ func (r *replicas) onNotify(_ context.Context, _ remoting.Channel, _ *remoting.C
 // run heartbeats, follows the controllers' decisions and, as master, keeps the SyncStateSet,
 // until ctx ends.
 func (r *replicas) run(ctx context.Context) error {
-	hb := time.NewTicker(r.o.ControllerHeartbeatInterval)
+	hb := time.NewTicker(r.o.ControllerMode.HeartbeatInterval)
 	defer hb.Stop()
-	sync := time.NewTicker(r.o.SyncBrokerMetadataPeriod)
+	sync := time.NewTicker(r.o.ControllerMode.SyncBrokerMetadataPeriod)
 	defer sync.Stop()
-	check := time.NewTicker(r.o.CheckSyncStateSetPeriod)
+	check := time.NewTicker(r.o.ControllerMode.CheckSyncStateSetPeriod)
 	defer check.Stop()
 	for {
 		select {
@@ -490,9 +490,9 @@ func (r *replicas) heartbeat(ctx context.Context) {
 
 // sendHeartbeat sends one BROKER_HEARTBEAT with this epoch and log end to every controller.
 func (r *replicas) sendHeartbeat(ctx context.Context, epoch int32, end int64) {
-	h := &protocol.BrokerHeartbeatRequestHeader{ClusterName: r.o.ClusterName, BrokerAddr: r.brokerAddr,
-		BrokerName: r.o.BrokerName, BrokerID: r.id, Epoch: epoch, MaxOffset: end, ConfirmOffset: end,
-		HeartbeatTimeoutMills: -1, ElectionPriority: r.o.ElectionPriority}
+	h := &protocol.BrokerHeartbeatRequestHeader{ClusterName: r.o.Broker.ClusterName, BrokerAddr: r.brokerAddr,
+		BrokerName: r.o.Broker.Name, BrokerID: r.id, Epoch: epoch, MaxOffset: end, ConfirmOffset: end,
+		HeartbeatTimeoutMills: -1, ElectionPriority: r.o.ControllerMode.ElectionPriority}
 	for _, addr := range r.addrs {
 		if err := r.tr.InvokeOneway(ctx, addr, remoting.NewRequest(remoting.BrokerHeartbeat, remoting.EncodeHeader(h), nil)); err != nil {
 			r.log.Debug().Err(err).Str("controller", addr).Msg("heartbeat not sent")
@@ -505,7 +505,7 @@ func (r *replicas) sendHeartbeat(ctx context.Context, epoch int32, end int64) {
 func (r *replicas) syncReplicaInfo(ctx context.Context) {
 	resp, err := r.toLeader(ctx, func() *remoting.Command {
 		return remoting.NewRequest(remoting.ControllerGetReplicaInfo, remoting.EncodeHeader(
-			&protocol.GetReplicaInfoRequestHeader{BrokerName: r.o.BrokerName}), nil)
+			&protocol.GetReplicaInfoRequestHeader{BrokerName: r.o.Broker.Name}), nil)
 	})
 	if err == nil {
 		err = remoting.ErrorFromResponse(resp)
@@ -619,7 +619,7 @@ func (r *replicas) checkSyncStateSet(ctx context.Context) {
 	now := time.Now()
 	next := []int64{r.id}
 	for id, at := range r.caughtUp {
-		if id != r.id && now.Sub(at) <= r.o.HAMaxTimeSlaveNotCatchup {
+		if id != r.id && now.Sub(at) <= r.o.ControllerMode.HAMaxTimeSlaveNotCatchup {
 			next = append(next, id)
 		}
 	}
@@ -630,7 +630,7 @@ func (r *replicas) checkSyncStateSet(ctx context.Context) {
 	}
 	resp, err := r.toLeader(ctx, func() *remoting.Command {
 		return remoting.NewRequest(remoting.ControllerAlterSyncStateSet, remoting.EncodeHeader(&protocol.AlterSyncStateSetRequestHeader{
-			BrokerName: r.o.BrokerName, MasterBrokerID: r.id, MasterEpoch: st.epoch, InvokeTime: now.UnixMilli()}),
+			BrokerName: r.o.Broker.Name, MasterBrokerID: r.id, MasterEpoch: st.epoch, InvokeTime: now.UnixMilli()}),
 			(&protocol.SyncStateSet{SyncStateSet: next, SyncStateSetEpoch: st.set.SyncStateSetEpoch}).Encode())
 	})
 	if err == nil {
