@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/probes"
 	"github.com/mqgo/mq/internal/protocol"
@@ -43,13 +44,13 @@ func startConsNode(t *testing.T, opts Options) *Node {
 		levels[i] = 20 * time.Millisecond
 	}
 	opts.Listen = "127.0.0.1:0"
-	opts.StoreDir = t.TempDir()
-	opts.SegmentBytes = 16 << 20
+	opts.Store.Dir = t.TempDir()
+	opts.Store.SegmentBytes = 16 << 20
 	opts.Logger = &l
-	opts.DelayLevels = levels
-	opts.RegisterNameServerPeriod = 100 * time.Millisecond
-	opts.FlushConsumerOffsetInterval = 100 * time.Millisecond
-	opts.RebalanceLockMaxLiveTime = 3 * time.Second
+	opts.Timers.DelayLevels = levels
+	opts.Periods.RegisterNameServerPeriod = 100 * time.Millisecond
+	opts.Periods.FlushConsumerOffsetInterval = 100 * time.Millisecond
+	opts.Periods.RebalanceLockMaxLiveTime = 3 * time.Second
 	n, err := StartNode(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -61,8 +62,8 @@ func startConsNode(t *testing.T, opts Options) *Node {
 func startConsCluster(t *testing.T, transport string) *consCluster {
 	t.Helper()
 	c := &consCluster{transport: transport, ns: startConsNode(t, Options{DisableBroker: true})}
-	c.a = startConsNode(t, Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, BrokerName: "broker-a"})
-	c.b = startConsNode(t, Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, BrokerName: "broker-b"})
+	c.a = startConsNode(t, Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, Broker: config.Broker{Name: "broker-a"}})
+	c.b = startConsNode(t, Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, Broker: config.Broker{Name: "broker-b"}})
 	return c
 }
 

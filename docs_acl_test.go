@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/mqgo/mq/aclfile"
 	"github.com/mqgo/mq/internal/acl"
 )
 
@@ -18,7 +19,7 @@ func TestReadmeACLExampleLoads(t *testing.T) {
 	if m == nil {
 		t.Fatal("README has no yaml block")
 	}
-	cfg, err := acl.Parse(m[1])
+	cfg, err := aclfile.Parse(m[1])
 	if err != nil {
 		t.Fatalf("README's plain_acl.yml: %v", err)
 	}

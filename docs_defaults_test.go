@@ -30,7 +30,7 @@ const differencesDoc = "docs/rocketmq-differences.md"
 // code column gives them: the constants, or what a zero field becomes.
 func codeDefaults(t *testing.T) map[string]any {
 	t.Helper()
-	tlsMode, err := remoting.ParseTLSMode(string(mq.Options{}.TLSMode))
+	tlsMode, err := remoting.ParseTLSMode(string(mq.Options{}.Security.TLSMode))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,18 +4,26 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/aclfile"
+	"github.com/mqgo/mq/config"
+	"github.com/mqgo/mq/optional"
+	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
 
-// embedModules are the modules `import "github.com/mqgo/mq"` may link, each with why. The
-// controller (hashicorp/raft and its log store) and the Prometheus client are left out: an
-// application links them by importing github.com/mqgo/mq/controller or /metrics.
+// embedModules are the modules `import "github.com/mqgo/mq"` may link, each with why: the
+// design's required dependencies and what they bring. The controller (hashicorp/raft and its
+// log store), the Prometheus client and the YAML parser of plain_acl.yml are left out: an
+// application links them by importing github.com/mqgo/mq/controller, /metrics or /aclfile.
 var embedModules = map[string]string{
 	"github.com/mqgo/mq":               "this module",
 	"github.com/panjf2000/gnet/v2":     "the event-loop TCP server under remoting (a design dependency)",
@@ -29,7 +37,6 @@ var embedModules = map[string]string{
 	"github.com/edsrzf/mmap-go":        "the CommitLog and ConsumeQueue mappings (a design dependency)",
 	"golang.org/x/sync":                "errgroup (a design dependency; ants uses it too)",
 	"golang.org/x/sys":                 "gnet's epoll/kqueue and mmap-go's system calls",
-	"go.yaml.in/yaml/v3":               "RocketMQ's plain_acl.yml ACL files (package acl)",
 }
 
 // TestEmbedPullsOnlyAllowedModules lists the modules the root package links, as an
@@ -62,12 +69,20 @@ func TestEmbedPullsOnlyAllowedModules(t *testing.T) {
 	t.Logf("the root package links %d modules", len(got))
 }
 
-// A node given ControllerID without Options.Controller refuses to start, naming the package
+// A node given Controller.ID without Options.Controller.Impl refuses to start, naming the package
 // that provides one, instead of running without the controller its peers expect.
 func TestEmbedControllerNeedsImplementation(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		ControllerID: "n0", ControllerPeers: map[string]string{"n0": "127.0.0.1:1"}, ControllerRaftListen: "127.0.0.1:1"})
+	n, err := mq.StartNode(mq.Options{
+		Listen: "127.0.0.1:0",
+		Logger: &l,
+		Store:  config.Store{Dir: t.TempDir()},
+		Controller: config.Controller{
+			ID:         "n0",
+			Peers:      map[string]string{"n0": "127.0.0.1:1"},
+			RaftListen: "127.0.0.1:1",
+		},
+	})
 	if err == nil {
 		n.Close()
 		t.Fatal("StartNode with ControllerID and no Controller succeeded")
@@ -77,11 +92,11 @@ func TestEmbedControllerNeedsImplementation(t *testing.T) {
 	}
 }
 
-// Without Options.Metrics, /metrics answers 404 saying how to turn it on, while /healthz and
+// Without Options.HTTP.Metrics, /metrics answers 404 saying how to turn it on, while /healthz and
 // the dashboard still serve.
 func TestMetricsOffWithoutOption(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l})
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Logger: &l, Store: config.Store{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +117,79 @@ func TestMetricsOffWithoutOption(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	if code, body := get("/metrics"); code != http.StatusNotFound || !strings.Contains(body, "github.com/mqgo/mq/metrics") {
-		t.Fatalf("/metrics without Options.Metrics: %d %q; want 404 naming the package to import", code, body)
+		t.Fatalf("/metrics without Options.HTTP.Metrics: %d %q; want 404 naming the package to import", code, body)
 	}
 	if code, body := get("/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
 	if code, body := get("/"); code != http.StatusOK || !strings.Contains(strings.ToLower(body), "<html") {
 		t.Fatalf("dashboard: %d, %d bytes", code, len(body))
+	}
+}
+
+// The YAML reader is an optional part: a node given an ACL file through aclfile.Watch loads it
+// and reloads it when it changes, and a path that reached Options.Security.ACLFile any other way (a
+// value the application built itself) is refused, naming the package that reads such files,
+// as are an ACL given twice and a file that is missing.
+func TestEmbedACLFileNeedsPackage(t *testing.T) {
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plain_acl.yml")
+	write := func(admin string) {
+		t.Helper()
+		yml := "accounts:\n  - accessKey: " + admin + "\n    secretKey: " + secAdmin.SecretKey + "\n    admin: true\n"
+		if err := os.WriteFile(path+".tmp", []byte(yml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(secAdmin.AccessKey)
+	for name, o := range map[string]mq.Options{
+		"a path without the package": {Security: config.Security{ACLFile: optional.NewACLFile(path)}},
+		"ACL and ACLFile":            {Security: config.Security{ACLFile: aclfile.Watch(path), ACL: &mq.ACLConfig{}}},
+		"a missing file":             {Security: config.Security{ACLFile: aclfile.Watch(filepath.Join(dir, "missing.yml"))}},
+	} {
+		o.Listen, o.Store.Dir, o.Logger = "127.0.0.1:0", t.TempDir(), &l
+		n, err := mq.StartNode(o)
+		if err == nil {
+			n.Close()
+			t.Fatalf("%s: StartNode succeeded", name)
+		}
+		if name == "a path without the package" && !strings.Contains(err.Error(), "github.com/mqgo/mq/aclfile") {
+			t.Fatalf("%s: error %q does not name the package to import", name, err)
+		}
+		t.Logf("%s: %v", name, err)
+	}
+
+	n, err := mq.StartNode(mq.Options{
+		Listen:   "127.0.0.1:0",
+		Logger:   &l,
+		Store:    config.Store{Dir: t.TempDir(), SegmentBytes: 8 << 20},
+		HA:       config.HA{Listen: "127.0.0.1:0"},
+		Security: config.Security{ACLFile: aclfile.Watch(path), ACLWatchInterval: 10 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if resp := adminRequest(t, n, nil, secAdmin, createTopicRequest("embed-acl-a")); resp.Code != remoting.Success {
+		t.Fatalf("admin from the file: code %d %q", resp.Code, resp.Remark)
+	}
+	if resp := adminRequest(t, n, nil, secRW, createTopicRequest("embed-acl-b")); resp.Code != remoting.NoPermission {
+		t.Fatalf("account not in the file: code %d %q", resp.Code, resp.Remark)
+	}
+	write("someone-else")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp := adminRequest(t, n, nil, secAdmin, createTopicRequest("embed-acl-c"))
+		if resp.Code == remoting.NoPermission {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the admin removed from the file still creates topics: code %d", resp.Code)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -47,8 +47,8 @@ func TestHASlaveReadBySuggestion(t *testing.T) {
 		n     = 200
 	)
 	c := mqtest.StartCluster(t, mqtest.Config{SlavesPerGroup: 1, Options: func(o *mq.Options) {
-		o.SlaveReadEnable = true
-		o.AccessMessageInMemoryMaxBytes = 1
+		o.HA.SlaveReadEnable = true
+		o.Store.AccessMessageInMemoryMaxBytes = 1
 	}})
 	c.CreateTopic(topic, 2)
 	p := c.NewProducer()

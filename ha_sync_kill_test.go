@@ -120,7 +120,7 @@ func TestHASyncMasterKillLosesNothing(t *testing.T) {
 func TestHASyncMasterKilledWithSendsWaiting(t *testing.T) {
 	const forever = 10 * time.Minute
 	c := mqtest.StartCluster(t, mqtest.Config{NameServers: 1, BrokerGroups: 1, SlavesPerGroup: 1,
-		Role: mqtest.SyncMaster, Options: func(o *mq.Options) { o.HASyncFlushTimeout = forever }})
+		Role: mqtest.SyncMaster, Options: func(o *mq.Options) { o.HA.SyncFlushTimeout = forever }})
 	const (
 		topic     = "SyncKillWaiting"
 		senders   = 8

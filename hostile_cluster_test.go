@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/aclfile"
 	"github.com/mqgo/mq/controller"
 	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/internal/protocol"
@@ -81,26 +82,26 @@ const (
 func (c hsClusterConfig) options(o *mq.Options) {
 	// Only what is set: the rows of other suites give ACL through hsNodeConfig.
 	if c.secret != "" {
-		o.ClusterSecret = c.secret
+		o.Security.ClusterSecret = c.secret
 	}
 	if c.aclFile != "" {
-		o.ACLFile = c.aclFile
+		o.Security.ACLFile = aclfile.Watch(c.aclFile)
 	}
 	if c.accessKey != "" {
-		o.Credentials = mq.Credentials{AccessKey: c.accessKey, SecretKey: c.secretKey}
+		o.Security.Credentials = mq.Credentials{AccessKey: c.accessKey, SecretKey: c.secretKey}
 	}
 	if c.raft != "" {
 		o.DisableBroker = true
-		o.ControllerID, o.ControllerPeers, o.ControllerRaftListen = "n0", map[string]string{"n0": c.raft}, c.raft
-		o.Controller = controller.Raft()
-		o.ControllerScanInterval, o.ControllerBrokerHeartbeatTimeout = hsCtlScan, hsCtlHBTimeout
-		o.ControllerRaftTimeout = 100 * time.Millisecond
+		o.Controller.ID, o.Controller.Peers, o.Controller.RaftListen = "n0", map[string]string{"n0": c.raft}, c.raft
+		o.Controller.Impl = controller.Raft()
+		o.Controller.ScanInterval, o.Controller.BrokerHeartbeatTimeout = hsCtlScan, hsCtlHBTimeout
+		o.Controller.RaftTimeout = 100 * time.Millisecond
 	}
 	if c.controller != "" {
 		o.DisableNameServer = true
-		o.NameServers, o.ControllerAddrs = []string{c.controller}, []string{c.controller}
-		o.ControllerHeartbeatInterval, o.SyncBrokerMetadataPeriod = hsBrokerHeartbeat, hsSyncMetadata
-		o.CheckSyncStateSetPeriod = hsSyncMetadata
+		o.NameServers, o.ControllerMode.Addrs = []string{c.controller}, []string{c.controller}
+		o.ControllerMode.HeartbeatInterval, o.ControllerMode.SyncBrokerMetadataPeriod = hsBrokerHeartbeat, hsSyncMetadata
+		o.ControllerMode.CheckSyncStateSetPeriod = hsSyncMetadata
 	}
 }
 

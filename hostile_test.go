@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/aclfile"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -236,25 +238,30 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	opts := mq.Options{
-		Listen:       "127.0.0.1:0",
-		StoreDir:     n.store,
-		Logger:       &l,
-		SegmentBytes: 64 << 20,
-		HAListen:     "127.0.0.1:0",
-		// A sync master without a slave answers at once or after this.
-		HASyncFlushTimeout: 500 * time.Millisecond,
-		// Row 4 waits for a pull asking 2^50 ms to come back after this cap.
-		MaxLongPollingSuspend: time.Second,
-		HASecret:              cfg.haSecret,
-		MaxConnections:        cfg.maxConns,
-		ACLFile:               cfg.aclFile,
-		Credentials:           cfg.creds,
-		HTTPAllowedHosts:      cfg.allowedHosts,
-		MaxTopics:             cfg.maxTopics,
+		Listen: "127.0.0.1:0",
+		Logger: &l,
+		Store:  config.Store{Dir: n.store, SegmentBytes: 64 << 20},
+		Limits: config.Limits{
+			// Row 4 waits for a pull asking 2^50 ms to come back after this cap.
+			MaxLongPollingSuspend: time.Second,
+			MaxConnections:        cfg.maxConns,
+			MaxTopics:             cfg.maxTopics,
+		},
+		HA: config.HA{
+			Listen: "127.0.0.1:0",
+			// A sync master without a slave answers at once or after this.
+			SyncFlushTimeout: 500 * time.Millisecond,
+			Secret:           cfg.haSecret,
+		},
+		Security: config.Security{Credentials: cfg.creds},
+		HTTP:     config.HTTP{AllowedHosts: cfg.allowedHosts},
+	}
+	if cfg.aclFile != "" {
+		opts.Security.ACLFile = aclfile.Watch(cfg.aclFile)
 	}
 	cfg.cluster.options(&opts)
 	if cfg.syncMaster {
-		opts.BrokerRole = mq.SyncMaster
+		opts.Broker.Role = mq.SyncMaster
 	}
 	node, err := mq.StartNode(opts)
 	if err != nil {

@@ -21,15 +21,15 @@ type webState struct {
 }
 
 // Handler serves the node over HTTP: /metrics in the Prometheus exposition format (the node's
-// own registry, not the global one) when Options.Metrics is set, 404 saying how to turn it on
+// own registry, not the global one) when Options.HTTP.Metrics is set, 404 saying how to turn it on
 // otherwise, /healthz (200 once serving, 503 once closing) and the
 // dashboard at /, which reads the whole cluster through the node's name servers, signing with
-// Options.Credentials when ACL is on. It has no authentication of its own: mount it behind the
+// Options.Security.Credentials when ACL is on. It has no authentication of its own: mount it behind the
 // embedding application's, or serve it on a trusted network only. mqnode serves it with -http.
 //
 // The dashboard's API answers only requests whose Host names the address they reached (the
 // listener's, for a server on every interface the one dialed), localhost with that port when
-// it is a loopback one, or a name in Options.HTTPAllowedHosts; behind an application's mux or
+// it is a loopback one, or a name in Options.HTTP.AllowedHosts; behind an application's mux or
 // a reverse proxy, list the names browsers use there. Writes (offset resets) also need the
 // token the page fetches from GET /api/token, sent back in X-MQ-Token.
 func (n *Node) Handler() http.Handler {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -25,8 +26,11 @@ import (
 func limitsNode(t *testing.T) string {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		SegmentBytes: 64 << 20}) // a segment holds a 4 MiB message; not a limit under test
+	n, err := mq.StartNode(mq.Options{
+		Listen: "127.0.0.1:0",
+		Logger: &l,
+		Store:  config.Store{Dir: t.TempDir(), SegmentBytes: 64 << 20},
+	}) // a segment holds a 4 MiB message; not a limit under test
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/metrics"
 	"github.com/mqgo/mq/producer"
 	"github.com/rs/zerolog"
@@ -19,8 +20,12 @@ func BenchmarkSendTCPMetrics(b *testing.B) {
 	for _, mode := range []string{"on", "off"} {
 		b.Run("metrics="+mode, func(b *testing.B) {
 			l := zerolog.Nop()
-			n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 128 << 20,
-				Metrics: metrics.Prometheus()})
+			n, err := mq.StartNode(mq.Options{
+				Listen: "127.0.0.1:0",
+				Logger: &l,
+				Store:  config.Store{Dir: b.TempDir(), SegmentBytes: 128 << 20},
+				HTTP:   config.HTTP{Metrics: metrics.Prometheus()},
+			})
 			if err != nil {
 				b.Fatal(err)
 			}

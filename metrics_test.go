@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/metrics"
 	"github.com/mqgo/mq/producer"
 	dto "github.com/prometheus/client_model/go"
@@ -77,8 +78,12 @@ next:
 // every scrape parses with Prometheus' text parser.
 func TestMetricsMoveWithTraffic(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		Metrics: metrics.Prometheus()})
+	n, err := mq.StartNode(mq.Options{
+		Listen: "127.0.0.1:0",
+		Logger: &l,
+		Store:  config.Store{Dir: t.TempDir()},
+		HTTP:   config.HTTP{Metrics: metrics.Prometheus()},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

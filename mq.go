@@ -2,7 +2,7 @@
 // a broker on one gnet reactor, speaking RocketMQ's remoting protocol so that the official clients
 // and this module's own clients work against it.
 //
-//	node, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: dir})
+//	node, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Store: config.Store{Dir: dir}})
 //	if err != nil { ... }
 //	defer node.Close()
 //	p, err := node.NewProducer()                      // in-process, no sockets
@@ -46,7 +46,7 @@ func init() {
 // recovered and the broker has registered with its name servers. On error nothing is left
 // running. Close stops it and every goroutine it started.
 func StartNode(opts Options) (*Node, error) {
-	n, err := node.Start(opts.wiring())
+	n, err := node.Start(node.Options{Options: opts})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (n *Node) HAAddr() string { return n.n.HAAddr() }
 // ones its broker registers with (Options.NameServers).
 func (n *Node) NameServers() []string { return n.n.NameServers() }
 
-// UpdateACL replaces the ACL of a node started with Options.ACL or Options.ACLFile: requests
+// UpdateACL replaces the ACL of a node started with Options.Security.ACL or .ACLFile: requests
 // from then on are checked against cfg (a watched ACLFile replaces it again when the file
 // changes). A cfg that does not validate is an error and changes nothing.
 func (n *Node) UpdateACL(cfg *ACLConfig) error { return n.n.UpdateACL(cfg) }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -17,7 +18,7 @@ import (
 
 func testOptions(t *testing.T) Options {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	return Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l, DisableBroker: true}
+	return Options{Listen: "127.0.0.1:0", Logger: &l, DisableBroker: true, Store: config.Store{Dir: t.TempDir()}}
 }
 
 func registerBroker(t *testing.T, tr remoting.Transport, nsAddr, cluster, name, addr string, topics ...string) {
@@ -97,7 +98,7 @@ func TestNodeSeparateListeners(t *testing.T) {
 }
 
 func TestNodeOptionsValidated(t *testing.T) {
-	_, err := StartNode(Options{Listen: "nope", FlushDiskType: "SOMETIMES", BrokerID: -1})
+	_, err := StartNode(Options{Listen: "nope", Broker: config.Broker{ID: -1}, Store: config.Store{FlushDiskType: "SOMETIMES"}})
 	if err == nil {
 		t.Fatal("bad options accepted")
 	}
@@ -171,7 +172,7 @@ func assertNoModuleGoroutines(t *testing.T) {
 func TestNodeBrokerRegistersWithItsNameService(t *testing.T) {
 	opts := testOptions(t)
 	opts.DisableBroker = false
-	opts.SegmentBytes = 1 << 20
+	opts.Store.SegmentBytes = 1 << 20
 	n, err := StartNode(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +208,7 @@ func startWholeNode(t *testing.T) *Node {
 	t.Helper()
 	opts := testOptions(t)
 	opts.DisableBroker = false
-	opts.SegmentBytes = 1 << 20
+	opts.Store.SegmentBytes = 1 << 20
 	n, err := StartNode(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -30,13 +31,13 @@ func startProdNode(t *testing.T, opts mq.Options) *mq.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	opts.Listen = "127.0.0.1:0"
-	opts.StoreDir = t.TempDir()
-	opts.SegmentBytes = 8 << 20
+	opts.Store.Dir = t.TempDir()
+	opts.Store.SegmentBytes = 8 << 20
 	opts.Logger = &l
-	opts.RegisterNameServerPeriod = 100 * time.Millisecond
-	opts.RegisterNameServerPeriodMin = 100 * time.Millisecond // else 10 s, beyond the 2 s expiry
-	opts.ScanNotActiveBrokerInterval = 100 * time.Millisecond
-	opts.BrokerChannelExpiredTime = 2 * time.Second
+	opts.Periods.RegisterNameServerPeriod = 100 * time.Millisecond
+	opts.Periods.RegisterNameServerPeriodMin = 100 * time.Millisecond // else 10 s, beyond the 2 s expiry
+	opts.Periods.ScanNotActiveBrokerInterval = 100 * time.Millisecond
+	opts.Periods.BrokerChannelExpiredTime = 2 * time.Second
 	n, err := mq.StartNode(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +49,8 @@ func startProdNode(t *testing.T, opts mq.Options) *mq.Node {
 func startProdCluster(t *testing.T) *prodCluster {
 	t.Helper()
 	c := &prodCluster{ns: startProdNode(t, mq.Options{DisableBroker: true})}
-	c.a = startProdNode(t, mq.Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, BrokerName: "broker-a"})
-	c.b = startProdNode(t, mq.Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, BrokerName: "broker-b"})
+	c.a = startProdNode(t, mq.Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, Broker: config.Broker{Name: "broker-a"}})
+	c.b = startProdNode(t, mq.Options{DisableNameServer: true, NameServers: []string{c.ns.Addr()}, Broker: config.Broker{Name: "broker-b"}})
 	// Auto-created topics go only to the brokers of TBW102's route at the first send: wait
 	// until both brokers registered it.
 	tr := c.ns.NewTransport()

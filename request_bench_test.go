@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
 	"github.com/rs/zerolog"
@@ -25,7 +26,7 @@ func BenchmarkRequestReply(b *testing.B) {
 	for _, concurrent := range []int{1, 16} {
 		b.Run(fmt.Sprintf("concurrent=%d", concurrent), func(b *testing.B) {
 			l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
-			n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
+			n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Logger: &l, Store: config.Store{Dir: b.TempDir(), SegmentBytes: 256 << 20}})
 			if err != nil {
 				b.Fatal(err)
 			}

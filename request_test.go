@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -72,8 +73,12 @@ func replyingConsumer(t *testing.T, n *mq.Node, kind, topic string) {
 func requestNode(t *testing.T) *mq.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		SegmentBytes: 8 << 20})
+	n, err := mq.StartNode(mq.Options{
+		Listen: "127.0.0.1:0",
+		Logger: &l,
+		Store:  config.Store{Dir: t.TempDir(), SegmentBytes: 8 << 20},
+		HA:     config.HA{Listen: "127.0.0.1:0"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

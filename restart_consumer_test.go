@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/probes"
 	"github.com/mqgo/mq/internal/protocol"
@@ -95,7 +96,7 @@ func (s *restartScenario) startNode(t *testing.T, addr string) *Node {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, err := StartNode(Options{Listen: addr, HAListen: "127.0.0.1:0", StoreDir: s.dir, SegmentBytes: 8 << 20, Logger: &l})
+		n, err := StartNode(Options{Listen: addr, Logger: &l, Store: config.Store{Dir: s.dir, SegmentBytes: 8 << 20}, HA: config.HA{Listen: "127.0.0.1:0"}})
 		if err == nil {
 			s.node.Store(n)
 			return n

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/producer"
 	"github.com/rs/zerolog"
@@ -98,8 +99,12 @@ func startRestartNode(t *testing.T, addr, dir string) *mq.Node {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, err := mq.StartNode(mq.Options{Listen: addr, HAListen: "127.0.0.1:0", StoreDir: dir, SegmentBytes: 8 << 20,
-			Logger: &l})
+		n, err := mq.StartNode(mq.Options{
+			Listen: addr,
+			Logger: &l,
+			Store:  config.Store{Dir: dir, SegmentBytes: 8 << 20},
+			HA:     config.HA{Listen: "127.0.0.1:0"},
+		})
 		if err == nil {
 			return n
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/acltest"
 	"github.com/mqgo/mq/internal/node"
@@ -36,15 +37,20 @@ var (
 func secNode(t *testing.T, mode mq.TLSMode) (*mq.Node, *tlstest.Certs) {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	opts := mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		SegmentBytes: 8 << 20, ACL: acltest.Config(), TLSMode: mode}
+	opts := mq.Options{
+		Listen:   "127.0.0.1:0",
+		Logger:   &l,
+		Store:    config.Store{Dir: t.TempDir(), SegmentBytes: 8 << 20},
+		HA:       config.HA{Listen: "127.0.0.1:0"},
+		Security: config.Security{ACL: acltest.Config(), TLSMode: mode},
+	}
 	var certs *tlstest.Certs
 	if mode != mq.TLSDisabled {
 		var err error
 		if certs, err = tlstest.New(); err != nil {
 			t.Fatal(err)
 		}
-		opts.TLSConfig = certs.Server()
+		opts.Security.TLSConfig = certs.Server()
 	}
 	n, err := mq.StartNode(opts)
 	if err != nil {

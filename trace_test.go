@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/trace"
 	"github.com/mqgo/mq/producer"
@@ -22,8 +23,12 @@ func TestOurClientsWriteTraceRecords(t *testing.T) {
 	for _, tc := range []struct{ kind, traceTopic string }{{"tcp", ""}, {"inproc", "AppTraces"}} {
 		t.Run(tc.kind, func(t *testing.T) {
 			l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-			n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(),
-				Logger: &l, SegmentBytes: 8 << 20})
+			n, err := mq.StartNode(mq.Options{
+				Listen: "127.0.0.1:0",
+				Logger: &l,
+				Store:  config.Store{Dir: t.TempDir(), SegmentBytes: 8 << 20},
+				HA:     config.HA{Listen: "127.0.0.1:0"},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

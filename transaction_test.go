@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -54,8 +55,13 @@ func (l *txListener) CheckLocalTransaction(_ context.Context, m *producer.Checke
 // txNodeOptions are a node's options with checks in milliseconds.
 func txNodeOptions(t *testing.T, dir, listen string) mq.Options {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	return mq.Options{Listen: listen, HAListen: "127.0.0.1:0", StoreDir: dir, Logger: &l, SegmentBytes: 8 << 20,
-		TransactionTimeout: 200 * time.Millisecond, TransactionCheckInterval: 50 * time.Millisecond}
+	return mq.Options{
+		Listen:       listen,
+		Logger:       &l,
+		Store:        config.Store{Dir: dir, SegmentBytes: 8 << 20},
+		Transactions: config.Transactions{Timeout: 200 * time.Millisecond, CheckInterval: 50 * time.Millisecond},
+		HA:           config.HA{Listen: "127.0.0.1:0"},
+	}
 }
 
 // txProducer is a transactional producer of n, in process or over TCP.

@@ -32,7 +32,7 @@ type Options struct {
 	Transport remoting.Transport
 	// Credentials sign every request when AccessKey is set (RocketMQ ACL).
 	Credentials remoting.Credentials
-	// ClusterSecret, when set (the deployment's mq.Options.ClusterSecret), proves every
+	// ClusterSecret, when set (the deployment's mq.Options.Security.ClusterSecret), proves every
 	// request: nodes with the secret refuse controller requests without the proof, and
 	// name-service writes (DeleteTopic's) too unless ACL is on and Credentials are an admin's.
 	ClusterSecret string

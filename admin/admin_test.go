@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/admin"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
+	"github.com/rs/zerolog"
 )
 
 // startNode starts a node on a free port and an Admin reaching it over TCP; both close at
@@ -24,7 +24,7 @@ import (
 func startNode(t *testing.T) (*mq.Node, *admin.Admin) {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l})
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Logger: &l, Store: config.Store{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,8 +300,12 @@ func TestUnreachableNameServerAndCredentials(t *testing.T) {
 func TestCredentialsSignRequests(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	creds := remoting.Credentials{AccessKey: "adminKey", SecretKey: "adminSecret12"}
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		ACL: &mq.ACLConfig{Accounts: []mq.ACLAccount{{AccessKey: creds.AccessKey, SecretKey: creds.SecretKey, Admin: true}}}})
+	n, err := mq.StartNode(mq.Options{
+		Listen:   "127.0.0.1:0",
+		Logger:   &l,
+		Store:    config.Store{Dir: t.TempDir()},
+		Security: config.Security{ACL: &mq.ACLConfig{Accounts: []mq.ACLAccount{{AccessKey: creds.AccessKey, SecretKey: creds.SecretKey, Admin: true}}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

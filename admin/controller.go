@@ -12,7 +12,7 @@ import (
 
 // Controller requests (RocketMQ 5's automatic failover), sent to a controller's remoting
 // address: a name server that runs one. Where the deployment has a cluster secret, the Admin
-// needs it (Options.ClusterSecret).
+// needs it (Options.Security.ClusterSecret).
 
 // ControllerMetadata is a controller's answer to CONTROLLER_GET_METADATA_INFO.
 type ControllerMetadata struct {

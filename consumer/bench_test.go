@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	mqconfig "github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/producer"
 	"github.com/rs/zerolog"
@@ -29,7 +30,7 @@ const (
 func startBenchNode(b *testing.B) *node.Node {
 	b.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
-	n, err := node.Start(node.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
+	n, err := node.Start(node.Options{Options: mqconfig.Options{Listen: "127.0.0.1:0", Logger: &l, Store: mqconfig.Store{Dir: b.TempDir(), SegmentBytes: 256 << 20}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
 )
@@ -16,7 +17,7 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "mq-example")
 	defer os.RemoveAll(dir)
-	node, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: dir, SegmentBytes: 4 << 20})
+	node, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Store: config.Store{Dir: dir, SegmentBytes: 4 << 20}})
 	if err != nil {
 		panic(err)
 	}

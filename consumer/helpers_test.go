@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/rebalance"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -14,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	mqconfig "github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/rebalance"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/rs/zerolog"
@@ -31,8 +32,13 @@ func testNode(t *testing.T) *node.Node {
 	for i := range levels {
 		levels[i] = 20 * time.Millisecond
 	}
-	n, err := node.Start(node.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		SegmentBytes: 4 << 20, DelayLevels: levels, RegisterNameServerPeriod: 200 * time.Millisecond})
+	n, err := node.Start(node.Options{Options: mqconfig.Options{
+		Listen:  "127.0.0.1:0",
+		Logger:  &l,
+		Store:   mqconfig.Store{Dir: t.TempDir(), SegmentBytes: 4 << 20},
+		Periods: mqconfig.Periods{RegisterNameServerPeriod: 200 * time.Millisecond},
+		Timers:  mqconfig.Timers{DelayLevels: levels},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package controller turns on RocketMQ 5's controller in a node: import it and set
-// mq.Options.Controller to Raft() alongside ControllerID and ControllerPeers. The controller
+// mq.Options.Controller.Impl to Raft() alongside Controller.ID and Controller.Peers. The controller
 // is a Raft group (hashicorp/raft, its log and stable store in bbolt through raft-boltdb) that
 // elects a master for each broker group in controller mode; it lives in its own package so
 // that an application that runs no controller does not link Raft and its dependencies.
@@ -17,6 +17,6 @@ import (
 	"github.com/mqgo/mq/optional"
 )
 
-// Raft is the controller implementation for mq.Options.Controller: RocketMQ 5's controller
+// Raft is the controller implementation for mq.Options.Controller.Impl: RocketMQ 5's controller
 // (enableControllerInNamesrv) on a Raft group, served on the name service's listener.
 func Raft() optional.Controller { return optional.NewController(controller.Factory{}) }

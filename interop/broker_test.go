@@ -16,6 +16,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -38,8 +39,13 @@ func startNodeIn(t *testing.T, dir, listen, haListen string) *mq.Node {
 	for i := range levels {
 		levels[i] = 50 * time.Millisecond
 	}
-	n, err := mq.StartNode(mq.Options{Listen: listen, HAListen: haListen, StoreDir: dir, Logger: &l,
-		SegmentBytes: 8 << 20, DelayLevels: levels})
+	n, err := mq.StartNode(mq.Options{
+		Listen: listen,
+		Logger: &l,
+		Store:  config.Store{Dir: dir, SegmentBytes: 8 << 20},
+		Timers: config.Timers{DelayLevels: levels},
+		HA:     config.HA{Listen: haListen},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/mqgo/mq"
 	mqadmin "github.com/mqgo/mq/admin"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/controller"
 	ictl "github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/internal/node"
@@ -55,11 +56,22 @@ func warnLogger(t *testing.T) *zerolog.Logger {
 func startControllerNameServer(t *testing.T) *mq.Node {
 	t.Helper()
 	raft := freeLoopbackAddr(t)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), DisableBroker: true,
-		Logger: warnLogger(t), ControllerID: "n0", Controller: controller.Raft(), ControllerPeers: map[string]string{"n0": raft},
-		ControllerRaftListen: raft, ControllerScanInterval: 50 * time.Millisecond,
-		ControllerBrokerHeartbeatTimeout: time.Second, ControllerRaftTimeout: 100 * time.Millisecond,
-		ScanNotActiveBrokerInterval: 100 * time.Millisecond, BrokerChannelExpiredTime: time.Second})
+	n, err := mq.StartNode(mq.Options{
+		Listen:        "127.0.0.1:0",
+		DisableBroker: true,
+		Logger:        warnLogger(t),
+		Store:         config.Store{Dir: t.TempDir()},
+		Periods:       config.Periods{ScanNotActiveBrokerInterval: 100 * time.Millisecond, BrokerChannelExpiredTime: time.Second},
+		Controller: config.Controller{
+			ID:                     "n0",
+			Impl:                   controller.Raft(),
+			Peers:                  map[string]string{"n0": raft},
+			RaftListen:             raft,
+			ScanInterval:           50 * time.Millisecond,
+			BrokerHeartbeatTimeout: time.Second,
+			RaftTimeout:            100 * time.Millisecond,
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,15 +84,29 @@ func startControllerNameServer(t *testing.T) *mq.Node {
 // service's one-second expiry, or the route would vanish between them.
 func startReplicatedBroker(t *testing.T, ctl *mq.Node) *mq.Node {
 	t.Helper()
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), SegmentBytes: 1 << 20,
-		Logger: warnLogger(t), DisableNameServer: true, NameServers: []string{ctl.NameServerAddr()},
-		ControllerAddrs: []string{ctl.NameServerAddr()}, AllAckInSyncStateSet: true,
-		RegisterNameServerPeriod: 100 * time.Millisecond, RegisterNameServerPeriodMin: 100 * time.Millisecond,
-		HASendHeartbeatInterval: 100 * time.Millisecond,
-		HAReconnectInterval:     50 * time.Millisecond, HATransferWaitInterval: 10 * time.Millisecond,
-		HASyncFlushTimeout: 3 * time.Second, SlaveSyncPeriod: 50 * time.Millisecond,
-		ControllerHeartbeatInterval: 50 * time.Millisecond, SyncBrokerMetadataPeriod: 200 * time.Millisecond,
-		CheckSyncStateSetPeriod: 100 * time.Millisecond, HAMaxTimeSlaveNotCatchup: time.Second})
+	n, err := mq.StartNode(mq.Options{
+		Listen:            "127.0.0.1:0",
+		Logger:            warnLogger(t),
+		DisableNameServer: true,
+		NameServers:       []string{ctl.NameServerAddr()},
+		Store:             config.Store{Dir: t.TempDir(), SegmentBytes: 1 << 20},
+		Periods:           config.Periods{RegisterNameServerPeriod: 100 * time.Millisecond, RegisterNameServerPeriodMin: 100 * time.Millisecond},
+		HA: config.HA{
+			SendHeartbeatInterval: 100 * time.Millisecond,
+			ReconnectInterval:     50 * time.Millisecond,
+			TransferWaitInterval:  10 * time.Millisecond,
+			SyncFlushTimeout:      3 * time.Second,
+			SlaveSyncPeriod:       50 * time.Millisecond,
+		},
+		ControllerMode: config.ControllerMode{
+			Addrs:                    []string{ctl.NameServerAddr()},
+			AllAckInSyncStateSet:     true,
+			HeartbeatInterval:        50 * time.Millisecond,
+			SyncBrokerMetadataPeriod: 200 * time.Millisecond,
+			CheckSyncStateSetPeriod:  100 * time.Millisecond,
+			HAMaxTimeSlaveNotCatchup: time.Second,
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

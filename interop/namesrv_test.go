@@ -11,6 +11,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/rs/zerolog"
@@ -21,7 +22,7 @@ func init() { rlog.SetLogLevel("error") }
 func startNameServer(t *testing.T) *mq.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), DisableBroker: true, Logger: &l})
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", DisableBroker: true, Logger: &l, Store: config.Store{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	rmqproducer "github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
@@ -251,7 +252,7 @@ const (
 func startBenchNode(b *testing.B) *mq.Node {
 	b.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: b.TempDir(), Logger: &l, SegmentBytes: 256 << 20})
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Logger: &l, Store: config.Store{Dir: b.TempDir(), SegmentBytes: 256 << 20}})
 	if err != nil {
 		b.Fatal(err)
 	}

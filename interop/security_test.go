@@ -17,6 +17,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/acltest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/internal/tlstest"
@@ -48,14 +49,19 @@ func aclConfig() *mq.ACLConfig { return acltest.Config() }
 func startSecureNode(t *testing.T, cfg *mq.ACLConfig, mode mq.TLSMode) *mq.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	opts := mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		SegmentBytes: 8 << 20, ACL: cfg, TLSMode: mode}
+	opts := mq.Options{
+		Listen:   "127.0.0.1:0",
+		Logger:   &l,
+		Store:    config.Store{Dir: t.TempDir(), SegmentBytes: 8 << 20},
+		HA:       config.HA{Listen: "127.0.0.1:0"},
+		Security: config.Security{ACL: cfg, TLSMode: mode},
+	}
 	if mode != "" && mode != mq.TLSDisabled {
 		certs, err := tlstest.New()
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.TLSConfig = certs.Server()
+		opts.Security.TLSConfig = certs.Server()
 	}
 	n, err := mq.StartNode(opts)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/rs/zerolog"
 )
 
@@ -41,8 +42,13 @@ func (l *bodyListener) CheckLocalTransaction(m *primitive.MessageExt) primitive.
 // our node; consumers see exactly the committed messages, the UNKNOWN one after a check.
 func TestOfficialTransactionalProducer(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		SegmentBytes: 8 << 20, TransactionTimeout: 300 * time.Millisecond, TransactionCheckInterval: 100 * time.Millisecond})
+	n, err := mq.StartNode(mq.Options{
+		Listen:       "127.0.0.1:0",
+		Logger:       &l,
+		Store:        config.Store{Dir: t.TempDir(), SegmentBytes: 8 << 20},
+		Transactions: config.Transactions{Timeout: 300 * time.Millisecond, CheckInterval: 100 * time.Millisecond},
+		HA:           config.HA{Listen: "127.0.0.1:0"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +110,13 @@ func (l *gatedListener) CheckLocalTransaction(*primitive.MessageExt) primitive.L
 func TestOfficialTransactionAcrossRestart(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	dir := t.TempDir()
-	opts := mq.Options{Listen: "127.0.0.1:0", HAListen: "127.0.0.1:0", StoreDir: dir, Logger: &l, SegmentBytes: 8 << 20,
-		TransactionTimeout: 300 * time.Millisecond, TransactionCheckInterval: 100 * time.Millisecond}
+	opts := mq.Options{
+		Listen:       "127.0.0.1:0",
+		Logger:       &l,
+		Store:        config.Store{Dir: dir, SegmentBytes: 8 << 20},
+		Transactions: config.Transactions{Timeout: 300 * time.Millisecond, CheckInterval: 100 * time.Millisecond},
+		HA:           config.HA{Listen: "127.0.0.1:0"},
+	}
 	n, err := mq.StartNode(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-// Package metrics turns on a node's Prometheus metrics: import it and set mq.Options.Metrics
+// Package metrics turns on a node's Prometheus metrics: import it and set mq.Options.HTTP.Metrics
 // to Prometheus(); Node.Handler then serves /metrics in the Prometheus exposition format from
 // the node's own registry (never the process-global one), named after RocketMQ 5's broker
 // metrics. It lives in its own package so that an application that serves no metrics does not
@@ -14,5 +14,5 @@ import (
 	"github.com/mqgo/mq/optional"
 )
 
-// Prometheus is the metrics implementation for mq.Options.Metrics.
+// Prometheus is the metrics implementation for mq.Options.HTTP.Metrics.
 func Prometheus() optional.Metrics { return optional.NewMetrics(metrics.Factory{}) }

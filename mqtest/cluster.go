@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -254,32 +255,32 @@ func (c *Cluster) options(n *Node, listen string) mq.Options {
 		levels[i] = DelayLevel
 	}
 	o := mq.Options{
-		Listen:                      listen,
-		StoreDir:                    n.opts.StoreDir,
-		ClusterName:                 c.cfg.ClusterName,
-		SegmentBytes:                SegmentBytes,
-		DelayLevels:                 levels,
-		RegisterNameServerPeriod:    RegisterPeriod,
-		RegisterNameServerPeriodMin: RegisterPeriod,
-		FlushConsumerOffsetInterval: OffsetFlushInterval,
-		ScanNotActiveBrokerInterval: ScanInterval,
-		BrokerChannelExpiredTime:    BrokerExpiry,
-		ClientChannelExpiredTime:    10 * time.Second,
-		RebalanceLockMaxLiveTime:    3 * time.Second,
-		EventLoops:                  1,
-		ServerWorkerThreads:         4,
-		Logger:                      &c.log,
+		Listen: listen,
+		Logger: &c.log,
+		Broker: config.Broker{ClusterName: c.cfg.ClusterName},
+		Store:  config.Store{Dir: n.opts.Store.Dir, SegmentBytes: SegmentBytes},
+		Limits: config.Limits{EventLoops: 1, ServerWorkerThreads: 4},
+		Periods: config.Periods{
+			RegisterNameServerPeriod:    RegisterPeriod,
+			RegisterNameServerPeriodMin: RegisterPeriod,
+			FlushConsumerOffsetInterval: OffsetFlushInterval,
+			ScanNotActiveBrokerInterval: ScanInterval,
+			BrokerChannelExpiredTime:    BrokerExpiry,
+			ClientChannelExpiredTime:    10 * time.Second,
+			RebalanceLockMaxLiveTime:    3 * time.Second,
+		},
+		Timers: config.Timers{DelayLevels: levels},
 	}
-	if o.StoreDir == "" {
-		o.StoreDir = c.t.TempDir()
+	if o.Store.Dir == "" {
+		o.Store.Dir = c.t.TempDir()
 	}
 	if n.isNameServer() {
 		o.DisableBroker = true
 		c.controllerOptions(n, &o)
 	} else {
 		o.DisableNameServer = true
-		o.BrokerName = n.BrokerName
-		o.BrokerID = n.ID
+		o.Broker.Name = n.BrokerName
+		o.Broker.ID = n.ID
 		o.NameServers = c.NameServerAddrs()
 		c.roleOptions(n, &o)
 	}
@@ -292,7 +293,7 @@ func (c *Cluster) options(n *Node, listen string) mq.Options {
 // startNode starts n listening on listen.
 func (c *Cluster) startNode(n *Node, listen string) error {
 	o := c.options(n, listen)
-	c.bindFaults(n, o.StoreDir)
+	c.bindFaults(n, o.Store.Dir)
 	mn, err := mq.StartNode(o)
 	if err != nil {
 		return fmt.Errorf("mqtest: start %s: %w", n, err)

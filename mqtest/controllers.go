@@ -102,29 +102,29 @@ func (c *Cluster) controllerOptions(n *Node, o *mq.Options) {
 	if id == "" {
 		return
 	}
-	o.ControllerID, o.ControllerRaftListen, o.Controller = id, raft, optional.NewController(controller.Factory{})
-	o.ControllerPeers = make(map[string]string, len(c.ctlPeers))
+	o.Controller.ID, o.Controller.RaftListen, o.Controller.Impl = id, raft, optional.NewController(controller.Factory{})
+	o.Controller.Peers = make(map[string]string, len(c.ctlPeers))
 	for k, v := range c.ctlPeers {
-		o.ControllerPeers[k] = v
+		o.Controller.Peers[k] = v
 	}
-	o.ControllerScanInterval = ControllerScanInterval
-	o.ControllerBrokerHeartbeatTimeout = ControllerHeartbeatTimeout
-	o.ControllerRaftTimeout = ControllerRaftTimeout
+	o.Controller.ScanInterval = ControllerScanInterval
+	o.Controller.BrokerHeartbeatTimeout = ControllerHeartbeatTimeout
+	o.Controller.RaftTimeout = ControllerRaftTimeout
 }
 
 // replicatedOptions sets the options of broker n in controller mode: the controllers, the
 // periods, and an HA port of its own for the node's whole life, since any peer may become
 // master and its slaves (and the fault injector) know it by that address.
 func (c *Cluster) replicatedOptions(n *Node, o *mq.Options) {
-	o.ControllerAddrs = c.ControllerAddrs()
-	o.AllAckInSyncStateSet = c.cfg.AllAck
-	o.MinInSyncReplicas = c.cfg.MinInSyncReplicas
-	o.ControllerHeartbeatInterval = BrokerHeartbeatInterval
-	o.SyncBrokerMetadataPeriod = SyncBrokerMetadataPeriod
-	o.CheckSyncStateSetPeriod = CheckSyncStateSetPeriod
-	o.HAMaxTimeSlaveNotCatchup = HAMaxTimeSlaveNotCatchup
-	o.HASyncFlushTimeout = ControllerModeSyncFlushTimeout
-	o.BrokerRole = ""
+	o.ControllerMode.Addrs = c.ControllerAddrs()
+	o.ControllerMode.AllAckInSyncStateSet = c.cfg.AllAck
+	o.ControllerMode.MinInSyncReplicas = c.cfg.MinInSyncReplicas
+	o.ControllerMode.HeartbeatInterval = BrokerHeartbeatInterval
+	o.ControllerMode.SyncBrokerMetadataPeriod = SyncBrokerMetadataPeriod
+	o.ControllerMode.CheckSyncStateSetPeriod = CheckSyncStateSetPeriod
+	o.ControllerMode.HAMaxTimeSlaveNotCatchup = HAMaxTimeSlaveNotCatchup
+	o.HA.SyncFlushTimeout = ControllerModeSyncFlushTimeout
+	o.Broker.Role = ""
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.haAddr == "" || o.Listen == "127.0.0.1:0" && n.addr != "" {
@@ -133,7 +133,7 @@ func (c *Cluster) replicatedOptions(n *Node, o *mq.Options) {
 			n.haAddr = a[0]
 		}
 	}
-	o.HAListen = n.haAddr
+	o.HA.Listen = n.haAddr
 }
 
 // ControllerNodes returns the name servers that run a controller.

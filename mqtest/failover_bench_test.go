@@ -26,9 +26,9 @@ func BenchmarkFailover(b *testing.B) {
 	if os.Getenv(defaultPeriodsEnv) != "" {
 		cfg.Options = func(o *mq.Options) {
 			// Zero: the node's defaults, RocketMQ's values.
-			o.ControllerScanInterval, o.ControllerBrokerHeartbeatTimeout, o.ControllerRaftTimeout = 0, 0, 0
-			o.ControllerHeartbeatInterval, o.SyncBrokerMetadataPeriod = 0, 0
-			o.CheckSyncStateSetPeriod, o.HAMaxTimeSlaveNotCatchup = 0, 0
+			o.Controller.ScanInterval, o.Controller.BrokerHeartbeatTimeout, o.Controller.RaftTimeout = 0, 0, 0
+			o.ControllerMode.HeartbeatInterval, o.ControllerMode.SyncBrokerMetadataPeriod = 0, 0
+			o.ControllerMode.CheckSyncStateSetPeriod, o.ControllerMode.HAMaxTimeSlaveNotCatchup = 0, 0
 		}
 	}
 	c := mqtest.StartCluster(b, cfg)

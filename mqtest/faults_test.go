@@ -34,7 +34,7 @@ func trySend(p *producer.Producer, topic string, timeout time.Duration) (produce
 func TestCutSyncMasterFromSlave(t *testing.T) {
 	transports(t, func(t *testing.T, inProcess bool) {
 		c := mqtest.StartCluster(t, mqtest.Config{SlavesPerGroup: 1, Role: mqtest.SyncMaster, InProcess: inProcess,
-			Options: func(o *mq.Options) { o.HASyncFlushTimeout = 300 * time.Millisecond }})
+			Options: func(o *mq.Options) { o.HA.SyncFlushTimeout = 300 * time.Millisecond }})
 		const topic = "CutSlave"
 		c.CreateTopic(topic, 2)
 		p := c.NewProducer()

@@ -27,24 +27,24 @@ func haSupported(Config) error { return nil }
 // across Restart; slaves learn their master's HA address from the name servers, as RocketMQ
 // slaves do.
 func (c *Cluster) roleOptions(n *Node, o *mq.Options) {
-	o.HASendHeartbeatInterval = HAHeartbeatInterval
-	o.HAReconnectInterval = HAReconnectInterval
-	o.HATransferWaitInterval = HATransferWait
-	o.HAHousekeepingInterval = HAHousekeeping
-	o.HASyncFlushTimeout = HASyncFlushTimeout
-	o.SlaveSyncPeriod = SlaveSyncPeriod
+	o.HA.SendHeartbeatInterval = HAHeartbeatInterval
+	o.HA.ReconnectInterval = HAReconnectInterval
+	o.HA.TransferWaitInterval = HATransferWait
+	o.HA.HousekeepingInterval = HAHousekeeping
+	o.HA.SyncFlushTimeout = HASyncFlushTimeout
+	o.HA.SlaveSyncPeriod = SlaveSyncPeriod
 	if c.cfg.ControllerMode {
 		c.replicatedOptions(n, o)
 		return
 	}
 	if n.ID > 0 {
-		o.BrokerRole = mq.Slave
+		o.Broker.Role = mq.Slave
 		return
 	}
-	o.BrokerRole = c.cfg.Role
-	o.HAListen = "127.0.0.1:0"
+	o.Broker.Role = c.cfg.Role
+	o.HA.Listen = "127.0.0.1:0"
 	if n.haAddr != "" && o.Listen != "127.0.0.1:0" {
-		o.HAListen = n.haAddr // a restart on the same port keeps the HA port too
+		o.HA.Listen = n.haAddr // a restart on the same port keeps the HA port too
 	}
 }
 

@@ -1,11 +1,12 @@
-// Package optional carries a node's optional parts — RocketMQ 5's controller and the
-// Prometheus metrics — to mq.Options without package mq importing them, so an application
-// that does not turn a part on links none of its dependencies (Raft and its log store,
-// the Prometheus client). Packages github.com/mqgo/mq/controller and github.com/mqgo/mq/metrics
-// hand out values of these types; the node runs what they hold.
+// Package optional carries a node's optional parts — RocketMQ 5's controller, the Prometheus
+// metrics and the plain_acl.yml reader — to mq.Options without package mq importing them, so
+// an application that does not turn a part on links none of its dependencies (Raft and its
+// log store, the Prometheus client, a YAML parser). Packages github.com/mqgo/mq/controller,
+// github.com/mqgo/mq/metrics and github.com/mqgo/mq/aclfile hand out values of these types;
+// the node runs what they hold.
 package optional
 
-// Controller is the value of mq.Options.Controller: controller.Raft() from package
+// Controller is the value of mq.Options.Controller.Impl: controller.Raft() from package
 // github.com/mqgo/mq/controller. The zero value holds none.
 type Controller struct{ impl any }
 
@@ -16,7 +17,7 @@ func NewController(impl any) Controller { return Controller{impl: impl} }
 // Impl is the implementation the value holds, nil for the zero value.
 func (c Controller) Impl() any { return c.impl }
 
-// Metrics is the value of mq.Options.Metrics: metrics.Prometheus() from package
+// Metrics is the value of mq.Options.HTTP.Metrics: metrics.Prometheus() from package
 // github.com/mqgo/mq/metrics. The zero value holds none: /metrics is off.
 type Metrics struct{ impl any }
 
@@ -25,3 +26,14 @@ func NewMetrics(impl any) Metrics { return Metrics{impl: impl} }
 
 // Impl is the implementation the value holds, nil for the zero value.
 func (m Metrics) Impl() any { return m.impl }
+
+// ACLFile is the value of mq.Options.Security.ACLFile: aclfile.Watch(path) from package
+// github.com/mqgo/mq/aclfile, which holds the YAML parser. The zero value holds none: ACL
+// comes from Security.ACL, or is off.
+type ACLFile struct{ impl any }
+
+// NewACLFile wraps an ACL file reader, as NewController does a controller.
+func NewACLFile(impl any) ACLFile { return ACLFile{impl: impl} }
+
+// Impl is the implementation the value holds, nil for the zero value.
+func (f ACLFile) Impl() any { return f.impl }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/producer"
@@ -78,7 +79,7 @@ var batchTestSeq atomic.Int64
 func batchNode(t *testing.T, opts mq.Options) *mq.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	opts.Listen, opts.StoreDir, opts.Logger, opts.SegmentBytes = "127.0.0.1:0", t.TempDir(), &l, 16<<20
+	opts.Listen, opts.Store.Dir, opts.Logger, opts.Store.SegmentBytes = "127.0.0.1:0", t.TempDir(), &l, 16<<20
 	n, err := mq.StartNode(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -403,7 +404,7 @@ func TestAsyncBatchingUnbatchableGoAlone(t *testing.T) {
 func TestAsyncBatchingErrorReachesEveryCallback(t *testing.T) {
 	for _, kind := range []string{"tcp", "inproc"} {
 		t.Run(kind, func(t *testing.T) {
-			n := batchNode(t, mq.Options{MaxMessageBytes: 16 << 10})
+			n := batchNode(t, mq.Options{Limits: config.Limits{MaxMessageBytes: 16 << 10}})
 			p, _, topic := batchProducer(t, n, kind, producer.WithDefaultTopicQueueNums(1),
 				producer.WithSendTimeout(10*time.Minute), producer.WithAsyncBatching(5*time.Minute, 64<<10))
 			// The topic exists before the batch, which then fails for its size only.

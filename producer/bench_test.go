@@ -36,7 +36,7 @@ func sendBenchProducer(b *testing.B, kind string, extra ...producer.Option) (*pr
 func sendBenchProducerOn(b *testing.B, nodeOpts mq.Options, kind string, extra ...producer.Option) (*producer.Producer, string) {
 	b.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
-	nodeOpts.Listen, nodeOpts.StoreDir, nodeOpts.Logger, nodeOpts.SegmentBytes = "127.0.0.1:0", b.TempDir(), &l, 256<<20
+	nodeOpts.Listen, nodeOpts.Store.Dir, nodeOpts.Logger, nodeOpts.Store.SegmentBytes = "127.0.0.1:0", b.TempDir(), &l, 256<<20
 	n, err := mq.StartNode(nodeOpts)
 	if err != nil {
 		b.Fatal(err)

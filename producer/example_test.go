@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/producer"
 )
 
@@ -14,7 +15,7 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "mq-example")
 	defer os.RemoveAll(dir)
-	node, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: dir, SegmentBytes: 4 << 20})
+	node, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Store: config.Store{Dir: dir, SegmentBytes: 4 << 20}})
 	if err != nil {
 		panic(err)
 	}

@@ -29,16 +29,16 @@ func BenchmarkProducerSendSyncSecure(b *testing.B) {
 			var opts mq.Options
 			var popts []producer.Option
 			if withACL {
-				opts.ACL = &mq.ACLConfig{Accounts: []mq.ACLAccount{{AccessKey: creds.AccessKey,
+				opts.Security.ACL = &mq.ACLConfig{Accounts: []mq.ACLAccount{{AccessKey: creds.AccessKey,
 					SecretKey: creds.SecretKey, DefaultTopicPerm: "PUB|SUB", DefaultGroupPerm: "SUB"}}}
 				popts = append(popts, producer.WithCredentials(creds))
 			}
 			if withTLS {
-				opts.TLSMode, opts.TLSConfig = mq.TLSEnforcing, certs.Server()
+				opts.Security.TLSMode, opts.Security.TLSConfig = mq.TLSEnforcing, certs.Server()
 				popts = append(popts, producer.WithTLS(certs.Client()))
 			}
 			if mode == "plain@permissive" {
-				opts.TLSMode, opts.TLSConfig = mq.TLSPermissive, certs.Server()
+				opts.Security.TLSMode, opts.Security.TLSConfig = mq.TLSPermissive, certs.Server()
 			}
 			p, topic := sendBenchProducerOn(b, opts, "tcp", popts...)
 			benchSendSync(b, p, topic)

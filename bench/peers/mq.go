@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
 )
@@ -32,7 +33,7 @@ func (mqPeer) Defaults() string {
 }
 
 func (mqPeer) Serve(cfg NodeConfig) (Server, error) {
-	opts := mq.Options{Listen: "127.0.0.1:0", StoreDir: cfg.Dir}
+	opts := mq.Options{Listen: "127.0.0.1:0", Store: config.Store{Dir: cfg.Dir}}
 	if cfg.Durable {
 		opts.FlushDiskType = mq.SyncFlush
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/producer"
 )
@@ -38,9 +39,9 @@ func run() (consumed map[string]bool, err error) {
 	defer os.RemoveAll(dir)
 
 	// Short periods so the example is quick; RocketMQ's defaults suit production.
-	base := mq.Options{Listen: "127.0.0.1:0", SegmentBytes: 8 << 20, RegisterNameServerPeriod: time.Second}
+	base := mq.Options{Listen: "127.0.0.1:0", Store: config.Store{SegmentBytes: 8 << 20}, Periods: config.Periods{RegisterNameServerPeriod: time.Second}}
 	nsOpts := base
-	nsOpts.DisableBroker, nsOpts.StoreDir = true, dir+"/namesrv"
+	nsOpts.DisableBroker, nsOpts.Store.Dir = true, dir+"/namesrv"
 	ns, err := mq.StartNode(nsOpts)
 	if err != nil {
 		return nil, err
@@ -51,7 +52,7 @@ func run() (consumed map[string]bool, err error) {
 	for _, name := range []string{"broker-a", "broker-b"} {
 		o := base
 		o.DisableNameServer, o.NameServers = true, []string{ns.Addr()}
-		o.BrokerName, o.StoreDir = name, dir+"/"+name
+		o.Broker.Name, o.Store.Dir = name, dir+"/"+name
 		b, err := mq.StartNode(o)
 		if err != nil {
 			return nil, err

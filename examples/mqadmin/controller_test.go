@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/controller"
+	"github.com/rs/zerolog"
 )
 
 const testClusterSecret = "mqadmin-test-cluster-secret"
@@ -26,10 +26,22 @@ func secretControllerNode(t *testing.T) *mq.Node {
 	raft := ln.Addr().String()
 	ln.Close()
 	listen := reserveListen(t)
-	n, err := mq.StartNode(mq.Options{Listen: listen, HAListen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		ClusterSecret: testClusterSecret, ControllerID: "n0", Controller: controller.Raft(), ControllerPeers: map[string]string{"n0": raft},
-		ControllerRaftListen: raft, ControllerAddrs: []string{listen}, ControllerRaftTimeout: 100 * time.Millisecond,
-		StartTimeout: 30 * time.Second})
+	n, err := mq.StartNode(mq.Options{
+		Listen:       listen,
+		Logger:       &l,
+		StartTimeout: 30 * time.Second,
+		Store:        config.Store{Dir: t.TempDir()},
+		HA:           config.HA{Listen: "127.0.0.1:0"},
+		Security:     config.Security{ClusterSecret: testClusterSecret},
+		Controller: config.Controller{
+			ID:          "n0",
+			Impl:        controller.Raft(),
+			Peers:       map[string]string{"n0": raft},
+			RaftListen:  raft,
+			RaftTimeout: 100 * time.Millisecond,
+		},
+		ControllerMode: config.ControllerMode{Addrs: []string{listen}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
+	"github.com/rs/zerolog"
 )
 
 // runCmd runs mqadmin in process and returns its exit code, stdout and stderr.
@@ -50,7 +50,7 @@ func runJSON(t *testing.T, v any, args ...string) {
 func startNode(t *testing.T) *mq.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l})
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Logger: &l, Store: config.Store{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,8 +398,12 @@ func TestVersionDescLikeMQVersion(t *testing.T) {
 
 func TestCredentialsFlagsAndEnvironment(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l,
-		ACL: &mq.ACLConfig{Accounts: []mq.ACLAccount{{AccessKey: "cliAccessKey", SecretKey: "cliSecret123", Admin: true}}}})
+	n, err := mq.StartNode(mq.Options{
+		Listen:   "127.0.0.1:0",
+		Logger:   &l,
+		Store:    config.Store{Dir: t.TempDir()},
+		Security: config.Security{ACL: &mq.ACLConfig{Accounts: []mq.ACLAccount{{AccessKey: "cliAccessKey", SecretKey: "cliSecret123", Admin: true}}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

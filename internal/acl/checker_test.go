@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mqgo/mq/aclfile"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -21,10 +22,10 @@ var (
 	v6 = remoting.Credentials{AccessKey: "v6account", SecretKey: "v6-secret-key"}
 )
 
-// testChecker is acl/testdata/plain_acl.yml and two more accounts.
+// testChecker is aclfile/testdata/plain_acl.yml and two more accounts.
 func testChecker(t testing.TB) *Checker {
 	t.Helper()
-	cfg, err := LoadFile("../../acl/testdata/plain_acl.yml")
+	cfg, err := aclfile.Load("../../aclfile/testdata/plain_acl.yml")
 	if err != nil {
 		t.Fatal(err)
 	}

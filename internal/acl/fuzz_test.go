@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mqgo/mq/aclfile"
 	"github.com/mqgo/mq/remoting"
 )
 
@@ -14,7 +15,7 @@ import (
 // its own configuration's secret) with the same remarks. (A remark may contain the secret's
 // text by coincidence, as when it equals the AccessKey; it never carries it.)
 func FuzzParseConfig(f *testing.F) {
-	dist, err := os.ReadFile("../../acl/testdata/plain_acl.yml")
+	dist, err := os.ReadFile("../../aclfile/testdata/plain_acl.yml")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -23,7 +24,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("globalWhiteRemoteAddresses: ['*', 192.168.1.{1,2}, '2::ac5:78:1-200:*']\naccounts: []\n"))
 	f.Add([]byte("b: &b {secretKey: 12345678, admin: yes}\naccounts: [{<<: *b, accessKey: abcdefg, groupPerms: [g=SUB]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse(data)
+		cfg, err := aclfile.Parse(data)
 		if err != nil {
 			return
 		}

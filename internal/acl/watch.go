@@ -13,7 +13,7 @@ import (
 // DefaultWatchInterval is how often Watch reads the file, RocketMQ's FileWatchService period.
 const DefaultWatchInterval = 500 * time.Millisecond
 
-// Watch keeps g in step with the plain_acl.yml at path until ctx ends. It loads the file at
+// Watch keeps g in step with the plain_acl.yml at path, read by parse, until ctx ends. It loads the file at
 // once and stores its Checker in g (so that an edit made after the caller's own load is not
 // missed), then reads it every interval (DefaultWatchInterval if not positive) and stores a new
 // Checker when the content differs from the last read: a hash, as RocketMQ's FileWatchService,
@@ -23,9 +23,13 @@ const DefaultWatchInterval = 500 * time.Millisecond
 // a reader can catch an in-place rewrite half done, and half a file may be valid.
 //
 // It returns nil when ctx ends, an error only for arguments it cannot work with.
-func Watch(ctx context.Context, path string, interval time.Duration, g *Guard, log zerolog.Logger) error {
+func Watch(ctx context.Context, path string, parse func([]byte) (*Config, error), interval time.Duration, g *Guard,
+	log zerolog.Logger) error {
 	if g == nil {
 		return errors.New("acl: Watch without a Guard")
+	}
+	if parse == nil {
+		return errors.New("acl: Watch without a parser")
 	}
 	if path == "" {
 		return errors.New("acl: Watch without a file")
@@ -33,7 +37,7 @@ func Watch(ctx context.Context, path string, interval time.Duration, g *Guard, l
 	if interval <= 0 {
 		interval = DefaultWatchInterval
 	}
-	w := newWatcher(path, g, log)
+	w := newWatcher(path, parse, g, log)
 	w.poll()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -49,17 +53,18 @@ func Watch(ctx context.Context, path string, interval time.Duration, g *Guard, l
 
 // watcher is Watch's state between polls.
 type watcher struct {
-	path string
-	g    *Guard
-	log  zerolog.Logger
+	path  string
+	parse func([]byte) (*Config, error)
+	g     *Guard
+	log   zerolog.Logger
 	// seen is the hash of the last content read, or of the last read error, so that an
 	// unchanged file is neither reloaded nor complained about again.
 	seen   [sha256.Size]byte
 	polled bool
 }
 
-func newWatcher(path string, g *Guard, log zerolog.Logger) *watcher {
-	return &watcher{path: path, g: g, log: log.With().Str("component", "acl").Str("file", path).Logger()}
+func newWatcher(path string, parse func([]byte) (*Config, error), g *Guard, log zerolog.Logger) *watcher {
+	return &watcher{path: path, parse: parse, g: g, log: log.With().Str("component", "acl").Str("file", path).Logger()}
 }
 
 // poll reads the file once and acts on what changed since the last poll.
@@ -79,7 +84,7 @@ func (w *watcher) poll() {
 		w.log.Error().Err(readErr).Msg("cannot read the ACL file; the rules in effect stay")
 		return
 	}
-	cfg, err := Parse(data)
+	cfg, err := w.parse(data)
 	if err == nil {
 		var c *Checker
 		if c, err = New(cfg); err == nil {

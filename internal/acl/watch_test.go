@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/aclfile"
 	"github.com/rs/zerolog"
 )
 
@@ -60,7 +61,7 @@ func TestWatcherPoll(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plain_acl.yml")
 	var logs logBuffer
 	var g Guard
-	w := newWatcher(path, &g, zerolog.New(&logs))
+	w := newWatcher(path, aclfile.Parse, &g, zerolog.New(&logs))
 
 	writeFile(t, path, aclFile("PUB"))
 	w.poll()
@@ -120,7 +121,7 @@ func TestWatch(t *testing.T) {
 	var g Guard
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, path, 5*time.Millisecond, &g, zerolog.New(&logs)) }()
+	go func() { done <- Watch(ctx, path, aclfile.Parse, 5*time.Millisecond, &g, zerolog.New(&logs)) }()
 
 	eventually(t, "the file is loaded", func() bool { return sendAllowed(&g) })
 	writeFile(t, path, aclFile("DENY"))
@@ -141,10 +142,10 @@ func TestWatch(t *testing.T) {
 
 func TestWatchArguments(t *testing.T) {
 	ctx := context.Background()
-	if err := Watch(ctx, "x.yml", 0, nil, zerolog.Nop()); err == nil {
+	if err := Watch(ctx, "x.yml", aclfile.Parse, 0, nil, zerolog.Nop()); err == nil {
 		t.Error("nil Guard accepted")
 	}
-	if err := Watch(ctx, "", 0, &Guard{}, zerolog.Nop()); err == nil {
+	if err := Watch(ctx, "", aclfile.Parse, 0, &Guard{}, zerolog.Nop()); err == nil {
 		t.Error("empty path accepted")
 	}
 }

@@ -1,8 +1,9 @@
 // Package addon declares the parts a node runs only when the application supplies them: the
-// controller (RocketMQ 5's Raft group, package github.com/mqgo/mq/controller) and the
-// Prometheus metrics (github.com/mqgo/mq/metrics). The node holds them through these small
+// controller (RocketMQ 5's Raft group, package github.com/mqgo/mq/controller), the
+// Prometheus metrics (github.com/mqgo/mq/metrics) and the plain_acl.yml reader
+// (github.com/mqgo/mq/aclfile). The node holds them through these small
 // interfaces, so `import "github.com/mqgo/mq"` links neither hashicorp/raft and its log store
-// nor the Prometheus client: Go's pruned module graph leaves them out of an application that
+// nor the Prometheus client nor a YAML parser: Go's pruned module graph leaves them out of an application that
 // does not import the packages that implement them. It imports nothing heavy itself.
 package addon
 
@@ -11,12 +12,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mqgo/mq/acl"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
 
-// ControllerFactory starts a node's controller (Options.Controller).
+// ControllerFactory starts a node's controller (Options.Controller.Impl).
 type ControllerFactory interface {
 	// StartController builds the controller and starts Raft, which must run before the node
 	// serves so that the peers can elect a leader; the node calls Run for the leader's duties.
@@ -33,7 +35,15 @@ type Controller interface {
 	Close() error
 }
 
-// MetricsFactory builds a node's metrics (Options.Metrics).
+// ACLFile is a plain_acl.yml the node loads at start and reloads when it changes
+// (Options.Security.ACLFile).
+type ACLFile interface {
+	Path() string
+	// Parse reads the file's content; its errors name lines and fields, never a value.
+	Parse(data []byte) (*acl.Config, error)
+}
+
+// MetricsFactory builds a node's metrics (Options.HTTP.Metrics).
 type MetricsFactory interface {
 	NewMetrics(MetricsSources) Metrics
 }
@@ -99,7 +109,7 @@ type ControllerOptions struct {
 	LeaderLeaseTimeout time.Duration
 	CommitTimeout      time.Duration
 
-	// Secret is the deployment's cluster secret (mq.Options.ClusterSecret): when set, only
+	// Secret is the deployment's cluster secret (mq.Options.Security.ClusterSecret): when set, only
 	// peers that prove it reach Raft, and only requests that prove it reach the controller.
 	Secret string
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/client"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -21,8 +22,8 @@ func startNode(t *testing.T, opts mq.Options) *mq.Node {
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1:0"
 	}
-	opts.StoreDir = t.TempDir()
-	opts.SegmentBytes = 4 << 20
+	opts.Store.Dir = t.TempDir()
+	opts.Store.SegmentBytes = 4 << 20
 	opts.Logger = &l
 	n, err := mq.StartNode(opts)
 	if err != nil {
@@ -123,8 +124,11 @@ func TestInstanceSharedPerKey(t *testing.T) {
 
 func TestInstanceRoutesAndCacheWhenNameServerDown(t *testing.T) {
 	ns := startNode(t, mq.Options{DisableBroker: true})
-	b := startNode(t, mq.Options{DisableNameServer: true, NameServers: []string{ns.Addr()},
-		RegisterNameServerPeriod: 100 * time.Millisecond})
+	b := startNode(t, mq.Options{
+		DisableNameServer: true,
+		NameServers:       []string{ns.Addr()},
+		Periods:           config.Periods{RegisterNameServerPeriod: 100 * time.Millisecond},
+	})
 	for _, transport := range []string{"inproc", "tcp"} {
 		t.Run(transport, func(t *testing.T) {
 			opts := client.Options{NameServers: []string{ns.Addr()}, InstanceName: "routes-" + transport,

@@ -1,5 +1,5 @@
 // Package clusterauth proves, on remoting requests, that the sender knows the deployment's
-// cluster secret (mq.Options.ClusterSecret), and checks that proof where requests arrive.
+// cluster secret (mq.Options.Security.ClusterSecret), and checks that proof where requests arrive.
 //
 // The processes of one deployment (brokers, name servers, controllers, slaves) share the
 // secret. The requests only they make — broker registration with the name service, every

@@ -43,7 +43,7 @@ const (
 // Limits of the authenticated transport (ours: RocketMQ's controller port has no handshake).
 const (
 	// MinSecretBytes is the shortest cluster secret the controller accepts (as
-	// mq.Options.ClusterSecret documents): the proofs can be attacked offline by whoever saw
+	// mq.Options.Security.ClusterSecret documents): the proofs can be attacked offline by whoever saw
 	// one exchange, so a short secret would be guessed.
 	MinSecretBytes = 16
 	// raftHandshakeTimeout bounds the whole handshake, as replication's HandshakeTimeout does.

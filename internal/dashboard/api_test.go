@@ -16,6 +16,7 @@ import (
 
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/admin"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/dashboard"
 	"github.com/mqgo/mq/producer"
@@ -33,7 +34,7 @@ type env struct {
 func start(t *testing.T) *env {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", StoreDir: t.TempDir(), Logger: &l, SegmentBytes: 1 << 20})
+	n, err := mq.StartNode(mq.Options{Listen: "127.0.0.1:0", Logger: &l, Store: config.Store{Dir: t.TempDir(), SegmentBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,17 +10,29 @@ import (
 // mq.Options names no internal type); these take out the implementations they hold.
 
 func (o Options) controllerFactory() (addon.ControllerFactory, error) {
-	f, ok := o.Controller.Impl().(addon.ControllerFactory)
+	f, ok := o.Controller.Impl.Impl().(addon.ControllerFactory)
 	if !ok {
-		return nil, fmt.Errorf("mq: Options.Controller holds %T, not a controller: set it to controller.Raft() from package github.com/mqgo/mq/controller", o.Controller.Impl())
+		return nil, fmt.Errorf("mq: Options.Controller.Impl holds %T, not a controller: set it to controller.Raft() from package github.com/mqgo/mq/controller", o.Controller.Impl.Impl())
+	}
+	return f, nil
+}
+
+// aclFile is the ACL file reader of Options.Security.ACLFile, nil when it holds none.
+func (o Options) aclFile() (addon.ACLFile, error) {
+	if o.Security.ACLFile.Impl() == nil {
+		return nil, nil
+	}
+	f, ok := o.Security.ACLFile.Impl().(addon.ACLFile)
+	if !ok {
+		return nil, fmt.Errorf("mq: Options.Security.ACLFile holds %T, not an ACL file: set it to aclfile.Watch(path) from package github.com/mqgo/mq/aclfile", o.Security.ACLFile.Impl())
 	}
 	return f, nil
 }
 
 func (o Options) metricsFactory() (addon.MetricsFactory, error) {
-	f, ok := o.Metrics.Impl().(addon.MetricsFactory)
+	f, ok := o.HTTP.Metrics.Impl().(addon.MetricsFactory)
 	if !ok {
-		return nil, fmt.Errorf("mq: Options.Metrics holds %T, not metrics: set it to metrics.Prometheus() from package github.com/mqgo/mq/metrics", o.Metrics.Impl())
+		return nil, fmt.Errorf("mq: Options.HTTP.Metrics holds %T, not metrics: set it to metrics.Prometheus() from package github.com/mqgo/mq/metrics", o.HTTP.Metrics.Impl())
 	}
 	return f, nil
 }

@@ -7,13 +7,13 @@ import (
 	"github.com/mqgo/mq/internal/addon"
 )
 
-// startController builds the node's controller (Options.ControllerID) and installs its
+// startController builds the node's controller (Options.Controller.ID) and installs its
 // processors on the name service's dispatcher, as RocketMQ's enableControllerInNamesrv does:
 // brokers reach it on the name server's address. Raft starts at once (it must, to elect a
 // leader with its peers); the leader's duties run under the node's errgroup (runController).
 func (n *Node) startController() error {
 	o := n.opts
-	if o.ControllerID == "" {
+	if o.Controller.ID == "" {
 		return nil
 	}
 	ep := n.endpointOf("namesrv")

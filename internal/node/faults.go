@@ -30,7 +30,7 @@ func AttachFaults(storeDir string, f *remoting.Faults, self string) (detach func
 
 // faults is the node's binding, or nil.
 func (n *Node) faults() *faultBinding {
-	b, ok := faultsByStore.Load(n.opts.StoreDir)
+	b, ok := faultsByStore.Load(n.opts.Store.Dir)
 	if !ok {
 		return nil
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"hash/crc32"
 	"maps"
 	"net"
@@ -22,8 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -425,16 +426,17 @@ func startFuzzEnv(cfg fuzzEnvConfig) (*fuzzEnv, error) {
 		// Delayed messages come due within the input that stored them (see settle).
 		levels[i] = time.Duration(i+1) * time.Millisecond
 	}
-	e.node, err = start(Options{
-		Listen:       "127.0.0.1:0",
-		StoreDir:     store,
-		SegmentBytes: 16 << 20,
-		DelayLevels:  levels,
-		EventLoops:   1,
-		// The default, set here because the answers are checked against it (e.maxFrame).
-		MaxFrameBytes: remoting.DefaultMaxFrameBytes,
-		Logger:        &e.log,
-	}, func(o *storage.Options) {
+	e.node, err = start(Options{Options: config.Options{
+		Listen: "127.0.0.1:0",
+		Logger: &e.log,
+		Store:  config.Store{Dir: store, SegmentBytes: 16 << 20},
+		Limits: config.Limits{
+			EventLoops: 1,
+			// The default, set here because the answers are checked against it (e.maxFrame).
+			MaxFrameBytes: remoting.DefaultMaxFrameBytes,
+		},
+		Timers: config.Timers{DelayLevels: levels},
+	}}, func(o *storage.Options) {
 		// Every new queue preallocates a ConsumeQueue file, and inputs create thousands.
 		o.ConsumeQueueUnits = 1024
 		o.MaxHashSlotNum = 1024
@@ -445,7 +447,7 @@ func startFuzzEnv(cfg fuzzEnvConfig) (*fuzzEnv, error) {
 		return nil, err
 	}
 	e.addr = e.node.Addr()
-	e.maxFrame = e.node.opts.MaxFrameBytes
+	e.maxFrame = e.node.opts.Limits.MaxFrameBytes
 	e.tr = remoting.NewInProcTransport(lookupLocal, nil, 10*time.Millisecond)
 	e.watchDone.Add(1)
 	go e.watchHeap()

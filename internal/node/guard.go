@@ -15,7 +15,7 @@ const refusalLogInterval = 10 * time.Second
 
 // guard is what the node's dispatchers run before any processor, or nil when there is nothing
 // to check: the cluster secret's proof on the codes only the deployment's processes send
-// (Options.ClusterSecret), then ACL. Links the node opened to itself skip it (remoting.Trusted).
+// (Options.Security.ClusterSecret), then ACL. Links the node opened to itself skip it (remoting.Trusted).
 func (n *Node) guard() remoting.Guard {
 	switch {
 	case n.secret == nil && n.acl == nil:
@@ -48,11 +48,11 @@ func (n *Node) guard() remoting.Guard {
 // signature, which must cover the proof.
 func (o Options) proveHooks() []remoting.RPCHook {
 	var hooks []remoting.RPCHook
-	if o.ClusterSecret != "" {
-		hooks = append(hooks, clusterauth.NewProver(o.ClusterSecret).Hook())
+	if o.Security.ClusterSecret != "" {
+		hooks = append(hooks, clusterauth.NewProver(o.Security.ClusterSecret).Hook())
 	}
-	if !o.Credentials.IsZero() {
-		hooks = append(hooks, remoting.SigningHook(o.Credentials))
+	if !o.Security.Credentials.IsZero() {
+		hooks = append(hooks, remoting.SigningHook(o.Security.Credentials))
 	}
 	return hooks
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/internal/tlstest"
@@ -19,18 +20,19 @@ import (
 
 // haOpts are a node's options for HA tests: loopback, free ports, short periods.
 func haOpts(t *testing.T, role storage.BrokerRole) Options {
-	return Options{
-		Listen:                   "127.0.0.1:0",
-		StoreDir:                 t.TempDir(),
-		SegmentBytes:             1 << 20,
-		BrokerRole:               role,
-		RegisterNameServerPeriod: 100 * time.Millisecond,
-		HASendHeartbeatInterval:  100 * time.Millisecond,
-		HAReconnectInterval:      50 * time.Millisecond,
-		HATransferWaitInterval:   10 * time.Millisecond,
-		HASyncFlushTimeout:       15 * time.Second, // generous: a slow CI machine must not time out
-		SlaveSyncPeriod:          50 * time.Millisecond,
-	}
+	return Options{Options: config.Options{
+		Listen:  "127.0.0.1:0",
+		Broker:  config.Broker{Role: role},
+		Store:   config.Store{Dir: t.TempDir(), SegmentBytes: 1 << 20},
+		Periods: config.Periods{RegisterNameServerPeriod: 100 * time.Millisecond},
+		HA: config.HA{
+			SendHeartbeatInterval: 100 * time.Millisecond,
+			ReconnectInterval:     50 * time.Millisecond,
+			TransferWaitInterval:  10 * time.Millisecond,
+			SyncFlushTimeout:      15 * time.Second, // generous: a slow CI machine must not time out
+			SlaveSyncPeriod:       50 * time.Millisecond,
+		},
+	}}
 }
 
 func startNode(t *testing.T, opts Options) *Node {
@@ -138,7 +140,7 @@ func equalCommitLogs(t *testing.T, master, slave *storage.Store) {
 
 func TestHAMasterSlave(t *testing.T) {
 	mo := haOpts(t, storage.AsyncMaster)
-	mo.DelayLevels = []time.Duration{10 * time.Millisecond}
+	mo.Timers.DelayLevels = []time.Duration{10 * time.Millisecond}
 	m := startNode(t, mo)
 	if m.HAAddr() == "" {
 		t.Fatal("master has no HA address")
@@ -261,8 +263,8 @@ func TestHASyncMaster(t *testing.T) {
 
 func TestHASuggestSlave(t *testing.T) {
 	o := haOpts(t, storage.AsyncMaster)
-	o.SlaveReadEnable = true
-	o.AccessMessageInMemoryMaxBytes = 1 // any unread byte is "far behind"
+	o.HA.SlaveReadEnable = true
+	o.Store.AccessMessageInMemoryMaxBytes = 1 // any unread byte is "far behind"
 	m := startNode(t, o)
 	for i := range 3 {
 		if resp := send(t, m, m.BrokerAddr(), "SLOW", 0, fmt.Sprintf("x-%d", i)); resp.Code != remoting.Success {
@@ -276,7 +278,7 @@ func TestHASuggestSlave(t *testing.T) {
 	}
 
 	o = haOpts(t, storage.AsyncMaster)
-	o.AccessMessageInMemoryMaxBytes = 1 // slave reading disabled: always the master
+	o.Store.AccessMessageInMemoryMaxBytes = 1 // slave reading disabled: always the master
 	m2 := startNode(t, o)
 	if resp := send(t, m2, m2.BrokerAddr(), "SLOW", 0, "y"); resp.Code != remoting.Success {
 		t.Fatalf("send: %d %s", resp.Code, resp.Remark)
@@ -291,19 +293,19 @@ func TestHASuggestSlave(t *testing.T) {
 
 func TestHAOptionsValidate(t *testing.T) {
 	for _, o := range []Options{
-		{BrokerRole: storage.AsyncMaster, BrokerID: 2},
-		{BrokerRole: "PRIMARY"},
-		{HAListen: "nope"},
+		{Options: config.Options{Broker: config.Broker{Role: storage.AsyncMaster, ID: 2}}},
+		{Options: config.Options{Broker: config.Broker{Role: "PRIMARY"}}},
+		{Options: config.Options{HA: config.HA{Listen: "nope"}}},
 	} {
 		if err := o.withDefaults().validate(); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}
-	if o := (Options{BrokerID: 2}).withDefaults(); o.BrokerRole != storage.Slave {
-		t.Errorf("broker id 2 defaults to role %s", o.BrokerRole)
+	if o := (Options{Options: config.Options{Broker: config.Broker{ID: 2}}}).withDefaults(); o.Broker.Role != storage.Slave {
+		t.Errorf("broker id 2 defaults to role %s", o.Broker.Role)
 	}
-	if o := (Options{BrokerRole: storage.Slave}).withDefaults(); o.BrokerID != 1 {
-		t.Errorf("a slave with no id gets id %d", o.BrokerID)
+	if o := (Options{Options: config.Options{Broker: config.Broker{Role: storage.Slave}}}).withDefaults(); o.Broker.ID != 1 {
+		t.Errorf("a slave with no id gets id %d", o.Broker.ID)
 	}
 }
 
@@ -311,7 +313,7 @@ func TestHAOptionsValidate(t *testing.T) {
 // once HASyncFlushTimeout passed; the message is stored all the same.
 func TestHASyncMasterSlaveTimeout(t *testing.T) {
 	o := haOpts(t, storage.SyncMaster)
-	o.HASyncFlushTimeout = 50 * time.Millisecond
+	o.HA.SyncFlushTimeout = 50 * time.Millisecond
 	m := startNode(t, o)
 	c, err := net.Dial("tcp", m.HAAddr())
 	if err != nil {
@@ -339,7 +341,7 @@ func TestHAListenerFailureFailsStart(t *testing.T) {
 	}
 	defer taken.Close()
 	o := haOpts(t, storage.SyncMaster)
-	o.HAListen = taken.Addr().String()
+	o.HA.Listen = taken.Addr().String()
 	before := runtime.NumGoroutine()
 	n, err := Start(o)
 	if err == nil {
@@ -351,7 +353,7 @@ func TestHAListenerFailureFailsStart(t *testing.T) {
 	}
 	// An exiting goroutine may still count for a moment after Start's wait for it returned.
 	eventually(t, "the failed node's goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
-	o.HAListen = "127.0.0.1:0"
+	o.HA.Listen = "127.0.0.1:0"
 	startNode(t, o) // the failed node left the store unlocked
 }
 
@@ -363,10 +365,10 @@ func TestHASyncMasterOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := haOpts(t, storage.SyncMaster)
-	o.HATLS, o.TLSMode, o.TLSConfig = true, remoting.TLSPermissive, certs.Server()
+	o.HA.TLS, o.Security.TLSMode, o.Security.TLSConfig = true, remoting.TLSPermissive, certs.Server()
 	m := startNode(t, o)
-	plain := startSlave(t, m, func(o *Options) { o.BrokerID = 2 })
-	s := startSlave(t, m, func(o *Options) { o.HATLS, o.TLSClientConfig = true, certs.Client() })
+	plain := startSlave(t, m, func(o *Options) { o.Broker.ID = 2 })
+	s := startSlave(t, m, func(o *Options) { o.HA.TLS, o.Security.TLSClientConfig = true, certs.Client() })
 	eventually(t, "the TLS slave to connect", func() bool { return m.HA().ConnectedSlaves() > 0 })
 	for i := range 10 {
 		if resp := send(t, m, m.BrokerAddr(), "SYNCTLS", int32(i%2), fmt.Sprintf("s-%d", i)); resp.Code != remoting.Success {

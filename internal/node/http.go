@@ -13,10 +13,10 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// httpState is what the node serves over HTTP: its metrics (Options.Metrics), fed from its
+// httpState is what the node serves over HTTP: its metrics (Options.HTTP.Metrics), fed from its
 // dispatchers from the start, and the handler built on first use.
 type httpState struct {
-	metrics addon.Metrics // nil unless Options.Metrics
+	metrics addon.Metrics // nil unless Options.HTTP.Metrics
 
 	once    sync.Once
 	handler http.Handler
@@ -44,7 +44,7 @@ func (n *Node) initMetrics() {
 }
 
 // Handler serves /metrics (Prometheus exposition format; 404 saying how to turn them on
-// without Options.Metrics) and /healthz (200 once the node serves, 503 once it closes);
+// without Options.HTTP.Metrics) and /healthz (200 once the node serves, 503 once it closes);
 // package mq adds the dashboard.
 func (n *Node) Handler() http.Handler {
 	n.http.once.Do(func() {
@@ -60,8 +60,8 @@ func (n *Node) Handler() http.Handler {
 	return n.http.handler
 }
 
-// metricsOff is /metrics's answer on a node without Options.Metrics.
-const metricsOff = "metrics are off: set mq.Options.Metrics to metrics.Prometheus() " +
+// metricsOff is /metrics's answer on a node without Options.HTTP.Metrics.
+const metricsOff = "metrics are off: set mq.Options.HTTP.Metrics to metrics.Prometheus() " +
 	"(import github.com/mqgo/mq/metrics); mqnode turns them on\n"
 
 func serveMetricsOff(w http.ResponseWriter, _ *http.Request) {
@@ -142,4 +142,4 @@ func checkHTTPHost(h string) error {
 }
 
 // Credentials are what the node signs its requests with (Options.Credentials).
-func (n *Node) Credentials() remoting.Credentials { return n.opts.Credentials }
+func (n *Node) Credentials() remoting.Credentials { return n.opts.Security.Credentials }

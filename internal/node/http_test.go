@@ -3,6 +3,8 @@ package node
 import (
 	"strings"
 	"testing"
+
+	"github.com/mqgo/mq/config"
 )
 
 // Allowed hosts are what browsers send in Host; anything else fails Start with the entry named.
@@ -15,12 +17,12 @@ func TestHTTPAllowedHostsValidated(t *testing.T) {
 		"mq.example.com:65536": false, "mq.example.com:http": false, "user@host": false, "*.example.com": false,
 		".": false, "host name": false, strings.Repeat("a", 260): false, "ex\xffample": false,
 	} {
-		err := Options{Listen: "127.0.0.1:0", HTTPAllowedHosts: []string{h}}.withDefaults().validate()
+		err := Options{Options: config.Options{Listen: "127.0.0.1:0", HTTP: config.HTTP{AllowedHosts: []string{h}}}}.withDefaults().validate()
 		if ok && err != nil {
 			t.Errorf("%q refused: %v", h, err)
 		}
-		if !ok && (err == nil || !strings.Contains(err.Error(), "HTTPAllowedHosts[0]")) {
-			t.Errorf("%q: %v, want an error naming HTTPAllowedHosts[0]", h, err)
+		if !ok && (err == nil || !strings.Contains(err.Error(), "HTTP.AllowedHosts[0]")) {
+			t.Errorf("%q: %v, want an error naming HTTP.AllowedHosts[0]", h, err)
 		}
 	}
 }

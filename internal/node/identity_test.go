@@ -16,7 +16,7 @@ func TestControllerModeBrokerKeepsItsIDAcrossRestarts(t *testing.T) {
 	ctl := controllerNode(t)
 	dir := t.TempDir()
 	o := replicatedOpts(t, ctl, dir)
-	o.BrokerID = 1
+	o.Broker.ID = 1
 	first, err := Start(o)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestControllerModeBrokerKeepsItsIDAcrossRestarts(t *testing.T) {
 	}
 
 	// Without an id of its own, it takes the one its store keeps, not a new one.
-	o.BrokerID = 0
+	o.Broker.ID = 0
 	assigned, err := Start(o)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestControllerModeBrokerKeepsItsIDAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	o.BrokerID = 2
+	o.Broker.ID = 2
 	if n, err := Start(o); err == nil {
 		n.Close()
 		t.Fatal("a store of broker id 1 started as id 2")

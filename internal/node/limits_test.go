@@ -16,9 +16,9 @@ import (
 // MaxHeldPulls are the broker's.
 func TestLimitOptionsReachTheBroker(t *testing.T) {
 	o := haOpts(t, storage.AsyncMaster)
-	o.MaxQueueNums = 32
-	o.MaxLongPollingSuspend = 300 * time.Millisecond
-	o.MaxHeldPulls = 1
+	o.Limits.MaxQueueNums = 32
+	o.Limits.MaxLongPollingSuspend = 300 * time.Millisecond
+	o.Limits.MaxHeldPulls = 1
 	n := startNode(t, o)
 	create := func(queues int32) *remoting.Command {
 		h := &protocol.CreateTopicRequestHeader{Topic: "Limits", DefaultTopic: "TBW102", ReadQueueNums: queues,
@@ -71,7 +71,7 @@ func TestLimitOptionsReachTheBroker(t *testing.T) {
 // TestMaxMessageBytesReachesTheBroker: the node's MaxMessageBytes is the broker's maxMessageSize.
 func TestMaxMessageBytesReachesTheBroker(t *testing.T) {
 	o := haOpts(t, storage.AsyncMaster)
-	o.MaxMessageBytes = 1024
+	o.Limits.MaxMessageBytes = 1024
 	n := startNode(t, o)
 	if resp := send(t, n, n.BrokerAddr(), "Sized", 0, strings.Repeat("x", 1024)); resp.Code != remoting.Success {
 		t.Fatalf("1024-byte body: %d %q", resp.Code, resp.Remark)
@@ -85,7 +85,7 @@ func TestMaxMessageBytesReachesTheBroker(t *testing.T) {
 // what one connection's sends create, and its MaxTopics what the broker holds.
 func TestTopicLimitsReachTheBroker(t *testing.T) {
 	o := haOpts(t, storage.AsyncMaster)
-	o.AutoCreateTopicBurst, o.AutoCreateTopicRate = 2, 1
+	o.Limits.AutoCreateTopicBurst, o.Limits.AutoCreateTopicRate = 2, 1
 	n := startNode(t, o)
 	tr := n.NewTransport()
 	defer tr.Close()
@@ -111,7 +111,7 @@ func TestTopicLimitsReachTheBroker(t *testing.T) {
 	}
 
 	o = haOpts(t, storage.AsyncMaster)
-	o.MaxTopics = 1 // fewer than the system topics: nothing more may be created
+	o.Limits.MaxTopics = 1 // fewer than the system topics: nothing more may be created
 	n = startNode(t, o)
 	if resp := send(t, n, n.BrokerAddr(), "OverCap", 0, "x"); resp.Code != remoting.TopicNotExist ||
 		!strings.Contains(resp.Remark, "MaxTopics") {

@@ -9,12 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/internal/addon"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/acl"
+	"github.com/mqgo/mq/internal/addon"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/ha"
 	"github.com/mqgo/mq/internal/broker/services"
@@ -33,8 +34,8 @@ type Node struct {
 	log       zerolog.Logger
 
 	nameServer *route.NameServer
-	controller addon.Controller              // nil unless Options.ControllerID
-	replicas   *ha.Replicas                  // nil unless Options.ControllerAddrs
+	controller addon.Controller              // nil unless Options.Controller.ID
+	replicas   *ha.Replicas                  // nil unless Options.ControllerMode.Addrs
 	broker     atomic.Pointer[broker.Broker] // replaced by RestartBroker
 	brokerTr   *remoting.InProcTransport
 	// brokerGate is closed while a broker serves; a RestartBroker replaces it with an open one
@@ -101,8 +102,8 @@ func newNode(opts Options) (*Node, error) {
 	if err := n.loadACL(); err != nil {
 		return nil, err
 	}
-	if opts.ClusterSecret != "" {
-		n.secret = clusterauth.NewGuard(opts.ClusterSecret)
+	if opts.Security.ClusterSecret != "" {
+		n.secret = clusterauth.NewGuard(opts.Security.ClusterSecret)
 	}
 	separate := opts.NameServerListen != "" && opts.BrokerListen != ""
 	switch {
@@ -122,7 +123,7 @@ func newNode(opts Options) (*Node, error) {
 			return nil, fmt.Errorf("mq: name service: %w", err)
 		}
 		n.nameServer.Register(n.servers[0].d, remoting.NewExecutor("namesrv",
-			opts.ServerWorkerThreads, opts.ServerQueueCapacity))
+			opts.Limits.ServerWorkerThreads, opts.Limits.ServerQueueCapacity))
 	}
 	n.initMetrics()
 	return n, nil
@@ -185,10 +186,8 @@ func (n *Node) start() error {
 	if n.nameServer != nil {
 		n.g.Go(func() error { return n.nameServer.Run(ctx) })
 	}
-	if n.opts.ACLFile != "" {
-		n.g.Go(func() error {
-			return acl.Watch(ctx, n.opts.ACLFile, n.opts.ACLWatchInterval, n.acl, n.log)
-		})
+	if f, _ := n.opts.aclFile(); f != nil {
+		n.g.Go(func() error { return acl.Watch(ctx, f.Path(), f.Parse, n.opts.Security.ACLWatchInterval, n.acl, n.log) })
 	}
 	timeout := time.NewTimer(n.opts.StartTimeout)
 	defer timeout.Stop()
@@ -225,7 +224,7 @@ func (n *Node) start() error {
 func (n *Node) startBroker(ctx context.Context) error {
 	ep := n.endpointOf("broker")
 	copts := remoting.ClientOptions{Logger: n.opts.Logger}
-	if n.opts.TLSClientEnable {
+	if n.opts.Security.TLSClientEnable {
 		copts.TLSConfig = n.opts.clientTLS()
 	}
 	copts.Hooks = n.opts.proveHooks()
@@ -239,7 +238,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(n.opts.ControllerAddrs) > 0 {
+	if len(n.opts.ControllerMode.Addrs) > 0 {
 		return n.startReplicatedBroker(ctx, bo)
 	}
 	if err := n.runBroker(ctx, bo); err != nil {
@@ -403,12 +402,15 @@ func (n *Node) HAAddr() string {
 	return n.broker.Load().HAAddr()
 }
 
-// loadACL compiles the ACL of Options.ACL or Options.ACLFile, when either is set.
+// loadACL compiles the ACL of Options.ACL or Options.Security.ACLFile, when either is set.
 func (n *Node) loadACL() error {
-	cfg := n.opts.ACL
-	if n.opts.ACLFile != "" {
-		var err error
-		if cfg, err = acl.LoadFile(n.opts.ACLFile); err != nil {
+	cfg := n.opts.Security.ACL
+	if f, _ := n.opts.aclFile(); f != nil {
+		data, err := os.ReadFile(f.Path())
+		if err == nil {
+			cfg, err = f.Parse(data)
+		}
+		if err != nil {
 			return fmt.Errorf("mq: ACLFile: %w", err)
 		}
 	}

@@ -21,10 +21,10 @@ import (
 // nameServerOptions are the name service's settings.
 func (o Options) nameServerOptions() route.Options {
 	return route.Options{
-		ScanInterval: o.ScanNotActiveBrokerInterval,
-		BrokerExpiry: o.BrokerChannelExpiredTime,
-		MaxQueueNums: o.MaxQueueNums,
-		KVConfigPath: filepath.Join(o.StoreDir, "namesrv", "kvConfig.json"),
+		ScanInterval: o.Periods.ScanNotActiveBrokerInterval,
+		BrokerExpiry: o.Periods.BrokerChannelExpiredTime,
+		MaxQueueNums: o.Limits.MaxQueueNums,
+		KVConfigPath: filepath.Join(o.Store.Dir, "namesrv", "kvConfig.json"),
 		Logger:       o.Logger,
 	}
 }
@@ -33,15 +33,15 @@ func (o Options) nameServerOptions() route.Options {
 func (o Options) serverOptions(addr string) remoting.ServerOptions {
 	return remoting.ServerOptions{
 		Addr:                 addr,
-		MaxFrameBytes:        o.MaxFrameBytes,
-		MaxHeaderBytes:       o.MaxHeaderBytes,
-		MaxExtFields:         o.MaxExtFields,
-		MaxPendingWriteBytes: o.MaxPendingWriteBytes,
-		MaxConnections:       o.MaxConnections,
-		IdleTimeout:          o.ChannelMaxIdleTime,
-		EventLoops:           o.EventLoops,
-		TLSMode:              o.TLSMode,
-		TLSConfig:            o.TLSConfig,
+		MaxFrameBytes:        o.Limits.MaxFrameBytes,
+		MaxHeaderBytes:       o.Limits.MaxHeaderBytes,
+		MaxExtFields:         o.Limits.MaxExtFields,
+		MaxPendingWriteBytes: o.Limits.MaxPendingWriteBytes,
+		MaxConnections:       o.Limits.MaxConnections,
+		IdleTimeout:          o.Periods.ChannelMaxIdleTime,
+		EventLoops:           o.Limits.EventLoops,
+		TLSMode:              o.Security.TLSMode,
+		TLSConfig:            o.Security.TLSConfig,
 		Logger:               o.Logger,
 	}
 }
@@ -49,18 +49,18 @@ func (o Options) serverOptions(addr string) remoting.ServerOptions {
 // storeOptions are the message store's settings.
 func (o Options) storeOptions() storage.Options {
 	return storage.Options{
-		Dir:                           o.StoreDir,
-		FlushDiskType:                 o.FlushDiskType,
-		SegmentBytes:                  o.SegmentBytes,
-		FileReservedTime:              o.FileReservedTime,
-		AccessMessageInMemoryMaxRatio: o.AccessMessageInMemoryMaxRatio,
+		Dir:                           o.Store.Dir,
+		FlushDiskType:                 o.Store.FlushDiskType,
+		SegmentBytes:                  o.Store.SegmentBytes,
+		FileReservedTime:              o.Store.FileReservedTime,
+		AccessMessageInMemoryMaxRatio: o.Store.AccessMessageInMemoryMaxRatio,
 	}
 }
 
 // brokerOptions are the broker's settings. bound is its listener's bound address; the broker
 // reaches nameServers through tr.
 func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.Transport) (broker.Options, error) {
-	addr, err := broker.AdvertisedAddr(bound, o.BrokerIP)
+	addr, err := broker.AdvertisedAddr(bound, o.Broker.IP)
 	if err != nil {
 		return broker.Options{}, fmt.Errorf("mq: %w", err)
 	}
@@ -69,46 +69,46 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 		return broker.Options{}, err
 	}
 	return broker.Options{
-		ClusterName:                     o.ClusterName,
-		BrokerName:                      o.BrokerName,
-		BrokerID:                        o.BrokerID,
+		ClusterName:                     o.Broker.ClusterName,
+		BrokerName:                      o.Broker.Name,
+		BrokerID:                        o.Broker.ID,
 		BrokerAddr:                      addr,
-		BrokerRole:                      o.BrokerRole,
+		BrokerRole:                      o.Broker.Role,
 		HA:                              ha,
 		NameServers:                     nameServers,
 		Transport:                       tr,
 		Store:                           o.storeOptions(),
-		DisableAutoCreateTopic:          o.DisableAutoCreateTopic,
-		MaxMessageBytes:                 o.MaxMessageBytes,
-		MaxLongPollingSuspend:           o.MaxLongPollingSuspend,
-		MaxHeldPullsPerConnection:       o.MaxHeldPullsPerConnection,
-		MaxHeldPulls:                    o.MaxHeldPulls,
-		MaxQueueNums:                    o.MaxQueueNums,
-		MaxTopics:                       o.MaxTopics,
-		AutoCreateTopicBurst:            o.AutoCreateTopicBurst,
-		AutoCreateTopicRate:             o.AutoCreateTopicRate,
-		SlaveReadEnable:                 o.SlaveReadEnable,
-		AccessMessageInMemoryMaxBytes:   o.AccessMessageInMemoryMaxBytes,
-		SlaveSyncPeriod:                 o.SlaveSyncPeriod,
-		DelayLevels:                     o.DelayLevels,
-		RegisterNameServerPeriod:        o.RegisterNameServerPeriod,
-		RegisterNameServerPeriodMin:     o.RegisterNameServerPeriodMin,
-		DisableForceRegister:            o.DisableForceRegister,
-		DisableNotifyConsumerIdsChanged: o.DisableNotifyConsumerIdsChanged,
-		RejectTransactionMessage:        o.RejectTransactionMessage,
-		TransactionTimeout:              o.TransactionTimeout,
-		TransactionCheckMax:             o.TransactionCheckMax,
-		TransactionCheckInterval:        o.TransactionCheckInterval,
-		TimerPrecision:                  o.TimerPrecision,
-		TimerMaxDelay:                   o.TimerMaxDelay,
-		ReregisterGrace:                 o.ReregisterGrace,
-		FlushConsumerOffsetInterval:     o.FlushConsumerOffsetInterval,
-		ChannelExpiredTimeout:           o.ClientChannelExpiredTime,
-		RebalanceLockMaxLiveTime:        o.RebalanceLockMaxLiveTime,
-		ControllerMode:                  len(o.ControllerAddrs) > 0,
-		ReplicaID:                       o.BrokerID,
-		MinInSyncReplicas:               o.MinInSyncReplicas,
-		AllAckInSyncStateSet:            o.AllAckInSyncStateSet,
+		DisableAutoCreateTopic:          o.Broker.DisableAutoCreateTopic,
+		MaxMessageBytes:                 o.Limits.MaxMessageBytes,
+		MaxLongPollingSuspend:           o.Limits.MaxLongPollingSuspend,
+		MaxHeldPullsPerConnection:       o.Limits.MaxHeldPullsPerConnection,
+		MaxHeldPulls:                    o.Limits.MaxHeldPulls,
+		MaxQueueNums:                    o.Limits.MaxQueueNums,
+		MaxTopics:                       o.Limits.MaxTopics,
+		AutoCreateTopicBurst:            o.Limits.AutoCreateTopicBurst,
+		AutoCreateTopicRate:             o.Limits.AutoCreateTopicRate,
+		SlaveReadEnable:                 o.HA.SlaveReadEnable,
+		AccessMessageInMemoryMaxBytes:   o.Store.AccessMessageInMemoryMaxBytes,
+		SlaveSyncPeriod:                 o.HA.SlaveSyncPeriod,
+		DelayLevels:                     o.Timers.DelayLevels,
+		RegisterNameServerPeriod:        o.Periods.RegisterNameServerPeriod,
+		RegisterNameServerPeriodMin:     o.Periods.RegisterNameServerPeriodMin,
+		DisableForceRegister:            o.Broker.DisableForceRegister,
+		DisableNotifyConsumerIdsChanged: o.Broker.DisableNotifyConsumerIdsChanged,
+		RejectTransactionMessage:        o.Transactions.Reject,
+		TransactionTimeout:              o.Transactions.Timeout,
+		TransactionCheckMax:             o.Transactions.CheckMax,
+		TransactionCheckInterval:        o.Transactions.CheckInterval,
+		TimerPrecision:                  o.Timers.Precision,
+		TimerMaxDelay:                   o.Timers.MaxDelay,
+		ReregisterGrace:                 o.Broker.ReregisterGrace,
+		FlushConsumerOffsetInterval:     o.Periods.FlushConsumerOffsetInterval,
+		ChannelExpiredTimeout:           o.Periods.ClientChannelExpiredTime,
+		RebalanceLockMaxLiveTime:        o.Periods.RebalanceLockMaxLiveTime,
+		ControllerMode:                  len(o.ControllerMode.Addrs) > 0,
+		ReplicaID:                       o.Broker.ID,
+		MinInSyncReplicas:               o.ControllerMode.MinInSyncReplicas,
+		AllAckInSyncStateSet:            o.ControllerMode.AllAckInSyncStateSet,
 		Logger:                          o.Logger,
 	}, nil
 }
@@ -116,20 +116,20 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 // controllerOptions are the options of the node's controller; advertise is the name
 // service's bound address, where brokers reach it.
 func (o Options) controllerOptions(advertise string) addon.ControllerOptions {
-	dir := o.ControllerDir
+	dir := o.Controller.Dir
 	if dir == "" {
-		dir = filepath.Join(o.StoreDir, "controller")
+		dir = filepath.Join(o.Store.Dir, "controller")
 	}
 	return addon.ControllerOptions{
-		ID: o.ControllerID, Peers: o.ControllerPeers, RaftListen: o.ControllerRaftListen,
+		ID: o.Controller.ID, Peers: o.Controller.Peers, RaftListen: o.Controller.RaftListen,
 		Advertise: advertise, Dir: dir,
-		ScanNotActiveBrokerInterval: o.ControllerScanInterval,
-		BrokerHeartbeatTimeout:      o.ControllerBrokerHeartbeatTimeout,
-		ElectUncleanMaster:          o.ControllerElectUncleanMaster,
-		HeartbeatTimeout:            o.ControllerRaftTimeout,
-		ElectionTimeout:             o.ControllerRaftTimeout,
-		LeaderLeaseTimeout:          o.ControllerRaftTimeout / 2,
-		Secret:                      o.ClusterSecret,
+		ScanNotActiveBrokerInterval: o.Controller.ScanInterval,
+		BrokerHeartbeatTimeout:      o.Controller.BrokerHeartbeatTimeout,
+		ElectUncleanMaster:          o.Controller.ElectUncleanMaster,
+		HeartbeatTimeout:            o.Controller.RaftTimeout,
+		ElectionTimeout:             o.Controller.RaftTimeout,
+		LeaderLeaseTimeout:          o.Controller.RaftTimeout / 2,
+		Secret:                      o.Security.ClusterSecret,
 		Logger:                      o.Logger,
 	}
 }
@@ -137,7 +137,7 @@ func (o Options) controllerOptions(advertise string) addon.ControllerOptions {
 // httpOptions are the settings of the node's HTTP handler, which package mq builds the
 // dashboard with.
 func (o Options) httpOptions() HTTPOptions {
-	return HTTPOptions{AllowedHosts: o.HTTPAllowedHosts}
+	return HTTPOptions{AllowedHosts: o.HTTP.AllowedHosts}
 }
 
 // haOptions are the broker's replication settings; bound is the broker listener's bound address.
@@ -148,16 +148,16 @@ func (o Options) haOptions(bound string) (broker.HAOptions, error) {
 	}
 	return broker.HAOptions{
 		ListenAddr:            listen,
-		AdvertisedIP:          o.BrokerIP,
-		MasterAddr:            o.MasterHA,
-		TransferBatchBytes:    o.HATransferBatchBytes,
-		HousekeepingInterval:  o.HAHousekeepingInterval,
-		SendHeartbeatInterval: o.HASendHeartbeatInterval,
-		SlaveFallBehindMax:    o.HASlaveFallBehindMax,
-		SyncFlushTimeout:      o.HASyncFlushTimeout,
-		TransferWaitInterval:  o.HATransferWaitInterval,
-		ReconnectInterval:     o.HAReconnectInterval,
-		Secret:                firstNonEmpty(o.HASecret, o.ClusterSecret),
+		AdvertisedIP:          o.Broker.IP,
+		MasterAddr:            o.HA.MasterAddr,
+		TransferBatchBytes:    o.HA.TransferBatchBytes,
+		HousekeepingInterval:  o.HA.HousekeepingInterval,
+		SendHeartbeatInterval: o.HA.SendHeartbeatInterval,
+		SlaveFallBehindMax:    o.HA.SlaveFallBehindMax,
+		SyncFlushTimeout:      o.HA.SyncFlushTimeout,
+		TransferWaitInterval:  o.HA.TransferWaitInterval,
+		ReconnectInterval:     o.HA.ReconnectInterval,
+		Secret:                firstNonEmpty(o.HA.Secret, o.Security.ClusterSecret),
 		MasterTLS:             o.haMasterTLS(),
 		SlaveTLS:              o.haSlaveTLS(),
 	}, nil
@@ -165,15 +165,15 @@ func (o Options) haOptions(bound string) (broker.HAOptions, error) {
 
 // haMasterTLS is the HA listener's TLS with HATLS: the listeners' certificate.
 func (o Options) haMasterTLS() *tls.Config {
-	if !o.HATLS {
+	if !o.HA.TLS {
 		return nil
 	}
-	return o.TLSConfig
+	return o.Security.TLSConfig
 }
 
 // haSlaveTLS is how a slave dials its master with HATLS.
 func (o Options) haSlaveTLS() *tls.Config {
-	if !o.HATLS {
+	if !o.HA.TLS {
 		return nil
 	}
 	return o.clientTLS()
@@ -181,8 +181,8 @@ func (o Options) haSlaveTLS() *tls.Config {
 
 // clientTLS is how the broker dials TLS: TLSClientConfig, or the system's roots.
 func (o Options) clientTLS() *tls.Config {
-	if o.TLSClientConfig != nil {
-		return o.TLSClientConfig
+	if o.Security.TLSClientConfig != nil {
+		return o.Security.TLSClientConfig
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
@@ -191,8 +191,8 @@ func (o Options) clientTLS() *tls.Config {
 // host with port + 1 (RocketMQ haListenPort = listenPort + 1), or port 0 when the broker was
 // asked for port 0.
 func (o Options) haListenAddr(bound string) (string, error) {
-	if o.HAListen != "" || o.BrokerRole == storage.Slave {
-		return o.HAListen, nil
+	if o.HA.Listen != "" || o.Broker.Role == storage.Slave {
+		return o.HA.Listen, nil
 	}
 	_, cfgPort, err := net.SplitHostPort(firstNonEmpty(o.BrokerListen, o.Listen))
 	if err != nil {

@@ -9,23 +9,14 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// Defaults of controller mode, RocketMQ 5's BrokerConfig and MessageStoreConfig values (the
-// replicas manager's, internal/broker/ha).
-const (
-	DefaultControllerHeartbeatInterval = ha.DefaultControllerHeartbeatInterval
-	DefaultSyncBrokerMetadataPeriod    = ha.DefaultSyncBrokerMetadataPeriod
-	DefaultCheckSyncStateSetPeriod     = ha.DefaultCheckSyncStateSetPeriod
-	DefaultHAMaxTimeSlaveNotCatchup    = ha.DefaultHAMaxTimeSlaveNotCatchup
-	DefaultMinInSyncReplicas           = ha.DefaultMinInSyncReplicas
-)
-
 // replicasOptions are the node's settings of controller mode, for the replicas manager.
 func (o Options) replicasOptions() ha.ReplicasOptions {
-	return ha.ReplicasOptions{ClusterName: o.ClusterName, BrokerName: o.BrokerName, BrokerID: o.BrokerID,
-		StoreDir: o.StoreDir, ControllerAddrs: o.ControllerAddrs, MinInSyncReplicas: o.MinInSyncReplicas,
-		AllAckInSyncStateSet: o.AllAckInSyncStateSet, ElectionPriority: o.ElectionPriority,
-		ControllerHeartbeatInterval: o.ControllerHeartbeatInterval, SyncBrokerMetadataPeriod: o.SyncBrokerMetadataPeriod,
-		CheckSyncStateSetPeriod: o.CheckSyncStateSetPeriod, HAMaxTimeSlaveNotCatchup: o.HAMaxTimeSlaveNotCatchup,
+	cm := o.ControllerMode
+	return ha.ReplicasOptions{ClusterName: o.Broker.ClusterName, BrokerName: o.Broker.Name, BrokerID: o.Broker.ID,
+		StoreDir: o.Store.Dir, ControllerAddrs: cm.Addrs, MinInSyncReplicas: cm.MinInSyncReplicas,
+		AllAckInSyncStateSet: cm.AllAckInSyncStateSet, ElectionPriority: cm.ElectionPriority,
+		ControllerHeartbeatInterval: cm.HeartbeatInterval, SyncBrokerMetadataPeriod: cm.SyncBrokerMetadataPeriod,
+		CheckSyncStateSetPeriod: cm.CheckSyncStateSetPeriod, HAMaxTimeSlaveNotCatchup: cm.HAMaxTimeSlaveNotCatchup,
 		Logger: o.Logger}
 }
 

@@ -30,32 +30,32 @@ func controllerNode(t *testing.T) *Node {
 	o := haOpts(t, "")
 	o.DisableBroker = true
 	raft := freeAddr(t)
-	o.ControllerID, o.ControllerPeers, o.ControllerRaftListen = "n0", map[string]string{"n0": raft}, raft
-	o.Controller = optional.NewController(controller.Factory{})
-	o.ControllerScanInterval = 50 * time.Millisecond
-	o.ControllerBrokerHeartbeatTimeout = time.Second
-	o.ControllerRaftTimeout = 100 * time.Millisecond
-	o.ScanNotActiveBrokerInterval = 100 * time.Millisecond
-	o.BrokerChannelExpiredTime = time.Second
+	o.Controller.ID, o.Controller.Peers, o.Controller.RaftListen = "n0", map[string]string{"n0": raft}, raft
+	o.Controller.Impl = optional.NewController(controller.Factory{})
+	o.Controller.ScanInterval = 50 * time.Millisecond
+	o.Controller.BrokerHeartbeatTimeout = time.Second
+	o.Controller.RaftTimeout = 100 * time.Millisecond
+	o.Periods.ScanNotActiveBrokerInterval = 100 * time.Millisecond
+	o.Periods.BrokerChannelExpiredTime = time.Second
 	return startNode(t, o)
 }
 
 // replicatedOpts are the options of a broker in controller mode with test periods.
 func replicatedOpts(t *testing.T, ctl *Node, dir string) Options {
 	o := haOpts(t, "")
-	o.StoreDir = dir
+	o.Store.Dir = dir
 	o.DisableNameServer = true
 	o.NameServers = []string{ctl.NameServerAddr()}
-	o.ControllerAddrs = []string{ctl.NameServerAddr()}
-	o.AllAckInSyncStateSet = true
-	o.ControllerHeartbeatInterval = 50 * time.Millisecond
-	o.SyncBrokerMetadataPeriod = 200 * time.Millisecond
-	o.CheckSyncStateSetPeriod = 100 * time.Millisecond
-	o.HAMaxTimeSlaveNotCatchup = time.Second
-	o.HASyncFlushTimeout = 3 * time.Second
+	o.ControllerMode.Addrs = []string{ctl.NameServerAddr()}
+	o.ControllerMode.AllAckInSyncStateSet = true
+	o.ControllerMode.HeartbeatInterval = 50 * time.Millisecond
+	o.ControllerMode.SyncBrokerMetadataPeriod = 200 * time.Millisecond
+	o.ControllerMode.CheckSyncStateSetPeriod = 100 * time.Millisecond
+	o.ControllerMode.HAMaxTimeSlaveNotCatchup = time.Second
+	o.HA.SyncFlushTimeout = 3 * time.Second
 	// RegisterNameServerPeriodMin's 10 s floor would let the controller node's 1 s expiry drop
 	// the brokers' routes between registrations.
-	o.RegisterNameServerPeriodMin = 100 * time.Millisecond
+	o.Periods.RegisterNameServerPeriodMin = 100 * time.Millisecond
 	return o
 }
 
@@ -184,7 +184,7 @@ func groupOf(ctl *Node) (struct {
 func TestControllerModeMinInSyncReplicas(t *testing.T) {
 	ctl := controllerNode(t)
 	o := replicatedOpts(t, ctl, t.TempDir())
-	o.MinInSyncReplicas = 2
+	o.ControllerMode.MinInSyncReplicas = 2
 	master := startNode(t, o)
 	if !master.Broker().IsMaster() {
 		t.Fatal("the group's first broker is not its master")
@@ -194,7 +194,7 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 		t.Fatalf("send with the master alone in the set: %d %q", resp.Code, resp.Remark)
 	}
 	o2 := replicatedOpts(t, ctl, t.TempDir())
-	o2.MinInSyncReplicas = 2
+	o2.ControllerMode.MinInSyncReplicas = 2
 	startNode(t, o2)
 	eventually(t, "two brokers in the SyncStateSet", func() bool {
 		g, ok := groupOf(ctl)

@@ -72,7 +72,7 @@ func TestRestartBrokerPromotesSlave(t *testing.T) {
 	mo := haOpts(t, storage.AsyncMaster)
 	mo.DisableNameServer = true
 	mo.NameServers = []string{ns.NameServerAddr()}
-	mo.HAListen = "127.0.0.1:0"
+	mo.HA.Listen = "127.0.0.1:0"
 	m, err := Start(mo)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/clusterauth"
 	"github.com/mqgo/mq/internal/controller"
 	"github.com/mqgo/mq/internal/protocol"
@@ -62,7 +63,7 @@ func tcpInvoke(t *testing.T, c *remoting.Client, addr string, req *remoting.Comm
 
 func TestClusterSecretTooShort(t *testing.T) {
 	o := haOpts(t, "")
-	o.ClusterSecret = "short"
+	o.Security.ClusterSecret = "short"
 	_, err := Start(o)
 	if err == nil || !strings.Contains(err.Error(), "ClusterSecret has 5 bytes, want none or at least 16") {
 		t.Fatalf("Start with a 5-byte secret: %v", err)
@@ -77,13 +78,13 @@ func TestClusterSecretTooShort(t *testing.T) {
 // with another secret never joins.
 func TestClusterSecretOverTCP(t *testing.T) {
 	co := controllerOpts(t)
-	co.ClusterSecret = testClusterSecret
+	co.Security.ClusterSecret = testClusterSecret
 	ctl := startNode(t, co)
 	ns := overTCP(t, ctl.NameServerAddr())
 
 	bo := replicatedOpts(t, ctl, t.TempDir())
-	bo.NameServers, bo.ControllerAddrs = []string{ns}, []string{ns}
-	bo.ClusterSecret = testClusterSecret
+	bo.NameServers, bo.ControllerMode.Addrs = []string{ns}, []string{ns}
+	bo.Security.ClusterSecret = testClusterSecret
 	b := startNode(t, bo)
 	if !b.Broker().IsMaster() {
 		t.Fatal("the group's only broker is not its master")
@@ -143,9 +144,9 @@ func TestClusterSecretOverTCP(t *testing.T) {
 
 	// A broker with another secret cannot join: its requests are refused, and it says why.
 	wo := replicatedOpts(t, ctl, t.TempDir())
-	wo.BrokerName = "broker-b"
-	wo.NameServers, wo.ControllerAddrs = []string{ns}, []string{ns}
-	wo.ClusterSecret = wrongClusterSecret
+	wo.Broker.Name = "broker-b"
+	wo.NameServers, wo.ControllerMode.Addrs = []string{ns}, []string{ns}
+	wo.Security.ClusterSecret = wrongClusterSecret
 	wo.StartTimeout = 2 * time.Second
 	if n, err := Start(wo); err == nil {
 		n.Close()
@@ -160,13 +161,13 @@ func controllerOpts(t *testing.T) Options {
 	o := haOpts(t, "")
 	o.DisableBroker = true
 	raft := freeAddr(t)
-	o.ControllerID, o.ControllerPeers, o.ControllerRaftListen = "n0", map[string]string{"n0": raft}, raft
-	o.Controller = optional.NewController(controller.Factory{})
-	o.ControllerScanInterval = 50 * time.Millisecond
-	o.ControllerBrokerHeartbeatTimeout = time.Second
-	o.ControllerRaftTimeout = 100 * time.Millisecond
-	o.ScanNotActiveBrokerInterval = 100 * time.Millisecond
-	o.BrokerChannelExpiredTime = time.Second
+	o.Controller.ID, o.Controller.Peers, o.Controller.RaftListen = "n0", map[string]string{"n0": raft}, raft
+	o.Controller.Impl = optional.NewController(controller.Factory{})
+	o.Controller.ScanInterval = 50 * time.Millisecond
+	o.Controller.BrokerHeartbeatTimeout = time.Second
+	o.Controller.RaftTimeout = 100 * time.Millisecond
+	o.Periods.ScanNotActiveBrokerInterval = 100 * time.Millisecond
+	o.Periods.BrokerChannelExpiredTime = time.Second
 	return o
 }
 
@@ -227,7 +228,7 @@ func TestForgedRoleChangeDoesNotCutTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Each notification makes the broker ask the leader; give it several rounds.
-		time.Sleep(3 * b.opts.SyncBrokerMetadataPeriod)
+		time.Sleep(3 * b.opts.ControllerMode.SyncBrokerMetadataPeriod)
 	}
 	if !b.Broker().IsMaster() {
 		t.Fatal("the broker stopped being master")
@@ -248,11 +249,11 @@ func TestForgedRoleChangeDoesNotCutTheStore(t *testing.T) {
 // the master's topics.
 func TestClusterSecretMasterSlave(t *testing.T) {
 	mo := haOpts(t, storage.AsyncMaster)
-	mo.ClusterSecret = testClusterSecret
+	mo.Security.ClusterSecret = testClusterSecret
 	m := startNode(t, mo)
 	s := startSlave(t, m, func(o *Options) {
 		o.NameServers = []string{overTCP(t, m.NameServerAddr())}
-		o.ClusterSecret = testClusterSecret
+		o.Security.ClusterSecret = testClusterSecret
 	})
 	for i := range 10 {
 		if resp := send(t, m, m.BrokerAddr(), "SecretHA", 0, fmt.Sprint("m-", i)); resp.Code != remoting.Success {
@@ -279,7 +280,7 @@ func TestHASecretDefaultsToClusterSecret(t *testing.T) {
 		{"", testClusterSecret, testClusterSecret},
 		{"ha-secret-of-sixteen", testClusterSecret, "ha-secret-of-sixteen"},
 	} {
-		o := Options{Listen: "127.0.0.1:10911", HASecret: tc.ha, ClusterSecret: tc.cluster}
+		o := Options{Options: config.Options{Listen: "127.0.0.1:10911", HA: config.HA{Secret: tc.ha}, Security: config.Security{ClusterSecret: tc.cluster}}}
 		ha, err := o.haOptions("127.0.0.1:10911")
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mqgo/mq/config"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -29,11 +30,11 @@ import (
 
 // Defaults of controller mode, RocketMQ 5's BrokerConfig and MessageStoreConfig values.
 const (
-	DefaultControllerHeartbeatInterval = time.Second      // brokerHeartbeatInterval
-	DefaultSyncBrokerMetadataPeriod    = 5 * time.Second  // syncBrokerMetadataPeriod
-	DefaultCheckSyncStateSetPeriod     = 5 * time.Second  // checkSyncStateSetPeriod
-	DefaultHAMaxTimeSlaveNotCatchup    = 15 * time.Second // haMaxTimeSlaveNotCatchup
-	DefaultMinInSyncReplicas           = 1                // minInSyncReplicas
+	DefaultControllerHeartbeatInterval = config.DefaultControllerHeartbeatInterval
+	DefaultSyncBrokerMetadataPeriod    = config.DefaultSyncBrokerMetadataPeriod
+	DefaultCheckSyncStateSetPeriod     = config.DefaultCheckSyncStateSetPeriod
+	DefaultHAMaxTimeSlaveNotCatchup    = config.DefaultHAMaxTimeSlaveNotCatchup
+	DefaultMinInSyncReplicas           = config.DefaultMinInSyncReplicas
 	// controllerRequestTimeout bounds each request to a controller (RocketMQ's 3 s).
 	controllerRequestTimeout = 3 * time.Second
 )

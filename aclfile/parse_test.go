@@ -1,20 +1,21 @@
-package acl
+package aclfile
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/acl"
 )
 
 func TestLoadDistributionLayout(t *testing.T) {
-	cfg, err := LoadFile("testdata/plain_acl.yml")
+	cfg, err := Load("testdata/plain_acl.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Config{
+	want := &acl.Config{
 		GlobalWhiteRemoteAddresses: []string{"10.20.30.*", "172.16.5.*"},
-		Accounts: []Account{
+		Accounts: []acl.Account{
 			{
 				AccessKey: "Producer01", SecretKey: "87654321", DefaultTopicPerm: "DENY", DefaultGroupPerm: "SUB",
 				TopicPerms: []string{"orders=DENY", "payments=PUB|SUB", "audit=SUB"},
@@ -32,32 +33,32 @@ func TestParseScalars(t *testing.T) {
 	cases := []struct {
 		name string
 		yaml string
-		want *Config
+		want *acl.Config
 	}{
-		{"empty file", "", &Config{}},
-		{"comments only", "# nothing yet\n", &Config{}},
-		{"null document", "~\n", &Config{}},
+		{"empty file", "", &acl.Config{}},
+		{"comments only", "# nothing yet\n", &acl.Config{}},
+		{"null document", "~\n", &acl.Config{}},
 		{"numbers stay as written", "accounts:\n  - accessKey: 0012345678\n    secretKey: 1.50e3\n",
-			&Config{Accounts: []Account{{AccessKey: "0012345678", SecretKey: "1.50e3"}}}},
+			&acl.Config{Accounts: []acl.Account{{AccessKey: "0012345678", SecretKey: "1.50e3"}}}},
 		{"nulls are empty", "globalWhiteRemoteAddresses: ~\naccounts:\n  - accessKey: null\n    topicPerms:\n",
-			&Config{Accounts: []Account{{}}}},
+			&acl.Config{Accounts: []acl.Account{{}}}},
 		{"YAML 1.1 booleans", "accounts:\n  - admin: yes\n  - admin: 'True'\n  - admin: off\n  - admin:\n",
-			&Config{Accounts: []Account{{Admin: true}, {Admin: true}, {}, {}}}},
+			&acl.Config{Accounts: []acl.Account{{Admin: true}, {Admin: true}, {}, {}}}},
 		{"unknown keys ignored", "dataVersion: [{counter: 1}]\nextra: {a: b}\naccounts:\n  - accessKey: k\n    colour: red\n",
-			&Config{Accounts: []Account{{AccessKey: "k"}}}},
+			&acl.Config{Accounts: []acl.Account{{AccessKey: "k"}}}},
 		{"flow style", `{globalWhiteRemoteAddresses: ["1.2.3.4", "*"], accounts: [{accessKey: a, topicPerms: [t=PUB]}]}`,
-			&Config{GlobalWhiteRemoteAddresses: []string{"1.2.3.4", "*"},
-				Accounts: []Account{{AccessKey: "a", TopicPerms: []string{"t=PUB"}}}}},
+			&acl.Config{GlobalWhiteRemoteAddresses: []string{"1.2.3.4", "*"},
+				Accounts: []acl.Account{{AccessKey: "a", TopicPerms: []string{"t=PUB"}}}}},
 		{"anchors, aliases and merge keys",
 			"base: &base\n  secretKey: sharedsecret\n  defaultGroupPerm: SUB\n  topicPerms: &perms [a=PUB, b=SUB]\n" +
 				"accounts:\n  - <<: *base\n    accessKey: first01\n  - <<: *base\n    accessKey: second01\n    defaultGroupPerm: DENY\n    groupPerms: *perms\n",
-			&Config{Accounts: []Account{
+			&acl.Config{Accounts: []acl.Account{
 				{AccessKey: "first01", SecretKey: "sharedsecret", DefaultGroupPerm: "SUB", TopicPerms: []string{"a=PUB", "b=SUB"}},
 				{AccessKey: "second01", SecretKey: "sharedsecret", DefaultGroupPerm: "DENY",
 					TopicPerms: []string{"a=PUB", "b=SUB"}, GroupPerms: []string{"a=PUB", "b=SUB"}},
 			}}},
 		{"later duplicate key wins", "accounts:\n  - accessKey: one\n    accessKey: two\n",
-			&Config{Accounts: []Account{{AccessKey: "two"}}}},
+			&acl.Config{Accounts: []acl.Account{{AccessKey: "two"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
