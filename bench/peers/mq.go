@@ -35,7 +35,7 @@ func (mqPeer) Defaults() string {
 func (mqPeer) Serve(cfg NodeConfig) (Server, error) {
 	opts := mq.Options{Listen: "127.0.0.1:0", Store: config.Store{Dir: cfg.Dir}}
 	if cfg.Durable {
-		opts.FlushDiskType = mq.SyncFlush
+		opts.Store.FlushDiskType = mq.SyncFlush
 	}
 	n, err := mq.StartNode(opts)
 	if err != nil {

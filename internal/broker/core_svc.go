@@ -280,4 +280,3 @@ func (b *Broker) SlaveAcks() []SlaveAck { return b.slaveAcks() }
 func (b *Broker) CheckReadRaw(ch remoting.Channel, req *remoting.Command, raw []byte) *remoting.Command {
 	return b.checkReadRaw(ch, req, raw)
 }
-
