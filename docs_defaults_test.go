@@ -40,7 +40,7 @@ func codeDefaults(t *testing.T) map[string]any {
 		"mq.DefaultClusterName":                        mq.DefaultClusterName,
 		"mq.DefaultBrokerName":                         mq.DefaultBrokerName,
 		"storage.DefaultRole(0)":                       string(storage.DefaultRole(0)),
-		"mq.Options.TLSMode":                           string(tlsMode),
+		"mq.Options.Security.TLSMode":                  string(tlsMode),
 		"mq.DefaultServerWorkerThreads":                mq.DefaultServerWorkerThreads,
 		"mq.DefaultServerQueueCapacity":                mq.DefaultServerQueueCapacity,
 		"mq.DefaultStartTimeout":                       mq.DefaultStartTimeout,

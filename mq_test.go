@@ -102,7 +102,7 @@ func TestNodeOptionsValidated(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad options accepted")
 	}
-	for _, want := range []string{"Listen", "FlushDiskType", "BrokerID"} {
+	for _, want := range []string{"Listen", "FlushDiskType", "Broker.ID"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
