@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mqgo/mq/internal/faultgate"
 )
 
 // DefaultMaxServerRequests is how many requests from servers (NOTIFY_CONSUMER_IDS_CHANGED,
@@ -140,7 +142,7 @@ type Client struct {
 	closed bool
 
 	reconnect reconnectHooks
-	faults    *faultTag // nil unless a test injects faults (SetFaults)
+	faults    faultgate.Gate // nil unless a test injects faults (faultgate.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -288,7 +290,7 @@ func (c *Client) hooked(addr string, req *Command, cb func(*Command, error)) fun
 // InvokeSync implements Transport.
 func (c *Client) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
 	if c.faults != nil {
-		if state, err := c.faults.gate(addr); state != LinkUp {
+		if lose, err := c.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return nil, err
 			}
@@ -312,7 +314,7 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *Command) (*Co
 // InvokeAsync implements Transport.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
 	if c.faults != nil {
-		if state, err := c.faults.gate(addr); state != LinkUp {
+		if lose, err := c.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return err
 			}
@@ -330,7 +332,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb 
 // InvokeOneway implements Transport.
 func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
 	if c.faults != nil {
-		if state, err := c.faults.gate(addr); state != LinkUp {
+		if lose, err := c.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return err
 			}
@@ -470,7 +472,7 @@ func (cc *clientConn) readLoop() {
 			cc.c.log.Warn().Err(err).Str("addr", cc.addr).Msg("closing connection after a malformed frame")
 			return
 		}
-		if cc.c.faults != nil && cc.c.faults.blocks(cc.addr) {
+		if cc.c.faults != nil && cc.c.faults.Drop(cc.addr) {
 			continue
 		}
 		if cmd.IsResponse() {
