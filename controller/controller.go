@@ -1,6 +1,7 @@
 // Package controller turns on RocketMQ 5's controller in a node: import it and set
 // mq.Options.Controller to Raft() alongside ControllerID and ControllerPeers. The controller
-// is a Raft group (hashicorp/raft, its log and stable store in bbolt through raft-boltdb) that
+// is a Raft group (hashicorp/raft, its log and stable store in one bbolt file, raft.db, in the
+// layout raft-boltdb gave it, so data directories of earlier versions open unchanged) that
 // elects a master for each broker group in controller mode; it lives in its own package so
 // that an application that runs no controller does not link Raft and its dependencies.
 //
