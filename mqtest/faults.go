@@ -14,9 +14,9 @@ const clientsNode = "mqtest-clients"
 
 // Fault injection: the cluster's nodes send everything through one fault injector
 // (internal/faults), each under its own name: their brokers' requests to name servers and to
-// other brokers (in-process or TCP), and their slaves' HA connections. The helpers' clients send through it too, under a
-// name of their own. So a test partitions the cluster, or stalls a node, without killing
-// anything. Clients built without the helpers are never affected.
+// other brokers (in-process or TCP), and their slaves' HA connections. The helpers' clients
+// send through it too, under a name of their own. So a test partitions the cluster, or stalls
+// a node, without killing anything. Clients built without the helpers are never affected.
 //
 // A cut looks like a partition, not a reset: nothing is closed and neither end sees a
 // connection drop. New requests over it fail at once with an error wrapping

@@ -10,9 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/mqgo/mq/internal/faultgate"
+	"github.com/rs/zerolog"
 )
 
 // DefaultMaxServerRequests is how many requests from servers (NOTIFY_CONSUMER_IDS_CHANGED,

@@ -32,8 +32,9 @@ const (
 
 // Faults breaks links between the nodes of one process on purpose, so that partitions and
 // stalled nodes are tested in go test (mqtest's Cut, Isolate and Pause). A transport or dialer
-// joins it with the name of the node it belongs to (Join, Dialer); Bind tells which node an address belongs to. Addresses bound to no node, and
-// transports that never joined, are never affected, so only the links a test names fail.
+// joins it with the name of the node it belongs to (Join, Dialer); Bind tells which node an
+// address belongs to. Addresses bound to no node, and transports that never joined, are never
+// affected, so only the links a test names fail.
 //
 // A cut link looks like a partition, not like a reset: nothing is closed, so neither end sees
 // a connection drop. A new request over it fails at once with ErrLinkCut, as a connect would
