@@ -9,8 +9,8 @@ import (
 
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/config"
+	"github.com/mqgo/mq/internal/faults"
 	"github.com/mqgo/mq/internal/node"
-	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
 
@@ -141,7 +141,7 @@ type Cluster struct {
 
 	nameServers []*Node
 	groups      [][]*Node // groups[g][0] is the master, then the slaves; peers in controller mode
-	faults      *remoting.Faults
+	faults      *faults.Faults
 	ctlPeers    map[string]string // controller id -> Raft address
 }
 
@@ -174,7 +174,7 @@ func startCluster(t testing.TB, cfg Config) (*Cluster, error) {
 	if err := validate(cfg); err != nil {
 		return nil, err
 	}
-	c := &Cluster{t: t, cfg: cfg, faults: remoting.NewFaults()}
+	c := &Cluster{t: t, cfg: cfg, faults: faults.New()}
 	if cfg.Logger != nil {
 		c.log = *cfg.Logger
 	} else {

@@ -12,11 +12,11 @@ import (
 // go by in the cluster's fault injector: they are not nodes, and only CutClients cuts them.
 const clientsNode = "mqtest-clients"
 
-// Fault injection: the cluster's nodes send everything through one remoting.Faults, each under
-// its own name: their brokers' requests to name servers and to other brokers (in-process or
-// TCP), and their slaves' HA connections. The helpers' clients send through it too, under a
-// name of their own. So a test partitions the cluster, or stalls a node, without killing
-// anything. Clients built without the helpers are never affected.
+// Fault injection: the cluster's nodes send everything through one fault injector
+// (internal/faults), each under its own name: their brokers' requests to name servers and to
+// other brokers (in-process or TCP), and their slaves' HA connections. The helpers' clients
+// send through it too, under a name of their own. So a test partitions the cluster, or stalls
+// a node, without killing anything. Clients built without the helpers are never affected.
 //
 // A cut looks like a partition, not a reset: nothing is closed and neither end sees a
 // connection drop. New requests over it fail at once with an error wrapping
@@ -101,12 +101,7 @@ func (c *Cluster) bindAddrs(n *Node) {
 
 // clientFaults makes tr, one of the helpers' client transports, obey the fault injector.
 func (c *Cluster) clientFaults(tr remoting.Transport) remoting.Transport {
-	switch t := tr.(type) {
-	case *remoting.Client:
-		t.SetFaults(c.faults, clientsNode)
-	case *remoting.InProcTransport:
-		t.SetFaults(c.faults, clientsNode)
-	}
+	c.faults.Join(tr, clientsNode)
 	return tr
 }
 

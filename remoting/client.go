@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqgo/mq/internal/faultgate"
 	"github.com/rs/zerolog"
 )
 
@@ -140,7 +141,7 @@ type Client struct {
 	closed bool
 
 	reconnect reconnectHooks
-	faults    *faultTag // nil unless a test injects faults (SetFaults)
+	faults    faultgate.Gate // nil unless a test injects faults (faultgate.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -288,7 +289,7 @@ func (c *Client) hooked(addr string, req *Command, cb func(*Command, error)) fun
 // InvokeSync implements Transport.
 func (c *Client) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
 	if c.faults != nil {
-		if state, err := c.faults.gate(addr); state != LinkUp {
+		if lose, err := c.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return nil, err
 			}
@@ -312,7 +313,7 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *Command) (*Co
 // InvokeAsync implements Transport.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
 	if c.faults != nil {
-		if state, err := c.faults.gate(addr); state != LinkUp {
+		if lose, err := c.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return err
 			}
@@ -330,7 +331,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb 
 // InvokeOneway implements Transport.
 func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
 	if c.faults != nil {
-		if state, err := c.faults.gate(addr); state != LinkUp {
+		if lose, err := c.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return err
 			}
@@ -470,7 +471,7 @@ func (cc *clientConn) readLoop() {
 			cc.c.log.Warn().Err(err).Str("addr", cc.addr).Msg("closing connection after a malformed frame")
 			return
 		}
-		if cc.c.faults != nil && cc.c.faults.blocks(cc.addr) {
+		if cc.c.faults != nil && cc.c.faults.Drop(cc.addr) {
 			continue
 		}
 		if cmd.IsResponse() {

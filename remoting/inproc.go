@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mqgo/mq/internal/faultgate"
 )
 
 // LocalResolver returns the Dispatcher of a node running in this process at addr, or nil.
@@ -32,7 +34,7 @@ type InProcTransport struct {
 
 	reconnect reconnectHooks
 	trusted   atomic.Bool
-	faults    *faultTag // nil unless a test injects faults (SetFaults)
+	faults    faultgate.Gate // nil unless a test injects faults (faultgate.go)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -144,7 +146,7 @@ func (t *InProcTransport) link(addr string) (*inprocChannel, bool, error) {
 // InvokeSync implements Transport.
 func (t *InProcTransport) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
 	if t.faults != nil {
-		if state, err := t.faults.gate(addr); state != LinkUp {
+		if lose, err := t.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return nil, err
 			}
@@ -167,7 +169,7 @@ func (t *InProcTransport) InvokeSync(ctx context.Context, addr string, req *Comm
 // InvokeAsync implements Transport.
 func (t *InProcTransport) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
 	if t.faults != nil {
-		if state, err := t.faults.gate(addr); state != LinkUp {
+		if lose, err := t.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return err
 			}
@@ -190,7 +192,7 @@ func (t *InProcTransport) InvokeAsync(ctx context.Context, addr string, req *Com
 // InvokeOneway implements Transport.
 func (t *InProcTransport) InvokeOneway(ctx context.Context, addr string, req *Command) error {
 	if t.faults != nil {
-		if state, err := t.faults.gate(addr); state != LinkUp {
+		if lose, err := t.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return err
 			}
@@ -323,7 +325,7 @@ func (ch *inprocChannel) WriteResponse(resp *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
-	if ch.t.faults != nil && ch.t.faults.blocks(ch.local) {
+	if ch.t.faults != nil && ch.t.faults.Drop(ch.local) {
 		return nil
 	}
 	ch.t.table.complete(resp)
@@ -336,7 +338,7 @@ func (ch *inprocChannel) serve(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
-	if ch.t.faults != nil && ch.t.faults.blocks(ch.local) {
+	if ch.t.faults != nil && ch.t.faults.Drop(ch.local) {
 		return nil
 	}
 	ch.t.procMu.RLock()
@@ -394,7 +396,7 @@ func (c clientSide) WriteResponse(resp *Command) error {
 	if c.ch.Closed() {
 		return ErrConnClosed
 	}
-	if c.ch.t.faults != nil && c.ch.t.faults.blocks(c.ch.local) {
+	if c.ch.t.faults != nil && c.ch.t.faults.Drop(c.ch.local) {
 		return nil
 	}
 	c.ch.t.srvTable.complete(resp)

@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/rs/zerolog"
 )
 
@@ -42,7 +41,7 @@ type Controller struct {
 	fsm       *fsm
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
-	store     *raftboltdb.BoltStore // nil in memory
+	store     *logStore // nil in memory
 
 	live *liveTable
 
@@ -101,9 +100,9 @@ func (c *Controller) startRaft() (err error) {
 		mem := raft.NewInmemStore()
 		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
 	} else {
-		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(c.opts.Dir, "raft.db")})
+		store, err := openLogStore(filepath.Join(c.opts.Dir, "raft.db"))
 		if err != nil {
-			return fmt.Errorf("controller: raft store: %w", err)
+			return fmt.Errorf("controller: raft log: %w", err)
 		}
 		c.store = store
 		defer func() {

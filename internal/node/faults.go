@@ -4,8 +4,8 @@ import (
 	"sync"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/faults"
 	"github.com/mqgo/mq/internal/replication"
-	"github.com/mqgo/mq/remoting"
 )
 
 // faultsByStore holds what AttachFaults installed, by store directory. Options mirrors
@@ -13,16 +13,16 @@ import (
 // fault injector by the one setting that names it for its whole life, restarts included.
 var faultsByStore sync.Map // StoreDir -> *faultBinding
 
-// faultBinding is a node's membership of a remoting.Faults under the node's name.
+// faultBinding is a node's membership of a faults.Faults under the node's name.
 type faultBinding struct {
-	f    *remoting.Faults
+	f    *faults.Faults
 	self string
 }
 
 // AttachFaults makes the node started with StoreDir storeDir, from its next start on, send
 // everything through f as node self: its broker's requests (in-process and TCP) and its
 // slave's HA dials. mqtest attaches each node before starting it; detach forgets it.
-func AttachFaults(storeDir string, f *remoting.Faults, self string) (detach func()) {
+func AttachFaults(storeDir string, f *faults.Faults, self string) (detach func()) {
 	b := &faultBinding{f: f, self: self}
 	faultsByStore.Store(storeDir, b)
 	return func() { faultsByStore.CompareAndDelete(storeDir, b) }
@@ -41,7 +41,7 @@ func (n *Node) faults() *faultBinding {
 // broker's first request.
 func (n *Node) faultTransport() {
 	if fb := n.faults(); fb != nil {
-		n.brokerTr.SetFaults(fb.f, fb.self)
+		fb.f.Join(n.brokerTr, fb.self)
 	}
 }
 

@@ -53,7 +53,7 @@ type dialRoute struct{ wrap func(DialFunc) DialFunc }
 
 // RouteDials makes the slave following into store dial through route(dial) from its next
 // connection on, until remove is called: mqtest cuts and pauses HA links this way
-// (remoting.Faults.Dialer).
+// (internal/faults' Faults.Dialer).
 func RouteDials(store *storage.Store, route func(DialFunc) DialFunc) (remove func()) {
 	r := &dialRoute{wrap: route}
 	routedDials.Store(store, r)

@@ -1,4 +1,4 @@
-package remoting
+package faults
 
 import (
 	"context"
@@ -8,50 +8,128 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mqgo/mq/remoting"
 )
 
-// joinFaults makes tr node "client"'s transport under a fresh Faults, with n bound as "node".
-func joinFaults(t *testing.T, tr Transport, n *testNode) *Faults {
+// testNode is a remoting server on 127.0.0.1:0 and its dispatcher.
+type testNode struct {
+	d    *remoting.Dispatcher
+	addr string
+}
+
+func testLogger(t *testing.T) *zerolog.Logger {
+	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	return &l
+}
+
+func startNode(t *testing.T, d *remoting.Dispatcher) *testNode {
 	t.Helper()
-	f := NewFaults()
-	switch tr := tr.(type) {
-	case *Client:
-		tr.SetFaults(f, "client")
-	case *InProcTransport:
-		tr.SetFaults(f, "client")
-	default:
+	d.Start()
+	srv := remoting.NewServer(d, remoting.ServerOptions{ScanInterval: 20 * time.Millisecond, Logger: testLogger(t)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	<-srv.Ready()
+	if srv.Addr() == "" {
+		cancel()
+		t.Fatalf("server did not start: %v", <-done)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server run: %v", err)
+		}
+		d.Close()
+	})
+	return &testNode{d: d, addr: srv.Addr()}
+}
+
+// transports runs f against a node set up by setup, once per transport a node can join
+// Faults with: the TCP Client, the in-process transport, and the in-process transport whose
+// requests all go to its Client fallback (it joins with it).
+func transports(t *testing.T, setup func(d *remoting.Dispatcher), f func(t *testing.T, tr remoting.Transport, n *testNode)) {
+	for _, kind := range []string{"tcp", "inproc", "inproc-fallback"} {
+		t.Run(kind, func(t *testing.T) {
+			d := remoting.NewDispatcher(testLogger(t))
+			setup(d)
+			n := startNode(t, d)
+			copts := remoting.ClientOptions{ScanInterval: 20 * time.Millisecond, Logger: testLogger(t)}
+			var tr remoting.Transport
+			switch kind {
+			case "tcp":
+				tr = remoting.NewClient(copts)
+			case "inproc":
+				tr = remoting.NewInProcTransport(func(addr string) *remoting.Dispatcher {
+					if addr == n.addr {
+						return d
+					}
+					return nil
+				}, nil, 20*time.Millisecond)
+			case "inproc-fallback":
+				tr = remoting.NewInProcTransport(func(string) *remoting.Dispatcher { return nil }, remoting.NewClient(copts), 20*time.Millisecond)
+			}
+			t.Cleanup(func() { tr.Close() })
+			f(t, tr, n)
+		})
+	}
+}
+
+// echo answers with the request's body.
+func echo(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = req.Body
+	return resp, nil
+}
+
+// joinFaults makes tr node "client"'s transport under a fresh Faults, with n bound as "node".
+func joinFaults(t *testing.T, tr remoting.Transport, n *testNode) *Faults {
+	t.Helper()
+	f := New()
+	if !f.Join(tr, "client") {
 		t.Fatalf("transport %T cannot join Faults", tr)
 	}
 	f.Bind(n.addr, "node")
 	return f
 }
 
-func invokeWithin(tr Transport, addr string, d time.Duration) error {
+func invokeWithin(tr remoting.Transport, addr string, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	_, err := tr.InvokeSync(ctx, addr, NewRequest(SendMessage, nil, []byte("x")))
+	_, err := tr.InvokeSync(ctx, addr, remoting.NewRequest(remoting.SendMessage, nil, []byte("x")))
 	return err
+}
+
+// Only remoting's own transports can join; another refuses, and nothing breaks its links.
+func TestFaultsJoinOtherTransport(t *testing.T) {
+	f := New()
+	var other struct{ remoting.Transport }
+	if f.Join(other, "client") {
+		t.Fatal("Join accepted a transport remoting does not implement")
+	}
 }
 
 // A cut fails new requests at once with ErrLinkCut and loses the answer of the one in
 // flight, which times out; a heal brings the link back; other nodes' links are untouched.
 func TestFaultsCutAndHeal(t *testing.T) {
 	var held, arrived chan struct{} // new for each transport: setup runs first
-	setup := func(d *Dispatcher) {
+	setup := func(d *remoting.Dispatcher) {
 		held, arrived = make(chan struct{}), make(chan struct{}, 1)
 		held, arrived := held, arrived
-		ex := NewExecutor("test", 4, 64)
-		d.Register(SendMessage, ProcessorFunc(echo), ex)
-		d.Register(PullMessage, ProcessorFunc(func(ctx context.Context, _ Channel, _ *Command) (*Command, error) {
+		ex := remoting.NewExecutor("test", 4, 64)
+		d.Register(remoting.SendMessage, remoting.ProcessorFunc(echo), ex)
+		d.Register(remoting.PullMessage, remoting.ProcessorFunc(func(ctx context.Context, _ remoting.Channel, _ *remoting.Command) (*remoting.Command, error) {
 			arrived <- struct{}{}
 			select {
 			case <-held:
 			case <-ctx.Done():
 			}
-			return NewResponse(Success, ""), nil
+			return remoting.NewResponse(remoting.Success, ""), nil
 		}), ex)
 	}
-	transports(t, setup, func(t *testing.T, tr Transport, n *testNode) {
+	transports(t, setup, func(t *testing.T, tr remoting.Transport, n *testNode) {
 		f := joinFaults(t, tr, n)
 		if err := invokeWithin(tr, n.addr, 10*time.Second); err != nil {
 			t.Fatalf("before the cut: %v", err)
@@ -60,17 +138,17 @@ func TestFaultsCutAndHeal(t *testing.T) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
-			_, err := tr.InvokeSync(ctx, n.addr, NewRequest(PullMessage, nil, nil))
+			_, err := tr.InvokeSync(ctx, n.addr, remoting.NewRequest(remoting.PullMessage, nil, nil))
 			inFlight <- err
 		}()
 		<-arrived
 
 		f.Cut("client", "node")
 		close(held) // the node answers now, over the cut link
-		if err := <-inFlight; !errors.Is(err, ErrTimeout) {
-			t.Fatalf("request in flight at the cut: %v, want ErrTimeout", err)
+		if err := <-inFlight; !errors.Is(err, remoting.ErrTimeout) {
+			t.Fatalf("request in flight at the cut: %v, want remoting.ErrTimeout", err)
 		}
-		if err := invokeWithin(tr, n.addr, 10*time.Second); !errors.Is(err, ErrLinkCut) || !errors.Is(err, ErrConnClosed) {
+		if err := invokeWithin(tr, n.addr, 10*time.Second); !errors.Is(err, ErrLinkCut) || !errors.Is(err, remoting.ErrConnClosed) {
 			t.Fatalf("request over a cut link: %v, want ErrLinkCut", err)
 		}
 		if got := f.State("client", n.addr); got != LinkCut {
@@ -94,24 +172,26 @@ func TestFaultsCutAndHeal(t *testing.T) {
 
 // Requests to a paused node, and from one, are lost and time out; Resume ends it.
 func TestFaultsPause(t *testing.T) {
-	setup := func(d *Dispatcher) { d.Register(SendMessage, ProcessorFunc(echo), NewExecutor("test", 4, 64)) }
-	transports(t, setup, func(t *testing.T, tr Transport, n *testNode) {
+	setup := func(d *remoting.Dispatcher) {
+		d.Register(remoting.SendMessage, remoting.ProcessorFunc(echo), remoting.NewExecutor("test", 4, 64))
+	}
+	transports(t, setup, func(t *testing.T, tr remoting.Transport, n *testNode) {
 		f := joinFaults(t, tr, n)
 		for _, paused := range []string{"node", "client"} {
 			f.Pause(paused)
-			if err := invokeWithin(tr, n.addr, 50*time.Millisecond); !errors.Is(err, ErrTimeout) {
-				t.Fatalf("request with %s paused: %v, want ErrTimeout", paused, err)
+			if err := invokeWithin(tr, n.addr, 50*time.Millisecond); !errors.Is(err, remoting.ErrTimeout) {
+				t.Fatalf("request with %s paused: %v, want remoting.ErrTimeout", paused, err)
 			}
 			got := make(chan error, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			err := tr.InvokeAsync(ctx, n.addr, NewRequest(SendMessage, nil, nil),
-				func(_ *Command, err error) { got <- err })
+			err := tr.InvokeAsync(ctx, n.addr, remoting.NewRequest(remoting.SendMessage, nil, nil),
+				func(_ *remoting.Command, err error) { got <- err })
 			cancel()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := <-got; !errors.Is(err, ErrTimeout) {
-				t.Fatalf("async request with %s paused: %v, want ErrTimeout", paused, err)
+			if err := <-got; !errors.Is(err, remoting.ErrTimeout) {
+				t.Fatalf("async request with %s paused: %v, want remoting.ErrTimeout", paused, err)
 			}
 			f.Resume(paused)
 			if err := invokeWithin(tr, n.addr, 10*time.Second); err != nil {
@@ -139,7 +219,7 @@ func TestFaultsDialer(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	f := NewFaults()
+	f := New()
 	f.Bind(ln.Addr().String(), "master")
 	dial := f.Dialer("slave", (&net.Dialer{}).DialContext)
 	c, err := dial(context.Background(), "tcp", ln.Addr().String())

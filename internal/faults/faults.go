@@ -1,4 +1,7 @@
-package remoting
+// Package faults breaks links between the nodes of one process on purpose, for the module's
+// tests: mqtest's Cut, Isolate, Pause and friends are built on it. remoting's transports
+// consult it through internal/faultgate, so neither package's public API carries a test hook.
+package faults
 
 import (
 	"context"
@@ -7,11 +10,15 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/mqgo/mq/internal/faultgate"
+	"github.com/mqgo/mq/remoting"
 )
 
-// ErrLinkCut fails a request or a dial over a link Faults has cut. It wraps ErrConnClosed, so
-// callers treat it as the network error a real partition would cause.
-var ErrLinkCut = fmt.Errorf("remoting: link cut by fault injection: %w", ErrConnClosed)
+// ErrLinkCut fails a request or a dial over a link Faults has cut. It wraps
+// remoting.ErrConnClosed, so callers treat it as the network error a real partition would
+// cause.
+var ErrLinkCut = fmt.Errorf("remoting: link cut by fault injection: %w", remoting.ErrConnClosed)
 
 // LinkState is what Faults says about the link from a node to an address.
 type LinkState int
@@ -25,9 +32,9 @@ const (
 
 // Faults breaks links between the nodes of one process on purpose, so that partitions and
 // stalled nodes are tested in go test (mqtest's Cut, Isolate and Pause). A transport or dialer
-// joins it with the name of the node it belongs to (Client.SetFaults, InProcTransport.SetFaults,
-// Dialer); Bind tells which node an address belongs to. Addresses bound to no node, and
-// transports that never joined, are never affected, so only the links a test names fail.
+// joins it with the name of the node it belongs to (Join, Dialer); Bind tells which node an
+// address belongs to. Addresses bound to no node, and transports that never joined, are never
+// affected, so only the links a test names fail.
 //
 // A cut link looks like a partition, not like a reset: nothing is closed, so neither end sees
 // a connection drop. A new request over it fails at once with ErrLinkCut, as a connect would
@@ -43,8 +50,8 @@ type Faults struct {
 	change chan struct{}      // closed and replaced at every change, waking waitUp
 }
 
-// NewFaults returns a Faults with every link up.
-func NewFaults() *Faults {
+// New returns a Faults with every link up.
+func New() *Faults {
 	return &Faults{owner: make(map[string]string), cut: make(map[[2]string]bool),
 		paused: make(map[string]bool), change: make(chan struct{})}
 }
@@ -132,19 +139,6 @@ func (f *Faults) waitUp(from, addr string, done <-chan struct{}, deadline time.T
 			return os.ErrDeadlineExceeded
 		}
 	}
-}
-
-// faultTag is a transport's membership: the Faults it obeys and the node it speaks for.
-type faultTag struct {
-	f    *Faults
-	self string
-}
-
-// lost is the send of a request over a paused link: it never arrives, so the caller's wait
-// ends at its deadline with ErrTimeout, as with a stopped process.
-func lost(cmd *Command) error {
-	cmd.written()
-	return nil
 }
 
 // DialFunc opens a connection, as net.Dialer.DialContext does.
@@ -245,30 +239,32 @@ func (c *faultConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-// gate is what a transport of the tag's node does with a request to addr: send it (LinkUp),
-// fail it with the error (LinkCut), or lose it (LinkPaused).
-func (g *faultTag) gate(addr string) (LinkState, error) {
-	state, _ := g.f.check(g.self, addr)
-	if state == LinkCut {
-		return state, fmt.Errorf("%w: %s", ErrLinkCut, addr)
-	}
-	return state, nil
+// Join makes tr, a *remoting.Client or a *remoting.InProcTransport (with its TCP fallback),
+// obey f as node self's transport; it reports false, changing nothing, for any other
+// transport. Call it before tr's first request.
+func (f *Faults) Join(tr remoting.Transport, self string) bool {
+	return faultgate.Join(tr, member{f: f, self: self})
 }
 
-// blocks reports whether frames arriving from addr are to be dropped.
-func (g *faultTag) blocks(addr string) bool {
-	state, _ := g.f.check(g.self, addr)
+// member is a joined transport's view of f: the links of node self.
+type member struct {
+	f    *Faults
+	self string
+}
+
+// Send implements faultgate.Gate: a cut link fails the request, a paused one loses it.
+func (m member) Send(addr string) (lose bool, err error) {
+	switch state, _ := m.f.check(m.self, addr); state {
+	case LinkCut:
+		return false, fmt.Errorf("%w: %s", ErrLinkCut, addr)
+	case LinkPaused:
+		return true, nil
+	}
+	return false, nil
+}
+
+// Drop implements faultgate.Gate: nothing arrives over a link that is not up.
+func (m member) Drop(addr string) bool {
+	state, _ := m.f.check(m.self, addr)
 	return state != LinkUp
-}
-
-// SetFaults makes c obey f as node self's transport. Call it before c's first request.
-func (c *Client) SetFaults(f *Faults, self string) { c.faults = &faultTag{f: f, self: self} }
-
-// SetFaults makes t, and its fallback when that is a *Client, obey f as node self's
-// transport. Call it before t's first request.
-func (t *InProcTransport) SetFaults(f *Faults, self string) {
-	t.faults = &faultTag{f: f, self: self}
-	if c, ok := t.fallback.(*Client); ok {
-		c.SetFaults(f, self)
-	}
 }
