@@ -39,7 +39,7 @@ type Broker struct {
 	replyEx *remoting.Executor
 
 	// The parts built in their own files.
-	send    *sendState
+	send    *sender
 	clients *clientState
 	replies *replyRoutes // where replies go (reply_route.go)
 	pull    *pullState
@@ -112,7 +112,7 @@ func New(opts Options) (*Broker, error) {
 		return nil, errors.Join(err, store.Close())
 	}
 	b.clampLoadedQueueNums()
-	b.initSend()
+	b.send = newSender(b)
 	b.initClients()
 	b.initReply()
 	b.initPull()
@@ -147,7 +147,9 @@ func (b *Broker) loadMetadata() error {
 // Register installs every processor of the broker on d and its connection listener; Unregister
 // takes them out again.
 func (b *Broker) Register(d *remoting.Dispatcher) {
-	b.registerSend(d)
+	b.send.register(d)
+	b.registerReply(d)
+	b.registerTopicAdmin(d)
 	b.registerClients(d)
 	b.registerPull(d)
 	b.registerRetry(d)

@@ -64,7 +64,7 @@ func (b *Broker) processReply(ctx context.Context, ch remoting.Channel, req *rem
 	if err != nil {
 		return nil, err
 	}
-	tc, resp := b.checkSend(ch, &h)
+	tc, resp := b.send.checkSend(ch, &h)
 	if resp != nil {
 		return resp, nil
 	}

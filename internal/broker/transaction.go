@@ -267,7 +267,7 @@ func (b *Broker) decide(h *protocol.EndTransactionRequestHeader, queueOffset, ph
 				code, remark := putStatusCode(r.Status, b.send.illegalRemark)
 				return remoting.NewResponse(code, remark), false
 			}
-			b.afterPut(m, &r)
+			b.send.afterPut(m, &r)
 			b.countPut(m.Topic, 1, r.WroteBytes)
 		}
 	}
