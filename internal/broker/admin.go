@@ -21,13 +21,11 @@ import (
 // protocol.DelayOffsetSerializeWrapper (GET_ALL_TOPIC_CONFIG, route.TopicConfigSerializeWrapper,
 // is the send side's).
 
-// registerAdmin installs the query and admin reads: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID,
+// registerAdmin installs the admin reads and writes:
 // GET_BROKER_RUNTIME_INFO, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_CONSUMER_OFFSET,
 // GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
 // and DELETE_SUBSCRIPTIONGROUP.
 func (b *Broker) registerAdmin(d *remoting.Dispatcher) {
-	b.handle(d, remoting.QueryMessage, remoting.ProcessorFunc(b.processQueryMessage), b.queryEx)
-	b.handle(d, remoting.ViewMessageByID, remoting.ProcessorFunc(b.processViewMessage), b.queryEx)
 	for code, f := range map[int16]remoting.ProcessorFunc{
 		remoting.GetBrokerRuntimeInfo:          b.processRuntimeInfo,
 		remoting.GetTopicStatsInfo:             b.processTopicStats,

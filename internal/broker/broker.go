@@ -40,9 +40,10 @@ type Broker struct {
 
 	// The parts built in their own files.
 	send    *sender
-	clients *clientState
+	clients *clientManager
 	replies *replyRoutes // where replies go (reply_route.go)
-	pull    *pullState
+	pull    *puller
+	query   *querier
 	retry   *retryState
 	ha      *haState
 	tx      *txState
@@ -65,12 +66,10 @@ type Broker struct {
 	codes          []int16
 	removeListener func()
 
-	registerNow chan struct{}
-	reg         *tickets      // registration rounds that topic changes wait for (registration.go)
-	ready       chan struct{} // closed by Run once it serves (Ready)
-	regrace     reregisterGrace
-	closeOnce   sync.Once
-	closeErr    error
+	registrar *registrar    // REGISTER_BROKER with every name server (registration.go)
+	ready     chan struct{} // closed by Run once it serves (Ready)
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New opens (and recovers) the store and loads the broker's metadata. It starts nothing.
@@ -83,8 +82,6 @@ func New(opts Options) (*Broker, error) {
 		opts:         opts,
 		log:          opts.Logger.With().Str("component", "broker").Str("broker", opts.BrokerName).Logger(),
 		storeHost:    netip.MustParseAddrPort(opts.BrokerAddr),
-		registerNow:  make(chan struct{}, 1),
-		reg:          newTickets(),
 		topicCreates: newCreateLimiter(opts.AutoCreateTopicBurst, opts.AutoCreateTopicRate),
 		ready:        make(chan struct{}),
 		sendEx:       remoting.NewExecutor("send", opts.SendThreads, 10000),
@@ -106,6 +103,7 @@ func New(opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
+	b.registrar = newRegistrar(b)
 	b.meta = newMetaWriter(b)
 	b.addRunner(b.meta.run)
 	if err := b.loadMetadata(); err != nil {
@@ -113,9 +111,10 @@ func New(opts Options) (*Broker, error) {
 	}
 	b.clampLoadedQueueNums()
 	b.send = newSender(b)
-	b.initClients()
+	b.clients = newClientManager(b)
 	b.initReply()
-	b.initPull()
+	b.pull = newPuller(b)
+	b.query = &querier{b}
 	b.initRetry()
 	b.initTimer()
 	if err := b.initTransaction(); err != nil {
@@ -150,16 +149,17 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.send.register(d)
 	b.registerReply(d)
 	b.registerTopicAdmin(d)
-	b.registerClients(d)
-	b.registerPull(d)
-	b.registerRetry(d)
+	b.clients.registerClients(d)
+	b.pull.registerPull(d)
+	b.send.registerRetry(d)
+	b.query.register(d)
 	b.registerTransaction(d)
 	b.registerAdmin(d)
 	b.registerResetOffset(d)
 	b.registerConnectionLists(d)
 	b.registerControllerMode(d)
 	b.registerServices(d)
-	b.removeListener = d.AddConnListener(b.onConnEvent)
+	b.removeListener = d.AddConnListener(b.clients.onConnEvent)
 }
 
 // Unregister takes the broker's processors and connection listener out of d, waiting for the
@@ -187,14 +187,14 @@ func (b *Broker) Run(ctx context.Context) error {
 		stop()
 		return errors.Join(err, g.Wait())
 	}
-	b.registerFirst(ctx)
+	b.registrar.registerFirst(ctx)
 	g.Go(func() error { return b.store.Run(ctx) })
-	g.Go(func() error { return b.runRegistration(ctx) })
+	g.Go(func() error { return b.registrar.runRegistration(ctx) })
 	for _, r := range b.runners {
 		g.Go(func() error { return r(ctx) })
 	}
 	b.runServices(ctx, g.Go)
-	g.Go(func() error { return b.startReregisterGrace(ctx) })
+	g.Go(func() error { return b.clients.startReregisterGrace(ctx) })
 	close(b.ready)
 	b.log.Info().Str("addr", b.opts.BrokerAddr).Str("role", string(b.opts.BrokerRole)).Str("ha_addr", b.HAAddr()).
 		Str("store", b.opts.Store.Dir).Strs("namesrv", b.opts.NameServers).Msg("broker started")

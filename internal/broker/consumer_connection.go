@@ -52,7 +52,7 @@ func (b *Broker) processConsumerConnectionList(_ context.Context, _ remoting.Cha
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	st, ok := b.consumerGroupState(h.ConsumerGroup)
+	st, ok := b.clients.consumerGroupState(h.ConsumerGroup)
 	if !ok || len(st.Connections) == 0 {
 		return remoting.NewResponse(remoting.ConsumerNotOnline, "the consumer group["+h.ConsumerGroup+"] not online"), nil
 	}

@@ -226,7 +226,7 @@ func (b *Broker) onRegistered(res *route.RegisterBrokerResult) {
 // onDispatch is the store's dispatch hook: wake held pulls, and tell the HA writers the log
 // grew so they stream at once.
 func (b *Broker) onDispatch(e storage.DispatchEvent) {
-	b.onMessageArriving(e)
+	b.pull.onMessageArriving(e)
 	if b.ha != nil && b.ha.master != nil {
 		b.ha.master.Notify()
 	}

@@ -77,7 +77,7 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 				// hold's, the rest garbage.
 				h := shaped()
 				h.QueueID = int32(i % 8)
-				if resp, err := tb.processPull(context.Background(), ch, pullCmd(h)); resp != nil || err != nil {
+				if resp, err := tb.pull.processPull(context.Background(), ch, pullCmd(h)); resp != nil || err != nil {
 					t.Fatalf("pull %d not parked: %v %v", i, resp, err)
 				}
 			}
