@@ -18,10 +18,6 @@ const (
 	sendSysFlagUnitSubTopic int32 = 0x2
 )
 
-// sendDLQQueueNums is the queue count of a dead-letter topic the send path creates
-// (DLQ_NUMS_PER_GROUP).
-const sendDLQQueueNums = 1
-
 // notAllowedSendTopics may not be the target of a send (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET):
 // the broker writes them itself.
 var notAllowedSendTopics = map[string]bool{

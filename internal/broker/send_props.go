@@ -50,6 +50,10 @@ func (s *sender) redirect(req *remoting.Command, h *protocol.SendMessageRequestH
 	return txID, nil
 }
 
+// sendDLQQueueNums is the queue count of a dead-letter topic the send path creates
+// (DLQ_NUMS_PER_GROUP).
+const sendDLQQueueNums = 1
+
 // handleRetryAndDLQ redirects a message sent to %RETRY%<group> to %DLQ%<group> (one queue,
 // read-write) once its reconsume times reach reconsumeLimit (RocketMQ handleRetryAndDLQ). A message
 // going to the DLQ loses its DELAY property, so it lands there at once rather than after the
