@@ -35,9 +35,10 @@ type Broker struct {
 	sendEx, pullEx, queryEx, adminEx, clientEx, heartbeatEx *remoting.Executor
 
 	// The parts built in their own files.
-	send    *sendState
-	clients *clientState
-	pull    *pullState
+	send    *sender
+	clients *clientManager
+	pull    *puller
+	query   *querier
 	txh     txHooks // scheduled delivery and transactions (core_tx.go)
 
 	// runners are the background services Run starts, in order.
@@ -56,12 +57,10 @@ type Broker struct {
 	codes          []int16
 	removeListener func()
 
-	registerNow chan struct{}
-	reg         *tickets      // registration rounds that topic changes wait for (registration.go)
-	ready       chan struct{} // closed by Run once it serves (Ready)
-	regrace     reregisterGrace
-	closeOnce   sync.Once
-	closeErr    error
+	registrar *registrar    // REGISTER_BROKER with every name server (registration.go)
+	ready     chan struct{} // closed by Run once it serves (Ready)
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New opens (and recovers) the store and loads the broker's metadata. It starts nothing.
@@ -74,8 +73,6 @@ func New(opts Options) (*Broker, error) {
 		opts:         opts,
 		log:          opts.Logger.With().Str("component", "broker").Str("broker", opts.BrokerName).Logger(),
 		storeHost:    netip.MustParseAddrPort(opts.BrokerAddr),
-		registerNow:  make(chan struct{}, 1),
-		reg:          newTickets(),
 		topicCreates: newCreateLimiter(opts.AutoCreateTopicBurst, opts.AutoCreateTopicRate),
 		ready:        make(chan struct{}),
 		sendEx:       remoting.NewExecutor("send", opts.SendThreads, 10000),
@@ -96,22 +93,24 @@ func New(opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
+	b.registrar = newRegistrar(b)
 	b.meta = newMetaWriter(b)
 	b.addRunner(b.meta.run)
 	if err := b.loadMetadata(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
 	b.clampLoadedQueueNums()
-	b.initSend()
-	b.initClients()
-	b.initPull()
+	b.send = newSender(b)
+	b.clients = newClientManager(b)
+	b.pull = newPuller(b)
+	b.query = &querier{b}
 	return b, nil
 }
 
 // onDispatch is the store's dispatch hook: wake held pulls, then the services' hooks (the HA
 // writers among them, which stream at once what the log grew by).
 func (b *Broker) onDispatch(e storage.DispatchEvent) {
-	b.onMessageArriving(e)
+	b.pull.onMessageArriving(e)
 	b.hooks.dispatched(e)
 }
 
@@ -132,13 +131,14 @@ func (b *Broker) loadMetadata() error {
 // Register installs every processor of the broker on d and its connection listener; Unregister
 // takes them out again.
 func (b *Broker) Register(d *remoting.Dispatcher) {
-	b.registerSend(d)
-	b.registerClients(d)
-	b.registerPull(d)
-	b.registerRetry(d)
-	b.registerQuery(d)
+	b.send.register(d)
+	b.registerTopicAdmin(d)
+	b.clients.registerClients(d)
+	b.pull.registerPull(d)
+	b.send.registerRetry(d)
+	b.query.register(d)
 	b.registerServices(d)
-	b.removeListener = d.AddConnListener(b.onConnEvent)
+	b.removeListener = d.AddConnListener(b.clients.onConnEvent)
 }
 
 // Unregister takes the broker's processors and connection listener out of d, waiting for the
@@ -166,14 +166,14 @@ func (b *Broker) Run(ctx context.Context) error {
 		stop()
 		return errors.Join(err, g.Wait())
 	}
-	b.registerFirst(ctx)
+	b.registrar.registerFirst(ctx)
 	g.Go(func() error { return b.store.Run(ctx) })
-	g.Go(func() error { return b.runRegistration(ctx) })
+	g.Go(func() error { return b.registrar.runRegistration(ctx) })
 	for _, r := range b.runners {
 		g.Go(func() error { return r(ctx) })
 	}
 	b.runServices(ctx, g.Go)
-	g.Go(func() error { return b.startReregisterGrace(ctx) })
+	g.Go(func() error { return b.clients.startReregisterGrace(ctx) })
 	close(b.ready)
 	b.log.Info().Str("addr", b.opts.BrokerAddr).Str("role", string(b.opts.BrokerRole)).Str("ha_addr", b.HAAddr()).
 		Str("store", b.opts.Store.Dir).Strs("namesrv", b.opts.NameServers).Msg("broker started")

@@ -11,38 +11,44 @@ import (
 	"github.com/mqgo/mq/route"
 )
 
-// clientState holds the producer and consumer managers and the queue locks (owned by
-// clients.go, consumer_manager.go and lock.go).
-type clientState struct {
+// clientManager is the client side of the broker (RocketMQ's ClientManageProcessor with its
+// ProducerManager, ConsumerManager and RebalanceLockManager): heartbeats, the producer and
+// consumer groups (consumer_manager.go), their expiry and notifications, and the queue locks
+// (lock.go). Its own state sits in consumers and locks, each behind its own mutex.
+type clientManager struct {
+	*Broker
 	consumers *consumerManager
 	locks     *lockManager
 	now       func() time.Time
+	// regrace holds member lists back after a crash (reregister.go).
+	regrace reregisterGrace
 }
 
-func (b *Broker) initClients() {
-	b.clients = &clientState{locks: newLockManager(), now: time.Now}
-	// Through b.clients.now, so a test that sets a fake clock there moves expiry too.
-	b.clients.consumers = newConsumerManager(func() time.Time { return b.clients.now() })
-	b.addRunner(b.runClientHousekeeping)
+func newClientManager(b *Broker) *clientManager {
+	cm := &clientManager{Broker: b, locks: newLockManager(), now: time.Now}
+	// Through cm.now, so a test that sets a fake clock there moves expiry too.
+	cm.consumers = newConsumerManager(func() time.Time { return cm.now() })
+	b.addRunner(cm.runClientHousekeeping)
+	return cm
 }
 
 // registerClients installs HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
 // CHECK_CLIENT_CONFIG, LOCK_BATCH_MQ and UNLOCK_BATCH_MQ. Heartbeats get their own pool, as in
 // RocketMQ, so they are never queued behind offset or lock traffic.
-func (b *Broker) registerClients(d *remoting.Dispatcher) {
-	b.handle(d, remoting.HeartBeat, remoting.ProcessorFunc(b.processHeartbeat), b.heartbeatEx)
-	b.handle(d, remoting.UnregisterClient, remoting.ProcessorFunc(b.processUnregisterClient), b.heartbeatEx)
-	b.handle(d, remoting.CheckClientConfig, remoting.ProcessorFunc(b.processCheckClientConfig), b.heartbeatEx)
-	b.handle(d, remoting.GetConsumerListByGroup, remoting.ProcessorFunc(b.processGetConsumerList), b.clientEx)
-	b.handle(d, remoting.LockBatchMQ, remoting.ProcessorFunc(b.processLockBatch), b.clientEx)
-	b.handle(d, remoting.UnlockBatchMQ, remoting.ProcessorFunc(b.processUnlockBatch), b.clientEx)
+func (cm *clientManager) registerClients(d *remoting.Dispatcher) {
+	cm.handle(d, remoting.HeartBeat, remoting.ProcessorFunc(cm.processHeartbeat), cm.heartbeatEx)
+	cm.handle(d, remoting.UnregisterClient, remoting.ProcessorFunc(cm.processUnregisterClient), cm.heartbeatEx)
+	cm.handle(d, remoting.CheckClientConfig, remoting.ProcessorFunc(cm.processCheckClientConfig), cm.heartbeatEx)
+	cm.handle(d, remoting.GetConsumerListByGroup, remoting.ProcessorFunc(cm.processGetConsumerList), cm.clientEx)
+	cm.handle(d, remoting.LockBatchMQ, remoting.ProcessorFunc(cm.processLockBatch), cm.clientEx)
+	cm.handle(d, remoting.UnlockBatchMQ, remoting.ProcessorFunc(cm.processUnlockBatch), cm.clientEx)
 }
 
 // processHeartbeat registers a client's producer and consumer groups on the channel (RocketMQ
 // ClientManageProcessor.heartBeat): it makes sure every consumer group's settings and retry
 // topic exist, then per group records members and subscriptions and notifies the group's
 // members when either changed.
-func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	hb, err := protocol.DecodeHeartbeatData(req.Body)
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
@@ -54,23 +60,23 @@ func (b *Broker) processHeartbeat(_ context.Context, ch remoting.Channel, req *r
 	// however long ensureConsumerGroups takes, it cannot expire what this heartbeat registers.
 	info := clientChannelInfo{ch: ch, clientID: hb.ClientID, language: req.Language, version: req.Version,
 		accessKey: req.ExtFields[remoting.ExtAccessKey]}
-	notify := b.ensureConsumerGroups(hb.ConsumerDataSet)
+	notify := cm.ensureConsumerGroups(hb.ConsumerDataSet)
 	for i := range hb.ConsumerDataSet {
 		data := &hb.ConsumerDataSet[i]
-		changed, members := b.clients.consumers.registerConsumer(info, data)
+		changed, members := cm.consumers.registerConsumer(info, data)
 		if changed {
-			b.log.Info().Str("group", data.GroupName).Str("client_id", hb.ClientID).
+			cm.log.Info().Str("group", data.GroupName).Str("client_id", hb.ClientID).
 				Str("addr", ch.RemoteAddr()).Msg("consumer group changed")
 			if notify[i] {
-				b.notifyConsumerIDsChanged(data.GroupName, members)
+				cm.notifyConsumerIDsChanged(data.GroupName, members)
 			}
 		}
 	}
 	for _, p := range hb.ProducerDataSet {
-		b.clients.consumers.registerProducer(p.GroupName, info)
+		cm.consumers.registerProducer(p.GroupName, info)
 	}
 	if len(hb.ProducerDataSet)+len(hb.ConsumerDataSet) > 0 {
-		b.hooks.heartbeat(ch, hb.ClientID)
+		cm.hooks.heartbeat(ch, hb.ClientID)
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
@@ -84,31 +90,31 @@ const topicSysFlagUnitSub = 1 << 1
 // registration round that it waits for: a heartbeat bringing N new groups costs about one
 // write per file and one round, not N (RocketMQ writes and registers once per group). Members
 // are notified only after it returns, so the routes of their retry topics exist by then.
-func (b *Broker) ensureConsumerGroups(set []protocol.ConsumerData) []bool {
+func (cm *clientManager) ensureConsumerGroups(set []protocol.ConsumerData) []bool {
 	notify := make([]bool, len(set))
 	var newGroups, newTopics bool
 	for i := range set {
-		cfg, ok, created := b.groups.findOrAdd(set[i].GroupName)
+		cfg, ok, created := cm.groups.findOrAdd(set[i].GroupName)
 		newGroups = newGroups || created
 		notify[i] = !ok || cfg.NotifyConsumerIdsChangedEnable
-		if ok && b.addRetryTopic(set[i].GroupName, cfg.RetryQueueNums, set[i].UnitMode) {
+		if ok && cm.addRetryTopic(set[i].GroupName, cfg.RetryQueueNums, set[i].UnitMode) {
 			newTopics = true
 		}
 	}
 	if newGroups {
-		b.meta.changed(metaGroups)
+		cm.meta.changed(metaGroups)
 	}
 	if newTopics {
-		b.topics.changed()
+		cm.topics.changed()
 	}
 	return notify
 }
 
 // addRetryTopic adds %RETRY%group unless it exists (topics.addIfAbsent: the caller registers)
 // and reports whether it did.
-func (b *Broker) addRetryTopic(group string, queues int32, unitMode bool) bool {
+func (cm *clientManager) addRetryTopic(group string, queues int32, unitMode bool) bool {
 	topic := names.RetryTopic(group)
-	if _, ok := b.topics.get(topic); ok {
+	if _, ok := cm.topics.get(topic); ok {
 		return false
 	}
 	if queues <= 0 {
@@ -118,15 +124,15 @@ func (b *Broker) addRetryTopic(group string, queues int32, unitMode bool) bool {
 	if unitMode {
 		sysFlag = topicSysFlagUnitSub
 	}
-	_, created, _ := b.topics.addIfAbsent(topic, queues, route.PermReadWrite, sysFlag) // refused past MaxTopics
+	_, created, _ := cm.topics.addIfAbsent(topic, queues, route.PermReadWrite, sysFlag) // refused past MaxTopics
 	return created
 }
 
 // notifyConsumerIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED one-way to each channel; clients
 // send no reply (docs/protocol.md §7.1). DisableNotifyConsumerIdsChanged silences it for every
 // group, as RocketMQ's notifyConsumerIdsChangedEnable does in its one listener.
-func (b *Broker) notifyConsumerIDsChanged(group string, channels []remoting.Channel) {
-	if b.opts.DisableNotifyConsumerIdsChanged {
+func (cm *clientManager) notifyConsumerIDsChanged(group string, channels []remoting.Channel) {
+	if cm.opts.DisableNotifyConsumerIdsChanged {
 		return
 	}
 	for _, ch := range channels {
@@ -136,7 +142,7 @@ func (b *Broker) notifyConsumerIDsChanged(group string, channels []remoting.Chan
 		req := remoting.NewRequest(remoting.NotifyConsumerIDsChanged,
 			remoting.EncodeHeader(&protocol.ConsumerGroupHeader{ConsumerGroup: group}), nil)
 		if err := ch.InvokeOneway(req); err != nil {
-			b.log.Debug().Err(err).Str("group", group).Str("addr", ch.RemoteAddr()).
+			cm.log.Debug().Err(err).Str("group", group).Str("addr", ch.RemoteAddr()).
 				Msg("notify consumer ids changed failed")
 		}
 	}
@@ -144,30 +150,30 @@ func (b *Broker) notifyConsumerIDsChanged(group string, channels []remoting.Chan
 
 // notifyIfEnabled notifies a changed group's remaining members if the group's settings allow
 // it. It does not create the group's settings.
-func (b *Broker) notifyIfEnabled(c groupChange) {
+func (cm *clientManager) notifyIfEnabled(c groupChange) {
 	if len(c.channels) == 0 {
 		return
 	}
-	cfg, ok := b.groups.get(c.group)
+	cfg, ok := cm.groups.get(c.group)
 	if ok && !cfg.NotifyConsumerIdsChangedEnable {
 		return
 	}
-	b.notifyConsumerIDsChanged(c.group, c.channels)
+	cm.notifyConsumerIDsChanged(c.group, c.channels)
 }
 
 // processUnregisterClient drops a client's producer and/or consumer group from the channel.
-func (b *Broker) processUnregisterClient(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (cm *clientManager) processUnregisterClient(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.UnregisterClientRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
 	if h.ProducerGroup != "" {
-		b.clients.consumers.unregisterProducer(h.ProducerGroup, ch.ID())
+		cm.consumers.unregisterProducer(h.ProducerGroup, ch.ID())
 	}
 	if h.ConsumerGroup != "" {
-		if removed, members := b.clients.consumers.unregisterConsumer(h.ConsumerGroup, ch.ID()); removed {
-			b.log.Info().Str("group", h.ConsumerGroup).Str("client_id", h.ClientID).Msg("consumer unregistered")
-			b.notifyIfEnabled(groupChange{group: h.ConsumerGroup, channels: members})
+		if removed, members := cm.consumers.unregisterConsumer(h.ConsumerGroup, ch.ID()); removed {
+			cm.log.Info().Str("group", h.ConsumerGroup).Str("client_id", h.ClientID).Msg("consumer unregistered")
+			cm.notifyIfEnabled(groupChange{group: h.ConsumerGroup, channels: members})
 		}
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
@@ -177,7 +183,7 @@ func (b *Broker) processUnregisterClient(_ context.Context, ch remoting.Channel,
 // its subscription (RocketMQ ClientManageProcessor.checkClientConfig): TAG yes, SQL92 when it
 // compiles, anything else no (expression.go). The body's names are not checked: nothing but the
 // expression and its type is read.
-func (b *Broker) processCheckClientConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (cm *clientManager) processCheckClientConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	body, err := protocol.DecodeCheckClientRequestBody(req.Body)
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
@@ -191,17 +197,17 @@ func (b *Broker) processCheckClientConfig(_ context.Context, _ remoting.Channel,
 
 // processGetConsumerList answers the group's client ids; like RocketMQ it answers SYSTEM_ERROR
 // when the group has no member.
-func (b *Broker) processGetConsumerList(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (cm *clientManager) processGetConsumerList(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumerGroupHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	if b.inReregisterGrace() {
+	if cm.inReregisterGrace() {
 		return reregisterBusy(), nil
 	}
-	ids := b.clients.consumers.consumerIDs(h.ConsumerGroup)
+	ids := cm.consumers.consumerIDs(h.ConsumerGroup)
 	if len(ids) == 0 {
-		b.log.Debug().Str("group", h.ConsumerGroup).Str("addr", ch.RemoteAddr()).Msg("consumer list asked for a group without members")
+		cm.log.Debug().Str("group", h.ConsumerGroup).Str("addr", ch.RemoteAddr()).Msg("consumer list asked for a group without members")
 		return remoting.NewResponse(remoting.SystemError, "no consumer for this group, "+h.ConsumerGroup), nil
 	}
 	body, err := json.Marshal(protocol.GetConsumerListByGroupResponseBody{ConsumerIDList: ids})
@@ -216,47 +222,47 @@ func (b *Broker) processGetConsumerList(_ context.Context, ch remoting.Channel, 
 // onConnEvent drops a closed, broken or idle connection's producers and consumers, notifies the
 // groups it left, and drops its parked pulls and reply routes. Its queue locks stay until they expire, as in
 // RocketMQ.
-func (b *Broker) onConnEvent(ev remoting.ConnEvent) {
+func (cm *clientManager) onConnEvent(ev remoting.ConnEvent) {
 	switch ev.Type {
 	case remoting.ConnClose, remoting.ConnException, remoting.ConnIdle:
 	default:
 		return
 	}
-	b.pull.hold.dropChannel(ev.Channel.ID())
-	b.hooks.connClosed(ev.Channel)
-	for _, c := range b.clients.consumers.removeChannel(ev.Channel.ID()) {
-		b.log.Info().Str("group", c.group).Str("addr", ev.Channel.RemoteAddr()).
+	cm.pull.hold.dropChannel(ev.Channel.ID())
+	cm.hooks.connClosed(ev.Channel)
+	for _, c := range cm.consumers.removeChannel(ev.Channel.ID()) {
+		cm.log.Info().Str("group", c.group).Str("addr", ev.Channel.RemoteAddr()).
 			Str("event", ev.Type.String()).Msg("consumer left")
-		b.notifyIfEnabled(c)
+		cm.notifyIfEnabled(c)
 	}
 }
 
 // runClientHousekeeping expires registrations without a heartbeat for ChannelExpiredTimeout,
 // every ScanConnectionInterval (RocketMQ ClientHousekeepingService).
-func (b *Broker) runClientHousekeeping(ctx context.Context) error {
-	t := time.NewTicker(b.opts.ScanConnectionInterval)
+func (cm *clientManager) runClientHousekeeping(ctx context.Context) error {
+	t := time.NewTicker(cm.opts.ScanConnectionInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			b.scanNotActiveChannels()
+			cm.scanNotActiveChannels()
 		}
 	}
 }
 
 // scanNotActiveChannels forgets expired queue locks, expires stale registrations, notifies the groups that lost members and
 // closes the connections left with no registration.
-func (b *Broker) scanNotActiveChannels() {
-	b.clients.locks.expire(b.clients.now(), b.opts.RebalanceLockMaxLiveTime)
-	changes, closeList := b.clients.consumers.expire(b.opts.ChannelExpiredTimeout)
+func (cm *clientManager) scanNotActiveChannels() {
+	cm.locks.expire(cm.now(), cm.opts.RebalanceLockMaxLiveTime)
+	changes, closeList := cm.consumers.expire(cm.opts.ChannelExpiredTimeout)
 	for _, c := range changes {
-		b.log.Info().Str("group", c.group).Msg("consumer registration expired")
-		b.notifyIfEnabled(c)
+		cm.log.Info().Str("group", c.group).Msg("consumer registration expired")
+		cm.notifyIfEnabled(c)
 	}
 	for _, ch := range closeList {
-		b.log.Info().Str("addr", ch.RemoteAddr()).Msg("closing connection without heartbeat")
+		cm.log.Info().Str("addr", ch.RemoteAddr()).Msg("closing connection without heartbeat")
 		_ = ch.Close()
 	}
 }
@@ -264,17 +270,17 @@ func (b *Broker) scanNotActiveChannels() {
 // Functions for the other parts of the broker.
 
 // producerChannels returns the live connections of a producer group (transaction checks).
-func (b *Broker) producerChannels(group string) []remoting.Channel {
-	return b.clients.consumers.producerChannels(group)
+func (cm *clientManager) producerChannels(group string) []remoting.Channel {
+	return cm.consumers.producerChannels(group)
 }
 
 // clientChannel returns a live connection registered by the client with this id. Replies do
 // not use it: any heartbeat can register any id, so they go by reply_route.go's holders.
-func (b *Broker) clientChannel(clientID string) (remoting.Channel, bool) {
-	return b.clients.consumers.findChannel(clientID)
+func (cm *clientManager) clientChannel(clientID string) (remoting.Channel, bool) {
+	return cm.consumers.findChannel(clientID)
 }
 
 // consumerGroupState copies a consumer group's members and subscriptions (admin reads).
-func (b *Broker) consumerGroupState(group string) (ConsumerGroupState, bool) {
-	return b.clients.consumers.snapshot(group)
+func (cm *clientManager) consumerGroupState(group string) (ConsumerGroupState, bool) {
+	return cm.consumers.snapshot(group)
 }

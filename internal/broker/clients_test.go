@@ -33,7 +33,7 @@ func TestHeartbeatRegistersConsumer(t *testing.T) {
 			if _, ok := tb.groups.get(group); !ok {
 				t.Error("subscription group not created")
 			}
-			st, ok := tb.consumerGroupState(group)
+			st, ok := tb.clients.consumerGroupState(group)
 			if !ok || st.MessageModel != protocol.Clustering || len(st.Subscriptions) != 2 || len(st.Connections) != 1 {
 				t.Errorf("group state %+v", st)
 			}
@@ -48,10 +48,10 @@ func TestHeartbeatProducerAndBadBody(t *testing.T) {
 	if resp.Code != remoting.Success {
 		t.Fatalf("code %d", resp.Code)
 	}
-	if chs := tb.producerChannels("pg"); len(chs) != 1 {
+	if chs := tb.clients.producerChannels("pg"); len(chs) != 1 {
 		t.Fatalf("producer channels %d", len(chs))
 	}
-	if ch, ok := tb.clientChannel("p@1"); !ok || ch.Closed() {
+	if ch, ok := tb.clients.clientChannel("p@1"); !ok || ch.Closed() {
 		t.Error("client channel not found")
 	}
 	resp = invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.HeartBeat, nil, []byte("{")))
@@ -178,7 +178,7 @@ func TestChannelExpiry(t *testing.T) {
 	heartbeat(t, live, tb.Addr, "L@1", "g2", sub("T", "*"))
 	nl.waitNotify(t, "g")
 	nl.waitNotify(t, "g2")
-	staleCh, _ := tb.clientChannel("S@1")
+	staleCh, _ := tb.clients.clientChannel("S@1")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		heartbeat(t, live, tb.Addr, "L@1", "g", sub("T", "*"), sub("U", "*"))
@@ -194,7 +194,7 @@ func TestChannelExpiry(t *testing.T) {
 	}
 	nl.waitNotify(t, "g") // the stale member left
 	eventually(t, "stale connection closed", staleCh.Closed)
-	liveCh, ok := tb.clientChannel("L@1")
+	liveCh, ok := tb.clients.clientChannel("L@1")
 	if !ok || liveCh.Closed() {
 		t.Error("the live client's connection was closed with its expired group")
 	}
@@ -217,7 +217,7 @@ func TestExpressionChangeIsNotAGroupChange(t *testing.T) {
 	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "y"))
 	na.noNotify(t, "g")
 	nb.noNotify(t, "g")
-	st, _ := tb.consumerGroupState("g")
+	st, _ := tb.clients.consumerGroupState("g")
 	if len(st.Subscriptions) != 1 || st.Subscriptions[0].SubString != "y" {
 		t.Fatalf("subscriptions %+v, want T replaced by y", st.Subscriptions)
 	}

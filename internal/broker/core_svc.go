@@ -104,7 +104,7 @@ func (b *Broker) StoreHost() netip.AddrPort { return b.storeHost }
 // the body's and properties' sizes) and returns the queue to write and the sysFlag to store,
 // or the send answer refusing it.
 func (b *Broker) CheckSendTo(ch remoting.Channel, h *protocol.SendMessageRequestHeader, bodyLen int) (queueID, sysFlag int32, refusal *remoting.Command) {
-	tc, resp := b.checkSend(ch, h)
+	tc, resp := b.send.checkSend(ch, h)
 	if resp != nil {
 		return 0, 0, resp
 	}
@@ -223,7 +223,7 @@ func (b *Broker) GroupMember(group, clientID string) (ClientConn, bool) {
 
 // ConsumerGroup copies a consumer group's members and subscriptions.
 func (b *Broker) ConsumerGroup(group string) (ConsumerGroupState, bool) {
-	return b.consumerGroupState(group)
+	return b.clients.consumerGroupState(group)
 }
 
 // ProducerConnections are a producer group's open connections sorted by client id and address;

@@ -31,7 +31,7 @@ func checkOptions(o *Options) {
 // refused as with RejectTransactionMessage, and there are no delay cursors to report or keep.
 func TestCoreWithoutSchedulerOrTransactions(t *testing.T) {
 	b := &Broker{storeHost: netip.MustParseAddrPort("10.0.0.1:10911")}
-	b.initSend()
+	b.send = newSender(b)
 	props := SetProperty("", "DELAY", "3")
 	props = SetProperty(props, "TIMER_DELAY_SEC", "10")
 	m := &storage.Message{Topic: "T", QueueID: 2, Properties: props}

@@ -1,39 +1,48 @@
 // Package broker is the RocketMQ broker of a node: the request processors over the message store,
 // and the managers of topics, subscription groups, consumer offsets, clients and locks.
 //
+// The core is split as RocketMQ splits its processors into classes: Broker keeps the
+// lifecycle, the managers and the narrow methods services use, and each request family is a
+// type of its own that embeds *Broker for the store, the managers and the pools, and owns its
+// request codes (its register method) and its state:
+//
+//	sender          send.go, send_check.go, send_props.go, send_put.go: SEND_MESSAGE(_V2),
+//	                SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK (retry.go)
+//	puller          pull*.go, filter.go, expression.go, offset_processor.go: PULL_MESSAGE, long
+//	                polling, tag and SQL92 filtering, the offset requests
+//	clientManager   clients.go, consumer_manager.go, lock.go, reregister.go: heartbeats, producer
+//	                and consumer groups, expiry, notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the
+//	                member-list grace after a crash
+//	querier         query.go: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
+//	registrar       registration.go: REGISTER_BROKER / UNREGISTER_BROKER with every name server
+//
 // Files by concern:
 //
 //	broker.go, options.go        lifecycle (New, Register, Run, Close) and settings
+//	service.go                   the seam for services in packages of their own
 //	topic_config.go              topics (topics.json), system topics, auto-creation from TBW102
+//	topic_create.go, topic_journal.go
+//	                             the bounds on topic auto-creation; the topics journal
 //	subscription_group.go        consumer group settings (subscriptionGroup.json)
 //	consumer_offset.go           committed offsets (consumerOffset.json)
-//	registration.go              REGISTER_BROKER / UNREGISTER_BROKER with every name server
-//	send*.go, topic_admin.go     SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE; topic admin
-//	service.go, core_svc.go      the seams of the services in packages of their own (Service,
-//	                             Hooks, RequestNoter, Counter) and the narrow methods they call
-//	clients.go, consumer_manager.go, lock.go
-//	                             heartbeats, producer and consumer groups, expiry, notifications,
-//	                             LOCK_BATCH_MQ / UNLOCK_BATCH_MQ
-//	pull*.go, filter.go, offset_processor.go
-//	                             PULL_MESSAGE, tag and SQL92 filtering, long polling, offset requests
-//	expression.go                which expression types are filtered, RocketMQ's answers for the rest
+//	persist.go                   the metadata writer of the tables above
+//	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
+//	send*.go, topic_admin.go     the sender (above); topic admin
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
+//	core_svc.go                  the seams of reply and stats (RequestNoter, Counter) and the
+//	                             narrow methods the services call
 //	core_tx.go                   the Scheduler and Transactions the send, retry and commit paths
 //	                             call, and what the core lends those services
-//	query.go                     QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
 //	limits.go                    caps on suspend time, parked pulls and queue counts
 //	core_ha.go                   HA settings, the Replicator seam (HA address, SYNC_MASTER wait,
 //	                             in-sync refusal, REGISTER_BROKER answers) and the checked installs
 //	                             of a master's tables on a slave; name_drops.go: the name checks
 //	                             they share with loading; slave_read.go: suggestWhichBrokerId
 //
-// Moved to their own packages (issue 27):
+// Moved to packages of their own, the services (issue 27; service.go, internal/broker/services):
 //
 //	ha.go, slave_sync.go, controller_mode.go -> internal/broker/ha (with internal/node's
 //	                             replicas.go: the replicas manager)
-//
-// Moved to packages of their own (issue 27):
-//
 //	transaction.go               -> internal/broker/transaction
 //	schedule.go, timer.go        -> internal/broker/schedule (delay levels, delayOffset.json, timers)
 //	reply.go, reply_route.go     -> internal/broker/reply (reply.go, route.go)
@@ -44,11 +53,16 @@
 //	                             -> internal/broker/admin (reset_offset.go, connections.go,
 //	                                consume_directly.go)
 //
-// One message: a send processor validates and appends to the store; the store's dispatcher
-// writes the ConsumeQueue unit and calls onMessageArriving, which wakes pulls parked on that
-// queue; a pull reads the stored records and lends them to the response without copying.
+// One message: sender.processSend (send.go) decodes the header; sendOne checks it (check,
+// send_check.go), builds the stored message, sets its properties and target (redirect,
+// send_props.go) and appends it and answers (put, send_put.go), returning to sendOne between
+// these steps only. The store's dispatcher writes the ConsumeQueue unit and calls
+// puller.onMessageArriving, which wakes pulls parked on that queue; a pull reads the stored
+// records and lends them to the response without copying.
 //
 // Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls)
-// is a leaf: none is held while calling another manager, the store or a
-// transport.
+// is a leaf: none is held while calling another manager, the store or a transport. The
+// processor types add no lock: sender and querier hold no mutable state, registrar's tickets
+// and puller's hold have their own leaf mutex, clientManager's state is the consumer manager's
+// and the lock manager's.
 package broker

@@ -81,8 +81,8 @@ func (o Options) limitsValidate() error {
 // suspendTime is how long a pull asking suspendMillis is parked: never negative, never past
 // MaxLongPollingSuspend. Clamped rather than refused, so a client asking for two minutes still
 // long-polls; the multiplication happens only below the cap, where it cannot overflow.
-func (b *Broker) suspendTime(suspendMillis int64) time.Duration {
-	limit := b.opts.MaxLongPollingSuspend
+func (pu *puller) suspendTime(suspendMillis int64) time.Duration {
+	limit := pu.opts.MaxLongPollingSuspend
 	switch {
 	case suspendMillis <= 0:
 		return 0

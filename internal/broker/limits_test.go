@@ -14,7 +14,7 @@ import (
 )
 
 func TestSuspendTimeClamped(t *testing.T) {
-	b := &Broker{opts: Options{MaxLongPollingSuspend: 60 * time.Second}}
+	pu := &puller{Broker: &Broker{opts: Options{MaxLongPollingSuspend: 60 * time.Second}}}
 	cases := []struct {
 		millis int64
 		want   time.Duration
@@ -31,7 +31,7 @@ func TestSuspendTimeClamped(t *testing.T) {
 		{math.MaxInt64, 60 * time.Second},
 	}
 	for _, c := range cases {
-		if got := b.suspendTime(c.millis); got != c.want {
+		if got := pu.suspendTime(c.millis); got != c.want {
 			t.Errorf("suspendTime(%d) = %v, want %v", c.millis, got, c.want)
 		}
 	}
@@ -205,7 +205,7 @@ func TestHeldPullsExpireWithoutCloseEvent(t *testing.T) {
 	lost := &holdTestChannel{id: 1 << 62, resps: make(chan *remoting.Command, 1)}
 	open := &holdTestChannel{id: 1<<62 + 1, resps: make(chan *remoting.Command, 1)}
 	for _, ch := range []*holdTestChannel{lost, open} {
-		if resp, err := tb.processPull(context.Background(), ch, pullCmd(h)); resp != nil || err != nil {
+		if resp, err := tb.pull.processPull(context.Background(), ch, pullCmd(h)); resp != nil || err != nil {
 			t.Fatalf("pull not parked: %v %v", resp, err)
 		}
 	}

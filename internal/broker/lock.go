@@ -110,13 +110,13 @@ func decodeLockBody(req *remoting.Command) (*protocol.LockBatchRequestBody, erro
 }
 
 // processLockBatch answers LOCK_BATCH_MQ with the requested queues the caller now holds.
-func (b *Broker) processLockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (cm *clientManager) processLockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	body, err := decodeLockBody(req)
 	if err != nil {
 		return nil, err
 	}
-	locked := b.clients.locks.tryLock(body.ConsumerGroup, body.ClientID, body.MQSet, b.clients.now(),
-		b.opts.RebalanceLockMaxLiveTime)
+	locked := cm.locks.tryLock(body.ConsumerGroup, body.ClientID, body.MQSet, cm.now(),
+		cm.opts.RebalanceLockMaxLiveTime)
 	out, err := json.Marshal(protocol.LockBatchResponseBody{LockOKMQSet: locked})
 	if err != nil {
 		return nil, err
@@ -127,11 +127,11 @@ func (b *Broker) processLockBatch(_ context.Context, _ remoting.Channel, req *re
 }
 
 // processUnlockBatch releases the caller's locks among the requested queues.
-func (b *Broker) processUnlockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (cm *clientManager) processUnlockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	body, err := decodeLockBody(req)
 	if err != nil {
 		return nil, err
 	}
-	b.clients.locks.unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
+	cm.locks.unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
 	return remoting.NewResponse(remoting.Success, ""), nil
 }

@@ -193,9 +193,9 @@ func TestRegistrationRoundsCoalesce(t *testing.T) {
 	wg.Go(func() { tb.topics.createIfAbsent("first", 1, route.PermReadWrite, 0) })
 	<-entered // the round carrying "first" is in flight, held at the name server
 	tickets := func() uint64 {
-		tb.reg.mu.Lock()
-		defer tb.reg.mu.Unlock()
-		return tb.reg.asked
+		tb.registrar.reg.mu.Lock()
+		defer tb.registrar.reg.mu.Unlock()
+		return tb.registrar.reg.asked
 	}
 	asked := tickets()
 	notRoutable := make(chan string, creators)
@@ -325,11 +325,11 @@ func TestSlowHeartbeatKeepsItsRegistrations(t *testing.T) {
 	if resp.Code != remoting.Success {
 		t.Fatalf("heartbeat: %d %s", resp.Code, resp.Remark)
 	}
-	ch, ok := tb.clientChannel("slow@1")
+	ch, ok := tb.clients.clientChannel("slow@1")
 	if !ok {
 		t.Fatal("client not registered")
 	}
-	tb.scanNotActiveChannels()
+	tb.clients.scanNotActiveChannels()
 	for i := range 3 {
 		g := fmt.Sprintf("s-%05d", i)
 		if ids := tb.clients.consumers.consumerIDs(g); len(ids) != 1 {
@@ -341,7 +341,7 @@ func TestSlowHeartbeatKeepsItsRegistrations(t *testing.T) {
 	}
 	// The rule still expires what is really stale.
 	clock.Advance(tb.opts.ChannelExpiredTimeout + time.Millisecond)
-	tb.scanNotActiveChannels()
+	tb.clients.scanNotActiveChannels()
 	if ids := tb.clients.consumers.consumerIDs("s-00000"); len(ids) != 0 {
 		t.Errorf("stale registration kept: %v", ids)
 	}

@@ -18,8 +18,12 @@ const maxPullMsgs = 32
 // masterID is the broker id pull responses suggest (suggestWhichBrokerId).
 const masterID = 0
 
-// pullState holds parked long-poll pulls (owned by pull.go and pull_hold.go).
-type pullState struct {
+// puller is the pull processor (RocketMQ's PullMessageProcessor with its PullRequestHoldService
+// and the offset requests of ConsumerManageProcessor): PULL_MESSAGE, long polling over the
+// parked pulls (pull_hold.go), the filters (filter.go, expression.go) and the offset
+// requests (offset_processor.go).
+type puller struct {
+	*Broker
 	hold *pullHold
 	// d re-dispatches woken pulls onto the pull pool; set by registerPull.
 	d atomic.Pointer[remoting.Dispatcher]
@@ -32,28 +36,29 @@ type pullState struct {
 // holdFullLogPeriod spaces the warnings about pulls refused by a full hold.
 const holdFullLogPeriod = time.Minute
 
-func (b *Broker) initPull() {
-	b.pull = &pullState{hold: newPullHold(b.opts.MaxHeldPullsPerConnection, b.opts.MaxHeldPulls)}
-	b.addRunner(b.runPullHold)
+func newPuller(b *Broker) *puller {
+	pu := &puller{Broker: b, hold: newPullHold(b.opts.MaxHeldPullsPerConnection, b.opts.MaxHeldPulls)}
+	b.addRunner(pu.runPullHold)
+	return pu
 }
 
 // registerPull installs PULL_MESSAGE and the offset requests.
-func (b *Broker) registerPull(d *remoting.Dispatcher) {
-	b.pull.d.Store(d)
-	b.handle(d, remoting.PullMessage, remoting.ProcessorFunc(b.processPull), b.pullEx)
+func (pu *puller) registerPull(d *remoting.Dispatcher) {
+	pu.d.Store(d)
+	pu.handle(d, remoting.PullMessage, remoting.ProcessorFunc(pu.processPull), pu.pullEx)
 	// A pull has no body; one that carries some is refused before it can wait, parked, with
 	// megabytes (the server drops a large one unread).
 	d.SetMaxBody(remoting.PullMessage, 0, "PULL_MESSAGE")
-	b.registerOffsets(d)
+	pu.registerOffsets(d)
 }
 
 // onMessageArriving is the store's dispatch hook: it answers the pulls parked on the queue. It
 // runs where the store dispatches (storage.Options.OnDispatch) and never blocks.
-func (b *Broker) onMessageArriving(ev storage.DispatchEvent) {
-	if b.pull == nil { // the store dispatches nothing to us before New returns, but be safe
+func (pu *puller) onMessageArriving(ev storage.DispatchEvent) {
+	if pu == nil { // the store dispatches nothing to us before New returns, but be safe
 		return
 	}
-	for _, p := range b.pull.hold.arrive(queueKey{topic: ev.Topic, queueID: ev.QueueID}, ev.QueueOffset+1, ev.TagsCode) {
+	for _, p := range pu.hold.arrive(queueKey{topic: ev.Topic, queueID: ev.QueueID}, ev.QueueOffset+1, ev.TagsCode) {
 		if p.ch.Closed() {
 			continue
 		}
@@ -62,7 +67,7 @@ func (b *Broker) onMessageArriving(ev storage.DispatchEvent) {
 		// written, and waking a worker for it would cost more than the read, in the end-to-end
 		// latency of every message a caught-up consumer waits for. RocketMQ hands it to the
 		// pull executor.
-		if d := b.pull.d.Load(); d != nil {
+		if d := pu.d.Load(); d != nil {
 			d.ServeHere(wokenChannel{p.ch, &p.h}, p.req)
 		}
 	}
@@ -80,11 +85,11 @@ type wokenChannel struct {
 func (wokenChannel) Readmitted() bool { return true }
 
 // wakePull re-runs a parked pull on the pull pool; the dispatcher writes its response.
-func (b *Broker) wakePull(p *heldPull) {
+func (pu *puller) wakePull(p *heldPull) {
 	if p.ch.Closed() {
 		return
 	}
-	d := b.pull.d.Load()
+	d := pu.d.Load()
 	if d == nil {
 		return
 	}
@@ -92,15 +97,15 @@ func (b *Broker) wakePull(p *heldPull) {
 }
 
 // processPull serves PULL_MESSAGE (RocketMQ PullMessageProcessor).
-func (b *Broker) processPull(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (pu *puller) processPull(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	if w, ok := ch.(wokenChannel); ok {
-		return b.pullMessage(w.Channel, req, w.h, false), nil
+		return pu.pullMessage(w.Channel, req, w.h, false), nil
 	}
 	var h protocol.PullMessageRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	return b.pullMessage(ch, req, &h, true), nil
+	return pu.pullMessage(ch, req, &h, true), nil
 }
 
 // pullError is a pull refused before reading the store.
@@ -111,14 +116,14 @@ func pullError(code int16, format string, args ...any) *remoting.Command {
 // pullSubscription finds the subscription a pull filters with: the header's when it carries
 // one, else the one the group registered by heartbeat for the topic. A nil response means ok;
 // a subscription the broker cannot evaluate is refused (expression.go).
-func (b *Broker) pullSubscription(h *protocol.PullMessageRequestHeader, cfg SubscriptionGroupConfig) (*subscription, *remoting.Command) {
+func (pu *puller) pullSubscription(h *protocol.PullMessageRequestHeader, cfg SubscriptionGroupConfig) (*subscription, *remoting.Command) {
 	if h.HasSubscription() {
 		if resp := refuseHeaderExpression(h.Subscription, h.ExpressionType); resp != nil {
 			return nil, resp
 		}
 		return parseSubscription(h.Topic, h.Subscription, h.ExpressionType), nil
 	}
-	sub, known, model := b.clients.consumers.findSubscription(h.ConsumerGroup, h.Topic)
+	sub, known, model := pu.clients.consumers.findSubscription(h.ConsumerGroup, h.Topic)
 	switch {
 	case !known:
 		return nil, pullError(remoting.SubscriptionNotExist, "the consumer's group info not exist")
@@ -137,15 +142,15 @@ func (b *Broker) pullSubscription(h *protocol.PullMessageRequestHeader, cfg Subs
 
 // pullMessage checks a pull, reads the store and answers, or parks the pull when it may wait
 // for messages. It returns nil when the pull was parked.
-func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, allowSuspend bool) *remoting.Command {
-	cfg, ok := b.groups.find(h.ConsumerGroup)
+func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, allowSuspend bool) *remoting.Command {
+	cfg, ok := pu.groups.find(h.ConsumerGroup)
 	if !ok {
 		return pullError(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.ConsumerGroup)
 	}
 	if !cfg.ConsumeEnable {
 		return pullError(remoting.NoPermission, "subscription group no permission, %s", h.ConsumerGroup)
 	}
-	tc, ok := b.topics.get(h.Topic)
+	tc, ok := pu.topics.get(h.Topic)
 	if !ok {
 		return pullError(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
 	}
@@ -156,7 +161,7 @@ func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *prot
 		return pullError(remoting.SystemError, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
 			h.QueueID, h.Topic, tc.ReadQueueNums, ch.RemoteAddr())
 	}
-	sub, errResp := b.pullSubscription(h, cfg)
+	sub, errResp := pu.pullSubscription(h, cfg)
 	if errResp != nil {
 		return errResp
 	}
@@ -166,25 +171,25 @@ func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *prot
 	}
 	maxMsgs = min(maxMsgs, maxPullMsgs)
 
-	r := b.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxMsgs, 0, sub.filter())
+	r := pu.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxMsgs, 0, sub.filter())
 	code := pullCode(r.Status, h.QueueOffset)
-	suggest := b.suggestBroker(r, cfg)
-	if code == remoting.PullOffsetMoved && !b.IsMaster() && !b.opts.Store.OffsetCheckInSlave {
+	suggest := pu.suggestBroker(r, cfg)
+	if code == remoting.PullOffsetMoved && !pu.IsMaster() && !pu.opts.Store.OffsetCheckInSlave {
 		// A slave does not correct offsets: the consumer retries (at the master).
 		code = remoting.PullRetryImmediately
 		suggest = masterID
 	}
-	if allowSuspend && h.HasCommitOffset() && b.IsMaster() {
-		b.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	if allowSuspend && h.HasCommitOffset() && pu.IsMaster() {
+		pu.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	if code == remoting.PullNotFound && allowSuspend && h.HasSuspend() {
-		switch res := b.parkPull(ch, req, h, sub); res {
+		switch res := pu.parkPull(ch, req, h, sub); res {
 		case parked:
 			r.Release()
 			return nil
 		case parkChannelFull, parkHoldFull:
 			r.Release()
-			return b.holdFullResponse(ch, res)
+			return pu.holdFullResponse(ch, res)
 		}
 	}
 	resp := remoting.NewResponse(code, r.Status.String())
@@ -192,7 +197,7 @@ func (b *Broker) pullMessage(ch remoting.Channel, req *remoting.Command, h *prot
 	(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: suggest, NextBeginOffset: r.NextBeginOffset,
 		MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}).Encode(resp.ExtFields)
 	if code == remoting.Success {
-		b.countGet(h.Topic, h.ConsumerGroup, len(r.Messages), r.TotalBytes)
+		pu.countGet(h.Topic, h.ConsumerGroup, len(r.Messages), r.TotalBytes)
 		setPullBody(resp, r)
 	} else {
 		r.Release()
@@ -223,25 +228,25 @@ func pullCode(st storage.GetStatus, offset int64) int16 {
 // parkPull holds a pull until a message arrives for its queue or its suspend time (capped by
 // MaxLongPollingSuspend; LongPollingDisable: ShortPollingTime) runs out. Unless it reports
 // parked, the caller answers the pull now.
-func (b *Broker) parkPull(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, sub *subscription) parkResult {
-	wait := b.suspendTime(h.SuspendTimeoutMillis)
-	if b.opts.LongPollingDisable {
-		wait = b.opts.ShortPollingTime
+func (pu *puller) parkPull(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, sub *subscription) parkResult {
+	wait := pu.suspendTime(h.SuspendTimeoutMillis)
+	if pu.opts.LongPollingDisable {
+		wait = pu.opts.ShortPollingTime
 	}
 	p := &heldPull{ch: ch, req: heldRequest(req), h: *h, key: queueKey{topic: h.Topic, queueID: h.QueueID},
 		offset: h.QueueOffset, sub: sub, deadline: time.Now().Add(wait), slots: heldPullSlots(h, sub)}
-	if res := b.pull.hold.park(p); res != parked {
+	if res := pu.hold.park(p); res != parked {
 		return res
 	}
 	// The connection may have closed while the pull waited for a worker, after its close
 	// event dropped the channel's parked pulls: drop this one too.
 	if ch.Closed() {
-		b.pull.hold.take(p)
+		pu.hold.take(p)
 		return parked
 	}
 	// A message dispatched between our read and park found nothing to wake: look again.
-	if b.store.MaxOffsetInQueue(h.Topic, h.QueueID) > h.QueueOffset && b.pull.hold.take(p) {
-		b.wakePull(p)
+	if pu.store.MaxOffsetInQueue(h.Topic, h.QueueID) > h.QueueOffset && pu.hold.take(p) {
+		pu.wakePull(p)
 	}
 	return parked
 }
@@ -265,14 +270,14 @@ func heldRequest(req *remoting.Command) *remoting.Command {
 // other code is an error to the clients, and they wait before pulling that queue again (Go
 // client: _PullDelayTimeWhenError 3 s; Java 4.9 and ours: pullTimeDelayMillsWhenException
 // 1 s), which is the back-off a full hold needs. The remark names the limit.
-func (b *Broker) holdFullResponse(ch remoting.Channel, res parkResult) *remoting.Command {
-	limit, value := "MaxHeldPulls", b.opts.MaxHeldPulls
+func (pu *puller) holdFullResponse(ch remoting.Channel, res parkResult) *remoting.Command {
+	limit, value := "MaxHeldPulls", pu.opts.MaxHeldPulls
 	if res == parkChannelFull {
-		limit, value = "MaxHeldPullsPerConnection", b.opts.MaxHeldPullsPerConnection
+		limit, value = "MaxHeldPullsPerConnection", pu.opts.MaxHeldPullsPerConnection
 	}
-	refused := b.pull.refused.Add(1)
-	if now := time.Now(); b.pull.refusedLog.allow(now, holdFullLogPeriod) {
-		b.log.Warn().Str("addr", ch.RemoteAddr()).Str("limit", limit).Int("max", value).Int64("refused_total", refused).
+	refused := pu.refused.Add(1)
+	if now := time.Now(); pu.refusedLog.allow(now, holdFullLogPeriod) {
+		pu.log.Warn().Str("addr", ch.RemoteAddr()).Str("limit", limit).Int("max", value).Int64("refused_total", refused).
 			Msg("parked pulls at their limit; answering pulls SYSTEM_BUSY")
 	}
 	return remoting.NewResponse(remoting.SystemBusy,

@@ -259,8 +259,8 @@ func (d *deadlineHeap) Pop() any {
 
 // runPullHold answers parked pulls when their deadline passes, with a fresh read, and answers
 // every parked pull when ctx ends.
-func (b *Broker) runPullHold(ctx context.Context) error {
-	h := b.pull.hold
+func (pu *puller) runPullHold(ctx context.Context) error {
+	h := pu.hold
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
@@ -272,13 +272,13 @@ func (b *Broker) runPullHold(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			for _, p := range h.closeAll() {
-				b.answerHeldNow(p)
+				pu.answerHeldNow(p)
 			}
 			return nil
 		case <-h.kick:
 		case <-t.C:
 			for _, p := range h.expired(time.Now()) {
-				b.wakePull(p)
+				pu.wakePull(p)
 			}
 		}
 	}
@@ -286,13 +286,13 @@ func (b *Broker) runPullHold(ctx context.Context) error {
 
 // answerHeldNow answers a parked pull at shutdown with "nothing new" at its own offset, without
 // going through the (closing) pools.
-func (b *Broker) answerHeldNow(p *heldPull) {
+func (pu *puller) answerHeldNow(p *heldPull) {
 	if p.ch.Closed() || p.req.IsOneway() {
 		return
 	}
 	resp := remoting.NewResponseFor(p.req, remoting.PullNotFound, "OFFSET_OVERFLOW_ONE")
 	resp.ExtFields = remoting.EncodeHeader(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: masterID,
-		NextBeginOffset: p.offset, MinOffset: b.store.MinOffsetInQueue(p.key.topic, p.key.queueID),
-		MaxOffset: b.store.MaxOffsetInQueue(p.key.topic, p.key.queueID)})
+		NextBeginOffset: p.offset, MinOffset: pu.store.MinOffsetInQueue(p.key.topic, p.key.queueID),
+		MaxOffset: pu.store.MaxOffsetInQueue(p.key.topic, p.key.queueID)})
 	_ = p.ch.WriteResponse(resp)
 }

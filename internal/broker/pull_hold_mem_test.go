@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -18,6 +19,10 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) {
 		o.MaxHeldPulls = 1 << 30
 		o.MaxHeldPullsPerConnection = 1 << 30
+		// The harness expires a client silent for a second; parking thousands of pulls under
+		// -race on a loaded machine can take longer, and an expired group answers
+		// SUBSCRIPTION_NOT_EXIST instead of parking. Expiry is not what this test measures.
+		o.ChannelExpiredTimeout = time.Hour
 	})
 	addTopic(tb, "T", 8)
 	long := strings.Repeat("g", 120) // a consumer group's longest (its retry topic must fit)
@@ -54,7 +59,6 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 			if c.group != "" {
 				group, topic = c.group, c.TopicName
 			}
-			// Now: the test broker expires a client silent for a second.
 			heartbeat(t, tb.InProc, tb.Addr, "c@1", group, sub(topic, "*"))
 			shaped := func() *protocol.PullMessageRequestHeader {
 				h := pullHeader(group, topic, 0, 0)
@@ -77,7 +81,7 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 				// hold's, the rest garbage.
 				h := shaped()
 				h.QueueID = int32(i % 8)
-				if resp, err := tb.processPull(context.Background(), ch, pullCmd(h)); resp != nil || err != nil {
+				if resp, err := tb.pull.processPull(context.Background(), ch, pullCmd(h)); resp != nil || err != nil {
 					t.Fatalf("pull %d not parked: %v %v", i, resp, err)
 				}
 			}

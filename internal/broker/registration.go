@@ -24,8 +24,24 @@ const registerNameServerPeriodMax = 60 * time.Second
 // round in flight, then the one that carries the change.
 const registerWaitTimeout = 2 * registerTimeout
 
+// registrar is the broker's side of the name servers (RocketMQ's BrokerOuterAPI with
+// BrokerController's registration schedule): REGISTER_BROKER rounds, periodic and woken by
+// topic changes, and UNREGISTER_BROKER. Its state is the wake-up channel and the tickets
+// topic changes wait on; it holds no lock of its own.
+type registrar struct {
+	*Broker
+	// registerNow wakes the registration loop (triggerRegister).
+	registerNow chan struct{}
+	// reg holds the registration rounds that topic changes wait for.
+	reg *tickets
+}
+
+func newRegistrar(b *Broker) *registrar {
+	return &registrar{Broker: b, registerNow: make(chan struct{}, 1), reg: newTickets()}
+}
+
 // tickets coalesces the work that topic changes wait for, as group commit coalesces fsyncs:
-// the registration rounds (Broker.reg) and the metadata writer's passes over the topics
+// the registration rounds (registrar.reg) and the metadata writer's passes over the topics
 // (topicConfigManager.durable). A change takes a ticket (ask) after it is in the topic table
 // and wakes the worker; a round or pass reads the last ticket issued (begin) before it takes
 // the table's changes, and once they are done (finish) releases every ticket up to that one.
@@ -105,9 +121,9 @@ func (r *tickets) wait(ticket uint64, timeout time.Duration) bool {
 }
 
 // triggerRegister asks the registration loop to register with the name servers now.
-func (b *Broker) triggerRegister() {
+func (r *registrar) triggerRegister() {
 	select {
-	case b.registerNow <- struct{}{}:
+	case r.registerNow <- struct{}{}:
 	default:
 	}
 }
@@ -116,14 +132,14 @@ func (b *Broker) triggerRegister() {
 // change has ended (successfully or not: like RocketMQ we answer the request either way), the
 // broker stopped registering, or registerWaitTimeout passed. Before the first round it returns
 // at once: that round will carry the change.
-func (b *Broker) registerChanged() {
-	if len(b.opts.NameServers) == 0 {
+func (r *registrar) registerChanged() {
+	if len(r.opts.NameServers) == 0 {
 		return
 	}
-	ticket, wait := b.reg.ask()
-	b.triggerRegister()
-	if wait && !b.reg.wait(ticket, registerWaitTimeout) {
-		b.log.Debug().Msg("topic change answered before its registration round ended")
+	ticket, wait := r.reg.ask()
+	r.triggerRegister()
+	if wait && !r.reg.wait(ticket, registerWaitTimeout) {
+		r.log.Debug().Msg("topic change answered before its registration round ended")
 	}
 }
 
@@ -134,13 +150,13 @@ func (b *Broker) registerChanged() {
 // forceRegister false). A round that skips REGISTER_BROKER may still release tickets: each
 // ticket's change bumped the version before it was issued, so a name server answering
 // "unchanged" holds a registration that carries it.
-func (b *Broker) registerRound(ctx context.Context, force bool) {
-	upTo := b.reg.begin()
-	topics := b.topics.registrationWhole()
-	if force || b.needRegister(ctx, topics.DataVersion) {
-		b.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: topics})
+func (r *registrar) registerRound(ctx context.Context, force bool) {
+	upTo := r.reg.begin()
+	topics := r.topics.registrationWhole()
+	if force || r.needRegister(ctx, topics.DataVersion) {
+		r.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: topics})
 	}
-	b.reg.finish(upTo)
+	r.reg.finish(upTo)
 }
 
 // registerSplitSize caps the topics one incremental REGISTER_BROKER carries (RocketMQ 5's
@@ -152,18 +168,18 @@ const registerSplitSize = 800
 // request, as RocketMQ's registerIncrementBrokerData sends the one topic a send created. A
 // name server keeps the topics a registration leaves out, so a flood of new names costs each
 // round what it added, not the whole table (which grows with the flood).
-func (b *Broker) registerIncrementRound(ctx context.Context) {
-	upTo := b.reg.begin()
-	pending := b.topics.takeRegistrationPending()
+func (r *registrar) registerIncrementRound(ctx context.Context) {
+	upTo := r.reg.begin()
+	pending := r.topics.takeRegistrationPending()
 	for len(pending) > 0 {
 		n := min(len(pending), registerSplitSize)
-		w := b.topics.registrationIncrement(pending[:n])
+		w := r.topics.registrationIncrement(pending[:n])
 		pending = pending[n:]
 		if len(w.TopicConfigTable) > 0 {
-			b.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: w})
+			r.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: w})
 		}
 	}
-	b.reg.finish(upTo)
+	r.reg.finish(upTo)
 }
 
 // registerSchedule is when the periodic rounds run: the first initialDelay after Run's first
@@ -187,21 +203,21 @@ func (o Options) registerSchedule() registerSchedule {
 // starting it): an incremental one for every topic change, always sent, and the periodic
 // whole ones, forced unless DisableForceRegister. Being one loop, rounds never overlap. When
 // ctx ends it unregisters from every name server.
-func (b *Broker) runRegistration(ctx context.Context) error {
-	if len(b.opts.NameServers) == 0 {
+func (r *registrar) runRegistration(ctx context.Context) error {
+	if len(r.opts.NameServers) == 0 {
 		<-ctx.Done()
 		return nil
 	}
-	forcePeriodic := !b.opts.DisableForceRegister
-	runRegisterLoop(ctx, b.opts.registerSchedule(), b.registerNow, func(periodic bool) {
+	forcePeriodic := !r.opts.DisableForceRegister
+	runRegisterLoop(ctx, r.opts.registerSchedule(), r.registerNow, func(periodic bool) {
 		if periodic {
-			b.registerRound(ctx, forcePeriodic)
+			r.registerRound(ctx, forcePeriodic)
 		} else {
-			b.registerIncrementRound(ctx)
+			r.registerIncrementRound(ctx)
 		}
 	})
-	b.reg.stop()
-	b.unregisterAll()
+	r.reg.stop()
+	r.unregisterAll()
 	return nil
 }
 
@@ -237,27 +253,27 @@ func runRegisterLoop(ctx context.Context, s registerSchedule, now <-chan struct{
 // registerFirst registers with every name server and returns when each has answered or
 // failed. Run calls it before it is Ready, as RocketMQ's broker registers during start, so a
 // client given the node's address finds TBW102 and the broker's topics at once.
-func (b *Broker) registerFirst(ctx context.Context) {
-	if len(b.opts.NameServers) == 0 {
+func (r *registrar) registerFirst(ctx context.Context) {
+	if len(r.opts.NameServers) == 0 {
 		return
 	}
-	b.registerRound(ctx, true)
+	r.registerRound(ctx, true)
 }
 
 // needRegister asks every name server in parallel whether its copy of this broker's topics
 // differs from version (BrokerOuterAPI.needRegister); one that says so, or cannot answer, is
 // reason to register. A name server that lost the broker (it restarted, or expired it) says
 // changed, so it gets a whole registration.
-func (b *Broker) needRegister(ctx context.Context, version route.DataVersion) bool {
+func (r *registrar) needRegister(ctx context.Context, version route.DataVersion) bool {
 	body, err := json.Marshal(version)
 	if err != nil {
 		return true
 	}
 	var changed atomic.Bool
 	var wg sync.WaitGroup
-	for _, ns := range b.opts.NameServers {
+	for _, ns := range r.opts.NameServers {
 		wg.Go(func() {
-			if b.dataVersionChanged(ctx, ns, version, body) {
+			if r.dataVersionChanged(ctx, ns, version, body) {
 				changed.Store(true)
 			}
 		})
@@ -269,21 +285,21 @@ func (b *Broker) needRegister(ctx context.Context, version route.DataVersion) bo
 // dataVersionChanged sends QUERY_DATA_VERSION to ns. Unlike RocketMQ, which counts an answer
 // other than SUCCESS as unchanged, it counts one as changed: a name server that cannot answer
 // the query gets a registration rather than expiring a broker that stopped sending them.
-func (b *Broker) dataVersionChanged(ctx context.Context, ns string, version route.DataVersion, body []byte) bool {
+func (r *registrar) dataVersionChanged(ctx context.Context, ns string, version route.DataVersion, body []byte) bool {
 	req := remoting.NewRequest(remoting.QueryDataVersion, remoting.EncodeHeader(&protocol.QueryDataVersionRequestHeader{
-		BrokerName: b.opts.BrokerName, BrokerAddr: b.opts.BrokerAddr, ClusterName: b.opts.ClusterName,
-		BrokerID: b.opts.BrokerID}), body)
+		BrokerName: r.opts.BrokerName, BrokerAddr: r.opts.BrokerAddr, ClusterName: r.opts.ClusterName,
+		BrokerID: r.opts.BrokerID}), body)
 	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
-	resp, err := b.opts.Transport.InvokeSync(rctx, ns, req)
+	resp, err := r.opts.Transport.InvokeSync(rctx, ns, req)
 	if err != nil {
 		if ctx.Err() == nil {
-			b.log.Debug().Err(err).Str("addr", ns).Msg("query data version failed: registering")
+			r.log.Debug().Err(err).Str("addr", ns).Msg("query data version failed: registering")
 		}
 		return true
 	}
 	if resp.Code != remoting.Success {
-		b.log.Debug().Int16("code", resp.Code).Str("addr", ns).Msg("query data version refused: registering")
+		r.log.Debug().Int16("code", resp.Code).Str("addr", ns).Msg("query data version refused: registering")
 		return true
 	}
 	var h protocol.QueryDataVersionResponseHeader
@@ -297,47 +313,47 @@ func (b *Broker) dataVersionChanged(ctx context.Context, ns string, version rout
 
 // registerAll sends REGISTER_BROKER with body to every name server in parallel, as RocketMQ's
 // registerBrokerAll does.
-func (b *Broker) registerAll(ctx context.Context, body route.RegisterBrokerBody) {
+func (r *registrar) registerAll(ctx context.Context, body route.RegisterBrokerBody) {
 	var wg sync.WaitGroup
-	for _, ns := range b.opts.NameServers {
+	for _, ns := range r.opts.NameServers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			req := route.BuildRegisterBroker(&route.RegisterBrokerRequest{
-				ClusterName: b.opts.ClusterName, BrokerName: b.opts.BrokerName, BrokerAddr: b.opts.BrokerAddr,
-				HAServerAddr: b.HAAddr(), BrokerID: b.opts.BrokerID, Body: body})
+				ClusterName: r.opts.ClusterName, BrokerName: r.opts.BrokerName, BrokerAddr: r.opts.BrokerAddr,
+				HAServerAddr: r.HAAddr(), BrokerID: r.opts.BrokerID, Body: body})
 			rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 			defer cancel()
-			resp, err := b.opts.Transport.InvokeSync(rctx, ns, req)
+			resp, err := r.opts.Transport.InvokeSync(rctx, ns, req)
 			var res *route.RegisterBrokerResult
 			if err == nil {
 				res, err = route.DecodeRegisterBrokerResult(resp)
 			}
 			if err != nil {
 				if ctx.Err() == nil {
-					b.log.Warn().Err(err).Str("addr", ns).Msg("register broker failed")
+					r.log.Warn().Err(err).Str("addr", ns).Msg("register broker failed")
 				}
 				return
 			}
-			b.onRegistered(res)
-			b.log.Debug().Str("addr", ns).Msg("registered with name server")
+			r.onRegistered(res)
+			r.log.Debug().Str("addr", ns).Msg("registered with name server")
 		}()
 	}
 	wg.Wait()
 }
 
 // unregisterAll tells every name server this broker is leaving.
-func (b *Broker) unregisterAll() {
+func (r *registrar) unregisterAll() {
 	var wg sync.WaitGroup
-	for _, ns := range b.opts.NameServers {
+	for _, ns := range r.opts.NameServers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			req := route.BuildUnregisterBroker(b.opts.ClusterName, b.opts.BrokerName, b.opts.BrokerAddr, b.opts.BrokerID)
-			if _, err := b.opts.Transport.InvokeSync(ctx, ns, req); err != nil {
-				b.log.Debug().Err(err).Str("addr", ns).Msg("unregister broker failed")
+			req := route.BuildUnregisterBroker(r.opts.ClusterName, r.opts.BrokerName, r.opts.BrokerAddr, r.opts.BrokerID)
+			if _, err := r.opts.Transport.InvokeSync(ctx, ns, req); err != nil {
+				r.log.Debug().Err(err).Str("addr", ns).Msg("unregister broker failed")
 			}
 		}()
 	}

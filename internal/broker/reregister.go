@@ -28,13 +28,13 @@ type reregisterGrace struct {
 
 // startReregisterGrace opens the window if the store did not close cleanly, and runs until it
 // ends to notify every group; the caller runs it as one of the broker's services.
-func (b *Broker) startReregisterGrace(ctx context.Context) error {
-	if b.store.RecoveryReport().Clean || b.opts.ReregisterGrace < 0 {
+func (cm *clientManager) startReregisterGrace(ctx context.Context) error {
+	if cm.store.RecoveryReport().Clean || cm.opts.ReregisterGrace < 0 {
 		return nil
 	}
-	d := b.opts.ReregisterGrace
-	b.regrace.until.Store(time.Now().Add(d).UnixNano())
-	b.log.Info().Dur("grace", d).Msg("recovered from a crash: consumer lists wait for members to register again")
+	d := cm.opts.ReregisterGrace
+	cm.regrace.until.Store(time.Now().Add(d).UnixNano())
+	cm.log.Info().Dur("grace", d).Msg("recovered from a crash: consumer lists wait for members to register again")
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -42,16 +42,16 @@ func (b *Broker) startReregisterGrace(ctx context.Context) error {
 		return nil
 	case <-t.C:
 	}
-	b.regrace.until.Store(0)
-	for _, c := range b.clients.consumers.allGroups() {
-		b.notifyIfEnabled(c)
+	cm.regrace.until.Store(0)
+	for _, c := range cm.consumers.allGroups() {
+		cm.notifyIfEnabled(c)
 	}
 	return nil
 }
 
 // inReregisterGrace reports whether member lists are held back now.
-func (b *Broker) inReregisterGrace() bool {
-	until := b.regrace.until.Load()
+func (cm *clientManager) inReregisterGrace() bool {
+	until := cm.regrace.until.Load()
 	return until != 0 && time.Now().UnixNano() < until
 }
 

@@ -78,77 +78,77 @@ func reconsumeLimit(req *remoting.Command, fromHeader, groupMax int32) int32 {
 }
 
 // registerRetry installs CONSUMER_SEND_MSG_BACK.
-func (b *Broker) registerRetry(d *remoting.Dispatcher) {
-	b.handle(d, remoting.ConsumerSendMsgBack, remoting.ProcessorFunc(b.processSendBack), b.sendEx)
+func (s *sender) registerRetry(d *remoting.Dispatcher) {
+	s.handle(d, remoting.ConsumerSendMsgBack, remoting.ProcessorFunc(s.processSendBack), s.sendEx)
 }
 
 // processSendBack handles CONSUMER_SEND_MSG_BACK (36), docs/protocol.md §5.7.
-func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumerSendMsgBackRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	cfg, ok := b.groups.find(h.Group)
+	cfg, ok := s.groups.find(h.Group)
 	if !ok {
 		return remoting.NewResponse(remoting.SubscriptionGroupNotExist,
 			"subscription group not exist, "+h.Group), nil
 	}
-	if !b.IsMaster() {
+	if !s.IsMaster() {
 		return remoting.NewResponse(remoting.ServiceNotAvailable,
-			fmt.Sprintf("the broker[%s] is a slave, sending message back is forbidden", b.opts.BrokerAddr)), nil
+			fmt.Sprintf("the broker[%s] is a slave, sending message back is forbidden", s.opts.BrokerAddr)), nil
 	}
 	if cfg.RetryQueueNums <= 0 {
 		return remoting.NewResponse(remoting.Success, ""), nil // retries disabled for the group
 	}
 	retryTopic := names.RetryTopic(h.Group)
-	tc, err := b.topics.createIfAbsent(retryTopic, cfg.RetryQueueNums, int32(route.PermReadWrite), 0)
+	tc, err := s.topics.createIfAbsent(retryTopic, cfg.RetryQueueNums, int32(route.PermReadWrite), 0)
 	if err != nil {
-		return remoting.NewResponse(remoting.SystemError, b.topicsFullRemark(retryTopic)), nil
+		return remoting.NewResponse(remoting.SystemError, s.topicsFullRemark(retryTopic)), nil
 	}
 	if !route.IsWritable(tc.Perm) {
 		return remoting.NewResponse(remoting.NoPermission,
 			fmt.Sprintf("the topic[%s] sending message is forbidden", retryTopic)), nil
 	}
 	var rec message.Record
-	if raw, err := b.store.LookMessageByOffset(h.Offset); err != nil || decodeInto(raw, &rec) != nil {
+	if raw, err := s.store.LookMessageByOffset(h.Offset); err != nil || decodeInto(raw, &rec) != nil {
 		return remoting.NewResponse(remoting.SystemError,
 			"look message by offset failed, "+strconv.FormatInt(h.Offset, 10)), nil
 	}
 	// The copy lands where every account of the group may pull it: only a message the sender
 	// may read goes there (ReadCheck), not any offset of the CommitLog.
-	if refused := b.checkRead(ch, req, &rec); refused != nil {
+	if refused := s.checkRead(ch, req, &rec); refused != nil {
 		return refused, nil
 	}
-	m, props := b.sendBackCopy(&rec, &h)
+	m, props := s.sendBackCopy(&rec, &h)
 
 	maxTimes := reconsumeLimit(req, h.MaxReconsumeTimes, cfg.RetryMaxTimes)
 	if h.DelayLevel < 0 || rec.ReconsumeTimes >= maxTimes {
 		dlq := names.DLQTopic(h.Group)
-		if _, err := b.topics.createIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0); err != nil {
-			return remoting.NewResponse(remoting.SystemError, b.topicsFullRemark(dlq)), nil
+		if _, err := s.topics.createIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0); err != nil {
+			return remoting.NewResponse(remoting.SystemError, s.topicsFullRemark(dlq)), nil
 		}
 		m.Topic, m.QueueID = dlq, rand.Int32N(dlqQueueNums)
 		m.Properties = message.MarshalProperties(props)
-		b.log.Debug().Str("group", h.Group).Str("topic", string(rec.Topic)).Int64("phy_offset", h.Offset).
+		s.log.Debug().Str("group", h.Group).Str("topic", string(rec.Topic)).Int64("phy_offset", h.Offset).
 			Int32("reconsume_times", rec.ReconsumeTimes).Msg("message sent to the dead-letter topic")
 	} else {
 		level := int(h.DelayLevel)
 		if level == 0 {
 			level = 3 + int(rec.ReconsumeTimes)
 		}
-		level = min(level, len(b.opts.DelayLevels))
+		level = min(level, len(s.opts.DelayLevels))
 		m.Topic = retryTopic
 		m.QueueID = rand.Int32N(max(1, min(cfg.RetryQueueNums, tc.WriteQueueNums)))
 		m.Properties = message.MarshalProperties(props)
-		b.delay(m, level) // the send path's DELAY redirection (core_tx.go)
+		s.delay(m, level) // the send path's DELAY redirection (core_tx.go)
 	}
-	res, err := b.store.PutMessage(m)
+	res, err := s.store.PutMessage(m)
 	if err != nil && !storedAnyway(res.Status) {
-		b.log.Warn().Err(err).Str("group", h.Group).Str("status", res.Status.String()).Msg("send back failed")
+		s.log.Warn().Err(err).Str("group", h.Group).Str("status", res.Status.String()).Msg("send back failed")
 		return remoting.NewResponse(remoting.SystemError, res.Status.String()), nil
 	}
-	b.countPut(m.Topic, 1, res.WroteBytes)
-	b.afterPut(m, &res)
+	s.countPut(m.Topic, 1, res.WroteBytes)
+	s.afterPut(m, &res)
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
@@ -156,7 +156,7 @@ func (b *Broker) processSendBack(_ context.Context, ch remoting.Channel, req *re
 // the topic and queue): same body, flag, born time and host, reconsume times + 1, RETRY_TOPIC
 // and ORIGIN_MESSAGE_ID set if absent, the transaction bits cleared, and WAIT=false as
 // RocketMQ sets it (the consumer does not wait for a flush).
-func (b *Broker) sendBackCopy(rec *message.Record, h *protocol.ConsumerSendMsgBackRequestHeader) (*storage.Message, map[string]string) {
+func (s *sender) sendBackCopy(rec *message.Record, h *protocol.ConsumerSendMsgBackRequestHeader) (*storage.Message, map[string]string) {
 	props := message.UnmarshalProperties(rec.Properties)
 	if _, ok := props[message.PropertyRetryTopic]; !ok {
 		props[message.PropertyRetryTopic] = string(rec.Topic)
@@ -180,7 +180,7 @@ func (b *Broker) sendBackCopy(rec *message.Record, h *protocol.ConsumerSendMsgBa
 		SysFlag:        rec.SysFlag &^ message.TransactionRollbackType, // both transaction bits
 		BornTimestamp:  rec.BornTimestamp,
 		BornHost:       rec.BornHost,
-		StoreHost:      b.storeHost,
+		StoreHost:      s.storeHost,
 		ReconsumeTimes: rec.ReconsumeTimes + 1,
 	}
 	return m, props

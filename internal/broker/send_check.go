@@ -3,14 +3,13 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 
-	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
-	"github.com/mqgo/mq/storage"
 )
 
 // Topic system flags (RocketMQ TopicSysFlag), set on topics auto-created by unit-mode sends.
@@ -18,10 +17,6 @@ const (
 	sendSysFlagUnitTopic    int32 = 0x1
 	sendSysFlagUnitSubTopic int32 = 0x2
 )
-
-// sendDLQQueueNums is the queue count of a dead-letter topic the send path creates
-// (DLQ_NUMS_PER_GROUP).
-const sendDLQQueueNums = 1
 
 // notAllowedSendTopics may not be the target of a send (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET):
 // the broker writes them itself.
@@ -54,14 +49,40 @@ func invalidTopicRemark(err error) string {
 	return "The specified topic contains illegal characters, allowing only " + names.Pattern
 }
 
+// check runs checkSend and picks the queue to write (pickQueue).
+func (s *sender) check(ch remoting.Channel, h *protocol.SendMessageRequestHeader) (TopicConfig, int32, *remoting.Command) {
+	tc, resp := s.checkSend(ch, h)
+	if resp != nil {
+		return TopicConfig{}, 0, resp
+	}
+	queueID, resp := pickQueue(h.QueueID, tc)
+	if resp != nil {
+		return TopicConfig{}, 0, resp
+	}
+	return tc, queueID, nil
+}
+
+// pickQueue returns the queue to write: the requested one, or for a negative id a random
+// writable queue as RocketMQ does.
+func pickQueue(queueID int32, tc TopicConfig) (int32, *remoting.Command) {
+	if queueID >= 0 {
+		return queueID, nil
+	}
+	if tc.WriteQueueNums <= 0 {
+		return 0, sendResponse(remoting.SystemError,
+			fmt.Sprintf("request queueId[%d] is illegal, %s has no writable queue", queueID, topicConfigString(tc)))
+	}
+	return rand.Int32N(tc.WriteQueueNums), nil
+}
+
 // checkSend runs RocketMQ's checks of a send before the message is built (msgCheck): broker
 // role, reserved topics, the topic's config (auto-created when unknown), its write
 // permission and the queue id. It returns the topic config, or the response refusing the send.
-func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHeader) (TopicConfig, *remoting.Command) {
-	if !b.IsMaster() {
-		return TopicConfig{}, sendResponse(remoting.ServiceNotAvailable, b.send.slaveRemark)
+func (s *sender) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHeader) (TopicConfig, *remoting.Command) {
+	if !s.IsMaster() {
+		return TopicConfig{}, sendResponse(remoting.ServiceNotAvailable, s.slaveRemark)
 	}
-	if resp := b.checkInSync(); resp != nil {
+	if resp := s.checkInSync(); resp != nil {
 		return TopicConfig{}, resp
 	}
 	// The topic's name was checked by guardNames (names.go) before the processor ran.
@@ -72,10 +93,10 @@ func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 	if notAllowedSendTopics[h.Topic] {
 		return TopicConfig{}, sendResponse(remoting.NoPermission, "Sending message to topic["+h.Topic+"] is forbidden.")
 	}
-	tc, ok := b.topics.get(h.Topic)
+	tc, ok := s.topics.get(h.Topic)
 	if !ok {
 		var resp *remoting.Command
-		if tc, resp = b.autoCreateTopic(ch, h); resp != nil {
+		if tc, resp = s.autoCreateTopic(ch, h); resp != nil {
 			return TopicConfig{}, resp
 		}
 	}
@@ -90,32 +111,6 @@ func (b *Broker) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 			"request queueId[%d] is illegal, %s Producer: %s", h.QueueID, topicConfigString(tc), ch.RemoteAddr()))
 	}
 	return tc, nil
-}
-
-// handleRetryAndDLQ redirects a message sent to %RETRY%<group> to %DLQ%<group> (one queue,
-// read-write) once its reconsume times reach reconsumeLimit (RocketMQ handleRetryAndDLQ). A message
-// going to the DLQ loses its DELAY property, so it lands there at once rather than after the
-// longest delay. props is the message's properties string, updated in place.
-func (b *Broker) handleRetryAndDLQ(req *remoting.Command, h *protocol.SendMessageRequestHeader, m *storage.Message, props *string) *remoting.Command {
-	if !strings.HasPrefix(h.Topic, names.RetryPrefix) {
-		return nil
-	}
-	group := h.Topic[len(names.RetryPrefix):]
-	gc, ok := b.groups.find(group)
-	if !ok {
-		return sendResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
-	}
-	if h.ReconsumeTimes < reconsumeLimit(req, h.MaxReconsumeTimes, gc.RetryMaxTimes) {
-		return nil
-	}
-	dlq := names.DLQTopic(group)
-	if _, err := b.topics.createIfAbsent(dlq, sendDLQQueueNums, dlqPerm, 0); err != nil {
-		return sendResponse(remoting.TopicNotExist, b.topicsFullRemark(dlq))
-	}
-	m.Topic = dlq
-	m.QueueID = 0 // RocketMQ: random % DLQ_NUMS_PER_GROUP
-	*props = removeProperty(*props, message.PropertyDelayTimeLevel)
-	return nil
 }
 
 // topicConfigString renders tc as Java's TopicConfig.toString, for remarks.

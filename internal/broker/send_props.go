@@ -5,7 +5,80 @@ import (
 	"strings"
 
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
 )
+
+// The fourth step of a send (send.go): where the message goes and what its properties say.
+
+// redirect sets m's properties from the request's and moves m where RocketMQ stores it instead
+// of its topic: %DLQ%<group> for an exhausted retry, the half topic for a transaction half
+// message, the schedule topic for a DELAY level, the timer topic for a timer property. It
+// returns the transaction id the answer carries (a half message's UNIQ_KEY), or the response
+// refusing the send.
+func (s *sender) redirect(req *remoting.Command, h *protocol.SendMessageRequestHeader, m *storage.Message) (string, *remoting.Command) {
+	props := h.Properties
+	if resp := s.handleRetryAndDLQ(req, h, m, &props); resp != nil {
+		return "", resp
+	}
+	m.Properties = setProperty(props, message.PropertyCluster, s.opts.ClusterName)
+	var txID string
+	if transactionHalf(h.Properties, h.ReconsumeTimes) {
+		if s.opts.RejectTransactionMessage {
+			return "", sendResponse(remoting.NoPermission, s.rejectTxRemark)
+		}
+		// The property decides, as in RocketMQ, whatever the sysFlag says. A DELAY level
+		// waits for the commit (internal/broker/transaction).
+		if resp := s.prepareHalf(m); resp != nil {
+			return "", resp
+		}
+		// RocketMQ answers a half message with its UNIQ_KEY as transaction id.
+		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
+	} else {
+		switch message.TransactionType(m.SysFlag) {
+		case message.TransactionNotType, message.TransactionCommitType:
+			if resp := s.Schedule(m); resp != nil {
+				return "", resp
+			}
+		}
+	}
+	if len(m.Properties) > message.MaxPropertiesBytes {
+		return "", sendResponse(remoting.MessageIllegal, s.illegalRemark)
+	}
+	return txID, nil
+}
+
+// sendDLQQueueNums is the queue count of a dead-letter topic the send path creates
+// (DLQ_NUMS_PER_GROUP).
+const sendDLQQueueNums = 1
+
+// handleRetryAndDLQ redirects a message sent to %RETRY%<group> to %DLQ%<group> (one queue,
+// read-write) once its reconsume times reach reconsumeLimit (RocketMQ handleRetryAndDLQ). A message
+// going to the DLQ loses its DELAY property, so it lands there at once rather than after the
+// longest delay. props is the message's properties string, updated in place.
+func (s *sender) handleRetryAndDLQ(req *remoting.Command, h *protocol.SendMessageRequestHeader, m *storage.Message, props *string) *remoting.Command {
+	if !strings.HasPrefix(h.Topic, names.RetryPrefix) {
+		return nil
+	}
+	group := h.Topic[len(names.RetryPrefix):]
+	gc, ok := s.groups.find(group)
+	if !ok {
+		return sendResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+	}
+	if h.ReconsumeTimes < reconsumeLimit(req, h.MaxReconsumeTimes, gc.RetryMaxTimes) {
+		return nil
+	}
+	dlq := names.DLQTopic(group)
+	if _, err := s.topics.createIfAbsent(dlq, sendDLQQueueNums, dlqPerm, 0); err != nil {
+		return sendResponse(remoting.TopicNotExist, s.topicsFullRemark(dlq))
+	}
+	m.Topic = dlq
+	m.QueueID = 0 // RocketMQ: random % DLQ_NUMS_PER_GROUP
+	*props = removeProperty(*props, message.PropertyDelayTimeLevel)
+	return nil
+}
 
 // Editing encoded properties strings ("name 0x01 value 0x02" pairs, docs/protocol.md §9.3) without
 // decoding them into a map: the send path adds CLUSTER to every message, so the common case is

@@ -296,7 +296,7 @@ func (m *topicConfigManager) bumpLocked() {
 func (m *topicConfigManager) changed() {
 	ticket, wait := m.durable.ask()
 	m.b.meta.changed(metaTopics)
-	m.b.registerChanged()
+	m.b.registrar.registerChanged()
 	if wait && !m.durable.wait(ticket, topicWriteWaitTimeout) {
 		m.b.log.Debug().Msg("topic change answered before the metadata writer wrote it")
 	}

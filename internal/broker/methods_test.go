@@ -1,0 +1,64 @@
+package broker
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxMethods is how many methods one type of the package may declare (issue 27: no type over
+// about 60), so that a new request family becomes a type of its own (sender, puller,
+// clientManager, querier, registrar) or a service package, not more methods on Broker.
+const maxMethods = 60
+
+// brokerMethodsRatchet caps Broker until the services still in this package (transactions,
+// schedule and timers, HA and controller mode, reply, stats and admin) have moved out of it;
+// whoever moves methods out lowers it to what is left, until it reaches maxMethods.
+const brokerMethodsRatchet = 131
+
+func TestNoTypeOverMaxMethods(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	counts := map[string]int{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || len(fn.Recv.List) == 0 {
+				continue
+			}
+			typ := fn.Recv.List[0].Type
+			if star, ok := typ.(*ast.StarExpr); ok {
+				typ = star.X
+			}
+			if id, ok := typ.(*ast.Ident); ok {
+				counts[id.Name]++
+			}
+		}
+	}
+	if counts["Broker"] == 0 || counts["sender"] == 0 {
+		t.Fatalf("counted %v: the walk missed the package's files", counts)
+	}
+	for typ, n := range counts {
+		limit := maxMethods
+		if typ == "Broker" {
+			limit = brokerMethodsRatchet
+		}
+		if n > limit {
+			t.Errorf("%s declares %d methods, more than %d: give the new ones a type of their own", typ, n, limit)
+		}
+	}
+	t.Logf("methods per type: %v", counts)
+}

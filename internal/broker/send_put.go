@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// The last step of a send (send.go): the append and its answer.
+
+// put appends m, a single message sent to topic h.Topic and queue queueID (RocketMQ
+// SendMessageProcessor.sendMessage's putMessage and handlePutMessageResult). Under SYNC_FLUSH
+// without SYNC_MASTER it answers later, from the group commit, and returns nil.
+func (s *sender) put(ctx context.Context, ch remoting.Channel, req *remoting.Command, h *protocol.SendMessageRequestHeader, m *storage.Message, queueID int32, txID string) *remoting.Command {
+	// Before the append: a replier can read the request as soon as it is stored.
+	s.noteRequest(ch, h.Properties)
+	if s.opts.Store.FlushDiskType == storage.SyncFlush && s.opts.BrokerRole != storage.SyncMaster {
+		// The answer waits for the group commit without holding this worker, so one fsync
+		// covers every sender waiting, not only as many as there are workers.
+		topic := h.Topic
+		s.store.PutMessageAsync(m, func(r storage.PutResult, err error) {
+			s.afterPut(m, &r)
+			_ = remoting.AnswerLater(ch, req, s.putResponse(&r, err, topic, queueID, false, txID))
+		})
+		return nil
+	}
+	r, err := s.store.PutMessage(m)
+	s.waitForSlave(ctx, &r)
+	s.afterPut(m, &r)
+	return s.putResponse(&r, err, h.Topic, queueID, false, txID)
+}
+
+// sendResponse is a send response with RocketMQ's MSG_REGION and TRACE_ON fields, which the
+// broker adds to every send answer, failed or not.
+func sendResponse(code int16, remark string) *remoting.Command {
+	resp := remoting.NewResponse(code, remark)
+	resp.ExtFields = map[string]string{message.PropertyMsgRegion: defaultRegion, message.PropertyTraceSwitch: "true"}
+	return resp
+}
+
+// putResponse answers an append (RocketMQ handlePutMessageResult) of messages sent to topic
+// (counted under it, wherever they were redirected). queueID is the queue the
+// request named (or the one picked for it), as RocketMQ answers even when the message was
+// redirected to a DLQ or the schedule topic; the queue offset is where it was stored. A batch
+// answers the comma-joined ids of its messages and the first one's queue offset.
+func (s *sender) putResponse(r *storage.PutResult, err error, topic string, queueID int32, batch bool, txID string) *remoting.Command {
+	code, remark := putStatusCode(r.Status, s.illegalRemark)
+	switch r.Status {
+	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
+		s.countPut(topic, r.Count, r.WroteBytes)
+	case storage.CreateMappedFileFailed, storage.UnknownError:
+		s.log.Error().Err(err).Str("status", r.Status.String()).Msg("put message failed")
+		return sendResponse(code, remark)
+	default:
+		if e := s.log.Debug(); e.Enabled() {
+			e.Err(err).Str("status", r.Status.String()).Msg("put message refused")
+		}
+		return sendResponse(code, remark)
+	}
+	resp := remoting.NewResponse(code, remark)
+	resp.ExtFields = make(map[string]string, 6)
+	var msgID string
+	if batch {
+		msgID = r.MsgIDs()
+	} else {
+		msgID = r.MsgID()
+	}
+	h := protocol.SendMessageResponseHeader{MsgID: msgID, QueueID: queueID, QueueOffset: r.QueueOffset,
+		TransactionID: txID, MsgRegion: defaultRegion, TraceOn: traceOn}
+	h.Encode(resp.ExtFields)
+	return resp
+}
+
+// putStored reports whether a put status means the message was written (the send succeeds).
+func putStored(st storage.PutStatus) bool {
+	switch st {
+	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
+		return true
+	}
+	return false
+}
+
+// putStatusCode maps a put status to RocketMQ's response code and remark.
+func putStatusCode(st storage.PutStatus, illegalRemark string) (int16, string) {
+	switch st {
+	case storage.PutOK:
+		return remoting.Success, ""
+	case storage.FlushDiskTimeout:
+		return remoting.FlushDiskTimeout, ""
+	case storage.FlushSlaveTimeout:
+		return remoting.FlushSlaveTimeout, ""
+	case storage.SlaveNotAvailable:
+		return remoting.SlaveNotAvailable, ""
+	case storage.ServiceNotAvailable:
+		return remoting.ServiceNotAvailable, "service not available now. It may be caused by one of the following " +
+			"reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc."
+	case storage.CreateMappedFileFailed:
+		return remoting.SystemError, "create mapped file failed, server is busy or broken."
+	case storage.MessageIllegal, storage.PropertiesSizeExceeded:
+		return remoting.MessageIllegal, illegalRemark
+	case storage.OSPageCacheBusy:
+		return remoting.SystemBusy, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+	case storage.UnknownError:
+		return remoting.SystemError, "UNKNOWN_ERROR"
+	default:
+		return remoting.SystemError, "UNKNOWN_ERROR DEFAULT"
+	}
+}
