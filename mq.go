@@ -9,8 +9,10 @@
 //	c, err := node.NewPushConsumer(consumer.WithGroup("g"))
 //	fmt.Println("name server for other clients:", node.Addr())
 //
-// Options, Node and StartNode are this package's own; the wiring that builds and runs the parts
-// lives in internal/node, so that packages this one imports can start nodes in their tests.
+// Node and StartNode are this package's own, and Options names config.Options, where the
+// settings are declared in groups (Broker, Store, Limits, ...); the wiring that builds and runs
+// the parts lives in internal/node, so that packages this one imports can start nodes in their
+// tests.
 package mq
 
 import (

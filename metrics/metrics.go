@@ -4,7 +4,7 @@
 // metrics. It lives in its own package so that an application that serves no metrics does not
 // link the Prometheus client and its dependencies.
 //
-//	n, err := mq.StartNode(mq.Options{Metrics: metrics.Prometheus()})
+//	n, err := mq.StartNode(mq.Options{HTTP: config.HTTP{Metrics: metrics.Prometheus()}})
 //	...
 //	http.Handle("/", n.Handler())
 package metrics

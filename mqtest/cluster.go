@@ -23,7 +23,7 @@ const (
 // Short periods the cluster's nodes run with. Registration and expiry are short so that a
 // killed or restarted broker shows in routes quickly; the expiry stays well above the
 // registration period so that a slow (race-detector, 2-core CI) registration never expires a
-// live broker. RegisterPeriod is also the nodes' RegisterNameServerPeriodMin, the floor
+// live broker. RegisterPeriod is also the nodes' Periods.RegisterNameServerPeriodMin, the floor
 // RocketMQ holds at 10 s.
 const (
 	RegisterPeriod       = 100 * time.Millisecond
@@ -54,8 +54,8 @@ type Config struct {
 	ClusterName string
 	// Options, when set, edits the options of every node before it starts (after mqtest set
 	// its own). It may be called again for a node that restarts. Tell nodes apart by
-	// DisableBroker (name servers), BrokerName and BrokerID; for example SlaveReadEnable and
-	// AccessMessageInMemoryMaxBytes make masters send lagging readers to their slaves.
+	// DisableBroker (name servers), Broker.Name and Broker.ID; for example HA.SlaveReadEnable
+	// and Store.AccessMessageInMemoryMaxBytes make masters send lagging readers to their slaves.
 	Options func(*mq.Options)
 	// Controllers is the number of name servers that also run a controller (RocketMQ 5's
 	// enableControllerInNamesrv), all members of one Raft group on free loopback ports; the
@@ -63,9 +63,10 @@ type Config struct {
 	Controllers int
 	// ControllerMode runs every broker in controller mode against the controllers: a group's
 	// 1+SlavesPerGroup brokers are peers, the controllers elect its master and replace it when
-	// it dies, and Role is ignored. AllAck is AllAckInSyncStateSet (a send is acknowledged once
-	// every member of the SyncStateSet has it); MinInSyncReplicas refuses sends while the set
-	// is smaller (default 1).
+	// it dies, and Role is ignored. AllAck and MinInSyncReplicas are the brokers'
+	// mq.Options.ControllerMode.AllAckInSyncStateSet (a send is acknowledged once every member
+	// of the SyncStateSet has it) and MinInSyncReplicas (sends are refused while the set is
+	// smaller; default 1).
 	ControllerMode    bool
 	AllAck            bool
 	MinInSyncReplicas int

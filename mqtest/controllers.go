@@ -148,7 +148,7 @@ func (c *Cluster) ControllerNodes() []*Node {
 }
 
 // ControllerAddrs returns the controllers' addresses (their name servers'), for brokers'
-// ControllerAddrs.
+// ControllerMode.Addrs.
 func (c *Cluster) ControllerAddrs() []string {
 	var out []string
 	for _, n := range c.ControllerNodes() {

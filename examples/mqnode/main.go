@@ -3,6 +3,9 @@
 //
 //	go run ./examples/mqnode -listen 127.0.0.1:9876 -store ./mqdata
 //
+// Every setting of mq.Options a command line can give is a flag, generated from its declaration
+// in package config; -h lists them with their defaults and the RocketMQ settings they mirror.
+//
 // A master and its slave (the slave learns the master's HA address from the name service):
 //
 //	go run ./examples/mqnode -listen 127.0.0.1:9876 -store ./m -role sync-master
