@@ -11,7 +11,7 @@ import (
 // faultsByStore holds what AttachFaults installed, by store directory. Options mirrors
 // mq.Options field for field and test machinery has no place there, so the node finds its
 // fault injector by the one setting that names it for its whole life, restarts included.
-var faultsByStore sync.Map // StoreDir -> *faultBinding
+var faultsByStore sync.Map // Store.Dir -> *faultBinding
 
 // faultBinding is a node's membership of a faults.Faults under the node's name.
 type faultBinding struct {
@@ -19,7 +19,7 @@ type faultBinding struct {
 	self string
 }
 
-// AttachFaults makes the node started with StoreDir storeDir, from its next start on, send
+// AttachFaults makes the node started with Store.Dir storeDir, from its next start on, send
 // everything through f as node self: its broker's requests (in-process and TCP) and its
 // slave's HA dials. mqtest attaches each node before starting it; detach forgets it.
 func AttachFaults(storeDir string, f *faults.Faults, self string) (detach func()) {

@@ -141,5 +141,5 @@ func checkHTTPHost(h string) error {
 	return nil
 }
 
-// Credentials are what the node signs its requests with (Options.Credentials).
+// Credentials are what the node signs its requests with (Options.Security.Credentials).
 func (n *Node) Credentials() remoting.Credentials { return n.opts.Security.Credentials }

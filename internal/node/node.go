@@ -402,7 +402,7 @@ func (n *Node) HAAddr() string {
 	return n.broker.Load().HAAddr()
 }
 
-// loadACL compiles the ACL of Options.ACL or Options.Security.ACLFile, when either is set.
+// loadACL compiles the ACL of Options.Security.ACL or Options.Security.ACLFile, when either is set.
 func (n *Node) loadACL() error {
 	cfg := n.opts.Security.ACL
 	if f, _ := n.opts.aclFile(); f != nil {

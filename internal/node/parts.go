@@ -163,7 +163,7 @@ func (o Options) haOptions(bound string) (broker.HAOptions, error) {
 	}, nil
 }
 
-// haMasterTLS is the HA listener's TLS with HATLS: the listeners' certificate.
+// haMasterTLS is the HA listener's TLS with HA.TLS: the listeners' certificate.
 func (o Options) haMasterTLS() *tls.Config {
 	if !o.HA.TLS {
 		return nil
@@ -171,7 +171,7 @@ func (o Options) haMasterTLS() *tls.Config {
 	return o.Security.TLSConfig
 }
 
-// haSlaveTLS is how a slave dials its master with HATLS.
+// haSlaveTLS is how a slave dials its master with HA.TLS.
 func (o Options) haSlaveTLS() *tls.Config {
 	if !o.HA.TLS {
 		return nil
@@ -179,7 +179,7 @@ func (o Options) haSlaveTLS() *tls.Config {
 	return o.clientTLS()
 }
 
-// clientTLS is how the broker dials TLS: TLSClientConfig, or the system's roots.
+// clientTLS is how the broker dials TLS: Security.TLSClientConfig, or the system's roots.
 func (o Options) clientTLS() *tls.Config {
 	if o.Security.TLSClientConfig != nil {
 		return o.Security.TLSClientConfig
@@ -187,7 +187,7 @@ func (o Options) clientTLS() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
 
-// haListenAddr is where a master's HA listener binds: HAListen, else the broker listener's
+// haListenAddr is where a master's HA listener binds: HA.Listen, else the broker listener's
 // host with port + 1 (RocketMQ haListenPort = listenPort + 1), or port 0 when the broker was
 // asked for port 0.
 func (o Options) haListenAddr(bound string) (string, error) {
