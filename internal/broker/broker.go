@@ -39,7 +39,6 @@ type Broker struct {
 	clients *clientManager
 	pull    *puller
 	query   *querier
-	txh     txHooks // scheduled delivery and transactions (core_tx.go)
 
 	// runners are the background services Run starts, in order.
 	runners []func(ctx context.Context) error
@@ -47,10 +46,8 @@ type Broker struct {
 	// the core's paths.
 	services []Service
 	hooks    Hooks
-	svc      svcSeams // the seams of the reply, stats and admin services (core_svc.go)
-
-	// repl is the broker's replication (core_ha.go), nil without it.
-	repl Replicator
+	// seams are where services plug into the core's paths (seams.go).
+	seams Seams
 
 	// codes are the request codes Register installed; removeListener takes its connection
 	// listener out (Unregister).
@@ -82,12 +79,13 @@ func New(opts Options) (*Broker, error) {
 		clientEx:     remoting.NewExecutor("client", opts.ClientThreads, 100000),
 		heartbeatEx:  remoting.NewExecutor("heartbeat", 2, 50000),
 	}
+	b.seams.role, b.seams.controllerMode = opts.BrokerRole, opts.ControllerMode
 	storeOpts := opts.Store
 	storeOpts.Logger = opts.Logger
 	storeOpts.Slave = opts.BrokerRole == storage.Slave
 	storeOpts.DelayLevels = opts.DelayLevels
 	storeOpts.OnDispatch = b.onDispatch
-	storeOpts.RetentionFloor = b.retentionFloor
+	storeOpts.RetentionFloor = b.seams.retentionFloor
 	store, err := storage.Open(storeOpts)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)
@@ -132,7 +130,7 @@ func (b *Broker) loadMetadata() error {
 // takes them out again.
 func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.send.register(d)
-	b.registerTopicAdmin(d)
+	(&topicAdmin{b}).register(d)
 	b.clients.registerClients(d)
 	b.pull.registerPull(d)
 	b.send.registerRetry(d)
@@ -161,7 +159,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	g, ctx := errgroup.WithContext(ctx)
-	if err := b.startReplication(ctx, g.Go); err != nil || ctx.Err() != nil {
+	if err := b.seams.startReplication(ctx, g.Go); err != nil || ctx.Err() != nil {
 		// Stopped, or the HA listener failed, before it was bound: g.Wait says which.
 		stop()
 		return errors.Join(err, g.Wait())
@@ -205,6 +203,10 @@ func (b *Broker) Store() *storage.Store { return b.store }
 
 // Addr is the broker's advertised address.
 func (b *Broker) Addr() string { return b.opts.BrokerAddr }
+
+// HAAddr is the address a master advertises its HA listener under, sent in REGISTER_BROKER so
+// slaves learn it; "" on a slave, without replication, and until Run has bound the listener.
+func (b *Broker) HAAddr() string { return b.seams.haAddr() }
 
 // IsMaster reports whether this broker takes writes.
 func (b *Broker) IsMaster() bool { return b.opts.BrokerID == 0 }

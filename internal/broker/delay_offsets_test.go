@@ -14,19 +14,19 @@ import (
 // internal/broker/admin from the schedule service) and writes them.
 func TestSlaveInstallsDelayOffsets(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = sbDelays })
-	if err := tb.updateDelayOffsets(protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{2: 9}}); err != nil {
+	if err := tb.seams.updateDelayOffsets(protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{2: 9}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := tb.delayOffsets().OffsetTable[2]; got != 9 {
+	if got := tb.seams.delayOffsets().OffsetTable[2]; got != 9 {
 		t.Fatalf("delay offset of level 2 = %d, want 9", got)
 	}
 	slave := startTestBroker(t, func(o *Options) { o.BrokerID = 1; o.DelayLevels = sbDelays })
-	if err := slave.updateDelayOffsets(tb.delayOffsets()); err != nil {
+	if err := slave.seams.updateDelayOffsets(tb.seams.delayOffsets()); err != nil {
 		t.Fatal(err)
 	}
 	// The metadata writer saves them a few milliseconds later (persist.go).
 	eventually(t, "slave's delayOffset.json", func() bool {
-		return cmp.Equal(tb.delayOffsets(), readDelayOffsets(t, slave.Dir))
+		return cmp.Equal(tb.seams.delayOffsets(), readDelayOffsets(t, slave.Dir))
 	})
 }
 

@@ -2,9 +2,9 @@
 // and the managers of topics, subscription groups, consumer offsets, clients and locks.
 //
 // The core is split as RocketMQ splits its processors into classes: Broker keeps the
-// lifecycle, the managers and the narrow methods services use, and each request family is a
-// type of its own that embeds *Broker for the store, the managers and the pools, and owns its
-// request codes (its register method) and its state:
+// lifecycle and the managers, and each request family is a type of its own that embeds *Broker
+// for the store, the managers and the pools, and owns its request codes (its register method)
+// and its state:
 //
 //	sender          send.go, send_check.go, send_props.go, send_put.go: SEND_MESSAGE(_V2),
 //	                SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK (retry.go)
@@ -15,6 +15,26 @@
 //	                member-list grace after a crash
 //	querier         query.go: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
 //	registrar       registration.go: REGISTER_BROKER / UNREGISTER_BROKER with every name server
+//	topicAdmin      topic_admin.go: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
+//	                GET_ALL_TOPIC_CONFIG
+//
+// Services (below) reach the core through a narrow interface (issue 27: the store, dispatcher
+// registration, the topic and group registry, client channels, the logger) made of a few small
+// views the core hands out rather than methods on Broker (methods_test.go keeps every type
+// under 60); services read the time themselves:
+//
+//	b.Topics()      view_tables.go: Get, Count, AddSystem, QueueLoopBound, InstallMaster
+//	b.Groups()      view_tables.go: All, Update, Delete, InstallMaster
+//	b.Offsets()     view_tables.go: All, Query, Commit, TopicsOf, InstallMaster
+//	b.Clients()     view_clients.go: Members, Member, ConsumerGroup, Producers, ProducerConns,
+//	                Counts, PullHolds
+//	b.Messages()    view_messages.go: the send path's CheckSend and StoreAsSend, Put, CountPut,
+//	                Schedule, Refusal, Read, CheckRead, StoreHost
+//	b.Seams()       seams.go: SetScheduler, SetTransactions, SetRequestNoter, SetCounter,
+//	                SetReplicator, SetRetentionFloor (and Counter, Replicator, SlaveAcks); its
+//	                unexported methods are the core's calls through them
+//	b.Hooks(), b.Pools(), Attach   service.go: dispatch, heartbeat and close hooks; executors
+//	b.Store(), b.Logger(), b.Options()   the store, the node's logger, the settings
 //
 // Files by concern:
 //
@@ -27,17 +47,19 @@
 //	consumer_offset.go           committed offsets (consumerOffset.json)
 //	persist.go                   the metadata writer of the tables above
 //	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
-//	send*.go, topic_admin.go     the sender (above); topic admin
+//	send*.go, topic_admin.go     the sender and topic admin (above)
+//	view_*.go, seams.go          the views services use and the seams they plug into (above)
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
 //	core_svc.go                  the seams of reply and stats (RequestNoter, Counter) and the
-//	                             narrow methods the services call
+//	                             send-path helpers reply shares (SendResponse, BornHost, ...)
 //	core_tx.go                   the Scheduler and Transactions the send, retry and commit paths
-//	                             call, and what the core lends those services
+//	                             call, and the record helpers those services share
 //	limits.go                    caps on suspend time, parked pulls and queue counts
-//	core_ha.go                   HA settings, the Replicator seam (HA address, SYNC_MASTER wait,
-//	                             in-sync refusal, REGISTER_BROKER answers) and the checked installs
-//	                             of a master's tables on a slave; name_drops.go: the name checks
-//	                             they share with loading; slave_read.go: suggestWhichBrokerId
+//	core_ha.go                   HA settings and the Replicator seam (HA address, SYNC_MASTER
+//	                             wait, in-sync refusal, REGISTER_BROKER answers); the checked
+//	                             installs of a master's tables on a slave are in view_tables.go;
+//	                             name_drops.go: the name checks they share with loading;
+//	                             slave_read.go: suggestWhichBrokerId
 //
 // Moved to packages of their own, the services (issue 27; service.go, internal/broker/services):
 //

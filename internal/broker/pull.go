@@ -197,7 +197,7 @@ func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *pro
 	(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: suggest, NextBeginOffset: r.NextBeginOffset,
 		MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}).Encode(resp.ExtFields)
 	if code == remoting.Success {
-		pu.countGet(h.Topic, h.ConsumerGroup, len(r.Messages), r.TotalBytes)
+		pu.seams.countGet(h.Topic, h.ConsumerGroup, len(r.Messages), r.TotalBytes)
 		setPullBody(resp, r)
 	} else {
 		r.Release()

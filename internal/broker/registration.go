@@ -335,7 +335,7 @@ func (r *registrar) registerAll(ctx context.Context, body route.RegisterBrokerBo
 				}
 				return
 			}
-			r.onRegistered(res)
+			r.seams.onRegistered(res)
 			r.log.Debug().Str("addr", ns).Msg("registered with name server")
 		}()
 	}

@@ -140,15 +140,15 @@ func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *re
 		m.Topic = retryTopic
 		m.QueueID = rand.Int32N(max(1, min(cfg.RetryQueueNums, tc.WriteQueueNums)))
 		m.Properties = message.MarshalProperties(props)
-		s.delay(m, level) // the send path's DELAY redirection (core_tx.go)
+		s.seams.delay(m, level) // the send path's DELAY redirection (core_tx.go)
 	}
 	res, err := s.store.PutMessage(m)
 	if err != nil && !storedAnyway(res.Status) {
 		s.log.Warn().Err(err).Str("group", h.Group).Str("status", res.Status.String()).Msg("send back failed")
 		return remoting.NewResponse(remoting.SystemError, res.Status.String()), nil
 	}
-	s.countPut(m.Topic, 1, res.WroteBytes)
-	s.afterPut(m, &res)
+	s.seams.countPut(m.Topic, 1, res.WroteBytes)
+	s.seams.afterPut(m, &res)
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 

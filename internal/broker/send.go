@@ -191,7 +191,7 @@ func (s *sender) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 		msgs[i] = m
 	}
 	r, err := s.store.PutMessages(msgs)
-	s.waitForSlave(ctx, &r)
+	s.seams.waitForSlave(ctx, &r)
 	return s.putResponse(&r, err, h.Topic, queueID, true, "")
 }
 

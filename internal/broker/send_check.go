@@ -82,7 +82,7 @@ func (s *sender) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 	if !s.IsMaster() {
 		return TopicConfig{}, sendResponse(remoting.ServiceNotAvailable, s.slaveRemark)
 	}
-	if resp := s.checkInSync(); resp != nil {
+	if resp := s.seams.checkInSync(); resp != nil {
 		return TopicConfig{}, resp
 	}
 	// The topic's name was checked by guardNames (names.go) before the processor ran.

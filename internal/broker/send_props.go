@@ -26,20 +26,18 @@ func (s *sender) redirect(req *remoting.Command, h *protocol.SendMessageRequestH
 	m.Properties = setProperty(props, message.PropertyCluster, s.opts.ClusterName)
 	var txID string
 	if transactionHalf(h.Properties, h.ReconsumeTimes) {
-		if s.opts.RejectTransactionMessage {
-			return "", sendResponse(remoting.NoPermission, s.rejectTxRemark)
-		}
 		// The property decides, as in RocketMQ, whatever the sysFlag says. A DELAY level
-		// waits for the commit (internal/broker/transaction).
-		if resp := s.prepareHalf(m); resp != nil {
-			return "", resp
+		// waits for the commit (internal/broker/transaction). Without Transactions a half
+		// message is refused as with RejectTransactionMessage.
+		if s.opts.RejectTransactionMessage || !s.seams.prepareHalf(m) {
+			return "", sendResponse(remoting.NoPermission, s.rejectTxRemark)
 		}
 		// RocketMQ answers a half message with its UNIQ_KEY as transaction id.
 		txID, _ = message.PropertyValueString(m.Properties, message.PropertyUniqKey)
 	} else {
 		switch message.TransactionType(m.SysFlag) {
 		case message.TransactionNotType, message.TransactionCommitType:
-			if resp := s.Schedule(m); resp != nil {
+			if resp := s.seams.schedule(m); resp != nil {
 				return "", resp
 			}
 		}

@@ -16,20 +16,20 @@ import (
 // without SYNC_MASTER it answers later, from the group commit, and returns nil.
 func (s *sender) put(ctx context.Context, ch remoting.Channel, req *remoting.Command, h *protocol.SendMessageRequestHeader, m *storage.Message, queueID int32, txID string) *remoting.Command {
 	// Before the append: a replier can read the request as soon as it is stored.
-	s.noteRequest(ch, h.Properties)
+	s.seams.noteRequest(ch, h.Properties)
 	if s.opts.Store.FlushDiskType == storage.SyncFlush && s.opts.BrokerRole != storage.SyncMaster {
 		// The answer waits for the group commit without holding this worker, so one fsync
 		// covers every sender waiting, not only as many as there are workers.
 		topic := h.Topic
 		s.store.PutMessageAsync(m, func(r storage.PutResult, err error) {
-			s.afterPut(m, &r)
+			s.seams.afterPut(m, &r)
 			_ = remoting.AnswerLater(ch, req, s.putResponse(&r, err, topic, queueID, false, txID))
 		})
 		return nil
 	}
 	r, err := s.store.PutMessage(m)
-	s.waitForSlave(ctx, &r)
-	s.afterPut(m, &r)
+	s.seams.waitForSlave(ctx, &r)
+	s.seams.afterPut(m, &r)
 	return s.putResponse(&r, err, h.Topic, queueID, false, txID)
 }
 
@@ -50,7 +50,7 @@ func (s *sender) putResponse(r *storage.PutResult, err error, topic string, queu
 	code, remark := putStatusCode(r.Status, s.illegalRemark)
 	switch r.Status {
 	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
-		s.countPut(topic, r.Count, r.WroteBytes)
+		s.seams.countPut(topic, r.Count, r.WroteBytes)
 	case storage.CreateMappedFileFailed, storage.UnknownError:
 		s.log.Error().Err(err).Str("status", r.Status.String()).Msg("put message failed")
 		return sendResponse(code, remark)

@@ -12,8 +12,9 @@ import (
 // A Service is a part of the broker kept in a package of its own — transactions, scheduled
 // delivery and timers, request-reply, HA and controller mode, statistics, admin — that owns
 // its request codes, its state, its files and its background loops, and reaches the core only
-// through the Broker's exported methods and its Hooks. The node builds the core with New,
-// builds each service over it and attaches it with Attach, then calls Register and Run.
+// through its views (Topics, Groups, Offsets, Clients, Messages), its Seams, its Hooks, its
+// Pools, Store, Logger and Options. The node builds the core with New, builds each service over
+// it and attaches it with Attach, then calls Register and Run.
 type Service interface {
 	// Handlers are the request codes the service serves. Register installs them behind the
 	// core's checks of the names a request carries; Unregister takes them out.

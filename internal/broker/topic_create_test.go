@@ -390,7 +390,7 @@ func TestSlaveRefusesTooManyTopics(t *testing.T) {
 		w.TopicConfigTable[name] = TopicConfig{TopicName: name, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}
 	}
 	before := tb.topics.count()
-	if err := tb.InstallMasterTopics(w); err == nil || !strings.Contains(err.Error(), "MaxTopics") {
+	if err := tb.Topics().InstallMaster(w); err == nil || !strings.Contains(err.Error(), "MaxTopics") {
 		t.Errorf("install of %d topics: %v, want an error naming MaxTopics", len(w.TopicConfigTable), err)
 	}
 	if n := tb.topics.count(); n != before {

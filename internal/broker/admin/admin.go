@@ -8,7 +8,7 @@
 // GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
 //
 // It holds no state, files or loops of its own: every processor reads and writes the core
-// through its narrow methods (topics, groups, offsets, members, the store), the statistics
+// through its views (Topics, Groups, Offsets, Clients, Messages, and the store), the statistics
 // through Stats and the delay cursors through DelayOffsets. Its requests run on the core's
 // admin pool. It takes no lock; the core's managers take theirs, one at a time.
 //

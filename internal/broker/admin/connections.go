@@ -40,7 +40,7 @@ func (s *Service) processConsumerConnectionList(_ context.Context, _ remoting.Ch
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	st, ok := s.core.ConsumerGroup(h.ConsumerGroup)
+	st, ok := s.core.Clients().ConsumerGroup(h.ConsumerGroup)
 	if !ok || len(st.Connections) == 0 {
 		return remoting.NewResponse(remoting.ConsumerNotOnline, "the consumer group["+h.ConsumerGroup+"] not online"), nil
 	}
@@ -65,7 +65,7 @@ func (s *Service) processProducerConnectionList(_ context.Context, _ remoting.Ch
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	conns, ok := s.core.ProducerConnections(group)
+	conns, ok := s.core.Clients().Producers(group)
 	if !ok {
 		return remoting.NewResponse(remoting.SystemError, "the producer group["+group+"] not exist"), nil
 	}

@@ -28,7 +28,7 @@ func (s *Service) processConsumeMessageDirectly(ctx context.Context, ch remoting
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, "can not find message by the msgId "+h.MsgID), nil
 	}
-	if refused := s.core.CheckReadRaw(ch, req, rec); refused != nil {
+	if refused := s.core.Messages().CheckRead(ch, req, rec); refused != nil {
 		return refused, nil
 	}
 	ext := maps.Clone(req.ExtFields)

@@ -71,7 +71,7 @@ func put(t *testing.T, tb *env, topic string, queueID int32, body string) storag
 	t.Helper()
 	m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(body), Flag: 7,
 		Properties:    message.MarshalProperties(map[string]string{message.PropertyUniqKey: body}),
-		BornTimestamp: time.Now().UnixMilli() - 1000, BornHost: testBornHost, StoreHost: tb.StoreHost()}
+		BornTimestamp: time.Now().UnixMilli() - 1000, BornHost: testBornHost, StoreHost: tb.Messages().StoreHost()}
 	res, err := tb.Store().PutMessage(m)
 	if err != nil {
 		t.Fatalf("put %s: %v", topic, err)
@@ -90,7 +90,7 @@ func putMsgs(t *testing.T, tb *env, topic string, queueID int32, n int, tag, pre
 		}
 		m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(fmt.Sprintf("%s-%d", prefix, i)),
 			Properties: message.MarshalProperties(props), BornTimestamp: time.Now().UnixMilli(),
-			BornHost: testBornHost, StoreHost: tb.StoreHost()}
+			BornHost: testBornHost, StoreHost: tb.Messages().StoreHost()}
 		if _, err := tb.Store().PutMessage(m); err != nil {
 			t.Fatalf("put: %v", err)
 		}

@@ -51,13 +51,13 @@ func TestSubscriptionGroupRetryQueueNumsCapped(t *testing.T) {
 				if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "retryQueueNums "+n+" is out of range [0, 1024]") {
 					t.Errorf("retryQueueNums %s: %d %q", n, resp.Code, resp.Remark)
 				}
-				if _, ok := tb.SubscriptionGroups().SubscriptionGroupTable[group]; ok {
+				if _, ok := tb.Groups().All().SubscriptionGroupTable[group]; ok {
 					t.Fatalf("retryQueueNums %s: group created", n)
 				}
 			}
 			for _, n := range []int32{1024, 0} {
 				wantOK(t, update(strconv.Itoa(int(n))))
-				if gc, _ := tb.SubscriptionGroups().SubscriptionGroupTable[group]; gc.RetryQueueNums != n {
+				if gc, _ := tb.Groups().All().SubscriptionGroupTable[group]; gc.RetryQueueNums != n {
 					t.Errorf("stored retryQueueNums %d, want %d", gc.RetryQueueNums, n)
 				}
 			}

@@ -27,7 +27,7 @@ import (
 
 // processAllSubscriptionGroups handles GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), docs/protocol.md §6.3.
 func (s *Service) processAllSubscriptionGroups(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
-	return jsonResponse(s.core.SubscriptionGroups())
+	return jsonResponse(s.core.Groups().All())
 }
 
 // processUpdateSubscriptionGroup handles UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200): the body is
@@ -37,7 +37,7 @@ func (s *Service) processUpdateSubscriptionGroup(_ context.Context, _ remoting.C
 	if err := json.Unmarshal(req.Body, &c); err != nil {
 		return remoting.NewResponse(remoting.SystemError, "bad subscription group config: "+err.Error()), nil
 	}
-	if err := s.core.UpdateSubscriptionGroup(c); err != nil {
+	if err := s.core.Groups().Update(c); err != nil {
 		var re *remoting.ResponseError
 		if errors.As(err, &re) {
 			return remoting.NewResponse(re.Code, re.Remark), nil
@@ -54,7 +54,7 @@ func (s *Service) processDeleteSubscriptionGroup(_ context.Context, _ remoting.C
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	if s.core.DeleteSubscriptionGroup(h.GroupName) {
+	if s.core.Groups().Delete(h.GroupName) {
 		s.log.Info().Str("group", h.GroupName).Msg("subscription group deleted")
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
@@ -62,7 +62,7 @@ func (s *Service) processDeleteSubscriptionGroup(_ context.Context, _ remoting.C
 
 // processAllConsumerOffset handles GET_ALL_CONSUMER_OFFSET (43).
 func (s *Service) processAllConsumerOffset(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
-	return jsonResponse(protocol.ConsumerOffsetSerializeWrapper{OffsetTable: s.core.ConsumerOffsets()})
+	return jsonResponse(protocol.ConsumerOffsetSerializeWrapper{OffsetTable: s.core.Offsets().All()})
 }
 
 // processAllDelayOffset handles GET_ALL_DELAY_OFFSET (45): the schedule cursors, as
@@ -87,12 +87,12 @@ func (s *Service) processTopicStats(_ context.Context, _ remoting.Channel, req *
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	tc, ok := s.core.Topic(h.Topic)
+	tc, ok := s.core.Topics().Get(h.Topic)
 	if !ok {
 		return remoting.NewResponse(remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist", h.Topic)), nil
 	}
 	store, opts := s.core.Store(), s.core.Options()
-	n := s.core.QueueLoopBound(tc.WriteQueueNums)
+	n := s.core.Topics().QueueLoopBound(tc.WriteQueueNums)
 	t := protocol.TopicStatsTable{OffsetTable: make(map[protocol.MessageQueue]protocol.TopicOffset, n)}
 	for q := range n {
 		o := protocol.TopicOffset{MinOffset: store.MinOffsetInQueue(h.Topic, q),
@@ -117,18 +117,18 @@ func (s *Service) processConsumeStats(_ context.Context, _ remoting.Channel, req
 	}
 	topics := []string{h.Topic}
 	if h.Topic == "" {
-		topics = s.core.TopicsOfGroup(h.ConsumerGroup)
+		topics = s.core.Offsets().TopicsOf(h.ConsumerGroup)
 	}
 	store, opts := s.core.Store(), s.core.Options()
 	cs := protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
 	for _, topic := range topics {
-		tc, ok := s.core.Topic(topic)
+		tc, ok := s.core.Topics().Get(topic)
 		if !ok {
 			continue
 		}
-		for q := range s.core.QueueLoopBound(tc.ReadQueueNums) {
+		for q := range s.core.Topics().QueueLoopBound(tc.ReadQueueNums) {
 			w := protocol.OffsetWrapper{BrokerOffset: store.MaxOffsetInQueue(topic, q),
-				ConsumerOffset: max(0, s.core.ConsumerOffset(h.ConsumerGroup, topic, q))}
+				ConsumerOffset: max(0, s.core.Offsets().Query(h.ConsumerGroup, topic, q))}
 			if w.ConsumerOffset > 0 {
 				w.LastTimestamp, _ = store.GetMessageStoreTimestamp(topic, q, w.ConsumerOffset-1)
 			}

@@ -36,12 +36,12 @@ func TestAdminSubscriptionGroups(t *testing.T) {
 			if w.DataVersion.Counter == 0 {
 				t.Error("data version not set")
 			}
-			if diff := cmp.Diff(tb.SubscriptionGroups(), w); diff != "" {
+			if diff := cmp.Diff(tb.Groups().All(), w); diff != "" {
 				t.Errorf("wrapper round trip (-want +got):\n%s", diff)
 			}
 			wantOK(t, adminCall(t, tr, tb, remoting.DeleteSubscriptionGroup,
 				&protocol.DeleteSubscriptionGroupRequestHeader{GroupName: group}, nil))
-			if _, ok := tb.SubscriptionGroups().SubscriptionGroupTable[group]; ok {
+			if _, ok := tb.Groups().All().SubscriptionGroupTable[group]; ok {
 				t.Error("group not deleted")
 			}
 			if resp = adminCall(t, tr, tb, remoting.UpdateAndCreateSubscription, nil, []byte(`{`)); resp.Code != remoting.SystemError {
@@ -53,8 +53,8 @@ func TestAdminSubscriptionGroups(t *testing.T) {
 
 func TestAdminOffsetsForSlaveSync(t *testing.T) {
 	tb := start(t, nil, delays{1: 0, 2: 9, 3: 0, 4: 0, 5: 0})
-	tb.CommitOffset("g", "T", 0, 12)
-	tb.CommitOffset("g", "T", 3, 4)
+	tb.Offsets().Commit("g", "T", 0, 12)
+	tb.Offsets().Commit("g", "T", 3, 4)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			resp := adminCall(t, tr, tb, remoting.GetAllConsumerOffset, nil, nil)
@@ -95,7 +95,7 @@ func TestAdminTopicAndConsumeStats(t *testing.T) {
 		last = put(t, tb, "S", 1, "m"+strconv.Itoa(i)).StoreTimestamp
 	}
 	brokertest.Eventually(t, "dispatch", func() bool { return tb.Store().MaxOffsetInQueue("S", 1) == 3 })
-	tb.CommitOffset("cg", "S", 1, 2)
+	tb.Offsets().Commit("cg", "S", 1, 2)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			resp := adminCall(t, tr, tb, remoting.GetTopicStatsInfo, &protocol.GetTopicStatsInfoRequestHeader{Topic: "S"}, nil)
@@ -140,7 +140,7 @@ func TestAdminTopicAndConsumeStats(t *testing.T) {
 func TestAdminRuntimeInfo(t *testing.T) {
 	tb := start(t, nil, delays{1: 0, 2: 0, 3: 0, 4: 0, 5: 0})
 	put(t, tb, "T", 0, "x")
-	tb.CountPut("T", 1, 100)
+	tb.Messages().CountPut("T", 1, 100)
 	tb.stats.CountGet("T", "G", 2, 200)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {

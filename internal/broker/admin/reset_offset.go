@@ -35,14 +35,14 @@ const (
 // it is behind the group's committed offset (RocketMQ never moves a group forward unforced). A
 // queue the group never committed means the group does not consume the topic here.
 func (s *Service) resetOffsetTable(topic, group string, timestamp int64, force bool) (map[protocol.MessageQueue]int64, *remoting.Command) {
-	tc, ok := s.core.Topic(topic)
+	tc, ok := s.core.Topics().Get(topic)
 	if !ok {
 		return nil, remoting.NewResponse(remoting.SystemError,
 			"[reset-offset] reset offset failed, no topic in this broker. topic="+topic)
 	}
 	table := make(map[protocol.MessageQueue]int64, tc.WriteQueueNums)
 	for q := range tc.WriteQueueNums {
-		committed := s.core.ConsumerOffset(group, topic, q)
+		committed := s.core.Offsets().Query(group, topic, q)
 		if committed == -1 {
 			return nil, remoting.NewResponse(remoting.SystemError, fmt.Sprintf("THe consumer group <%s> not exist", group))
 		}
@@ -77,7 +77,7 @@ func (s *Service) processResetOffset(_ context.Context, ch remoting.Channel, req
 	if refusal != nil {
 		return refusal, nil
 	}
-	members := s.core.GroupMembers(h.Group)
+	members := s.core.Clients().Members(h.Group)
 	if len(members) == 0 {
 		return remoting.NewResponse(remoting.ConsumerNotOnline, fmt.Sprintf(
 			"Consumer not online, so can not reset offset, Group: %s Topic: %s Timestamp: %d", h.Group, h.Topic, h.Timestamp)), nil
@@ -89,7 +89,7 @@ func (s *Service) processResetOffset(_ context.Context, ch remoting.Channel, req
 		}
 	}
 	for mq, off := range table {
-		s.core.CommitOffset(h.Group, h.Topic, int32(mq.QueueID), off)
+		s.core.Offsets().Commit(h.Group, h.Topic, int32(mq.QueueID), off)
 	}
 	notice := &protocol.ResetOffsetRequestHeader{Topic: h.Topic, Group: h.Group, Timestamp: h.Timestamp}
 	for _, m := range members {
@@ -119,7 +119,7 @@ func (s *Service) processGetConsumerStatus(ctx context.Context, _ remoting.Chann
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	members := s.core.GroupMembers(h.Group)
+	members := s.core.Clients().Members(h.Group)
 	if len(members) == 0 {
 		return remoting.NewResponse(remoting.SystemError,
 			fmt.Sprintf("No Any Consumer online in the consumer group: [%s]", h.Group)), nil
@@ -178,7 +178,7 @@ func (s *Service) processConsumerRunningInfo(ctx context.Context, _ remoting.Cha
 // callConsumer sends req, header and body unchanged, to one client of a group and returns its
 // answer (RocketMQ's callConsumer).
 func (s *Service) callConsumer(ctx context.Context, req *remoting.Command, group, clientID string) *remoting.Command {
-	m, ok := s.core.GroupMember(group, clientID)
+	m, ok := s.core.Clients().Member(group, clientID)
 	if !ok {
 		return remoting.NewResponse(remoting.SystemError, fmt.Sprintf("The Consumer <%s> <%s> not online", group, clientID))
 	}

@@ -53,14 +53,14 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 	brokertest.Eventually(t, "clock past the mark", func() bool { return time.Now().UnixMilli() > mark })
 	putMsgs(t, tb, "T", 0, 2, "", "new")
 	putMsgs(t, tb, "T", 1, 1, "", "new")
-	tb.CommitOffset("g", "T", 0, 5)
-	tb.CommitOffset("g", "T", 1, 3)
+	tb.Offsets().Commit("g", "T", 0, 5)
+	tb.Offsets().Commit("g", "T", 1, 3)
 
 	// Nobody online: RocketMQ's CONSUMER_NOT_ONLINE, and the offsets stay.
 	if resp := brokertest.Invoke(t, tb.InProc, tb.Addr, resetCmd("T", "g", mark, false)); resp.Code != remoting.ConsumerNotOnline {
 		t.Fatalf("no consumer: code %d %q", resp.Code, resp.Remark)
 	}
-	if off := tb.ConsumerOffset("g", "T", 0); off != 5 {
+	if off := tb.Offsets().Query("g", "T", 0); off != 5 {
 		t.Fatalf("offset moved without consumers: %d", off)
 	}
 
@@ -85,7 +85,7 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 		t.Errorf("answered table (-want +got):\n%s", diff)
 	}
 	for q, off := range map[int32]int64{0: 3, 1: 2} {
-		if c := tb.ConsumerOffset("g", "T", q); c != off {
+		if c := tb.Offsets().Query("g", "T", q); c != off {
 			t.Errorf("queue %d committed %d, want %d", q, c, off)
 		}
 	}
@@ -112,7 +112,7 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 	if got, _ := protocol.DecodeOffsetSerializeWrapper(resp.Body); resp.Code != remoting.Success || got[mq(0)] != 5 || got[mq(1)] != 3 {
 		t.Errorf("forced to the end: code %d table %v", resp.Code, got)
 	}
-	if c := tb.ConsumerOffset("g", "T", 0); c != 5 {
+	if c := tb.Offsets().Query("g", "T", 0); c != 5 {
 		t.Errorf("forced: committed %d", c)
 	}
 

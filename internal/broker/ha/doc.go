@@ -2,7 +2,7 @@
 // HAService glue and SlaveSynchronize, and RocketMQ 5's ReplicasManager.
 //
 // Service (New, attached by internal/broker/services) is one broker's part, built over the
-// core after broker.New and installed as the core's broker.Replicator:
+// core after broker.New and installed as the core's broker.Replicator (Seams.SetReplicator):
 //
 //	ha.go              the internal/replication Master (masters) or Slave (slaves) over the
 //	                   core's store; Start binds a master's HA listener before the core's first
@@ -12,7 +12,8 @@
 //	                   HA writers woken by the core's dispatch hook
 //	slave_sync.go      a slave's metadata sync every SlaveSyncPeriod (Run): topics, consumer
 //	                   offsets and subscription groups installed through the core's checked
-//	                   Install* methods, delay offsets through DelayOffsets (the schedule's)
+//	                   InstallMaster of its Topics, Offsets and Groups views, delay offsets
+//	                   through DelayOffsets (the schedule's)
 //	controller_mode.go a controller-mode master's epoch appended at open, the SyncStateSet it
 //	                   enforces (RefuseSend: MinInSyncReplicas; all-ack through the replication
 //	                   master and the store's confirm offset), GET_BROKER_EPOCH_CACHE

@@ -115,7 +115,7 @@ func New(core *broker.Broker, deps Deps) (*Service, error) {
 	if err := s.appendEpoch(); err != nil {
 		return nil, err
 	}
-	core.SetReplicator(s)
+	core.Seams().SetReplicator(s)
 	return s, nil
 }
 
@@ -124,7 +124,7 @@ func Of(b *broker.Broker) *Service {
 	if b == nil {
 		return nil
 	}
-	s, _ := b.Replicator().(*Service)
+	s, _ := b.Seams().Replicator().(*Service)
 	return s
 }
 

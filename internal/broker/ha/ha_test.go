@@ -201,7 +201,7 @@ func TestRunAdvertisesHAAddr(t *testing.T) {
 	if acks := ms.Slaves(); len(acks) != 1 || acks[0].Addr == "" {
 		t.Fatalf("slaves %+v", acks)
 	}
-	if got := m.SlaveAcks(); len(got) != 1 {
+	if got := m.Seams().SlaveAcks(); len(got) != 1 {
 		t.Fatalf("the core lists %d slaves for its metrics, want 1", len(got))
 	}
 }

@@ -654,11 +654,11 @@ func (r *Replicas) trackCatchUp() {
 	b := r.n.Broker()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.isMaster || b == nil || b.Replicator() == nil {
+	if !r.isMaster || b == nil || b.Seams().Replicator() == nil {
 		return
 	}
 	now := time.Now()
-	for _, s := range b.Replicator().Slaves() {
+	for _, s := range b.Seams().Replicator().Slaves() {
 		if s.BrokerID > 0 && s.AckOffset >= r.lastEnd {
 			r.caughtUp[s.BrokerID] = now
 		}

@@ -50,14 +50,14 @@ func (s *Service) syncFromMaster(ctx context.Context, addr string) error {
 			if err := json.Unmarshal(body, &w); err != nil {
 				return fmt.Errorf("%w: topic configs: %v", protocol.ErrMalformedBody, err)
 			}
-			return s.core.InstallMasterTopics(w)
+			return s.core.Topics().InstallMaster(w)
 		}),
 		s.syncOne(ctx, addr, remoting.GetAllConsumerOffset, func(body []byte) error {
 			w, err := protocol.DecodeConsumerOffsetSerializeWrapper(body)
 			if err != nil {
 				return err
 			}
-			return s.core.InstallMasterOffsets(w)
+			return s.core.Offsets().InstallMaster(w)
 		}),
 		s.syncOne(ctx, addr, remoting.GetAllDelayOffset, s.installDelayOffsets),
 		s.syncOne(ctx, addr, remoting.GetAllSubscriptionGroupConfig, func(body []byte) error {
@@ -65,7 +65,7 @@ func (s *Service) syncFromMaster(ctx context.Context, addr string) error {
 			if err := json.Unmarshal(body, &w); err != nil {
 				return fmt.Errorf("%w: subscription groups: %v", protocol.ErrMalformedBody, err)
 			}
-			return s.core.InstallMasterGroups(w)
+			return s.core.Groups().InstallMaster(w)
 		}),
 	)
 	if err == nil {

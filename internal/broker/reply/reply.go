@@ -19,8 +19,9 @@
 // DefaultMaxReplyPushesPerConnection of its replies wait; the others are refused at once.
 //
 // The service joins the core through its seams: the send path shows it every plain send
-// before the append (broker.RequestNoter, to remember the request's route), heartbeats and
-// closed connections reach it through the core's Hooks. It keeps no files and runs no loop.
+// before the append (broker.RequestNoter, set with Seams.SetRequestNoter, to remember the
+// request's route), heartbeats and closed connections reach it through the core's Hooks; a
+// reply is checked and stored as a send is, through Messages.CheckSend and StoreAsSend. It keeps no files and runs no loop.
 // Its one lock, the routing table's mutex, is a leaf.
 package reply
 
@@ -57,7 +58,7 @@ func New(core *broker.Broker) *Service {
 	s := &Service{core: core, log: core.Logger().With().Str("component", "reply").Str("broker", opts.BrokerName).Logger(),
 		routes: newReplyRoutes(time.Now, opts.ChannelExpiredTimeout),
 		pool:   remoting.NewExecutor("reply", opts.SendThreads, 10000)}
-	core.SetRequestNoter(s)
+	core.Seams().SetRequestNoter(s)
 	core.Hooks().OnHeartbeat(s.routes.heartbeat) // the client id for replies, unless held
 	core.Hooks().OnConnClose(func(ch remoting.Channel) { s.routes.dropChannel(ch.ID()) })
 	return s
@@ -105,7 +106,7 @@ func (s *Service) processReply(ctx context.Context, ch remoting.Channel, req *re
 	}
 	// RocketMQ finds oversized messages only when storing, after the push; checking the sizes
 	// first keeps a requester from being handed what this broker would refuse to hold.
-	queueID, sysFlag, refusal := s.core.CheckSendTo(ch, &h, len(req.Body))
+	queueID, sysFlag, refusal := s.core.Messages().CheckSend(ch, &h, len(req.Body))
 	if refusal != nil {
 		return refusal, nil
 	}
@@ -124,10 +125,10 @@ func (s *Service) processReply(ctx context.Context, ch remoting.Channel, req *re
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.BornTimestamp,
 		BornHost:       broker.BornHost(ch),
-		StoreHost:      s.core.StoreHost(),
+		StoreHost:      s.core.Messages().StoreHost(),
 		ReconsumeTimes: h.ReconsumeTimes,
 	}
-	r, stored, err := s.core.StoreAsSend(ctx, m)
+	r, stored, err := s.core.Messages().StoreAsSend(ctx, m)
 	if stored {
 		a.stored, a.msgID, a.queueOffset = true, r.MsgID(), r.QueueOffset
 	} else {
@@ -221,7 +222,7 @@ func (s *Service) pushReply(ctx context.Context, from remoting.Channel, h *proto
 		ReconsumeTimes:        h.ReconsumeTimes,
 		UnitMode:              h.UnitMode,
 		BornHost:              broker.BornHost(from).String(),
-		StoreHost:             s.core.StoreHost().String(),
+		StoreHost:             s.core.Messages().StoreHost().String(),
 		StoreTimestamp:        now,
 	}
 	finish := func(err error) {

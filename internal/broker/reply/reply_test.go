@@ -188,7 +188,7 @@ const requestsTopic = "Requests"
 // CORRELATION_ID, REPLY_TO_CLIENT and TTL.
 func sendRequestMessage(t *testing.T, tb *env, tr remoting.Transport, clientID, corr string) {
 	t.Helper()
-	if _, ok := tb.Topic(requestsTopic); !ok {
+	if _, ok := tb.Topics().Get(requestsTopic); !ok {
 		createTopic(t, tb, requestsTopic, 1)
 	}
 	h := goSendHeader(requestsTopic, 0, map[string]string{message.PropertyCorrelationID: corr,

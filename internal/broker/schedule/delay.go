@@ -291,7 +291,7 @@ func (s *delayService) deliver(level int, off, phyOffset int64) error {
 	if err != nil && !broker.PutStored(res.Status) {
 		return fmt.Errorf("put to %s/%d: %s: %w", m.Topic, m.QueueID, res.Status, err)
 	}
-	s.b.CountPut(m.Topic, 1, res.WroteBytes)
+	s.b.Messages().CountPut(m.Topic, 1, res.WroteBytes)
 	return nil
 }
 
@@ -321,7 +321,7 @@ func (s *delayService) realMessage(rec *message.Record) (*storage.Message, error
 		SysFlag:                   rec.SysFlag,
 		BornTimestamp:             rec.BornTimestamp,
 		BornHost:                  rec.BornHost,
-		StoreHost:                 s.b.StoreHost(),
+		StoreHost:                 s.b.Messages().StoreHost(),
 		ReconsumeTimes:            rec.ReconsumeTimes,
 		PreparedTransactionOffset: rec.PreparedTransactionOffset,
 	}, nil

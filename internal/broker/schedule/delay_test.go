@@ -22,7 +22,7 @@ func putDelayed(t *testing.T, tb *schedBroker, topic string, qid int32, body str
 	props := map[string]string{message.PropertyTags: "TagD", message.PropertyKeys: "dk",
 		message.PropertyUniqKey: "U-" + body}
 	m := &storage.Message{Topic: topic, QueueID: qid, Body: []byte(body), Flag: 3, Properties: message.MarshalProperties(props),
-		BornTimestamp: time.Now().UnixMilli(), BornHost: testBornHost, StoreHost: tb.StoreHost(), ReconsumeTimes: 2}
+		BornTimestamp: time.Now().UnixMilli(), BornHost: testBornHost, StoreHost: tb.Messages().StoreHost(), ReconsumeTimes: 2}
 	tb.s.delay.toScheduleTopic(m, level)
 	res, err := tb.Store().PutMessage(m)
 	if err != nil {
@@ -153,7 +153,7 @@ func TestScheduleSkipsBrokenMessages(t *testing.T) {
 	// No REAL_TOPIC: dropped, and the next message still goes through.
 	m := &storage.Message{Topic: names.TopicSchedule, QueueID: 0, Body: []byte("lost"),
 		Properties: message.MarshalProperties(map[string]string{message.PropertyDelayTimeLevel: "1"}),
-		BornHost:   testBornHost, StoreHost: tb.StoreHost()}
+		BornHost:   testBornHost, StoreHost: tb.Messages().StoreHost()}
 	if _, err := tb.Store().PutMessage(m); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,8 @@
 // and RocketMQ 5's timer messages (TimerMessageStore). Both hold a message in a system topic
 // until its time, then store it in its real topic; one package keeps the rule that decides
 // which of the two a send goes to (a DELAY level wins over a timer, as in RocketMQ 5's
-// HookUtils.handleScheduleMessage) in one place. Service implements the core's Scheduler: the
+// HookUtils.handleScheduleMessage) in one place. Service implements the core's Scheduler
+// (installed with Seams.SetScheduler, with the timers' Seams.SetRetentionFloor): the
 // core's send path, a transaction's commit and the retry path call it before their put.
 //
 // What it owns: SCHEDULE_TOPIC_XXXX's cursors and their file <store>/config/delayOffset.json,

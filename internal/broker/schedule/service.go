@@ -22,8 +22,8 @@ type Service struct {
 // it as b's Scheduler and the store's retention floor.
 func New(b *broker.Broker) (*Service, error) {
 	s := &Service{b: b, delay: newDelayService(b), timer: newTimerService(b)}
-	b.SetScheduler(s)
-	b.SetRetentionFloor(s.timer.retentionFloor)
+	b.Seams().SetScheduler(s)
+	b.Seams().SetRetentionFloor(s.timer.retentionFloor)
 	return s, nil
 }
 

@@ -111,7 +111,7 @@ func (s *timerService) toTimerTopic(m *storage.Message) *remoting.Command {
 	m.Properties = broker.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
 	m.Topic = names.TopicTimer
 	m.QueueID = 0
-	s.b.AddSystemTopic(names.TopicTimer, 1)
+	s.b.Topics().AddSystem(names.TopicTimer, 1)
 	return nil
 }
 
@@ -201,7 +201,7 @@ func newTimerService(b *broker.Broker) *timerService {
 		maxDelay: o.TimerMaxDelay,
 	}
 	s.poll = max(o.TimerPrecision/4, time.Millisecond)
-	cursor := max(b.ConsumerOffset(timerGroup, names.TopicTimer, 0), st.MinOffsetInQueue(names.TopicTimer, 0))
+	cursor := max(b.Offsets().Query(timerGroup, names.TopicTimer, 0), st.MinOffsetInQueue(names.TopicTimer, 0))
 	s.scanned, s.committed, s.window = cursor, cursor, newOffsetWindow(cursor)
 	s.cursor.Store(cursor)
 	s.checkBelow = st.MaxOffsetInQueue(names.TopicTimer, 0)
@@ -279,7 +279,7 @@ func (s *timerService) deliverTime(u storage.CQUnit) (int64, error) {
 		return 0, fmt.Errorf("blank unit")
 	}
 	var rec message.Record
-	if err := s.b.ReadRecord(u.PhyOffset, &rec); err != nil {
+	if err := s.b.Messages().Read(u.PhyOffset, &rec); err != nil {
 		return 0, err
 	}
 	v, ok := message.PropertyValue(rec.Properties, PropertyTimerOutMS)
@@ -314,7 +314,7 @@ func (s *timerService) deliverDue(ctx context.Context, nowMs int64) error {
 // PUT_NO_RETRY); a put that may succeed later is returned.
 func (s *timerService) deliver(e timerEntry) error {
 	var rec message.Record
-	if err := s.b.ReadRecord(e.phyOffset, &rec); err != nil {
+	if err := s.b.Messages().Read(e.phyOffset, &rec); err != nil {
 		s.log.Error().Err(err).Int64("offset", e.queueOffset).Msg("unreadable timer message dropped")
 		return nil
 	}
@@ -333,11 +333,11 @@ func (s *timerService) deliver(e timerEntry) error {
 	raw = broker.SetProperty(raw, PropertyTimerEnqueueMS, strconv.FormatInt(rec.StoreTimestamp, 10))
 	raw = broker.SetProperty(raw, PropertyTimerDequeueMS, strconv.FormatInt(time.Now().UnixMilli(), 10))
 	m := broker.RecordCopy(&rec, topic, int32(qid), raw)
-	m.StoreHost = s.b.StoreHost()
+	m.StoreHost = s.b.Messages().StoreHost()
 	r, err := s.b.Store().PutMessage(m)
 	switch {
 	case broker.PutStored(r.Status):
-		s.b.CountPut(m.Topic, 1, r.WroteBytes)
+		s.b.Messages().CountPut(m.Topic, 1, r.WroteBytes)
 		return nil
 	case r.Status == storage.MessageIllegal || r.Status == storage.PropertiesSizeExceeded:
 		s.log.Error().Err(err).Str("status", r.Status.String()).Int64("offset", e.queueOffset).Msg("timer message refused by the store, dropped")
@@ -381,7 +381,7 @@ func (s *timerService) deliveredBefore(topic, props string) bool {
 // metadata writer persists it.
 func (s *timerService) commitCursor() {
 	if next := s.window.next; next != s.committed {
-		s.b.CommitOffset(timerGroup, names.TopicTimer, 0, next)
+		s.b.Offsets().Commit(timerGroup, names.TopicTimer, 0, next)
 		s.committed = next
 		s.cursor.Store(next)
 	}

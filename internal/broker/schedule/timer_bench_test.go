@@ -24,7 +24,7 @@ func benchPutTimers(b *testing.B, tb *schedBroker, n int, due time.Time) {
 	deliver := strconv.FormatInt(due.UnixMilli(), 10)
 	for i := range n {
 		m := &storage.Message{Topic: "BenchTimer", Body: []byte("timer"), BornTimestamp: time.Now().UnixMilli(),
-			BornHost: testBornHost, StoreHost: tb.StoreHost(),
+			BornHost: testBornHost, StoreHost: tb.Messages().StoreHost(),
 			Properties: message.MarshalProperties(map[string]string{message.PropertyUniqKey: "B" + strconv.Itoa(i) + "-" + deliver,
 				message.PropertyTimerDeliverMS: deliver})}
 		if resp := tb.s.timer.toTimerTopic(m); resp != nil {

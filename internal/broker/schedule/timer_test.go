@@ -81,7 +81,7 @@ func TestTimerDeliversOnTime(t *testing.T) {
 	}
 	// A delivered message is readable a moment before the service counts it out.
 	brokertest.Eventually(t, "nothing pending after delivery", func() bool { return tb.s.TimerPending() == 0 })
-	brokertest.Eventually(t, "timer cursor committed", func() bool { return tb.ConsumerOffset(timerGroup, names.TopicTimer, 0) == 3 })
+	brokertest.Eventually(t, "timer cursor committed", func() bool { return tb.Offsets().Query(timerGroup, names.TopicTimer, 0) == 3 })
 }
 
 // Many messages due at scattered times, sent in reverse order of their times: each arrives no
@@ -103,7 +103,7 @@ func TestTimerNoneEarly(t *testing.T) {
 		}
 		seen[string(rec.Body)] = true
 	}
-	brokertest.Eventually(t, "cursor past every message", func() bool { return tb.ConsumerOffset(timerGroup, names.TopicTimer, 0) == n })
+	brokertest.Eventually(t, "cursor past every message", func() bool { return tb.Offsets().Query(timerGroup, names.TopicTimer, 0) == n })
 	if got := tb.Store().MaxOffsetInQueue("TimerN", 0); got != n {
 		t.Errorf("%d messages delivered, want %d", got, n)
 	}
@@ -144,7 +144,7 @@ func TestTimerSendChecks(t *testing.T) {
 func putTimer(t *testing.T, tb *schedBroker, topic, body string, due time.Time) {
 	t.Helper()
 	m := &storage.Message{Topic: topic, Body: []byte(body), BornTimestamp: time.Now().UnixMilli(),
-		BornHost: testBornHost, StoreHost: tb.StoreHost(),
+		BornHost: testBornHost, StoreHost: tb.Messages().StoreHost(),
 		Properties: message.MarshalProperties(map[string]string{message.PropertyUniqKey: "U-" + body,
 			message.PropertyTimerDeliverMS: strconv.FormatInt(due.UnixMilli(), 10)})}
 	if resp := tb.s.timer.toTimerTopic(m); resp != nil || m.Topic != names.TopicTimer {
@@ -184,7 +184,7 @@ func TestTimerRestartDeliversOnce(t *testing.T) {
 			if crash {
 				markAborted(t, tb)
 			}
-			if cur := tb.ConsumerOffset(timerGroup, names.TopicTimer, 0); cur > 0 {
+			if cur := tb.Offsets().Query(timerGroup, names.TopicTimer, 0); cur > 0 {
 				t.Fatalf("cursor %d at the stop, want none or 0 (held by the pending message)", cur)
 			}
 			tb2 := startIn(t, dir, withTimerPrecision)
@@ -193,7 +193,7 @@ func TestTimerRestartDeliversOnce(t *testing.T) {
 				t.Fatalf("after the restart %q delivered, want pending", rec.Body)
 			}
 			checkOnTime(t, rec)
-			brokertest.Eventually(t, "cursor past both", func() bool { return tb2.ConsumerOffset(timerGroup, names.TopicTimer, 0) == 2 })
+			brokertest.Eventually(t, "cursor past both", func() bool { return tb2.Offsets().Query(timerGroup, names.TopicTimer, 0) == 2 })
 			if got := countBodies(t, tb2, "TimerR"); got["early"] != 1 || got["pending"] != 1 || len(got) != 2 {
 				t.Errorf("delivered %v, want each once", got)
 			}
@@ -223,11 +223,11 @@ func TestTimerCursorLostInCrash(t *testing.T) {
 		}
 	}
 	tb2 := startIn(t, dir, withTimerPrecision)
-	if cur := tb2.ConsumerOffset(timerGroup, names.TopicTimer, 0); cur > 0 {
+	if cur := tb2.Offsets().Query(timerGroup, names.TopicTimer, 0); cur > 0 {
 		t.Fatalf("cursor %d survived, the test needs it lost", cur)
 	}
 	checkOnTime(t, readAt(t, tb2, "TimerL", 0, delivered))
-	brokertest.Eventually(t, "cursor past all", func() bool { return tb2.ConsumerOffset(timerGroup, names.TopicTimer, 0) == delivered+1 })
+	brokertest.Eventually(t, "cursor past all", func() bool { return tb2.Offsets().Query(timerGroup, names.TopicTimer, 0) == delivered+1 })
 	got := countBodies(t, tb2, "TimerL")
 	for body, n := range got {
 		if n != 1 {

@@ -60,8 +60,8 @@ func (s *Service) Metrics() Metrics {
 	b := s.core
 	opts, store := b.Options(), b.Store()
 	m := Metrics{Cluster: opts.ClusterName, BrokerName: opts.BrokerName, BrokerID: opts.BrokerID,
-		Store: store.Stats(), Topics: b.TopicCount(), Groups: len(b.SubscriptionGroups().SubscriptionGroupTable)}
-	m.ParkedPulls, m.HoldRefusals = b.PullHolds()
+		Store: store.Stats(), Topics: b.Topics().Count(), Groups: len(b.Groups().All().SubscriptionGroupTable)}
+	m.ParkedPulls, m.HoldRefusals = b.Clients().PullHolds()
 	m.Disk, _ = store.DiskSpace()
 	m.DiskKnown = m.Disk.Total > 0
 	put, get, _ := s.tps.rates()
@@ -76,7 +76,7 @@ func (s *Service) Metrics() Metrics {
 		m.Gets = append(m.Gets, GroupTraffic{Topic: key.topic, Group: key.group, Msgs: t.msgs.Load(), Bytes: t.bytes.Load()})
 		return true
 	})
-	for key, queues := range b.ConsumerOffsets() {
+	for key, queues := range b.Offsets().All() {
 		topic, group, ok := broker.SplitOffsetKey(key)
 		if !ok {
 			continue
@@ -87,9 +87,9 @@ func (s *Service) Metrics() Metrics {
 				BrokerOffset: maxOff, ConsumerOffset: off})
 		}
 	}
-	m.Consumers, m.Producers = b.GroupCounts()
+	m.Consumers, m.Producers = b.Clients().Counts()
 	end := m.Store.MaxPhyOffset
-	for _, sl := range b.SlaveAcks() {
+	for _, sl := range b.Seams().SlaveAcks() {
 		m.Slaves = append(m.Slaves, SlaveLag{Addr: sl.Addr, Bytes: max(0, end-sl.AckOffset)})
 	}
 	return m

@@ -3,13 +3,14 @@
 // marks and put/get rates of GET_BROKER_RUNTIME_INFO, each group's consume rate of
 // GET_CONSUME_STATS, and the figures of /metrics (Metrics).
 //
-// The core counts through broker.Counter, which Service implements and New sets: the send path
-// (and every service that stores, through Broker.CountPut) calls CountPut, the pull path
+// The core counts through broker.Counter, which Service implements and New sets (Seams
+// .SetCounter): the send path (and every service that stores, through Messages.CountPut) calls
+// CountPut, the pull path
 // CountGet, a topic's deletion ForgetTopic. Run samples the totals every second and the group
 // counters every 10 s until the broker stops.
 //
 // Files: stats.go (the counters and day marks), tps.go (the samplers), metrics.go (the figures
-// of a scrape, read from the core through its narrow methods). It keeps no files. Locks: the
+// of a scrape, read from the core's views: Topics, Groups, Offsets, Clients, Seams.SlaveAcks). It keeps no files. Locks: the
 // day marks', each sampler's ring's; all leaves. The counters are atomics in sync.Maps, so
 // counting takes no lock and allocates only for a topic's (or topic and group's) first
 // message.
@@ -54,7 +55,7 @@ type Service struct {
 func New(core *broker.Broker) *Service {
 	s := &Service{core: core, start: time.Now()}
 	s.mu.day = midnight(s.start)
-	core.SetCounter(s)
+	core.Seams().SetCounter(s)
 	return s
 }
 
@@ -66,7 +67,7 @@ func (s *Service) Close() error { return nil }
 
 // Of is the stats service attached to b, nil without.
 func Of(b *broker.Broker) *Service {
-	s, _ := b.Counter().(*Service)
+	s, _ := b.Seams().Counter().(*Service)
 	return s
 }
 

@@ -105,10 +105,10 @@ func TestCountsBatchesAndPulls(t *testing.T) {
 // TestMetricsReadTheCore: a scrape names the broker and reads the core's tables.
 func TestMetricsReadTheCore(t *testing.T) {
 	tb, s := startWithStats(t)
-	tb.CommitOffset("cg", names.TopicSelfTest, 0, 0)
+	tb.Offsets().Commit("cg", names.TopicSelfTest, 0, 0)
 	m := s.Metrics()
-	if m.Cluster != broker.DefaultClusterName || m.BrokerName != broker.DefaultBrokerName || m.Topics != tb.TopicCount() ||
-		m.Topics == 0 || m.Groups != len(tb.SubscriptionGroups().SubscriptionGroupTable) || m.Store.MaxPhyOffset != tb.Store().MaxPhyOffset() {
+	if m.Cluster != broker.DefaultClusterName || m.BrokerName != broker.DefaultBrokerName || m.Topics != tb.Topics().Count() ||
+		m.Topics == 0 || m.Groups != len(tb.Groups().All().SubscriptionGroupTable) || m.Store.MaxPhyOffset != tb.Store().MaxPhyOffset() {
 		t.Fatalf("metrics %+v", m)
 	}
 	if len(m.Lag) != 1 || m.Lag[0].Group != "cg" || m.Lag[0].Topic != names.TopicSelfTest {

@@ -25,7 +25,8 @@
 // What it owns: the request code END_TRANSACTION (37), the half, op and check-max topics
 // (created as system topics when first written), the check loop (Run, on a master only) and the
 // CHECK_TRANSACTION_STATE requests it sends. The core's send path calls Prepare for a send whose
-// TRAN_MSG is true (broker.Transactions); a commit goes back through the core's Schedule, so a
+// TRAN_MSG is true (broker.Transactions, installed with Seams.SetTransactions); a commit goes back through the
+// core's Messages.Schedule, so a
 // DELAY level or timer takes effect then. It keeps no file: its two cursors are consumer offsets
 // of CID_RMQ_SYS_TRANS, which the core saves in consumerOffset.json, and the decisions taken are
 // the op records in the store.

@@ -68,7 +68,7 @@ func New(b *broker.Broker) (*Service, error) {
 			return nil, err
 		}
 	}
-	b.SetTransactions(s)
+	b.Seams().SetTransactions(s)
 	return s, nil
 }
 
@@ -95,7 +95,7 @@ func (s *Service) halfCursor() int64 { return s.transactionCursor(names.TopicTra
 func (s *Service) opCursor() int64   { return s.transactionCursor(names.TopicTransOpHalf) }
 
 func (s *Service) transactionCursor(topic string) int64 {
-	off := s.b.ConsumerOffset(transactionGroup, topic, 0)
+	off := s.b.Offsets().Query(transactionGroup, topic, 0)
 	return max(off, s.b.Store().MinOffsetInQueue(topic, 0))
 }
 
@@ -128,7 +128,7 @@ func (s *Service) loadOps() error {
 // several with commas). An unreadable record names none.
 func (s *Service) opHalfOffsets(u storage.CQUnit) []int64 {
 	var rec message.Record
-	if err := s.b.ReadRecord(u.PhyOffset, &rec); err != nil {
+	if err := s.b.Messages().Read(u.PhyOffset, &rec); err != nil {
 		s.log.Warn().Err(err).Int64("phy_offset", u.PhyOffset).Msg("unreadable transaction op record skipped")
 		return nil
 	}
@@ -149,7 +149,7 @@ func (s *Service) Prepare(m *storage.Message) {
 	m.SysFlag &^= transactionBits
 	m.Topic = names.TopicTransHalf
 	m.QueueID = 0
-	s.b.AddSystemTopic(names.TopicTransHalf, 1)
+	s.b.Topics().AddSystem(names.TopicTransHalf, 1)
 }
 
 // processEndTransaction serves END_TRANSACTION (37). Producers send it one-way; the answer
@@ -222,7 +222,7 @@ func (s *Service) releaseHalf(queueOffset int64, decided bool) {
 func (s *Service) decide(h *protocol.EndTransactionRequestHeader, queueOffset, phyOffset int64, redirected bool,
 	check func(*message.Record) *remoting.Command) (*remoting.Command, bool) {
 	var rec message.Record
-	if err := s.b.ReadRecord(phyOffset, &rec); err != nil || string(rec.Topic) != names.TopicTransHalf {
+	if err := s.b.Messages().Read(phyOffset, &rec); err != nil || string(rec.Topic) != names.TopicTransHalf {
 		return remoting.NewResponse(remoting.SystemError, "Find prepared transaction message failed"), false
 	}
 	props := message.UnmarshalProperties(rec.Properties)
@@ -245,12 +245,12 @@ func (s *Service) decide(h *protocol.EndTransactionRequestHeader, queueOffset, p
 			return remoting.NewResponse(remoting.SystemError, err.Error()), false
 		}
 		if !s.committedBefore(m, props[message.PropertyUniqKey]) {
-			r, err := s.b.PutMessage(m)
+			r, err := s.b.Messages().Put(m)
 			if !broker.PutStored(r.Status) {
 				s.log.Error().Err(err).Str("status", r.Status.String()).Msg("committed transaction message not stored")
-				return s.b.PutRefusal(r.Status), false
+				return s.b.Messages().Refusal(r.Status), false
 			}
-			s.b.CountPut(m.Topic, 1, r.WroteBytes)
+			s.b.Messages().CountPut(m.Topic, 1, r.WroteBytes)
 		}
 	}
 	if err := s.putOp(queueOffset); err != nil {
@@ -318,14 +318,14 @@ func (s *Service) committedMessage(rec *message.Record, props map[string]string)
 	// A timer property takes effect at the commit too. One the timer refuses (malformed, too
 	// far ahead) came with a half message that was accepted: it is delivered now rather than
 	// lost.
-	_ = s.b.Schedule(m)
+	_ = s.b.Messages().Schedule(m)
 	return m, nil
 }
 
 // putOp writes the op record that marks a half offset decided
 // (TransactionalMessageBridge.addRemoveTagInTransactionOp).
 func (s *Service) putOp(halfOffset int64) error {
-	s.b.AddSystemTopic(names.TopicTransOpHalf, 1)
+	s.b.Topics().AddSystem(names.TopicTransOpHalf, 1)
 	props := broker.SetProperty("", message.PropertyTags, opRemoveTag)
 	props = broker.SetProperty(props, message.PropertyWaitStoreMsgOK, "true")
 	m := &storage.Message{
@@ -333,10 +333,10 @@ func (s *Service) putOp(halfOffset int64) error {
 		Body:          strconv.AppendInt(nil, halfOffset, 10),
 		Properties:    props,
 		BornTimestamp: time.Now().UnixMilli(),
-		BornHost:      s.b.StoreHost(),
-		StoreHost:     s.b.StoreHost(),
+		BornHost:      s.b.Messages().StoreHost(),
+		StoreHost:     s.b.Messages().StoreHost(),
 	}
-	r, err := s.b.PutMessage(m)
+	r, err := s.b.Messages().Put(m)
 	if !broker.PutStored(r.Status) {
 		return fmt.Errorf("broker: put transaction op: %s: %w", r.Status, err)
 	}
@@ -365,7 +365,7 @@ func (s *Service) checkTransactions(ctx context.Context, now time.Time) {
 	start := off
 	defer func() {
 		if off != start {
-			s.b.CommitOffset(transactionGroup, names.TopicTransHalf, 0, off)
+			s.b.Offsets().Commit(transactionGroup, names.TopicTransHalf, 0, off)
 		}
 		s.advanceOpCursor(off)
 	}()
@@ -407,7 +407,7 @@ func (s *Service) checkHalf(ctx context.Context, off int64, u storage.CQUnit, no
 
 func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUnit, now time.Time) bool {
 	var rec message.Record
-	if err := s.b.ReadRecord(u.PhyOffset, &rec); err != nil {
+	if err := s.b.Messages().Read(u.PhyOffset, &rec); err != nil {
 		s.log.Error().Err(err).Int64("offset", off).Msg("unreadable half message skipped")
 		return true
 	}
@@ -425,7 +425,7 @@ func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUni
 	}
 	raw := broker.SetProperty(string(rec.Properties), message.PropertyTransactionCheckTimes, strconv.Itoa(checks+1))
 	c := broker.RecordCopy(&rec, names.TopicTransHalf, 0, raw)
-	r, err := s.b.PutMessage(c)
+	r, err := s.b.Messages().Put(c)
 	if !broker.PutStored(r.Status) {
 		s.log.Warn().Err(err).Str("status", r.Status.String()).Int64("offset", off).Msg("half message not re-put, check round ended")
 		return false
@@ -443,9 +443,9 @@ func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUni
 // discardHalf moves a half message checked TransactionCheckMax times to
 // TRANS_CHECK_MAX_TIME_TOPIC (DefaultTransactionalMessageCheckListener.resolveDiscardMsg).
 func (s *Service) discardHalf(off int64, rec *message.Record) bool {
-	s.b.AddSystemTopic(names.TopicTransCheckMaxTime, 1)
+	s.b.Topics().AddSystem(names.TopicTransCheckMaxTime, 1)
 	m := broker.RecordCopy(rec, names.TopicTransCheckMaxTime, 0, string(rec.Properties))
-	r, err := s.b.PutMessage(m)
+	r, err := s.b.Messages().Put(m)
 	if !broker.PutStored(r.Status) {
 		s.log.Warn().Err(err).Str("status", r.Status.String()).Int64("offset", off).Msg("half message not discarded, check round ended")
 		return false
@@ -497,7 +497,7 @@ func (s *Service) sendCheck(_ context.Context, c *storage.Message, props map[str
 // needs no permission in the plain ACL, so with ACL on only members whose heartbeat was signed
 // by an account with PUB on the topic (what sending the half message needed) are asked.
 func (s *Service) checkableProducers(group, topic string) []remoting.Channel {
-	conns := s.b.ProducerConns(group)
+	conns := s.b.Clients().ProducerConns(group)
 	out := make([]remoting.Channel, 0, len(conns))
 	for _, c := range conns {
 		if s.opts.WriteCheck != nil {
@@ -545,6 +545,6 @@ scan:
 		}
 	}
 	if off != start {
-		s.b.CommitOffset(transactionGroup, names.TopicTransOpHalf, 0, off)
+		s.b.Offsets().Commit(transactionGroup, names.TopicTransOpHalf, 0, off)
 	}
 }

@@ -256,7 +256,7 @@ func TestTransactionCommitAfterLostOpRecordStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec message.Record
-	if err := tb.ReadRecord(phy, &rec); err != nil {
+	if err := tb.Messages().Read(phy, &rec); err != nil {
 		t.Fatal(err)
 	}
 	// What the crash left: the commit in the real topic, no op record, nothing decided in memory.
