@@ -121,15 +121,6 @@ func TestTopicAdminRefused(t *testing.T) {
 	}
 }
 
-func adminCall(t *testing.T, tr remoting.Transport, tb *testBroker, code int16, h remoting.Header, body []byte) *remoting.Command {
-	t.Helper()
-	var ext map[string]string
-	if h != nil {
-		ext = remoting.EncodeHeader(h)
-	}
-	return invoke(t, tr, tb.Addr, remoting.NewRequest(code, ext, body))
-}
-
 func wantOK(t *testing.T, resp *remoting.Command) {
 	t.Helper()
 	if resp.Code != remoting.Success {

@@ -45,7 +45,11 @@ const logStoreLockTimeout = 3 * time.Second
 // AppendedAt in go-msgpack's pre-1.1.5 time format), so a file we write still reads back with
 // raft-boltdb should an operator go back to an older mq. Decoding accepts both time formats.
 // A handle is safe for concurrent use once configured.
-var msgpackHandle = &codec.MsgpackHandle{BasicHandle: codec.BasicHandle{TimeNotBuiltin: true}}
+var msgpackHandle = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.TimeNotBuiltin = true
+	return h
+}()
 
 // openLogStore opens or creates the store at path.
 func openLogStore(path string) (*logStore, error) {

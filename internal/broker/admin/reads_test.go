@@ -2,7 +2,6 @@ package admin
 
 import (
 	"encoding/json"
-	"os"
 	"strconv"
 	"testing"
 
@@ -166,18 +165,4 @@ func TestAdminRuntimeInfo(t *testing.T) {
 			}
 		})
 	}
-}
-
-// readDelayOffsets reads dir's delayOffset.json, an empty table before it is written.
-func readDelayOffsets(t *testing.T, dir string) protocol.DelayOffsetSerializeWrapper {
-	t.Helper()
-	var w protocol.DelayOffsetSerializeWrapper
-	b, err := os.ReadFile(dir + "/config/delayOffset.json")
-	if err != nil {
-		return w
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		t.Fatalf("delayOffset.json: %v: %s", err, b)
-	}
-	return w
 }
