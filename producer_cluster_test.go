@@ -301,8 +301,10 @@ func TestProducerOrderedPerKey(t *testing.T) {
 func TestProducerOrderedWhenBrokerDown(t *testing.T) {
 	c := startProdCluster(t)
 	// RocketMQ's one attempt for a strict send: without the wait for an unreachable broker.
+	// The route must still name broker-b once it is down: closing unregisters it, and a route
+	// refresh in between would leave the selector only broker-a's queues to pick from.
 	p := newTestProducer(t, c, "inproc", producer.WithLatencyFaultTolerance(true),
-		producer.WithRetryUnreachableUntilTimeout(false))
+		producer.WithRetryUnreachableUntilTimeout(false), producer.WithPollNameServerInterval(time.Hour))
 	topic := "OrderedDown"
 	waitBothBrokers(t, c, p, topic)
 	time.Sleep(300 * time.Millisecond)
@@ -312,6 +314,7 @@ func TestProducerOrderedWhenBrokerDown(t *testing.T) {
 				return q
 			}
 		}
+		t.Errorf("the route lost broker-b: %v", qs)
 		return qs[0]
 	})
 	ctx := context.Background()
