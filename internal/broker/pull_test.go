@@ -446,7 +446,7 @@ func TestLongPollAnsweredAtShutdown(t *testing.T) {
 	h := pullHeader("g", "T", 0, 0)
 	done := asyncPull(t, tb.InProc, tb.Addr, h)
 	eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
-	tb.cancel() // Run ends; the harness's Stop does the rest
+	tb.Cancel() // Run ends; the harness's Stop does the rest
 	select {
 	case resp := <-done:
 		if resp.Code != remoting.PullNotFound && resp.Code != -1 {
