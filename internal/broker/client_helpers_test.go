@@ -17,46 +17,6 @@ import (
 
 // Helpers for the consume-side tests: heartbeats, pulls, stored messages.
 
-// sub is a tag subscription of topic as the Go client builds it (codeSet from UTF-8 bytes).
-func sub(topic, expr string) protocol.SubscriptionData {
-	s := protocol.SubscriptionData{Topic: topic, SubString: expr, TagsSet: []string{}, CodeSet: protocol.TagCodes{},
-		SubVersion: time.Now().UnixNano(), ExpressionType: protocol.ExpressionTag}
-	if expr != "*" {
-		s.TagsSet = splitTags(expr)
-		for _, tag := range s.TagsSet {
-			s.CodeSet = append(s.CodeSet, goClientHash(tag))
-		}
-	}
-	return s
-}
-
-// goClientHash is the Go client's tag hash: Java's formula over UTF-8 bytes (docs/protocol.md §9.8).
-func goClientHash(s string) int32 {
-	var h int32
-	for i := 0; i < len(s); i++ {
-		h = 31*h + int32(s[i])
-	}
-	return h
-}
-
-// heartbeatCmd builds a HEART_BEAT of one consumer group.
-func heartbeatCmd(clientID, group string, subs ...protocol.SubscriptionData) *remoting.Command {
-	hb := protocol.HeartbeatData{ClientID: clientID, ProducerDataSet: []protocol.ProducerData{},
-		ConsumerDataSet: []protocol.ConsumerData{{GroupName: group, ConsumeType: protocol.ConsumePassively,
-			MessageModel: protocol.Clustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
-			SubscriptionDataSet: subs}}}
-	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
-}
-
-// heartbeat sends a heartbeat and checks it succeeded.
-func heartbeat(t *testing.T, tr remoting.Transport, addr, clientID, group string, subs ...protocol.SubscriptionData) {
-	t.Helper()
-	resp := invoke(t, tr, addr, heartbeatCmd(clientID, group, subs...))
-	if resp.Code != remoting.Success || resp.Version < 0 {
-		t.Fatalf("heartbeat: code %d version %d remark %q", resp.Code, resp.Version, resp.Remark)
-	}
-}
-
 // consumerList asks GET_CONSUMER_LIST_BY_GROUP.
 func consumerList(t *testing.T, tr remoting.Transport, addr, group string) (int16, []string) {
 	t.Helper()

@@ -3,7 +3,6 @@ package admin
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,49 +97,6 @@ func putMsgs(t *testing.T, tb *env, topic string, queueID int32, n int, tag, pre
 	brokertest.Eventually(t, "messages dispatched", func() bool {
 		return tb.Store().MaxOffsetInQueue(topic, queueID) >= before+int64(n)
 	})
-}
-
-// sub is a tag subscription of topic as the Go client builds it (codeSet from UTF-8 bytes).
-func sub(topic, expr string) protocol.SubscriptionData {
-	s := protocol.SubscriptionData{Topic: topic, SubString: expr, TagsSet: []string{}, CodeSet: protocol.TagCodes{},
-		SubVersion: time.Now().UnixNano(), ExpressionType: protocol.ExpressionTag}
-	if expr != "*" {
-		for _, tag := range strings.Split(expr, "||") {
-			tag = strings.TrimSpace(tag)
-			s.TagsSet = append(s.TagsSet, tag)
-			var h int32
-			for i := 0; i < len(tag); i++ {
-				h = 31*h + int32(tag[i])
-			}
-			s.CodeSet = append(s.CodeSet, h)
-		}
-	}
-	return s
-}
-
-// heartbeatCmd builds a HEART_BEAT of one consumer group.
-func heartbeatCmd(clientID, group string, subs ...protocol.SubscriptionData) *remoting.Command {
-	hb := protocol.HeartbeatData{ClientID: clientID, ProducerDataSet: []protocol.ProducerData{},
-		ConsumerDataSet: []protocol.ConsumerData{{GroupName: group, ConsumeType: protocol.ConsumePassively,
-			MessageModel: protocol.Clustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
-			SubscriptionDataSet: subs}}}
-	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
-}
-
-// heartbeat sends a heartbeat and checks it succeeded.
-func heartbeat(t *testing.T, tr remoting.Transport, addr, clientID, group string, subs ...protocol.SubscriptionData) {
-	t.Helper()
-	resp := brokertest.Invoke(t, tr, addr, heartbeatCmd(clientID, group, subs...))
-	if resp.Code != remoting.Success || resp.Version < 0 {
-		t.Fatalf("heartbeat: code %d version %d remark %q", resp.Code, resp.Version, resp.Remark)
-	}
-}
-
-// newTCPClient is a second TCP client (a second connection) closed at cleanup.
-func newTCPClient(t *testing.T) *remoting.Client {
-	c := remoting.NewClient(remoting.ClientOptions{ScanInterval: 20 * time.Millisecond})
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // delays is a fixed set of schedule cursors.

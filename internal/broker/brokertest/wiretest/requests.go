@@ -3,6 +3,7 @@ package wiretest
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,17 @@ func Heartbeat(t testing.TB, tr remoting.Transport, addr, clientID, group string
 	resp := Invoke(t, tr, addr, HeartbeatCmd(clientID, group, subs...))
 	if resp.Code != remoting.Success || resp.Version < 0 {
 		t.Fatalf("heartbeat: code %d version %d remark %q", resp.Code, resp.Version, resp.Remark)
+	}
+}
+
+// CheckMsgID checks that id is the offset message id of (the broker's store host addr, phy).
+func CheckMsgID(t testing.TB, addr, id string, phy int64) {
+	t.Helper()
+	host, off, err := message.ParseOffsetMsgID(id)
+	if err != nil {
+		t.Fatalf("msgId %q: %v", id, err)
+	}
+	if want := netip.MustParseAddrPort(addr); host != want || off != phy {
+		t.Errorf("msgId %q = %v@%d, want %v@%d", id, host, off, want, phy)
 	}
 }
