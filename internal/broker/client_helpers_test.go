@@ -3,16 +3,15 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
-	"github.com/mqgo/mq/storage"
 )
 
 // Helpers for the consume-side tests: heartbeats, pulls, stored messages.
@@ -85,22 +84,7 @@ var consumeTestBornHost = netip.MustParseAddrPort("127.0.0.1:40000")
 // are dispatched. Bodies are "<prefix>-<i>".
 func putMsgs(t *testing.T, tb *testBroker, topic string, queueID int32, n int, tag, prefix string) {
 	t.Helper()
-	before := tb.Store().MaxOffsetInQueue(topic, queueID)
-	for i := range n {
-		props := map[string]string{message.PropertyUniqKey: fmt.Sprintf("%s-%d-%d", prefix, queueID, i)}
-		if tag != "" {
-			props[message.PropertyTags] = tag
-		}
-		m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(fmt.Sprintf("%s-%d", prefix, i)),
-			Properties: message.MarshalProperties(props), BornTimestamp: time.Now().UnixMilli(),
-			BornHost: consumeTestBornHost, StoreHost: tb.storeHost}
-		if _, err := tb.Store().PutMessage(m); err != nil {
-			t.Fatalf("put: %v", err)
-		}
-	}
-	eventually(t, "messages dispatched", func() bool {
-		return tb.Store().MaxOffsetInQueue(topic, queueID) >= before+int64(n)
-	})
+	wiretest.PutMsgs(t, tb.Store(), tb.storeHost, topic, queueID, n, tag, prefix)
 }
 
 // addTopic creates a readable and writable topic.

@@ -1,16 +1,15 @@
 package admin
 
 import (
-	"fmt"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/broker/stats"
 	"github.com/mqgo/mq/internal/message"
-	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -55,12 +54,7 @@ func wantOK(t *testing.T, resp *remoting.Command) {
 // addTopic creates a readable and writable topic through UPDATE_AND_CREATE_TOPIC.
 func addTopic(t testing.TB, tb *env, topic string, queues int32) {
 	t.Helper()
-	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: names.TopicAutoCreate, ReadQueueNums: queues,
-		WriteQueueNums: queues, Perm: 6}
-	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil))
-	if resp.Code != remoting.Success {
-		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
-	}
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, queues)
 }
 
 var testBornHost = netip.MustParseAddrPort("127.0.0.1:40000")
@@ -81,22 +75,7 @@ func put(t *testing.T, tb *env, topic string, queueID int32, body string) storag
 // putMsgs stores n messages in a queue and waits until they are dispatched.
 func putMsgs(t *testing.T, tb *env, topic string, queueID int32, n int, tag, prefix string) {
 	t.Helper()
-	before := tb.Store().MaxOffsetInQueue(topic, queueID)
-	for i := range n {
-		props := map[string]string{message.PropertyUniqKey: fmt.Sprintf("%s-%d-%d", prefix, queueID, i)}
-		if tag != "" {
-			props[message.PropertyTags] = tag
-		}
-		m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(fmt.Sprintf("%s-%d", prefix, i)),
-			Properties: message.MarshalProperties(props), BornTimestamp: time.Now().UnixMilli(),
-			BornHost: testBornHost, StoreHost: tb.Messages().StoreHost()}
-		if _, err := tb.Store().PutMessage(m); err != nil {
-			t.Fatalf("put: %v", err)
-		}
-	}
-	brokertest.Eventually(t, "messages dispatched", func() bool {
-		return tb.Store().MaxOffsetInQueue(topic, queueID) >= before+int64(n)
-	})
+	wiretest.PutMsgs(t, tb.Store(), tb.Messages().StoreHost(), topic, queueID, n, tag, prefix)
 }
 
 // delays is a fixed set of schedule cursors.

@@ -5,9 +5,7 @@ import (
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
-	"github.com/mqgo/mq/internal/names"
-	"github.com/mqgo/mq/internal/protocol"
-	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 )
 
 // env is a test broker with the reply service attached.
@@ -28,13 +26,8 @@ func start(t testing.TB, mutate func(*broker.Options)) *env {
 	return e
 }
 
-// createTopic creates a topic with queues read and write queues through UPDATE_AND_CREATE_TOPIC.
+// createTopic creates a readable and writable topic through UPDATE_AND_CREATE_TOPIC.
 func createTopic(t testing.TB, tb *env, topic string, queues int32) {
 	t.Helper()
-	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: names.TopicAutoCreate, ReadQueueNums: queues,
-		WriteQueueNums: queues, Perm: 6}
-	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil))
-	if resp.Code != remoting.Success {
-		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
-	}
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, queues)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -63,12 +64,7 @@ func sendCmd(topic string, queueID int32, props map[string]string, body []byte) 
 // addTopic creates a readable and writable topic through UPDATE_AND_CREATE_TOPIC.
 func addTopic(t testing.TB, tb *schedBroker, topic string, queues int32) {
 	t.Helper()
-	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "defaultTopic", ReadQueueNums: queues,
-		WriteQueueNums: queues, Perm: 6}
-	req := remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil)
-	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, req); resp.Code != remoting.Success {
-		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
-	}
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, queues)
 }
 
 // storedRecord is a decoded copy of a stored record.

@@ -57,12 +57,7 @@ func sendCmd(topic string, queueID int32, props map[string]string, body []byte) 
 // addTopic creates a readable and writable topic through UPDATE_AND_CREATE_TOPIC.
 func addTopic(t *testing.T, tb *txBroker, topic string, queues int32) {
 	t.Helper()
-	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "defaultTopic", ReadQueueNums: queues,
-		WriteQueueNums: queues, Perm: 6}
-	req := remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil)
-	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, req); resp.Code != remoting.Success {
-		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
-	}
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, queues)
 }
 
 // records returns every record of a queue once the store dispatched what it holds, bodies

@@ -156,3 +156,40 @@ func CheckMsgID(t testing.TB, addr, id string, phy int64) {
 		t.Errorf("msgId %q = %v@%d, want %v@%d", id, host, off, want, phy)
 	}
 }
+
+// CreateTopic creates a readable and writable topic of queues read and write queues through
+// UPDATE_AND_CREATE_TOPIC, as mqadmin's updateTopic sends it.
+func CreateTopic(t testing.TB, tr remoting.Transport, addr, topic string, queues int32) {
+	t.Helper()
+	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: names.TopicAutoCreate, ReadQueueNums: queues,
+		WriteQueueNums: queues, Perm: 6}
+	resp := Invoke(t, tr, addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil))
+	if resp.Code != remoting.Success {
+		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
+	}
+}
+
+// PutMsgs stores n messages straight into st, in one queue with tag ("" for none), bodies
+// "<prefix>-<i>", and waits until they are dispatched.
+func PutMsgs(t testing.TB, st *storage.Store, storeHost netip.AddrPort, topic string, queueID int32, n int, tag, prefix string) {
+	t.Helper()
+	before := st.MaxOffsetInQueue(topic, queueID)
+	for i := range n {
+		props := map[string]string{message.PropertyUniqKey: fmt.Sprintf("%s-%d-%d", prefix, queueID, i)}
+		if tag != "" {
+			props[message.PropertyTags] = tag
+		}
+		m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(fmt.Sprintf("%s-%d", prefix, i)),
+			Properties: message.MarshalProperties(props), BornTimestamp: time.Now().UnixMilli(),
+			BornHost: bornHost, StoreHost: storeHost}
+		if _, err := st.PutMessage(m); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	Eventually(t, "messages dispatched", func() bool {
+		return st.MaxOffsetInQueue(topic, queueID) >= before+int64(n)
+	})
+}
+
+// bornHost is the producer address PutMsgs stamps.
+var bornHost = netip.MustParseAddrPort("127.0.0.1:40000")
