@@ -3,59 +3,18 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
-	"github.com/mqgo/mq/storage"
 )
 
 // Helpers for the consume-side tests: heartbeats, pulls, stored messages.
-
-// sub is a tag subscription of topic as the Go client builds it (codeSet from UTF-8 bytes).
-func sub(topic, expr string) protocol.SubscriptionData {
-	s := protocol.SubscriptionData{Topic: topic, SubString: expr, TagsSet: []string{}, CodeSet: protocol.TagCodes{},
-		SubVersion: time.Now().UnixNano(), ExpressionType: protocol.ExpressionTag}
-	if expr != "*" {
-		s.TagsSet = splitTags(expr)
-		for _, tag := range s.TagsSet {
-			s.CodeSet = append(s.CodeSet, goClientHash(tag))
-		}
-	}
-	return s
-}
-
-// goClientHash is the Go client's tag hash: Java's formula over UTF-8 bytes (docs/protocol.md §9.8).
-func goClientHash(s string) int32 {
-	var h int32
-	for i := 0; i < len(s); i++ {
-		h = 31*h + int32(s[i])
-	}
-	return h
-}
-
-// heartbeatCmd builds a HEART_BEAT of one consumer group.
-func heartbeatCmd(clientID, group string, subs ...protocol.SubscriptionData) *remoting.Command {
-	hb := protocol.HeartbeatData{ClientID: clientID, ProducerDataSet: []protocol.ProducerData{},
-		ConsumerDataSet: []protocol.ConsumerData{{GroupName: group, ConsumeType: protocol.ConsumePassively,
-			MessageModel: protocol.Clustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
-			SubscriptionDataSet: subs}}}
-	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
-}
-
-// heartbeat sends a heartbeat and checks it succeeded.
-func heartbeat(t *testing.T, tr remoting.Transport, addr, clientID, group string, subs ...protocol.SubscriptionData) {
-	t.Helper()
-	resp := invoke(t, tr, addr, heartbeatCmd(clientID, group, subs...))
-	if resp.Code != remoting.Success || resp.Version < 0 {
-		t.Fatalf("heartbeat: code %d version %d remark %q", resp.Code, resp.Version, resp.Remark)
-	}
-}
 
 // consumerList asks GET_CONSUMER_LIST_BY_GROUP.
 func consumerList(t *testing.T, tr remoting.Transport, addr, group string) (int16, []string) {
@@ -125,22 +84,7 @@ var consumeTestBornHost = netip.MustParseAddrPort("127.0.0.1:40000")
 // are dispatched. Bodies are "<prefix>-<i>".
 func putMsgs(t *testing.T, tb *testBroker, topic string, queueID int32, n int, tag, prefix string) {
 	t.Helper()
-	before := tb.Store().MaxOffsetInQueue(topic, queueID)
-	for i := range n {
-		props := map[string]string{message.PropertyUniqKey: fmt.Sprintf("%s-%d-%d", prefix, queueID, i)}
-		if tag != "" {
-			props[message.PropertyTags] = tag
-		}
-		m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(fmt.Sprintf("%s-%d", prefix, i)),
-			Properties: message.MarshalProperties(props), BornTimestamp: time.Now().UnixMilli(),
-			BornHost: consumeTestBornHost, StoreHost: tb.storeHost}
-		if _, err := tb.Store().PutMessage(m); err != nil {
-			t.Fatalf("put: %v", err)
-		}
-	}
-	eventually(t, "messages dispatched", func() bool {
-		return tb.Store().MaxOffsetInQueue(topic, queueID) >= before+int64(n)
-	})
+	wiretest.PutMsgs(t, tb.Store(), tb.storeHost, topic, queueID, n, tag, prefix)
 }
 
 // addTopic creates a readable and writable topic.

@@ -1,10 +1,12 @@
 package broker
 
 import (
-	"github.com/mqgo/mq/internal/names"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/protocol"
@@ -18,7 +20,7 @@ func TestHeartbeatRegistersConsumer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			group := "cg-" + name
 			client := "10.0.0.1@" + name
-			heartbeat(t, tr, tb.Addr, client, group, sub("T", "*"), sub(names.RetryTopic(group), "*"))
+			wiretest.Heartbeat(t, tr, tb.Addr, client, group, wiretest.Sub("T", "*"), wiretest.Sub(names.RetryTopic(group), "*"))
 			code, ids := consumerList(t, tr, tb.Addr, group)
 			if code != remoting.Success {
 				t.Fatalf("consumer list code %d", code)
@@ -83,12 +85,12 @@ func TestNotifyConsumerIDsChanged(t *testing.T) {
 	a, b := newTCPClient(t), tb.InProc
 	na, nb := recordNotifies(a), recordNotifies(b)
 
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
 	na.waitNotify(t, "g") // A joined: A is told
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
 	na.noNotify(t, "g") // nothing changed
 
-	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, b, tb.Addr, "B@1", "g", wiretest.Sub("T", "*"))
 	na.waitNotify(t, "g")
 	nb.waitNotify(t, "g")
 	if _, ids := consumerList(t, a, tb.Addr, "g"); !slices.Equal(ids, []string{"A@1", "B@1"}) {
@@ -97,7 +99,7 @@ func TestNotifyConsumerIDsChanged(t *testing.T) {
 
 	// A subscribes to one more topic: everyone is told.
 	addTopic(tb, "U", 1)
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"), sub("U", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"), wiretest.Sub("U", "*"))
 	na.waitNotify(t, "g")
 	nb.waitNotify(t, "g")
 
@@ -115,7 +117,7 @@ func TestNotifyConsumerIDsChanged(t *testing.T) {
 	tb.groups.update(cfg)
 	c := newTCPClient(t)
 	nc := recordNotifies(c)
-	heartbeat(t, c, tb.Addr, "C@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, c, tb.Addr, "C@1", "g", wiretest.Sub("T", "*"))
 	na.noNotify(t, "g")
 	nc.noNotify(t, "g")
 }
@@ -125,8 +127,8 @@ func TestNotifyOverTCPDisconnect(t *testing.T) {
 	addTopic(tb, "T", 4)
 	a, b := newTCPClient(t), newTCPClient(t)
 	na := recordNotifies(a)
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
-	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, b, tb.Addr, "B@1", "g", wiretest.Sub("T", "*"))
 	na.waitNotify(t, "g")
 	na.waitNotify(t, "g")
 	b.CloseConn(tb.Addr)
@@ -141,8 +143,8 @@ func TestUnregisterClient(t *testing.T) {
 	addTopic(tb, "T", 4)
 	a := newTCPClient(t)
 	na := recordNotifies(a)
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
-	heartbeat(t, tb.InProc, tb.Addr, "B@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "B@1", "g", wiretest.Sub("T", "*"))
 	na.waitNotify(t, "g")
 	na.waitNotify(t, "g")
 	resp := invoke(t, tb.InProc, tb.Addr, remoting.NewRequest(remoting.UnregisterClient,
@@ -160,8 +162,8 @@ func TestDuplicateClientIDListedOnce(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 4)
 	// One client reaching the broker over two connections.
-	heartbeat(t, tb.TCP, tb.Addr, "A@1", "g", sub("T", "*"))
-	heartbeat(t, tb.InProc, tb.Addr, "A@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
 	if _, ids := consumerList(t, tb.TCP, tb.Addr, "g"); !slices.Equal(ids, []string{"A@1"}) {
 		t.Fatalf("ids %v", ids)
 	}
@@ -172,16 +174,16 @@ func TestChannelExpiry(t *testing.T) {
 	addTopic(tb, "T", 4)
 	stale, live := newTCPClient(t), newTCPClient(t)
 	nl := recordNotifies(live)
-	heartbeat(t, stale, tb.Addr, "S@1", "g", sub("T", "*"))
-	heartbeat(t, live, tb.Addr, "L@1", "g", sub("T", "*"), sub("U", "*"))
+	wiretest.Heartbeat(t, stale, tb.Addr, "S@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, live, tb.Addr, "L@1", "g", wiretest.Sub("T", "*"), wiretest.Sub("U", "*"))
 	// The live client keeps heartbeating g; it stops sending group g2 (it keeps the connection).
-	heartbeat(t, live, tb.Addr, "L@1", "g2", sub("T", "*"))
+	wiretest.Heartbeat(t, live, tb.Addr, "L@1", "g2", wiretest.Sub("T", "*"))
 	nl.waitNotify(t, "g")
 	nl.waitNotify(t, "g2")
 	staleCh, _ := tb.clients.clientChannel("S@1")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		heartbeat(t, live, tb.Addr, "L@1", "g", sub("T", "*"), sub("U", "*"))
+		wiretest.Heartbeat(t, live, tb.Addr, "L@1", "g", wiretest.Sub("T", "*"), wiretest.Sub("U", "*"))
 		_, ids := consumerList(t, live, tb.Addr, "g")
 		_, ids2 := consumerList(t, live, tb.Addr, "g2")
 		if slices.Equal(ids, []string{"L@1"}) && len(ids2) == 0 {
@@ -208,13 +210,13 @@ func TestExpressionChangeIsNotAGroupChange(t *testing.T) {
 	addTopic(tb, "T", 4)
 	a, b := newTCPClient(t), tb.InProc
 	na, nb := recordNotifies(a), recordNotifies(b)
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "x"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "x"))
 	na.waitNotify(t, "g")
-	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "x"))
+	wiretest.Heartbeat(t, b, tb.Addr, "B@1", "g", wiretest.Sub("T", "x"))
 	na.waitNotify(t, "g")
 	nb.waitNotify(t, "g")
 
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "y"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "y"))
 	na.noNotify(t, "g")
 	nb.noNotify(t, "g")
 	st, _ := tb.clients.consumerGroupState("g")
@@ -224,7 +226,7 @@ func TestExpressionChangeIsNotAGroupChange(t *testing.T) {
 
 	c := newTCPClient(t)
 	nc := recordNotifies(c)
-	heartbeat(t, c, tb.Addr, "C@1", "g", sub("T", "y"))
+	wiretest.Heartbeat(t, c, tb.Addr, "C@1", "g", wiretest.Sub("T", "y"))
 	na.waitNotify(t, "g")
 	nb.waitNotify(t, "g")
 	nc.waitNotify(t, "g")
@@ -238,9 +240,9 @@ func TestNotifyConsumerIdsChangedDisabled(t *testing.T) {
 	addTopic(tb, "T", 4)
 	a, b, c := newTCPClient(t), newTCPClient(t), newTCPClient(t)
 	na, nb := recordNotifies(a), recordNotifies(b)
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
-	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
-	heartbeat(t, c, tb.Addr, "C@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, b, tb.Addr, "B@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, c, tb.Addr, "C@1", "g", wiretest.Sub("T", "*"))
 	if _, ids := consumerList(t, a, tb.Addr, "g"); !slices.Equal(ids, []string{"A@1", "B@1", "C@1"}) {
 		t.Fatalf("ids %v", ids)
 	}

@@ -1,66 +1,24 @@
 package broker
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
-	"github.com/mqgo/mq/remoting"
 )
-
-// fakeChannel is a Channel that records nothing; only its identity matters here.
-type fakeChannel struct {
-	id     uint64
-	closed bool
-}
-
-func (c *fakeChannel) ID() uint64                            { return c.id }
-func (c *fakeChannel) RemoteAddr() string                    { return "10.0.0.9:1" }
-func (c *fakeChannel) LocalAddr() string                     { return "10.0.0.1:10911" }
-func (c *fakeChannel) WriteResponse(*remoting.Command) error { return nil }
-func (c *fakeChannel) InvokeSync(context.Context, *remoting.Command) (*remoting.Command, error) {
-	return nil, remoting.ErrClosed
-}
-func (c *fakeChannel) InvokeAsync(context.Context, *remoting.Command, func(*remoting.Command, error)) error {
-	return remoting.ErrClosed
-}
-func (c *fakeChannel) InvokeOneway(*remoting.Command) error { return nil }
-func (c *fakeChannel) Close() error                         { c.closed = true; return nil }
-func (c *fakeChannel) Closed() bool                         { return c.closed }
-
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1700000000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func TestSubscriptionUpdates(t *testing.T) {
 	m := newConsumerManager(time.Now)
-	ch := &fakeChannel{id: 1}
+	ch := &wiretest.FakeChannel{Num: 1}
 	reg := func(subs ...protocol.SubscriptionData) bool {
 		changed, _ := m.registerConsumer(clientChannelInfo{ch: ch, clientID: "c"},
 			&protocol.ConsumerData{GroupName: "g", SubscriptionDataSet: subs})
 		return changed
 	}
 	at := func(topic, expr string, version int64) protocol.SubscriptionData {
-		s := sub(topic, expr)
+		s := wiretest.Sub(topic, expr)
 		s.SubVersion = version
 		return s
 	}
@@ -98,9 +56,9 @@ func TestSubscriptionUpdates(t *testing.T) {
 }
 
 func TestExpireKeepsChannelWithLiveGroups(t *testing.T) {
-	clock := newFakeClock()
+	clock := wiretest.NewFakeClock()
 	m := newConsumerManager(clock.Now)
-	a, b := &fakeChannel{id: 1}, &fakeChannel{id: 2}
+	a, b := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}
 	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A"}, &protocol.ConsumerData{GroupName: "g1"})
 	m.registerConsumer(clientChannelInfo{ch: b, clientID: "B"}, &protocol.ConsumerData{GroupName: "g2"})
 	m.registerProducer("p", clientChannelInfo{ch: b, clientID: "B"})
@@ -127,9 +85,9 @@ func TestExpireKeepsChannelWithLiveGroups(t *testing.T) {
 // The expiry rule: a registration lives for the timeout from when it was recorded, whatever
 // time the request carrying it started; the caller's lastUpdate is not trusted.
 func TestExpireCountsFromRecording(t *testing.T) {
-	clock := newFakeClock()
+	clock := wiretest.NewFakeClock()
 	m := newConsumerManager(clock.Now)
-	ch := &fakeChannel{id: 1}
+	ch := &wiretest.FakeChannel{Num: 1}
 	started := clock.Now()
 	clock.Advance(3 * time.Minute) // a slow heartbeat: creating its groups took this long
 	m.registerConsumer(clientChannelInfo{ch: ch, clientID: "A", lastUpdate: started}, &protocol.ConsumerData{GroupName: "g"})

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -30,7 +31,7 @@ func TestDLQIsConsumable(t *testing.T) {
 			if tc, _ := tb.topics.get(dlq); tc.Perm != route.PermReadWrite {
 				t.Fatalf("DLQ perm %d, want %d", tc.Perm, route.PermReadWrite)
 			}
-			heartbeat(t, tr, tb.Addr, "ops@"+name, reader, sub(dlq, "*"))
+			wiretest.Heartbeat(t, tr, tb.Addr, "ops@"+name, reader, wiretest.Sub(dlq, "*"))
 			r := pull(t, tr, tb.Addr, pullHeader(reader, dlq, 0, 0))
 			if r.code != remoting.Success || len(r.msgs) != 1 || string(r.msgs[0].Body) != "poison" {
 				t.Fatalf("pull of the DLQ: %d %q %d msgs", r.code, r.remark, len(r.msgs))

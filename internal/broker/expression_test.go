@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -114,13 +115,13 @@ func TestPullExpressions(t *testing.T) {
 			h := pullHeader(group, "T", 0, 0)
 			h.SysFlag = 0
 			if c.heartbeat {
-				s := sub("T", c.expr)
+				s := wiretest.Sub("T", c.expr)
 				if c.exprType != protocol.ExpressionTag {
 					s = protocol.SubscriptionData{Topic: "T", SubString: c.expr, TagsSet: []string{},
 						CodeSet: protocol.TagCodes{}, SubVersion: s.SubVersion, ExpressionType: c.exprType}
 				}
 				// RocketMQ 4.9 registers any subscription: the heartbeat succeeds.
-				heartbeat(t, tb.InProc, tb.Addr, "c@1", group, s)
+				wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", group, s)
 			} else {
 				h.SysFlag, h.Subscription, h.ExpressionType = protocol.PullFlagSubscription, c.expr, c.exprType
 			}

@@ -1,30 +1,27 @@
 package broker
 
 import (
-	"context"
 	"errors"
-	"github.com/mqgo/mq/internal/names"
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
-// testBroker is a broker served over TCP on 127.0.0.1:0 and reachable in-process, with a
-// t.TempDir() store and millisecond periods.
+// testBroker is a broker served over TCP on 127.0.0.1:0 and reachable in-process (wiretest's
+// Served: TCP, InProc, Stop, Transports), with a t.TempDir() store and millisecond periods.
 type testBroker struct {
 	*Broker
-	Dir    string
-	Addr   string
-	TCP    *remoting.Client
-	InProc *remoting.InProcTransport
-
-	d      *remoting.Dispatcher
-	cancel context.CancelFunc
-	done   chan error
-	srvEnd chan error
+	*wiretest.Served
+	Dir string
+	// Addr is the served address (it hides Broker.Addr, which says the same).
+	Addr string
+	// d is the dispatcher, for tests that guard it.
+	d *remoting.Dispatcher
 }
 
 // AttachServicesForTest builds the node's services over every test broker, as the node does
@@ -58,20 +55,8 @@ func startTestBroker(t testing.TB, mutate func(*Options)) *testBroker {
 func startTestBrokerIn(t testing.TB, dir string, mutate func(*Options)) *testBroker {
 	t.Helper()
 	opts := testOptions(t, dir)
-	tb := &testBroker{Dir: dir, done: make(chan error, 1), srvEnd: make(chan error, 1)}
-	tb.d = remoting.NewDispatcher(opts.Logger)
-	tb.d.Start()
-	srv := remoting.NewServer(tb.d, remoting.ServerOptions{Logger: opts.Logger, ScanInterval: 20 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	tb.cancel = cancel
-	go func() { tb.srvEnd <- srv.Run(ctx) }()
-	<-srv.Ready()
-	if srv.Addr() == "" {
-		cancel()
-		t.Fatalf("server: %v", <-tb.srvEnd)
-	}
-	tb.Addr = srv.Addr()
-	opts.BrokerAddr = tb.Addr
+	srv := wiretest.Listen(t, opts.Logger)
+	opts.BrokerAddr = srv.Addr
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -82,81 +67,18 @@ func startTestBrokerIn(t testing.TB, dir string, mutate func(*Options)) *testBro
 		}
 	}
 	if err != nil {
-		cancel()
-		<-tb.srvEnd
+		srv.Abort()
 		t.Fatal(err)
 	}
-	tb.Broker = b
-	b.Register(tb.d)
-	go func() { tb.done <- b.Run(ctx) }()
-	select {
-	case <-b.Ready():
-	case err := <-tb.done:
-		cancel()
-		<-tb.srvEnd
-		b.Close()
-		t.Fatalf("broker run: %v", err)
-	}
-	tb.TCP = remoting.NewClient(remoting.ClientOptions{ScanInterval: 20 * time.Millisecond})
-	tb.InProc = remoting.NewInProcTransport(func(addr string) *remoting.Dispatcher {
-		if addr == tb.Addr {
-			return tb.d
-		}
-		return nil
-	}, nil, 20*time.Millisecond)
-	t.Cleanup(func() { tb.Stop(t) })
-	return tb
-}
-
-// Stop shuts the broker down cleanly (idempotent).
-func (tb *testBroker) Stop(t testing.TB) {
-	if tb.cancel == nil {
-		return
-	}
-	tb.TCP.Close()
-	tb.InProc.Close()
-	tb.cancel()
-	tb.cancel = nil
-	if err := <-tb.srvEnd; err != nil {
-		t.Errorf("server: %v", err)
-	}
-	if err := <-tb.done; err != nil {
-		t.Errorf("broker run: %v", err)
-	}
-	tb.d.Close()
-	if err := tb.Close(); err != nil {
-		t.Errorf("broker close: %v", err)
-	}
-}
-
-// Transports returns the TCP and in-process transports by name, for tests that run both.
-func (tb *testBroker) Transports() map[string]remoting.Transport {
-	return map[string]remoting.Transport{"tcp": tb.TCP, "inproc": tb.InProc}
+	srv.Serve(t, b)
+	return &testBroker{Broker: b, Served: srv, Dir: dir, Addr: srv.Addr, d: srv.D}
 }
 
 // invoke sends req synchronously and fails the test on a transport error.
-func invoke(t testing.TB, tr remoting.Transport, addr string, req *remoting.Command) *remoting.Command {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := tr.InvokeSync(ctx, addr, req)
-	if err != nil {
-		t.Fatalf("invoke code %d: %v", req.Code, err)
-	}
-	return resp
-}
+var invoke = wiretest.Invoke
 
 // eventually polls cond until it holds or 10 s pass.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var eventually = wiretest.Eventually
 
 func TestBrokerStartsAndRestarts(t *testing.T) {
 	tb := startTestBroker(t, nil)

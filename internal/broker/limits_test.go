@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -43,7 +44,7 @@ func TestSuspendTimeClamped(t *testing.T) {
 func TestLongPollSuspendCapped(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.MaxLongPollingSuspend = 50 * time.Millisecond })
 	addTopic(tb, "T", 2)
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	putMsgs(t, tb, "T", 1, 3, "", "m")
 	queue := map[string]int32{"tcp": 0, "inproc": 1}
 	for name, tr := range tb.Transports() {
@@ -128,7 +129,7 @@ func TestHeldPullsPerConnectionCap(t *testing.T) {
 			if name == "inproc" {
 				capped, other = other, capped
 			}
-			heartbeat(t, capped, tb.Addr, "c@1", "g", sub("T", "*"))
+			wiretest.Heartbeat(t, capped, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 			a := parkPulls(t, tb, capped, "g", 0, 3, 3)
 			wantHoldFull(t, tb, capped, "g", 3, "MaxHeldPullsPerConnection 3")
 			b := parkPulls(t, tb, other, "g", 4, 3, 6) // another connection parks its own three
@@ -153,7 +154,7 @@ func TestHeldPullsTotalCap(t *testing.T) {
 		o.MaxHeldPulls = 4
 	})
 	addTopic(tb, "T", 8)
-	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	third := newTCPClient(t)
 	a := parkPulls(t, tb, tb.TCP, "g", 0, 3, 3)
 	b := parkPulls(t, tb, tb.InProc, "g", 3, 1, 4)
@@ -199,7 +200,7 @@ func TestHeldPullsExpireWithoutCloseEvent(t *testing.T) {
 		o.MaxHeldPulls = 2
 	})
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	h := pullHeader("g", "T", 0, 0)
 	h.SuspendTimeoutMillis = 1 << 40
 	lost := &holdTestChannel{id: 1 << 62, resps: make(chan *remoting.Command, 1)}
@@ -237,7 +238,7 @@ func TestHeldPullsExpireWithoutCloseEvent(t *testing.T) {
 func TestPullWithBodyRefused(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			for _, size := range []int{1, 1 << 20} {
@@ -261,7 +262,7 @@ func TestPullWithBodyRefused(t *testing.T) {
 func TestParkedPullKeepsNoExtras(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			h := pullHeader("g", "T", 0, tb.Store().MaxOffsetInQueue("T", 0))
@@ -332,7 +333,7 @@ func TestHeldPullSlots(t *testing.T) {
 func TestHeldPullWithHugeSubscriptionRefused(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.MaxHeldPullsPerConnection = 64 })
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	h := pullHeader("g", "T", 0, 0)
 	h.SysFlag |= protocol.PullFlagSubscription
 	h.Subscription = strings.Repeat("t||", 13000) // 39 KB: under the remoting header limit
@@ -402,9 +403,9 @@ func TestSendAutoCreateQueueNumsClamped(t *testing.T) {
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			topic := "Auto_" + name
-			h := goSendHeader(topic, 0, nil)
+			h := wiretest.SendHeader(topic, 0, nil)
 			h.DefaultTopicQueueNums = math.MaxInt32
-			wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
+			wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
 			tc, ok := tb.topics.get(topic)
 			if !ok || tc.ReadQueueNums != DefaultTopicQueueNums || tc.WriteQueueNums != DefaultTopicQueueNums {
 				t.Errorf("auto-created %+v, want %d queues (TBW102's)", tc, DefaultTopicQueueNums)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -126,8 +127,8 @@ func bodyRow(name string, code int16, field string, kind rowKind, build func(str
 func sendRow(code int16, key, field string, kind rowKind, optional bool) guardRow {
 	return guardRow{name: fmt.Sprintf("send code %d", code), code: code, field: field, key: key, kind: kind,
 		optional: optional, build: func(v string) *remoting.Command {
-			h := goSendHeader("T", 0, nil)
-			req := sendRequest(code, &h, []byte("x"), remoting.SerializeJSON)
+			h := wiretest.SendHeader("T", 0, nil)
+			req := wiretest.SendRequest(code, &h, []byte("x"), remoting.SerializeJSON)
 			req.ExtFields[key] = v
 			return req
 		}}
@@ -214,9 +215,11 @@ func guardRows() []guardRow {
 					ProducerDataSet: []protocol.ProducerData{{GroupName: v}}})
 			}),
 		bodyRow("heartbeat consumer group", remoting.HeartBeat, "consumerDataSet[0].groupName", rowRetryGroup,
-			func(v string) *remoting.Command { return heartbeatCmd("c1", v, sub("T", "*")) }),
+			func(v string) *remoting.Command { return wiretest.HeartbeatCmd("c1", v, wiretest.Sub("T", "*")) }),
 		bodyRow("heartbeat subscription topic", remoting.HeartBeat, "consumerDataSet[0].subscriptionDataSet[1].topic",
-			rowTopic, func(v string) *remoting.Command { return heartbeatCmd("c1", "cg", sub("T", "*"), sub(v, "*")) }),
+			rowTopic, func(v string) *remoting.Command {
+				return wiretest.HeartbeatCmd("c1", "cg", wiretest.Sub("T", "*"), wiretest.Sub(v, "*"))
+			}),
 	}
 	for _, code := range []int16{remoting.LockBatchMQ, remoting.UnlockBatchMQ} {
 		rows = append(rows,
@@ -371,8 +374,8 @@ func TestBrokerNamesMustBeTopics(t *testing.T) {
 
 // TestGuardDoesNotAllocate: checking valid names is a byte loop on the send and pull paths.
 func TestGuardDoesNotAllocate(t *testing.T) {
-	h := goSendHeader("BenchTopic", 0, nil)
-	send := sendRequest(remoting.SendMessageV2, &h, nil, remoting.SerializeJSON).ExtFields
+	h := wiretest.SendHeader("BenchTopic", 0, nil)
+	send := wiretest.SendRequest(remoting.SendMessageV2, &h, nil, remoting.SerializeJSON).ExtFields
 	pull := remoting.EncodeHeader(pullHeader("cg", "%RETRY%cg", 0, 0))
 	n := testing.AllocsPerRun(100, func() {
 		if checkHeaderNames(send, requestNames[remoting.SendMessageV2], true) != nil ||
@@ -387,8 +390,8 @@ func TestGuardDoesNotAllocate(t *testing.T) {
 
 // BenchmarkGuardSend measures the guard on a send header: three names, no allocation.
 func BenchmarkGuardSend(b *testing.B) {
-	h := goSendHeader("BenchTopic", 0, nil)
-	ext := sendRequest(remoting.SendMessageV2, &h, nil, remoting.SerializeJSON).ExtFields
+	h := wiretest.SendHeader("BenchTopic", 0, nil)
+	ext := wiretest.SendRequest(remoting.SendMessageV2, &h, nil, remoting.SerializeJSON).ExtFields
 	fields := requestNames[remoting.SendMessageV2]
 	b.ReportAllocs()
 	for b.Loop() {

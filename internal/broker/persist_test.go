@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -86,7 +88,7 @@ func manyGroupsHeartbeat(clientID, prefix string, n int) *remoting.Command {
 		hb.ConsumerDataSet = append(hb.ConsumerDataSet, protocol.ConsumerData{GroupName: g,
 			ConsumeType: protocol.ConsumePassively, MessageModel: protocol.Clustering,
 			ConsumeFromWhere:    protocol.ConsumeFromLastOffset,
-			SubscriptionDataSet: []protocol.SubscriptionData{sub("T", "*"), sub(names.RetryTopic(g), "*")}})
+			SubscriptionDataSet: []protocol.SubscriptionData{wiretest.Sub("T", "*"), wiretest.Sub(names.RetryTopic(g), "*")}})
 	}
 	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
 }
@@ -265,10 +267,10 @@ func TestConcurrentTopicCreation(t *testing.T) {
 			topic := fmt.Sprintf("C-%s-%03d", name, i)
 			topics = append(topics, topic)
 			wg.Go(func() {
-				h := goSendHeader(topic, 0, map[string]string{"UNIQ_KEY": topic})
+				h := wiretest.SendHeader(topic, 0, map[string]string{"UNIQ_KEY": topic})
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				resp, err := tr.InvokeSync(ctx, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
+				resp, err := tr.InvokeSync(ctx, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
 				switch {
 				case err != nil:
 					errs <- fmt.Sprintf("%s: %v", topic, err)
@@ -309,7 +311,7 @@ func TestConcurrentTopicCreation(t *testing.T) {
 // when recorded, not when the heartbeat started.
 func TestSlowHeartbeatKeepsItsRegistrations(t *testing.T) {
 	ns := startTestNameServer(t)
-	clock := newFakeClock()
+	clock := wiretest.NewFakeClock()
 	tb := startTestBroker(t, func(o *Options) {
 		ns.withNameServer(o)
 		o.RegisterNameServerPeriod = time.Hour

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -59,7 +60,7 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 			if c.group != "" {
 				group, topic = c.group, c.TopicName
 			}
-			heartbeat(t, tb.InProc, tb.Addr, "c@1", group, sub(topic, "*"))
+			wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", group, wiretest.Sub(topic, "*"))
 			shaped := func() *protocol.PullMessageRequestHeader {
 				h := pullHeader(group, topic, 0, 0)
 				c.shape(h)

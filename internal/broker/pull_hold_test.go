@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -18,8 +19,8 @@ func TestLongPollManyQueues(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	const queues = 16
 	addTopic(tb, "T", queues)
-	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "*"))
-	heartbeat(t, tb.InProc, tb.Addr, "c@2", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@2", "g", wiretest.Sub("T", "*"))
 	var dones []<-chan *remoting.Command
 	for q := range int32(queues) {
 		tr := remoting.Transport(tb.TCP)
@@ -64,7 +65,7 @@ func TestLongPollManyQueues(t *testing.T) {
 func TestWokenPullIsNotParkedAgain(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "Aa"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "Aa"))
 	h := pullHeader("g", "T", 0, 0)
 	h.SysFlag |= protocol.PullFlagCommitOffset
 	h.CommitOffset = 7

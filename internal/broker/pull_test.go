@@ -3,10 +3,12 @@ package broker
 import (
 	"context"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/protocol"
@@ -29,7 +31,7 @@ func TestPullRoundTrip(t *testing.T) {
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
 			group := "g-" + name
-			heartbeat(t, tr, tb.Addr, "c@"+name, group, sub("T", "*"))
+			wiretest.Heartbeat(t, tr, tb.Addr, "c@"+name, group, wiretest.Sub("T", "*"))
 			h := pullHeader(group, "T", 1, 0)
 			h.SysFlag = 0
 			resp := invoke(t, tr, tb.Addr, pullCmd(h))
@@ -115,7 +117,7 @@ func TestPullStatusMapping(t *testing.T) {
 	}
 	putMsgs(t, tb, "T", 0, 3, "a", "m")
 
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "a"), sub("Old", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "a"), wiretest.Sub("Old", "*"))
 	cases := []struct {
 		name   string
 		topic  string
@@ -199,14 +201,14 @@ func TestPullRefusals(t *testing.T) {
 	cfg = NewSubscriptionGroupConfig("nobroadcast")
 	cfg.ConsumeBroadcastEnable = false
 	tb.groups.update(cfg)
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("U", "*"))
-	hb := heartbeatCmd("c@1", "nobroadcast", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("U", "*"))
+	hb := wiretest.HeartbeatCmd("c@1", "nobroadcast", wiretest.Sub("T", "*"))
 	hb.Body = []byte(`{"clientID":"c@1","consumerDataSet":[{"groupName":"nobroadcast","messageModel":"BROADCASTING",` +
 		`"subscriptionDataSet":[{"topic":"T","subString":"*","subVersion":1}]}]}`)
 	invoke(t, tb.InProc, tb.Addr, hb)
-	newer := sub("T", "*")
+	newer := wiretest.Sub("T", "*")
 	newer.SubVersion = 100
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "versioned", newer)
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "versioned", newer)
 
 	for _, c := range []struct {
 		name   string
@@ -251,7 +253,7 @@ func TestPullRefusals(t *testing.T) {
 func TestPullCommitOffsetAndRetryTopic(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "*"), sub(names.RetryTopic("g"), "*"))
+	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"), wiretest.Sub(names.RetryTopic("g"), "*"))
 	putMsgs(t, tb, names.RetryTopic("g"), 0, 2, "", "r")
 	h := pullHeader("g", names.RetryTopic("g"), 0, 0)
 	h.SysFlag = protocol.PullFlagCommitOffset | protocol.PullFlagSuspend
@@ -289,7 +291,7 @@ func TestPullTagFiltering(t *testing.T) {
 			h.SysFlag = 0
 			switch {
 			case c.heartbeat:
-				heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", c.expr))
+				wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", c.expr))
 			default:
 				h.SysFlag, h.Subscription = protocol.PullFlagSubscription, c.expr
 			}
@@ -302,7 +304,7 @@ func TestPullTagFiltering(t *testing.T) {
 			}
 		})
 	}
-	if got := sub("T", "é").CodeSet[0]; got != 6214 {
+	if got := wiretest.Sub("T", "é").CodeSet[0]; got != 6214 {
 		t.Fatalf("test helper: Go client hash of é = %d, want 6214", got)
 	}
 }
@@ -335,7 +337,7 @@ func TestLongPollReleasedByMessage(t *testing.T) {
 			if name == "tcp" {
 				queue = 1
 			}
-			heartbeat(t, tr, tb.Addr, "c@"+name, group, sub("T", "*"))
+			wiretest.Heartbeat(t, tr, tb.Addr, "c@"+name, group, wiretest.Sub("T", "*"))
 			done := asyncPull(t, tr, tb.Addr, pullHeader(group, "T", queue, 0))
 			eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
 			select {
@@ -359,7 +361,7 @@ func TestLongPollReleasedByMessage(t *testing.T) {
 func TestLongPollIgnoresOtherTags(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", sub("T", "want"))
+	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "want"))
 	done := asyncPull(t, tb.TCP, tb.Addr, pullHeader("g", "T", 0, 0))
 	eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
 	putMsgs(t, tb, "T", 0, 1, "other", "o")
@@ -378,7 +380,7 @@ func TestLongPollIgnoresOtherTags(t *testing.T) {
 func TestLongPollTimeout(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	putMsgs(t, tb, "T", 0, 2, "", "m")
 	for _, wait := range []int64{150, 0} {
 		h := pullHeader("g", "T", 0, 2)
@@ -404,7 +406,7 @@ func TestShortPolling(t *testing.T) {
 		o.ShortPollingTime = 100 * time.Millisecond
 	})
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	start := time.Now()
 	r := decodePull(t, <-asyncPull(t, tb.InProc, tb.Addr, pullHeader("g", "T", 0, 0)))
 	if r.code != remoting.PullNotFound || time.Since(start) < 100*time.Millisecond {
@@ -416,8 +418,8 @@ func TestLongPollDroppedOnDisconnect(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
 	tcp := newTCPClient(t)
-	heartbeat(t, tcp, tb.Addr, "c@1", "g", sub("T", "*"))
-	heartbeat(t, tb.InProc, tb.Addr, "c@2", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tcp, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@2", "g", wiretest.Sub("T", "*"))
 	a := asyncPull(t, tcp, tb.Addr, pullHeader("g", "T", 0, 0))
 	b := asyncPull(t, tb.InProc, tb.Addr, pullHeader("g", "T", 0, 0))
 	eventually(t, "pulls parked", func() bool { return tb.pull.hold.count() == 2 })
@@ -442,11 +444,11 @@ func TestLongPollDroppedOnDisconnect(t *testing.T) {
 func TestLongPollAnsweredAtShutdown(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 1)
-	heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	h := pullHeader("g", "T", 0, 0)
 	done := asyncPull(t, tb.InProc, tb.Addr, h)
 	eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
-	tb.cancel() // Run ends; the harness's Stop does the rest
+	tb.Cancel() // Run ends; the harness's Stop does the rest
 	select {
 	case resp := <-done:
 		if resp.Code != remoting.PullNotFound && resp.Code != -1 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/acl"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -261,8 +262,8 @@ func TestEndTransactionNeedsPubOnTheRealTopic(t *testing.T) {
 	tb.d.SetGuard(g.Check)
 	oc, intruder := signedClient(t, owner), signedClient(t, rcReader)
 
-	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "u1"})
-	rh := wantSendOK(t, invoke(t, oc, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("u1"), remoting.SerializeJSON)))
+	h := wiretest.SendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "u1"})
+	rh := wiretest.WantSendOK(t, invoke(t, oc, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("u1"), remoting.SerializeJSON)))
 	_, phy, err := message.ParseOffsetMsgID(rh.MsgID)
 	if err != nil {
 		t.Fatal(err)
@@ -321,8 +322,8 @@ func TestTransactionChecksGoOnlyToPublishers(t *testing.T) {
 	intruder := recorder(rcReader, "intruder@1")
 	ownerChecks := recorder(owner, "owner@1")
 
-	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "u1"})
-	wantSendOK(t, invoke(t, signedClient(t, owner), tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("u1"), remoting.SerializeJSON)))
+	h := wiretest.SendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "u1"})
+	wiretest.WantSendOK(t, invoke(t, signedClient(t, owner), tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("u1"), remoting.SerializeJSON)))
 	// Unanswered, the message is checked again every interval: with the intruder a candidate,
 	// it would get about half of them.
 	for range 4 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/remoting"
 )
 
@@ -25,7 +26,7 @@ func TestReregisterGraceAfterACrash(t *testing.T) {
 	addTopic(tb, "T", 4)
 	a := newTCPClient(t)
 	na := recordNotifies(a)
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
 	if code, _ := consumerList(t, a, tb.Addr, "g"); code != remoting.SystemBusy {
 		t.Fatalf("member list during the grace: code %d, want SYSTEM_BUSY", code)
 	}
@@ -37,7 +38,7 @@ func TestReregisterGraceAfterACrash(t *testing.T) {
 
 	clean := startTestBroker(t, func(o *Options) { o.ReregisterGrace = time.Hour })
 	addTopic(clean, "T", 4)
-	heartbeat(t, a, clean.Addr, "A@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, clean.Addr, "A@1", "g", wiretest.Sub("T", "*"))
 	if code, ids := consumerList(t, a, clean.Addr, "g"); code != remoting.Success || !slices.Equal(ids, []string{"A@1"}) {
 		t.Fatalf("clean start: code %d ids %v, want the list at once", code, ids)
 	}

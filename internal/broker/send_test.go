@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/names"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,101 +19,6 @@ import (
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 )
-
-// goSendHeader is a single send as the official Go client builds it (docs/protocol.md §4.1).
-func goSendHeader(topic string, queueID int32, props map[string]string) protocol.SendMessageRequestHeader {
-	return protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: names.TopicAutoCreate,
-		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000123, Flag: 7,
-		Properties: message.MarshalProperties(props), BrokerName: "broker-a"}
-}
-
-// sendRequest encodes h with the keys code uses and sets the header serialization.
-func sendRequest(code int16, h *protocol.SendMessageRequestHeader, body []byte, ser remoting.SerializeType) *remoting.Command {
-	ext := make(map[string]string, 16)
-	switch code {
-	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
-		(*protocol.SendMessageRequestHeaderV2)(h).Encode(ext)
-	default:
-		h.Encode(ext)
-	}
-	req := remoting.NewRequest(code, ext, body)
-	req.Serialize = ser
-	return req
-}
-
-// storedRecord waits until (topic, queueID, offset) is dispatched and returns its record,
-// decoded from a private copy of the stored bytes.
-func storedRecord(t *testing.T, tb *testBroker, topic string, queueID int32, offset int64) message.Record {
-	t.Helper()
-	var raw []byte
-	eventually(t, fmt.Sprintf("%s/%d@%d dispatched", topic, queueID, offset), func() bool {
-		r := tb.Store().GetMessage("test", topic, queueID, offset, 1, 0, nil)
-		defer r.Release()
-		if r.Status != storage.Found {
-			return false
-		}
-		raw = bytes.Clone(r.Messages[0])
-		return true
-	})
-	var rec message.Record
-	if _, err := message.DecodeRecord(raw, &rec, true); err != nil {
-		t.Fatalf("decode stored record: %v", err)
-	}
-	return rec
-}
-
-// recordAt returns the record at a CommitLog offset (for messages with no ConsumeQueue unit).
-func recordAt(t *testing.T, tb *testBroker, phy int64) message.Record {
-	t.Helper()
-	raw, err := tb.Store().LookMessageByOffset(phy)
-	if err != nil {
-		t.Fatalf("look message at %d: %v", phy, err)
-	}
-	var rec message.Record
-	if _, err := message.DecodeRecord(raw, &rec, true); err != nil {
-		t.Fatal(err)
-	}
-	return rec
-}
-
-// wantSendOK checks a success response and returns its header.
-func wantSendOK(t *testing.T, resp *remoting.Command) protocol.SendMessageResponseHeader {
-	t.Helper()
-	if resp.Code != remoting.Success {
-		t.Fatalf("response %d %q, want SUCCESS", resp.Code, resp.Remark)
-	}
-	var h protocol.SendMessageResponseHeader
-	if err := h.Decode(resp.ExtFields); err != nil {
-		t.Fatalf("response header: %v (%v)", err, resp.ExtFields)
-	}
-	if h.MsgRegion != defaultRegion || !h.TraceOn {
-		t.Errorf("MSG_REGION %q TRACE_ON %t, want DefaultRegion true", h.MsgRegion, h.TraceOn)
-	}
-	return h
-}
-
-// wantRefused checks a refusal's code and remark and that nothing was appended since maxPhy.
-func wantRefused(t *testing.T, tb *testBroker, resp *remoting.Command, code int16, remark string, maxPhy int64) {
-	t.Helper()
-	if resp.Code != code || !strings.Contains(resp.Remark, remark) {
-		t.Errorf("response %d %q, want %d containing %q", resp.Code, resp.Remark, code, remark)
-	}
-	if got := tb.Store().MaxPhyOffset(); got != maxPhy {
-		t.Errorf("store max offset %d after a refused send, want %d", got, maxPhy)
-	}
-}
-
-// checkMsgID checks that id is the offset message id of (the broker's store host, phy).
-func checkMsgID(t *testing.T, tb *testBroker, id string, phy int64) {
-	t.Helper()
-	host, off, err := message.ParseOffsetMsgID(id)
-	if err != nil {
-		t.Fatalf("msgId %q: %v", id, err)
-	}
-	if want := netip.MustParseAddrPort(tb.Addr); host != want || off != phy {
-		t.Errorf("msgId %q = %v@%d, want %v@%d", id, host, off, want, phy)
-	}
-}
 
 func TestSendRoundTrip(t *testing.T) {
 	tb := startTestBroker(t, nil)
@@ -128,20 +34,20 @@ func TestSendRoundTrip(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%d", trName, serName, code), func(t *testing.T) {
 					props := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "ID" + strconv.Itoa(int(code))}
 					queue := int32(code % 4)
-					h := goSendHeader("RoundTrip", queue, props)
+					h := wiretest.SendHeader("RoundTrip", queue, props)
 					h.SysFlag = message.FlagCompressed // never inflated: kept as sent
 					body := []byte("body of " + t.Name())
-					resp := invoke(t, tr, tb.Addr, sendRequest(code, &h, body, ser))
+					resp := invoke(t, tr, tb.Addr, wiretest.SendRequest(code, &h, body, ser))
 					if trName == "tcp" && resp.Serialize != ser {
 						t.Errorf("answered in serialization %d, want %d", resp.Serialize, ser)
 					}
-					rh := wantSendOK(t, resp)
+					rh := wiretest.WantSendOK(t, resp)
 					if rh.QueueID != queue || rh.QueueOffset != next[queue] {
 						t.Errorf("queue %d offset %d, want %d %d", rh.QueueID, rh.QueueOffset, queue, next[queue])
 					}
 					next[queue]++
-					rec := storedRecord(t, tb, "RoundTrip", queue, rh.QueueOffset)
-					checkMsgID(t, tb, rh.MsgID, rec.PhysicalOffset)
+					rec := wiretest.StoredRecord(t, tb.Store(), "RoundTrip", queue, rh.QueueOffset)
+					wiretest.CheckMsgID(t, tb.Addr, rh.MsgID, rec.PhysicalOffset)
 					if string(rec.Topic) != "RoundTrip" || rec.QueueID != queue || !bytes.Equal(rec.Body, body) ||
 						rec.Flag != 7 || rec.SysFlag != message.FlagCompressed || rec.BornTimestamp != 1700000000123 {
 						t.Errorf("stored %s/%d body %q flag %d sysFlag %d born %d", rec.Topic, rec.QueueID, rec.Body,
@@ -178,10 +84,10 @@ func TestSendBatch(t *testing.T) {
 				body = message.AppendBatchElement(body, int32(i), []byte(fmt.Sprintf("m%d", i)),
 					message.MarshalProperties(map[string]string{"TAGS": fmt.Sprintf("t%d", i)}))
 			}
-			h := goSendHeader("Batch", 1, nil)
+			h := wiretest.SendHeader("Batch", 1, nil)
 			h.Batch = true
-			resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendBatchMessage, &h, body, remoting.SerializeJSON))
-			rh := wantSendOK(t, resp)
+			resp := invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendBatchMessage, &h, body, remoting.SerializeJSON))
+			rh := wiretest.WantSendOK(t, resp)
 			// That the statistics count 3 puts: internal/broker/stats' TestCountsBatchesAndPulls.
 			if rh.QueueID != 1 || rh.QueueOffset != next {
 				t.Errorf("queue %d offset %d, want 1 %d", rh.QueueID, rh.QueueOffset, next)
@@ -191,8 +97,8 @@ func TestSendBatch(t *testing.T) {
 				t.Fatalf("msgId %q, want 3 ids", rh.MsgID)
 			}
 			for i := range 3 {
-				rec := storedRecord(t, tb, "Batch", 1, next+int64(i))
-				checkMsgID(t, tb, ids[i], rec.PhysicalOffset)
+				rec := wiretest.StoredRecord(t, tb.Store(), "Batch", 1, next+int64(i))
+				wiretest.CheckMsgID(t, tb.Addr, ids[i], rec.PhysicalOffset)
 				if rec.QueueOffset != next+int64(i) || string(rec.Body) != fmt.Sprintf("m%d", i) || rec.Flag != int32(i) {
 					t.Errorf("element %d stored at %d body %q flag %d", i, rec.QueueOffset, rec.Body, rec.Flag)
 				}
@@ -233,14 +139,14 @@ func TestSendBatchRefused(t *testing.T) {
 	for trName, tr := range tb.Transports() {
 		for _, c := range cases {
 			t.Run(trName+"/"+c.name, func(t *testing.T) {
-				h := goSendHeader(c.topic, 0, nil)
+				h := wiretest.SendHeader(c.topic, 0, nil)
 				h.Batch = true
 				if c.mutate != nil {
 					c.mutate(&h)
 				}
 				maxPhy := tb.Store().MaxPhyOffset()
-				resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendBatchMessage, &h, c.body, remoting.SerializeJSON))
-				wantRefused(t, tb, resp, c.code, c.remark, maxPhy)
+				resp := invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendBatchMessage, &h, c.body, remoting.SerializeJSON))
+				wiretest.WantRefused(t, tb.Store(), resp, c.code, c.remark, maxPhy)
 			})
 		}
 	}
@@ -255,9 +161,9 @@ func TestSendAutoCreate(t *testing.T) {
 			}{{4, 4}, {16, 8}} // min(defaultTopicQueueNums, TBW102's 8 write queues)
 			for _, c := range cases {
 				topic := fmt.Sprintf("Auto_%s_%d", trName, c.clientQueues)
-				h := goSendHeader(topic, 0, nil)
+				h := wiretest.SendHeader(topic, 0, nil)
 				h.DefaultTopicQueueNums = c.clientQueues
-				wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
+				wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
 				tc, ok := tb.topics.get(topic)
 				want := TopicConfig{TopicName: topic, ReadQueueNums: c.want, WriteQueueNums: c.want,
 					Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag}
@@ -267,7 +173,7 @@ func TestSendAutoCreate(t *testing.T) {
 				if diff := cmp.Diff(want, tc); diff != "" {
 					t.Errorf("created topic (-want +got):\n%s", diff)
 				}
-				storedRecord(t, tb, topic, 0, 0)
+				wiretest.StoredRecord(t, tb.Store(), topic, 0, 0)
 			}
 		})
 	}
@@ -278,9 +184,9 @@ func TestSendTopicNotExist(t *testing.T) {
 	for trName, tr := range tb.Transports() {
 		t.Run(trName, func(t *testing.T) {
 			maxPhy := tb.Store().MaxPhyOffset()
-			h := goSendHeader("Unknown", 0, nil)
-			resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
-			wantRefused(t, tb, resp, remoting.TopicNotExist, "topic[Unknown] not exist, apply first please!", maxPhy)
+			h := wiretest.SendHeader("Unknown", 0, nil)
+			resp := invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
+			wiretest.WantRefused(t, tb.Store(), resp, remoting.TopicNotExist, "topic[Unknown] not exist, apply first please!", maxPhy)
 			if _, ok := tb.topics.get("Unknown"); ok {
 				t.Error("topic created with auto-creation disabled")
 			}
@@ -318,9 +224,9 @@ func TestSendRefused(t *testing.T) {
 		for _, c := range cases {
 			t.Run(trName+"/"+c.name, func(t *testing.T) {
 				maxPhy := tb.Store().MaxPhyOffset()
-				h := goSendHeader(c.topic, c.queue, c.props)
-				resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, c.body, remoting.SerializeJSON))
-				wantRefused(t, tb, resp, c.code, c.remark, maxPhy)
+				h := wiretest.SendHeader(c.topic, c.queue, c.props)
+				resp := invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, c.body, remoting.SerializeJSON))
+				wiretest.WantRefused(t, tb.Store(), resp, c.code, c.remark, maxPhy)
 			})
 		}
 	}
@@ -328,11 +234,11 @@ func TestSendRefused(t *testing.T) {
 		t.Error("a refused retry message created the DLQ topic")
 	}
 	t.Run("bad header", func(t *testing.T) {
-		h := goSendHeader("Small", 0, nil)
-		req := sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)
+		h := wiretest.SendHeader("Small", 0, nil)
+		req := wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)
 		delete(req.ExtFields, "queueId")
 		resp := invoke(t, tb.TCP, tb.Addr, req)
-		wantRefused(t, tb, resp, remoting.SystemError, "<queueId>", tb.Store().MaxPhyOffset())
+		wiretest.WantRefused(t, tb.Store(), resp, remoting.SystemError, "<queueId>", tb.Store().MaxPhyOffset())
 	})
 }
 
@@ -340,8 +246,8 @@ func TestSendRandomQueue(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	tb.topics.update(TopicConfig{TopicName: "Rand", ReadQueueNums: 8, WriteQueueNums: 3, Perm: 6})
 	for range 20 {
-		h := goSendHeader("Rand", -1, nil)
-		rh := wantSendOK(t, invoke(t, tb.InProc, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
+		h := wiretest.SendHeader("Rand", -1, nil)
+		rh := wiretest.WantSendOK(t, invoke(t, tb.InProc, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
 		if rh.QueueID < 0 || rh.QueueID >= 3 {
 			t.Fatalf("picked queue %d, want one of the 3 write queues", rh.QueueID)
 		}
@@ -352,9 +258,9 @@ func TestSendSlaveRefuses(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.BrokerID = 1 })
 	for trName, tr := range tb.Transports() {
 		t.Run(trName, func(t *testing.T) {
-			h := goSendHeader("T", 0, nil)
-			resp := invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
-			wantRefused(t, tb, resp, remoting.ServiceNotAvailable, "sending message is forbidden", 0)
+			h := wiretest.SendHeader("T", 0, nil)
+			resp := invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
+			wiretest.WantRefused(t, tb.Store(), resp, remoting.ServiceNotAvailable, "sending message is forbidden", 0)
 		})
 	}
 }
@@ -366,17 +272,17 @@ func TestSendRetryAndDLQ(t *testing.T) {
 			group := "cg_" + trName
 			retry := names.RetryTopic(group)
 			send := func(reconsume, max int32, props map[string]string) protocol.SendMessageResponseHeader {
-				h := goSendHeader(retry, 0, props)
+				h := wiretest.SendHeader(retry, 0, props)
 				h.ProducerGroup = "CLIENT_INNER_PRODUCER"
 				h.ReconsumeTimes, h.MaxReconsumeTimes = reconsume, max
-				return wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("r"), remoting.SerializeJSON)))
+				return wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("r"), remoting.SerializeJSON)))
 			}
 			// Below the max: stored in the retry topic, created from the group (1 queue).
 			send(3, 16, map[string]string{"RETRY_TOPIC": "T"})
 			if tc, ok := tb.topics.get(retry); !ok || tc.WriteQueueNums != 1 || tc.Perm != route.PermReadWrite {
 				t.Errorf("retry topic %+v (exists %t), want 1 read-write queue", tc, ok)
 			}
-			if rec := storedRecord(t, tb, retry, 0, 0); rec.ReconsumeTimes != 3 {
+			if rec := wiretest.StoredRecord(t, tb.Store(), retry, 0, 0); rec.ReconsumeTimes != 3 {
 				t.Errorf("reconsume times %d, want 3", rec.ReconsumeTimes)
 			}
 			// At the header's max: to the DLQ, at once (DELAY dropped).
@@ -389,7 +295,7 @@ func TestSendRetryAndDLQ(t *testing.T) {
 				t.Errorf("DLQ topic %+v (exists %t), want 1 read-write queue", tc, ok)
 			}
 			for off := range int64(2) {
-				rec := storedRecord(t, tb, dlq, 0, off)
+				rec := wiretest.StoredRecord(t, tb.Store(), dlq, 0, off)
 				props := message.UnmarshalProperties(rec.Properties)
 				if _, ok := props["DELAY"]; ok || props["RETRY_TOPIC"] != "T" || rec.ReconsumeTimes != 16 {
 					t.Errorf("DLQ message %d: properties %v reconsume %d", off, props, rec.ReconsumeTimes)
@@ -398,13 +304,13 @@ func TestSendRetryAndDLQ(t *testing.T) {
 			// A header max of 0 is a limit like any other; a client older than 3.4.9 has its
 			// field ignored (the group's 16), as RocketMQ does.
 			for _, version := range []int16{minMaxReconsumeTimesVersion - 1, remoting.ProtocolVersion} {
-				h := goSendHeader(retry, 0, map[string]string{"RETRY_TOPIC": "T"})
+				h := wiretest.SendHeader(retry, 0, map[string]string{"RETRY_TOPIC": "T"})
 				h.ProducerGroup, h.ReconsumeTimes, h.MaxReconsumeTimes = "CLIENT_INNER_PRODUCER", 3, 0
-				req := sendRequest(remoting.SendMessage, &h, []byte("v"), remoting.SerializeJSON)
+				req := wiretest.SendRequest(remoting.SendMessage, &h, []byte("v"), remoting.SerializeJSON)
 				req.Version = version
-				wantSendOK(t, invoke(t, tr, tb.Addr, req))
+				wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, req))
 			}
-			if rec := storedRecord(t, tb, dlq, 0, 2); rec.ReconsumeTimes != 3 || string(rec.Body) != "v" {
+			if rec := wiretest.StoredRecord(t, tb.Store(), dlq, 0, 2); rec.ReconsumeTimes != 3 || string(rec.Body) != "v" {
 				t.Errorf("DLQ message 2: reconsume %d body %q, want the current client's", rec.ReconsumeTimes, rec.Body)
 			}
 			// Stored before the DLQ message, so dispatched by now.
@@ -423,15 +329,15 @@ func TestSendDelay(t *testing.T) {
 		cases := []struct{ level, wantLevel int }{{3, 3}, {99, len(storage.DefaultDelayLevels)}}
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/%d", trName, c.level), func(t *testing.T) {
-				h := goSendHeader("Delayed", 2, map[string]string{"DELAY": strconv.Itoa(c.level), "TAGS": "a"})
-				rh := wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("d"), remoting.SerializeJSON)))
+				h := wiretest.SendHeader("Delayed", 2, map[string]string{"DELAY": strconv.Itoa(c.level), "TAGS": "a"})
+				rh := wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("d"), remoting.SerializeJSON)))
 				q := int32(c.wantLevel - 1)
 				if rh.QueueID != 2 || rh.QueueOffset != next[q] {
 					t.Errorf("answered queue %d offset %d, want 2 (as requested) and %d", rh.QueueID, rh.QueueOffset, next[q])
 				}
-				rec := storedRecord(t, tb, names.TopicSchedule, q, next[q])
+				rec := wiretest.StoredRecord(t, tb.Store(), names.TopicSchedule, q, next[q])
 				next[q]++
-				checkMsgID(t, tb, rh.MsgID, rec.PhysicalOffset)
+				wiretest.CheckMsgID(t, tb.Addr, rh.MsgID, rec.PhysicalOffset)
 				want := map[string]string{"DELAY": strconv.Itoa(c.wantLevel), "TAGS": "a", "REAL_TOPIC": "Delayed",
 					"REAL_QID": "2", "CLUSTER": "DefaultCluster"}
 				if diff := cmp.Diff(want, message.UnmarshalProperties(rec.Properties)); diff != "" {
@@ -446,9 +352,9 @@ func TestSendTransactionPrepared(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	tb.topics.update(TopicConfig{TopicName: "Tx", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
 	props := map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "U1", "DELAY": "2"}
-	h := goSendHeader("Tx", 0, props)
+	h := wiretest.SendHeader("Tx", 0, props)
 	h.SysFlag = message.TransactionPreparedType
-	rh := wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("half"), remoting.SerializeJSON)))
+	rh := wiretest.WantSendOK(t, invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("half"), remoting.SerializeJSON)))
 	if rh.TransactionID != "U1" {
 		t.Errorf("transactionId %q, want the UNIQ_KEY", rh.TransactionID)
 	}
@@ -456,7 +362,7 @@ func TestSendTransactionPrepared(t *testing.T) {
 	if err != nil {
 		t.Fatalf("msgId %q: %v (the Go client panics on it)", rh.MsgID, err)
 	}
-	rec := recordAt(t, tb, phy)
+	rec := wiretest.RecordAt(t, tb.Store(), phy)
 	stored := message.UnmarshalProperties(rec.Properties)
 	if string(rec.Topic) != names.TopicTransHalf || rec.QueueID != 0 || rec.SysFlag != message.TransactionNotType ||
 		string(rec.Body) != "half" || stored["REAL_TOPIC"] != "Tx" || stored["REAL_QID"] != "0" || stored["DELAY"] != "2" {
@@ -472,18 +378,18 @@ func TestTransactionHalfHiddenFromConsumers(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "Tx", 1)
 	for _, v := range []string{"true", "TRUE"} { // Java's Boolean.parseBoolean ignores case
-		h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": v, "PGROUP": "pg", "UNIQ_KEY": "half-" + v})
-		rh := wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("half"), remoting.SerializeJSON)))
+		h := wiretest.SendHeader("Tx", 0, map[string]string{"TRAN_MSG": v, "PGROUP": "pg", "UNIQ_KEY": "half-" + v})
+		rh := wiretest.WantSendOK(t, invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("half"), remoting.SerializeJSON)))
 		_, phy, err := message.ParseOffsetMsgID(rh.MsgID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec := recordAt(t, tb, phy); string(rec.Topic) != names.TopicTransHalf {
+		if rec := wiretest.RecordAt(t, tb.Store(), phy); string(rec.Topic) != names.TopicTransHalf {
 			t.Errorf("TRAN_MSG=%s without the sysFlag bit stored in %s, want the half topic", v, rec.Topic)
 		}
 	}
-	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "false", "UNIQ_KEY": "plain"})
-	wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("plain"), remoting.SerializeJSON)))
+	h := wiretest.SendHeader("Tx", 0, map[string]string{"TRAN_MSG": "false", "UNIQ_KEY": "plain"})
+	wiretest.WantSendOK(t, invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("plain"), remoting.SerializeJSON)))
 	eventually(t, "dispatched", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
 	p := pullHeader("g", "Tx", 0, 0)
 	p.SysFlag, p.Subscription = protocol.PullFlagSubscription, "*"
@@ -499,9 +405,9 @@ func TestTransactionHalfHiddenFromConsumers(t *testing.T) {
 func TestRejectTransactionMessage(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.RejectTransactionMessage = true })
 	addTopic(tb, "Tx", 1)
-	h := goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "U1"})
+	h := wiretest.SendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "U1"})
 	h.SysFlag = message.TransactionPreparedType
-	resp := invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("half"), remoting.SerializeJSON))
+	resp := invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("half"), remoting.SerializeJSON))
 	want := "the broker[" + tb.storeHost.Addr().String() + "] sending transaction message is forbidden"
 	if resp.Code != remoting.NoPermission || resp.Remark != want {
 		t.Fatalf("code %d remark %q, want NO_PERMISSION %q", resp.Code, resp.Remark, want)
@@ -512,11 +418,11 @@ func TestRejectTransactionMessage(t *testing.T) {
 	if max := tb.Store().MaxPhyOffset(); max != 0 {
 		t.Fatalf("refused half message stored: log ends at %d", max)
 	}
-	h = goSendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "DELAY": "3", "UNIQ_KEY": "U2"})
+	h = wiretest.SendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "DELAY": "3", "UNIQ_KEY": "U2"})
 	h.ReconsumeTimes = 1
-	wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("retry"), remoting.SerializeJSON)))
-	h = goSendHeader("Tx", 0, map[string]string{"UNIQ_KEY": "U3"})
-	wantSendOK(t, invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("plain"), remoting.SerializeJSON)))
+	wiretest.WantSendOK(t, invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("retry"), remoting.SerializeJSON)))
+	h = wiretest.SendHeader("Tx", 0, map[string]string{"UNIQ_KEY": "U3"})
+	wiretest.WantSendOK(t, invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("plain"), remoting.SerializeJSON)))
 }
 
 func TestSetProperty(t *testing.T) {

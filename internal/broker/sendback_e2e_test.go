@@ -1,9 +1,11 @@
 package broker
 
 import (
-	"github.com/mqgo/mq/internal/names"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -23,7 +25,7 @@ func TestSendBackConsumerCycle(t *testing.T) {
 			group, topic := "cyc_"+name, "CT_"+name
 			retry := names.RetryTopic(group)
 			addTopic(tb, topic, 1)
-			heartbeat(t, tr, tb.Addr, "c@"+name, group, sub(topic, "*"), sub(retry, "*"))
+			wiretest.Heartbeat(t, tr, tb.Addr, "c@"+name, group, wiretest.Sub(topic, "*"), wiretest.Sub(retry, "*"))
 			sbPut(t, tb, topic, 0, "payload", map[string]string{message.PropertyUniqKey: "UK", message.PropertyTags: "A"}, 0)
 			r := pull(t, tr, tb.Addr, pullHeader(group, topic, 0, 0))
 			if r.code != remoting.Success || len(r.msgs) != 1 {

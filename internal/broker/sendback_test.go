@@ -1,11 +1,12 @@
 package broker
 
 import (
-	"github.com/mqgo/mq/internal/names"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"

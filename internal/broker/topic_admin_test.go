@@ -2,9 +2,11 @@ package broker
 
 import (
 	"encoding/json"
-	"github.com/mqgo/mq/internal/names"
 	"strings"
 	"testing"
+
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/protocol"
@@ -53,9 +55,9 @@ func TestTopicAdmin(t *testing.T) {
 			}
 
 			// Store a message and an offset, then delete: config, offsets and queues go.
-			sh := goSendHeader(topic, 3, nil)
-			wantSendOK(t, invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &sh, []byte("x"), remoting.SerializeJSON)))
-			storedRecord(t, tb, topic, 3, 0)
+			sh := wiretest.SendHeader(topic, 3, nil)
+			wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &sh, []byte("x"), remoting.SerializeJSON)))
+			wiretest.StoredRecord(t, tb.Store(), topic, 3, 0)
 			tb.offsets.commit("g", topic, 3, 1)
 			del := remoting.EncodeHeader(&protocol.DeleteTopicRequestHeader{Topic: topic})
 			if resp := invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.DeleteTopicInBroker, del, nil)); resp.Code != remoting.Success {

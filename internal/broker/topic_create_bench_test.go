@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
@@ -41,8 +42,8 @@ func BenchmarkAutoCreateTopics(b *testing.B) {
 	for range 8 {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-				h := goSendHeader(fmt.Sprintf("%s%d", prefix, i), 0, nil)
-				req := sendRequest(remoting.SendMessage, &h, body, remoting.SerializeJSON)
+				h := wiretest.SendHeader(fmt.Sprintf("%s%d", prefix, i), 0, nil)
+				req := wiretest.SendRequest(remoting.SendMessage, &h, body, remoting.SerializeJSON)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				resp, err := env.TCP.InvokeSync(ctx, env.Addr, req)
 				cancel()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -62,8 +63,8 @@ func createTopics(t *testing.T, tb *testBroker, prefix string, n int) {
 	for range 8 {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				h := goSendHeader(fmt.Sprintf("%s%d", prefix, i), 0, nil)
-				resp := invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
+				h := wiretest.SendHeader(fmt.Sprintf("%s%d", prefix, i), 0, nil)
+				resp := invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
 				if resp.Code != remoting.Success {
 					t.Errorf("send to new topic %s%d: %d %q", prefix, i, resp.Code, resp.Remark)
 					return
@@ -309,8 +310,8 @@ func TestMaxTopics(t *testing.T) {
 	tb.Stop(t)
 	tb = startTestBroker(t, func(o *Options) { o.MaxTopics = limit })
 	send := func(topic string) *remoting.Command {
-		h := goSendHeader(topic, 0, nil)
-		return invoke(t, tb.TCP, tb.Addr, sendRequest(remoting.SendMessageV2, &h, []byte("x"), remoting.SerializeJSON))
+		h := wiretest.SendHeader(topic, 0, nil)
+		return invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("x"), remoting.SerializeJSON))
 	}
 	for _, topic := range []string{"Cap1", "Cap2"} {
 		if resp := send(topic); resp.Code != remoting.Success {

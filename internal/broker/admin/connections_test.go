@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -23,7 +24,7 @@ func TestConsumerConnectionListNamesMembersAndSubscriptions(t *testing.T) {
 		t.Fatalf("empty group: code %d remark %q", resp.Code, resp.Remark)
 	}
 
-	heartbeat(t, tb.TCP, tb.Addr, "10.0.0.1@a", "g", sub("T", "a || b"))
+	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "10.0.0.1@a", "g", wiretest.Sub("T", "a || b"))
 	resp = brokertest.Invoke(t, tb.TCP, tb.Addr, consumerConnectionCmd("g"))
 	if resp.Code != remoting.Success {
 		t.Fatalf("code %d remark %q", resp.Code, resp.Remark)

@@ -1,17 +1,15 @@
 package admin
 
 import (
-	"fmt"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/broker/stats"
 	"github.com/mqgo/mq/internal/message"
-	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -56,12 +54,7 @@ func wantOK(t *testing.T, resp *remoting.Command) {
 // addTopic creates a readable and writable topic through UPDATE_AND_CREATE_TOPIC.
 func addTopic(t testing.TB, tb *env, topic string, queues int32) {
 	t.Helper()
-	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: names.TopicAutoCreate, ReadQueueNums: queues,
-		WriteQueueNums: queues, Perm: 6}
-	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil))
-	if resp.Code != remoting.Success {
-		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
-	}
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, queues)
 }
 
 var testBornHost = netip.MustParseAddrPort("127.0.0.1:40000")
@@ -82,65 +75,7 @@ func put(t *testing.T, tb *env, topic string, queueID int32, body string) storag
 // putMsgs stores n messages in a queue and waits until they are dispatched.
 func putMsgs(t *testing.T, tb *env, topic string, queueID int32, n int, tag, prefix string) {
 	t.Helper()
-	before := tb.Store().MaxOffsetInQueue(topic, queueID)
-	for i := range n {
-		props := map[string]string{message.PropertyUniqKey: fmt.Sprintf("%s-%d-%d", prefix, queueID, i)}
-		if tag != "" {
-			props[message.PropertyTags] = tag
-		}
-		m := &storage.Message{Topic: topic, QueueID: queueID, Body: []byte(fmt.Sprintf("%s-%d", prefix, i)),
-			Properties: message.MarshalProperties(props), BornTimestamp: time.Now().UnixMilli(),
-			BornHost: testBornHost, StoreHost: tb.Messages().StoreHost()}
-		if _, err := tb.Store().PutMessage(m); err != nil {
-			t.Fatalf("put: %v", err)
-		}
-	}
-	brokertest.Eventually(t, "messages dispatched", func() bool {
-		return tb.Store().MaxOffsetInQueue(topic, queueID) >= before+int64(n)
-	})
-}
-
-// sub is a tag subscription of topic as the Go client builds it (codeSet from UTF-8 bytes).
-func sub(topic, expr string) protocol.SubscriptionData {
-	s := protocol.SubscriptionData{Topic: topic, SubString: expr, TagsSet: []string{}, CodeSet: protocol.TagCodes{},
-		SubVersion: time.Now().UnixNano(), ExpressionType: protocol.ExpressionTag}
-	if expr != "*" {
-		for _, tag := range strings.Split(expr, "||") {
-			tag = strings.TrimSpace(tag)
-			s.TagsSet = append(s.TagsSet, tag)
-			var h int32
-			for i := 0; i < len(tag); i++ {
-				h = 31*h + int32(tag[i])
-			}
-			s.CodeSet = append(s.CodeSet, h)
-		}
-	}
-	return s
-}
-
-// heartbeatCmd builds a HEART_BEAT of one consumer group.
-func heartbeatCmd(clientID, group string, subs ...protocol.SubscriptionData) *remoting.Command {
-	hb := protocol.HeartbeatData{ClientID: clientID, ProducerDataSet: []protocol.ProducerData{},
-		ConsumerDataSet: []protocol.ConsumerData{{GroupName: group, ConsumeType: protocol.ConsumePassively,
-			MessageModel: protocol.Clustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
-			SubscriptionDataSet: subs}}}
-	return remoting.NewRequest(remoting.HeartBeat, map[string]string{}, hb.Encode())
-}
-
-// heartbeat sends a heartbeat and checks it succeeded.
-func heartbeat(t *testing.T, tr remoting.Transport, addr, clientID, group string, subs ...protocol.SubscriptionData) {
-	t.Helper()
-	resp := brokertest.Invoke(t, tr, addr, heartbeatCmd(clientID, group, subs...))
-	if resp.Code != remoting.Success || resp.Version < 0 {
-		t.Fatalf("heartbeat: code %d version %d remark %q", resp.Code, resp.Version, resp.Remark)
-	}
-}
-
-// newTCPClient is a second TCP client (a second connection) closed at cleanup.
-func newTCPClient(t *testing.T) *remoting.Client {
-	c := remoting.NewClient(remoting.ClientOptions{ScanInterval: 20 * time.Millisecond})
-	t.Cleanup(func() { c.Close() })
-	return c
+	wiretest.PutMsgs(t, tb.Store(), tb.Messages().StoreHost(), topic, queueID, n, tag, prefix)
 }
 
 // delays is a fixed set of schedule cursors.

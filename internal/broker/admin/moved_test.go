@@ -13,6 +13,7 @@ import (
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -79,7 +80,7 @@ func TestConsumeDirectlyChecksTheMessagesTopic(t *testing.T) {
 	addTopic(t, tb, "Mine", 1)
 	addTopic(t, tb, "Theirs", 1)
 	mine, theirs := put(t, tb, "Mine", 0, "mine"), put(t, tb, "Theirs", 0, "theirs")
-	consumer := newTCPClient(t)
+	consumer := wiretest.NewTCPClient(t)
 	var relayed atomic.Int32
 	consumer.RegisterProcessor(remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -91,7 +92,7 @@ func TestConsumeDirectlyChecksTheMessagesTopic(t *testing.T) {
 			resp.Body = []byte(fmt.Sprintf("relayed %d bytes holding %q: %t", len(req.Body), "mine", bytes.Contains(req.Body, []byte("mine"))))
 			return resp, nil
 		}))
-	heartbeat(t, consumer, tb.Addr, "C@1", "shipping", sub("Mine", "*"))
+	wiretest.Heartbeat(t, consumer, tb.Addr, "C@1", "shipping", wiretest.Sub("Mine", "*"))
 	direct := func(group, msgID string) *remoting.Command {
 		h := protocol.ConsumeMessageDirectlyRequestHeader{ConsumerGroup: group, ClientID: "C@1", MsgID: msgID}
 		return brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.ConsumeMessageDirectly, remoting.EncodeHeader(&h), nil))

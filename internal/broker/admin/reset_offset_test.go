@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -64,10 +65,10 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 		t.Fatalf("offset moved without consumers: %d", off)
 	}
 
-	a, b := newTCPClient(t), tb.InProc
+	a, b := wiretest.NewTCPClient(t), tb.InProc
 	ra, rb := recordResets(a), recordResets(b)
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
-	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, b, tb.Addr, "B@1", "g", wiretest.Sub("T", "*"))
 
 	mq := func(q int) protocol.MessageQueue {
 		return protocol.MessageQueue{Topic: "T", BrokerName: tb.Options().BrokerName, QueueID: q}
@@ -132,7 +133,7 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 func TestGetConsumerStatusGathersEachClient(t *testing.T) {
 	tb := start(t, nil, nil)
 	addTopic(t, tb, "T", 2)
-	a, b := newTCPClient(t), tb.InProc
+	a, b := wiretest.NewTCPClient(t), tb.InProc
 	mq := func(q int) protocol.MessageQueue {
 		return protocol.MessageQueue{Topic: "T", BrokerName: tb.Options().BrokerName, QueueID: q}
 	}
@@ -158,8 +159,8 @@ func TestGetConsumerStatusGathersEachClient(t *testing.T) {
 	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, ask("")); resp.Code != remoting.SystemError {
 		t.Fatalf("no consumer: code %d", resp.Code)
 	}
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
-	heartbeat(t, b, tb.Addr, "B@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
+	wiretest.Heartbeat(t, b, tb.Addr, "B@1", "g", wiretest.Sub("T", "*"))
 
 	for _, tc := range []struct {
 		clientAddr string
@@ -185,14 +186,14 @@ func TestGetConsumerStatusGathersEachClient(t *testing.T) {
 func TestConsumerRunningInfoRelayedToTheClient(t *testing.T) {
 	tb := start(t, nil, nil)
 	addTopic(t, tb, "T", 1)
-	a := newTCPClient(t)
+	a := wiretest.NewTCPClient(t)
 	a.RegisterProcessor(remoting.GetConsumerRunningInfo, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 			resp := remoting.NewResponse(remoting.Success, "")
 			resp.Body = []byte("info of " + req.Ext("clientId") + " in " + req.Ext("consumerGroup"))
 			return resp, nil
 		}))
-	heartbeat(t, a, tb.Addr, "A@1", "g", sub("T", "*"))
+	wiretest.Heartbeat(t, a, tb.Addr, "A@1", "g", wiretest.Sub("T", "*"))
 	ask := func(group, clientID string) *remoting.Command {
 		return brokertest.Invoke(t, tb.InProc, tb.Addr, remoting.NewRequest(remoting.GetConsumerRunningInfo, remoting.EncodeHeader(
 			&protocol.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: clientID}), nil))

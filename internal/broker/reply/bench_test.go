@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -63,9 +64,9 @@ func BenchmarkRequestReplyTCP(b *testing.B) {
 				waiting.Store(corr, done)
 				props := map[string]string{message.PropertyCorrelationID: corr, message.PropertyReplyToClient: clientID,
 					message.PropertyTTL: "3000", "UNIQ_KEY": "C0A8000100002A9F00000000" + fmt.Sprintf("%08x", i)}
-				h := goSendHeader("BenchRequests", int32(i%4), props)
+				h := wiretest.SendHeader("BenchRequests", int32(i%4), props)
 				t0 := time.Now()
-				resp, err := requester.InvokeSync(ctx, env.Addr, sendRequest(remoting.SendMessage, &h, body, remoting.SerializeJSON))
+				resp, err := requester.InvokeSync(ctx, env.Addr, wiretest.SendRequest(remoting.SendMessage, &h, body, remoting.SerializeJSON))
 				if err == nil && resp.Code != remoting.Success {
 					err = fmt.Errorf("request: %d %s", resp.Code, resp.Remark)
 				}
@@ -73,7 +74,7 @@ func BenchmarkRequestReplyTCP(b *testing.B) {
 					return 0, err
 				}
 				rh := replyHeader(clientID, corr)
-				resp, err = replier.InvokeSync(ctx, env.Addr, sendRequest(remoting.SendReplyMessageV2, &rh, body, remoting.SerializeRocketMQ))
+				resp, err = replier.InvokeSync(ctx, env.Addr, wiretest.SendRequest(remoting.SendReplyMessageV2, &rh, body, remoting.SerializeRocketMQ))
 				if err == nil && resp.Code != remoting.Success {
 					err = fmt.Errorf("reply: %d %s", resp.Code, resp.Remark)
 				}
@@ -87,7 +88,7 @@ func BenchmarkRequestReplyTCP(b *testing.B) {
 				}
 				return time.Since(t0), nil
 			}
-			benchRounds(b, concurrent, "rounds/s", round)
+			wiretest.BenchRounds(b, concurrent, "rounds/s", round)
 		})
 	}
 }

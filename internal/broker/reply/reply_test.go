@@ -11,6 +11,7 @@ import (
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -88,7 +89,7 @@ func replyHeader(replyTo, correlationID string) protocol.SendMessageRequestHeade
 	if replyTo != "" {
 		props[message.PropertyReplyToClient] = replyTo
 	}
-	return goSendHeader(replyTopic, -1, props)
+	return wiretest.SendHeader(replyTopic, -1, props)
 }
 
 // A reply is pushed to the requester with its send header, the replier's and the broker's
@@ -103,10 +104,10 @@ func TestReplyPushedAndStored(t *testing.T) {
 				corr := "corr-" + t.Name()
 				h := replyHeader(clientID, corr)
 				body := []byte("answer to " + t.Name())
-				replier := newTCPClient(t)
+				replier := wiretest.NewTCPClient(t)
 				before := time.Now().UnixMilli()
-				resp := brokertest.Invoke(t, replier, tb.Addr, sendRequest(code, &h, body, remoting.SerializeJSON))
-				rh := wantSendOK(t, resp)
+				resp := brokertest.Invoke(t, replier, tb.Addr, wiretest.SendRequest(code, &h, body, remoting.SerializeJSON))
+				rh := wiretest.WantSendOK(t, resp)
 
 				push := req.next(t)
 				var ph protocol.ReplyMessageRequestHeader
@@ -121,8 +122,8 @@ func TestReplyPushedAndStored(t *testing.T) {
 					t.Fatalf("pushed %+v body %q properties %v", ph, push.Body, pushed)
 				}
 
-				rec := storedRecord(t, tb, replyTopic, rh.QueueID, rh.QueueOffset)
-				checkMsgID(t, tb, rh.MsgID, rec.PhysicalOffset)
+				rec := wiretest.StoredRecord(t, tb.Store(), replyTopic, rh.QueueID, rh.QueueOffset)
+				wiretest.CheckMsgID(t, tb.Addr, rh.MsgID, rec.PhysicalOffset)
 				stored := message.UnmarshalProperties(rec.Properties)
 				if !bytes.Equal(rec.Body, body) || stored[message.PropertyCorrelationID] != corr {
 					t.Fatalf("stored body %q properties %v", rec.Body, stored)
@@ -149,10 +150,10 @@ func TestReplyWithoutRequester(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			req := newRequester(t, tb, newTCPClient(t), c.requesterID, c.requesterCode)
+			req := newRequester(t, tb, wiretest.NewTCPClient(t), c.requesterID, c.requesterCode)
 			maxOffset := tb.Store().MaxOffsetInQueue(replyTopic, 0)
 			h := replyHeader(c.replyTo, "c1")
-			resp := brokertest.Invoke(t, newTCPClient(t), tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("b"), remoting.SerializeRocketMQ))
+			resp := brokertest.Invoke(t, wiretest.NewTCPClient(t), tb.Addr, wiretest.SendRequest(remoting.SendReplyMessageV2, &h, []byte("b"), remoting.SerializeRocketMQ))
 			if resp.Code != remoting.SystemError || resp.Remark != c.remark {
 				t.Fatalf("answer %d %q, want SYSTEM_ERROR %q", resp.Code, resp.Remark, c.remark)
 			}
@@ -165,7 +166,7 @@ func TestReplyWithoutRequester(t *testing.T) {
 			if err := rh.Decode(resp.ExtFields); err != nil || rh.QueueOffset != maxOffset {
 				t.Fatalf("header %+v (%v), want the stored reply at offset %d", rh, err, maxOffset)
 			}
-			storedRecord(t, tb, replyTopic, 0, maxOffset)
+			wiretest.StoredRecord(t, tb.Store(), replyTopic, 0, maxOffset)
 		})
 	}
 }
@@ -176,8 +177,8 @@ func TestReplyTooLargeNotPushed(t *testing.T) {
 	req := newRequester(t, tb, tb.TCP, "big@1", remoting.Success)
 	maxPhy := tb.Store().MaxPhyOffset()
 	h := replyHeader("big@1", "c1")
-	resp := brokertest.Invoke(t, newTCPClient(t), tb.Addr, sendRequest(remoting.SendReplyMessage, &h, make([]byte, 1025), remoting.SerializeJSON))
-	wantRefused(t, tb, resp, remoting.MessageIllegal, "the message is illegal, maybe msg body or properties length not matched", maxPhy)
+	resp := brokertest.Invoke(t, wiretest.NewTCPClient(t), tb.Addr, wiretest.SendRequest(remoting.SendReplyMessage, &h, make([]byte, 1025), remoting.SerializeJSON))
+	wiretest.WantRefused(t, tb.Store(), resp, remoting.MessageIllegal, "the message is illegal, maybe msg body or properties length not matched", maxPhy)
 	req.none(t)
 }
 
@@ -191,16 +192,16 @@ func sendRequestMessage(t *testing.T, tb *env, tr remoting.Transport, clientID, 
 	if _, ok := tb.Topics().Get(requestsTopic); !ok {
 		createTopic(t, tb, requestsTopic, 1)
 	}
-	h := goSendHeader(requestsTopic, 0, map[string]string{message.PropertyCorrelationID: corr,
+	h := wiretest.SendHeader(requestsTopic, 0, map[string]string{message.PropertyCorrelationID: corr,
 		message.PropertyReplyToClient: clientID, message.PropertyTTL: "3000"})
-	wantSendOK(t, brokertest.Invoke(t, tr, tb.Addr, sendRequest(remoting.SendMessage, &h, []byte("question"), remoting.SerializeJSON)))
+	wiretest.WantSendOK(t, brokertest.Invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("question"), remoting.SerializeJSON)))
 }
 
 // sendReply sends the reply to (clientID, corr) from replier and returns the answer.
 func sendReply(t *testing.T, tb *env, replier remoting.Transport, clientID, corr string) *remoting.Command {
 	t.Helper()
 	h := replyHeader(clientID, corr)
-	return brokertest.Invoke(t, replier, tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("answer"), remoting.SerializeRocketMQ))
+	return brokertest.Invoke(t, replier, tb.Addr, wiretest.SendRequest(remoting.SendReplyMessageV2, &h, []byte("answer"), remoting.SerializeRocketMQ))
 }
 
 // pushedCorrelation is the CORRELATION_ID of a push.
@@ -218,12 +219,12 @@ func pushedCorrelation(t *testing.T, push *remoting.Command) string {
 // the request came on (the official Go client's first Request right after its start).
 func TestReplyGoesToRequestConnection(t *testing.T) {
 	tb := start(t, nil)
-	for name, tr := range map[string]remoting.Transport{"tcp": newTCPClient(t), "inproc": tb.NewInProc(t)} {
+	for name, tr := range map[string]remoting.Transport{"tcp": wiretest.NewTCPClient(t), "inproc": tb.NewInProc(t)} {
 		t.Run(name, func(t *testing.T) {
 			clientID := "10.0.0.2@fresh-" + name
 			req := pushRecorder(tr, remoting.Success, nil)
 			sendRequestMessage(t, tb, tr, clientID, "c-"+name)
-			wantSendOK(t, sendReply(t, tb, newTCPClient(t), clientID, "c-"+name))
+			wiretest.WantSendOK(t, sendReply(t, tb, wiretest.NewTCPClient(t), clientID, "c-"+name))
 			if got := pushedCorrelation(t, req.next(t)); got != "c-"+name {
 				t.Fatalf("pushed correlation id %q", got)
 			}
@@ -238,11 +239,11 @@ func TestReplyGoesToRequestConnection(t *testing.T) {
 func TestReplyHeartbeatCannotHijack(t *testing.T) {
 	tb := start(t, nil)
 	const victimID = "10.0.0.3@victim"
-	victimTr := newTCPClient(t)
+	victimTr := wiretest.NewTCPClient(t)
 	victim := pushRecorder(victimTr, remoting.Success, nil)
-	attackerTr := newTCPClient(t)
+	attackerTr := wiretest.NewTCPClient(t)
 	attacker := pushRecorder(attackerTr, remoting.Success, nil)
-	replier := newTCPClient(t)
+	replier := wiretest.NewTCPClient(t)
 
 	// The attacker heartbeats before the victim ever requests anything: the requests' own
 	// routes still win.
@@ -253,7 +254,7 @@ func TestReplyHeartbeatCannotHijack(t *testing.T) {
 		heartbeatAs(t, tb, attackerTr, victimID, 32)
 		// The attacker also sends a request under the victim's id and correlation id.
 		sendRequestMessage(t, tb, attackerTr, victimID, corr)
-		wantSendOK(t, sendReply(t, tb, replier, victimID, corr))
+		wiretest.WantSendOK(t, sendReply(t, tb, replier, victimID, corr))
 		if got := pushedCorrelation(t, victim.next(t)); got != corr {
 			t.Fatalf("victim got the reply to %q, want %q", got, corr)
 		}
@@ -267,7 +268,7 @@ func TestReplyHeartbeatCannotHijack(t *testing.T) {
 	for i := range 5 {
 		heartbeatAs(t, tb, attackerTr, holderID, 32)
 		corr := fmt.Sprintf("elsewhere-%d", i) // its request went through another broker
-		wantSendOK(t, sendReply(t, tb, replier, holderID, corr))
+		wiretest.WantSendOK(t, sendReply(t, tb, replier, holderID, corr))
 		if got := pushedCorrelation(t, victim.next(t)); got != corr {
 			t.Fatalf("victim got the reply to %q, want %q", got, corr)
 		}
@@ -303,23 +304,23 @@ func TestReplySilentRequesterHoldsNoWorker(t *testing.T) {
 	tb := start(t, func(o *broker.Options) { o.SendThreads = 1 })
 	const maxPushes, replies = 4, 10
 	setReplyBounds(tb, maxPushes, 0)
-	silentTr := newTCPClient(t)
+	silentTr := wiretest.NewTCPClient(t)
 	release := make(chan struct{})
 	var once sync.Once
 	releaseAll := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(releaseAll) // before the client closes: it waits for its handlers
 	silent := pushRecorder(silentTr, remoting.Success, release)
 	heartbeatAs(t, tb, silentTr, "silent@1", 1)
-	honestTr := newTCPClient(t)
+	honestTr := wiretest.NewTCPClient(t)
 	honest := newRequester(t, tb, honestTr, "honest@1", remoting.Success)
-	replier := newTCPClient(t)
+	replier := wiretest.NewTCPClient(t)
 
 	answers := make(chan *remoting.Command, replies+2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	send := func(corr string) {
 		h := replyHeader("silent@1", corr)
-		err := replier.InvokeAsync(ctx, tb.Addr, sendRequest(remoting.SendReplyMessageV2, &h, []byte("x"), remoting.SerializeRocketMQ),
+		err := replier.InvokeAsync(ctx, tb.Addr, wiretest.SendRequest(remoting.SendReplyMessageV2, &h, []byte("x"), remoting.SerializeRocketMQ),
 			func(resp *remoting.Command, err error) {
 				if err != nil {
 					resp = remoting.NewResponse(-1, err.Error())
@@ -342,7 +343,7 @@ func TestReplySilentRequesterHoldsNoWorker(t *testing.T) {
 	for range maxPushes {
 		silent.next(t)
 	}
-	wantSendOK(t, sendReply(t, tb, replier, "honest@1", "h-1"))
+	wiretest.WantSendOK(t, sendReply(t, tb, replier, "honest@1", "h-1"))
 	if got := pushedCorrelation(t, honest.next(t)); got != "h-1" {
 		t.Fatalf("honest requester got %q", got)
 	}
@@ -374,12 +375,12 @@ func TestReplySilentRequesterHoldsNoWorker(t *testing.T) {
 func TestReplyPushTimeout(t *testing.T) {
 	tb := start(t, nil)
 	setReplyBounds(tb, 1, 200*time.Millisecond)
-	silentTr := newTCPClient(t)
+	silentTr := wiretest.NewTCPClient(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	silent := pushRecorder(silentTr, remoting.Success, release)
 	heartbeatAs(t, tb, silentTr, "mute@1", 1)
-	replier := newTCPClient(t)
+	replier := wiretest.NewTCPClient(t)
 	for i := range 2 {
 		maxOffset := tb.Store().MaxOffsetInQueue(replyTopic, 0)
 		resp := sendReply(t, tb, replier, "mute@1", fmt.Sprintf("m-%d", i))
@@ -411,9 +412,9 @@ func TestReplyNamesGuarded(t *testing.T) {
 		{remoting.SendReplyMessageV2, "c", "d/t", "defaultTopic"},
 	} {
 		h := replyHeader("names@1", "c-"+c.key)
-		r := sendRequest(c.code, &h, []byte("answer"), remoting.SerializeJSON)
+		r := wiretest.SendRequest(c.code, &h, []byte("answer"), remoting.SerializeJSON)
 		r.ExtFields[c.key] = c.bad
-		resp := brokertest.Invoke(t, newTCPClient(t), tb.Addr, r)
+		resp := brokertest.Invoke(t, wiretest.NewTCPClient(t), tb.Addr, r)
 		if resp.Code == remoting.Success || !strings.Contains(resp.Remark, c.remark) || resp.ExtFields["MSG_REGION"] == "" {
 			t.Errorf("%d %s=%q: %d %q %v, want a send refusal naming %s", c.code, c.key, c.bad, resp.Code, resp.Remark,
 				resp.ExtFields, c.remark)

@@ -5,10 +5,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 )
 
 // routesWith is a table on a fake clock with small bounds.
-func routesWith(clock *fakeClock, perConn, total int) *replyRoutes {
+func routesWith(clock *wiretest.FakeClock, perConn, total int) *replyRoutes {
 	r := newReplyRoutes(clock.Now, time.Minute)
 	r.maxPerConn, r.maxRoutes = perConn, total
 	return r
@@ -17,7 +19,7 @@ func routesWith(clock *fakeClock, perConn, total int) *replyRoutes {
 // wantTarget checks where the reply to (corr, clientID) goes: to the channel want, routed by
 // its request (routed) or by the client id's holder; want nil means nowhere. It gives the
 // push back, undelivered, so the lookup changes nothing.
-func wantTarget(t *testing.T, r *replyRoutes, corr, clientID string, want *fakeChannel, routed bool) {
+func wantTarget(t *testing.T, r *replyRoutes, corr, clientID string, want *wiretest.FakeChannel, routed bool) {
 	t.Helper()
 	tg, miss := r.target(corr, clientID)
 	if want == nil {
@@ -27,12 +29,12 @@ func wantTarget(t *testing.T, r *replyRoutes, corr, clientID string, want *fakeC
 		return
 	}
 	if miss != replyFound {
-		t.Fatalf("reply (%s, %s): miss %d, want channel %d", corr, clientID, miss, want.id)
+		t.Fatalf("reply (%s, %s): miss %d, want channel %d", corr, clientID, miss, want.Num)
 	}
 	r.pushDone(tg, false)
-	if tg.ch.ID() != want.id || (tg.route != nil) != routed {
+	if tg.ch.ID() != want.Num || (tg.route != nil) != routed {
 		t.Fatalf("reply (%s, %s) goes to %d (routed %t), want %d (routed %t)", corr, clientID, tg.ch.ID(),
-			tg.route != nil, want.id, routed)
+			tg.route != nil, want.Num, routed)
 	}
 }
 
@@ -82,9 +84,9 @@ func checkInvariants(t *testing.T, r *replyRoutes) {
 // A request's reply goes to its connection, matched on both the correlation id and the
 // client id it claimed; the first request of a pair keeps it.
 func TestReplyRoutesMatchAndFirstWins(t *testing.T) {
-	clock := newFakeClock()
+	clock := wiretest.NewFakeClock()
 	r := routesWith(clock, 10, 100)
-	a, b := &fakeChannel{id: 1}, &fakeChannel{id: 2}
+	a, b := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}
 	r.request(a, "c1", "A@1", "3000")
 	wantTarget(t, r, "c1", "A@1", a, true)
 	// b claims A@1 too and sends the same pair: a keeps both the route and the hold.
@@ -103,9 +105,9 @@ func TestReplyRoutesMatchAndFirstWins(t *testing.T) {
 // A connection over its bound loses its oldest route; over the global bound a request is not
 // routed; both leave the table consistent.
 func TestReplyRoutesBounds(t *testing.T) {
-	clock := newFakeClock()
+	clock := wiretest.NewFakeClock()
 	r := routesWith(clock, 3, 5)
-	a, b := &fakeChannel{id: 1}, &fakeChannel{id: 2}
+	a, b := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}
 	for i := range 4 {
 		r.request(a, fmt.Sprintf("a%d", i), "A@1", "3000")
 	}
@@ -159,9 +161,9 @@ func TestReplyRoutesExpire(t *testing.T) {
 			t.Errorf("routeLife(%q) = %v, want %v", ttl, got, want)
 		}
 	}
-	clock := newFakeClock()
+	clock := wiretest.NewFakeClock()
 	r := routesWith(clock, 10, 100)
-	a := &fakeChannel{id: 1}
+	a := &wiretest.FakeChannel{Num: 1}
 	r.request(a, "short", "A@1", "1000")
 	r.request(a, "long", "A@1", "45000")
 	clock.Advance(minReplyRouteLife)
@@ -178,16 +180,16 @@ func TestReplyRoutesExpire(t *testing.T) {
 // A closed connection's routes and holds go; the client id is free for the next connection
 // (a client reconnecting). A holder that went quiet for holdExpiry loses its id too.
 func TestReplyRoutesConnectionClose(t *testing.T) {
-	clock := newFakeClock()
+	clock := wiretest.NewFakeClock()
 	r := routesWith(clock, 10, 100)
-	a, b, c := &fakeChannel{id: 1}, &fakeChannel{id: 2}, &fakeChannel{id: 3}
+	a, b, c := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}, &wiretest.FakeChannel{Num: 3}
 	r.request(a, "c1", "A@1", "3000")
 	r.heartbeat(b, "A@1") // refused: a holds it
 	wantTarget(t, r, "other", "A@1", a, false)
-	a.closed = true
+	a.Shut = true
 	// Before the close event is handled, a closed holder is skipped already.
 	wantTarget(t, r, "c1", "A@1", nil, false)
-	r.dropChannel(a.id)
+	r.dropChannel(a.Num)
 	if len(r.routes) != 0 || len(r.holders) != 0 || len(r.conns) != 0 {
 		t.Fatalf("after close: %d routes, %d holders, %d connections", len(r.routes), len(r.holders), len(r.conns))
 	}
@@ -201,15 +203,15 @@ func TestReplyRoutesConnectionClose(t *testing.T) {
 	clock.Advance(30 * time.Second)
 	r.heartbeat(c, "A@1")
 	wantTarget(t, r, "", "A@1", c, false)
-	if len(r.conns[b.id].holds) != 0 {
-		t.Fatalf("b still lists %v", r.conns[b.id].holds)
+	if len(r.conns[b.Num].holds) != 0 {
+		t.Fatalf("b still lists %v", r.conns[b.Num].holds)
 	}
 
 	// A request or heartbeat handled after its connection's close event leaves nothing.
-	d := &fakeChannel{id: 4, closed: true}
+	d := &wiretest.FakeChannel{Num: 4, Shut: true}
 	r.request(d, "late", "D@1", "3000")
 	r.heartbeat(d, "D@1")
-	if _, ok := r.conns[d.id]; ok {
+	if _, ok := r.conns[d.Num]; ok {
 		t.Fatal("a closed connection was added to the table")
 	}
 	checkInvariants(t, r)
@@ -217,10 +219,10 @@ func TestReplyRoutesConnectionClose(t *testing.T) {
 
 // Pushes to one connection are bounded; a delivered push ends its route, a failed one keeps it.
 func TestReplyRoutesPushes(t *testing.T) {
-	clock := newFakeClock()
+	clock := wiretest.NewFakeClock()
 	r := routesWith(clock, 10, 100)
 	r.maxPushesPerConn = 2
-	a, b := &fakeChannel{id: 1}, &fakeChannel{id: 2}
+	a, b := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}
 	r.request(a, "c1", "A@1", "3000")
 	r.heartbeat(b, "B@1")
 	t1, m1 := r.target("c1", "A@1")
@@ -235,7 +237,7 @@ func TestReplyRoutesPushes(t *testing.T) {
 	wantTarget(t, r, "c1", "A@1", a, true) // failed: the route stays
 	r.pushDone(t2, true)
 	wantTarget(t, r, "c1", "A@1", a, false) // delivered: the route went
-	if a := r.conns[a.id]; a.pushes != 0 {
+	if a := r.conns[a.Num]; a.pushes != 0 {
 		t.Fatalf("%d pushes left", a.pushes)
 	}
 	checkInvariants(t, r)

@@ -3,12 +3,14 @@ package schedule
 import (
 	"context"
 	"encoding/json"
-	"github.com/mqgo/mq/internal/broker"
-	"github.com/mqgo/mq/internal/broker/brokertest"
-	"github.com/mqgo/mq/internal/names"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -187,7 +189,7 @@ func TestScheduleDeliversProducerDelay(t *testing.T) {
 	var off int64
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
-			wantSendOK(t, brokertest.Invoke(t, tr, tb.Addr, sendCmd("PD", 2, map[string]string{"DELAY": "1", "TAGS": "a", "UNIQ_KEY": "PD-" + name}, []byte(name))))
+			wiretest.WantSendOK(t, brokertest.Invoke(t, tr, tb.Addr, sendCmd("PD", 2, map[string]string{"DELAY": "1", "TAGS": "a", "UNIQ_KEY": "PD-" + name}, []byte(name))))
 			got := readAt(t, tb, "PD", 2, off)
 			off++
 			if string(got.Body) != name || got.Props["UNIQ_KEY"] != "PD-"+name || got.Props["CLUSTER"] != "DefaultCluster" {

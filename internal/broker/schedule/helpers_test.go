@@ -3,12 +3,12 @@ package schedule
 import (
 	"bytes"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -61,39 +61,10 @@ func sendCmd(topic string, queueID int32, props map[string]string, body []byte) 
 	return remoting.NewRequest(remoting.SendMessage, ext, body)
 }
 
-// wantSendOK checks a success response and returns its header.
-func wantSendOK(t *testing.T, resp *remoting.Command) protocol.SendMessageResponseHeader {
-	t.Helper()
-	if resp.Code != remoting.Success {
-		t.Fatalf("response %d %q, want SUCCESS", resp.Code, resp.Remark)
-	}
-	var h protocol.SendMessageResponseHeader
-	if err := h.Decode(resp.ExtFields); err != nil {
-		t.Fatalf("response header: %v (%v)", err, resp.ExtFields)
-	}
-	return h
-}
-
-// wantRefused checks a refusal's code and remark and that nothing was appended since maxPhy.
-func wantRefused(t *testing.T, tb *schedBroker, resp *remoting.Command, code int16, remark string, maxPhy int64) {
-	t.Helper()
-	if resp.Code != code || !strings.Contains(resp.Remark, remark) {
-		t.Errorf("response %d %q, want %d containing %q", resp.Code, resp.Remark, code, remark)
-	}
-	if got := tb.Store().MaxPhyOffset(); got != maxPhy {
-		t.Errorf("store max offset %d after a refused send, want %d", got, maxPhy)
-	}
-}
-
 // addTopic creates a readable and writable topic through UPDATE_AND_CREATE_TOPIC.
 func addTopic(t testing.TB, tb *schedBroker, topic string, queues int32) {
 	t.Helper()
-	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "defaultTopic", ReadQueueNums: queues,
-		WriteQueueNums: queues, Perm: 6}
-	req := remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil)
-	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, req); resp.Code != remoting.Success {
-		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
-	}
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, queues)
 }
 
 // storedRecord is a decoded copy of a stored record.

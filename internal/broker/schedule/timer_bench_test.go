@@ -1,11 +1,12 @@
 package schedule
 
 import (
-	"github.com/mqgo/mq/internal/broker"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/broker"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/storage"

@@ -1,14 +1,16 @@
 package schedule
 
 import (
-	"github.com/mqgo/mq/internal/broker"
-	"github.com/mqgo/mq/internal/broker/brokertest"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
@@ -29,7 +31,7 @@ func withTimerPrecision(o *broker.Options) { o.TimerPrecision = timerTestPrecisi
 // accepted.
 func sendTimer(t *testing.T, tb *schedBroker, topic string, qid int32, body string, props map[string]string) {
 	t.Helper()
-	wantSendOK(t, brokertest.Invoke(t, tb.InProc, tb.Addr, sendCmd(topic, qid, props, []byte(body))))
+	wiretest.WantSendOK(t, brokertest.Invoke(t, tb.InProc, tb.Addr, sendCmd(topic, qid, props, []byte(body))))
 }
 
 // checkOnTime checks that a delivered record was stored no earlier than its TIMER_OUT_MS and at
@@ -122,7 +124,7 @@ func TestTimerSendChecks(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before := tb.Store().MaxPhyOffset()
 			resp := brokertest.Invoke(t, tb.InProc, tb.Addr, sendCmd("TimerC", 0, props, []byte("x")))
-			wantRefused(t, tb, resp, remoting.MessageIllegal, "timer message", before)
+			wiretest.WantRefused(t, tb.Store(), resp, remoting.MessageIllegal, "timer message", before)
 		})
 	}
 	// A time already past is stored in its topic at once, with its properties; so is a DELAY

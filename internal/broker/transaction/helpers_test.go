@@ -1,12 +1,11 @@
 package transaction
 
 import (
-	"bytes"
 	"testing"
-	"time"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/broker/schedule"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
@@ -55,28 +54,10 @@ func sendCmd(topic string, queueID int32, props map[string]string, body []byte) 
 	return remoting.NewRequest(remoting.SendMessageV2, ext, body)
 }
 
-// wantSendOK checks a success response and returns its header.
-func wantSendOK(t *testing.T, resp *remoting.Command) protocol.SendMessageResponseHeader {
-	t.Helper()
-	if resp.Code != remoting.Success {
-		t.Fatalf("response %d %q, want SUCCESS", resp.Code, resp.Remark)
-	}
-	var h protocol.SendMessageResponseHeader
-	if err := h.Decode(resp.ExtFields); err != nil {
-		t.Fatalf("response header: %v (%v)", err, resp.ExtFields)
-	}
-	return h
-}
-
 // addTopic creates a readable and writable topic through UPDATE_AND_CREATE_TOPIC.
 func addTopic(t *testing.T, tb *txBroker, topic string, queues int32) {
 	t.Helper()
-	h := protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "defaultTopic", ReadQueueNums: queues,
-		WriteQueueNums: queues, Perm: 6}
-	req := remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(&h), nil)
-	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, req); resp.Code != remoting.Success {
-		t.Fatalf("create topic %s: %d %q", topic, resp.Code, resp.Remark)
-	}
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, queues)
 }
 
 // records returns every record of a queue once the store dispatched what it holds, bodies
@@ -92,7 +73,7 @@ func records(t *testing.T, tb *txBroker, topic string, queueID int32) []message.
 		if err != nil || len(units) != 1 {
 			t.Fatalf("%s/%d@%d: %v", topic, queueID, off, err)
 		}
-		out = append(out, recordAt(t, tb, units[0].PhyOffset))
+		out = append(out, wiretest.RecordAt(t, tb.Store(), units[0].PhyOffset))
 	}
 	return out
 }
@@ -105,25 +86,4 @@ func bodies(t *testing.T, tb *txBroker, topic string, queueID int32) []string {
 		out = append(out, string(r.Body))
 	}
 	return out
-}
-
-// recordAt is the record at a CommitLog offset, its slices copied.
-func recordAt(t *testing.T, tb *txBroker, phy int64) message.Record {
-	t.Helper()
-	raw, err := tb.Store().LookMessageByOffset(phy)
-	if err != nil {
-		t.Fatalf("look message at %d: %v", phy, err)
-	}
-	var rec message.Record
-	if _, err := message.DecodeRecord(bytes.Clone(raw), &rec, true); err != nil {
-		t.Fatal(err)
-	}
-	return rec
-}
-
-// newTCPClient is a second TCP client (a second connection) closed at cleanup.
-func newTCPClient(t *testing.T) *remoting.Client {
-	c := remoting.NewClient(remoting.ClientOptions{ScanInterval: 20 * time.Millisecond})
-	t.Cleanup(func() { c.Close() })
-	return c
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -18,7 +19,7 @@ import (
 func sendHalf(t *testing.T, tb *txBroker, uniq string) protocol.SendMessageResponseHeader {
 	t.Helper()
 	req := sendCmd("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": uniq}, []byte(uniq))
-	return wantSendOK(t, brokertest.Invoke(t, tb.TCP, tb.Addr, req))
+	return wiretest.WantSendOK(t, brokertest.Invoke(t, tb.TCP, tb.Addr, req))
 }
 
 // endTxCmd is the END_TRANSACTION a producer sends for the half message at the offsets.
@@ -103,7 +104,7 @@ type checkRecorder struct {
 }
 
 func newCheckRecorder(t *testing.T, tb *txBroker) *checkRecorder {
-	c := &checkRecorder{tr: newTCPClient(t), checks: make(chan *remoting.Command, 100)}
+	c := &checkRecorder{tr: wiretest.NewTCPClient(t), checks: make(chan *remoting.Command, 100)}
 	c.tr.RegisterProcessor(remoting.CheckTransactionState, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 			c.checks <- req
@@ -194,7 +195,7 @@ func TestTransactionCheckMaxMovesToCheckMaxTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := recordAt(t, tb, units[0].PhyOffset)
+	rec := wiretest.RecordAt(t, tb.Store(), units[0].PhyOffset)
 	props := message.UnmarshalProperties(rec.Properties)
 	if props["TRANSACTION_CHECK_TIMES"] != "2" || props["REAL_TOPIC"] != "Tx" || string(rec.Body) != "m1" {
 		t.Errorf("discarded message properties %v body %q", props, rec.Body)
