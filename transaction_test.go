@@ -22,7 +22,7 @@ import (
 
 // txListener decides by body: "commit..." and "rollback..." at once, "unknown..." only when a
 // broker checks, and then as decide says (when nil: "unknown-rollback..." rolls back, any
-// other "unknown..." commits).
+// other "unknown..." and a checked "commit..." commit).
 type txListener struct {
 	checks atomic.Int32
 	decide func(*producer.CheckedMessage) producer.LocalTransactionState
@@ -46,7 +46,9 @@ func (l *txListener) CheckLocalTransaction(_ context.Context, m *producer.Checke
 	switch {
 	case strings.HasPrefix(string(m.Body), "unknown-rollback"):
 		return producer.RollbackTransaction
-	case strings.HasPrefix(string(m.Body), "unknown"):
+	case strings.HasPrefix(string(m.Body), "unknown"), strings.HasPrefix(string(m.Body), "commit"):
+		// A committed message is checked too when its END_TRANSACTION came late (past the
+		// transaction timeout, or while the check loop held it): the local state says commit.
 		return producer.CommitTransaction
 	}
 	return producer.RollbackTransaction

@@ -194,7 +194,9 @@ func (s *Service) endTransaction(h *protocol.EndTransactionRequestHeader, check 
 	}
 	s.mu.Unlock()
 	if done || busy {
-		// Decided already (or being decided): a second decision would deliver twice.
+		// Decided already (or being decided): a second decision would deliver twice. One that
+		// arrives while the check loop holds the offset is not applied; the loop re-puts the
+		// message and asks the producer again, whose answer decides it.
 		return remoting.NewResponse(remoting.Success, "")
 	}
 	if original < 0 && queueOffset < s.halfCursor() {
