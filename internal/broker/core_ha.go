@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 )
@@ -14,9 +15,6 @@ import (
 // the HA settings and the Replicator seam (set with Seams.SetReplicator, called through
 // seams.go). The checked installs of a master's tables on a slave are the table views'
 // InstallMaster (view_tables.go).
-
-// DefaultSlaveSyncPeriod is how often a slave copies its master's metadata.
-const DefaultSlaveSyncPeriod = 10 * time.Second
 
 // HAOptions configures replication; zero values mean internal/replication's defaults
 // (RocketMQ's haTransferBatchSize, haHousekeepingInterval, haSendHeartbeatInterval,
@@ -56,7 +54,7 @@ func (o Options) haDefaults() Options {
 		o.BrokerRole = storage.DefaultRole(o.BrokerID)
 	}
 	if o.SlaveSyncPeriod <= 0 {
-		o.SlaveSyncPeriod = DefaultSlaveSyncPeriod
+		o.SlaveSyncPeriod = config.DefaultSlaveSyncPeriod
 	}
 	return o
 }

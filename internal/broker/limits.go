@@ -3,9 +3,11 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"sync/atomic"
 	"time"
+
+	"github.com/mqgo/mq/config"
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/route"
@@ -14,14 +16,8 @@ import (
 // Limits on what one client can make the broker hold or loop over. RocketMQ has none of them
 // (docs/rocketmq-differences.md): its broker trusts the suspend time a pull asks for, parks
 // any number of pulls and takes any queue count an admin request carries.
+// Their defaults are config's (config.DefaultMaxLongPollingSuspend and the rest).
 const (
-	// DefaultMaxLongPollingSuspend caps a pull's suspendTimeoutMillis. Clients ask 15-30 s
-	// (the Go client 20 s, the Java client 15 s), so honest ones never notice.
-	DefaultMaxLongPollingSuspend = 60 * time.Second
-	// DefaultMaxHeldPullsPerConnection and DefaultMaxHeldPulls cap parked pulls. A push
-	// consumer parks one pull per queue it owns, so 4096 covers any honest client.
-	DefaultMaxHeldPullsPerConnection = 4096
-	DefaultMaxHeldPulls              = 65536
 	// DefaultMaxQueueNums caps a topic's read and write queue counts and a group's
 	// retryQueueNums; 1024 is the bound RocketMQ's admin tools and console follow by convention.
 	// The name service clamps registrations to the same setting and owns the value, as it
@@ -39,13 +35,13 @@ const maxPermValue = route.PermPriority - 1
 
 func (o Options) limitDefaults() Options {
 	if o.MaxLongPollingSuspend <= 0 {
-		o.MaxLongPollingSuspend = DefaultMaxLongPollingSuspend
+		o.MaxLongPollingSuspend = config.DefaultMaxLongPollingSuspend
 	}
 	if o.MaxHeldPullsPerConnection <= 0 {
-		o.MaxHeldPullsPerConnection = DefaultMaxHeldPullsPerConnection
+		o.MaxHeldPullsPerConnection = config.DefaultMaxHeldPullsPerConnection
 	}
 	if o.MaxHeldPulls <= 0 {
-		o.MaxHeldPulls = DefaultMaxHeldPulls
+		o.MaxHeldPulls = config.DefaultMaxHeldPulls
 	}
 	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower
 	// lowers both.
@@ -54,13 +50,13 @@ func (o Options) limitDefaults() Options {
 		o.MaxQueueNums = DefaultMaxQueueNums
 	}
 	if o.MaxTopics <= 0 {
-		o.MaxTopics = DefaultMaxTopics
+		o.MaxTopics = config.DefaultMaxTopics
 	}
 	if o.AutoCreateTopicBurst <= 0 {
-		o.AutoCreateTopicBurst = DefaultAutoCreateTopicBurst
+		o.AutoCreateTopicBurst = config.DefaultAutoCreateTopicBurst
 	}
 	if o.AutoCreateTopicRate <= 0 {
-		o.AutoCreateTopicRate = DefaultAutoCreateTopicRate
+		o.AutoCreateTopicRate = config.DefaultAutoCreateTopicRate
 	}
 	return o
 }

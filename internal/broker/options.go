@@ -7,23 +7,18 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
-// Defaults, named after RocketMQ 4.x BrokerConfig / MessageStoreConfig settings.
+// Defaults of the broker's own settings, which the node does not declare, named after RocketMQ
+// 4.x BrokerConfig settings. The defaults of the settings config declares are config's.
 const (
-	DefaultClusterName                 = "DefaultCluster" // brokerClusterName
-	DefaultBrokerName                  = "broker-a"       // brokerName
-	DefaultRegisterNameServerPeriod    = 30 * time.Second // registerNameServerPeriod
-	DefaultRegisterNameServerPeriodMin = 10 * time.Second // BrokerController.start: first periodic round, period floor
-	DefaultFlushConsumerOffsetInterval = 5 * time.Second  // flushConsumerOffsetInterval
-	DefaultChannelExpiredTimeout       = 120 * time.Second
-	DefaultRebalanceLockMaxLiveTime    = 60 * time.Second // rebalance.lock.maxLiveTime
-	DefaultShortPollingTime            = time.Second      // shortPollingTimeMills
-	DefaultTopicQueueNums              = 8                // defaultTopicQueueNums
-	DefaultScanConnectionInterval      = 10 * time.Second // ClientHousekeepingService period
+	DefaultShortPollingTime       = time.Second      // shortPollingTimeMills
+	DefaultTopicQueueNums         = 8                // defaultTopicQueueNums
+	DefaultScanConnectionInterval = 10 * time.Second // ClientHousekeepingService period
 )
 
 // Options configures a Broker. Zero values mean the defaults above.
@@ -61,27 +56,27 @@ type Options struct {
 	// ReregisterGrace is how long after recovering from a crash the broker answers
 	// GET_CONSUMER_LIST_BY_GROUP with SYSTEM_BUSY so that the members connected before it
 	// register again before anyone allocates queues (reregister.go says why). Ours; default
-	// DefaultReregisterGrace, negative for none (RocketMQ's behaviour).
+	// config.DefaultReregisterGrace, negative for none (RocketMQ's behaviour).
 	ReregisterGrace time.Duration
 	// RejectTransactionMessage answers NO_PERMISSION to transactional half messages (TRAN_MSG
 	// true) instead of storing them (rejectTransactionMessage, default false).
 	RejectTransactionMessage bool
 	// TransactionTimeout is how old an undecided half message must be before the check
-	// service asks its producer about it (transactionTimeOut, DefaultTransactionTimeout). A
+	// service asks its producer about it (transactionTimeOut, config.DefaultTransactionTimeout). A
 	// message's CHECK_IMMUNITY_TIME_IN_SECONDS property replaces it for that message.
 	TransactionTimeout time.Duration
 	// TransactionCheckMax is how many times a half message is checked before it is moved to
-	// TRANS_CHECK_MAX_TIME_TOPIC (transactionCheckMax, DefaultTransactionCheckMax).
+	// TRANS_CHECK_MAX_TIME_TOPIC (transactionCheckMax, config.DefaultTransactionCheckMax).
 	TransactionCheckMax int
 	// TransactionCheckInterval is the period of the check service (transactionCheckInterval,
-	// DefaultTransactionCheckInterval).
+	// config.DefaultTransactionCheckInterval).
 	TransactionCheckInterval time.Duration
 	// TimerPrecision bounds how late the timer service stores a timer message in its topic:
-	// never before its time, at most this much after (timerPrecisionMs, DefaultTimerPrecision;
+	// never before its time, at most this much after (timerPrecisionMs, config.DefaultTimerPrecision;
 	// RocketMQ's 1 s rounds down and delivers early).
 	TimerPrecision time.Duration
 	// TimerMaxDelay is the furthest ahead a timer message may be due; a send asking more is
-	// refused with MESSAGE_ILLEGAL (timerMaxDelaySec, DefaultTimerMaxDelay).
+	// refused with MESSAGE_ILLEGAL (timerMaxDelaySec, config.DefaultTimerMaxDelay).
 	TimerMaxDelay time.Duration
 	// DefaultTopicQueueNums is the queue count of TBW102 and of auto-created topics.
 	DefaultTopicQueueNums int32
@@ -93,11 +88,11 @@ type Options struct {
 	ShortPollingTime   time.Duration
 	// MaxLongPollingSuspend caps the suspend time a pull asks for; a longer (or negative) one
 	// is clamped, so every parked pull is answered by its own deadline. Ours (limits.go),
-	// default DefaultMaxLongPollingSuspend.
+	// default config.DefaultMaxLongPollingSuspend.
 	MaxLongPollingSuspend time.Duration
 	// MaxHeldPullsPerConnection and MaxHeldPulls cap the pulls parked for one connection and
 	// in all; over a cap a pull is answered SYSTEM_BUSY at once (pull.go says why). Ours,
-	// defaults DefaultMaxHeldPullsPerConnection and DefaultMaxHeldPulls.
+	// defaults config.DefaultMaxHeldPullsPerConnection and config.DefaultMaxHeldPulls.
 	MaxHeldPullsPerConnection int
 	MaxHeldPulls              int
 	// MaxQueueNums caps a topic's read and write queue counts and a group's retryQueueNums:
@@ -107,12 +102,12 @@ type Options struct {
 	// MaxTopics caps the topics the broker holds: a send, admin request, send-back or
 	// heartbeat that would create one more is refused (a send with TOPIC_NOT_EXIST naming the
 	// limit); the topics of the broker's own services are counted but never refused. Ours
-	// (topic_create.go), default DefaultMaxTopics.
+	// (topic_create.go), default config.DefaultMaxTopics.
 	MaxTopics int
 	// AutoCreateTopicBurst and AutoCreateTopicRate bound the topics one connection's sends
 	// create: a token bucket of AutoCreateTopicBurst refilled at AutoCreateTopicRate a second;
 	// a send that would create a topic with the bucket empty is answered SYSTEM_BUSY. Ours,
-	// defaults DefaultAutoCreateTopicBurst and DefaultAutoCreateTopicRate.
+	// defaults config.DefaultAutoCreateTopicBurst and config.DefaultAutoCreateTopicRate.
 	AutoCreateTopicBurst int
 	AutoCreateTopicRate  int
 	// SlaveReadEnable lets a master send lagging consumers to a slave (slaveReadEnable).
@@ -133,7 +128,7 @@ type Options struct {
 	RegisterNameServerPeriod time.Duration
 	// RegisterNameServerPeriodMin is both the delay from start to the first periodic
 	// registration and the floor of RegisterNameServerPeriod: RocketMQ hard-codes both as 10 s
-	// (DefaultRegisterNameServerPeriodMin), so they are one setting here, which tests lower to
+	// (config.DefaultRegisterNameServerPeriodMin), so they are one setting here, which tests lower to
 	// milliseconds. The registration at start never waits.
 	RegisterNameServerPeriodMin time.Duration
 	// DisableForceRegister makes the periodic rounds ask every name server QUERY_DATA_VERSION
@@ -179,10 +174,10 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.ClusterName == "" {
-		o.ClusterName = DefaultClusterName
+		o.ClusterName = config.DefaultClusterName
 	}
 	if o.BrokerName == "" {
-		o.BrokerName = DefaultBrokerName
+		o.BrokerName = config.DefaultBrokerName
 	}
 	if o.DefaultTopicQueueNums <= 0 {
 		o.DefaultTopicQueueNums = DefaultTopicQueueNums
@@ -200,40 +195,40 @@ func (o Options) withDefaults() Options {
 		o.DelayLevels = storage.DefaultDelayLevels
 	}
 	if o.RegisterNameServerPeriod <= 0 {
-		o.RegisterNameServerPeriod = DefaultRegisterNameServerPeriod
+		o.RegisterNameServerPeriod = config.DefaultRegisterNameServerPeriod
 	}
 	if o.RegisterNameServerPeriodMin <= 0 {
-		o.RegisterNameServerPeriodMin = DefaultRegisterNameServerPeriodMin
+		o.RegisterNameServerPeriodMin = config.DefaultRegisterNameServerPeriodMin
 	}
 	if o.FlushConsumerOffsetInterval <= 0 {
-		o.FlushConsumerOffsetInterval = DefaultFlushConsumerOffsetInterval
+		o.FlushConsumerOffsetInterval = config.DefaultFlushConsumerOffsetInterval
 	}
 	if o.ChannelExpiredTimeout <= 0 {
-		o.ChannelExpiredTimeout = DefaultChannelExpiredTimeout
+		o.ChannelExpiredTimeout = config.DefaultChannelExpiredTimeout
 	}
 	if o.ScanConnectionInterval <= 0 {
 		o.ScanConnectionInterval = DefaultScanConnectionInterval
 	}
 	if o.RebalanceLockMaxLiveTime <= 0 {
-		o.RebalanceLockMaxLiveTime = DefaultRebalanceLockMaxLiveTime
+		o.RebalanceLockMaxLiveTime = config.DefaultRebalanceLockMaxLiveTime
 	}
 	if o.ReregisterGrace == 0 {
-		o.ReregisterGrace = DefaultReregisterGrace
+		o.ReregisterGrace = config.DefaultReregisterGrace
 	}
 	if o.TransactionTimeout <= 0 {
-		o.TransactionTimeout = DefaultTransactionTimeout
+		o.TransactionTimeout = config.DefaultTransactionTimeout
 	}
 	if o.TransactionCheckMax <= 0 {
-		o.TransactionCheckMax = DefaultTransactionCheckMax
+		o.TransactionCheckMax = config.DefaultTransactionCheckMax
 	}
 	if o.TransactionCheckInterval <= 0 {
-		o.TransactionCheckInterval = DefaultTransactionCheckInterval
+		o.TransactionCheckInterval = config.DefaultTransactionCheckInterval
 	}
 	if o.TimerPrecision <= 0 {
-		o.TimerPrecision = DefaultTimerPrecision
+		o.TimerPrecision = config.DefaultTimerPrecision
 	}
 	if o.TimerMaxDelay <= 0 {
-		o.TimerMaxDelay = DefaultTimerMaxDelay
+		o.TimerMaxDelay = config.DefaultTimerMaxDelay
 	}
 	if o.BrokerRole == "" {
 		o.BrokerRole = storage.DefaultRole(o.BrokerID)

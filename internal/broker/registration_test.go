@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -155,7 +156,7 @@ func (r *restartableNameServer) restart() {
 // on it.
 func (r *restartableNameServer) knows(addr, topic string) bool {
 	info := r.cur.Load().ClusterInfo()
-	bd, ok := info.BrokerAddrTable[DefaultBrokerName]
+	bd, ok := info.BrokerAddrTable[config.DefaultBrokerName]
 	if !ok || bd.BrokerAddrs[0] != addr {
 		return false
 	}

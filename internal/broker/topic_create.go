@@ -28,22 +28,6 @@ import (
 // entry of an incremental registration (registration.go), both shared with the creations made
 // at the same time.
 
-// Defaults of the bounds; docs/rocketmq-differences.md says why.
-const (
-	// DefaultMaxTopics is well above the topics of one broker in real deployments (hundreds to
-	// a few thousand) and below what a node holds without tuning: every queue that receives a
-	// message keeps a ConsumeQueue file open and mapped, a topic a send creates has up to 8
-	// queues, and Linux allows 65,530 mappings per process unless vm.max_map_count is raised:
-	// 5,000 topics are at most 40,000 mappings.
-	DefaultMaxTopics = 5000
-	// DefaultAutoCreateTopicBurst and DefaultAutoCreateTopicRate let one connection create a
-	// thousand topics at once and a hundred a second after that: an application creating its
-	// topics at start never meets them, a flood of new names meets MaxTopics only after
-	// seconds.
-	DefaultAutoCreateTopicBurst = 1000
-	DefaultAutoCreateTopicRate  = 100
-)
-
 // autoCreateTopic creates an unknown topic for a send. A retry topic %RETRY%<group> of a known
 // group gets the group's retry queue count and read-write permission; any other topic (or a
 // retry topic of a group that cannot be found) is created from the request's default topic

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/config"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mqgo/mq/config"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/protocol"
@@ -113,10 +114,10 @@ type Replicas struct {
 func NewReplicas(o ReplicasOptions, tr remoting.Transport, brokerAddr string, n Restarter) *Replicas {
 	// The broker applies these defaults itself; the controllers need them from the start.
 	if o.ClusterName == "" {
-		o.ClusterName = broker.DefaultClusterName
+		o.ClusterName = config.DefaultClusterName
 	}
 	if o.BrokerName == "" {
-		o.BrokerName = broker.DefaultBrokerName
+		o.BrokerName = config.DefaultBrokerName
 	}
 	l := zerolog.Nop()
 	if o.Logger != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/message"
@@ -18,7 +19,7 @@ import (
 )
 
 // replyTopic is the test broker's reply topic (DefaultCluster_REPLY_TOPIC).
-const replyTopic = broker.DefaultClusterName + names.ReplyTopicSuffix
+const replyTopic = config.DefaultClusterName + names.ReplyTopicSuffix
 
 // requester is a client registered as a producer whose PUSH_REPLY_MESSAGE_TO_CLIENT handler
 // hands each push to the test and answers with code.
