@@ -1,10 +1,11 @@
 package broker
 
 import (
-	"github.com/mqgo/mq/internal/names"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/protocol"
@@ -168,7 +169,7 @@ func TestDuplicateClientIDListedOnce(t *testing.T) {
 }
 
 func TestChannelExpiry(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.ChannelExpiredTimeout = 300 * time.Millisecond })
+	tb := startTestBroker(t, func(o *Options) { o.Periods.ClientChannelExpiredTime = 300 * time.Millisecond })
 	addTopic(tb, "T", 4)
 	stale, live := newTCPClient(t), newTCPClient(t)
 	nl := recordNotifies(live)
@@ -234,7 +235,7 @@ func TestExpressionChangeIsNotAGroupChange(t *testing.T) {
 // notifyConsumerIdsChangedEnable false) silences joins, unregistrations and disconnections,
 // while membership is still tracked.
 func TestNotifyConsumerIdsChangedDisabled(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DisableNotifyConsumerIdsChanged = true })
+	tb := startTestBroker(t, func(o *Options) { o.Broker.DisableNotifyConsumerIdsChanged = true })
 	addTopic(tb, "T", 4)
 	a, b, c := newTCPClient(t), newTCPClient(t), newTCPClient(t)
 	na, nb := recordNotifies(a), recordNotifies(b)

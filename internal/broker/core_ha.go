@@ -50,8 +50,8 @@ type HAOptions struct {
 
 // haDefaults fills the role from the broker id and the slave sync period.
 func (o Options) haDefaults() Options {
-	if o.BrokerRole == "" {
-		o.BrokerRole = storage.DefaultRole(o.BrokerID)
+	if o.Broker.Role == "" {
+		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
 	}
 	if o.SlaveSyncPeriod <= 0 {
 		o.SlaveSyncPeriod = config.DefaultSlaveSyncPeriod
@@ -60,7 +60,7 @@ func (o Options) haDefaults() Options {
 }
 
 func (o Options) haValidate() error {
-	if err := o.BrokerRole.Check(o.BrokerID); err != nil {
+	if err := o.Broker.Role.Check(o.Broker.ID); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	if o.AccessMessageInMemoryMaxBytes < 0 {
@@ -70,7 +70,7 @@ func (o Options) haValidate() error {
 }
 
 // Role is the broker's role.
-func (b *Broker) Role() storage.BrokerRole { return b.opts.BrokerRole }
+func (b *Broker) Role() storage.BrokerRole { return b.opts.Broker.Role }
 
 // A Replicator is the broker's replication, as the core sees it (internal/broker/ha builds
 // it, RocketMQ's HAService with the ReplicasManager's per-broker state). Without one the

@@ -28,10 +28,10 @@ type reregisterGrace struct {
 // startReregisterGrace opens the window if the store did not close cleanly, and runs until it
 // ends to notify every group; the caller runs it as one of the broker's services.
 func (cm *clientManager) startReregisterGrace(ctx context.Context) error {
-	if cm.store.RecoveryReport().Clean || cm.opts.ReregisterGrace < 0 {
+	if cm.store.RecoveryReport().Clean || cm.opts.Broker.ReregisterGrace < 0 {
 		return nil
 	}
-	d := cm.opts.ReregisterGrace
+	d := cm.opts.Broker.ReregisterGrace
 	cm.regrace.until.Store(time.Now().Add(d).UnixNano())
 	cm.log.Info().Dur("grace", d).Msg("recovered from a crash: consumer lists wait for members to register again")
 	t := time.NewTimer(d)

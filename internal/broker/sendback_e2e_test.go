@@ -1,9 +1,10 @@
 package broker
 
 import (
-	"github.com/mqgo/mq/internal/names"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -15,7 +16,7 @@ import (
 // in the dead-letter topic.
 func TestSendBackConsumerCycle(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) {
-		o.DelayLevels = []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond,
+		o.Timers.DelayLevels = []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond,
 			40 * time.Millisecond, 50 * time.Millisecond}
 	})
 	for name, tr := range tb.Transports() {

@@ -51,14 +51,14 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 	ok := false
 	if retry {
 		if gc, found := b.groups.find(h.Topic[len(names.RetryPrefix):]); found {
-			queues := min(max(gc.RetryQueueNums, 1), b.opts.MaxQueueNums)
+			queues := min(max(gc.RetryQueueNums, 1), b.opts.Limits.MaxQueueNums)
 			tc = TopicConfig{TopicName: h.Topic, ReadQueueNums: queues, WriteQueueNums: queues,
 				Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag, TopicSysFlag: sysFlag}
 			ok = true
 		}
 	}
 	if !ok {
-		tc, ok = b.topics.inSendMessageConfig(h.Topic, h.DefaultTopic, min(h.DefaultTopicQueueNums, b.opts.MaxQueueNums), sysFlag)
+		tc, ok = b.topics.inSendMessageConfig(h.Topic, h.DefaultTopic, min(h.DefaultTopicQueueNums, b.opts.Limits.MaxQueueNums), sysFlag)
 	}
 	if !ok {
 		if e := b.log.Debug(); e.Enabled() {
@@ -68,7 +68,7 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 	}
 	// A full table refuses before a token is spent: the connection's bucket is for topics
 	// it could create.
-	if b.topics.count() >= b.opts.MaxTopics {
+	if b.topics.count() >= b.opts.Limits.MaxTopics {
 		return TopicConfig{}, b.topicsFullResponse(ch, h.Topic)
 	}
 	if !b.topicCreates.allow(ch.ID(), time.Now()) {
@@ -100,7 +100,7 @@ func (b *Broker) topicsFullRemark(topic string) string {
 func (b *Broker) topicsFullResponse(ch remoting.Channel, topic string) *remoting.Command {
 	n := b.topicsFull.count.Add(1)
 	if b.topicsFull.log.allow(time.Now(), topicLimitLogPeriod) {
-		b.log.Warn().Str("addr", ch.RemoteAddr()).Str("topic", topic).Int("max_topics", b.opts.MaxTopics).
+		b.log.Warn().Str("addr", ch.RemoteAddr()).Str("topic", topic).Int("max_topics", b.opts.Limits.MaxTopics).
 			Int64("refused_total", n).Msg("topic table full (MaxTopics); refusing sends that would create topics")
 	}
 	return sendResponse(remoting.TopicNotExist, b.topicsFullRemark(topic))

@@ -374,14 +374,14 @@ func (r *Replicas) roleOptions(bo *broker.Options, st replicaState) {
 	bo.ControllerMode, bo.ReplicaID = true, r.id
 	bo.MinInSyncReplicas, bo.AllAckInSyncStateSet = r.o.MinInSyncReplicas, r.o.AllAckInSyncStateSet
 	if st.masterID == r.id {
-		bo.BrokerID, bo.MasterEpoch = 0, st.epoch
-		bo.BrokerRole = storage.AsyncMaster
+		bo.Broker.ID, bo.MasterEpoch = 0, st.epoch
+		bo.Broker.Role = storage.AsyncMaster
 		if r.o.AllAckInSyncStateSet {
-			bo.BrokerRole = storage.SyncMaster
+			bo.Broker.Role = storage.SyncMaster
 		}
 		return
 	}
-	bo.BrokerID, bo.BrokerRole, bo.MasterEpoch = r.id, storage.Slave, 0
+	bo.Broker.ID, bo.Broker.Role, bo.MasterEpoch = r.id, storage.Slave, 0
 }
 
 // followPoint compares this store's history with the master's (GET_BROKER_EPOCH_CACHE) and

@@ -32,7 +32,7 @@ func BenchmarkRequestReplyTCP(b *testing.B) {
 				o.Logger = &l
 				o.Store.SegmentBytes = 128 << 20
 				o.Store.ConsumeQueueUnits = 0
-				o.ChannelExpiredTimeout = config.DefaultChannelExpiredTimeout
+				o.Periods.ClientChannelExpiredTime = config.DefaultChannelExpiredTimeout
 			})
 			createTopic(b, env, "BenchRequests", 4)
 			const clientID = "127.0.0.1@bench-requester"

@@ -173,7 +173,7 @@ func TestReplyWithoutRequester(t *testing.T) {
 
 // What the broker could not store is refused before anything is pushed.
 func TestReplyTooLargeNotPushed(t *testing.T) {
-	tb := start(t, func(o *broker.Options) { o.MaxMessageBytes = 1024 })
+	tb := start(t, func(o *broker.Options) { o.Limits.MaxMessageBytes = 1024 })
 	req := newRequester(t, tb, tb.TCP, "big@1", remoting.Success)
 	maxPhy := tb.Store().MaxPhyOffset()
 	h := replyHeader("big@1", "c1")
