@@ -53,8 +53,8 @@ func TestRegisterSchedule(t *testing.T) {
 // TestRegisterScheduleFloorSetting: tests lower RegisterNameServerPeriodMin, which moves the
 // first periodic round and the floor together.
 func TestRegisterScheduleFloorSetting(t *testing.T) {
-	s := Options{Periods: config.Periods{RegisterNameServerPeriod: time.Millisecond, RegisterNameServerPeriodMin: 5 * time.Millisecond}}.
-		withDefaults().registerSchedule()
+	p := config.Periods{RegisterNameServerPeriod: time.Millisecond, RegisterNameServerPeriodMin: 5 * time.Millisecond}
+	s := Options{Periods: p}.withDefaults().registerSchedule()
 	if want := (registerSchedule{initialDelay: 5 * time.Millisecond, period: 5 * time.Millisecond}); s != want {
 		t.Errorf("schedule %+v, want %+v", s, want)
 	}
