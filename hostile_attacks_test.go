@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -287,7 +287,7 @@ func hsAttackParkedPulls(t *testing.T, e *hsEnv) func() {
 
 	many := hsDial(t, e.main.addr, 0)
 	var frames []byte
-	for range broker.DefaultMaxHeldPullsPerConnection + 1 {
+	for range config.DefaultMaxHeldPullsPerConnection + 1 {
 		frames = remoting.AppendFrame(frames, hsPullRequest(group, hsBigTopic, e.bigQueue, next, 1<<50))
 	}
 	endMany := hsWriteInBackground(t, many, frames)

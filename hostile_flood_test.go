@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
@@ -139,7 +139,7 @@ func hsTopicFlood(t *testing.T, e *hsEnv) {
 	maxTopics := hsEnvInt(t, "MQ_FLOOD_MAX_TOPICS", hsFloodMaxTopics)
 	node := e.start(t, hsNodeConfig{maxTopics: maxTopics})
 	if maxTopics == 0 {
-		maxTopics = broker.DefaultMaxTopics
+		maxTopics = config.DefaultMaxTopics
 	}
 	honest := hsStartHonest(t, node.addr)
 	honest.roundTrip(t, "before the topic flood")

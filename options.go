@@ -3,7 +3,6 @@ package mq
 import (
 	"github.com/mqgo/mq/acl"
 	"github.com/mqgo/mq/config"
-	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -85,8 +84,8 @@ const (
 	// DefaultStoreDir, "mqdata", is the store directory when Options.Store.Dir is empty.
 	DefaultStoreDir = config.DefaultStoreDir
 	// DefaultClusterName ("DefaultCluster") and DefaultBrokerName ("broker-a") are RocketMQ's.
-	DefaultClusterName = broker.DefaultClusterName
-	DefaultBrokerName  = broker.DefaultBrokerName
+	DefaultClusterName = config.DefaultClusterName
+	DefaultBrokerName  = config.DefaultBrokerName
 	// DefaultScanNotActiveBrokerInterval (10 s) is how often the name service drops silent
 	// brokers.
 	DefaultScanNotActiveBrokerInterval = route.DefaultScanNotActiveBrokerInterval

@@ -10,17 +10,16 @@ import (
 	"time"
 
 	aclcheck "github.com/mqgo/mq/internal/acl"
-	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/clusterauth"
-	"github.com/mqgo/mq/internal/replication"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 )
 
 // Defaults of the node's own settings and of controller mode, named after the RocketMQ
-// settings they mirror. Every other default is the constant of the part that applies it
-// (route, remoting, broker, storage, replication), which EnsureDefaults writes in.
+// settings they mirror. The broker's and replication's are in broker_defaults.go; every other
+// default is the constant of the part that owns it (route, remoting, storage), which
+// EnsureDefaults writes in.
 const (
 	// DefaultListen is where a node serves when Options.Listen is empty (RocketMQ's name server
 	// port, on loopback so an embedded node is not exposed by accident).
@@ -111,13 +110,13 @@ func checkHostPort(name, addr string) error {
 // EnsureDefaults writes the broker's defaults: RocketMQ's cluster and broker names, and the
 // role its id implies (a slave named without an id is the group's first slave).
 func (b *Broker) EnsureDefaults() {
-	setDefault(&b.ClusterName, broker.DefaultClusterName)
-	setDefault(&b.Name, broker.DefaultBrokerName)
+	setDefault(&b.ClusterName, DefaultClusterName)
+	setDefault(&b.Name, DefaultBrokerName)
 	setDefault(&b.Role, storage.DefaultRole(b.ID))
 	if b.Role == storage.Slave && b.ID == 0 {
 		b.ID = 1
 	}
-	setDefault(&b.ReregisterGrace, broker.DefaultReregisterGrace)
+	setDefault(&b.ReregisterGrace, DefaultReregisterGrace)
 }
 
 // Validate checks the broker's identity; in controller mode the controllers decide the role.
@@ -170,13 +169,13 @@ func (l *Limits) EnsureDefaults() {
 	setDefault(&l.MaxConnections, remoting.DefaultMaxConnections)
 	setDefault(&l.ServerWorkerThreads, DefaultServerWorkerThreads)
 	setDefault(&l.ServerQueueCapacity, DefaultServerQueueCapacity)
-	setDefault(&l.MaxLongPollingSuspend, broker.DefaultMaxLongPollingSuspend)
-	setDefault(&l.MaxHeldPullsPerConnection, broker.DefaultMaxHeldPullsPerConnection)
-	setDefault(&l.MaxHeldPulls, broker.DefaultMaxHeldPulls)
+	setDefault(&l.MaxLongPollingSuspend, DefaultMaxLongPollingSuspend)
+	setDefault(&l.MaxHeldPullsPerConnection, DefaultMaxHeldPullsPerConnection)
+	setDefault(&l.MaxHeldPulls, DefaultMaxHeldPulls)
 	setDefault(&l.MaxQueueNums, route.DefaultMaxQueueNums)
-	setDefault(&l.MaxTopics, broker.DefaultMaxTopics)
-	setDefault(&l.AutoCreateTopicBurst, broker.DefaultAutoCreateTopicBurst)
-	setDefault(&l.AutoCreateTopicRate, broker.DefaultAutoCreateTopicRate)
+	setDefault(&l.MaxTopics, DefaultMaxTopics)
+	setDefault(&l.AutoCreateTopicBurst, DefaultAutoCreateTopicBurst)
+	setDefault(&l.AutoCreateTopicRate, DefaultAutoCreateTopicRate)
 	// ServerWorkerThreads and ServerQueueCapacity take the default when not positive: a pool
 	// of no workers would never answer.
 	if l.ServerWorkerThreads < 0 {
@@ -189,11 +188,11 @@ func (l *Limits) EnsureDefaults() {
 
 // EnsureDefaults writes the periods' defaults.
 func (p *Periods) EnsureDefaults() {
-	setDefault(&p.RegisterNameServerPeriod, broker.DefaultRegisterNameServerPeriod)
-	setDefault(&p.RegisterNameServerPeriodMin, broker.DefaultRegisterNameServerPeriodMin)
-	setDefault(&p.FlushConsumerOffsetInterval, broker.DefaultFlushConsumerOffsetInterval)
-	setDefault(&p.ClientChannelExpiredTime, broker.DefaultChannelExpiredTimeout)
-	setDefault(&p.RebalanceLockMaxLiveTime, broker.DefaultRebalanceLockMaxLiveTime)
+	setDefault(&p.RegisterNameServerPeriod, DefaultRegisterNameServerPeriod)
+	setDefault(&p.RegisterNameServerPeriodMin, DefaultRegisterNameServerPeriodMin)
+	setDefault(&p.FlushConsumerOffsetInterval, DefaultFlushConsumerOffsetInterval)
+	setDefault(&p.ClientChannelExpiredTime, DefaultChannelExpiredTimeout)
+	setDefault(&p.RebalanceLockMaxLiveTime, DefaultRebalanceLockMaxLiveTime)
 	setDefault(&p.ScanNotActiveBrokerInterval, route.DefaultScanNotActiveBrokerInterval)
 	setDefault(&p.BrokerChannelExpiredTime, route.DefaultBrokerChannelExpiredTime)
 	setDefault(&p.ChannelMaxIdleTime, remoting.DefaultChannelMaxIdleTime)
@@ -204,27 +203,27 @@ func (t *Timers) EnsureDefaults() {
 	if len(t.DelayLevels) == 0 {
 		t.DelayLevels = append([]time.Duration(nil), storage.DefaultDelayLevels...)
 	}
-	setDefault(&t.Precision, broker.DefaultTimerPrecision)
-	setDefault(&t.MaxDelay, broker.DefaultTimerMaxDelay)
+	setDefault(&t.Precision, DefaultTimerPrecision)
+	setDefault(&t.MaxDelay, DefaultTimerMaxDelay)
 }
 
 // EnsureDefaults writes the transaction check's defaults.
 func (t *Transactions) EnsureDefaults() {
-	setDefault(&t.Timeout, broker.DefaultTransactionTimeout)
-	setDefault(&t.CheckMax, broker.DefaultTransactionCheckMax)
-	setDefault(&t.CheckInterval, broker.DefaultTransactionCheckInterval)
+	setDefault(&t.Timeout, DefaultTransactionTimeout)
+	setDefault(&t.CheckMax, DefaultTransactionCheckMax)
+	setDefault(&t.CheckInterval, DefaultTransactionCheckInterval)
 }
 
 // EnsureDefaults writes replication's defaults (internal/replication's constants).
 func (h *HA) EnsureDefaults() {
-	setDefault(&h.TransferBatchBytes, replication.DefaultTransferBatchBytes)
-	setDefault(&h.HousekeepingInterval, replication.DefaultHousekeepingInterval)
-	setDefault(&h.SendHeartbeatInterval, replication.DefaultSendHeartbeatInterval)
-	setDefault(&h.SlaveFallBehindMax, replication.DefaultSlaveFallBehindMax)
-	setDefault(&h.SyncFlushTimeout, replication.DefaultSyncFlushTimeout)
-	setDefault(&h.TransferWaitInterval, replication.DefaultTransferWaitInterval)
-	setDefault(&h.ReconnectInterval, replication.DefaultReconnectInterval)
-	setDefault(&h.SlaveSyncPeriod, broker.DefaultSlaveSyncPeriod)
+	setDefault(&h.TransferBatchBytes, DefaultHATransferBatchBytes)
+	setDefault(&h.HousekeepingInterval, DefaultHAHousekeepingInterval)
+	setDefault(&h.SendHeartbeatInterval, DefaultHASendHeartbeatInterval)
+	setDefault(&h.SlaveFallBehindMax, DefaultHASlaveFallBehindMax)
+	setDefault(&h.SyncFlushTimeout, storage.DefaultSyncFlushTimeout)
+	setDefault(&h.TransferWaitInterval, DefaultHATransferWaitInterval)
+	setDefault(&h.ReconnectInterval, DefaultHAReconnectInterval)
+	setDefault(&h.SlaveSyncPeriod, DefaultSlaveSyncPeriod)
 }
 
 // Validate checks the replication addresses.

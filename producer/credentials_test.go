@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/protocol"
@@ -94,7 +95,7 @@ func startACLNode(t *testing.T) *aclNode {
 	}
 	b, err := broker.New(broker.Options{BrokerAddr: n.addr, NameServers: []string{n.addr}, Transport: self,
 		Store: storage.Options{Dir: t.TempDir(), SegmentBytes: 4 << 20}, HA: broker.HAOptions{ListenAddr: "127.0.0.1:0"},
-		DelayLevels: levels, Logger: &l})
+		Timers: config.Timers{DelayLevels: levels}, Logger: &l})
 	if err != nil {
 		cancel()
 		t.Fatal(errors.Join(err, g.Wait()))

@@ -68,9 +68,9 @@ func New(opts Options) (*Broker, error) {
 	}
 	b := &Broker{
 		opts:         opts,
-		log:          opts.Logger.With().Str("component", "broker").Str("broker", opts.BrokerName).Logger(),
+		log:          opts.Logger.With().Str("component", "broker").Str("broker", opts.Broker.Name).Logger(),
 		storeHost:    netip.MustParseAddrPort(opts.BrokerAddr),
-		topicCreates: newCreateLimiter(opts.AutoCreateTopicBurst, opts.AutoCreateTopicRate),
+		topicCreates: newCreateLimiter(opts.Limits.AutoCreateTopicBurst, opts.Limits.AutoCreateTopicRate),
 		ready:        make(chan struct{}),
 		sendEx:       remoting.NewExecutor("send", opts.SendThreads, 10000),
 		pullEx:       remoting.NewExecutor("pull", opts.PullThreads, 100000),
@@ -79,11 +79,11 @@ func New(opts Options) (*Broker, error) {
 		clientEx:     remoting.NewExecutor("client", opts.ClientThreads, 100000),
 		heartbeatEx:  remoting.NewExecutor("heartbeat", 2, 50000),
 	}
-	b.seams.role, b.seams.controllerMode = opts.BrokerRole, opts.ControllerMode
+	b.seams.role, b.seams.controllerMode = opts.Broker.Role, opts.ControllerMode
 	storeOpts := opts.Store
 	storeOpts.Logger = opts.Logger
-	storeOpts.Slave = opts.BrokerRole == storage.Slave
-	storeOpts.DelayLevels = opts.DelayLevels
+	storeOpts.Slave = opts.Broker.Role == storage.Slave
+	storeOpts.DelayLevels = opts.Timers.DelayLevels
 	storeOpts.OnDispatch = b.onDispatch
 	storeOpts.RetentionFloor = b.seams.retentionFloor
 	store, err := storage.Open(storeOpts)
@@ -173,7 +173,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.runServices(ctx, g.Go)
 	g.Go(func() error { return b.clients.startReregisterGrace(ctx) })
 	close(b.ready)
-	b.log.Info().Str("addr", b.opts.BrokerAddr).Str("role", string(b.opts.BrokerRole)).Str("ha_addr", b.HAAddr()).
+	b.log.Info().Str("addr", b.opts.BrokerAddr).Str("role", string(b.opts.Broker.Role)).Str("ha_addr", b.HAAddr()).
 		Str("store", b.opts.Store.Dir).Strs("namesrv", b.opts.NameServers).Msg("broker started")
 	return g.Wait()
 }
@@ -209,7 +209,7 @@ func (b *Broker) Addr() string { return b.opts.BrokerAddr }
 func (b *Broker) HAAddr() string { return b.seams.haAddr() }
 
 // IsMaster reports whether this broker takes writes.
-func (b *Broker) IsMaster() bool { return b.opts.BrokerID == 0 }
+func (b *Broker) IsMaster() bool { return b.opts.Broker.ID == 0 }
 
 // addRunner adds a background service to Run. Call it from an init* function only.
 func (b *Broker) addRunner(r func(ctx context.Context) error) { b.runners = append(b.runners, r) }

@@ -3,8 +3,9 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"github.com/mqgo/mq/internal/names"
 	"time"
+
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -132,7 +133,7 @@ func (cm *clientManager) addRetryTopic(group string, queues int32, unitMode bool
 // send no reply (docs/protocol.md §7.1). DisableNotifyConsumerIdsChanged silences it for every
 // group, as RocketMQ's notifyConsumerIdsChangedEnable does in its one listener.
 func (cm *clientManager) notifyConsumerIDsChanged(group string, channels []remoting.Channel) {
-	if cm.opts.DisableNotifyConsumerIdsChanged {
+	if cm.opts.Broker.DisableNotifyConsumerIdsChanged {
 		return
 	}
 	for _, ch := range channels {
@@ -255,8 +256,8 @@ func (cm *clientManager) runClientHousekeeping(ctx context.Context) error {
 // scanNotActiveChannels forgets expired queue locks, expires stale registrations, notifies the groups that lost members and
 // closes the connections left with no registration.
 func (cm *clientManager) scanNotActiveChannels() {
-	cm.locks.expire(cm.now(), cm.opts.RebalanceLockMaxLiveTime)
-	changes, closeList := cm.consumers.expire(cm.opts.ChannelExpiredTimeout)
+	cm.locks.expire(cm.now(), cm.opts.Periods.RebalanceLockMaxLiveTime)
+	changes, closeList := cm.consumers.expire(cm.opts.Periods.ClientChannelExpiredTime)
 	for _, c := range changes {
 		cm.log.Info().Str("group", c.group).Msg("consumer registration expired")
 		cm.notifyIfEnabled(c)

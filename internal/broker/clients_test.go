@@ -170,7 +170,7 @@ func TestDuplicateClientIDListedOnce(t *testing.T) {
 }
 
 func TestChannelExpiry(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.ChannelExpiredTimeout = 300 * time.Millisecond })
+	tb := startTestBroker(t, func(o *Options) { o.Periods.ClientChannelExpiredTime = 300 * time.Millisecond })
 	addTopic(tb, "T", 4)
 	stale, live := newTCPClient(t), newTCPClient(t)
 	nl := recordNotifies(live)
@@ -236,7 +236,7 @@ func TestExpressionChangeIsNotAGroupChange(t *testing.T) {
 // notifyConsumerIdsChangedEnable false) silences joins, unregistrations and disconnections,
 // while membership is still tracked.
 func TestNotifyConsumerIdsChangedDisabled(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DisableNotifyConsumerIdsChanged = true })
+	tb := startTestBroker(t, func(o *Options) { o.Broker.DisableNotifyConsumerIdsChanged = true })
 	addTopic(tb, "T", 4)
 	a, b, c := newTCPClient(t), newTCPClient(t), newTCPClient(t)
 	na, nb := recordNotifies(a), recordNotifies(b)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 )
@@ -14,9 +15,6 @@ import (
 // the HA settings and the Replicator seam (set with Seams.SetReplicator, called through
 // seams.go). The checked installs of a master's tables on a slave are the table views'
 // InstallMaster (view_tables.go).
-
-// DefaultSlaveSyncPeriod is how often a slave copies its master's metadata.
-const DefaultSlaveSyncPeriod = 10 * time.Second
 
 // HAOptions configures replication; zero values mean internal/replication's defaults
 // (RocketMQ's haTransferBatchSize, haHousekeepingInterval, haSendHeartbeatInterval,
@@ -52,17 +50,17 @@ type HAOptions struct {
 
 // haDefaults fills the role from the broker id and the slave sync period.
 func (o Options) haDefaults() Options {
-	if o.BrokerRole == "" {
-		o.BrokerRole = storage.DefaultRole(o.BrokerID)
+	if o.Broker.Role == "" {
+		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
 	}
 	if o.SlaveSyncPeriod <= 0 {
-		o.SlaveSyncPeriod = DefaultSlaveSyncPeriod
+		o.SlaveSyncPeriod = config.DefaultSlaveSyncPeriod
 	}
 	return o
 }
 
 func (o Options) haValidate() error {
-	if err := o.BrokerRole.Check(o.BrokerID); err != nil {
+	if err := o.Broker.Role.Check(o.Broker.ID); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	if o.AccessMessageInMemoryMaxBytes < 0 {
@@ -72,7 +70,7 @@ func (o Options) haValidate() error {
 }
 
 // Role is the broker's role.
-func (b *Broker) Role() storage.BrokerRole { return b.opts.BrokerRole }
+func (b *Broker) Role() storage.BrokerRole { return b.opts.Broker.Role }
 
 // A Replicator is the broker's replication, as the core sees it (internal/broker/ha builds
 // it, RocketMQ's HAService with the ReplicasManager's per-broker state). Without one the

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"time"
-
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -14,18 +12,6 @@ import (
 // and commit paths call (RocketMQ 5 keeps the same seam as PutMessageHook and
 // HandleScheduleMessageHook; Seams installs them) and the record helpers those services share.
 // What they read and write of the core is on the views (Messages, Topics, Offsets, Clients).
-
-// Defaults after RocketMQ 4.9's BrokerConfig and RocketMQ 5's MessageStoreConfig, for the
-// Options the transaction and schedule services read.
-const (
-	DefaultTransactionTimeout       = 6 * time.Second  // transactionTimeOut
-	DefaultTransactionCheckMax      = 15               // transactionCheckMax
-	DefaultTransactionCheckInterval = 60 * time.Second // transactionCheckInterval
-	// DefaultTimerPrecision is timerPrecisionMs; RocketMQ's is 1 s, ours 100 ms so that a
-	// message arrives within 100 ms of its time.
-	DefaultTimerPrecision = 100 * time.Millisecond
-	DefaultTimerMaxDelay  = 3 * 24 * time.Hour // timerMaxDelaySec
-)
 
 // A Scheduler holds messages until their time: DELAY levels (SCHEDULE_TOPIC_XXXX) and timers
 // (rmq_sys_wheel_timer). Without one (SetScheduler never called) a message is stored in its

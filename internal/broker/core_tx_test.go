@@ -22,8 +22,8 @@ func endTxCmd(queueOffset, phyOffset int64, decision int32, fromCheck bool) *rem
 
 // checkOptions have the transaction check loop ask about every half message at once.
 func checkOptions(o *Options) {
-	o.TransactionTimeout = time.Millisecond // the tests send born in 2023
-	o.TransactionCheckInterval = 10 * time.Millisecond
+	o.Transactions.Timeout = time.Millisecond // the tests send born in 2023
+	o.Transactions.CheckInterval = 10 * time.Millisecond
 }
 
 // Without a Scheduler or Transactions the core does what RocketMQ does with the feature off: a

@@ -13,14 +13,14 @@ import (
 // A slave installs the delay offsets its master reported (GET_ALL_DELAY_OFFSET, served by
 // internal/broker/admin from the schedule service) and writes them.
 func TestSlaveInstallsDelayOffsets(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DelayLevels = sbDelays })
+	tb := startTestBroker(t, func(o *Options) { o.Timers.DelayLevels = sbDelays })
 	if err := tb.seams.updateDelayOffsets(protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{2: 9}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := tb.seams.delayOffsets().OffsetTable[2]; got != 9 {
 		t.Fatalf("delay offset of level 2 = %d, want 9", got)
 	}
-	slave := startTestBroker(t, func(o *Options) { o.BrokerID = 1; o.DelayLevels = sbDelays })
+	slave := startTestBroker(t, func(o *Options) { o.Broker.ID = 1; o.Timers.DelayLevels = sbDelays })
 	if err := slave.seams.updateDelayOffsets(tb.seams.delayOffsets()); err != nil {
 		t.Fatal(err)
 	}

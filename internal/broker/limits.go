@@ -3,9 +3,11 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"sync/atomic"
 	"time"
+
+	"github.com/mqgo/mq/config"
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/route"
@@ -14,14 +16,8 @@ import (
 // Limits on what one client can make the broker hold or loop over. RocketMQ has none of them
 // (docs/rocketmq-differences.md): its broker trusts the suspend time a pull asks for, parks
 // any number of pulls and takes any queue count an admin request carries.
+// Their defaults are config's (config.DefaultMaxLongPollingSuspend and the rest).
 const (
-	// DefaultMaxLongPollingSuspend caps a pull's suspendTimeoutMillis. Clients ask 15-30 s
-	// (the Go client 20 s, the Java client 15 s), so honest ones never notice.
-	DefaultMaxLongPollingSuspend = 60 * time.Second
-	// DefaultMaxHeldPullsPerConnection and DefaultMaxHeldPulls cap parked pulls. A push
-	// consumer parks one pull per queue it owns, so 4096 covers any honest client.
-	DefaultMaxHeldPullsPerConnection = 4096
-	DefaultMaxHeldPulls              = 65536
 	// DefaultMaxQueueNums caps a topic's read and write queue counts and a group's
 	// retryQueueNums; 1024 is the bound RocketMQ's admin tools and console follow by convention.
 	// The name service clamps registrations to the same setting and owns the value, as it
@@ -38,42 +34,42 @@ const minMaxQueueNums = scheduleTopicQueues
 const maxPermValue = route.PermPriority - 1
 
 func (o Options) limitDefaults() Options {
-	if o.MaxLongPollingSuspend <= 0 {
-		o.MaxLongPollingSuspend = DefaultMaxLongPollingSuspend
+	if o.Limits.MaxLongPollingSuspend <= 0 {
+		o.Limits.MaxLongPollingSuspend = config.DefaultMaxLongPollingSuspend
 	}
-	if o.MaxHeldPullsPerConnection <= 0 {
-		o.MaxHeldPullsPerConnection = DefaultMaxHeldPullsPerConnection
+	if o.Limits.MaxHeldPullsPerConnection <= 0 {
+		o.Limits.MaxHeldPullsPerConnection = config.DefaultMaxHeldPullsPerConnection
 	}
-	if o.MaxHeldPulls <= 0 {
-		o.MaxHeldPulls = DefaultMaxHeldPulls
+	if o.Limits.MaxHeldPulls <= 0 {
+		o.Limits.MaxHeldPulls = config.DefaultMaxHeldPulls
 	}
 	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower
 	// lowers both.
-	o.MaxHeldPullsPerConnection = min(o.MaxHeldPullsPerConnection, o.MaxHeldPulls)
-	if o.MaxQueueNums <= 0 {
-		o.MaxQueueNums = DefaultMaxQueueNums
+	o.Limits.MaxHeldPullsPerConnection = min(o.Limits.MaxHeldPullsPerConnection, o.Limits.MaxHeldPulls)
+	if o.Limits.MaxQueueNums <= 0 {
+		o.Limits.MaxQueueNums = DefaultMaxQueueNums
 	}
-	if o.MaxTopics <= 0 {
-		o.MaxTopics = DefaultMaxTopics
+	if o.Limits.MaxTopics <= 0 {
+		o.Limits.MaxTopics = config.DefaultMaxTopics
 	}
-	if o.AutoCreateTopicBurst <= 0 {
-		o.AutoCreateTopicBurst = DefaultAutoCreateTopicBurst
+	if o.Limits.AutoCreateTopicBurst <= 0 {
+		o.Limits.AutoCreateTopicBurst = config.DefaultAutoCreateTopicBurst
 	}
-	if o.AutoCreateTopicRate <= 0 {
-		o.AutoCreateTopicRate = DefaultAutoCreateTopicRate
+	if o.Limits.AutoCreateTopicRate <= 0 {
+		o.Limits.AutoCreateTopicRate = config.DefaultAutoCreateTopicRate
 	}
 	return o
 }
 
 func (o Options) limitsValidate() error {
 	var errs []error
-	if o.MaxQueueNums < minMaxQueueNums {
-		errs = append(errs, fmt.Errorf("broker: MaxQueueNums %d is below %d, the queues of %s",
-			o.MaxQueueNums, minMaxQueueNums, names.TopicSchedule))
+	if o.Limits.MaxQueueNums < minMaxQueueNums {
+		errs = append(errs, fmt.Errorf("broker: Limits.MaxQueueNums %d is below %d, the queues of %s",
+			o.Limits.MaxQueueNums, minMaxQueueNums, names.TopicSchedule))
 	}
-	if o.DefaultTopicQueueNums > o.MaxQueueNums {
-		errs = append(errs, fmt.Errorf("broker: DefaultTopicQueueNums %d is above MaxQueueNums %d",
-			o.DefaultTopicQueueNums, o.MaxQueueNums))
+	if o.DefaultTopicQueueNums > o.Limits.MaxQueueNums {
+		errs = append(errs, fmt.Errorf("broker: DefaultTopicQueueNums %d is above Limits.MaxQueueNums %d",
+			o.DefaultTopicQueueNums, o.Limits.MaxQueueNums))
 	}
 	return errors.Join(errs...)
 }
@@ -82,7 +78,7 @@ func (o Options) limitsValidate() error {
 // MaxLongPollingSuspend. Clamped rather than refused, so a client asking for two minutes still
 // long-polls; the multiplication happens only below the cap, where it cannot overflow.
 func (pu *puller) suspendTime(suspendMillis int64) time.Duration {
-	limit := pu.opts.MaxLongPollingSuspend
+	limit := pu.opts.Limits.MaxLongPollingSuspend
 	switch {
 	case suspendMillis <= 0:
 		return 0
@@ -95,17 +91,17 @@ func (pu *puller) suspendTime(suspendMillis int64) time.Duration {
 // queueNumsRemark returns the remark refusing n as the value of field (a queue count that
 // must lie in [lowest, MaxQueueNums]), or "" when n is fine.
 func (b *Broker) queueNumsRemark(field string, n, lowest int32) string {
-	if n >= lowest && n <= b.opts.MaxQueueNums {
+	if n >= lowest && n <= b.opts.Limits.MaxQueueNums {
 		return ""
 	}
-	return fmt.Sprintf("%s %d is out of range [%d, %d] (MaxQueueNums)", field, n, lowest, b.opts.MaxQueueNums)
+	return fmt.Sprintf("%s %d is out of range [%d, %d] (MaxQueueNums)", field, n, lowest, b.opts.Limits.MaxQueueNums)
 }
 
 // queueLoopBound is the number of queues an admin read may visit for a stored count n: the
 // stored configs are capped when written and loaded, and this keeps a loop bounded even if a
 // path that installs configs (slave sync) let a larger one in.
 func (b *Broker) queueLoopBound(n int32) int32 {
-	return max(0, min(n, b.opts.MaxQueueNums))
+	return max(0, min(n, b.opts.Limits.MaxQueueNums))
 }
 
 // clampLoadedQueueNums caps the queue counts of the topics and subscription groups loaded
@@ -113,7 +109,7 @@ func (b *Broker) queueLoopBound(n int32) int32 {
 // topic with 2^31 queues would make every admin read loop that many times and every client
 // that routes to it allocate as many queues. The clamped configs are written back.
 func (b *Broker) clampLoadedQueueNums() {
-	limit := b.opts.MaxQueueNums
+	limit := b.opts.Limits.MaxQueueNums
 	clamp := func(n int32) int32 { return max(0, min(n, limit)) }
 	for name, tc := range b.topics.snapshot().TopicConfigTable {
 		r, w := clamp(tc.ReadQueueNums), clamp(tc.WriteQueueNums)

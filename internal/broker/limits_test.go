@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -15,7 +16,7 @@ import (
 )
 
 func TestSuspendTimeClamped(t *testing.T) {
-	pu := &puller{Broker: &Broker{opts: Options{MaxLongPollingSuspend: 60 * time.Second}}}
+	pu := &puller{Broker: &Broker{opts: Options{Limits: config.Limits{MaxLongPollingSuspend: 60 * time.Second}}}}
 	cases := []struct {
 		millis int64
 		want   time.Duration
@@ -42,7 +43,7 @@ func TestSuspendTimeClamped(t *testing.T) {
 // about 20 years) is answered by its own deadline, MaxLongPollingSuspend, with no close event
 // and no message: PULL_NOT_FOUND at its offset.
 func TestLongPollSuspendCapped(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.MaxLongPollingSuspend = 50 * time.Millisecond })
+	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxLongPollingSuspend = 50 * time.Millisecond })
 	addTopic(tb, "T", 2)
 	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	putMsgs(t, tb, "T", 1, 3, "", "m")
@@ -121,8 +122,8 @@ func TestHeldPullsPerConnectionCap(t *testing.T) {
 	for _, name := range []string{"tcp", "inproc"} {
 		t.Run(name, func(t *testing.T) {
 			tb := startTestBroker(t, func(o *Options) {
-				o.MaxHeldPullsPerConnection = 3
-				o.MaxHeldPulls = 100
+				o.Limits.MaxHeldPullsPerConnection = 3
+				o.Limits.MaxHeldPulls = 100
 			})
 			addTopic(tb, "T", 8)
 			capped, other := remoting.Transport(tb.TCP), remoting.Transport(tb.InProc)
@@ -150,8 +151,8 @@ func TestHeldPullsPerConnectionCap(t *testing.T) {
 
 func TestHeldPullsTotalCap(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) {
-		o.MaxHeldPullsPerConnection = 3
-		o.MaxHeldPulls = 4
+		o.Limits.MaxHeldPullsPerConnection = 3
+		o.Limits.MaxHeldPulls = 4
 	})
 	addTopic(tb, "T", 8)
 	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
@@ -196,8 +197,8 @@ func (c *holdTestChannel) Closed() bool                         { return c.close
 // slots back; the closed connection is not written to, the open one is answered.
 func TestHeldPullsExpireWithoutCloseEvent(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) {
-		o.MaxLongPollingSuspend = 30 * time.Millisecond
-		o.MaxHeldPulls = 2
+		o.Limits.MaxLongPollingSuspend = 30 * time.Millisecond
+		o.Limits.MaxHeldPulls = 2
 	})
 	addTopic(tb, "T", 1)
 	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
@@ -331,7 +332,7 @@ func TestHeldPullSlots(t *testing.T) {
 // slots as it keeps KiB, more than this connection may hold, so it is answered SYSTEM_BUSY
 // instead of parked.
 func TestHeldPullWithHugeSubscriptionRefused(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.MaxHeldPullsPerConnection = 64 })
+	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxHeldPullsPerConnection = 64 })
 	addTopic(tb, "T", 1)
 	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	h := pullHeader("g", "T", 0, 0)
@@ -451,8 +452,8 @@ func TestLimitOptionsValidated(t *testing.T) {
 		mutate func(*Options)
 		want   string
 	}{
-		{"queue cap below the schedule topic", func(o *Options) { o.MaxQueueNums = 17 }, "MaxQueueNums 17"},
-		{"default queues above the cap", func(o *Options) { o.MaxQueueNums, o.DefaultTopicQueueNums = 32, 33 }, "DefaultTopicQueueNums 33"},
+		{"queue cap below the schedule topic", func(o *Options) { o.Limits.MaxQueueNums = 17 }, "MaxQueueNums 17"},
+		{"default queues above the cap", func(o *Options) { o.Limits.MaxQueueNums, o.DefaultTopicQueueNums = 32, 33 }, "DefaultTopicQueueNums 33"},
 	} {
 		o := base()
 		c.mutate(&o)
@@ -462,16 +463,16 @@ func TestLimitOptionsValidated(t *testing.T) {
 		}
 	}
 	o := base()
-	o.MaxHeldPulls = 10
-	if o = o.withDefaults(); o.MaxHeldPullsPerConnection != 10 {
-		t.Errorf("MaxHeldPulls 10 leaves MaxHeldPullsPerConnection %d", o.MaxHeldPullsPerConnection)
+	o.Limits.MaxHeldPulls = 10
+	if o = o.withDefaults(); o.Limits.MaxHeldPullsPerConnection != 10 {
+		t.Errorf("MaxHeldPulls 10 leaves MaxHeldPullsPerConnection %d", o.Limits.MaxHeldPullsPerConnection)
 	}
 	o = base().withDefaults()
 	if err := o.validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
-	if o.MaxLongPollingSuspend != 60*time.Second || o.MaxHeldPullsPerConnection != 4096 || o.MaxHeldPulls != 65536 ||
-		o.MaxQueueNums != 1024 {
-		t.Errorf("defaults %v %d %d %d", o.MaxLongPollingSuspend, o.MaxHeldPullsPerConnection, o.MaxHeldPulls, o.MaxQueueNums)
+	if o.Limits.MaxLongPollingSuspend != 60*time.Second || o.Limits.MaxHeldPullsPerConnection != 4096 || o.Limits.MaxHeldPulls != 65536 ||
+		o.Limits.MaxQueueNums != 1024 {
+		t.Errorf("defaults %v %d %d %d", o.Limits.MaxLongPollingSuspend, o.Limits.MaxHeldPullsPerConnection, o.Limits.MaxHeldPulls, o.Limits.MaxQueueNums)
 	}
 }

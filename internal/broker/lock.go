@@ -116,7 +116,7 @@ func (cm *clientManager) processLockBatch(_ context.Context, _ remoting.Channel,
 		return nil, err
 	}
 	locked := cm.locks.tryLock(body.ConsumerGroup, body.ClientID, body.MQSet, cm.now(),
-		cm.opts.RebalanceLockMaxLiveTime)
+		cm.opts.Periods.RebalanceLockMaxLiveTime)
 	out, err := json.Marshal(protocol.LockBatchResponseBody{LockOKMQSet: locked})
 	if err != nil {
 		return nil, err

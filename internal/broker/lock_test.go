@@ -36,7 +36,7 @@ func unlockMQ(t *testing.T, tr remoting.Transport, addr, group, client string, m
 }
 
 func TestQueueLocks(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.RebalanceLockMaxLiveTime = 500 * time.Millisecond })
+	tb := startTestBroker(t, func(o *Options) { o.Periods.RebalanceLockMaxLiveTime = 500 * time.Millisecond })
 	q := func(id int) protocol.MessageQueue {
 		return protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: id}
 	}

@@ -9,7 +9,7 @@ import (
 
 // clampQueueNums brings a queue count a master sent into [0, MaxQueueNums], as
 // clampLoadedQueueNums does for what is loaded from disk.
-func (b *Broker) clampQueueNums(n int32) int32 { return max(0, min(n, b.opts.MaxQueueNums)) }
+func (b *Broker) clampQueueNums(n int32) int32 { return max(0, min(n, b.opts.Limits.MaxQueueNums)) }
 
 // maxLoggedNames bounds how many dropped names one log line quotes.
 const maxLoggedNames = 8

@@ -155,13 +155,13 @@ func nameRefused(field string, err error) *remoting.Command {
 	return remoting.NewResponse(remoting.SystemError, field+": "+err.Error())
 }
 
-// namesValidate refuses a ClusterName or BrokerName that is not a valid topic: like RocketMQ,
+// namesValidate refuses a Broker.ClusterName or Broker.Name that is not a valid topic: like RocketMQ,
 // the broker serves topics named after them (and <cluster>_REPLY_TOPIC), and name servers
 // refuse a registration whose topic table holds an invalid name, so such a broker would never
 // be routable.
 func (o Options) namesValidate() error {
 	for _, c := range []struct{ field, topic string }{
-		{"ClusterName", o.ClusterName}, {"BrokerName", o.BrokerName}, {"ClusterName", o.ClusterName + names.ReplyTopicSuffix},
+		{"Broker.ClusterName", o.Broker.ClusterName}, {"Broker.Name", o.Broker.Name}, {"Broker.ClusterName", o.Broker.ClusterName + names.ReplyTopicSuffix},
 	} {
 		if err := names.CheckTopic(c.topic); err != nil {
 			return fmt.Errorf("broker: %s must make a valid topic name: %w", c.field, err)

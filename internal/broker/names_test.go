@@ -357,12 +357,12 @@ func (s *syncBuffer) String() string {
 // names no name server would route are refused at New.
 func TestBrokerNamesMustBeTopics(t *testing.T) {
 	for _, c := range []struct{ cluster, broker, field string }{
-		{"DefaultCluster", "broker.a", "BrokerName"},
-		{"my cluster", "broker-a", "ClusterName"},
-		{strings.Repeat("c", 116), "broker-a", "ClusterName"}, // + _REPLY_TOPIC is 128 bytes
+		{"DefaultCluster", "broker.a", "Broker.Name"},
+		{"my cluster", "broker-a", "Broker.ClusterName"},
+		{strings.Repeat("c", 116), "broker-a", "Broker.ClusterName"}, // + _REPLY_TOPIC is 128 bytes
 	} {
 		opts := testOptions(t, t.TempDir())
-		opts.BrokerAddr, opts.ClusterName, opts.BrokerName = "127.0.0.1:10911", c.cluster, c.broker
+		opts.BrokerAddr, opts.Broker.ClusterName, opts.Broker.Name = "127.0.0.1:10911", c.cluster, c.broker
 		if b, err := New(opts); err == nil || !strings.Contains(err.Error(), c.field) {
 			if b != nil {
 				b.Close()

@@ -7,39 +7,52 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
-// Defaults, named after RocketMQ 4.x BrokerConfig / MessageStoreConfig settings.
+// Defaults of the broker's own settings, which the node does not declare, named after RocketMQ
+// 4.x BrokerConfig settings. The defaults of the settings config declares are config's.
 const (
-	DefaultClusterName                 = "DefaultCluster" // brokerClusterName
-	DefaultBrokerName                  = "broker-a"       // brokerName
-	DefaultRegisterNameServerPeriod    = 30 * time.Second // registerNameServerPeriod
-	DefaultRegisterNameServerPeriodMin = 10 * time.Second // BrokerController.start: first periodic round, period floor
-	DefaultFlushConsumerOffsetInterval = 5 * time.Second  // flushConsumerOffsetInterval
-	DefaultChannelExpiredTimeout       = 120 * time.Second
-	DefaultRebalanceLockMaxLiveTime    = 60 * time.Second // rebalance.lock.maxLiveTime
-	DefaultShortPollingTime            = time.Second      // shortPollingTimeMills
-	DefaultTopicQueueNums              = 8                // defaultTopicQueueNums
-	DefaultScanConnectionInterval      = 10 * time.Second // ClientHousekeepingService period
+	DefaultShortPollingTime       = time.Second      // shortPollingTimeMills
+	DefaultTopicQueueNums         = 8                // defaultTopicQueueNums
+	DefaultScanConnectionInterval = 10 * time.Second // ClientHousekeepingService period
 )
 
-// Options configures a Broker. Zero values mean the defaults above.
+// Options configures a Broker. Zero values mean the defaults: config's for the settings the
+// node declares, which the broker takes as the node's groups, the constants above for the
+// broker's own.
 type Options struct {
-	ClusterName string
-	BrokerName  string
-	BrokerID    int64
+	// Broker identifies the broker and sets its behaviour: cluster and broker names (defaults
+	// config.DefaultClusterName and config.DefaultBrokerName), id, role ("" means
+	// storage.DefaultRole(ID)), auto-created topics, forced registration, consumer-change
+	// notices and the reregister grace after a crash (reregister.go says why; negative for
+	// none). Broker.IP is the node's: BrokerAddr already carries it.
+	Broker config.Broker
+	// Limits bound what clients may make the broker hold; the broker reads the message size,
+	// the held pulls and their suspend cap, the queue and topic caps and the topic-creation
+	// bucket (limits.go, topic_create.go). The listener's limits in it are the node's.
+	Limits config.Limits
+	// Periods are the broker's housekeeping: registration with the name servers (clamped as
+	// RocketMQ clamps it to [RegisterNameServerPeriodMin, 60 s]; the registration at start
+	// never waits), offset flushes, silent clients' expiry and orderly consumers' locks. The
+	// name service's periods in it are the node's.
+	Periods config.Periods
+	// Timers are the delay levels and timer messages' precision and furthest delay.
+	Timers config.Timers
+	// Transactions are half messages' refusal, check timeout, check count and check period.
+	// A message's CHECK_IMMUNITY_TIME_IN_SECONDS property replaces Timeout for that message.
+	Transactions config.Transactions
+
 	// BrokerAddr is the "ip:port" clients are told to dial and the store host written into
 	// every record (RocketMQ brokerIP1 + listenPort; AdvertisedAddr forms it). Required.
 	BrokerAddr string
-	// BrokerRole is the broker's part in its group; "" means storage.DefaultRole(BrokerID).
-	BrokerRole storage.BrokerRole
 	// HA configures replication, which Run starts: the master's HA listener or the slave's
 	// link to its master.
 	HA HAOptions
-	// NameServers receive REGISTER_BROKER every RegisterNameServerPeriod.
+	// NameServers receive REGISTER_BROKER every Periods.RegisterNameServerPeriod.
 	NameServers []string
 	// Transport carries requests to name servers (the node's in-process transport with a TCP
 	// fallback). Required when NameServers is not empty; owned by the caller.
@@ -48,73 +61,14 @@ type Options struct {
 	// Store configures the message store; Store.Dir is required.
 	Store storage.Options
 
-	// AutoCreateTopicEnable lets a send to an unknown topic create it from TBW102
-	// (autoCreateTopicEnable). Use DisableAutoCreateTopic to turn it off.
-	DisableAutoCreateTopic bool
 	// DisableAutoCreateSubscriptionGroup refuses consumer groups that were not created first.
 	DisableAutoCreateSubscriptionGroup bool
-	// DisableNotifyConsumerIdsChanged stops every NOTIFY_CONSUMER_IDS_CHANGED, for all groups
-	// (notifyConsumerIdsChangedEnable = !DisableNotifyConsumerIdsChanged; RocketMQ's default is
-	// true, so the zero value notifies). A group's own NotifyConsumerIdsChangedEnable can stop
-	// it for that group alone.
-	DisableNotifyConsumerIdsChanged bool
-	// ReregisterGrace is how long after recovering from a crash the broker answers
-	// GET_CONSUMER_LIST_BY_GROUP with SYSTEM_BUSY so that the members connected before it
-	// register again before anyone allocates queues (reregister.go says why). Ours; default
-	// DefaultReregisterGrace, negative for none (RocketMQ's behaviour).
-	ReregisterGrace time.Duration
-	// RejectTransactionMessage answers NO_PERMISSION to transactional half messages (TRAN_MSG
-	// true) instead of storing them (rejectTransactionMessage, default false).
-	RejectTransactionMessage bool
-	// TransactionTimeout is how old an undecided half message must be before the check
-	// service asks its producer about it (transactionTimeOut, DefaultTransactionTimeout). A
-	// message's CHECK_IMMUNITY_TIME_IN_SECONDS property replaces it for that message.
-	TransactionTimeout time.Duration
-	// TransactionCheckMax is how many times a half message is checked before it is moved to
-	// TRANS_CHECK_MAX_TIME_TOPIC (transactionCheckMax, DefaultTransactionCheckMax).
-	TransactionCheckMax int
-	// TransactionCheckInterval is the period of the check service (transactionCheckInterval,
-	// DefaultTransactionCheckInterval).
-	TransactionCheckInterval time.Duration
-	// TimerPrecision bounds how late the timer service stores a timer message in its topic:
-	// never before its time, at most this much after (timerPrecisionMs, DefaultTimerPrecision;
-	// RocketMQ's 1 s rounds down and delivers early).
-	TimerPrecision time.Duration
-	// TimerMaxDelay is the furthest ahead a timer message may be due; a send asking more is
-	// refused with MESSAGE_ILLEGAL (timerMaxDelaySec, DefaultTimerMaxDelay).
-	TimerMaxDelay time.Duration
 	// DefaultTopicQueueNums is the queue count of TBW102 and of auto-created topics.
 	DefaultTopicQueueNums int32
-	// MaxMessageBytes is the largest body accepted, storage.DefaultMaxMessageBytes.
-	MaxMessageBytes int
 	// LongPollingDisable answers empty pulls after ShortPollingTime instead of holding them
 	// until a message arrives (longPollingEnable = !LongPollingDisable).
 	LongPollingDisable bool
 	ShortPollingTime   time.Duration
-	// MaxLongPollingSuspend caps the suspend time a pull asks for; a longer (or negative) one
-	// is clamped, so every parked pull is answered by its own deadline. Ours (limits.go),
-	// default DefaultMaxLongPollingSuspend.
-	MaxLongPollingSuspend time.Duration
-	// MaxHeldPullsPerConnection and MaxHeldPulls cap the pulls parked for one connection and
-	// in all; over a cap a pull is answered SYSTEM_BUSY at once (pull.go says why). Ours,
-	// defaults DefaultMaxHeldPullsPerConnection and DefaultMaxHeldPulls.
-	MaxHeldPullsPerConnection int
-	MaxHeldPulls              int
-	// MaxQueueNums caps a topic's read and write queue counts and a group's retryQueueNums:
-	// admin requests asking more are refused, topics loaded with more are clamped. Default
-	// DefaultMaxQueueNums.
-	MaxQueueNums int32
-	// MaxTopics caps the topics the broker holds: a send, admin request, send-back or
-	// heartbeat that would create one more is refused (a send with TOPIC_NOT_EXIST naming the
-	// limit); the topics of the broker's own services are counted but never refused. Ours
-	// (topic_create.go), default DefaultMaxTopics.
-	MaxTopics int
-	// AutoCreateTopicBurst and AutoCreateTopicRate bound the topics one connection's sends
-	// create: a token bucket of AutoCreateTopicBurst refilled at AutoCreateTopicRate a second;
-	// a send that would create a topic with the bucket empty is answered SYSTEM_BUSY. Ours,
-	// defaults DefaultAutoCreateTopicBurst and DefaultAutoCreateTopicRate.
-	AutoCreateTopicBurst int
-	AutoCreateTopicRate  int
 	// SlaveReadEnable lets a master send lagging consumers to a slave (slaveReadEnable).
 	SlaveReadEnable bool
 	// AccessMessageInMemoryMaxBytes, when above 0, replaces the store's
@@ -124,32 +78,10 @@ type Options struct {
 	// SlaveSyncPeriod is how often a slave copies topics, consumer offsets, delay offsets and
 	// subscription groups from its master (RocketMQ SlaveSynchronize), 10 s.
 	SlaveSyncPeriod time.Duration
-	// DelayLevels are the 18 (or configured) delays of RocketMQ's messageDelayLevel.
-	DelayLevels []time.Duration
 
-	// RegisterNameServerPeriod is how often the broker registers with the name servers
-	// (registerNameServerPeriod, 30 s), clamped as RocketMQ clamps it to
-	// [RegisterNameServerPeriodMin, 60 s].
-	RegisterNameServerPeriod time.Duration
-	// RegisterNameServerPeriodMin is both the delay from start to the first periodic
-	// registration and the floor of RegisterNameServerPeriod: RocketMQ hard-codes both as 10 s
-	// (DefaultRegisterNameServerPeriodMin), so they are one setting here, which tests lower to
-	// milliseconds. The registration at start never waits.
-	RegisterNameServerPeriodMin time.Duration
-	// DisableForceRegister makes the periodic rounds ask every name server QUERY_DATA_VERSION
-	// first and send REGISTER_BROKER (to all of them) only when one lacks the broker's current
-	// DataVersion or lost the broker (forceRegister = !DisableForceRegister; RocketMQ's default
-	// forceRegister true registers every round). An unchanged query refreshes the broker's
-	// liveness as a registration does. The registration at start and those after a topic change
-	// are always sent. A slave whose topics stay unchanged then no longer learns a moved master
-	// from the periodic rounds, as with RocketMQ.
-	DisableForceRegister bool
-
-	// Periods; tests set them in milliseconds.
-	FlushConsumerOffsetInterval time.Duration
-	ChannelExpiredTimeout       time.Duration
-	ScanConnectionInterval      time.Duration
-	RebalanceLockMaxLiveTime    time.Duration
+	// ScanConnectionInterval is how often silent clients are looked for
+	// (DefaultScanConnectionInterval); tests set milliseconds.
+	ScanConnectionInterval time.Duration
 
 	// Pool sizes: 0 means RocketMQ's defaults scaled to this machine.
 	SendThreads, PullThreads, QueryThreads, AdminThreads, ClientThreads int
@@ -178,65 +110,65 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.ClusterName == "" {
-		o.ClusterName = DefaultClusterName
+	if o.Broker.ClusterName == "" {
+		o.Broker.ClusterName = config.DefaultClusterName
 	}
-	if o.BrokerName == "" {
-		o.BrokerName = DefaultBrokerName
+	if o.Broker.Name == "" {
+		o.Broker.Name = config.DefaultBrokerName
 	}
 	if o.DefaultTopicQueueNums <= 0 {
 		o.DefaultTopicQueueNums = DefaultTopicQueueNums
 	}
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = storage.DefaultMaxMessageBytes
+	if o.Limits.MaxMessageBytes <= 0 {
+		o.Limits.MaxMessageBytes = storage.DefaultMaxMessageBytes
 	}
 	if o.Store.MaxMessageBytes <= 0 {
-		o.Store.MaxMessageBytes = o.MaxMessageBytes
+		o.Store.MaxMessageBytes = o.Limits.MaxMessageBytes
 	}
 	if o.ShortPollingTime <= 0 {
 		o.ShortPollingTime = DefaultShortPollingTime
 	}
-	if len(o.DelayLevels) == 0 {
-		o.DelayLevels = storage.DefaultDelayLevels
+	if len(o.Timers.DelayLevels) == 0 {
+		o.Timers.DelayLevels = storage.DefaultDelayLevels
 	}
-	if o.RegisterNameServerPeriod <= 0 {
-		o.RegisterNameServerPeriod = DefaultRegisterNameServerPeriod
+	if o.Periods.RegisterNameServerPeriod <= 0 {
+		o.Periods.RegisterNameServerPeriod = config.DefaultRegisterNameServerPeriod
 	}
-	if o.RegisterNameServerPeriodMin <= 0 {
-		o.RegisterNameServerPeriodMin = DefaultRegisterNameServerPeriodMin
+	if o.Periods.RegisterNameServerPeriodMin <= 0 {
+		o.Periods.RegisterNameServerPeriodMin = config.DefaultRegisterNameServerPeriodMin
 	}
-	if o.FlushConsumerOffsetInterval <= 0 {
-		o.FlushConsumerOffsetInterval = DefaultFlushConsumerOffsetInterval
+	if o.Periods.FlushConsumerOffsetInterval <= 0 {
+		o.Periods.FlushConsumerOffsetInterval = config.DefaultFlushConsumerOffsetInterval
 	}
-	if o.ChannelExpiredTimeout <= 0 {
-		o.ChannelExpiredTimeout = DefaultChannelExpiredTimeout
+	if o.Periods.ClientChannelExpiredTime <= 0 {
+		o.Periods.ClientChannelExpiredTime = config.DefaultChannelExpiredTimeout
 	}
 	if o.ScanConnectionInterval <= 0 {
 		o.ScanConnectionInterval = DefaultScanConnectionInterval
 	}
-	if o.RebalanceLockMaxLiveTime <= 0 {
-		o.RebalanceLockMaxLiveTime = DefaultRebalanceLockMaxLiveTime
+	if o.Periods.RebalanceLockMaxLiveTime <= 0 {
+		o.Periods.RebalanceLockMaxLiveTime = config.DefaultRebalanceLockMaxLiveTime
 	}
-	if o.ReregisterGrace == 0 {
-		o.ReregisterGrace = DefaultReregisterGrace
+	if o.Broker.ReregisterGrace == 0 {
+		o.Broker.ReregisterGrace = config.DefaultReregisterGrace
 	}
-	if o.TransactionTimeout <= 0 {
-		o.TransactionTimeout = DefaultTransactionTimeout
+	if o.Transactions.Timeout <= 0 {
+		o.Transactions.Timeout = config.DefaultTransactionTimeout
 	}
-	if o.TransactionCheckMax <= 0 {
-		o.TransactionCheckMax = DefaultTransactionCheckMax
+	if o.Transactions.CheckMax <= 0 {
+		o.Transactions.CheckMax = config.DefaultTransactionCheckMax
 	}
-	if o.TransactionCheckInterval <= 0 {
-		o.TransactionCheckInterval = DefaultTransactionCheckInterval
+	if o.Transactions.CheckInterval <= 0 {
+		o.Transactions.CheckInterval = config.DefaultTransactionCheckInterval
 	}
-	if o.TimerPrecision <= 0 {
-		o.TimerPrecision = DefaultTimerPrecision
+	if o.Timers.Precision <= 0 {
+		o.Timers.Precision = config.DefaultTimerPrecision
 	}
-	if o.TimerMaxDelay <= 0 {
-		o.TimerMaxDelay = DefaultTimerMaxDelay
+	if o.Timers.MaxDelay <= 0 {
+		o.Timers.MaxDelay = config.DefaultTimerMaxDelay
 	}
-	if o.BrokerRole == "" {
-		o.BrokerRole = storage.DefaultRole(o.BrokerID)
+	if o.Broker.Role == "" {
+		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
 	}
 	if o.SendThreads <= 0 {
 		o.SendThreads = 16 // group commit needs several senders waiting on one fsync
@@ -271,8 +203,8 @@ func (o Options) validate() error {
 	if len(o.NameServers) > 0 && o.Transport == nil {
 		errs = append(errs, errors.New("broker: a Transport is required to reach name servers"))
 	}
-	if o.BrokerID < 0 {
-		errs = append(errs, fmt.Errorf("broker: BrokerID %d is negative", o.BrokerID))
+	if o.Broker.ID < 0 {
+		errs = append(errs, fmt.Errorf("broker: Broker.ID %d is negative", o.Broker.ID))
 	}
 	errs = append(errs, o.haValidate())
 	errs = append(errs, o.limitsValidate())

@@ -81,7 +81,7 @@ func (w *metaWriter) changed(t metaTable) {
 // run is the writer: a pass whenever woken (at most every metaPersistGap) and every
 // FlushConsumerOffsetInterval, and a last pass when ctx ends.
 func (w *metaWriter) run(ctx context.Context) error {
-	tick := time.NewTicker(w.b.opts.FlushConsumerOffsetInterval)
+	tick := time.NewTicker(w.b.opts.Periods.FlushConsumerOffsetInterval)
 	defer tick.Stop()
 	gap := time.NewTimer(metaPersistGap)
 	defer gap.Stop()

@@ -120,8 +120,8 @@ func TestHeartbeatManyNewGroups(t *testing.T) {
 		ns.withNameServer(o)
 		// No periodic registration or flush during the test: every round and write counted
 		// below is caused by the heartbeat.
-		o.RegisterNameServerPeriod = time.Hour
-		o.FlushConsumerOffsetInterval = time.Hour
+		o.Periods.RegisterNameServerPeriod = time.Hour
+		o.Periods.FlushConsumerOffsetInterval = time.Hour
 	})
 	waitRegistered(t, tb)
 	rounds, writes := ns.tr.registrations.Load(), tb.meta.fileWrites()
@@ -174,7 +174,7 @@ func TestRegistrationRoundsCoalesce(t *testing.T) {
 	ns := startTestNameServer(t)
 	tb := startTestBroker(t, func(o *Options) {
 		ns.withNameServer(o)
-		o.RegisterNameServerPeriod = time.Hour
+		o.Periods.RegisterNameServerPeriod = time.Hour
 	})
 	waitRegistered(t, tb)
 	gate, entered := make(chan struct{}), make(chan struct{}, 1)
@@ -314,12 +314,12 @@ func TestSlowHeartbeatKeepsItsRegistrations(t *testing.T) {
 	clock := wiretest.NewFakeClock()
 	tb := startTestBroker(t, func(o *Options) {
 		ns.withNameServer(o)
-		o.RegisterNameServerPeriod = time.Hour
+		o.Periods.RegisterNameServerPeriod = time.Hour
 		o.ScanConnectionInterval = time.Hour // the test scans by hand
 	})
 	waitRegistered(t, tb)
 	tb.clients.now = clock.Now // before any request reads it
-	slow := func() { clock.Advance(2 * tb.opts.ChannelExpiredTimeout) }
+	slow := func() { clock.Advance(2 * tb.opts.Periods.ClientChannelExpiredTime) }
 	ns.tr.onRegister.Store(&slow)
 
 	c := newTCPClient(t)
@@ -342,7 +342,7 @@ func TestSlowHeartbeatKeepsItsRegistrations(t *testing.T) {
 		t.Error("the heartbeat's connection was closed as expired")
 	}
 	// The rule still expires what is really stale.
-	clock.Advance(tb.opts.ChannelExpiredTimeout + time.Millisecond)
+	clock.Advance(tb.opts.Periods.ClientChannelExpiredTime + time.Millisecond)
 	tb.clients.scanNotActiveChannels()
 	if ids := tb.clients.consumers.consumerIDs("s-00000"); len(ids) != 0 {
 		t.Errorf("stale registration kept: %v", ids)
@@ -364,8 +364,8 @@ func BenchmarkHeartbeatNewGroups(b *testing.B) {
 			ns.withNameServer(o)
 			// Long enough that a slow heartbeat cannot expire its own registrations on any
 			// version of the broker: this measures time, not expiry.
-			o.ChannelExpiredTimeout = time.Hour
-			o.RegisterNameServerPeriod = time.Hour
+			o.Periods.ClientChannelExpiredTime = time.Hour
+			o.Periods.RegisterNameServerPeriod = time.Hour
 		})
 		addTopic(tb, "T", 4)
 		waitRegistered(b, tb)

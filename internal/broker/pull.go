@@ -37,7 +37,7 @@ type puller struct {
 const holdFullLogPeriod = time.Minute
 
 func newPuller(b *Broker) *puller {
-	pu := &puller{Broker: b, hold: newPullHold(b.opts.MaxHeldPullsPerConnection, b.opts.MaxHeldPulls)}
+	pu := &puller{Broker: b, hold: newPullHold(b.opts.Limits.MaxHeldPullsPerConnection, b.opts.Limits.MaxHeldPulls)}
 	b.addRunner(pu.runPullHold)
 	return pu
 }
@@ -271,9 +271,9 @@ func heldRequest(req *remoting.Command) *remoting.Command {
 // client: _PullDelayTimeWhenError 3 s; Java 4.9 and ours: pullTimeDelayMillsWhenException
 // 1 s), which is the back-off a full hold needs. The remark names the limit.
 func (pu *puller) holdFullResponse(ch remoting.Channel, res parkResult) *remoting.Command {
-	limit, value := "MaxHeldPulls", pu.opts.MaxHeldPulls
+	limit, value := "MaxHeldPulls", pu.opts.Limits.MaxHeldPulls
 	if res == parkChannelFull {
-		limit, value = "MaxHeldPullsPerConnection", pu.opts.MaxHeldPullsPerConnection
+		limit, value = "MaxHeldPullsPerConnection", pu.opts.Limits.MaxHeldPullsPerConnection
 	}
 	refused := pu.refused.Add(1)
 	if now := time.Now(); pu.refusedLog.allow(now, holdFullLogPeriod) {

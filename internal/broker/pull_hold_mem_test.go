@@ -18,12 +18,12 @@ import (
 // (its group's heartbeat subscription) takes one slot.
 func TestParkedPullRetainsItsSlots(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) {
-		o.MaxHeldPulls = 1 << 30
-		o.MaxHeldPullsPerConnection = 1 << 30
+		o.Limits.MaxHeldPulls = 1 << 30
+		o.Limits.MaxHeldPullsPerConnection = 1 << 30
 		// The harness expires a client silent for a second; parking thousands of pulls under
 		// -race on a loaded machine can take longer, and an expired group answers
 		// SUBSCRIPTION_NOT_EXIST instead of parking. Expiry is not what this test measures.
-		o.ChannelExpiredTimeout = time.Hour
+		o.Periods.ClientChannelExpiredTime = time.Hour
 	})
 	addTopic(tb, "T", 8)
 	long := strings.Repeat("g", 120) // a consumer group's longest (its retry topic must fit)

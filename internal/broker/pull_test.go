@@ -177,7 +177,7 @@ func TestPullCodeTable(t *testing.T) {
 }
 
 func TestPullSlaveDoesNotMoveOffsets(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.BrokerID = 1 })
+	tb := startTestBroker(t, func(o *Options) { o.Broker.ID = 1 })
 	addTopic(tb, "T", 1)
 	h := pullHeader("g", "T", 0, 7)
 	h.SysFlag, h.Subscription = protocol.PullFlagSubscription|protocol.PullFlagCommitOffset, "*"

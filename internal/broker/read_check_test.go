@@ -46,7 +46,7 @@ func rcBroker(t *testing.T) *testBroker {
 	g.Store(c)
 	tb := startTestBroker(t, func(o *Options) {
 		o.ReadCheck = g.CheckRead
-		o.DelayLevels = []time.Duration{time.Hour, time.Hour, time.Hour}
+		o.Timers.DelayLevels = []time.Duration{time.Hour, time.Hour, time.Hour}
 	})
 	tb.d.SetGuard(g.Check)
 	return tb

@@ -194,8 +194,8 @@ type registerSchedule struct {
 // RocketMQ's max(10 s, min(period, 60 s)).
 func (o Options) registerSchedule() registerSchedule {
 	return registerSchedule{
-		initialDelay: o.RegisterNameServerPeriodMin,
-		period:       max(o.RegisterNameServerPeriodMin, min(o.RegisterNameServerPeriod, registerNameServerPeriodMax)),
+		initialDelay: o.Periods.RegisterNameServerPeriodMin,
+		period:       max(o.Periods.RegisterNameServerPeriodMin, min(o.Periods.RegisterNameServerPeriod, registerNameServerPeriodMax)),
 	}
 }
 
@@ -208,7 +208,7 @@ func (r *registrar) runRegistration(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	forcePeriodic := !r.opts.DisableForceRegister
+	forcePeriodic := !r.opts.Broker.DisableForceRegister
 	runRegisterLoop(ctx, r.opts.registerSchedule(), r.registerNow, func(periodic bool) {
 		if periodic {
 			r.registerRound(ctx, forcePeriodic)
@@ -287,8 +287,8 @@ func (r *registrar) needRegister(ctx context.Context, version route.DataVersion)
 // the query gets a registration rather than expiring a broker that stopped sending them.
 func (r *registrar) dataVersionChanged(ctx context.Context, ns string, version route.DataVersion, body []byte) bool {
 	req := remoting.NewRequest(remoting.QueryDataVersion, remoting.EncodeHeader(&protocol.QueryDataVersionRequestHeader{
-		BrokerName: r.opts.BrokerName, BrokerAddr: r.opts.BrokerAddr, ClusterName: r.opts.ClusterName,
-		BrokerID: r.opts.BrokerID}), body)
+		BrokerName: r.opts.Broker.Name, BrokerAddr: r.opts.BrokerAddr, ClusterName: r.opts.Broker.ClusterName,
+		BrokerID: r.opts.Broker.ID}), body)
 	rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 	defer cancel()
 	resp, err := r.opts.Transport.InvokeSync(rctx, ns, req)
@@ -320,8 +320,8 @@ func (r *registrar) registerAll(ctx context.Context, body route.RegisterBrokerBo
 		go func() {
 			defer wg.Done()
 			req := route.BuildRegisterBroker(&route.RegisterBrokerRequest{
-				ClusterName: r.opts.ClusterName, BrokerName: r.opts.BrokerName, BrokerAddr: r.opts.BrokerAddr,
-				HAServerAddr: r.HAAddr(), BrokerID: r.opts.BrokerID, Body: body})
+				ClusterName: r.opts.Broker.ClusterName, BrokerName: r.opts.Broker.Name, BrokerAddr: r.opts.BrokerAddr,
+				HAServerAddr: r.HAAddr(), BrokerID: r.opts.Broker.ID, Body: body})
 			rctx, cancel := context.WithTimeout(ctx, registerTimeout)
 			defer cancel()
 			resp, err := r.opts.Transport.InvokeSync(rctx, ns, req)
@@ -351,7 +351,7 @@ func (r *registrar) unregisterAll() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			req := route.BuildUnregisterBroker(r.opts.ClusterName, r.opts.BrokerName, r.opts.BrokerAddr, r.opts.BrokerID)
+			req := route.BuildUnregisterBroker(r.opts.Broker.ClusterName, r.opts.Broker.Name, r.opts.BrokerAddr, r.opts.Broker.ID)
 			if _, err := r.opts.Transport.InvokeSync(ctx, ns, req); err != nil {
 				r.log.Debug().Err(err).Str("addr", ns).Msg("unregister broker failed")
 			}

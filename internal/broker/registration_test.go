@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -30,7 +31,7 @@ func TestRegisterSchedule(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := Options{RegisterNameServerPeriod: c.period}.withDefaults().registerSchedule()
+				s := Options{Periods: config.Periods{RegisterNameServerPeriod: c.period}}.withDefaults().registerSchedule()
 				got := runSchedule(t, s, c.want[len(c.want)-1])
 				want := []scheduledRound{{3 * time.Second, false}}
 				for _, at := range c.want {
@@ -52,8 +53,8 @@ func TestRegisterSchedule(t *testing.T) {
 // TestRegisterScheduleFloorSetting: tests lower RegisterNameServerPeriodMin, which moves the
 // first periodic round and the floor together.
 func TestRegisterScheduleFloorSetting(t *testing.T) {
-	s := Options{RegisterNameServerPeriod: time.Millisecond, RegisterNameServerPeriodMin: 5 * time.Millisecond}.
-		withDefaults().registerSchedule()
+	p := config.Periods{RegisterNameServerPeriod: time.Millisecond, RegisterNameServerPeriodMin: 5 * time.Millisecond}
+	s := Options{Periods: p}.withDefaults().registerSchedule()
 	if want := (registerSchedule{initialDelay: 5 * time.Millisecond, period: 5 * time.Millisecond}); s != want {
 		t.Errorf("schedule %+v, want %+v", s, want)
 	}
@@ -155,7 +156,7 @@ func (r *restartableNameServer) restart() {
 // on it.
 func (r *restartableNameServer) knows(addr, topic string) bool {
 	info := r.cur.Load().ClusterInfo()
-	bd, ok := info.BrokerAddrTable[DefaultBrokerName]
+	bd, ok := info.BrokerAddrTable[config.DefaultBrokerName]
 	if !ok || bd.BrokerAddrs[0] != addr {
 		return false
 	}
@@ -175,9 +176,9 @@ func TestPeriodicRoundsQueryDataVersion(t *testing.T) {
 	ns := startRestartableNameServer(t)
 	tb := startTestBroker(t, func(o *Options) {
 		ns.withNameServer(o)
-		o.RegisterNameServerPeriod = 10 * time.Millisecond
-		o.RegisterNameServerPeriodMin = 10 * time.Millisecond
-		o.DisableForceRegister = true
+		o.Periods.RegisterNameServerPeriod = 10 * time.Millisecond
+		o.Periods.RegisterNameServerPeriodMin = 10 * time.Millisecond
+		o.Broker.DisableForceRegister = true
 	})
 	<-tb.Ready()
 	registered, queried := ns.tr.count(remoting.RegisterBroker), ns.tr.count(remoting.QueryDataVersion)
@@ -204,8 +205,8 @@ func TestPeriodicRoundsRegisterByDefault(t *testing.T) {
 	ns := startRestartableNameServer(t)
 	tb := startTestBroker(t, func(o *Options) {
 		ns.withNameServer(o)
-		o.RegisterNameServerPeriod = 10 * time.Millisecond
-		o.RegisterNameServerPeriodMin = 10 * time.Millisecond
+		o.Periods.RegisterNameServerPeriod = 10 * time.Millisecond
+		o.Periods.RegisterNameServerPeriodMin = 10 * time.Millisecond
 	})
 	<-tb.Ready()
 	eventually(t, "three periodic registrations", func() bool { return ns.tr.count(remoting.RegisterBroker) >= 4 })
@@ -220,9 +221,9 @@ func TestTopicChangeRegistersAtOnce(t *testing.T) {
 	ns := startRestartableNameServer(t)
 	tb := startTestBroker(t, func(o *Options) {
 		ns.withNameServer(o)
-		o.RegisterNameServerPeriod = time.Hour
-		o.RegisterNameServerPeriodMin = time.Hour
-		o.DisableForceRegister = true
+		o.Periods.RegisterNameServerPeriod = time.Hour
+		o.Periods.RegisterNameServerPeriodMin = time.Hour
+		o.Broker.DisableForceRegister = true
 	})
 	<-tb.Ready()
 	registered := ns.tr.count(remoting.RegisterBroker)
@@ -245,9 +246,9 @@ func TestRefusedDataVersionQueryRegisters(t *testing.T) {
 	ns.tr.refuseQuery.Store(true)
 	tb := startTestBroker(t, func(o *Options) {
 		ns.withNameServer(o)
-		o.RegisterNameServerPeriod = 10 * time.Millisecond
-		o.RegisterNameServerPeriodMin = 10 * time.Millisecond
-		o.DisableForceRegister = true
+		o.Periods.RegisterNameServerPeriod = 10 * time.Millisecond
+		o.Periods.RegisterNameServerPeriodMin = 10 * time.Millisecond
+		o.Broker.DisableForceRegister = true
 	})
 	<-tb.Ready()
 	eventually(t, "three periodic rounds", func() bool { return ns.tr.count(remoting.QueryDataVersion) >= 3 })

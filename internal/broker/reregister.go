@@ -8,8 +8,8 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// DefaultReregisterGrace is how long a broker that recovered from a crash answers
-// GET_CONSUMER_LIST_BY_GROUP with SYSTEM_BUSY (ours; RocketMQ answers at once).
+// A broker that recovered from a crash answers GET_CONSUMER_LIST_BY_GROUP with SYSTEM_BUSY for
+// Broker.ReregisterGrace (config.DefaultReregisterGrace; ours, RocketMQ answers at once).
 //
 // Why: a crash loses the consumer table and the offsets committed since the last
 // FlushConsumerOffsetInterval. The members connected before it reconnect, persist their offsets
@@ -18,8 +18,7 @@ import (
 // those seconds again. During the grace every member keeps the queues it holds (a busy answer
 // skips a rebalance); when it ends, every member of every group is notified at once, so all
 // rebalance with the whole group and the offsets its old owners wrote back.
-const DefaultReregisterGrace = time.Second
-
+//
 // reregisterGrace is the broker's side of that window: until says when member lists are
 // answered again (Unix ns; 0 when there is no window: a clean start).
 type reregisterGrace struct {
@@ -29,10 +28,10 @@ type reregisterGrace struct {
 // startReregisterGrace opens the window if the store did not close cleanly, and runs until it
 // ends to notify every group; the caller runs it as one of the broker's services.
 func (cm *clientManager) startReregisterGrace(ctx context.Context) error {
-	if cm.store.RecoveryReport().Clean || cm.opts.ReregisterGrace < 0 {
+	if cm.store.RecoveryReport().Clean || cm.opts.Broker.ReregisterGrace < 0 {
 		return nil
 	}
-	d := cm.opts.ReregisterGrace
+	d := cm.opts.Broker.ReregisterGrace
 	cm.regrace.until.Store(time.Now().Add(d).UnixNano())
 	cm.log.Info().Dur("grace", d).Msg("recovered from a crash: consumer lists wait for members to register again")
 	t := time.NewTimer(d)

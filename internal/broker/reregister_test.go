@@ -22,7 +22,7 @@ func TestReregisterGraceAfterACrash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(storeDir, "abort"), nil, 0o644); err != nil {
 		t.Fatal(err) // the marker a SIGKILLed run leaves behind
 	}
-	tb := startTestBrokerIn(t, dir, func(o *Options) { o.ReregisterGrace = 300 * time.Millisecond })
+	tb := startTestBrokerIn(t, dir, func(o *Options) { o.Broker.ReregisterGrace = 300 * time.Millisecond })
 	addTopic(tb, "T", 4)
 	a := newTCPClient(t)
 	na := recordNotifies(a)
@@ -36,7 +36,7 @@ func TestReregisterGraceAfterACrash(t *testing.T) {
 		t.Fatalf("member list after the grace: code %d ids %v", code, ids)
 	}
 
-	clean := startTestBroker(t, func(o *Options) { o.ReregisterGrace = time.Hour })
+	clean := startTestBroker(t, func(o *Options) { o.Broker.ReregisterGrace = time.Hour })
 	addTopic(clean, "T", 4)
 	wiretest.Heartbeat(t, a, clean.Addr, "A@1", "g", wiretest.Sub("T", "*"))
 	if code, ids := consumerList(t, a, clean.Addr, "g"); code != remoting.Success || !slices.Equal(ids, []string{"A@1"}) {

@@ -136,7 +136,7 @@ func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *re
 		if level == 0 {
 			level = 3 + int(rec.ReconsumeTimes)
 		}
-		level = min(level, len(s.opts.DelayLevels))
+		level = min(level, len(s.opts.Timers.DelayLevels))
 		m.Topic = retryTopic
 		m.QueueID = rand.Int32N(max(1, min(cfg.RetryQueueNums, tc.WriteQueueNums)))
 		m.Properties = message.MarshalProperties(props)

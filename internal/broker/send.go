@@ -55,7 +55,7 @@ func newSender(b *Broker) *sender {
 	return &sender{
 		Broker: b,
 		illegalRemark: fmt.Sprintf("the message is illegal, maybe msg body or properties length not matched. "+
-			"msg body length limit %dk, msg properties length limit 32k.", b.opts.MaxMessageBytes/1024),
+			"msg body length limit %dk, msg properties length limit 32k.", b.opts.Limits.MaxMessageBytes/1024),
 		slaveRemark:    "the broker[" + b.storeHost.Addr().String() + "] sending message is forbidden",
 		rejectTxRemark: "the broker[" + b.storeHost.Addr().String() + "] sending transaction message is forbidden",
 	}
@@ -78,7 +78,7 @@ func (s *sender) register(d *remoting.Dispatcher) {
 // route), and when it goes to a retry topic (past its max reconsume times it creates the
 // group's DLQ topic). A slave answers at once, but on a worker as before.
 func (s *sender) sendInline(req *remoting.Command) bool {
-	if s.opts.Store.FlushDiskType == storage.SyncFlush || s.opts.BrokerRole != storage.AsyncMaster {
+	if s.opts.Store.FlushDiskType == storage.SyncFlush || s.opts.Broker.Role != storage.AsyncMaster {
 		return false
 	}
 	key := "topic"
@@ -121,7 +121,7 @@ func (s *sender) sendOne(ctx context.Context, ch remoting.Channel, req *remoting
 	if resp != nil {
 		return resp
 	}
-	if len(req.Body) > s.opts.MaxMessageBytes {
+	if len(req.Body) > s.opts.Limits.MaxMessageBytes {
 		return sendResponse(remoting.MessageIllegal, s.illegalRemark)
 	}
 	m := &storage.Message{
@@ -161,7 +161,7 @@ func (s *sender) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 	if delayLevel(h.Properties) > 0 {
 		return sendResponse(remoting.MessageIllegal, "batch message does not support delay level")
 	}
-	if len(req.Body) > s.opts.MaxMessageBytes {
+	if len(req.Body) > s.opts.Limits.MaxMessageBytes {
 		return sendResponse(remoting.MessageIllegal, s.illegalRemark)
 	}
 	elems, err := message.DecodeBatch(req.Body)
@@ -171,7 +171,7 @@ func (s *sender) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 	if len(elems) == 0 {
 		return sendResponse(remoting.MessageIllegal, "the batch message is empty")
 	}
-	batchProps := setProperty(h.Properties, message.PropertyCluster, s.opts.ClusterName)
+	batchProps := setProperty(h.Properties, message.PropertyCluster, s.opts.Broker.ClusterName)
 	born := bornHost(ch)
 	sysFlag := storedSysFlag(h.SysFlag, tc)
 	store := make([]storage.Message, len(elems))

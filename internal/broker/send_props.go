@@ -23,13 +23,13 @@ func (s *sender) redirect(req *remoting.Command, h *protocol.SendMessageRequestH
 	if resp := s.handleRetryAndDLQ(req, h, m, &props); resp != nil {
 		return "", resp
 	}
-	m.Properties = setProperty(props, message.PropertyCluster, s.opts.ClusterName)
+	m.Properties = setProperty(props, message.PropertyCluster, s.opts.Broker.ClusterName)
 	var txID string
 	if transactionHalf(h.Properties, h.ReconsumeTimes) {
 		// The property decides, as in RocketMQ, whatever the sysFlag says. A DELAY level
 		// waits for the commit (internal/broker/transaction). Without Transactions a half
 		// message is refused as with RejectTransactionMessage.
-		if s.opts.RejectTransactionMessage || !s.seams.prepareHalf(m) {
+		if s.opts.Transactions.Reject || !s.seams.prepareHalf(m) {
 			return "", sendResponse(remoting.NoPermission, s.rejectTxRemark)
 		}
 		// RocketMQ answers a half message with its UNIQ_KEY as transaction id.

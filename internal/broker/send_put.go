@@ -17,7 +17,7 @@ import (
 func (s *sender) put(ctx context.Context, ch remoting.Channel, req *remoting.Command, h *protocol.SendMessageRequestHeader, m *storage.Message, queueID int32, txID string) *remoting.Command {
 	// Before the append: a replier can read the request as soon as it is stored.
 	s.seams.noteRequest(ch, h.Properties)
-	if s.opts.Store.FlushDiskType == storage.SyncFlush && s.opts.BrokerRole != storage.SyncMaster {
+	if s.opts.Store.FlushDiskType == storage.SyncFlush && s.opts.Broker.Role != storage.SyncMaster {
 		// The answer waits for the group commit without holding this worker, so one fsync
 		// covers every sender waiting, not only as many as there are workers.
 		topic := h.Topic

@@ -113,7 +113,7 @@ func TestSendBatch(t *testing.T) {
 }
 
 func TestSendBatchRefused(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.MaxMessageBytes = 1024 })
+	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxMessageBytes = 1024 })
 	tb.topics.update(TopicConfig{TopicName: "Batch", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
 	elem := func(props map[string]string) []byte {
 		return message.AppendBatchElement(nil, 0, []byte("x"), message.MarshalProperties(props))
@@ -180,7 +180,7 @@ func TestSendAutoCreate(t *testing.T) {
 }
 
 func TestSendTopicNotExist(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.DisableAutoCreateTopic = true })
+	tb := startTestBroker(t, func(o *Options) { o.Broker.DisableAutoCreateTopic = true })
 	for trName, tr := range tb.Transports() {
 		t.Run(trName, func(t *testing.T) {
 			maxPhy := tb.Store().MaxPhyOffset()
@@ -195,7 +195,7 @@ func TestSendTopicNotExist(t *testing.T) {
 }
 
 func TestSendRefused(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.MaxMessageBytes = 1024 })
+	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxMessageBytes = 1024 })
 	tb.topics.update(TopicConfig{TopicName: "Small", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
 	tb.topics.update(TopicConfig{TopicName: "ReadOnly", ReadQueueNums: 2, WriteQueueNums: 2, Perm: int32(route.PermRead)})
 	long := strings.Repeat("t", 128)
@@ -255,7 +255,7 @@ func TestSendRandomQueue(t *testing.T) {
 }
 
 func TestSendSlaveRefuses(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.BrokerID = 1 })
+	tb := startTestBroker(t, func(o *Options) { o.Broker.ID = 1 })
 	for trName, tr := range tb.Transports() {
 		t.Run(trName, func(t *testing.T) {
 			h := wiretest.SendHeader("T", 0, nil)
@@ -403,7 +403,7 @@ func TestTransactionHalfHiddenFromConsumers(t *testing.T) {
 // like RocketMQ's SendMessageProcessor refuses it, and nothing is stored; plain messages and a
 // pre-4.6.1 client's delayed retry that still carries TRAN_MSG go through.
 func TestRejectTransactionMessage(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.RejectTransactionMessage = true })
+	tb := startTestBroker(t, func(o *Options) { o.Transactions.Reject = true })
 	addTopic(tb, "Tx", 1)
 	h := wiretest.SendHeader("Tx", 0, map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "U1"})
 	h.SysFlag = message.TransactionPreparedType

@@ -17,7 +17,7 @@ import (
 // in the dead-letter topic.
 func TestSendBackConsumerCycle(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) {
-		o.DelayLevels = []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond,
+		o.Timers.DelayLevels = []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond,
 			40 * time.Millisecond, 50 * time.Millisecond}
 	})
 	for name, tr := range tb.Transports() {

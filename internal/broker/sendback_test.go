@@ -20,7 +20,7 @@ import (
 var sbDelays = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 400 * time.Millisecond,
 	500 * time.Millisecond, 600 * time.Millisecond}
 
-func sbWithDelays(o *Options) { o.DelayLevels = sbDelays }
+func sbWithDelays(o *Options) { o.Timers.DelayLevels = sbDelays }
 
 var sbBornHost = netip.MustParseAddrPort("10.1.2.3:45678")
 
@@ -270,7 +270,7 @@ func TestSendBackErrors(t *testing.T) {
 }
 
 func TestSendBackSlaveAndDisabledRetries(t *testing.T) {
-	slave := startTestBroker(t, func(o *Options) { o.BrokerID = 1 })
+	slave := startTestBroker(t, func(o *Options) { o.Broker.ID = 1 })
 	resp := sbSendBack(t, slave.InProc, slave, protocol.ConsumerSendMsgBackRequestHeader{Group: "g", Offset: 0})
 	if resp.Code != remoting.ServiceNotAvailable {
 		t.Errorf("slave: %d %q", resp.Code, resp.Remark)

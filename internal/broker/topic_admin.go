@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"strings"
+
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -47,7 +48,7 @@ func (a *topicAdmin) checkAdminTopic(topic string) error {
 		return &remoting.ResponseError{Code: remoting.NoPermission,
 			Remark: "The topic[" + topic + "] is conflict with system topic."}
 	}
-	if topic == a.opts.ClusterName {
+	if topic == a.opts.Broker.ClusterName {
 		return &remoting.ResponseError{Code: remoting.SystemError,
 			Remark: "the topic[" + topic + "] is conflict with system reserved words."}
 	}

@@ -3,12 +3,13 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/internal/names"
 	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -60,7 +61,7 @@ func newTopicConfigManager(b *Broker) (*topicConfigManager, error) {
 	// that comes back with an empty store is not mistaken for the one the name servers still
 	// hold ({0, 0} both times would keep the old routes).
 	m := &topicConfigManager{b: b, path: b.configPath("topics.json"), journalPath: b.configPath(topicJournalFile),
-		maxTopics: b.opts.MaxTopics, table: map[string]TopicConfig{}, regPending: map[string]struct{}{},
+		maxTopics: b.opts.Limits.MaxTopics, table: map[string]TopicConfig{}, regPending: map[string]struct{}{},
 		version: route.DataVersion{Timestamp: time.Now().UnixMilli()}, durable: newTickets()}
 	var w route.TopicConfigSerializeWrapper
 	fromBak, err := storage.ReadJSONFile(m.path, &w)
@@ -106,16 +107,16 @@ func (m *topicConfigManager) addSystemTopics() {
 	rw := int32(route.PermReadWrite)
 	sys := []TopicConfig{
 		{TopicName: names.TopicSelfTest, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
-		{TopicName: o.ClusterName, ReadQueueNums: 16, WriteQueueNums: 16, Perm: int32(route.PermInherit) | rw},
-		{TopicName: o.BrokerName, ReadQueueNums: 1, WriteQueueNums: 1, Perm: int32(route.PermInherit) | rw},
+		{TopicName: o.Broker.ClusterName, ReadQueueNums: 16, WriteQueueNums: 16, Perm: int32(route.PermInherit) | rw},
+		{TopicName: o.Broker.Name, ReadQueueNums: 1, WriteQueueNums: 1, Perm: int32(route.PermInherit) | rw},
 		{TopicName: names.TopicOffsetMoved, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
 		// RocketMQ creates the trace topic only with traceTopicEnable (default off); the official
 		// clients' trace dispatchers never auto-create it, so without it WithTrace records nothing.
 		{TopicName: names.TopicTrace, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
 		{TopicName: names.TopicSchedule, ReadQueueNums: scheduleTopicQueues, WriteQueueNums: scheduleTopicQueues, Perm: rw},
-		{TopicName: o.ClusterName + names.ReplyTopicSuffix, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
+		{TopicName: o.Broker.ClusterName + names.ReplyTopicSuffix, ReadQueueNums: 1, WriteQueueNums: 1, Perm: rw},
 	}
-	if !o.DisableAutoCreateTopic {
+	if !o.Broker.DisableAutoCreateTopic {
 		sys = append(sys, TopicConfig{TopicName: names.TopicAutoCreate, ReadQueueNums: o.DefaultTopicQueueNums,
 			WriteQueueNums: o.DefaultTopicQueueNums, Perm: int32(route.PermInherit) | rw})
 	}
@@ -129,7 +130,7 @@ func (m *topicConfigManager) addSystemTopics() {
 			m.table[tc.TopicName] = tc
 		}
 	}
-	if !o.DisableAutoCreateTopic {
+	if !o.Broker.DisableAutoCreateTopic {
 		return
 	}
 	delete(m.table, names.TopicAutoCreate)
@@ -159,7 +160,7 @@ func (m *topicConfigManager) inSendMessageConfig(topic, defaultTopic string, cli
 	if !ok || !route.IsInherited(def.Perm) {
 		return TopicConfig{}, false
 	}
-	if defaultTopic == names.TopicAutoCreate && m.b.opts.DisableAutoCreateTopic {
+	if defaultTopic == names.TopicAutoCreate && m.b.opts.Broker.DisableAutoCreateTopic {
 		return TopicConfig{}, false
 	}
 	n := min(clientQueueNums, def.WriteQueueNums)

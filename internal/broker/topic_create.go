@@ -28,22 +28,6 @@ import (
 // entry of an incremental registration (registration.go), both shared with the creations made
 // at the same time.
 
-// Defaults of the bounds; docs/rocketmq-differences.md says why.
-const (
-	// DefaultMaxTopics is well above the topics of one broker in real deployments (hundreds to
-	// a few thousand) and below what a node holds without tuning: every queue that receives a
-	// message keeps a ConsumeQueue file open and mapped, a topic a send creates has up to 8
-	// queues, and Linux allows 65,530 mappings per process unless vm.max_map_count is raised:
-	// 5,000 topics are at most 40,000 mappings.
-	DefaultMaxTopics = 5000
-	// DefaultAutoCreateTopicBurst and DefaultAutoCreateTopicRate let one connection create a
-	// thousand topics at once and a hundred a second after that: an application creating its
-	// topics at start never meets them, a flood of new names meets MaxTopics only after
-	// seconds.
-	DefaultAutoCreateTopicBurst = 1000
-	DefaultAutoCreateTopicRate  = 100
-)
-
 // autoCreateTopic creates an unknown topic for a send. A retry topic %RETRY%<group> of a known
 // group gets the group's retry queue count and read-write permission; any other topic (or a
 // retry topic of a group that cannot be found) is created from the request's default topic
@@ -67,14 +51,14 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 	ok := false
 	if retry {
 		if gc, found := b.groups.find(h.Topic[len(names.RetryPrefix):]); found {
-			queues := min(max(gc.RetryQueueNums, 1), b.opts.MaxQueueNums)
+			queues := min(max(gc.RetryQueueNums, 1), b.opts.Limits.MaxQueueNums)
 			tc = TopicConfig{TopicName: h.Topic, ReadQueueNums: queues, WriteQueueNums: queues,
 				Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag, TopicSysFlag: sysFlag}
 			ok = true
 		}
 	}
 	if !ok {
-		tc, ok = b.topics.inSendMessageConfig(h.Topic, h.DefaultTopic, min(h.DefaultTopicQueueNums, b.opts.MaxQueueNums), sysFlag)
+		tc, ok = b.topics.inSendMessageConfig(h.Topic, h.DefaultTopic, min(h.DefaultTopicQueueNums, b.opts.Limits.MaxQueueNums), sysFlag)
 	}
 	if !ok {
 		if e := b.log.Debug(); e.Enabled() {
@@ -84,7 +68,7 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 	}
 	// A full table refuses before a token is spent: the connection's bucket is for topics
 	// it could create.
-	if b.topics.count() >= b.opts.MaxTopics {
+	if b.topics.count() >= b.opts.Limits.MaxTopics {
 		return TopicConfig{}, b.topicsFullResponse(ch, h.Topic)
 	}
 	if !b.topicCreates.allow(ch.ID(), time.Now()) {
@@ -116,7 +100,7 @@ func (b *Broker) topicsFullRemark(topic string) string {
 func (b *Broker) topicsFullResponse(ch remoting.Channel, topic string) *remoting.Command {
 	n := b.topicsFull.count.Add(1)
 	if b.topicsFull.log.allow(time.Now(), topicLimitLogPeriod) {
-		b.log.Warn().Str("addr", ch.RemoteAddr()).Str("topic", topic).Int("max_topics", b.opts.MaxTopics).
+		b.log.Warn().Str("addr", ch.RemoteAddr()).Str("topic", topic).Int("max_topics", b.opts.Limits.MaxTopics).
 			Int64("refused_total", n).Msg("topic table full (MaxTopics); refusing sends that would create topics")
 	}
 	return sendResponse(remoting.TopicNotExist, b.topicsFullRemark(topic))

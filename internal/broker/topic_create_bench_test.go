@@ -25,12 +25,12 @@ func BenchmarkAutoCreateTopics(b *testing.B) {
 		l := zerolog.Nop()
 		o.Logger = &l
 		ns.withNameServer(o)
-		o.RegisterNameServerPeriod = time.Hour
-		o.RegisterNameServerPeriodMin = time.Hour
+		o.Periods.RegisterNameServerPeriod = time.Hour
+		o.Periods.RegisterNameServerPeriodMin = time.Hour
 		// One connection creates every topic: the per-connection bound would refuse most, and
 		// MaxTopics the topics past it.
-		o.AutoCreateTopicBurst = 1 << 30
-		o.MaxTopics = 1 << 30
+		o.Limits.AutoCreateTopicBurst = 1 << 30
+		o.Limits.MaxTopics = 1 << 30
 	})
 	<-env.Ready()
 	body := []byte("x")

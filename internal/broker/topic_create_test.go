@@ -86,9 +86,9 @@ func TestAutoCreateFloodCostsWhatItAdds(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) {
 		ns.withNameServer(o)
 		o.Transport = rec
-		o.RegisterNameServerPeriod = time.Hour
-		o.RegisterNameServerPeriodMin = time.Hour
-		o.AutoCreateTopicBurst = n
+		o.Periods.RegisterNameServerPeriod = time.Hour
+		o.Periods.RegisterNameServerPeriodMin = time.Hour
+		o.Limits.AutoCreateTopicBurst = n
 	})
 	waitRegistered(t, tb)
 	_, atStart, _ := rec.sent()
@@ -282,9 +282,9 @@ func TestIncrementsRepairedByTheWholeRound(t *testing.T) {
 			ns := startRestartableNameServer(t)
 			tb := startTestBroker(t, func(o *Options) {
 				ns.withNameServer(o)
-				o.RegisterNameServerPeriod = 200 * time.Millisecond
-				o.RegisterNameServerPeriodMin = 200 * time.Millisecond
-				o.DisableForceRegister = !force
+				o.Periods.RegisterNameServerPeriod = 200 * time.Millisecond
+				o.Periods.RegisterNameServerPeriodMin = 200 * time.Millisecond
+				o.Broker.DisableForceRegister = !force
 			})
 			<-tb.Ready()
 			if _, err := tb.topics.createIfAbsent("Before", 1, route.PermReadWrite, 0); err != nil {
@@ -308,7 +308,7 @@ func TestMaxTopics(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	limit := tb.topics.count() + 2
 	tb.Stop(t)
-	tb = startTestBroker(t, func(o *Options) { o.MaxTopics = limit })
+	tb = startTestBroker(t, func(o *Options) { o.Limits.MaxTopics = limit })
 	send := func(topic string) *remoting.Command {
 		h := wiretest.SendHeader(topic, 0, nil)
 		return invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("x"), remoting.SerializeJSON))
@@ -383,7 +383,7 @@ func TestCreateLimiter(t *testing.T) {
 // TestSlaveRefusesTooManyTopics: a master's table above MaxTopics (and the system topics'
 // allowance) is not installed; the slave keeps what it held.
 func TestSlaveRefusesTooManyTopics(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.MaxTopics = 10 })
+	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxTopics = 10 })
 	w := route.TopicConfigSerializeWrapper{TopicConfigTable: map[string]TopicConfig{},
 		DataVersion: route.DataVersion{Timestamp: 1, Counter: 1}}
 	for i := range 10 + maxUncappedTopics + 1 {

@@ -34,7 +34,7 @@ func (v Messages) CheckSend(ch remoting.Channel, h *protocol.SendMessageRequestH
 	if resp != nil {
 		return 0, 0, resp
 	}
-	if bodyLen > b.opts.MaxMessageBytes || len(h.Properties) > message.MaxPropertiesBytes {
+	if bodyLen > b.opts.Limits.MaxMessageBytes || len(h.Properties) > message.MaxPropertiesBytes {
 		return 0, 0, sendResponse(remoting.MessageIllegal, b.send.illegalRemark)
 	}
 	return queueID, storedSysFlag(h.SysFlag, tc), nil

@@ -126,11 +126,11 @@ func (v Topics) InstallMaster(w route.TopicConfigSerializeWrapper) error {
 		}
 	}
 	if drops.count > 0 || clamped > 0 {
-		drops.log(b.log.Warn().Str("source", "master").Int("clamped", clamped).Int32("max_queue_nums", b.opts.MaxQueueNums),
+		drops.log(b.log.Warn().Str("source", "master").Int("clamped", clamped).Int32("max_queue_nums", b.opts.Limits.MaxQueueNums),
 			"slave sync: master's topics with invalid names left out, queue counts clamped")
 	}
-	if n := len(w.TopicConfigTable); n > b.opts.MaxTopics+maxUncappedTopics {
-		return fmt.Errorf("broker: the master sent %d topics, more than MaxTopics %d: kept the topics held", n, b.opts.MaxTopics)
+	if n := len(w.TopicConfigTable); n > b.opts.Limits.MaxTopics+maxUncappedTopics {
+		return fmt.Errorf("broker: the master sent %d topics, more than Limits.MaxTopics %d: kept the topics held", n, b.opts.Limits.MaxTopics)
 	}
 	m.replace(w.TopicConfigTable, w.DataVersion)
 	return nil
@@ -149,9 +149,9 @@ func (v Offsets) InstallMaster(w *protocol.ConsumerOffsetSerializeWrapper) error
 			drops.add(k)
 			continue
 		}
-		c := make(map[int32]int64, min(len(q), int(b.opts.MaxQueueNums)))
+		c := make(map[int32]int64, min(len(q), int(b.opts.Limits.MaxQueueNums)))
 		for id, off := range q {
-			if id < 0 || id >= b.opts.MaxQueueNums {
+			if id < 0 || id >= b.opts.Limits.MaxQueueNums {
 				badQueues++
 				continue
 			}
@@ -162,7 +162,7 @@ func (v Offsets) InstallMaster(w *protocol.ConsumerOffsetSerializeWrapper) error
 		}
 	}
 	if drops.count > 0 || badQueues > 0 {
-		drops.log(b.log.Warn().Str("source", "master").Int("bad_queue_ids", badQueues).Int32("max_queue_nums", b.opts.MaxQueueNums),
+		drops.log(b.log.Warn().Str("source", "master").Int("bad_queue_ids", badQueues).Int32("max_queue_nums", b.opts.Limits.MaxQueueNums),
 			"slave sync: master's consumer offsets with invalid names or queue ids left out")
 	}
 	m := b.offsets
@@ -197,7 +197,7 @@ func (v Groups) InstallMaster(w SubscriptionGroupWrapper) error {
 		}
 	}
 	if drops.count > 0 || clamped > 0 {
-		drops.log(b.log.Warn().Str("source", "master").Int("clamped", clamped).Int32("max_queue_nums", b.opts.MaxQueueNums),
+		drops.log(b.log.Warn().Str("source", "master").Int("clamped", clamped).Int32("max_queue_nums", b.opts.Limits.MaxQueueNums),
 			"slave sync: master's subscription groups with invalid names left out, retryQueueNums clamped")
 	}
 	m.mu.Lock()

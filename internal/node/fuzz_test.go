@@ -721,7 +721,7 @@ var (
 	fuzzDict = []string{"", "..", "../../../../x/pwn", "%RETRY%../../x", "%DLQ%" + fzConsumer,
 		"%RETRY%" + fzConsumer, names.TopicSchedule, "TBW102", "RMQ_SYS_TRANS_HALF_TOPIC", "a@b", "\xff\xfe",
 		strings.Repeat("T", 127), strings.Repeat("T", 128), strings.Repeat("G", 255), strings.Repeat("G", 256),
-		"/", fzTopic, fzConsumer, fzProducer, broker.DefaultClusterName, broker.DefaultBrokerName, "*", "TagA || TagB",
+		"/", fzTopic, fzConsumer, fzProducer, config.DefaultClusterName, config.DefaultBrokerName, "*", "TagA || TagB",
 		"a b", ".", "%", "|", "\x00", "null", "CLUSTERING", "BROADCASTING", "SQL92"}
 	fuzzInts = []int64{0, -1, 1, 2, 3, 4, 8, 16, 17, 18, 19, 127, 128, 255, 256, 1023, 1024, 1025,
 		1<<15 - 1, 1 << 15, 1<<16 - 1, 1 << 16, 60000, 60001, 4 << 20, 4<<20 + 1, 16 << 20, 16<<20 + 1,
@@ -1196,7 +1196,7 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 	props := message.MarshalProperties(map[string]string{message.PropertyKeys: "key1", message.PropertyTags: "TagA"})
 	send := protocol.SendMessageRequestHeader{ProducerGroup: fzProducer, Topic: fzTopic, DefaultTopic: "TBW102",
 		DefaultTopicQueueNums: 4, BornTimestamp: now, Properties: props, MaxReconsumeTimes: -1,
-		BrokerName: broker.DefaultBrokerName}
+		BrokerName: config.DefaultBrokerName}
 	batch := send
 	batch.Batch = true
 	msgBody := func(v *fuzzVals) []byte { return []byte(v.s(4, "hello")) }
@@ -1204,7 +1204,7 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 		b := message.AppendBatchElement(nil, int32(v.n(0, 0)), []byte(v.s(0, "m1")), v.s(1, props))
 		return message.AppendBatchElement(b, int32(v.n(1, 0)), []byte(v.s(2, "m2")), v.s(3, ""))
 	}
-	queue := &protocol.QueueHeader{Topic: fzTopic, BrokerName: broker.DefaultBrokerName}
+	queue := &protocol.QueueHeader{Topic: fzTopic, BrokerName: config.DefaultBrokerName}
 	regHdr := &protocol.RegisterBrokerRequestHeader{BrokerName: fzBroker, BrokerAddr: "127.0.0.1:1",
 		ClusterName: fzCluster, HAServerAddr: "127.0.0.1:2"}
 	brokerHdr := func() *protocol.QueryDataVersionRequestHeader {
@@ -1221,7 +1221,7 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 	}
 	lockBody := func(v *fuzzVals) []byte {
 		b, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: v.s(0, fzConsumer), ClientID: v.s(1, fzClient),
-			MQSet: []protocol.MessageQueue{{Topic: v.s(2, fzTopic), BrokerName: v.s(3, broker.DefaultBrokerName),
+			MQSet: []protocol.MessageQueue{{Topic: v.s(2, fzTopic), BrokerName: v.s(3, config.DefaultBrokerName),
 				QueueID: int(v.n(0, 0))}}})
 		return b
 	}
@@ -1233,16 +1233,16 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 		remoting.SendBatchMessage:   {ext: hdr((*protocol.SendMessageRequestHeaderV2)(&batch)), body: batchBody},
 		remoting.PullMessage: {ext: hdr(&protocol.PullMessageRequestHeader{ConsumerGroup: fzConsumer, Topic: fzTopic,
 			MaxMsgNums: 32, SysFlag: protocol.BuildPullSysFlag(false, false, true, false), Subscription: "*",
-			ExpressionType: protocol.ExpressionTag, BrokerName: broker.DefaultBrokerName})},
+			ExpressionType: protocol.ExpressionTag, BrokerName: config.DefaultBrokerName})},
 		remoting.QueryMessage: {ext: hdr(&protocol.QueryMessageRequestHeader{Topic: fzTopic, Key: "key1", MaxNum: 32,
 			EndTimestamp: now + time.Hour.Milliseconds()})},
 		remoting.ViewMessageByID: {ext: hdr(&protocol.ViewMessageRequestHeader{Offset: offset})},
 		remoting.QueryConsumerOffset: {ext: hdr(&protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: fzConsumer,
-			Topic: fzTopic, BrokerName: broker.DefaultBrokerName})},
+			Topic: fzTopic, BrokerName: config.DefaultBrokerName})},
 		remoting.UpdateConsumerOffset: {ext: hdr(&protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: fzConsumer,
-			Topic: fzTopic, CommitOffset: 1, BrokerName: broker.DefaultBrokerName})},
+			Topic: fzTopic, CommitOffset: 1, BrokerName: config.DefaultBrokerName})},
 		remoting.SearchOffsetByTimestamp: {ext: hdr(&protocol.SearchOffsetRequestHeader{Topic: fzTopic, Timestamp: now,
-			BrokerName: broker.DefaultBrokerName})},
+			BrokerName: config.DefaultBrokerName})},
 		remoting.GetMaxOffset:            {ext: hdr(queue)},
 		remoting.GetMinOffset:            {ext: hdr(queue)},
 		remoting.GetEarliestMsgStoreTime: {ext: hdr(queue)},
@@ -1271,7 +1271,7 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 			GroupName: "FuzzGroupGone", RemoveOffset: true})},
 		remoting.ConsumerSendMsgBack: {ext: hdr(&protocol.ConsumerSendMsgBackRequestHeader{Offset: offset,
 			Group: fzConsumer, OriginMsgID: msgID, OriginTopic: fzTopic, MaxReconsumeTimes: 16,
-			BrokerName: broker.DefaultBrokerName})},
+			BrokerName: config.DefaultBrokerName})},
 		remoting.HeartBeat: {body: func(v *fuzzVals) []byte {
 			h := protocol.HeartbeatData{ClientID: v.s(0, fzClient),
 				ProducerDataSet: []protocol.ProducerData{{GroupName: v.s(1, fzProducer)}}}
@@ -1328,7 +1328,7 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 					ReadQueueNums: int32(v.n(0, 4)), WriteQueueNums: int32(v.n(1, 4)), Perm: int32(v.n(2, 6))}}}
 				return r.Encode()
 			}},
-		remoting.GetTopicsByCluster: {ext: hdr(&protocol.GetTopicsByClusterRequestHeader{Cluster: broker.DefaultClusterName})},
+		remoting.GetTopicsByCluster: {ext: hdr(&protocol.GetTopicsByClusterRequestHeader{Cluster: config.DefaultClusterName})},
 	}
 }
 

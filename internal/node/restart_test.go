@@ -93,7 +93,7 @@ func TestRestartBrokerPromotesSlave(t *testing.T) {
 		t.Fatal("a slave took a send")
 	}
 	if err := s.RestartBroker(func(o *broker.Options) {
-		o.BrokerRole, o.BrokerID = storage.AsyncMaster, 0
+		o.Broker.Role, o.Broker.ID = storage.AsyncMaster, 0
 		o.HA.ListenAddr = "127.0.0.1:0"
 	}); err != nil {
 		t.Fatal(err)

@@ -7,34 +7,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
-// Defaults, as in RocketMQ's MessageStoreConfig and HAService.
+// Defaults, as in RocketMQ's MessageStoreConfig and HAService. Those of the settings config.HA
+// declares are config's (config.DefaultHATransferBatchBytes and the rest).
 const (
 	// DefaultListenAddr is the HA listener's address: any host, haListenPort 10912.
 	DefaultListenAddr = ":10912"
-	// DefaultTransferBatchBytes is haTransferBatchSize: the most CommitLog bytes in one block.
-	DefaultTransferBatchBytes = 32 << 10
-	// DefaultHousekeepingInterval is haHousekeepingInterval: a peer silent this long is
-	// dropped.
-	DefaultHousekeepingInterval = 20 * time.Second
-	// DefaultSendHeartbeatInterval is haSendHeartbeatInterval: the slave reports its offset
-	// (and the master sends an empty block) at least this often.
-	DefaultSendHeartbeatInterval = 5 * time.Second
-	// DefaultSlaveFallBehindMax is haSlaveFallbehindMax: a slave further behind than this
-	// does not count as available for sync replication.
-	DefaultSlaveFallBehindMax = 256 << 20
 	// DefaultSyncFlushTimeout is syncFlushTimeout: how long WaitForAck waits. RocketMQ has one
 	// setting for this and for a sync flush's wait, so it is the store's.
 	DefaultSyncFlushTimeout = storage.DefaultSyncFlushTimeout
-	// DefaultTransferWaitInterval is how long the master's writer sleeps when a slave has
-	// everything and nobody called Notify (RocketMQ WriteSocketService waits 100 ms).
-	DefaultTransferWaitInterval = 100 * time.Millisecond
-	// DefaultReconnectInterval is how long a slave waits before dialing again after a failed
-	// attempt (RocketMQ HAClient waits 5 s).
-	DefaultReconnectInterval = 5 * time.Second
 	// DefaultHandshakeTimeout bounds the shared-secret handshake (no RocketMQ setting: it has
 	// no handshake). It is RocketMQ's remoting connect timeout, 3 s: ample for a slave on a
 	// LAN, and the longest a peer without the secret holds a connection.
@@ -104,22 +89,22 @@ func (o MasterOptions) withDefaults() MasterOptions {
 		o.ListenAddr = DefaultListenAddr
 	}
 	if o.TransferBatchBytes == 0 {
-		o.TransferBatchBytes = DefaultTransferBatchBytes
+		o.TransferBatchBytes = config.DefaultHATransferBatchBytes
 	}
 	if o.HousekeepingInterval == 0 {
-		o.HousekeepingInterval = DefaultHousekeepingInterval
+		o.HousekeepingInterval = config.DefaultHAHousekeepingInterval
 	}
 	if o.SendHeartbeatInterval == 0 {
-		o.SendHeartbeatInterval = DefaultSendHeartbeatInterval
+		o.SendHeartbeatInterval = config.DefaultHASendHeartbeatInterval
 	}
 	if o.SlaveFallBehindMax == 0 {
-		o.SlaveFallBehindMax = DefaultSlaveFallBehindMax
+		o.SlaveFallBehindMax = config.DefaultHASlaveFallBehindMax
 	}
 	if o.SyncFlushTimeout == 0 {
 		o.SyncFlushTimeout = DefaultSyncFlushTimeout
 	}
 	if o.TransferWaitInterval == 0 {
-		o.TransferWaitInterval = DefaultTransferWaitInterval
+		o.TransferWaitInterval = config.DefaultHATransferWaitInterval
 	}
 	if o.HandshakeTimeout == 0 {
 		o.HandshakeTimeout = DefaultHandshakeTimeout
@@ -189,13 +174,13 @@ type SlaveOptions struct {
 
 func (o SlaveOptions) withDefaults() SlaveOptions {
 	if o.HousekeepingInterval == 0 {
-		o.HousekeepingInterval = DefaultHousekeepingInterval
+		o.HousekeepingInterval = config.DefaultHAHousekeepingInterval
 	}
 	if o.SendHeartbeatInterval == 0 {
-		o.SendHeartbeatInterval = DefaultSendHeartbeatInterval
+		o.SendHeartbeatInterval = config.DefaultHASendHeartbeatInterval
 	}
 	if o.ReconnectInterval == 0 {
-		o.ReconnectInterval = DefaultReconnectInterval
+		o.ReconnectInterval = config.DefaultHAReconnectInterval
 	}
 	if o.HandshakeTimeout == 0 {
 		o.HandshakeTimeout = DefaultHandshakeTimeout

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
@@ -264,7 +265,7 @@ func (s *Slave) receive(c net.Conn, progress chan<- struct{}) (established bool,
 			continue // heartbeat
 		}
 		if cap(body) < int(size) {
-			body = make([]byte, max(int(size), DefaultTransferBatchBytes))
+			body = make([]byte, max(int(size), config.DefaultHATransferBatchBytes))
 		}
 		if err := readFull(c, body[:size], s.opts.HousekeepingInterval); err != nil {
 			return established, fmt.Errorf("block at %d (%d bytes): %w", off, size, err)

@@ -63,7 +63,7 @@ type Service struct {
 // New builds the service over core. Attach it to core before Register.
 func New(core *broker.Broker, deps Deps) *Service {
 	return &Service{core: core, deps: deps,
-		log: core.Logger().With().Str("component", "admin").Str("broker", core.Options().BrokerName).Logger()}
+		log: core.Logger().With().Str("component", "admin").Str("broker", core.Options().Broker.Name).Logger()}
 }
 
 // Handlers are the admin codes with the header fields that carry names, all on the admin pool.

@@ -32,6 +32,6 @@ func (s *Service) processConsumeMessageDirectly(ctx context.Context, ch remoting
 		return refused, nil
 	}
 	ext := maps.Clone(req.ExtFields)
-	ext["brokerName"] = s.core.Options().BrokerName
+	ext["brokerName"] = s.core.Options().Broker.Name
 	return s.callConsumer(ctx, remoting.NewRequest(req.Code, ext, rec), h.ConsumerGroup, h.ClientID), nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
@@ -85,7 +86,7 @@ func TestConsumeDirectlyChecksTheMessagesTopic(t *testing.T) {
 	consumer.RegisterProcessor(remoting.ConsumeMessageDirectly, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 			relayed.Add(1)
-			if req.ExtFields["brokerName"] != broker.DefaultBrokerName {
+			if req.ExtFields["brokerName"] != config.DefaultBrokerName {
 				return remoting.NewResponse(remoting.SystemError, "no brokerName in "+fmt.Sprint(req.ExtFields)), nil
 			}
 			resp := remoting.NewResponse(remoting.Success, "")

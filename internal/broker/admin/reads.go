@@ -100,7 +100,7 @@ func (s *Service) processTopicStats(_ context.Context, _ remoting.Channel, req *
 		if o.MaxOffset > 0 {
 			o.LastUpdateTimestamp, _ = store.GetMessageStoreTimestamp(h.Topic, q, o.MaxOffset-1)
 		}
-		t.OffsetTable[protocol.MessageQueue{Topic: h.Topic, BrokerName: opts.BrokerName, QueueID: int(q)}] = o
+		t.OffsetTable[protocol.MessageQueue{Topic: h.Topic, BrokerName: opts.Broker.Name, QueueID: int(q)}] = o
 	}
 	resp := remoting.NewResponse(remoting.Success, "")
 	resp.Body = t.Encode()
@@ -132,7 +132,7 @@ func (s *Service) processConsumeStats(_ context.Context, _ remoting.Channel, req
 			if w.ConsumerOffset > 0 {
 				w.LastTimestamp, _ = store.GetMessageStoreTimestamp(topic, q, w.ConsumerOffset-1)
 			}
-			cs.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: opts.BrokerName, QueueID: int(q)}] = w
+			cs.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: opts.Broker.Name, QueueID: int(q)}] = w
 		}
 		if s.deps.Stats != nil {
 			cs.ConsumeTps += s.deps.Stats.ConsumeTPS(topic, h.ConsumerGroup)

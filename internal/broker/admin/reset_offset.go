@@ -56,7 +56,7 @@ func (s *Service) resetOffsetTable(topic, group string, timestamp int64, force b
 		if !force && target >= committed {
 			target = committed
 		}
-		table[protocol.MessageQueue{Topic: topic, BrokerName: s.core.Options().BrokerName, QueueID: int(q)}] = target
+		table[protocol.MessageQueue{Topic: topic, BrokerName: s.core.Options().Broker.Name, QueueID: int(q)}] = target
 	}
 	return table, nil
 }

@@ -71,7 +71,7 @@ func TestResetOffsetByTimeMovesGroupAndTellsConsumers(t *testing.T) {
 	wiretest.Heartbeat(t, b, tb.Addr, "B@1", "g", wiretest.Sub("T", "*"))
 
 	mq := func(q int) protocol.MessageQueue {
-		return protocol.MessageQueue{Topic: "T", BrokerName: tb.Options().BrokerName, QueueID: q}
+		return protocol.MessageQueue{Topic: "T", BrokerName: tb.Options().Broker.Name, QueueID: q}
 	}
 	want := map[protocol.MessageQueue]int64{mq(0): 3, mq(1): 2}
 	resp := brokertest.Invoke(t, tb.TCP, tb.Addr, resetCmd("T", "g", mark, false))
@@ -135,7 +135,7 @@ func TestGetConsumerStatusGathersEachClient(t *testing.T) {
 	addTopic(t, tb, "T", 2)
 	a, b := wiretest.NewTCPClient(t), tb.InProc
 	mq := func(q int) protocol.MessageQueue {
-		return protocol.MessageQueue{Topic: "T", BrokerName: tb.Options().BrokerName, QueueID: q}
+		return protocol.MessageQueue{Topic: "T", BrokerName: tb.Options().Broker.Name, QueueID: q}
 	}
 	answer := func(tr remoting.Transport, q int, off int64) {
 		tr.RegisterProcessor(remoting.GetConsumerStatusFromClient, remoting.ProcessorFunc(

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/remoting"
@@ -38,14 +39,16 @@ type Config struct {
 func Options(t testing.TB, dir string) broker.Options {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	return broker.Options{
-		Store:                       storage.Options{Dir: dir, SegmentBytes: 64 << 10, ConsumeQueueUnits: 1000},
-		HA:                          broker.HAOptions{ListenAddr: "127.0.0.1:0"},
-		FlushConsumerOffsetInterval: 20 * time.Millisecond,
-		RegisterNameServerPeriod:    50 * time.Millisecond,
-		ChannelExpiredTimeout:       time.Second,
-		ScanConnectionInterval:      20 * time.Millisecond,
-		RebalanceLockMaxLiveTime:    time.Second,
-		Logger:                      &l,
+		Store: storage.Options{Dir: dir, SegmentBytes: 64 << 10, ConsumeQueueUnits: 1000},
+		HA:    broker.HAOptions{ListenAddr: "127.0.0.1:0"},
+		Periods: config.Periods{
+			FlushConsumerOffsetInterval: 20 * time.Millisecond,
+			RegisterNameServerPeriod:    50 * time.Millisecond,
+			ClientChannelExpiredTime:    time.Second,
+			RebalanceLockMaxLiveTime:    time.Second,
+		},
+		ScanConnectionInterval: 20 * time.Millisecond,
+		Logger:                 &l,
 	}
 }
 

@@ -93,7 +93,7 @@ func (s *Service) processEpochCache(context.Context, remoting.Channel, *remoting
 		return remoting.NewResponse(remoting.SystemError, "this request only for controllerMode "), nil
 	}
 	entries := s.store.Epochs()
-	out := epochCacheJSON{ClusterName: s.opts.ClusterName, BrokerName: s.opts.BrokerName, BrokerID: s.opts.ReplicaID,
+	out := epochCacheJSON{ClusterName: s.opts.Broker.ClusterName, BrokerName: s.opts.Broker.Name, BrokerID: s.opts.ReplicaID,
 		EpochList: make([]epochEntryJSON, 0, len(entries)), MaxOffset: s.store.MaxPhyOffset()}
 	for i, e := range entries {
 		end := int64(math.MaxInt64) // RocketMQ's open end of the last epoch

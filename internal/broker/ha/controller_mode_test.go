@@ -82,7 +82,7 @@ func TestDecodeEpochCacheRefusesBadAnswers(t *testing.T) {
 func TestSendsWaitForInSyncReplicas(t *testing.T) {
 	tb, s := start(t, func(o *broker.Options) {
 		o.ControllerMode, o.ReplicaID, o.MasterEpoch, o.MinInSyncReplicas = true, 1, 1, 2
-		o.BrokerRole = storage.AsyncMaster
+		o.Broker.Role = storage.AsyncMaster
 	})
 	resp := syncSend(t, tb, "alone")
 	if resp.Code != remoting.SystemError || resp.Remark != "in-sync replicas not enough" {

@@ -64,13 +64,13 @@ var _ broker.Replicator = (*Service)(nil)
 // sync. Attach it to core.
 func New(core *broker.Broker, deps Deps) (*Service, error) {
 	opts := core.Options()
-	log := core.Logger().With().Str("component", "ha").Str("broker", opts.BrokerName).Logger()
+	log := core.Logger().With().Str("component", "ha").Str("broker", opts.Broker.Name).Logger()
 	s := &Service{core: core, opts: opts, store: core.Store(), log: log, delays: deps.DelayOffsets,
 		timeoutLog: log.Sample(&zerolog.BurstSampler{Burst: 1, Period: 10 * time.Second})}
 	s.inSync.Store(1)
 	ho := opts.HA
 	var err error
-	if opts.BrokerRole == storage.Slave {
+	if opts.Broker.Role == storage.Slave {
 		s.slave, err = replication.NewSlave(s.store, replication.SlaveOptions{
 			MasterAddr:            ho.MasterAddr,
 			HousekeepingInterval:  ho.HousekeepingInterval,

@@ -54,7 +54,7 @@ func start(t *testing.T, mutate func(*broker.Options)) (*brokertest.Broker, *ha.
 func startSyncMaster(t *testing.T, secret string) (*brokertest.Broker, *ha.Service) {
 	t.Helper()
 	return start(t, func(o *broker.Options) {
-		o.BrokerRole = storage.SyncMaster
+		o.Broker.Role = storage.SyncMaster
 		o.HA = broker.HAOptions{
 			ListenAddr:       "127.0.0.1:0",
 			SyncFlushTimeout: 100 * time.Millisecond,
@@ -140,7 +140,7 @@ func TestHASecretWired(t *testing.T) {
 // Without the HA service a SYNC_MASTER replicates nothing: no HA address goes out and a send
 // is answered once stored (RocketMQ with HA off), not SLAVE_NOT_AVAILABLE.
 func TestSyncMasterWithoutHAService(t *testing.T) {
-	tb := brokertest.Start(t, brokertest.Config{Mutate: func(o *broker.Options) { o.BrokerRole = storage.SyncMaster }})
+	tb := brokertest.Start(t, brokertest.Config{Mutate: func(o *broker.Options) { o.Broker.Role = storage.SyncMaster }})
 	if tb.HAAddr() != "" || ha.Of(tb.Broker) != nil {
 		t.Fatalf("HA address %q without the HA service", tb.HAAddr())
 	}
@@ -193,7 +193,7 @@ func TestRunAdvertisesHAAddr(t *testing.T) {
 	if want := net.JoinHostPort("10.1.2.3", port); m.HAAddr() != want || ms.Addr() != want {
 		t.Fatalf("master HA address %q, want %q", m.HAAddr(), want)
 	}
-	s, ss := start(t, func(o *broker.Options) { o.BrokerID = 1; o.HA.MasterAddr = ms.ListenAddr() })
+	s, ss := start(t, func(o *broker.Options) { o.Broker.ID = 1; o.HA.MasterAddr = ms.ListenAddr() })
 	if s.HAAddr() != "" || ss.MasterHAAddr() != ms.ListenAddr() {
 		t.Fatalf("slave: HA address %q, master HA address %q", s.HAAddr(), ss.MasterHAAddr())
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mqgo/mq/config"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mqgo/mq/config"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/protocol"
@@ -113,10 +114,10 @@ type Replicas struct {
 func NewReplicas(o ReplicasOptions, tr remoting.Transport, brokerAddr string, n Restarter) *Replicas {
 	// The broker applies these defaults itself; the controllers need them from the start.
 	if o.ClusterName == "" {
-		o.ClusterName = broker.DefaultClusterName
+		o.ClusterName = config.DefaultClusterName
 	}
 	if o.BrokerName == "" {
-		o.BrokerName = broker.DefaultBrokerName
+		o.BrokerName = config.DefaultBrokerName
 	}
 	l := zerolog.Nop()
 	if o.Logger != nil {
@@ -373,14 +374,14 @@ func (r *Replicas) roleOptions(bo *broker.Options, st replicaState) {
 	bo.ControllerMode, bo.ReplicaID = true, r.id
 	bo.MinInSyncReplicas, bo.AllAckInSyncStateSet = r.o.MinInSyncReplicas, r.o.AllAckInSyncStateSet
 	if st.masterID == r.id {
-		bo.BrokerID, bo.MasterEpoch = 0, st.epoch
-		bo.BrokerRole = storage.AsyncMaster
+		bo.Broker.ID, bo.MasterEpoch = 0, st.epoch
+		bo.Broker.Role = storage.AsyncMaster
 		if r.o.AllAckInSyncStateSet {
-			bo.BrokerRole = storage.SyncMaster
+			bo.Broker.Role = storage.SyncMaster
 		}
 		return
 	}
-	bo.BrokerID, bo.BrokerRole, bo.MasterEpoch = r.id, storage.Slave, 0
+	bo.Broker.ID, bo.Broker.Role, bo.MasterEpoch = r.id, storage.Slave, 0
 }
 
 // followPoint compares this store's history with the master's (GET_BROKER_EPOCH_CACHE) and

@@ -79,8 +79,8 @@ func TestSlaveSyncChecksMaster(t *testing.T) {
 	})
 	logs := &warnWriter{}
 	slave := brokertest.Start(t, brokertest.Config{Mutate: func(o *broker.Options) {
-		o.BrokerID = 1
-		o.DelayLevels = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
+		o.Broker.ID = 1
+		o.Timers.DelayLevels = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
 		o.Transport = master
 		l := zerolog.New(zerolog.MultiLevelWriter(logs, zerolog.NewTestWriter(t))).Level(zerolog.WarnLevel)
 		o.Logger = &l

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
@@ -32,7 +33,7 @@ func BenchmarkRequestReplyTCP(b *testing.B) {
 				o.Logger = &l
 				o.Store.SegmentBytes = 128 << 20
 				o.Store.ConsumeQueueUnits = 0
-				o.ChannelExpiredTimeout = broker.DefaultChannelExpiredTimeout
+				o.Periods.ClientChannelExpiredTime = config.DefaultChannelExpiredTimeout
 			})
 			createTopic(b, env, "BenchRequests", 4)
 			const clientID = "127.0.0.1@bench-requester"

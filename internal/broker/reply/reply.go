@@ -55,8 +55,8 @@ type Service struct {
 // cleanup. Attach it to core before Register.
 func New(core *broker.Broker) *Service {
 	opts := core.Options()
-	s := &Service{core: core, log: core.Logger().With().Str("component", "reply").Str("broker", opts.BrokerName).Logger(),
-		routes: newReplyRoutes(time.Now, opts.ChannelExpiredTimeout),
+	s := &Service{core: core, log: core.Logger().With().Str("component", "reply").Str("broker", opts.Broker.Name).Logger(),
+		routes: newReplyRoutes(time.Now, opts.Periods.ClientChannelExpiredTime),
 		pool:   remoting.NewExecutor("reply", opts.SendThreads, 10000)}
 	core.Seams().SetRequestNoter(s)
 	core.Hooks().OnHeartbeat(s.routes.heartbeat) // the client id for replies, unless held

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
@@ -19,7 +20,7 @@ import (
 )
 
 // replyTopic is the test broker's reply topic (DefaultCluster_REPLY_TOPIC).
-const replyTopic = broker.DefaultClusterName + names.ReplyTopicSuffix
+const replyTopic = config.DefaultClusterName + names.ReplyTopicSuffix
 
 // requester is a client registered as a producer whose PUSH_REPLY_MESSAGE_TO_CLIENT handler
 // hands each push to the test and answers with code.
@@ -173,7 +174,7 @@ func TestReplyWithoutRequester(t *testing.T) {
 
 // What the broker could not store is refused before anything is pushed.
 func TestReplyTooLargeNotPushed(t *testing.T) {
-	tb := start(t, func(o *broker.Options) { o.MaxMessageBytes = 1024 })
+	tb := start(t, func(o *broker.Options) { o.Limits.MaxMessageBytes = 1024 })
 	req := newRequester(t, tb, tb.TCP, "big@1", remoting.Success)
 	maxPhy := tb.Store().MaxPhyOffset()
 	h := replyHeader("big@1", "c1")

@@ -55,8 +55,8 @@ type delayService struct {
 
 func newDelayService(b *broker.Broker) *delayService {
 	s := &delayService{b: b,
-		log:  b.Logger().With().Str("component", "schedule").Str("broker", b.Options().BrokerName).Logger(),
-		path: b.Store().ConfigPath("delayOffset.json"), levels: b.Options().DelayLevels, wake: make(chan struct{}, 1),
+		log:  b.Logger().With().Str("component", "schedule").Str("broker", b.Options().Broker.Name).Logger(),
+		path: b.Store().ConfigPath("delayOffset.json"), levels: b.Options().Timers.DelayLevels, wake: make(chan struct{}, 1),
 		persistNow: make(chan struct{}, 1)}
 	s.mu.offsets = map[int32]int64{}
 	var w protocol.DelayOffsetSerializeWrapper

@@ -35,7 +35,7 @@ func putDelayed(t *testing.T, tb *schedBroker, topic string, qid int32, body str
 
 func TestScheduleDeliversWhenDue(t *testing.T) {
 	levels := []time.Duration{300 * time.Millisecond, 20 * time.Millisecond}
-	tb := start(t, func(o *broker.Options) { o.DelayLevels = levels })
+	tb := start(t, func(o *broker.Options) { o.Timers.DelayLevels = levels })
 	put := putDelayed(t, tb, "Real", 2, "later", 1)
 	putDelayed(t, tb, "Real", 1, "soon", 2)
 	// Level 2 (20 ms) is delivered while level 1 still waits.
@@ -95,7 +95,7 @@ func readDelayOffsets(t *testing.T, dir string) protocol.DelayOffsetSerializeWra
 // the second life shortens level 2, and a stored due time further out than the level's delay is
 // corrected to now (RocketMQ's correctDeliverTimestamp), so it is delivered at once.
 func TestScheduleResumesAfterRestart(t *testing.T) {
-	tb := start(t, func(o *broker.Options) { o.DelayLevels = []time.Duration{10 * time.Millisecond, time.Hour} })
+	tb := start(t, func(o *broker.Options) { o.Timers.DelayLevels = []time.Duration{10 * time.Millisecond, time.Hour} })
 	putDelayed(t, tb, "R", 0, "early", 1)
 	readAt(t, tb, "R", 0, 0)
 	putDelayed(t, tb, "R", 1, "pending", 2)
@@ -114,7 +114,7 @@ func TestScheduleResumesAfterRestart(t *testing.T) {
 
 	restarted := time.Now().UnixMilli()
 	tb2 := startIn(t, dir, func(o *broker.Options) {
-		o.DelayLevels = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
+		o.Timers.DelayLevels = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
 	})
 	got := readAt(t, tb2, "R", 1, 0)
 	if string(got.Body) != "pending" || got.StoreTimestamp < restarted {
@@ -134,7 +134,7 @@ func TestScheduleResumesAfterRestart(t *testing.T) {
 
 // A cursor lost in a crash (here: the saved file rolled back) redelivers: at least once.
 func TestScheduleRedeliversFromSavedCursor(t *testing.T) {
-	opts := func(o *broker.Options) { o.DelayLevels = []time.Duration{10 * time.Millisecond} }
+	opts := func(o *broker.Options) { o.Timers.DelayLevels = []time.Duration{10 * time.Millisecond} }
 	tb := start(t, opts)
 	putDelayed(t, tb, "A", 0, "m1", 1)
 	readAt(t, tb, "A", 0, 0)
@@ -151,7 +151,7 @@ func TestScheduleRedeliversFromSavedCursor(t *testing.T) {
 }
 
 func TestScheduleSkipsBrokenMessages(t *testing.T) {
-	tb := start(t, func(o *broker.Options) { o.DelayLevels = []time.Duration{time.Millisecond} })
+	tb := start(t, func(o *broker.Options) { o.Timers.DelayLevels = []time.Duration{time.Millisecond} })
 	// No REAL_TOPIC: dropped, and the next message still goes through.
 	m := &storage.Message{Topic: names.TopicSchedule, QueueID: 0, Body: []byte("lost"),
 		Properties: message.MarshalProperties(map[string]string{message.PropertyDelayTimeLevel: "1"}),
@@ -184,7 +184,7 @@ func TestScheduleReadsJavaDelayOffsets(t *testing.T) {
 // A producer's DELAY message goes through the send path into the schedule topic and comes out
 // in its topic when due.
 func TestScheduleDeliversProducerDelay(t *testing.T) {
-	tb := start(t, func(o *broker.Options) { o.DelayLevels = []time.Duration{30 * time.Millisecond} })
+	tb := start(t, func(o *broker.Options) { o.Timers.DelayLevels = []time.Duration{30 * time.Millisecond} })
 	addTopic(t, tb, "PD", 4)
 	var off int64
 	for name, tr := range tb.Transports() {
@@ -205,7 +205,7 @@ func TestScheduleDeliversProducerDelay(t *testing.T) {
 // A message stored after the service took its "now" is not mistaken for one from a clock that
 // stepped back: its due time lies a little past now+delay, and it must still wait its delay.
 func TestScheduleStoredAfterPassStartWaits(t *testing.T) {
-	tb := start(t, func(o *broker.Options) { o.DelayLevels = []time.Duration{time.Hour} })
+	tb := start(t, func(o *broker.Options) { o.Timers.DelayLevels = []time.Duration{time.Hour} })
 	passStart := time.Now().Add(-time.Second) // a pass that began before the put
 	putDelayed(t, tb, "W", 0, "hour", 1)
 	brokertest.Eventually(t, "message in the schedule queue", func() bool {

@@ -46,7 +46,7 @@ func start(t testing.TB, mutate func(*broker.Options)) *schedBroker {
 var testDelays = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 400 * time.Millisecond,
 	500 * time.Millisecond, 600 * time.Millisecond}
 
-func withTestDelays(o *broker.Options) { o.DelayLevels = testDelays }
+func withTestDelays(o *broker.Options) { o.Timers.DelayLevels = testDelays }
 
 var testBornHost = netip.MustParseAddrPort("10.1.2.3:45678")
 

@@ -36,7 +36,7 @@ func (s *Service) Handlers() []broker.Handler { return nil }
 // it cannot write.
 func (s *Service) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.delay.runPersist(ctx, s.b.Options().FlushConsumerOffsetInterval) })
+	g.Go(func() error { return s.delay.runPersist(ctx, s.b.Options().Periods.FlushConsumerOffsetInterval) })
 	if s.b.IsMaster() {
 		g.Go(func() error { return s.delay.run(ctx) })
 		g.Go(func() error { return s.timer.run(ctx) })

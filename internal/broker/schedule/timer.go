@@ -195,12 +195,12 @@ func newTimerService(b *broker.Broker) *timerService {
 	o := b.Options()
 	st := b.Store()
 	s := &timerService{b: b,
-		log:      b.Logger().With().Str("component", "timer").Str("broker", o.BrokerName).Logger(),
-		slotMs:   max(o.TimerPrecision.Milliseconds()/2, 1),
+		log:      b.Logger().With().Str("component", "timer").Str("broker", o.Broker.Name).Logger(),
+		slotMs:   max(o.Timers.Precision.Milliseconds()/2, 1),
 		slots:    map[int64][]timerEntry{},
-		maxDelay: o.TimerMaxDelay,
+		maxDelay: o.Timers.MaxDelay,
 	}
-	s.poll = max(o.TimerPrecision/4, time.Millisecond)
+	s.poll = max(o.Timers.Precision/4, time.Millisecond)
 	cursor := max(b.Offsets().Query(timerGroup, names.TopicTimer, 0), st.MinOffsetInQueue(names.TopicTimer, 0))
 	s.scanned, s.committed, s.window = cursor, cursor, newOffsetWindow(cursor)
 	s.cursor.Store(cursor)

@@ -25,7 +25,7 @@ const (
 	timerSlack         = 500 * time.Millisecond
 )
 
-func withTimerPrecision(o *broker.Options) { o.TimerPrecision = timerTestPrecision }
+func withTimerPrecision(o *broker.Options) { o.Timers.Precision = timerTestPrecision }
 
 // sendTimer sends one message through SEND_MESSAGE with the given properties and checks it was
 // accepted.
@@ -112,7 +112,7 @@ func TestTimerNoneEarly(t *testing.T) {
 }
 
 func TestTimerSendChecks(t *testing.T) {
-	tb := start(t, func(o *broker.Options) { o.TimerPrecision = timerTestPrecision; o.TimerMaxDelay = time.Hour })
+	tb := start(t, func(o *broker.Options) { o.Timers.Precision = timerTestPrecision; o.Timers.MaxDelay = time.Hour })
 	addTopic(t, tb, "TimerC", 1)
 	for name, props := range map[string]map[string]string{
 		"beyond max delay": {PropertyTimerDelaySec: "3601"},

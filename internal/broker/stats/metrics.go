@@ -59,7 +59,7 @@ type SlaveLag struct {
 func (s *Service) Metrics() Metrics {
 	b := s.core
 	opts, store := b.Options(), b.Store()
-	m := Metrics{Cluster: opts.ClusterName, BrokerName: opts.BrokerName, BrokerID: opts.BrokerID,
+	m := Metrics{Cluster: opts.Broker.ClusterName, BrokerName: opts.Broker.Name, BrokerID: opts.Broker.ID,
 		Store: store.Stats(), Topics: b.Topics().Count(), Groups: len(b.Groups().All().SubscriptionGroupTable)}
 	m.ParkedPulls, m.HoldRefusals = b.Clients().PullHolds()
 	m.Disk, _ = store.DiskSpace()

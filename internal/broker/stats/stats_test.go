@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/message"
@@ -107,7 +108,7 @@ func TestMetricsReadTheCore(t *testing.T) {
 	tb, s := startWithStats(t)
 	tb.Offsets().Commit("cg", names.TopicSelfTest, 0, 0)
 	m := s.Metrics()
-	if m.Cluster != broker.DefaultClusterName || m.BrokerName != broker.DefaultBrokerName || m.Topics != tb.Topics().Count() ||
+	if m.Cluster != config.DefaultClusterName || m.BrokerName != config.DefaultBrokerName || m.Topics != tb.Topics().Count() ||
 		m.Topics == 0 || m.Groups != len(tb.Groups().All().SubscriptionGroupTable) || m.Store.MaxPhyOffset != tb.Store().MaxPhyOffset() {
 		t.Fatalf("metrics %+v", m)
 	}

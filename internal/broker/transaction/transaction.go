@@ -58,7 +58,7 @@ func New(b *broker.Broker) (*Service, error) {
 	s := &Service{
 		b:        b,
 		opts:     b.Options(),
-		log:      b.Logger().With().Str("component", "transaction").Str("broker", b.Options().BrokerName).Logger(),
+		log:      b.Logger().With().Str("component", "transaction").Str("broker", b.Options().Broker.Name).Logger(),
 		done:     map[int64]struct{}{},
 		requeued: map[int64]halfCopy{},
 		inflight: map[int64]struct{}{},
@@ -347,7 +347,7 @@ func (s *Service) putOp(halfOffset int64) error {
 
 // runCheck checks the half queue every TransactionCheckInterval until ctx ends.
 func (s *Service) runCheck(ctx context.Context) error {
-	t := time.NewTicker(s.opts.TransactionCheckInterval)
+	t := time.NewTicker(s.opts.Transactions.CheckInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -414,7 +414,7 @@ func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUni
 		return true
 	}
 	props := message.UnmarshalProperties(rec.Properties)
-	immunity := s.opts.TransactionTimeout
+	immunity := s.opts.Transactions.Timeout
 	if v, err := strconv.ParseInt(props[message.PropertyCheckImmunityTimeInSeconds], 10, 64); err == nil && v > 0 {
 		immunity = time.Duration(v) * time.Second
 	}
@@ -422,7 +422,7 @@ func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUni
 		return false
 	}
 	checks, _ := strconv.Atoi(props[message.PropertyTransactionCheckTimes])
-	if checks >= s.opts.TransactionCheckMax {
+	if checks >= s.opts.Transactions.CheckMax {
 		return s.discardHalf(off, &rec)
 	}
 	raw := broker.SetProperty(string(rec.Properties), message.PropertyTransactionCheckTimes, strconv.Itoa(checks+1))
@@ -452,7 +452,7 @@ func (s *Service) discardHalf(off int64, rec *message.Record) bool {
 		s.log.Warn().Err(err).Str("status", r.Status.String()).Int64("offset", off).Msg("half message not discarded, check round ended")
 		return false
 	}
-	s.log.Info().Int64("offset", off).Int("checks", s.opts.TransactionCheckMax).Msg("transaction never decided, half message discarded")
+	s.log.Info().Int64("offset", off).Int("checks", s.opts.Transactions.CheckMax).Msg("transaction never decided, half message discarded")
 	if err := s.putOp(off); err != nil {
 		s.log.Warn().Err(err).Int64("offset", off).Msg("op record of a discarded half message not stored")
 	}

@@ -130,8 +130,8 @@ func (c *checkRecorder) next(t *testing.T) *remoting.Command {
 }
 
 func checkOptions(o *broker.Options) {
-	o.TransactionTimeout = time.Millisecond // the test sends born in 2023
-	o.TransactionCheckInterval = 10 * time.Millisecond
+	o.Transactions.Timeout = time.Millisecond // the test sends born in 2023
+	o.Transactions.CheckInterval = 10 * time.Millisecond
 }
 
 func TestTransactionCheckThenCommit(t *testing.T) {
@@ -195,7 +195,7 @@ func TestTransactionCheckThenCommit(t *testing.T) {
 func TestTransactionCheckMaxMovesToCheckMaxTopic(t *testing.T) {
 	tb := start(t, func(o *broker.Options) {
 		checkOptions(o)
-		o.TransactionCheckMax = 2
+		o.Transactions.CheckMax = 2
 	})
 	addTopic(t, tb, "Tx", 1)
 	sendHalf(t, tb, "m1") // no producer answers
