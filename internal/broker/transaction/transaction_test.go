@@ -118,17 +118,6 @@ func newCheckRecorder(t *testing.T, tb *txBroker) *checkRecorder {
 	return c
 }
 
-func (c *checkRecorder) next(t *testing.T) *remoting.Command {
-	t.Helper()
-	select {
-	case req := <-c.checks:
-		return req
-	case <-time.After(10 * time.Second):
-		t.Fatal("no CHECK_TRANSACTION_STATE")
-		return nil
-	}
-}
-
 func checkOptions(o *broker.Options) {
 	o.Transactions.Timeout = time.Millisecond // the test sends born in 2023
 	o.Transactions.CheckInterval = 10 * time.Millisecond
