@@ -49,9 +49,15 @@ type Options struct {
 	// BrokerAddr is the "ip:port" clients are told to dial and the store host written into
 	// every record (RocketMQ brokerIP1 + listenPort; AdvertisedAddr forms it). Required.
 	BrokerAddr string
-	// HA configures replication, which Run starts: the master's HA listener or the slave's
-	// link to its master.
-	HA HAOptions
+	// HA configures replication, which Run starts (the master's HA listener or the slave's
+	// link to its master), slave reads and a slave's metadata sync, as the node declares it,
+	// with two fields the node resolves first: Listen is where a master's HA listener binds
+	// ("" means replication.DefaultListenAddr; the node sets the broker's host and port + 1),
+	// and Secret falls back to the node's cluster secret. HA.TLS is the node's: HAConn carries
+	// the TLS configs it stands for.
+	HA config.HA
+	// HAConn is how replication connects, as the node resolves it at start.
+	HAConn HAConn
 	// NameServers receive REGISTER_BROKER every Periods.RegisterNameServerPeriod.
 	NameServers []string
 	// Transport carries requests to name servers (the node's in-process transport with a TCP
@@ -69,15 +75,10 @@ type Options struct {
 	// until a message arrives (longPollingEnable = !LongPollingDisable).
 	LongPollingDisable bool
 	ShortPollingTime   time.Duration
-	// SlaveReadEnable lets a master send lagging consumers to a slave (slaveReadEnable).
-	SlaveReadEnable bool
 	// AccessMessageInMemoryMaxBytes, when above 0, replaces the store's
 	// AccessMessageInMemoryMaxRatio test: a pull whose last message lies more than this many
 	// bytes behind the CommitLog's end counts as "far behind" (tests set a few bytes).
 	AccessMessageInMemoryMaxBytes int64
-	// SlaveSyncPeriod is how often a slave copies topics, consumer offsets, delay offsets and
-	// subscription groups from its master (RocketMQ SlaveSynchronize), 10 s.
-	SlaveSyncPeriod time.Duration
 
 	// ScanConnectionInterval is how often silent clients are looked for
 	// (DefaultScanConnectionInterval); tests set milliseconds.
