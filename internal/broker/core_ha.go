@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 )
@@ -32,14 +31,12 @@ type HAConn struct {
 	SlaveTLS  *tls.Config
 }
 
-// haDefaults fills the role from the broker id and the slave sync period.
+// haDefaults fills the role from the broker id and the HA group's defaults.
 func (o Options) haDefaults() Options {
 	if o.Broker.Role == "" {
 		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
 	}
-	if o.HA.SlaveSyncPeriod <= 0 {
-		o.HA.SlaveSyncPeriod = config.DefaultSlaveSyncPeriod
-	}
+	o.HA.EnsureDefaults()
 	return o
 }
 

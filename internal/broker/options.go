@@ -117,11 +117,14 @@ func (o Options) withDefaults() Options {
 	if o.Broker.Name == "" {
 		o.Broker.Name = config.DefaultBrokerName
 	}
+	// The node's groups carry their own defaults, config's, which take a negative value as
+	// unset wherever the broker reads it (HA's are applied by haDefaults).
+	o.Limits.EnsureDefaults()
+	o.Periods.EnsureDefaults()
+	o.Timers.EnsureDefaults()
+	o.Transactions.EnsureDefaults()
 	if o.DefaultTopicQueueNums <= 0 {
 		o.DefaultTopicQueueNums = DefaultTopicQueueNums
-	}
-	if o.Limits.MaxMessageBytes <= 0 {
-		o.Limits.MaxMessageBytes = storage.DefaultMaxMessageBytes
 	}
 	if o.Store.MaxMessageBytes <= 0 {
 		o.Store.MaxMessageBytes = o.Limits.MaxMessageBytes
@@ -129,44 +132,11 @@ func (o Options) withDefaults() Options {
 	if o.ShortPollingTime <= 0 {
 		o.ShortPollingTime = DefaultShortPollingTime
 	}
-	if len(o.Timers.DelayLevels) == 0 {
-		o.Timers.DelayLevels = storage.DefaultDelayLevels
-	}
-	if o.Periods.RegisterNameServerPeriod <= 0 {
-		o.Periods.RegisterNameServerPeriod = config.DefaultRegisterNameServerPeriod
-	}
-	if o.Periods.RegisterNameServerPeriodMin <= 0 {
-		o.Periods.RegisterNameServerPeriodMin = config.DefaultRegisterNameServerPeriodMin
-	}
-	if o.Periods.FlushConsumerOffsetInterval <= 0 {
-		o.Periods.FlushConsumerOffsetInterval = config.DefaultFlushConsumerOffsetInterval
-	}
-	if o.Periods.ClientChannelExpiredTime <= 0 {
-		o.Periods.ClientChannelExpiredTime = config.DefaultChannelExpiredTimeout
-	}
 	if o.ScanConnectionInterval <= 0 {
 		o.ScanConnectionInterval = DefaultScanConnectionInterval
 	}
-	if o.Periods.RebalanceLockMaxLiveTime <= 0 {
-		o.Periods.RebalanceLockMaxLiveTime = config.DefaultRebalanceLockMaxLiveTime
-	}
 	if o.Broker.ReregisterGrace == 0 {
 		o.Broker.ReregisterGrace = config.DefaultReregisterGrace
-	}
-	if o.Transactions.Timeout <= 0 {
-		o.Transactions.Timeout = config.DefaultTransactionTimeout
-	}
-	if o.Transactions.CheckMax <= 0 {
-		o.Transactions.CheckMax = config.DefaultTransactionCheckMax
-	}
-	if o.Transactions.CheckInterval <= 0 {
-		o.Transactions.CheckInterval = config.DefaultTransactionCheckInterval
-	}
-	if o.Timers.Precision <= 0 {
-		o.Timers.Precision = config.DefaultTimerPrecision
-	}
-	if o.Timers.MaxDelay <= 0 {
-		o.Timers.MaxDelay = config.DefaultTimerMaxDelay
 	}
 	if o.Broker.Role == "" {
 		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
