@@ -11,8 +11,8 @@ import (
 )
 
 // What the core needs of replication and controller mode, which live in internal/broker/ha:
-// the resolved HA connection settings and the Replicator seam (set with Seams.SetReplicator, called through
-// seams.go). The checked installs of a master's tables on a slave are the table views'
+// the HA connection settings the node resolves and the Replicator seam (set with
+// Seams.SetReplicator, called through seams.go). The checked installs of a master's tables on a slave are the table views'
 // InstallMaster (view_tables.go).
 
 // HAConn is what the node resolves at start about replication's connections, beside the HA
