@@ -12,8 +12,8 @@ import (
 
 // What the core needs of replication and controller mode, which live in internal/broker/ha:
 // the HA connection settings the node resolves and the Replicator seam (set with
-// Seams.SetReplicator, called through seams.go). The checked installs of a master's tables on a slave are the table views'
-// InstallMaster (view_tables.go).
+// Seams.SetReplicator, called through seams.go). The checked installs of a master's tables on
+// a slave are the table views' InstallMaster (view_tables.go).
 
 // HAConn is what the node resolves at start about replication's connections, beside the HA
 // group it declares: where a master is advertised, the handshake's bound and the TLS configs
