@@ -55,6 +55,15 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
+// setPositive writes def into v unless v is above zero. The settings the broker reads take it:
+// the broker has always read a negative period, count or cap as unset, so config does too,
+// and a group defaulted here or by the broker ends the same.
+func setPositive[T ~int | ~int32 | ~int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
 // EnsureDefaults writes every group's defaults into the zero fields of o. Settings whose
 // default depends on where the node listens (HA.Listen, Broker.IP, NameServers) stay empty
 // until the node binds; the controller's periods are the controller's own.
@@ -159,23 +168,23 @@ func (s *Store) Validate() error {
 }
 
 // EnsureDefaults writes the limits' defaults (remoting's, the broker's, storage's, the name
-// service's).
+// service's); the broker's take a negative value as unset too.
 func (l *Limits) EnsureDefaults() {
 	setDefault(&l.MaxFrameBytes, remoting.DefaultMaxFrameBytes)
-	setDefault(&l.MaxMessageBytes, storage.DefaultMaxMessageBytes)
+	setPositive(&l.MaxMessageBytes, storage.DefaultMaxMessageBytes)
 	setDefault(&l.MaxHeaderBytes, remoting.DefaultMaxHeaderBytes)
 	setDefault(&l.MaxExtFields, remoting.DefaultMaxExtFields)
 	setDefault(&l.MaxPendingWriteBytes, remoting.DefaultMaxPendingWriteBytes)
 	setDefault(&l.MaxConnections, remoting.DefaultMaxConnections)
 	setDefault(&l.ServerWorkerThreads, DefaultServerWorkerThreads)
 	setDefault(&l.ServerQueueCapacity, DefaultServerQueueCapacity)
-	setDefault(&l.MaxLongPollingSuspend, DefaultMaxLongPollingSuspend)
-	setDefault(&l.MaxHeldPullsPerConnection, DefaultMaxHeldPullsPerConnection)
-	setDefault(&l.MaxHeldPulls, DefaultMaxHeldPulls)
-	setDefault(&l.MaxQueueNums, route.DefaultMaxQueueNums)
-	setDefault(&l.MaxTopics, DefaultMaxTopics)
-	setDefault(&l.AutoCreateTopicBurst, DefaultAutoCreateTopicBurst)
-	setDefault(&l.AutoCreateTopicRate, DefaultAutoCreateTopicRate)
+	setPositive(&l.MaxLongPollingSuspend, DefaultMaxLongPollingSuspend)
+	setPositive(&l.MaxHeldPullsPerConnection, DefaultMaxHeldPullsPerConnection)
+	setPositive(&l.MaxHeldPulls, DefaultMaxHeldPulls)
+	setPositive(&l.MaxQueueNums, route.DefaultMaxQueueNums)
+	setPositive(&l.MaxTopics, DefaultMaxTopics)
+	setPositive(&l.AutoCreateTopicBurst, DefaultAutoCreateTopicBurst)
+	setPositive(&l.AutoCreateTopicRate, DefaultAutoCreateTopicRate)
 	// ServerWorkerThreads and ServerQueueCapacity take the default when not positive: a pool
 	// of no workers would never answer.
 	if l.ServerWorkerThreads < 0 {
@@ -186,35 +195,38 @@ func (l *Limits) EnsureDefaults() {
 	}
 }
 
-// EnsureDefaults writes the periods' defaults.
+// EnsureDefaults writes the periods' defaults; the broker's take a negative value as unset too.
 func (p *Periods) EnsureDefaults() {
-	setDefault(&p.RegisterNameServerPeriod, DefaultRegisterNameServerPeriod)
-	setDefault(&p.RegisterNameServerPeriodMin, DefaultRegisterNameServerPeriodMin)
-	setDefault(&p.FlushConsumerOffsetInterval, DefaultFlushConsumerOffsetInterval)
-	setDefault(&p.ClientChannelExpiredTime, DefaultChannelExpiredTimeout)
-	setDefault(&p.RebalanceLockMaxLiveTime, DefaultRebalanceLockMaxLiveTime)
+	setPositive(&p.RegisterNameServerPeriod, DefaultRegisterNameServerPeriod)
+	setPositive(&p.RegisterNameServerPeriodMin, DefaultRegisterNameServerPeriodMin)
+	setPositive(&p.FlushConsumerOffsetInterval, DefaultFlushConsumerOffsetInterval)
+	setPositive(&p.ClientChannelExpiredTime, DefaultChannelExpiredTimeout)
+	setPositive(&p.RebalanceLockMaxLiveTime, DefaultRebalanceLockMaxLiveTime)
 	setDefault(&p.ScanNotActiveBrokerInterval, route.DefaultScanNotActiveBrokerInterval)
 	setDefault(&p.BrokerChannelExpiredTime, route.DefaultBrokerChannelExpiredTime)
 	setDefault(&p.ChannelMaxIdleTime, remoting.DefaultChannelMaxIdleTime)
 }
 
-// EnsureDefaults writes RocketMQ's 18 delay levels and the timer defaults.
+// EnsureDefaults writes RocketMQ's 18 delay levels and the timer defaults, a negative
+// precision or furthest delay included.
 func (t *Timers) EnsureDefaults() {
 	if len(t.DelayLevels) == 0 {
 		t.DelayLevels = append([]time.Duration(nil), storage.DefaultDelayLevels...)
 	}
-	setDefault(&t.Precision, DefaultTimerPrecision)
-	setDefault(&t.MaxDelay, DefaultTimerMaxDelay)
+	setPositive(&t.Precision, DefaultTimerPrecision)
+	setPositive(&t.MaxDelay, DefaultTimerMaxDelay)
 }
 
-// EnsureDefaults writes the transaction check's defaults.
+// EnsureDefaults writes the transaction check's defaults, in place of negative values too.
 func (t *Transactions) EnsureDefaults() {
-	setDefault(&t.Timeout, DefaultTransactionTimeout)
-	setDefault(&t.CheckMax, DefaultTransactionCheckMax)
-	setDefault(&t.CheckInterval, DefaultTransactionCheckInterval)
+	setPositive(&t.Timeout, DefaultTransactionTimeout)
+	setPositive(&t.CheckMax, DefaultTransactionCheckMax)
+	setPositive(&t.CheckInterval, DefaultTransactionCheckInterval)
 }
 
-// EnsureDefaults writes replication's defaults (internal/replication's constants).
+// EnsureDefaults writes replication's defaults (internal/replication's constants) and the
+// slave sync period, negative included. A negative replication setting stays, for
+// internal/replication to refuse by name.
 func (h *HA) EnsureDefaults() {
 	setDefault(&h.TransferBatchBytes, DefaultHATransferBatchBytes)
 	setDefault(&h.HousekeepingInterval, DefaultHAHousekeepingInterval)
@@ -223,7 +235,7 @@ func (h *HA) EnsureDefaults() {
 	setDefault(&h.SyncFlushTimeout, storage.DefaultSyncFlushTimeout)
 	setDefault(&h.TransferWaitInterval, DefaultHATransferWaitInterval)
 	setDefault(&h.ReconnectInterval, DefaultHAReconnectInterval)
-	setDefault(&h.SlaveSyncPeriod, DefaultSlaveSyncPeriod)
+	setPositive(&h.SlaveSyncPeriod, DefaultSlaveSyncPeriod)
 }
 
 // Validate checks the replication addresses.

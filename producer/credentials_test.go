@@ -94,7 +94,7 @@ func startACLNode(t *testing.T) *aclNode {
 		levels[i] = 20 * time.Millisecond
 	}
 	b, err := broker.New(broker.Options{BrokerAddr: n.addr, NameServers: []string{n.addr}, Transport: self,
-		Store: storage.Options{Dir: t.TempDir(), SegmentBytes: 4 << 20}, HA: broker.HAOptions{ListenAddr: "127.0.0.1:0"},
+		Store: storage.Options{Dir: t.TempDir(), SegmentBytes: 4 << 20}, HA: config.HA{Listen: "127.0.0.1:0"},
 		Timers: config.Timers{DelayLevels: levels}, Logger: &l})
 	if err != nil {
 		cancel()

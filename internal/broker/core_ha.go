@@ -6,41 +6,24 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 )
 
 // What the core needs of replication and controller mode, which live in internal/broker/ha:
-// the HA settings and the Replicator seam (set with Seams.SetReplicator, called through
-// seams.go). The checked installs of a master's tables on a slave are the table views'
-// InstallMaster (view_tables.go).
+// the HA connection settings the node resolves and the Replicator seam (set with
+// Seams.SetReplicator, called through seams.go). The checked installs of a master's tables on
+// a slave are the table views' InstallMaster (view_tables.go).
 
-// HAOptions configures replication; zero values mean internal/replication's defaults
-// (RocketMQ's haTransferBatchSize, haHousekeepingInterval, haSendHeartbeatInterval,
-// haSlaveFallbehindMax, syncFlushTimeout).
-type HAOptions struct {
-	// ListenAddr is the master's HA listener (haListenPort), default
-	// replication.DefaultListenAddr. The node sets the broker's host and port + 1.
-	ListenAddr string
+// HAConn is what the node resolves at start about replication's connections, beside the HA
+// group it declares: where a master is advertised, the handshake's bound and the TLS configs
+// HA.TLS stands for. Zero values mean plaintext and internal/replication's defaults.
+type HAConn struct {
 	// AdvertisedIP is the host a master advertises its HA listener under (RocketMQ brokerIP2,
 	// which defaults to brokerIP1); empty means the listener's own host (AdvertisedAddr).
 	AdvertisedIP string
-	// MasterAddr is the slave's fixed master HA address (haMasterAddress); when empty the
-	// slave learns it from the name servers' REGISTER_BROKER answers.
-	MasterAddr            string
-	TransferBatchBytes    int
-	HousekeepingInterval  time.Duration
-	SendHeartbeatInterval time.Duration
-	SlaveFallBehindMax    int64
-	SyncFlushTimeout      time.Duration
-	TransferWaitInterval  time.Duration
-	ReconnectInterval     time.Duration
-	// Secret, when set (at least replication.MinSecretBytes), is the shared secret master and
-	// slave prove to each other before any CommitLog byte crosses the HA connection; both
-	// sides need the same one. Empty speaks RocketMQ's unauthenticated protocol.
-	Secret string
-	// HandshakeTimeout bounds that handshake, replication.DefaultHandshakeTimeout (3 s).
+	// HandshakeTimeout bounds the shared-secret and TLS handshakes,
+	// replication.DefaultHandshakeTimeout (3 s).
 	HandshakeTimeout time.Duration
 	// MasterTLS makes a master's HA listener speak TLS; SlaveTLS makes a slave dial its master
 	// with TLS. RocketMQ's HA connection is plaintext.
@@ -48,14 +31,12 @@ type HAOptions struct {
 	SlaveTLS  *tls.Config
 }
 
-// haDefaults fills the role from the broker id and the slave sync period.
+// haDefaults fills the role from the broker id and the HA group's defaults.
 func (o Options) haDefaults() Options {
 	if o.Broker.Role == "" {
 		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
 	}
-	if o.SlaveSyncPeriod <= 0 {
-		o.SlaveSyncPeriod = config.DefaultSlaveSyncPeriod
-	}
+	o.HA.EnsureDefaults()
 	return o
 }
 

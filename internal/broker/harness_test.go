@@ -36,7 +36,7 @@ func testOptions(t testing.TB, dir string) Options {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	return Options{
 		Store: storage.Options{Dir: dir, SegmentBytes: 64 << 10, ConsumeQueueUnits: 1000},
-		HA:    HAOptions{ListenAddr: "127.0.0.1:0"},
+		HA:    config.HA{Listen: "127.0.0.1:0"},
 		Periods: config.Periods{
 			FlushConsumerOffsetInterval: 20 * time.Millisecond,
 			RegisterNameServerPeriod:    50 * time.Millisecond,

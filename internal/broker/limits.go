@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/protocol"
@@ -34,30 +33,9 @@ const minMaxQueueNums = scheduleTopicQueues
 const maxPermValue = route.PermPriority - 1
 
 func (o Options) limitDefaults() Options {
-	if o.Limits.MaxLongPollingSuspend <= 0 {
-		o.Limits.MaxLongPollingSuspend = config.DefaultMaxLongPollingSuspend
-	}
-	if o.Limits.MaxHeldPullsPerConnection <= 0 {
-		o.Limits.MaxHeldPullsPerConnection = config.DefaultMaxHeldPullsPerConnection
-	}
-	if o.Limits.MaxHeldPulls <= 0 {
-		o.Limits.MaxHeldPulls = config.DefaultMaxHeldPulls
-	}
 	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower
 	// lowers both.
 	o.Limits.MaxHeldPullsPerConnection = min(o.Limits.MaxHeldPullsPerConnection, o.Limits.MaxHeldPulls)
-	if o.Limits.MaxQueueNums <= 0 {
-		o.Limits.MaxQueueNums = DefaultMaxQueueNums
-	}
-	if o.Limits.MaxTopics <= 0 {
-		o.Limits.MaxTopics = config.DefaultMaxTopics
-	}
-	if o.Limits.AutoCreateTopicBurst <= 0 {
-		o.Limits.AutoCreateTopicBurst = config.DefaultAutoCreateTopicBurst
-	}
-	if o.Limits.AutoCreateTopicRate <= 0 {
-		o.Limits.AutoCreateTopicRate = config.DefaultAutoCreateTopicRate
-	}
 	return o
 }
 

@@ -49,9 +49,15 @@ type Options struct {
 	// BrokerAddr is the "ip:port" clients are told to dial and the store host written into
 	// every record (RocketMQ brokerIP1 + listenPort; AdvertisedAddr forms it). Required.
 	BrokerAddr string
-	// HA configures replication, which Run starts: the master's HA listener or the slave's
-	// link to its master.
-	HA HAOptions
+	// HA configures replication, which Run starts (the master's HA listener or the slave's
+	// link to its master), slave reads and a slave's metadata sync, as the node declares it,
+	// with two fields the node resolves first: Listen is where a master's HA listener binds
+	// ("" means replication.DefaultListenAddr; the node sets the broker's host and port + 1),
+	// and Secret falls back to the node's cluster secret. HA.TLS is the node's: HAConn carries
+	// the TLS configs it stands for.
+	HA config.HA
+	// HAConn is how replication connects, as the node resolves it at start.
+	HAConn HAConn
 	// NameServers receive REGISTER_BROKER every Periods.RegisterNameServerPeriod.
 	NameServers []string
 	// Transport carries requests to name servers (the node's in-process transport with a TCP
@@ -69,15 +75,10 @@ type Options struct {
 	// until a message arrives (longPollingEnable = !LongPollingDisable).
 	LongPollingDisable bool
 	ShortPollingTime   time.Duration
-	// SlaveReadEnable lets a master send lagging consumers to a slave (slaveReadEnable).
-	SlaveReadEnable bool
 	// AccessMessageInMemoryMaxBytes, when above 0, replaces the store's
 	// AccessMessageInMemoryMaxRatio test: a pull whose last message lies more than this many
 	// bytes behind the CommitLog's end counts as "far behind" (tests set a few bytes).
 	AccessMessageInMemoryMaxBytes int64
-	// SlaveSyncPeriod is how often a slave copies topics, consumer offsets, delay offsets and
-	// subscription groups from its master (RocketMQ SlaveSynchronize), 10 s.
-	SlaveSyncPeriod time.Duration
 
 	// ScanConnectionInterval is how often silent clients are looked for
 	// (DefaultScanConnectionInterval); tests set milliseconds.
@@ -116,11 +117,14 @@ func (o Options) withDefaults() Options {
 	if o.Broker.Name == "" {
 		o.Broker.Name = config.DefaultBrokerName
 	}
+	// The node's groups carry their own defaults, config's, which take a negative value as
+	// unset wherever the broker reads it (HA's are applied by haDefaults).
+	o.Limits.EnsureDefaults()
+	o.Periods.EnsureDefaults()
+	o.Timers.EnsureDefaults()
+	o.Transactions.EnsureDefaults()
 	if o.DefaultTopicQueueNums <= 0 {
 		o.DefaultTopicQueueNums = DefaultTopicQueueNums
-	}
-	if o.Limits.MaxMessageBytes <= 0 {
-		o.Limits.MaxMessageBytes = storage.DefaultMaxMessageBytes
 	}
 	if o.Store.MaxMessageBytes <= 0 {
 		o.Store.MaxMessageBytes = o.Limits.MaxMessageBytes
@@ -128,44 +132,11 @@ func (o Options) withDefaults() Options {
 	if o.ShortPollingTime <= 0 {
 		o.ShortPollingTime = DefaultShortPollingTime
 	}
-	if len(o.Timers.DelayLevels) == 0 {
-		o.Timers.DelayLevels = storage.DefaultDelayLevels
-	}
-	if o.Periods.RegisterNameServerPeriod <= 0 {
-		o.Periods.RegisterNameServerPeriod = config.DefaultRegisterNameServerPeriod
-	}
-	if o.Periods.RegisterNameServerPeriodMin <= 0 {
-		o.Periods.RegisterNameServerPeriodMin = config.DefaultRegisterNameServerPeriodMin
-	}
-	if o.Periods.FlushConsumerOffsetInterval <= 0 {
-		o.Periods.FlushConsumerOffsetInterval = config.DefaultFlushConsumerOffsetInterval
-	}
-	if o.Periods.ClientChannelExpiredTime <= 0 {
-		o.Periods.ClientChannelExpiredTime = config.DefaultChannelExpiredTimeout
-	}
 	if o.ScanConnectionInterval <= 0 {
 		o.ScanConnectionInterval = DefaultScanConnectionInterval
 	}
-	if o.Periods.RebalanceLockMaxLiveTime <= 0 {
-		o.Periods.RebalanceLockMaxLiveTime = config.DefaultRebalanceLockMaxLiveTime
-	}
 	if o.Broker.ReregisterGrace == 0 {
 		o.Broker.ReregisterGrace = config.DefaultReregisterGrace
-	}
-	if o.Transactions.Timeout <= 0 {
-		o.Transactions.Timeout = config.DefaultTransactionTimeout
-	}
-	if o.Transactions.CheckMax <= 0 {
-		o.Transactions.CheckMax = config.DefaultTransactionCheckMax
-	}
-	if o.Transactions.CheckInterval <= 0 {
-		o.Transactions.CheckInterval = config.DefaultTransactionCheckInterval
-	}
-	if o.Timers.Precision <= 0 {
-		o.Timers.Precision = config.DefaultTimerPrecision
-	}
-	if o.Timers.MaxDelay <= 0 {
-		o.Timers.MaxDelay = config.DefaultTimerMaxDelay
 	}
 	if o.Broker.Role == "" {
 		o.Broker.Role = storage.DefaultRole(o.Broker.ID)

@@ -10,7 +10,7 @@ import (
 // with slave reading enabled, the group's whichBrokerWhenConsumeSlowly when the reader is far
 // behind, else the group's broker id; without it, the master.
 func (b *Broker) suggestBroker(r *storage.GetResult, cfg SubscriptionGroupConfig) int64 {
-	if !b.opts.SlaveReadEnable {
+	if !b.opts.HA.SlaveReadEnable {
 		return masterID
 	}
 	if b.farBehind(r) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -136,7 +137,7 @@ func loadTopics(t *testing.T, dir string) map[string]TopicConfig {
 func testOptionsFor(t *testing.T, dir string) Options {
 	o := testOptions(t, dir)
 	o.BrokerAddr = "127.0.0.1:10911"
-	o.HA = HAOptions{}
+	o.HA = config.HA{}
 	return o
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/addon"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
@@ -76,12 +77,11 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 		Transactions:                  o.Transactions,
 		BrokerAddr:                    addr,
 		HA:                            ha,
+		HAConn:                        o.haConn(),
 		NameServers:                   nameServers,
 		Transport:                     tr,
 		Store:                         o.storeOptions(),
-		SlaveReadEnable:               o.HA.SlaveReadEnable,
 		AccessMessageInMemoryMaxBytes: o.Store.AccessMessageInMemoryMaxBytes,
-		SlaveSyncPeriod:               o.HA.SlaveSyncPeriod,
 		ControllerMode:                len(o.ControllerMode.Addrs) > 0,
 		ReplicaID:                     o.Broker.ID,
 		MinInSyncReplicas:             o.ControllerMode.MinInSyncReplicas,
@@ -117,27 +117,22 @@ func (o Options) httpOptions() HTTPOptions {
 	return HTTPOptions{AllowedHosts: o.HTTP.AllowedHosts}
 }
 
-// haOptions are the broker's replication settings; bound is the broker listener's bound address.
-func (o Options) haOptions(bound string) (broker.HAOptions, error) {
+// haOptions are the broker's HA group: the node's, with the listen address and the secret
+// resolved; bound is the broker listener's bound address.
+func (o Options) haOptions(bound string) (config.HA, error) {
 	listen, err := o.haListenAddr(bound)
 	if err != nil {
-		return broker.HAOptions{}, err
+		return config.HA{}, err
 	}
-	return broker.HAOptions{
-		ListenAddr:            listen,
-		AdvertisedIP:          o.Broker.IP,
-		MasterAddr:            o.HA.MasterAddr,
-		TransferBatchBytes:    o.HA.TransferBatchBytes,
-		HousekeepingInterval:  o.HA.HousekeepingInterval,
-		SendHeartbeatInterval: o.HA.SendHeartbeatInterval,
-		SlaveFallBehindMax:    o.HA.SlaveFallBehindMax,
-		SyncFlushTimeout:      o.HA.SyncFlushTimeout,
-		TransferWaitInterval:  o.HA.TransferWaitInterval,
-		ReconnectInterval:     o.HA.ReconnectInterval,
-		Secret:                firstNonEmpty(o.HA.Secret, o.Security.ClusterSecret),
-		MasterTLS:             o.haMasterTLS(),
-		SlaveTLS:              o.haSlaveTLS(),
-	}, nil
+	ha := o.HA
+	ha.Listen = listen
+	ha.Secret = firstNonEmpty(o.HA.Secret, o.Security.ClusterSecret)
+	return ha, nil
+}
+
+// haConn is how the broker's replication connects: its advertised host and HA.TLS's configs.
+func (o Options) haConn() broker.HAConn {
+	return broker.HAConn{AdvertisedIP: o.Broker.IP, MasterTLS: o.haMasterTLS(), SlaveTLS: o.haSlaveTLS()}
 }
 
 // haMasterTLS is the HA listener's TLS with HA.TLS: the listeners' certificate.

@@ -94,7 +94,7 @@ func TestRestartBrokerPromotesSlave(t *testing.T) {
 	}
 	if err := s.RestartBroker(func(o *broker.Options) {
 		o.Broker.Role, o.Broker.ID = storage.AsyncMaster, 0
-		o.HA.ListenAddr = "127.0.0.1:0"
+		o.HA.Listen = "127.0.0.1:0"
 	}); err != nil {
 		t.Fatal(err)
 	}

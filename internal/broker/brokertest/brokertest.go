@@ -40,7 +40,7 @@ func Options(t testing.TB, dir string) broker.Options {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	return broker.Options{
 		Store: storage.Options{Dir: dir, SegmentBytes: 64 << 10, ConsumeQueueUnits: 1000},
-		HA:    broker.HAOptions{ListenAddr: "127.0.0.1:0"},
+		HA:    config.HA{Listen: "127.0.0.1:0"},
 		Periods: config.Periods{
 			FlushConsumerOffsetInterval: 20 * time.Millisecond,
 			RegisterNameServerPeriod:    50 * time.Millisecond,

@@ -68,43 +68,16 @@ func New(core *broker.Broker, deps Deps) (*Service, error) {
 	s := &Service{core: core, opts: opts, store: core.Store(), log: log, delays: deps.DelayOffsets,
 		timeoutLog: log.Sample(&zerolog.BurstSampler{Burst: 1, Period: 10 * time.Second})}
 	s.inSync.Store(1)
-	ho := opts.HA
 	var err error
 	if opts.Broker.Role == storage.Slave {
-		s.slave, err = replication.NewSlave(s.store, replication.SlaveOptions{
-			MasterAddr:            ho.MasterAddr,
-			HousekeepingInterval:  ho.HousekeepingInterval,
-			SendHeartbeatInterval: ho.SendHeartbeatInterval,
-			ReconnectInterval:     ho.ReconnectInterval,
-			Secret:                []byte(ho.Secret),
-			HandshakeTimeout:      ho.HandshakeTimeout,
-			TLSConfig:             ho.SlaveTLS,
-			BrokerID:              s.replicaID(),
-			Logger:                opts.Logger,
-		})
+		s.slave, err = replication.NewSlave(s.store, slaveOptions(opts, s.replicaID()))
 		if err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
 	} else {
-		listen := ho.ListenAddr
-		if listen == "" {
-			listen = replication.DefaultListenAddr
-		}
-		s.master, err = replication.NewMaster(s.store, replication.MasterOptions{
-			ListenAddr:            listen,
-			TransferBatchBytes:    ho.TransferBatchBytes,
-			HousekeepingInterval:  ho.HousekeepingInterval,
-			SendHeartbeatInterval: ho.SendHeartbeatInterval,
-			SlaveFallBehindMax:    ho.SlaveFallBehindMax,
-			SyncFlushTimeout:      ho.SyncFlushTimeout,
-			TransferWaitInterval:  ho.TransferWaitInterval,
-			Secret:                []byte(ho.Secret),
-			HandshakeTimeout:      ho.HandshakeTimeout,
-			TLSConfig:             ho.MasterTLS,
-			RequireIdentity:       opts.ControllerMode,
-			OnAck:                 s.confirmAck(),
-			Logger:                opts.Logger,
-		})
+		mo := masterOptions(opts)
+		mo.OnAck = s.confirmAck()
+		s.master, err = replication.NewMaster(s.store, mo)
 		if err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
@@ -117,6 +90,48 @@ func New(core *broker.Broker, deps Deps) (*Service, error) {
 	}
 	core.Seams().SetReplicator(s)
 	return s, nil
+}
+
+// masterOptions and slaveOptions are where the broker's HA group becomes replication's
+// options: replication declares its own fields (it sees only a store) and the node's HA group
+// is config's, so this is the one place they are mapped field by field.
+func masterOptions(opts *broker.Options) replication.MasterOptions {
+	h, c := opts.HA, opts.HAConn
+	listen := h.Listen
+	if listen == "" {
+		listen = replication.DefaultListenAddr
+	}
+	return replication.MasterOptions{
+		ListenAddr:            listen,
+		TransferBatchBytes:    h.TransferBatchBytes,
+		HousekeepingInterval:  h.HousekeepingInterval,
+		SendHeartbeatInterval: h.SendHeartbeatInterval,
+		SlaveFallBehindMax:    h.SlaveFallBehindMax,
+		SyncFlushTimeout:      h.SyncFlushTimeout,
+		TransferWaitInterval:  h.TransferWaitInterval,
+		Secret:                []byte(h.Secret),
+		HandshakeTimeout:      c.HandshakeTimeout,
+		TLSConfig:             c.MasterTLS,
+		RequireIdentity:       opts.ControllerMode,
+		Logger:                opts.Logger,
+	}
+}
+
+// slaveOptions are a slave's replication options; id is the broker id it names to its master
+// (0: none).
+func slaveOptions(opts *broker.Options, id int64) replication.SlaveOptions {
+	h, c := opts.HA, opts.HAConn
+	return replication.SlaveOptions{
+		MasterAddr:            h.MasterAddr,
+		HousekeepingInterval:  h.HousekeepingInterval,
+		SendHeartbeatInterval: h.SendHeartbeatInterval,
+		ReconnectInterval:     h.ReconnectInterval,
+		Secret:                []byte(h.Secret),
+		HandshakeTimeout:      c.HandshakeTimeout,
+		TLSConfig:             c.SlaveTLS,
+		BrokerID:              id,
+		Logger:                opts.Logger,
+	}
 }
 
 // Of is the Service installed as b's Replicator, or nil.
@@ -167,7 +182,7 @@ func (s *Service) Start(ctx context.Context, run func(func() error)) error {
 	case <-ctx.Done():
 		return nil
 	}
-	addr, err := broker.AdvertisedAddr(m.Addr(), s.opts.HA.AdvertisedIP)
+	addr, err := broker.AdvertisedAddr(m.Addr(), s.opts.HAConn.AdvertisedIP)
 	if err != nil {
 		return fmt.Errorf("broker: HA listener: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/ha"
@@ -55,14 +56,14 @@ func startSyncMaster(t *testing.T, secret string) (*brokertest.Broker, *ha.Servi
 	t.Helper()
 	return start(t, func(o *broker.Options) {
 		o.Broker.Role = storage.SyncMaster
-		o.HA = broker.HAOptions{
-			ListenAddr:       "127.0.0.1:0",
+		o.HA = config.HA{
+			Listen:           "127.0.0.1:0",
 			SyncFlushTimeout: 100 * time.Millisecond,
 			// Only a lie may close a peer within a test's time.
 			HousekeepingInterval: time.Minute,
 			Secret:               secret,
-			HandshakeTimeout:     100 * time.Millisecond,
 		}
+		o.HAConn.HandshakeTimeout = 100 * time.Millisecond
 	})
 }
 
@@ -159,7 +160,7 @@ func TestRunFailsWhenHAListenerCannotBind(t *testing.T) {
 	defer taken.Close()
 	opts := brokertest.Options(t, t.TempDir())
 	opts.BrokerAddr = "127.0.0.1:10911"
-	opts.HA.ListenAddr = taken.Addr().String()
+	opts.HA.Listen = taken.Addr().String()
 	b, err := broker.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +186,7 @@ func TestRunFailsWhenHAListenerCannotBind(t *testing.T) {
 // Run binds a master's HA listener before it is Ready and advertises it under AdvertisedIP;
 // a slave has no HA address and follows the master HA address it was given.
 func TestRunAdvertisesHAAddr(t *testing.T) {
-	m, ms := start(t, func(o *broker.Options) { o.HA.AdvertisedIP = "10.1.2.3" })
+	m, ms := start(t, func(o *broker.Options) { o.HAConn.AdvertisedIP = "10.1.2.3" })
 	_, port, err := net.SplitHostPort(ms.ListenAddr())
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ const slaveSyncTimeout = 3 * time.Second
 // runSlaveSync copies the master's metadata every SlaveSyncPeriod (RocketMQ SlaveSynchronize
 // syncAll), once the master's address is known.
 func (s *Service) runSlaveSync(ctx context.Context) error {
-	t := time.NewTicker(s.opts.SlaveSyncPeriod)
+	t := time.NewTicker(s.opts.HA.SlaveSyncPeriod)
 	defer t.Stop()
 	for {
 		if addr := s.MasterAddr(); addr != "" {

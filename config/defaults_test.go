@@ -1,0 +1,56 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
+)
+
+// TestEnsureDefaultsNegative: a negative value of a setting the broker reads is unset, as the
+// broker has always taken it, so the node's groups and the broker's own defaults agree; a
+// negative replication tuning value stays for internal/replication to refuse by name, and a
+// set value is kept.
+func TestEnsureDefaultsNegative(t *testing.T) {
+	o := Options{
+		Limits: Limits{MaxMessageBytes: -1, MaxLongPollingSuspend: -time.Second, MaxHeldPullsPerConnection: -1,
+			MaxHeldPulls: -1, MaxQueueNums: -1, MaxTopics: -1, AutoCreateTopicBurst: -1, AutoCreateTopicRate: -1,
+			MaxFrameBytes: 1 << 20},
+		Periods: Periods{RegisterNameServerPeriod: -1, RegisterNameServerPeriodMin: -1,
+			FlushConsumerOffsetInterval: -1, ClientChannelExpiredTime: -1, RebalanceLockMaxLiveTime: -1},
+		Timers:       Timers{Precision: -1, MaxDelay: -1},
+		Transactions: Transactions{Timeout: -1, CheckMax: -1, CheckInterval: -1},
+		HA:           HA{SlaveSyncPeriod: -1, HousekeepingInterval: -time.Second, SyncFlushTimeout: 7 * time.Second},
+	}
+	o.EnsureDefaults()
+	for name, c := range map[string][2]any{
+		"Limits.MaxMessageBytes":              {o.Limits.MaxMessageBytes, storage.DefaultMaxMessageBytes},
+		"Limits.MaxLongPollingSuspend":        {o.Limits.MaxLongPollingSuspend, DefaultMaxLongPollingSuspend},
+		"Limits.MaxHeldPullsPerConnection":    {o.Limits.MaxHeldPullsPerConnection, DefaultMaxHeldPullsPerConnection},
+		"Limits.MaxHeldPulls":                 {o.Limits.MaxHeldPulls, DefaultMaxHeldPulls},
+		"Limits.MaxQueueNums":                 {o.Limits.MaxQueueNums, int32(route.DefaultMaxQueueNums)},
+		"Limits.MaxTopics":                    {o.Limits.MaxTopics, DefaultMaxTopics},
+		"Limits.AutoCreateTopicBurst":         {o.Limits.AutoCreateTopicBurst, DefaultAutoCreateTopicBurst},
+		"Limits.AutoCreateTopicRate":          {o.Limits.AutoCreateTopicRate, DefaultAutoCreateTopicRate},
+		"Limits.MaxFrameBytes":                {o.Limits.MaxFrameBytes, 1 << 20},
+		"Periods.RegisterNameServerPeriod":    {o.Periods.RegisterNameServerPeriod, DefaultRegisterNameServerPeriod},
+		"Periods.RegisterNameServerPeriodMin": {o.Periods.RegisterNameServerPeriodMin, DefaultRegisterNameServerPeriodMin},
+		"Periods.FlushConsumerOffsetInterval": {o.Periods.FlushConsumerOffsetInterval, DefaultFlushConsumerOffsetInterval},
+		"Periods.ClientChannelExpiredTime":    {o.Periods.ClientChannelExpiredTime, DefaultChannelExpiredTimeout},
+		"Periods.RebalanceLockMaxLiveTime":    {o.Periods.RebalanceLockMaxLiveTime, DefaultRebalanceLockMaxLiveTime},
+		"Timers.Precision":                    {o.Timers.Precision, DefaultTimerPrecision},
+		"Timers.MaxDelay":                     {o.Timers.MaxDelay, DefaultTimerMaxDelay},
+		"Transactions.Timeout":                {o.Transactions.Timeout, DefaultTransactionTimeout},
+		"Transactions.CheckMax":               {o.Transactions.CheckMax, DefaultTransactionCheckMax},
+		"Transactions.CheckInterval":          {o.Transactions.CheckInterval, DefaultTransactionCheckInterval},
+		"HA.SlaveSyncPeriod":                  {o.HA.SlaveSyncPeriod, DefaultSlaveSyncPeriod},
+		"HA.HousekeepingInterval":             {o.HA.HousekeepingInterval, -time.Second},
+		"HA.SyncFlushTimeout":                 {o.HA.SyncFlushTimeout, 7 * time.Second},
+		"HA.TransferBatchBytes":               {o.HA.TransferBatchBytes, DefaultHATransferBatchBytes},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("%s = %v, want %v", name, c[0], c[1])
+		}
+	}
+}
