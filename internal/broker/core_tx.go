@@ -2,7 +2,6 @@ package broker
 
 import (
 	"github.com/mqgo/mq/internal/message"
-	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
@@ -29,10 +28,6 @@ type Scheduler interface {
 	// Stored says that m, moved by Schedule or Delay, is in the store: the scheduler looks at
 	// its queues now rather than at its next poll. It must not block.
 	Stored(m *storage.Message)
-	// DelayOffsets are the delay levels' cursors (GET_ALL_DELAY_OFFSET, runtime info).
-	DelayOffsets() protocol.DelayOffsetSerializeWrapper
-	// SetDelayOffsets installs a master's cursors on a slave (slave sync).
-	SetDelayOffsets(w protocol.DelayOffsetSerializeWrapper) error
 }
 
 // Transactions take prepared sends. Without them (SetTransactions never called) a half message

@@ -47,12 +47,6 @@ func TestCoreWithoutSchedulerOrTransactions(t *testing.T) {
 	if b.seams.prepareHalf(half) || half.Topic != "T" {
 		t.Errorf("half message without Transactions was prepared (now in %s)", half.Topic)
 	}
-	if w := b.seams.delayOffsets(); w.OffsetTable == nil || len(w.OffsetTable) != 0 {
-		t.Errorf("delay offsets without a Scheduler: %v", w.OffsetTable)
-	}
-	if err := b.seams.updateDelayOffsets(protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{1: 5}}); err != nil {
-		t.Errorf("slave sync of delay offsets without a Scheduler: %v", err)
-	}
 	if f := b.seams.retentionFloor(); f != 1<<63-1 {
 		t.Errorf("retention floor without a service: %d", f)
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync/atomic"
 
-	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -109,23 +108,6 @@ func (s *Seams) afterPut(m *storage.Message, r *storage.PutResult) {
 	if s.sched != nil && putStored(r.Status) {
 		s.sched.Stored(m)
 	}
-}
-
-// delayOffsets are the Scheduler's delay cursors, an empty table without one.
-func (s *Seams) delayOffsets() protocol.DelayOffsetSerializeWrapper {
-	if s.sched == nil {
-		return protocol.DelayOffsetSerializeWrapper{OffsetTable: map[int32]int64{}}
-	}
-	return s.sched.DelayOffsets()
-}
-
-// updateDelayOffsets installs a master's delay cursors (slave sync through GET_ALL_DELAY_OFFSET);
-// without a Scheduler there is nothing to keep them in.
-func (s *Seams) updateDelayOffsets(w protocol.DelayOffsetSerializeWrapper) error {
-	if s.sched == nil {
-		return nil
-	}
-	return s.sched.SetDelayOffsets(w)
 }
 
 // noteRequest shows a plain send to the reply service.

@@ -11,9 +11,9 @@
 // the timer topic rmq_sys_wheel_timer and its cursor (the consumer offset of group
 // CID_RMQ_SYS_WHEEL_TIMER, saved by the core), the store's retention floor, and three loops
 // (Run): the delivery of each kind, on a master only, and the writer of delayOffset.json. It
-// serves no request code: GET_ALL_DELAY_OFFSET and the runtime info are the core's admin
-// processors, reading DelayOffsets; a slave's sync installs its master's cursors through
-// SetDelayOffsets.
+// serves no request code: GET_ALL_DELAY_OFFSET and the runtime info are the admin service's
+// (internal/broker/admin), reading DelayOffsets; a slave's sync (internal/broker/ha) installs
+// its master's cursors through SetDelayOffsets.
 //
 // Files: service.go (the Scheduler and the Service), delay.go (delay levels), timer.go
 // (timers). Locks: delayService.mu guards the level cursors and is a leaf; the timer's wheel
