@@ -47,6 +47,7 @@
 //	consumer_offset.go           committed offsets (consumerOffset.json)
 //	persist.go                   the metadata writer of the tables above
 //	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
+//	tickets/                     the rounds topic changes wait on (registration, the topics file)
 //	send*.go, topic_admin.go     the sender and topic admin (above)
 //	view_*.go, seams.go          the views services use and the seams they plug into (above)
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics

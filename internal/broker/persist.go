@@ -86,12 +86,12 @@ func (w *metaWriter) run(ctx context.Context) error {
 	gap := time.NewTimer(metaPersistGap)
 	defer gap.Stop()
 	var lastErrLog time.Time
-	w.b.topics.durable.start()
+	w.b.topics.durable.Start()
 	for {
 		select {
 		case <-ctx.Done():
 			w.logError(w.flush(w.takeDirty()), &lastErrLog)
-			w.b.topics.durable.stop()
+			w.b.topics.durable.Stop()
 			return nil
 		case <-w.wake:
 		case <-tick.C:

@@ -195,9 +195,7 @@ func TestRegistrationRoundsCoalesce(t *testing.T) {
 	wg.Go(func() { tb.topics.createIfAbsent("first", 1, route.PermReadWrite, 0) })
 	<-entered // the round carrying "first" is in flight, held at the name server
 	tickets := func() uint64 {
-		tb.registrar.reg.mu.Lock()
-		defer tb.registrar.reg.mu.Unlock()
-		return tb.registrar.reg.asked
+		return tb.registrar.reg.Asked()
 	}
 	asked := tickets()
 	notRoutable := make(chan string, creators)

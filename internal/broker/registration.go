@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/tickets"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -33,91 +34,11 @@ type registrar struct {
 	// registerNow wakes the registration loop (triggerRegister).
 	registerNow chan struct{}
 	// reg holds the registration rounds that topic changes wait for.
-	reg *tickets
+	reg *tickets.Rounds
 }
 
 func newRegistrar(b *Broker) *registrar {
-	return &registrar{Broker: b, registerNow: make(chan struct{}, 1), reg: newTickets()}
-}
-
-// tickets coalesces the work that topic changes wait for, as group commit coalesces fsyncs:
-// the registration rounds (registrar.reg) and the metadata writer's passes over the topics
-// (topicConfigManager.durable). A change takes a ticket (ask) after it is in the topic table
-// and wakes the worker; a round or pass reads the last ticket issued (begin) before it takes
-// the table's changes, and once they are done (finish) releases every ticket up to that one.
-// So each waiter's change is in the round that releases it, and changes made while a round is
-// in flight share the next one: N concurrent creators, or one heartbeat creating N retry
-// topics, cost one or two rounds, not N.
-type tickets struct {
-	mu      sync.Mutex
-	asked   uint64        // tickets issued
-	covered uint64        // every ticket up to this one was in a finished round
-	done    chan struct{} // closed (and replaced) when covered advances or the loop stops
-	begun   bool          // a round has begun: earlier changes ride on the first round
-	stopped bool          // the worker has ended: nobody waits any more
-}
-
-func newTickets() *tickets { return &tickets{done: make(chan struct{})} }
-
-// ask issues a ticket for a change already in the topic table, and reports whether the caller
-// should wait for it. Before the first round has begun there is nothing to wait for: that
-// round takes the table after this change (a change made while New loads the metadata,
-// before anything registers, must not wait for a loop that has not started).
-func (r *tickets) ask() (ticket uint64, wait bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.asked++
-	return r.asked, r.begun && !r.stopped
-}
-
-// start lets changes wait from now on: the worker runs, so a round or pass will take them.
-func (r *tickets) start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.begun = true
-}
-
-func (r *tickets) begin() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.begun = true
-	return r.asked
-}
-
-func (r *tickets) finish(upTo uint64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.covered = max(r.covered, upTo)
-	close(r.done)
-	r.done = make(chan struct{})
-}
-
-func (r *tickets) stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopped = true
-	close(r.done)
-	r.done = make(chan struct{})
-}
-
-// wait blocks until a round covered ticket, the loop stopped, or timeout passed; it reports
-// whether the ticket was covered.
-func (r *tickets) wait(ticket uint64, timeout time.Duration) bool {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		r.mu.Lock()
-		covered, stopped, done := r.covered >= ticket, r.stopped, r.done
-		r.mu.Unlock()
-		if covered || stopped {
-			return covered
-		}
-		select {
-		case <-done:
-		case <-timer.C:
-			return false
-		}
-	}
+	return &registrar{Broker: b, registerNow: make(chan struct{}, 1), reg: tickets.New()}
 }
 
 // triggerRegister asks the registration loop to register with the name servers now.
@@ -136,9 +57,9 @@ func (r *registrar) registerChanged() {
 	if len(r.opts.NameServers) == 0 {
 		return
 	}
-	ticket, wait := r.reg.ask()
+	ticket, wait := r.reg.Ask()
 	r.triggerRegister()
-	if wait && !r.reg.wait(ticket, registerWaitTimeout) {
+	if wait && !r.reg.Wait(ticket, registerWaitTimeout) {
 		r.log.Debug().Msg("topic change answered before its registration round ended")
 	}
 }
@@ -151,12 +72,12 @@ func (r *registrar) registerChanged() {
 // ticket's change bumped the version before it was issued, so a name server answering
 // "unchanged" holds a registration that carries it.
 func (r *registrar) registerRound(ctx context.Context, force bool) {
-	upTo := r.reg.begin()
+	upTo := r.reg.Begin()
 	topics := r.topics.registrationWhole()
 	if force || r.needRegister(ctx, topics.DataVersion) {
 		r.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: topics})
 	}
-	r.reg.finish(upTo)
+	r.reg.Finish(upTo)
 }
 
 // registerSplitSize caps the topics one incremental REGISTER_BROKER carries (RocketMQ 5's
@@ -169,7 +90,7 @@ const registerSplitSize = 800
 // name server keeps the topics a registration leaves out, so a flood of new names costs each
 // round what it added, not the whole table (which grows with the flood).
 func (r *registrar) registerIncrementRound(ctx context.Context) {
-	upTo := r.reg.begin()
+	upTo := r.reg.Begin()
 	pending := r.topics.takeRegistrationPending()
 	for len(pending) > 0 {
 		n := min(len(pending), registerSplitSize)
@@ -179,7 +100,7 @@ func (r *registrar) registerIncrementRound(ctx context.Context) {
 			r.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: w})
 		}
 	}
-	r.reg.finish(upTo)
+	r.reg.Finish(upTo)
 }
 
 // registerSchedule is when the periodic rounds run: the first initialDelay after Run's first
@@ -216,7 +137,7 @@ func (r *registrar) runRegistration(ctx context.Context) error {
 			r.registerIncrementRound(ctx)
 		}
 	})
-	r.reg.stop()
+	r.reg.Stop()
 	r.unregisterAll()
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/tickets"
 	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/route"
@@ -53,7 +54,7 @@ type topicConfigManager struct {
 	// appended to the journal (tests).
 	wholeWrites, appends atomic.Int64
 	// durable holds the tickets of changes waiting for the pass that writes them (changed).
-	durable *tickets
+	durable *tickets.Rounds
 }
 
 func newTopicConfigManager(b *Broker) (*topicConfigManager, error) {
@@ -62,7 +63,7 @@ func newTopicConfigManager(b *Broker) (*topicConfigManager, error) {
 	// hold ({0, 0} both times would keep the old routes).
 	m := &topicConfigManager{b: b, path: b.configPath("topics.json"), journalPath: b.configPath(topicJournalFile),
 		maxTopics: b.opts.Limits.MaxTopics, table: map[string]TopicConfig{}, regPending: map[string]struct{}{},
-		version: route.DataVersion{Timestamp: time.Now().UnixMilli()}, durable: newTickets()}
+		version: route.DataVersion{Timestamp: time.Now().UnixMilli()}, durable: tickets.New()}
 	var w route.TopicConfigSerializeWrapper
 	fromBak, err := storage.ReadJSONFile(m.path, &w)
 	switch {
@@ -295,10 +296,10 @@ func (m *topicConfigManager) bumpLocked() {
 // Concurrent changes share one round and one pass (registration.go, persist.go), each of
 // which costs what changed, not the whole table.
 func (m *topicConfigManager) changed() {
-	ticket, wait := m.durable.ask()
+	ticket, wait := m.durable.Ask()
 	m.b.meta.changed(metaTopics)
 	m.b.registrar.registerChanged()
-	if wait && !m.durable.wait(ticket, topicWriteWaitTimeout) {
+	if wait && !m.durable.Wait(ticket, topicWriteWaitTimeout) {
 		m.b.log.Debug().Msg("topic change answered before the metadata writer wrote it")
 	}
 }

@@ -79,7 +79,7 @@ func (m *topicConfigManager) compactNext() {
 // failed. It then releases the changes waiting for it (changed). Only the metadata writer and
 // Close call it (persist.go), so passes never overlap.
 func (m *topicConfigManager) persist() error {
-	upTo := m.durable.begin()
+	upTo := m.durable.Begin()
 	long := m.jSize >= max(topicJournalMinCompact, m.snapSize)
 	m.mu.Lock()
 	whole := m.jCompact || long || m.jSize == 0
@@ -104,7 +104,7 @@ func (m *topicConfigManager) persist() error {
 		m.compactNext()
 		return err
 	}
-	m.durable.finish(upTo)
+	m.durable.Finish(upTo)
 	return nil
 }
 
