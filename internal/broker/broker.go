@@ -54,7 +54,7 @@ type Broker struct {
 	codes          []int16
 	removeListener func()
 
-	registrar *registrar    // REGISTER_BROKER with every name server (registration.go)
+	registrar coreRegistrar // REGISTER_BROKER with every name server (registration.go)
 	ready     chan struct{} // closed by Run once it serves (Ready)
 	closeOnce sync.Once
 	closeErr  error
@@ -164,9 +164,9 @@ func (b *Broker) Run(ctx context.Context) error {
 		stop()
 		return errors.Join(err, g.Wait())
 	}
-	b.registrar.registerFirst(ctx)
+	b.registrar.RegisterFirst(ctx)
 	g.Go(func() error { return b.store.Run(ctx) })
-	g.Go(func() error { return b.registrar.runRegistration(ctx) })
+	g.Go(func() error { return b.registrar.Run(ctx) })
 	for _, r := range b.runners {
 		g.Go(func() error { return r(ctx) })
 	}
