@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
@@ -218,9 +219,9 @@ func (b *Broker) addRunner(r func(ctx context.Context) error) { b.runners = appe
 func (b *Broker) configPath(name string) string { return b.store.ConfigPath(name) }
 
 // handle installs p for code on d behind the broker's checks of the names a request carries
-// (names.go), so no processor can see a topic or group that was not validated.
+// (internal/broker/reqnames), so no processor can see a topic or group that was not validated.
 func (b *Broker) handle(d *remoting.Dispatcher, code int16, p remoting.Processor, ex *remoting.Executor) {
-	fields, ok := requestNames[code]
+	fields, ok := reqnames.Fields(code)
 	if !ok {
 		b.log.Warn().Int16("code", code).Msg("processor registered without an entry in requestNames: " +
 			"its names are not checked")
@@ -229,7 +230,7 @@ func (b *Broker) handle(d *remoting.Dispatcher, code int16, p remoting.Processor
 }
 
 // handleNamed installs p for code on d behind the checks of the header fields that carry names.
-func (b *Broker) handleNamed(d *remoting.Dispatcher, code int16, fields []NameField, p remoting.Processor, ex *remoting.Executor) {
+func (b *Broker) handleNamed(d *remoting.Dispatcher, code int16, fields []reqnames.Field, p remoting.Processor, ex *remoting.Executor) {
 	b.codes = append(b.codes, code)
 	d.Register(code, guardNames(code, fields, p), ex)
 }
