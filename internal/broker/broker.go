@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
@@ -54,7 +55,7 @@ type Broker struct {
 	codes          []int16
 	removeListener func()
 
-	registrar *registrar    // REGISTER_BROKER with every name server (registration.go)
+	registrar coreRegistrar // REGISTER_BROKER with every name server (registration.go)
 	ready     chan struct{} // closed by Run once it serves (Ready)
 	closeOnce sync.Once
 	closeErr  error
@@ -164,9 +165,9 @@ func (b *Broker) Run(ctx context.Context) error {
 		stop()
 		return errors.Join(err, g.Wait())
 	}
-	b.registrar.registerFirst(ctx)
+	b.registrar.RegisterFirst(ctx)
 	g.Go(func() error { return b.store.Run(ctx) })
-	g.Go(func() error { return b.registrar.runRegistration(ctx) })
+	g.Go(func() error { return b.registrar.Run(ctx) })
 	for _, r := range b.runners {
 		g.Go(func() error { return r(ctx) })
 	}
@@ -218,9 +219,9 @@ func (b *Broker) addRunner(r func(ctx context.Context) error) { b.runners = appe
 func (b *Broker) configPath(name string) string { return b.store.ConfigPath(name) }
 
 // handle installs p for code on d behind the broker's checks of the names a request carries
-// (names.go), so no processor can see a topic or group that was not validated.
+// (internal/broker/reqnames), so no processor can see a topic or group that was not validated.
 func (b *Broker) handle(d *remoting.Dispatcher, code int16, p remoting.Processor, ex *remoting.Executor) {
-	fields, ok := requestNames[code]
+	fields, ok := reqnames.Fields(code)
 	if !ok {
 		b.log.Warn().Int16("code", code).Msg("processor registered without an entry in requestNames: " +
 			"its names are not checked")
@@ -229,7 +230,7 @@ func (b *Broker) handle(d *remoting.Dispatcher, code int16, p remoting.Processor
 }
 
 // handleNamed installs p for code on d behind the checks of the header fields that carry names.
-func (b *Broker) handleNamed(d *remoting.Dispatcher, code int16, fields []NameField, p remoting.Processor, ex *remoting.Executor) {
+func (b *Broker) handleNamed(d *remoting.Dispatcher, code int16, fields []reqnames.Field, p remoting.Processor, ex *remoting.Executor) {
 	b.codes = append(b.codes, code)
 	d.Register(code, guardNames(code, fields, p), ex)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/protocol"
@@ -54,7 +55,7 @@ func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
 	}
-	if resp := checkHeartbeatNames(hb); resp != nil {
+	if resp := reqnames.CheckHeartbeat(hb); resp != nil {
 		return resp, nil
 	}
 	// The consumer manager stamps each registration as it records it (consumer_manager.go), so

@@ -14,7 +14,6 @@
 //	                and consumer groups, expiry, notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the
 //	                member-list grace after a crash
 //	querier         query.go: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
-//	registrar       registration.go: REGISTER_BROKER / UNREGISTER_BROKER with every name server
 //	topicAdmin      topic_admin.go: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
 //	                GET_ALL_TOPIC_CONFIG
 //
@@ -48,6 +47,7 @@
 //	persist.go                   the metadata writer of the tables above
 //	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
 //	tickets/                     the rounds topic changes wait on (registration, the topics file)
+//	registrar/, reqnames/        name-server registration (registration.go); request names (names.go)
 //	send*.go, topic_admin.go     the sender and topic admin (above)
 //	view_*.go, seams.go          the views services use and the seams they plug into (above)
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
@@ -85,7 +85,7 @@
 //
 // Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls)
 // is a leaf: none is held while calling another manager, the store or a transport. The
-// processor types add no lock: sender and querier hold no mutable state, registrar's tickets
+// processor types add no lock: sender and querier hold no mutable state, the registrar's tickets
 // and puller's hold have their own leaf mutex, clientManager's state is the consumer manager's
 // and the lock manager's.
 package broker

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -372,14 +374,29 @@ func TestBrokerNamesMustBeTopics(t *testing.T) {
 	}
 }
 
+// guardedSendAndPull are the core's guards (reqnames over the core's send answers) of
+// SEND_MESSAGE_V2 and PULL_MESSAGE in front of a processor that answers nothing, and a valid
+// request of each.
+func guardedSendAndPull() (send, pull remoting.Processor, sendReq, pullReq *remoting.Command) {
+	h := wiretest.SendHeader("BenchTopic", 0, nil)
+	sendReq = wiretest.SendRequest(remoting.SendMessageV2, &h, nil, remoting.SerializeJSON)
+	pullReq = pullCmd(pullHeader("cg", "%RETRY%cg", 0, 0))
+	pass := remoting.ProcessorFunc(func(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
+		return nil, nil
+	})
+	sendFields, _ := reqnames.Fields(remoting.SendMessageV2)
+	pullFields, _ := reqnames.Fields(remoting.PullMessage)
+	return guardNames(remoting.SendMessageV2, sendFields, pass), guardNames(remoting.PullMessage, pullFields, pass), sendReq, pullReq
+}
+
 // TestGuardDoesNotAllocate: checking valid names is a byte loop on the send and pull paths.
 func TestGuardDoesNotAllocate(t *testing.T) {
-	h := wiretest.SendHeader("BenchTopic", 0, nil)
-	send := wiretest.SendRequest(remoting.SendMessageV2, &h, nil, remoting.SerializeJSON).ExtFields
-	pull := remoting.EncodeHeader(pullHeader("cg", "%RETRY%cg", 0, 0))
+	send, pull, sendReq, pullReq := guardedSendAndPull()
+	ctx := t.Context()
 	n := testing.AllocsPerRun(100, func() {
-		if checkHeaderNames(send, requestNames[remoting.SendMessageV2], true) != nil ||
-			checkHeaderNames(pull, requestNames[remoting.PullMessage], false) != nil {
+		r1, _ := send.ProcessRequest(ctx, nil, sendReq)
+		r2, _ := pull.ProcessRequest(ctx, nil, pullReq)
+		if r1 != nil || r2 != nil {
 			t.Fatal("refused")
 		}
 	})
@@ -390,12 +407,11 @@ func TestGuardDoesNotAllocate(t *testing.T) {
 
 // BenchmarkGuardSend measures the guard on a send header: three names, no allocation.
 func BenchmarkGuardSend(b *testing.B) {
-	h := wiretest.SendHeader("BenchTopic", 0, nil)
-	ext := wiretest.SendRequest(remoting.SendMessageV2, &h, nil, remoting.SerializeJSON).ExtFields
-	fields := requestNames[remoting.SendMessageV2]
+	send, _, req, _ := guardedSendAndPull()
+	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
-		if checkHeaderNames(ext, fields, true) != nil {
+		if r, _ := send.ProcessRequest(ctx, nil, req); r != nil {
 			b.Fatal("refused")
 		}
 	}

@@ -5,88 +5,27 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/mqgo/mq/config"
+	"github.com/mqgo/mq/internal/broker/registrar"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
 
-// TestRegisterSchedule runs the registration loop on synctest's clock with the schedule that
-// Options' defaults give: the first periodic round 10 s after start, then every
-// registerNameServerPeriod clamped to [10 s, 60 s]; a topic change's round runs at once and
-// leaves the clock alone.
-func TestRegisterSchedule(t *testing.T) {
-	cases := []struct {
-		name   string
-		period time.Duration
-		want   []time.Duration // the periodic rounds, from start
-	}{
-		{"1 ms is raised to 10 s", time.Millisecond, []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second}},
-		{"default 30 s", 0, []time.Duration{10 * time.Second, 40 * time.Second, 70 * time.Second}},
-		{"2 min is cut to 60 s", 2 * time.Minute, []time.Duration{10 * time.Second, 70 * time.Second, 130 * time.Second}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				s := Options{Periods: config.Periods{RegisterNameServerPeriod: c.period}}.withDefaults().registerSchedule()
-				got := runSchedule(t, s, c.want[len(c.want)-1])
-				want := []scheduledRound{{3 * time.Second, false}}
-				for _, at := range c.want {
-					want = append(want, scheduledRound{at, true})
-				}
-				if len(got) != len(want) {
-					t.Fatalf("rounds %v, want %v", got, want)
-				}
-				for i := range want {
-					if got[i] != want[i] {
-						t.Fatalf("rounds %v, want %v", got, want)
-					}
-				}
-			})
-		})
-	}
-}
-
 // TestRegisterScheduleFloorSetting: tests lower RegisterNameServerPeriodMin, which moves the
-// first periodic round and the floor together.
+// first periodic round and the floor together (the registrar's own tests run the schedule).
 func TestRegisterScheduleFloorSetting(t *testing.T) {
 	p := config.Periods{RegisterNameServerPeriod: time.Millisecond, RegisterNameServerPeriodMin: 5 * time.Millisecond}
 	s := Options{Periods: p}.withDefaults().registerSchedule()
-	if want := (registerSchedule{initialDelay: 5 * time.Millisecond, period: 5 * time.Millisecond}); s != want {
+	if want := (registrar.Schedule{InitialDelay: 5 * time.Millisecond, Period: 5 * time.Millisecond}); s != want {
 		t.Errorf("schedule %+v, want %+v", s, want)
 	}
 }
 
-type scheduledRound struct {
-	at       time.Duration // since the loop started
-	periodic bool
-}
-
-// runSchedule runs runRegisterLoop in the caller's synctest bubble until until, signalling a
-// topic change 3 s in, and returns the rounds it ran.
-func runSchedule(t *testing.T, s registerSchedule, until time.Duration) []scheduledRound {
-	t.Helper()
-	start := time.Now()
-	var got []scheduledRound
-	now := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runRegisterLoop(ctx, s, now, func(periodic bool) {
-			got = append(got, scheduledRound{time.Since(start), periodic})
-		})
-	}()
-	time.Sleep(3 * time.Second)
-	now <- struct{}{}
-	time.Sleep(until - 3*time.Second + time.Second/2)
-	cancel()
-	<-done
-	return got
-}
+// registerSplitSize is registrar.SplitSize, which the core's flood tests hold registrations to.
+const registerSplitSize = registrar.SplitSize
 
 // codeCounter counts the requests passing through it by code. With refuseQuery it answers
 // QUERY_DATA_VERSION itself with REQUEST_CODE_NOT_SUPPORTED, as a name server without the code

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -66,7 +67,8 @@ func (s *sender) register(d *remoting.Dispatcher) {
 	p := remoting.ProcessorFunc(s.processSend)
 	for _, code := range []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
 		s.codes = append(s.codes, code)
-		d.RegisterInline(code, guardNames(code, requestNames[code], p), s.sendEx, s.sendInline)
+		fields, _ := reqnames.Fields(code)
+		d.RegisterInline(code, guardNames(code, fields, p), s.sendEx, s.sendInline)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
@@ -32,18 +33,11 @@ type Handler struct {
 	Code int16
 	// Names are the header fields that carry topic or group names, checked before Proc runs;
 	// nil when the header carries none (a body's names are the processor's to check).
-	Names []NameField
+	Names []reqnames.Field
 	Proc  remoting.Processor
 	// Pool is the executor the request runs on: one of Pools' or the service's own.
 	Pool *remoting.Executor
 }
-
-// TopicField and GroupField are the usual NameFields: a header key that names a topic or a
-// consumer or producer group, the remark naming the key itself.
-func TopicField(key string) NameField { return NameField{Key: key, Field: key, Kind: TopicName} }
-
-// GroupField: see TopicField.
-func GroupField(key string) NameField { return NameField{Key: key, Field: key, Kind: GroupName} }
 
 // Pools are the core's request executors, as RocketMQ's BrokerController keeps them; a service
 // runs its handlers on one of them unless it needs its own.

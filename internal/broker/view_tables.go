@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -48,7 +49,7 @@ func (v Groups) Update(c SubscriptionGroupConfig) error {
 	if c.GroupName == "" {
 		return &remoting.ResponseError{Code: remoting.SystemError, Remark: "subscription group config without groupName"}
 	}
-	if resp := checkGroupField("groupName", c.GroupName); resp != nil {
+	if resp := reqnames.CheckGroupField("groupName", c.GroupName); resp != nil {
 		return &remoting.ResponseError{Code: resp.Code, Remark: resp.Remark}
 	}
 	// 0 is valid: RocketMQ reads it as "no retries for this group" (send-back answers SUCCESS).

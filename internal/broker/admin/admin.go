@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -68,13 +69,13 @@ func New(core *broker.Broker, deps Deps) *Service {
 
 // Handlers are the admin codes with the header fields that carry names, all on the admin pool.
 func (s *Service) Handlers() []broker.Handler {
-	topic := []broker.NameField{broker.TopicField("topic")}
-	groupTopic := []broker.NameField{broker.GroupField("consumerGroup"), broker.TopicField("topic")}
+	topic := []reqnames.Field{reqnames.TopicField("topic")}
+	groupTopic := []reqnames.Field{reqnames.GroupField("consumerGroup"), reqnames.TopicField("topic")}
 	// The relays' headers name the group "group", not "consumerGroup".
-	relay := []broker.NameField{broker.GroupField("group"), broker.TopicField("topic")}
-	consumerGroup := []broker.NameField{broker.GroupField("consumerGroup")}
+	relay := []reqnames.Field{reqnames.GroupField("group"), reqnames.TopicField("topic")}
+	consumerGroup := []reqnames.Field{reqnames.GroupField("consumerGroup")}
 	pool := s.core.Pools().Admin
-	h := func(code int16, names []broker.NameField, f remoting.ProcessorFunc) broker.Handler {
+	h := func(code int16, names []reqnames.Field, f remoting.ProcessorFunc) broker.Handler {
 		return broker.Handler{Code: code, Names: names, Proc: f, Pool: pool}
 	}
 	return []broker.Handler{
@@ -85,9 +86,9 @@ func (s *Service) Handlers() []broker.Handler {
 		h(remoting.GetAllDelayOffset, nil, s.processAllDelayOffset),
 		h(remoting.GetAllSubscriptionGroupConfig, nil, s.processAllSubscriptionGroups),
 		h(remoting.UpdateAndCreateSubscription, nil, s.processUpdateSubscriptionGroup), // body: its processor
-		h(remoting.DeleteSubscriptionGroup, []broker.NameField{broker.GroupField("groupName")}, s.processDeleteSubscriptionGroup),
+		h(remoting.DeleteSubscriptionGroup, []reqnames.Field{reqnames.GroupField("groupName")}, s.processDeleteSubscriptionGroup),
 		h(remoting.GetConsumerConnectionList, consumerGroup, s.processConsumerConnectionList),
-		h(remoting.GetProducerConnectionList, []broker.NameField{broker.GroupField("producerGroup")}, s.processProducerConnectionList),
+		h(remoting.GetProducerConnectionList, []reqnames.Field{reqnames.GroupField("producerGroup")}, s.processProducerConnectionList),
 		h(remoting.InvokeBrokerToResetOffset, relay, s.processResetOffset),
 		h(remoting.InvokeBrokerToGetConsumerStats, relay, s.processGetConsumerStatus),
 		h(remoting.GetConsumerRunningInfo, consumerGroup, s.processConsumerRunningInfo),

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -67,10 +68,10 @@ func New(core *broker.Broker) *Service {
 // Handlers are SEND_REPLY_MESSAGE and SEND_REPLY_MESSAGE_V2, whose headers name the producer
 // group, the topic and the default topic as a send's do.
 func (s *Service) Handlers() []broker.Handler {
-	v1 := []broker.NameField{broker.GroupField("producerGroup"), {Key: "topic", Field: "topic", Kind: broker.SendTopicName},
-		broker.TopicField("defaultTopic")}
-	v2 := []broker.NameField{{Key: "a", Field: "producerGroup", Kind: broker.GroupName},
-		{Key: "b", Field: "topic", Kind: broker.SendTopicName}, {Key: "c", Field: "defaultTopic", Kind: broker.TopicName}}
+	v1 := []reqnames.Field{reqnames.GroupField("producerGroup"), {Key: "topic", Field: "topic", Kind: reqnames.SendTopic},
+		reqnames.TopicField("defaultTopic")}
+	v2 := []reqnames.Field{{Key: "a", Field: "producerGroup", Kind: reqnames.Group},
+		{Key: "b", Field: "topic", Kind: reqnames.SendTopic}, {Key: "c", Field: "defaultTopic", Kind: reqnames.Topic}}
 	p := remoting.ProcessorFunc(s.processReply)
 	return []broker.Handler{
 		{Code: remoting.SendReplyMessage, Names: v1, Proc: p, Pool: s.pool},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
@@ -75,7 +76,7 @@ func New(b *broker.Broker) (*Service, error) {
 // Handlers serve END_TRANSACTION on the send pool, as RocketMQ's EndTransactionProcessor runs
 // on the send executor.
 func (s *Service) Handlers() []broker.Handler {
-	return []broker.Handler{{Code: remoting.EndTransaction, Names: []broker.NameField{broker.GroupField("producerGroup")},
+	return []broker.Handler{{Code: remoting.EndTransaction, Names: []reqnames.Field{reqnames.GroupField("producerGroup")},
 		Proc: remoting.ProcessorFunc(s.processEndTransaction), Pool: s.b.Pools().Send}}
 }
 
