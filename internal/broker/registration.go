@@ -73,7 +73,7 @@ func (r *registrar) registerChanged() {
 // "unchanged" holds a registration that carries it.
 func (r *registrar) registerRound(ctx context.Context, force bool) {
 	upTo := r.reg.Begin()
-	topics := r.topics.registrationWhole()
+	topics := r.topics.RegistrationWhole()
 	if force || r.needRegister(ctx, topics.DataVersion) {
 		r.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: topics})
 	}
@@ -91,10 +91,10 @@ const registerSplitSize = 800
 // round what it added, not the whole table (which grows with the flood).
 func (r *registrar) registerIncrementRound(ctx context.Context) {
 	upTo := r.reg.Begin()
-	pending := r.topics.takeRegistrationPending()
+	pending := r.topics.TakeRegistrationPending()
 	for len(pending) > 0 {
 		n := min(len(pending), registerSplitSize)
-		w := r.topics.registrationIncrement(pending[:n])
+		w := r.topics.RegistrationIncrement(pending[:n])
 		pending = pending[n:]
 		if len(w.TopicConfigTable) > 0 {
 			r.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: w})
