@@ -38,8 +38,8 @@ const dlqQueueNums = 1
 // 4.9 creates it in both send-back paths (createTopicInSendMessageBackMethod(dlq, 1,
 // PERM_WRITE|PERM_READ, 0)), so operators can consume, inspect and re-drive dead letters by
 // subscribing to %DLQ%<group>. Early 4.x releases created it write-only, and so did earlier
-// builds of mq: internal/broker/tables corrects those at load. An existing DLQ topic otherwise keeps its
-// permission (an operator may have revoked read on purpose).
+// builds of mq: internal/broker/tables corrects those at load. An existing DLQ topic otherwise
+// keeps its permission (an operator may have revoked read on purpose).
 const dlqPerm = route.PermReadWrite
 
 // minMaxReconsumeTimesVersion is MQVersion.V3_4_9's ordinal, the first client version whose

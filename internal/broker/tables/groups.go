@@ -57,7 +57,8 @@ type Groups struct {
 
 func loadGroups(cfg Config, w *Writer) (*Groups, error) {
 	m := &Groups{w: w, log: cfg.Log, path: cfg.Path("subscriptionGroup.json"),
-		maxQueueNums: cfg.MaxQueueNums, autoCreate: !cfg.DisableAutoCreateSubscriptionGroup, table: map[string]SubscriptionGroupConfig{}}
+		maxQueueNums: cfg.MaxQueueNums, autoCreate: !cfg.DisableAutoCreateSubscriptionGroup,
+		table: map[string]SubscriptionGroupConfig{}}
 	var f SubscriptionGroupWrapper
 	_, err := storage.ReadJSONFile(m.path, &f)
 	switch {

@@ -10,8 +10,9 @@
 // live, the settings it reads, the name servers' registration round a topic change waits for)
 // comes in a Config, so the core imports it and not the other way round.
 //
-// Locks: each table's mutex is a leaf; none is held while calling another table, the writer,
-// the store or Config.OnTopicsChanged.
+// Locks: each table's mutex is a leaf; none is held while calling another table, the store or
+// Config.OnTopicsChanged, and what a table calls of the writer under it (its dirty bits) is
+// atomic.
 package tables
 
 import (
