@@ -7,7 +7,9 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/mqgo/mq/internal/broker/registrar"
 	"github.com/mqgo/mq/internal/broker/reqnames"
+	"github.com/mqgo/mq/internal/broker/tables"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
@@ -24,13 +26,14 @@ type Broker struct {
 	store     *storage.Store
 	storeHost netip.AddrPort
 
-	topics *topicConfigManager
+	// The metadata tables and their writer (internal/broker/tables).
+	topics  *tables.Topics
+	groups  *tables.Groups
+	offsets *tables.Offsets
+	meta    *tables.Writer
 	// topicCreates and topicsFull bound topic auto-creation (topic_create.go).
-	topicCreates *createLimiter
-	topicsFull   createRefusal
-	groups       *subscriptionGroupManager
-	offsets      *consumerOffsetManager
-	meta         *metaWriter // writes the four tables above and the delay offsets (persist.go)
+	topicCreates *tables.CreateLimiter
+	topicsFull   tables.Refusals
 
 	// Request pools, as RocketMQ's BrokerController keeps them.
 	sendEx, pullEx, queryEx, adminEx, clientEx, heartbeatEx *remoting.Executor
@@ -55,8 +58,8 @@ type Broker struct {
 	codes          []int16
 	removeListener func()
 
-	registrar coreRegistrar // REGISTER_BROKER with every name server (registration.go)
-	ready     chan struct{} // closed by Run once it serves (Ready)
+	registrar *registrar.Registrar // REGISTER_BROKER with every name server (registration.go)
+	ready     chan struct{}        // closed by Run once it serves (Ready)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -71,7 +74,7 @@ func New(opts Options) (*Broker, error) {
 		opts:         opts,
 		log:          opts.Logger.With().Str("component", "broker").Str("broker", opts.Broker.Name).Logger(),
 		storeHost:    netip.MustParseAddrPort(opts.BrokerAddr),
-		topicCreates: newCreateLimiter(opts.Limits.AutoCreateTopicBurst, opts.Limits.AutoCreateTopicRate),
+		topicCreates: tables.NewCreateLimiter(opts.Limits.AutoCreateTopicBurst, opts.Limits.AutoCreateTopicRate),
 		ready:        make(chan struct{}),
 		sendEx:       remoting.NewExecutor("send", opts.SendThreads, 10000),
 		pullEx:       remoting.NewExecutor("pull", opts.PullThreads, 100000),
@@ -93,12 +96,10 @@ func New(opts Options) (*Broker, error) {
 	}
 	b.store = store
 	b.registrar = newRegistrar(b)
-	b.meta = newMetaWriter(b)
-	b.addRunner(b.meta.run)
 	if err := b.loadMetadata(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
-	b.clampLoadedQueueNums()
+	b.addRunner(b.meta.Run)
 	b.send = newSender(b)
 	b.clients = newClientManager(b)
 	b.pull = newPuller(b)
@@ -113,19 +114,34 @@ func (b *Broker) onDispatch(e storage.DispatchEvent) {
 	b.hooks.dispatched(e)
 }
 
+// loadMetadata loads the topic, group and offset tables from <store>/config; a topic change
+// waits for its registration round (registrar.RegisterChanged) as well as for the writer.
 func (b *Broker) loadMetadata() error {
-	var err error
-	if b.topics, err = newTopicConfigManager(b); err != nil {
+	o := b.opts
+	t, err := tables.Load(tables.Config{
+		Log:                                b.log,
+		Path:                               b.configPath,
+		ClusterName:                        o.Broker.ClusterName,
+		BrokerName:                         o.Broker.Name,
+		DisableAutoCreateTopic:             o.Broker.DisableAutoCreateTopic,
+		DefaultTopicQueueNums:              o.DefaultTopicQueueNums,
+		DisableAutoCreateSubscriptionGroup: o.DisableAutoCreateSubscriptionGroup,
+		MaxTopics:                          o.Limits.MaxTopics,
+		MaxQueueNums:                       o.Limits.MaxQueueNums,
+		FlushInterval:                      o.Periods.FlushConsumerOffsetInterval,
+		TopicWriteWait:                     topicWriteWaitTimeout,
+		OnTopicsChanged:                    func() { b.registrar.RegisterChanged() },
+	})
+	if err != nil {
 		return err
 	}
-	if b.groups, err = newSubscriptionGroupManager(b); err != nil {
-		return err
-	}
-	if b.offsets, err = newConsumerOffsetManager(b); err != nil {
-		return err
-	}
+	b.topics, b.groups, b.offsets, b.meta = t.Topics, t.Groups, t.Offsets, t.Writer
 	return nil
 }
+
+// topicWriteWaitTimeout bounds how long a topic change waits for the metadata writer: its
+// pass and the one before.
+const topicWriteWaitTimeout = 2 * registerTimeout
 
 // Register installs every processor of the broker on d and its connection listener; Unregister
 // takes them out again.
@@ -194,10 +210,7 @@ func (b *Broker) Close() error {
 
 // persistAll writes every metadata table, dirty or not: a table loaded from disk and never
 // changed is rewritten whole, as RocketMQ's shutdown persists every ConfigManager.
-func (b *Broker) persistAll() error {
-	b.topics.compactNext()
-	return b.meta.flush(metaAll | b.meta.takeDirty())
-}
+func (b *Broker) persistAll() error { return b.meta.FlushAll() }
 
 // Store exposes the message store (tests and the node's admin use it).
 func (b *Broker) Store() *storage.Store { return b.store }

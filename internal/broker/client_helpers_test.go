@@ -89,7 +89,7 @@ func putMsgs(t *testing.T, tb *testBroker, topic string, queueID int32, n int, t
 
 // addTopic creates a readable and writable topic.
 func addTopic(tb *testBroker, topic string, queues int32) {
-	tb.topics.update(TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6})
 }
 
 // notifyRecorder counts NOTIFY_CONSUMER_IDS_CHANGED per group received by one client.

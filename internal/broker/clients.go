@@ -96,7 +96,7 @@ func (cm *clientManager) ensureConsumerGroups(set []protocol.ConsumerData) []boo
 	notify := make([]bool, len(set))
 	var newGroups, newTopics bool
 	for i := range set {
-		cfg, ok, created := cm.groups.findOrAdd(set[i].GroupName)
+		cfg, ok, created := cm.groups.FindOrAdd(set[i].GroupName)
 		newGroups = newGroups || created
 		notify[i] = !ok || cfg.NotifyConsumerIdsChangedEnable
 		if ok && cm.addRetryTopic(set[i].GroupName, cfg.RetryQueueNums, set[i].UnitMode) {
@@ -104,19 +104,19 @@ func (cm *clientManager) ensureConsumerGroups(set []protocol.ConsumerData) []boo
 		}
 	}
 	if newGroups {
-		cm.meta.changed(metaGroups)
+		cm.groups.Changed()
 	}
 	if newTopics {
-		cm.topics.changed()
+		cm.topics.Changed()
 	}
 	return notify
 }
 
-// addRetryTopic adds %RETRY%group unless it exists (topics.addIfAbsent: the caller registers)
+// addRetryTopic adds %RETRY%group unless it exists (topics.AddIfAbsent: the caller registers)
 // and reports whether it did.
 func (cm *clientManager) addRetryTopic(group string, queues int32, unitMode bool) bool {
 	topic := names.RetryTopic(group)
-	if _, ok := cm.topics.get(topic); ok {
+	if _, ok := cm.topics.Get(topic); ok {
 		return false
 	}
 	if queues <= 0 {
@@ -126,7 +126,7 @@ func (cm *clientManager) addRetryTopic(group string, queues int32, unitMode bool
 	if unitMode {
 		sysFlag = topicSysFlagUnitSub
 	}
-	_, created, _ := cm.topics.addIfAbsent(topic, queues, route.PermReadWrite, sysFlag) // refused past MaxTopics
+	_, created, _ := cm.topics.AddIfAbsent(topic, queues, route.PermReadWrite, sysFlag) // refused past MaxTopics
 	return created
 }
 
@@ -156,7 +156,7 @@ func (cm *clientManager) notifyIfEnabled(c groupChange) {
 	if len(c.channels) == 0 {
 		return
 	}
-	cfg, ok := cm.groups.get(c.group)
+	cfg, ok := cm.groups.Get(c.group)
 	if ok && !cfg.NotifyConsumerIdsChangedEnable {
 		return
 	}

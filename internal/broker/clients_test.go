@@ -28,11 +28,11 @@ func TestHeartbeatRegistersConsumer(t *testing.T) {
 			if diff := cmp.Diff([]string{client}, ids); diff != "" {
 				t.Errorf("consumer ids (-want +got):\n%s", diff)
 			}
-			tc, ok := tb.topics.get(names.RetryTopic(group))
+			tc, ok := tb.topics.Get(names.RetryTopic(group))
 			if !ok || tc.ReadQueueNums != 1 || tc.WriteQueueNums != 1 || tc.Perm != 6 {
 				t.Errorf("retry topic %+v, exists %v", tc, ok)
 			}
-			if _, ok := tb.groups.get(group); !ok {
+			if _, ok := tb.groups.Get(group); !ok {
 				t.Error("subscription group not created")
 			}
 			st, ok := tb.clients.consumerGroupState(group)
@@ -112,9 +112,9 @@ func TestNotifyConsumerIDsChanged(t *testing.T) {
 	})
 
 	// Notification off for the group: no messages.
-	cfg, _ := tb.groups.find("g")
+	cfg, _ := tb.groups.Find("g")
 	cfg.NotifyConsumerIdsChangedEnable = false
-	tb.groups.update(cfg)
+	tb.groups.Update(cfg)
 	c := newTCPClient(t)
 	nc := recordNotifies(c)
 	wiretest.Heartbeat(t, c, tb.Addr, "C@1", "g", wiretest.Sub("T", "*"))

@@ -28,7 +28,7 @@ func TestDLQIsConsumable(t *testing.T) {
 			if resp.Code != remoting.Success {
 				t.Fatalf("send back: %d %s", resp.Code, resp.Remark)
 			}
-			if tc, _ := tb.topics.get(dlq); tc.Perm != route.PermReadWrite {
+			if tc, _ := tb.topics.Get(dlq); tc.Perm != route.PermReadWrite {
 				t.Fatalf("DLQ perm %d, want %d", tc.Perm, route.PermReadWrite)
 			}
 			wiretest.Heartbeat(t, tr, tb.Addr, "ops@"+name, reader, wiretest.Sub(dlq, "*"))
@@ -66,11 +66,11 @@ func TestLoadMakesOldDLQReadable(t *testing.T) {
 	want := map[string]int32{"%DLQ%old": route.PermReadWrite, "%DLQ%older": route.PermReadWrite,
 		"%DLQ%closed": 0, "Inbox": route.PermWrite}
 	for topic, perm := range want {
-		if tc, ok := tb.topics.get(topic); !ok || tc.Perm != perm {
+		if tc, ok := tb.topics.Get(topic); !ok || tc.Perm != perm {
 			t.Errorf("%s loaded as %+v (exists %t), want perm %d", topic, tc, ok, perm)
 		}
 	}
-	if v := tb.topics.snapshot().DataVersion; v.Counter <= 7 {
+	if v := tb.topics.Snapshot().DataVersion; v.Counter <= 7 {
 		t.Errorf("data version %+v after the correction, want past the file's counter 7", v)
 	}
 	var lines []string

@@ -39,15 +39,11 @@
 //
 //	broker.go, options.go        lifecycle (New, Register, Run, Close) and settings
 //	service.go                   the seam for services in packages of their own
-//	topic_config.go              topics (topics.json), system topics, auto-creation from TBW102
-//	topic_create.go, topic_journal.go
-//	                             the bounds on topic auto-creation; the topics journal
-//	subscription_group.go        consumer group settings (subscriptionGroup.json)
-//	consumer_offset.go           committed offsets (consumerOffset.json)
-//	persist.go                   the metadata writer of the tables above
+//	topic_create.go              topic auto-creation on the send path and its refusals
 //	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
 //	tickets/                     the rounds topic changes wait on (registration, the topics file)
 //	registrar/, reqnames/        name-server registration (registration.go); request names (names.go)
+//	tables/                      the topics, groups and offsets, their files and metadata writer
 //	send*.go, topic_admin.go     the sender and topic admin (above)
 //	view_*.go, seams.go          the views services use and the seams they plug into (above)
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
@@ -58,8 +54,8 @@
 //	limits.go                    caps on suspend time, parked pulls and queue counts
 //	core_ha.go                   HA settings and the Replicator seam (HA address, SYNC_MASTER
 //	                             wait, in-sync refusal, REGISTER_BROKER answers); the checked
-//	                             installs of a master's tables on a slave are in view_tables.go;
-//	                             name_drops.go: the name checks they share with loading;
+//	                             installs of a master's tables on a slave are in view_tables.go
+//	                             (tables/install.go);
 //	                             slave_read.go: suggestWhichBrokerId
 //
 // Moved to packages of their own, the services (issue 27; service.go, internal/broker/services):

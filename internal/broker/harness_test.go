@@ -85,18 +85,18 @@ var eventually = wiretest.Eventually
 
 func TestBrokerStartsAndRestarts(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	if _, ok := tb.topics.get(names.TopicAutoCreate); !ok {
+	if _, ok := tb.topics.Get(names.TopicAutoCreate); !ok {
 		t.Fatal("TBW102 missing")
 	}
-	tb.topics.update(TopicConfig{TopicName: "Kept", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
-	tb.offsets.commit("g", "Kept", 1, 42)
+	tb.topics.Update(TopicConfig{TopicName: "Kept", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
+	tb.offsets.Commit("g", "Kept", 1, 42)
 	dir := tb.Dir
 	tb.Stop(t)
 	tb2 := startTestBrokerIn(t, dir, nil)
-	if _, ok := tb2.topics.get("Kept"); !ok {
+	if _, ok := tb2.topics.Get("Kept"); !ok {
 		t.Fatal("topic lost across restart")
 	}
-	if off := tb2.offsets.query("g", "Kept", 1); off != 42 {
+	if off := tb2.offsets.Query("g", "Kept", 1); off != 42 {
 		t.Fatalf("offset after restart %d, want 42", off)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/tables"
 	"github.com/mqgo/mq/internal/names"
 
 	"github.com/mqgo/mq/internal/protocol"
@@ -27,7 +28,7 @@ const (
 // minMaxQueueNums is the smallest MaxQueueNums allowed: the system topics' own counts
 // (SCHEDULE_TOPIC_XXXX has 18 queues, the cluster's topic 16) must fit under it, or clamping
 // loaded topics would cut delay levels off.
-const minMaxQueueNums = scheduleTopicQueues
+const minMaxQueueNums = tables.ScheduleTopicQueues
 
 // maxPermValue bounds a topic's perm: PermName.isValid accepts 0 <= perm < PERM_PRIORITY.
 const maxPermValue = route.PermPriority - 1
@@ -80,35 +81,6 @@ func (b *Broker) queueNumsRemark(field string, n, lowest int32) string {
 // path that installs configs (slave sync) let a larger one in.
 func (b *Broker) queueLoopBound(n int32) int32 {
 	return max(0, min(n, b.opts.Limits.MaxQueueNums))
-}
-
-// clampLoadedQueueNums caps the queue counts of the topics and subscription groups loaded
-// from disk, which an older build or a hand-edited file may have left above MaxQueueNums: a
-// topic with 2^31 queues would make every admin read loop that many times and every client
-// that routes to it allocate as many queues. The clamped configs are written back.
-func (b *Broker) clampLoadedQueueNums() {
-	limit := b.opts.Limits.MaxQueueNums
-	clamp := func(n int32) int32 { return max(0, min(n, limit)) }
-	for name, tc := range b.topics.snapshot().TopicConfigTable {
-		r, w := clamp(tc.ReadQueueNums), clamp(tc.WriteQueueNums)
-		if r == tc.ReadQueueNums && w == tc.WriteQueueNums {
-			continue
-		}
-		b.log.Error().Str("topic", name).Int32("read_queues", tc.ReadQueueNums).Int32("write_queues", tc.WriteQueueNums).
-			Int32("max_queue_nums", limit).Msg("loaded topic has a queue count out of range; clamped (raise MaxQueueNums to keep it)")
-		tc.ReadQueueNums, tc.WriteQueueNums = r, w
-		b.topics.update(tc)
-	}
-	for name, gc := range b.groups.snapshot().SubscriptionGroupTable {
-		n := clamp(gc.RetryQueueNums)
-		if n == gc.RetryQueueNums {
-			continue
-		}
-		b.log.Error().Str("group", name).Int32("retry_queues", gc.RetryQueueNums).Int32("max_queue_nums", limit).
-			Msg("loaded subscription group has retryQueueNums out of range; clamped")
-		gc.RetryQueueNums = n
-		b.groups.update(gc)
-	}
 }
 
 // heldPullSlotBytes is what one slot of the parked-pull caps stands for: a parked pull takes

@@ -377,19 +377,19 @@ func TestTopicQueueNumsCapped(t *testing.T) {
 					t.Errorf("read %d write %d perm %d: %d %q, want SYSTEM_ERROR with %q", c.read, c.write, c.perm,
 						resp.Code, resp.Remark, c.remark)
 				}
-				if _, ok := tb.topics.get(topic); ok {
+				if _, ok := tb.topics.Get(topic); ok {
 					t.Fatalf("read %d write %d perm %d: topic created", c.read, c.write, c.perm)
 				}
 			}
 			wantOK(t, invoke(t, tr, tb.Addr, createTopicCmd(topic, 1024, 1024, int32(route.PermReadWrite|route.PermInherit))))
-			if tc, _ := tb.topics.get(topic); tc.ReadQueueNums != 1024 || tc.WriteQueueNums != 1024 {
+			if tc, _ := tb.topics.Get(topic); tc.ReadQueueNums != 1024 || tc.WriteQueueNums != 1024 {
 				t.Fatalf("stored %+v", tc)
 			}
 			// An update of an existing topic is held to the same bounds and leaves it as it was.
 			if resp := invoke(t, tr, tb.Addr, createTopicCmd(topic, 1024, 1025, 6)); resp.Code != remoting.SystemError {
 				t.Errorf("update to 1025 write queues: %d %q", resp.Code, resp.Remark)
 			}
-			if tc, _ := tb.topics.get(topic); tc.WriteQueueNums != 1024 {
+			if tc, _ := tb.topics.Get(topic); tc.WriteQueueNums != 1024 {
 				t.Errorf("refused update changed the topic: %+v", tc)
 			}
 			// GET_TOPIC_STATS_INFO visits the 1024 queues: internal/broker/admin's TestTopicStatsOfCappedTopic.
@@ -407,7 +407,7 @@ func TestSendAutoCreateQueueNumsClamped(t *testing.T) {
 			h := wiretest.SendHeader(topic, 0, nil)
 			h.DefaultTopicQueueNums = math.MaxInt32
 			wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
-			tc, ok := tb.topics.get(topic)
+			tc, ok := tb.topics.Get(topic)
 			if !ok || tc.ReadQueueNums != DefaultTopicQueueNums || tc.WriteQueueNums != DefaultTopicQueueNums {
 				t.Errorf("auto-created %+v, want %d queues (TBW102's)", tc, DefaultTopicQueueNums)
 			}
@@ -419,22 +419,22 @@ func TestSendAutoCreateQueueNumsClamped(t *testing.T) {
 // older build, or by hand) are clamped when the broker loads them, and the fix is persisted.
 func TestLoadedQueueNumsClamped(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	tb.topics.update(TopicConfig{TopicName: "Huge", ReadQueueNums: math.MaxInt32, WriteQueueNums: 2000, Perm: 6})
-	tb.topics.update(TopicConfig{TopicName: "Fine", ReadQueueNums: 1024, WriteQueueNums: 3, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "Huge", ReadQueueNums: math.MaxInt32, WriteQueueNums: 2000, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "Fine", ReadQueueNums: 1024, WriteQueueNums: 3, Perm: 6})
 	gc := NewSubscriptionGroupConfig("g")
 	gc.RetryQueueNums = math.MaxInt32
-	tb.groups.update(gc)
+	tb.groups.Update(gc)
 	dir := tb.Dir
 	tb.Stop(t)
 	for range 2 { // the second start reads what the first wrote back
 		tb = startTestBrokerIn(t, dir, nil)
-		if tc, _ := tb.topics.get("Huge"); tc.ReadQueueNums != 1024 || tc.WriteQueueNums != 1024 {
+		if tc, _ := tb.topics.Get("Huge"); tc.ReadQueueNums != 1024 || tc.WriteQueueNums != 1024 {
 			t.Errorf("loaded %+v, want 1024 queues", tc)
 		}
-		if tc, _ := tb.topics.get("Fine"); tc.ReadQueueNums != 1024 || tc.WriteQueueNums != 3 {
+		if tc, _ := tb.topics.Get("Fine"); tc.ReadQueueNums != 1024 || tc.WriteQueueNums != 3 {
 			t.Errorf("a topic within the cap changed: %+v", tc)
 		}
-		if gc, _ := tb.groups.get("g"); gc.RetryQueueNums != 1024 {
+		if gc, _ := tb.groups.Get("g"); gc.RetryQueueNums != 1024 {
 			t.Errorf("loaded retryQueueNums %d, want 1024", gc.RetryQueueNums)
 		}
 		tb.Stop(t)

@@ -43,13 +43,13 @@ func TestLoadDropsInvalidNames(t *testing.T) {
 		o.Logger = &l
 	})
 
-	gotTopics := tb.topics.names()
+	gotTopics := tb.topics.Names()
 	for _, want := range []string{"Good", "NoName"} {
-		if _, ok := tb.topics.get(want); !ok {
+		if _, ok := tb.topics.Get(want); !ok {
 			t.Errorf("valid topic %s not loaded (have %v)", want, gotTopics)
 		}
 	}
-	if tc, _ := tb.topics.get("NoName"); tc.TopicName != "NoName" {
+	if tc, _ := tb.topics.Get("NoName"); tc.TopicName != "NoName" {
 		t.Errorf("NoName loaded with topicName %q", tc.TopicName)
 	}
 	for _, bad := range []string{"mq-01.example.com", "../../x/pwn", "Alias", "a/b", strings.Repeat("t", 128)} {
@@ -57,11 +57,11 @@ func TestLoadDropsInvalidNames(t *testing.T) {
 			t.Errorf("invalid topic %q loaded", bad)
 		}
 	}
-	if _, ok := tb.groups.get("cg"); !ok {
+	if _, ok := tb.groups.Get("cg"); !ok {
 		t.Error("valid group cg not loaded")
 	}
 	for _, bad := range []string{"T@g", "host.name"} {
-		if _, ok := tb.groups.get(bad); ok {
+		if _, ok := tb.groups.Get(bad); ok {
 			t.Errorf("invalid group %q loaded", bad)
 		}
 	}

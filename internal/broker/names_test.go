@@ -40,11 +40,11 @@ func TestSendBackTraversalRefused(t *testing.T) {
 	eventually(t, "dispatch", func() bool { return tb.Store().DispatchedPhyOffset() >= tb.Store().MaxPhyOffset() })
 	assertInsideStore(t, tb)
 	for _, topic := range []string{names.RetryTopic(group), names.DLQTopic(group)} {
-		if _, ok := tb.topics.get(topic); ok {
+		if _, ok := tb.topics.Get(topic); ok {
 			t.Errorf("topic %q created", topic)
 		}
 	}
-	if _, ok := tb.groups.get(group); ok {
+	if _, ok := tb.groups.Get(group); ok {
 		t.Errorf("group %q created", group)
 	}
 }
@@ -75,12 +75,12 @@ func assertInsideStore(t *testing.T, tb *testBroker) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, topic := range tb.topics.names() {
+	for _, topic := range tb.topics.Names() {
 		if err := names.CheckTopic(topic); err != nil {
 			t.Errorf("topic table holds %v", err)
 		}
 	}
-	for group := range tb.groups.snapshot().SubscriptionGroupTable {
+	for group := range tb.groups.Snapshot().SubscriptionGroupTable {
 		if err := names.CheckGroup(group); err != nil {
 			t.Errorf("group table holds %v", err)
 		}

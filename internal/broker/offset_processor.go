@@ -38,7 +38,7 @@ func (pu *puller) processQueryConsumerOffset(_ context.Context, _ remoting.Chann
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	if off := pu.offsets.query(h.ConsumerGroup, h.Topic, h.QueueID); off >= 0 {
+	if off := pu.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID); off >= 0 {
 		return offsetResponse(off), nil
 	}
 	if pu.firstMessageInStore(h.Topic, h.QueueID) {
@@ -71,7 +71,7 @@ func (pu *puller) processUpdateConsumerOffset(_ context.Context, _ remoting.Chan
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	pu.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	pu.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 

@@ -100,6 +100,12 @@ func waitRegistered(t testing.TB, tb *testBroker) {
 	<-tb.Ready()
 }
 
+// metaFileWrites is the number of metadata files the broker's writer has written so far.
+func metaFileWrites(tb *testBroker) int64 {
+	topics, groups, offsets := tb.meta.FileWrites()
+	return topics + groups + offsets
+}
+
 // readTopicsFile reads topics.json as the next start would.
 func readTopicsFile(t testing.TB, dir string) map[string]TopicConfig {
 	t.Helper()
@@ -124,7 +130,7 @@ func TestHeartbeatManyNewGroups(t *testing.T) {
 		o.Periods.FlushConsumerOffsetInterval = time.Hour
 	})
 	waitRegistered(t, tb)
-	rounds, writes := ns.tr.registrations.Load(), tb.meta.fileWrites()
+	rounds, writes := ns.tr.registrations.Load(), metaFileWrites(tb)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -134,7 +140,7 @@ func TestHeartbeatManyNewGroups(t *testing.T) {
 	}
 	for i := range groups {
 		g := fmt.Sprintf("g-%05d", i)
-		if _, ok := tb.topics.get(names.RetryTopic(g)); !ok {
+		if _, ok := tb.topics.Get(names.RetryTopic(g)); !ok {
 			t.Fatalf("%s missing", names.RetryTopic(g))
 		}
 		// Routable at once: the answer waited for the registration.
@@ -162,7 +168,7 @@ func TestHeartbeatManyNewGroups(t *testing.T) {
 		_, err := storage.ReadJSONFile(tb.Dir+"/config/subscriptionGroup.json", &w)
 		return err == nil && len(w.SubscriptionGroupTable) == groups
 	})
-	if n := tb.meta.fileWrites() - writes; n > 3 {
+	if n := metaFileWrites(tb) - writes; n > 3 {
 		t.Errorf("the heartbeat caused %d metadata file writes, want at most 3", n)
 	}
 }
@@ -192,17 +198,17 @@ func TestRegistrationRoundsCoalesce(t *testing.T) {
 	rounds := ns.tr.registrations.Load()
 
 	var wg sync.WaitGroup
-	wg.Go(func() { tb.topics.createIfAbsent("first", 1, route.PermReadWrite, 0) })
+	wg.Go(func() { tb.topics.CreateIfAbsent("first", 1, route.PermReadWrite, 0) })
 	<-entered // the round carrying "first" is in flight, held at the name server
 	tickets := func() uint64 {
-		return tb.registrar.reg.Asked()
+		return tb.registrar.Rounds().Asked()
 	}
 	asked := tickets()
 	notRoutable := make(chan string, creators)
 	for i := range creators {
 		wg.Go(func() {
 			topic := fmt.Sprintf("c-%02d", i)
-			tb.topics.createIfAbsent(topic, 1, route.PermReadWrite, 0)
+			tb.topics.CreateIfAbsent(topic, 1, route.PermReadWrite, 0)
 			if !ns.routable(topic) {
 				notRoutable <- topic
 			}
@@ -213,7 +219,7 @@ func TestRegistrationRoundsCoalesce(t *testing.T) {
 	wg.Wait()
 	close(notRoutable)
 	for topic := range notRoutable {
-		t.Errorf("createIfAbsent(%s) returned before the topic was routable", topic)
+		t.Errorf("CreateIfAbsent(%s) returned before the topic was routable", topic)
 	}
 	if !ns.routable("first") {
 		t.Error("first not routable")
@@ -298,7 +304,7 @@ func TestConcurrentTopicCreation(t *testing.T) {
 	}
 	tb2 := startTestBrokerIn(t, dir, nil)
 	for _, topic := range topics {
-		if _, ok := tb2.topics.get(topic); !ok {
+		if _, ok := tb2.topics.Get(topic); !ok {
 			t.Errorf("%s lost across restart", topic)
 		}
 	}
@@ -368,7 +374,7 @@ func BenchmarkHeartbeatNewGroups(b *testing.B) {
 		addTopic(tb, "T", 4)
 		waitRegistered(b, tb)
 		req := manyGroupsHeartbeat(fmt.Sprintf("bench@%d", i), "g", groups)
-		before, writesBefore := ns.tr.registrations.Load(), tb.meta.fileWrites()
+		before, writesBefore := ns.tr.registrations.Load(), metaFileWrites(tb)
 		b.StartTimer()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		resp, err := tb.TCP.InvokeSync(ctx, tb.Addr, req)
@@ -379,8 +385,8 @@ func BenchmarkHeartbeatNewGroups(b *testing.B) {
 		}
 		rounds += ns.tr.registrations.Load() - before
 		// The writer works after the answer; count what it wrote for this heartbeat.
-		eventually(b, "groups on disk", func() bool { return tb.meta.writes[1].Load() > 0 })
-		writes += tb.meta.fileWrites() - writesBefore
+		eventually(b, "groups on disk", func() bool { _, g, _ := tb.meta.FileWrites(); return g > 0 })
+		writes += metaFileWrites(tb) - writesBefore
 		tb.Stop(b)
 		b.StartTimer()
 	}

@@ -143,14 +143,14 @@ func (pu *puller) pullSubscription(h *protocol.PullMessageRequestHeader, cfg Sub
 // pullMessage checks a pull, reads the store and answers, or parks the pull when it may wait
 // for messages. It returns nil when the pull was parked.
 func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, allowSuspend bool) *remoting.Command {
-	cfg, ok := pu.groups.find(h.ConsumerGroup)
+	cfg, ok := pu.groups.Find(h.ConsumerGroup)
 	if !ok {
 		return pullError(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.ConsumerGroup)
 	}
 	if !cfg.ConsumeEnable {
 		return pullError(remoting.NoPermission, "subscription group no permission, %s", h.ConsumerGroup)
 	}
-	tc, ok := pu.topics.get(h.Topic)
+	tc, ok := pu.topics.Get(h.Topic)
 	if !ok {
 		return pullError(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
 	}
@@ -180,7 +180,7 @@ func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *pro
 		suggest = masterID
 	}
 	if allowSuspend && h.HasCommitOffset() && pu.IsMaster() {
-		pu.offsets.commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		pu.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	if code == remoting.PullNotFound && allowSuspend && h.HasSuspend() {
 		switch res := pu.parkPull(ch, req, h, sub); res {

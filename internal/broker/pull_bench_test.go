@@ -21,7 +21,7 @@ func BenchmarkPullTCP(b *testing.B) {
 		b.Run(fmt.Sprintf("body=%d", size), func(b *testing.B) {
 			env := benchBroker(b)
 			br, addr, c := env.Broker, env.Addr, env.TCP
-			br.topics.update(TopicConfig{TopicName: "B", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+			br.topics.Update(TopicConfig{TopicName: "B", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
 			const n = 32 * 256
 			body := make([]byte, size)
 			props := message.MarshalProperties(map[string]string{message.PropertyTags: "t"})

@@ -71,7 +71,7 @@ func TestWokenPullIsNotParkedAgain(t *testing.T) {
 	h.CommitOffset = 7
 	done := asyncPull(t, tb.InProc, tb.Addr, h)
 	eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
-	tb.offsets.commit("g", "T", 0, 3) // a later commit the re-run must not overwrite
+	tb.offsets.Commit("g", "T", 0, 3) // a later commit the re-run must not overwrite
 	putMsgs(t, tb, "T", 0, 1, "BB", "collide")
 	select {
 	case resp := <-done:
@@ -82,7 +82,7 @@ func TestWokenPullIsNotParkedAgain(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("woken pull parked again")
 	}
-	if off := tb.offsets.query("g", "T", 0); off != 3 {
+	if off := tb.offsets.Query("g", "T", 0); off != 3 {
 		t.Errorf("offset %d: the re-run committed again", off)
 	}
 }

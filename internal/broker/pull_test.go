@@ -186,7 +186,7 @@ func TestPullSlaveDoesNotMoveOffsets(t *testing.T) {
 	if r.code != remoting.PullRetryImmediately || r.hdr.NextBeginOffset != 7 || r.hdr.SuggestWhichBrokerID != 0 {
 		t.Errorf("slave: code %d next %d suggest %d", r.code, r.hdr.NextBeginOffset, r.hdr.SuggestWhichBrokerID)
 	}
-	if off := tb.offsets.query("g", "T", 0); off != -1 {
+	if off := tb.offsets.Query("g", "T", 0); off != -1 {
 		t.Errorf("slave committed offset %d", off)
 	}
 }
@@ -194,13 +194,13 @@ func TestPullSlaveDoesNotMoveOffsets(t *testing.T) {
 func TestPullRefusals(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	addTopic(tb, "T", 2)
-	tb.topics.update(TopicConfig{TopicName: "W", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 2})
+	tb.topics.Update(TopicConfig{TopicName: "W", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 2})
 	cfg := NewSubscriptionGroupConfig("off")
 	cfg.ConsumeEnable = false
-	tb.groups.update(cfg)
+	tb.groups.Update(cfg)
 	cfg = NewSubscriptionGroupConfig("nobroadcast")
 	cfg.ConsumeBroadcastEnable = false
-	tb.groups.update(cfg)
+	tb.groups.Update(cfg)
 	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("U", "*"))
 	hb := wiretest.HeartbeatCmd("c@1", "nobroadcast", wiretest.Sub("T", "*"))
 	hb.Body = []byte(`{"clientID":"c@1","consumerDataSet":[{"groupName":"nobroadcast","messageModel":"BROADCASTING",` +
@@ -262,7 +262,7 @@ func TestPullCommitOffsetAndRetryTopic(t *testing.T) {
 	if r.code != remoting.Success || !cmp.Equal(bodies("r", 0, 2), r.bodies) {
 		t.Fatalf("retry topic pull: code %d bodies %v", r.code, r.bodies)
 	}
-	if off := tb.offsets.query("g", names.RetryTopic("g"), 0); off != 1 {
+	if off := tb.offsets.Query("g", names.RetryTopic("g"), 0); off != 1 {
 		t.Errorf("committed offset %d, want 1", off)
 	}
 }

@@ -155,7 +155,7 @@ func TestPeriodicRoundsRegisterByDefault(t *testing.T) {
 }
 
 // A topic change registers at once, without asking first, even with forceRegister off and no
-// periodic round due: the change is routable when createIfAbsent returns.
+// periodic round due: the change is routable when CreateIfAbsent returns.
 func TestTopicChangeRegistersAtOnce(t *testing.T) {
 	ns := startRestartableNameServer(t)
 	tb := startTestBroker(t, func(o *Options) {
@@ -166,7 +166,7 @@ func TestTopicChangeRegistersAtOnce(t *testing.T) {
 	})
 	<-tb.Ready()
 	registered := ns.tr.count(remoting.RegisterBroker)
-	tb.topics.createIfAbsent("Changed", 2, route.PermReadWrite, 0)
+	tb.topics.CreateIfAbsent("Changed", 2, route.PermReadWrite, 0)
 	if !ns.knows(tb.Addr, "Changed") {
 		t.Fatal("the new topic was not routable when its creation returned")
 	}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/mqgo/mq/internal/names"
 
@@ -40,26 +38,9 @@ const dlqQueueNums = 1
 // 4.9 creates it in both send-back paths (createTopicInSendMessageBackMethod(dlq, 1,
 // PERM_WRITE|PERM_READ, 0)), so operators can consume, inspect and re-drive dead letters by
 // subscribing to %DLQ%<group>. Early 4.x releases created it write-only, and so did earlier
-// builds of mq: fixDLQPerms corrects those at load. An existing DLQ topic otherwise keeps its
-// permission (an operator may have revoked read on purpose).
+// builds of mq: internal/broker/tables corrects those at load. An existing DLQ topic otherwise
+// keeps its permission (an operator may have revoked read on purpose).
 const dlqPerm = route.PermReadWrite
-
-// fixDLQPerms gives read back to dead-letter topics an earlier mq created write-only (perm
-// exactly PERM_WRITE, what it always wrote) and returns their names, sorted. A topics.json
-// from before dead-letter topics were made read+write holds such entries; other permissions
-// were set by an operator and are kept.
-func fixDLQPerms(table map[string]TopicConfig) []string {
-	var fixed []string
-	for name, tc := range table {
-		if strings.HasPrefix(name, names.DLQPrefix) && tc.Perm == route.PermWrite {
-			tc.Perm = dlqPerm
-			table[name] = tc
-			fixed = append(fixed, name)
-		}
-	}
-	slices.Sort(fixed)
-	return fixed
-}
 
 // minMaxReconsumeTimesVersion is MQVersion.V3_4_9's ordinal, the first client version whose
 // maxReconsumeTimes header field RocketMQ honours.
@@ -88,7 +69,7 @@ func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *re
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	cfg, ok := s.groups.find(h.Group)
+	cfg, ok := s.groups.Find(h.Group)
 	if !ok {
 		return remoting.NewResponse(remoting.SubscriptionGroupNotExist,
 			"subscription group not exist, "+h.Group), nil
@@ -101,7 +82,7 @@ func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *re
 		return remoting.NewResponse(remoting.Success, ""), nil // retries disabled for the group
 	}
 	retryTopic := names.RetryTopic(h.Group)
-	tc, err := s.topics.createIfAbsent(retryTopic, cfg.RetryQueueNums, int32(route.PermReadWrite), 0)
+	tc, err := s.topics.CreateIfAbsent(retryTopic, cfg.RetryQueueNums, int32(route.PermReadWrite), 0)
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError, s.topicsFullRemark(retryTopic)), nil
 	}
@@ -124,7 +105,7 @@ func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *re
 	maxTimes := reconsumeLimit(req, h.MaxReconsumeTimes, cfg.RetryMaxTimes)
 	if h.DelayLevel < 0 || rec.ReconsumeTimes >= maxTimes {
 		dlq := names.DLQTopic(h.Group)
-		if _, err := s.topics.createIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0); err != nil {
+		if _, err := s.topics.CreateIfAbsent(dlq, dlqQueueNums, int32(dlqPerm), 0); err != nil {
 			return remoting.NewResponse(remoting.SystemError, s.topicsFullRemark(dlq)), nil
 		}
 		m.Topic, m.QueueID = dlq, rand.Int32N(dlqQueueNums)

@@ -92,7 +92,7 @@ func (s *sender) sendInline(req *remoting.Command) bool {
 	if strings.HasPrefix(topic, names.RetryPrefix) {
 		return false
 	}
-	_, ok := s.topics.get(topic)
+	_, ok := s.topics.Get(topic)
 	return ok
 }
 

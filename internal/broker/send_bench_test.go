@@ -36,7 +36,7 @@ func benchmarkSend(b *testing.B, transport string) {
 	for _, senders := range []int{1, 16} {
 		b.Run(fmt.Sprintf("1KiB/senders=%d", senders), func(b *testing.B) {
 			env := benchBroker(b)
-			env.topics.update(TopicConfig{TopicName: "Bench", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+			env.topics.Update(TopicConfig{TopicName: "Bench", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
 			var tr remoting.Transport = env.TCP
 			if transport == "inproc" {
 				tr = env.InProc

@@ -93,7 +93,7 @@ func (s *sender) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 	if notAllowedSendTopics[h.Topic] {
 		return TopicConfig{}, sendResponse(remoting.NoPermission, "Sending message to topic["+h.Topic+"] is forbidden.")
 	}
-	tc, ok := s.topics.get(h.Topic)
+	tc, ok := s.topics.Get(h.Topic)
 	if !ok {
 		var resp *remoting.Command
 		if tc, resp = s.autoCreateTopic(ch, h); resp != nil {

@@ -61,7 +61,7 @@ func (s *sender) handleRetryAndDLQ(req *remoting.Command, h *protocol.SendMessag
 		return nil
 	}
 	group := h.Topic[len(names.RetryPrefix):]
-	gc, ok := s.groups.find(group)
+	gc, ok := s.groups.Find(group)
 	if !ok {
 		return sendResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
 	}
@@ -69,7 +69,7 @@ func (s *sender) handleRetryAndDLQ(req *remoting.Command, h *protocol.SendMessag
 		return nil
 	}
 	dlq := names.DLQTopic(group)
-	if _, err := s.topics.createIfAbsent(dlq, sendDLQQueueNums, dlqPerm, 0); err != nil {
+	if _, err := s.topics.CreateIfAbsent(dlq, sendDLQQueueNums, dlqPerm, 0); err != nil {
 		return sendResponse(remoting.TopicNotExist, s.topicsFullRemark(dlq))
 	}
 	m.Topic = dlq

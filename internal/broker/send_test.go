@@ -22,7 +22,7 @@ import (
 
 func TestSendRoundTrip(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	tb.topics.update(TopicConfig{TopicName: "RoundTrip", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "RoundTrip", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
 	storeHost := netip.MustParseAddrPort(tb.Addr)
 	// Replies (324, 325) are pushed before they are stored: reply_test.go.
 	codes := []int16{remoting.SendMessage, remoting.SendMessageV2}
@@ -75,7 +75,7 @@ func TestSendRoundTrip(t *testing.T) {
 
 func TestSendBatch(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	tb.topics.update(TopicConfig{TopicName: "Batch", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "Batch", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
 	next := int64(0)
 	for trName, tr := range tb.Transports() {
 		t.Run(trName, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestSendBatch(t *testing.T) {
 
 func TestSendBatchRefused(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxMessageBytes = 1024 })
-	tb.topics.update(TopicConfig{TopicName: "Batch", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "Batch", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
 	elem := func(props map[string]string) []byte {
 		return message.AppendBatchElement(nil, 0, []byte("x"), message.MarshalProperties(props))
 	}
@@ -164,7 +164,7 @@ func TestSendAutoCreate(t *testing.T) {
 				h := wiretest.SendHeader(topic, 0, nil)
 				h.DefaultTopicQueueNums = c.clientQueues
 				wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
-				tc, ok := tb.topics.get(topic)
+				tc, ok := tb.topics.Get(topic)
 				want := TopicConfig{TopicName: topic, ReadQueueNums: c.want, WriteQueueNums: c.want,
 					Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag}
 				if !ok {
@@ -187,7 +187,7 @@ func TestSendTopicNotExist(t *testing.T) {
 			h := wiretest.SendHeader("Unknown", 0, nil)
 			resp := invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON))
 			wiretest.WantRefused(t, tb.Store(), resp, remoting.TopicNotExist, "topic[Unknown] not exist, apply first please!", maxPhy)
-			if _, ok := tb.topics.get("Unknown"); ok {
+			if _, ok := tb.topics.Get("Unknown"); ok {
 				t.Error("topic created with auto-creation disabled")
 			}
 		})
@@ -196,8 +196,8 @@ func TestSendTopicNotExist(t *testing.T) {
 
 func TestSendRefused(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxMessageBytes = 1024 })
-	tb.topics.update(TopicConfig{TopicName: "Small", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
-	tb.topics.update(TopicConfig{TopicName: "ReadOnly", ReadQueueNums: 2, WriteQueueNums: 2, Perm: int32(route.PermRead)})
+	tb.topics.Update(TopicConfig{TopicName: "Small", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "ReadOnly", ReadQueueNums: 2, WriteQueueNums: 2, Perm: int32(route.PermRead)})
 	long := strings.Repeat("t", 128)
 	cases := []struct {
 		name   string
@@ -230,7 +230,7 @@ func TestSendRefused(t *testing.T) {
 			})
 		}
 	}
-	if _, ok := tb.topics.get(names.DLQTopic("cg")); ok {
+	if _, ok := tb.topics.Get(names.DLQTopic("cg")); ok {
 		t.Error("a refused retry message created the DLQ topic")
 	}
 	t.Run("bad header", func(t *testing.T) {
@@ -244,7 +244,7 @@ func TestSendRefused(t *testing.T) {
 
 func TestSendRandomQueue(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	tb.topics.update(TopicConfig{TopicName: "Rand", ReadQueueNums: 8, WriteQueueNums: 3, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "Rand", ReadQueueNums: 8, WriteQueueNums: 3, Perm: 6})
 	for range 20 {
 		h := wiretest.SendHeader("Rand", -1, nil)
 		rh := wiretest.WantSendOK(t, invoke(t, tb.InProc, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &h, []byte("x"), remoting.SerializeJSON)))
@@ -279,7 +279,7 @@ func TestSendRetryAndDLQ(t *testing.T) {
 			}
 			// Below the max: stored in the retry topic, created from the group (1 queue).
 			send(3, 16, map[string]string{"RETRY_TOPIC": "T"})
-			if tc, ok := tb.topics.get(retry); !ok || tc.WriteQueueNums != 1 || tc.Perm != route.PermReadWrite {
+			if tc, ok := tb.topics.Get(retry); !ok || tc.WriteQueueNums != 1 || tc.Perm != route.PermReadWrite {
 				t.Errorf("retry topic %+v (exists %t), want 1 read-write queue", tc, ok)
 			}
 			if rec := wiretest.StoredRecord(t, tb.Store(), retry, 0, 0); rec.ReconsumeTimes != 3 {
@@ -291,7 +291,7 @@ func TestSendRetryAndDLQ(t *testing.T) {
 			send(16, -1, map[string]string{"RETRY_TOPIC": "T"})
 			dlq := names.DLQTopic(group)
 			// Read and write, as RocketMQ 4.9 creates it in this path too.
-			if tc, ok := tb.topics.get(dlq); !ok || tc.WriteQueueNums != 1 || tc.Perm != route.PermReadWrite {
+			if tc, ok := tb.topics.Get(dlq); !ok || tc.WriteQueueNums != 1 || tc.Perm != route.PermReadWrite {
 				t.Errorf("DLQ topic %+v (exists %t), want 1 read-write queue", tc, ok)
 			}
 			for off := range int64(2) {
@@ -323,7 +323,7 @@ func TestSendRetryAndDLQ(t *testing.T) {
 
 func TestSendDelay(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	tb.topics.update(TopicConfig{TopicName: "Delayed", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "Delayed", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
 	next := map[int32]int64{}
 	for trName, tr := range tb.Transports() {
 		cases := []struct{ level, wantLevel int }{{3, 3}, {99, len(storage.DefaultDelayLevels)}}
@@ -350,7 +350,7 @@ func TestSendDelay(t *testing.T) {
 
 func TestSendTransactionPrepared(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	tb.topics.update(TopicConfig{TopicName: "Tx", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	tb.topics.Update(TopicConfig{TopicName: "Tx", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
 	props := map[string]string{"TRAN_MSG": "true", "PGROUP": "pg", "UNIQ_KEY": "U1", "DELAY": "2"}
 	h := wiretest.SendHeader("Tx", 0, props)
 	h.SysFlag = message.TransactionPreparedType

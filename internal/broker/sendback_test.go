@@ -81,7 +81,7 @@ func TestSendBackArrivesOnRetryTopicAfterDelay(t *testing.T) {
 			if resp.Code != remoting.Success {
 				t.Fatalf("send back: %d %s", resp.Code, resp.Remark)
 			}
-			tc, ok := tb.topics.get(retry)
+			tc, ok := tb.topics.Get(retry)
 			if !ok || tc.WriteQueueNums != 1 || tc.Perm != int32(route.PermReadWrite) {
 				t.Fatalf("retry topic %+v %v", tc, ok)
 			}
@@ -150,7 +150,7 @@ func TestSendBackDeadLetters(t *testing.T) {
 	if resp.Code != remoting.Success {
 		t.Fatalf("send back: %d %s", resp.Code, resp.Remark)
 	}
-	tc, ok := tb.topics.get(dlq)
+	tc, ok := tb.topics.Get(dlq)
 	// Read and write (6), as RocketMQ 4.9 creates it: the dead letters can be consumed.
 	if !ok || tc.ReadQueueNums != 1 || tc.WriteQueueNums != 1 || tc.Perm != int32(route.PermReadWrite) {
 		t.Fatalf("DLQ topic %+v %v", tc, ok)
@@ -245,7 +245,7 @@ func TestSendBackMaxReconsumeTimesZero(t *testing.T) {
 
 func TestSendBackErrors(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.DisableAutoCreateSubscriptionGroup = true })
-	tb.groups.update(NewSubscriptionGroupConfig("known"))
+	tb.groups.Update(NewSubscriptionGroupConfig("known"))
 	m := sbPut(t, tb, "T", 0, "x", nil, 0)
 	for name, tr := range tb.Transports() {
 		t.Run(name, func(t *testing.T) {
@@ -264,7 +264,7 @@ func TestSendBackErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := tb.topics.get(names.RetryTopic("unknown")); ok {
+	if _, ok := tb.topics.Get(names.RetryTopic("unknown")); ok {
 		t.Error("retry topic created for an unknown group")
 	}
 }
@@ -279,14 +279,14 @@ func TestSendBackSlaveAndDisabledRetries(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	c := NewSubscriptionGroupConfig("noretry")
 	c.RetryQueueNums = 0
-	tb.groups.update(c)
+	tb.groups.Update(c)
 	m := sbPut(t, tb, "T", 0, "x", nil, 0)
 	maxPhy := tb.Store().MaxPhyOffset()
 	resp = sbSendBack(t, tb.TCP, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: "noretry", Offset: m.PhyOffset})
 	if resp.Code != remoting.Success {
 		t.Errorf("retries disabled: %d %q", resp.Code, resp.Remark)
 	}
-	if _, ok := tb.topics.get(names.RetryTopic("noretry")); ok || tb.Store().MaxPhyOffset() != maxPhy {
+	if _, ok := tb.topics.Get(names.RetryTopic("noretry")); ok || tb.Store().MaxPhyOffset() != maxPhy {
 		t.Error("a group without retry queues got a retry topic or a stored copy")
 	}
 }

@@ -96,7 +96,7 @@ func (a *topicAdmin) updateAndCreateTopic(_ context.Context, ch remoting.Channel
 	}
 	tc := TopicConfig{TopicName: h.Topic, ReadQueueNums: h.ReadQueueNums, WriteQueueNums: h.WriteQueueNums,
 		Perm: h.Perm, TopicFilterType: h.TopicFilterType, TopicSysFlag: h.TopicSysFlag, Order: h.Order}
-	if err := a.topics.update(tc); err != nil {
+	if err := a.topics.Update(tc); err != nil {
 		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: a.topicsFullRemark(h.Topic)}
 	}
 	a.log.Info().Str("topic", h.Topic).Str("addr", ch.RemoteAddr()).Int32("read_queues", tc.ReadQueueNums).
@@ -114,8 +114,8 @@ func (a *topicAdmin) deleteTopic(_ context.Context, ch remoting.Channel, req *re
 	if err := a.checkAdminTopic(h.Topic); err != nil {
 		return nil, err
 	}
-	existed := a.topics.delete(h.Topic)
-	a.offsets.removeTopic(h.Topic)
+	existed := a.topics.Delete(h.Topic)
+	a.offsets.RemoveTopic(h.Topic)
 	a.seams.forgetTopicCounters(h.Topic)
 	if err := a.store.DeleteTopics(h.Topic); err != nil {
 		a.log.Error().Err(err).Str("topic", h.Topic).Msg("delete topic queues")
@@ -127,7 +127,7 @@ func (a *topicAdmin) deleteTopic(_ context.Context, ch remoting.Channel, req *re
 
 // getAllTopicConfig answers the broker's topic table as a TopicConfigSerializeWrapper.
 func (a *topicAdmin) getAllTopicConfig(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {
-	w := a.topics.snapshot()
+	w := a.topics.Snapshot()
 	for name, tc := range w.TopicConfigTable {
 		if tc.TopicFilterType == "" {
 			tc.TopicFilterType = route.FilterSingleTag

@@ -58,7 +58,7 @@ func TestTopicAdmin(t *testing.T) {
 			sh := wiretest.SendHeader(topic, 3, nil)
 			wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &sh, []byte("x"), remoting.SerializeJSON)))
 			wiretest.StoredRecord(t, tb.Store(), topic, 3, 0)
-			tb.offsets.commit("g", topic, 3, 1)
+			tb.offsets.Commit("g", topic, 3, 1)
 			del := remoting.EncodeHeader(&protocol.DeleteTopicRequestHeader{Topic: topic})
 			if resp := invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.DeleteTopicInBroker, del, nil)); resp.Code != remoting.Success {
 				t.Fatalf("delete: %d %q", resp.Code, resp.Remark)
@@ -70,7 +70,7 @@ func TestTopicAdmin(t *testing.T) {
 			if after.DataVersion.Counter <= before.DataVersion.Counter {
 				t.Errorf("data version %d did not advance past %d", after.DataVersion.Counter, before.DataVersion.Counter)
 			}
-			if off := tb.offsets.query("g", topic, 3); off != -1 {
+			if off := tb.offsets.Query("g", topic, 3); off != -1 {
 				t.Errorf("offset %d kept for a deleted topic", off)
 			}
 			if n := tb.Store().MaxOffsetInQueue(topic, 3); n != 0 {
@@ -108,17 +108,17 @@ func TestTopicAdminRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := tb.topics.names()
+			before := tb.topics.Names()
 			resp := invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(c.code, c.ext, nil))
 			if resp.Code != c.want || !strings.Contains(resp.Remark, c.remark) {
 				t.Errorf("response %d %q, want %d containing %q", resp.Code, resp.Remark, c.want, c.remark)
 			}
-			if diff := cmp.Diff(before, tb.topics.names()); diff != "" {
+			if diff := cmp.Diff(before, tb.topics.Names()); diff != "" {
 				t.Errorf("topics changed by a refused request (-before +after):\n%s", diff)
 			}
 		})
 	}
-	if tc, _ := tb.topics.get(names.TopicAutoCreate); !route.IsInherited(tc.Perm) {
+	if tc, _ := tb.topics.Get(names.TopicAutoCreate); !route.IsInherited(tc.Perm) {
 		t.Errorf("TBW102 changed: %+v", tc)
 	}
 }

@@ -3,8 +3,6 @@ package broker
 import (
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/names"
@@ -22,9 +20,10 @@ import (
 //     the limit, and so are admin requests and send-backs that would;
 //   - each connection's sends may create topics at AutoCreateTopicRate a second with bursts of
 //     AutoCreateTopicBurst (a token bucket per connection); beyond it the send is answered
-//     SYSTEM_BUSY, a refusal clients retry later, and the connection stays open.
+//     SYSTEM_BUSY, a refusal clients retry later, and the connection stays open
+//     (tables.CreateLimiter).
 //
-// A creation itself costs O(1), amortised: one journal record (topic_journal.go) and one
+// A creation itself costs O(1), amortised: one journal record (internal/broker/tables) and one
 // entry of an incremental registration (registration.go), both shared with the creations made
 // at the same time.
 
@@ -50,7 +49,7 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 	var tc TopicConfig
 	ok := false
 	if retry {
-		if gc, found := b.groups.find(h.Topic[len(names.RetryPrefix):]); found {
+		if gc, found := b.groups.Find(h.Topic[len(names.RetryPrefix):]); found {
 			queues := min(max(gc.RetryQueueNums, 1), b.opts.Limits.MaxQueueNums)
 			tc = TopicConfig{TopicName: h.Topic, ReadQueueNums: queues, WriteQueueNums: queues,
 				Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag, TopicSysFlag: sysFlag}
@@ -58,7 +57,7 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 		}
 	}
 	if !ok {
-		tc, ok = b.topics.inSendMessageConfig(h.Topic, h.DefaultTopic, min(h.DefaultTopicQueueNums, b.opts.Limits.MaxQueueNums), sysFlag)
+		tc, ok = b.topics.InSendMessageConfig(h.Topic, h.DefaultTopic, min(h.DefaultTopicQueueNums, b.opts.Limits.MaxQueueNums), sysFlag)
 	}
 	if !ok {
 		if e := b.log.Debug(); e.Enabled() {
@@ -68,14 +67,14 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 	}
 	// A full table refuses before a token is spent: the connection's bucket is for topics
 	// it could create.
-	if b.topics.count() >= b.opts.Limits.MaxTopics {
+	if b.topics.Count() >= b.opts.Limits.MaxTopics {
 		return TopicConfig{}, b.topicsFullResponse(ch, h.Topic)
 	}
-	if !b.topicCreates.allow(ch.ID(), time.Now()) {
-		b.topicCreates.refused(b, ch, h.Topic)
-		return TopicConfig{}, sendResponse(remoting.SystemBusy, b.topicCreates.remark)
+	if !b.topicCreates.Allow(ch.ID(), time.Now()) {
+		b.topicCreates.Refused(&b.log, ch.RemoteAddr(), h.Topic)
+		return TopicConfig{}, sendResponse(remoting.SystemBusy, b.topicCreates.Remark())
 	}
-	tc, created, err := b.topics.putIfAbsent(tc, true)
+	tc, created, err := b.topics.PutIfAbsent(tc, true)
 	if err != nil {
 		return TopicConfig{}, b.topicsFullResponse(ch, h.Topic)
 	}
@@ -84,7 +83,7 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 			e.Str("topic", h.Topic).Str("default_topic", h.DefaultTopic).Int32("queues", tc.WriteQueueNums).
 				Str("addr", ch.RemoteAddr()).Msg("topic created on send")
 		}
-		b.topics.changed()
+		b.topics.Changed()
 	}
 	return tc, nil
 }
@@ -92,98 +91,15 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 // topicsFullRemark is the remark refusing topic because the broker holds MaxTopics.
 func (b *Broker) topicsFullRemark(topic string) string {
 	return fmt.Sprintf("topic[%s] not exist and cannot be created: the broker holds %d topics, its MaxTopics "+
-		"(-max-topics); delete unused topics or raise the limit", topic, b.topics.count())
+		"(-max-topics); delete unused topics or raise the limit", topic, b.topics.Count())
 }
 
 // topicsFullResponse answers a send whose topic the full table could not take, logging the
 // first refusal a minute.
 func (b *Broker) topicsFullResponse(ch remoting.Channel, topic string) *remoting.Command {
-	n := b.topicsFull.count.Add(1)
-	if b.topicsFull.log.allow(time.Now(), topicLimitLogPeriod) {
+	if n, logIt := b.topicsFull.Note(time.Now()); logIt {
 		b.log.Warn().Str("addr", ch.RemoteAddr()).Str("topic", topic).Int("max_topics", b.opts.Limits.MaxTopics).
 			Int64("refused_total", n).Msg("topic table full (MaxTopics); refusing sends that would create topics")
 	}
 	return sendResponse(remoting.TopicNotExist, b.topicsFullRemark(topic))
-}
-
-// createRefusal counts refusals of one kind and keeps their warning to one per period.
-type createRefusal struct {
-	count atomic.Int64
-	log   logLimiter
-}
-
-// topicLimitLogPeriod spaces the warnings about refused creations.
-const topicLimitLogPeriod = time.Minute
-
-// createLimiter is the per-connection token bucket of topic auto-creation. Buckets live in a
-// map by connection id; one that has refilled is the same as none, so the map is swept of
-// them whenever it has doubled since the last sweep, which bounds it by the connections that
-// created a topic lately without a close hook.
-type createLimiter struct {
-	rate   float64 // tokens a second
-	burst  float64
-	remark string // the SYSTEM_BUSY remark
-
-	mu        sync.Mutex
-	buckets   map[uint64]*createBucket
-	nextSweep int
-
-	refusals createRefusal
-}
-
-type createBucket struct {
-	tokens float64
-	at     time.Time // when tokens was computed
-}
-
-// createLimiterMinSweep is the map size below which the limiter never sweeps.
-const createLimiterMinSweep = 1024
-
-func newCreateLimiter(burst, rate int) *createLimiter {
-	return &createLimiter{rate: float64(rate), burst: float64(burst), buckets: map[uint64]*createBucket{},
-		nextSweep: createLimiterMinSweep,
-		remark: fmt.Sprintf("[AUTO_CREATE_TOPIC_LIMITED]this connection creates topics faster than the broker allows "+
-			"(AutoCreateTopicRate %d a second, AutoCreateTopicBurst %d); send to existing topics, create topics "+
-			"with the admin tools, or retry later", rate, burst)}
-}
-
-// allow takes a token from connection id's bucket and reports whether there was one.
-func (l *createLimiter) allow(id uint64, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	bk := l.buckets[id]
-	if bk == nil {
-		if len(l.buckets) >= l.nextSweep {
-			l.sweepLocked(now)
-		}
-		bk = &createBucket{tokens: l.burst, at: now}
-		l.buckets[id] = bk
-	} else if d := now.Sub(bk.at); d > 0 {
-		bk.tokens = min(l.burst, bk.tokens+d.Seconds()*l.rate)
-		bk.at = now
-	}
-	if bk.tokens < 1 {
-		return false
-	}
-	bk.tokens--
-	return true
-}
-
-// sweepLocked drops the buckets that have refilled. l.mu must be held.
-func (l *createLimiter) sweepLocked(now time.Time) {
-	for id, bk := range l.buckets {
-		if bk.tokens+now.Sub(bk.at).Seconds()*l.rate >= l.burst {
-			delete(l.buckets, id)
-		}
-	}
-	l.nextSweep = max(createLimiterMinSweep, 2*len(l.buckets))
-}
-
-// refused counts a refused creation and logs the first one a minute.
-func (l *createLimiter) refused(b *Broker, ch remoting.Channel, topic string) {
-	n := l.refusals.count.Add(1)
-	if l.refusals.log.allow(time.Now(), topicLimitLogPeriod) {
-		b.log.Warn().Str("addr", ch.RemoteAddr()).Str("topic", topic).Float64("rate", l.rate).Float64("burst", l.burst).
-			Int64("refused_total", n).Msg("connection creating topics faster than AutoCreateTopicRate; refusing them SYSTEM_BUSY")
-	}
 }

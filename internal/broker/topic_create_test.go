@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
-	"github.com/mqgo/mq/storage"
 )
 
 // registerRecorder is a transport to a name server that records the topic count of every
@@ -100,16 +98,17 @@ func TestAutoCreateFloodCostsWhatItAdds(t *testing.T) {
 		}
 	}
 	requests, topics, largest := rec.sent()
+	whole, appends := tb.topics.FileWrites()
 	t.Logf("%d REGISTER_BROKER requests carried %d topics (largest %d); topics.json written whole %d times, journal appended %d times",
-		requests, topics-atStart, largest, tb.topics.wholeWrites.Load(), tb.topics.appends.Load())
+		requests, topics-atStart, largest, whole, appends)
 	if topics-atStart > 2*n {
 		t.Errorf("registrations carried %d topics for %d new ones: the table, not what changed", topics-atStart, n)
 	}
 	if largest > registerSplitSize && largest != atStart {
 		t.Errorf("a registration carried %d topics, above registerSplitSize %d", largest, registerSplitSize)
 	}
-	if w := tb.topics.wholeWrites.Load(); w > 5 {
-		t.Errorf("topics.json written whole %d times for %d topics", w, n)
+	if whole > 5 {
+		t.Errorf("topics.json written whole %d times for %d topics", whole, n)
 	}
 	// What the next start reads: topics.json and its journal, written before the answers.
 	got := loadTopics(t, tb.Dir)
@@ -130,7 +129,7 @@ func loadTopics(t *testing.T, dir string) map[string]TopicConfig {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	return b.topics.snapshot().TopicConfigTable
+	return b.topics.Snapshot().TopicConfigTable
 }
 
 // testOptionsFor is testOptions with a broker address, for a broker built but not served.
@@ -168,13 +167,13 @@ func TestTopicChangesSurviveACrash(t *testing.T) {
 			t.Errorf("Crash3 has %d write queues after the crash, want the update's 2", tc.WriteQueueNums)
 		}
 	}
-	want := tb.topics.snapshot().DataVersion
+	want := tb.topics.Snapshot().DataVersion
 	b, err := New(testOptionsFor(t, copyConfig(t, tb.Dir)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if v := b.topics.snapshot().DataVersion; v != want {
+	if v := b.topics.Snapshot().DataVersion; v != want {
 		t.Errorf("data version after the crash %+v, want %+v", v, want)
 	}
 }
@@ -186,7 +185,7 @@ func copyConfig(t *testing.T, dir string) string {
 	if err := os.MkdirAll(filepath.Join(cp, "config"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"topics.json", topicJournalFile} {
+	for _, name := range []string{"topics.json", "topics.journal"} {
 		b, err := os.ReadFile(filepath.Join(dir, "config", name))
 		if err != nil {
 			t.Fatal(err)
@@ -196,81 +195,6 @@ func copyConfig(t *testing.T, dir string) string {
 		}
 	}
 	return cp
-}
-
-// TestTopicJournalDamage: a journal cut short keeps its whole records; one that does not
-// follow topics.json (a crash between writing topics.json and starting a new journal) is
-// ignored; a damaged record ends the replay, and the first pass writes topics.json whole.
-func TestTopicJournalDamage(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config")
-	if err := os.MkdirAll(cfg, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	base := route.DataVersion{Timestamp: 1700000000000, Counter: 5}
-	if err := storage.WriteJSONFile(filepath.Join(cfg, "topics.json"), route.TopicConfigSerializeWrapper{
-		TopicConfigTable: map[string]TopicConfig{"Snap": {TopicName: "Snap", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
-		DataVersion:      base}); err != nil {
-		t.Fatal(err)
-	}
-	line := func(r topicRecord) string {
-		b, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b) + "\n"
-	}
-	put := func(name string, counter int64) string {
-		return line(topicRecord{Put: &TopicConfig{TopicName: name, ReadQueueNums: 3, WriteQueueNums: 3, Perm: 6},
-			Version: route.DataVersion{Timestamp: base.Timestamp, Counter: counter}})
-	}
-	journal := filepath.Join(cfg, topicJournalFile)
-	open := func(content string) map[string]TopicConfig {
-		t.Helper()
-		if err := os.WriteFile(journal, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		o := testOptionsFor(t, dir)
-		b, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		return b.topics.snapshot().TopicConfigTable
-	}
-	head := line(topicRecord{Base: &base})
-	torn := put("Torn", 8)
-	got := open(head + put("A", 6) + line(topicRecord{Delete: "Snap", Version: route.DataVersion{Counter: 7}}) + torn[:len(torn)/2])
-	if _, ok := got["A"]; !ok {
-		t.Error("a whole record before a torn one was not replayed")
-	}
-	if _, ok := got["Snap"]; ok {
-		t.Error("a delete record was not replayed")
-	}
-	if _, ok := got["Torn"]; ok {
-		t.Error("a torn record was replayed")
-	}
-	// The broker above closed cleanly: topics.json holds A now and the journal starts anew.
-	if got := open(line(topicRecord{Base: &route.DataVersion{Counter: 99}}) + put("Stale", 100)); got["Stale"].TopicName != "" {
-		t.Error("a journal that does not follow topics.json was replayed")
-	} else if _, ok := got["A"]; !ok {
-		t.Error("topics.json lost A")
-	}
-	var tw route.TopicConfigSerializeWrapper
-	if _, err := storage.ReadJSONFile(filepath.Join(cfg, "topics.json"), &tw); err != nil {
-		t.Fatal(err)
-	}
-	got = open(line(topicRecord{Base: &tw.DataVersion}) + put("B", tw.DataVersion.Counter+1) + "{not json}\n" +
-		put("C", tw.DataVersion.Counter+2))
-	if _, ok := got["B"]; !ok {
-		t.Error("a record before a damaged one was not replayed")
-	}
-	if _, ok := got["C"]; ok {
-		t.Error("a record after a damaged one was replayed")
-	}
-	if w := readTopicsFile(t, dir); w["B"].TopicName == "" || w["C"].TopicName != "" {
-		t.Error("after a damaged journal, topics.json was not written whole with what was replayed")
-	}
 }
 
 // TestIncrementsRepairedByTheWholeRound: a name server that restarts between incremental
@@ -288,11 +212,11 @@ func TestIncrementsRepairedByTheWholeRound(t *testing.T) {
 				o.Broker.DisableForceRegister = !force
 			})
 			<-tb.Ready()
-			if _, err := tb.topics.createIfAbsent("Before", 1, route.PermReadWrite, 0); err != nil {
+			if _, err := tb.topics.CreateIfAbsent("Before", 1, route.PermReadWrite, 0); err != nil {
 				t.Fatal(err)
 			}
 			ns.restart()
-			if _, err := tb.topics.createIfAbsent("After", 1, route.PermReadWrite, 0); err != nil {
+			if _, err := tb.topics.CreateIfAbsent("After", 1, route.PermReadWrite, 0); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, "the restarted name server to learn the topic it missed", func() bool {
@@ -307,7 +231,7 @@ func TestIncrementsRepairedByTheWholeRound(t *testing.T) {
 // updates of them, go on.
 func TestMaxTopics(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	limit := tb.topics.count() + 2
+	limit := tb.topics.Count() + 2
 	tb.Stop(t)
 	tb = startTestBroker(t, func(o *Options) { o.Limits.MaxTopics = limit })
 	send := func(topic string) *remoting.Command {
@@ -334,68 +258,11 @@ func TestMaxTopics(t *testing.T) {
 	if resp := invoke(t, tb.TCP, tb.Addr, update); resp.Code != remoting.Success {
 		t.Errorf("admin update at the cap: %d %q", resp.Code, resp.Remark)
 	}
-	if _, err := tb.topics.createIfAbsent("%RETRY%capped", 1, route.PermReadWrite, 0); err == nil {
+	if _, err := tb.topics.CreateIfAbsent("%RETRY%capped", 1, route.PermReadWrite, 0); err == nil {
 		t.Error("a retry topic created past MaxTopics")
 	}
-	tb.topics.addSystemTopic("SYSTEM_ONLY", 1)
-	if _, ok := tb.topics.get("SYSTEM_ONLY"); !ok {
+	tb.topics.AddSystemTopic("SYSTEM_ONLY", 1)
+	if _, ok := tb.topics.Get("SYSTEM_ONLY"); !ok {
 		t.Error("a system topic refused by MaxTopics")
-	}
-}
-
-// TestCreateLimiter: a connection creates a burst, then at the rate; connections are apart;
-// buckets that refilled are swept, so the table stays about as large as the connections
-// creating topics lately.
-func TestCreateLimiter(t *testing.T) {
-	l := newCreateLimiter(3, 2)
-	t0 := time.Unix(1700000000, 0)
-	for i := range 3 {
-		if !l.allow(1, t0) {
-			t.Fatalf("creation %d of the burst refused", i+1)
-		}
-	}
-	if l.allow(1, t0) {
-		t.Error("a fourth creation in the same instant allowed")
-	}
-	if !l.allow(2, t0) {
-		t.Error("another connection refused")
-	}
-	if !l.allow(1, t0.Add(500*time.Millisecond)) || l.allow(1, t0.Add(500*time.Millisecond)) {
-		t.Error("half a second at 2 a second should give exactly one creation")
-	}
-	if !strings.Contains(l.remark, "AutoCreateTopicRate 2") || !strings.Contains(l.remark, "AutoCreateTopicBurst 3") {
-		t.Errorf("remark %q does not name the limits", l.remark)
-	}
-	for id := range uint64(5000) {
-		l.allow(100+id, t0)
-	}
-	later := t0.Add(time.Minute) // every bucket has refilled
-	for id := range uint64(5000) {
-		l.allow(100000+id, later)
-	}
-	l.mu.Lock()
-	n := len(l.buckets)
-	l.mu.Unlock()
-	if n > 5000+createLimiterMinSweep {
-		t.Errorf("%d buckets kept for 5,000 connections creating now", n)
-	}
-}
-
-// TestSlaveRefusesTooManyTopics: a master's table above MaxTopics (and the system topics'
-// allowance) is not installed; the slave keeps what it held.
-func TestSlaveRefusesTooManyTopics(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxTopics = 10 })
-	w := route.TopicConfigSerializeWrapper{TopicConfigTable: map[string]TopicConfig{},
-		DataVersion: route.DataVersion{Timestamp: 1, Counter: 1}}
-	for i := range 10 + maxUncappedTopics + 1 {
-		name := fmt.Sprintf("M%d", i)
-		w.TopicConfigTable[name] = TopicConfig{TopicName: name, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}
-	}
-	before := tb.topics.count()
-	if err := tb.Topics().InstallMaster(w); err == nil || !strings.Contains(err.Error(), "MaxTopics") {
-		t.Errorf("install of %d topics: %v, want an error naming MaxTopics", len(w.TopicConfigTable), err)
-	}
-	if n := tb.topics.count(); n != before {
-		t.Errorf("the slave holds %d topics after a refused install, had %d", n, before)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package tables
 
 import (
 	"errors"
@@ -9,14 +9,18 @@ import (
 	"sync"
 
 	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
 )
 
-// consumerOffsetManager keeps each group's committed offset per topic queue (RocketMQ
+// Offsets keeps each group's committed offset per topic queue (RocketMQ
 // ConsumerOffsetManager). The metadata writer persists it to <store>/config/consumerOffset.json
-// every FlushConsumerOffsetInterval when it changed, and on close (persist.go).
-type consumerOffsetManager struct {
-	b    *Broker
+// every FlushConsumerOffsetInterval when it changed, and on close (writer.go).
+type Offsets struct {
+	w    *Writer
+	log  zerolog.Logger
 	path string
+	// maxQueueNums bounds the queue ids a master's table may bring (InstallMaster).
+	maxQueueNums int32
 
 	mu    sync.RWMutex
 	table map[string]map[int32]int64 // "topic@group" -> queue id -> next offset to consume
@@ -31,8 +35,14 @@ const topicGroupSeparator = "@"
 
 func offsetKey(topic, group string) string { return topic + topicGroupSeparator + group }
 
-func newConsumerOffsetManager(b *Broker) (*consumerOffsetManager, error) {
-	m := &consumerOffsetManager{b: b, path: b.configPath("consumerOffset.json"), table: map[string]map[int32]int64{}}
+// SplitOffsetKey splits a key of Offsets.Snapshot ("topic@group") into its topic and group.
+func SplitOffsetKey(key string) (topic, group string, ok bool) {
+	return strings.Cut(key, topicGroupSeparator)
+}
+
+func loadOffsets(cfg Config, w *Writer) (*Offsets, error) {
+	m := &Offsets{w: w, log: cfg.Log, path: cfg.Path("consumerOffset.json"), maxQueueNums: cfg.MaxQueueNums,
+		table: map[string]map[int32]int64{}}
 	var f offsetFile
 	_, err := storage.ReadJSONFile(m.path, &f)
 	switch {
@@ -47,8 +57,8 @@ func newConsumerOffsetManager(b *Broker) (*consumerOffsetManager, error) {
 	return m, nil
 }
 
-// commit stores offset as the group's next offset for the queue.
-func (m *consumerOffsetManager) commit(group, topic string, queueID int32, offset int64) {
+// Commit stores offset as the group's next offset for the queue.
+func (m *Offsets) Commit(group, topic string, queueID int32, offset int64) {
 	key := offsetKey(topic, group)
 	m.mu.Lock()
 	q := m.table[key]
@@ -58,11 +68,11 @@ func (m *consumerOffsetManager) commit(group, topic string, queueID int32, offse
 	}
 	q[queueID] = offset
 	m.mu.Unlock()
-	m.b.meta.markDirty(metaOffsets)
+	m.w.markDirty(fileOffsets)
 }
 
-// query returns the group's stored offset for the queue, or -1 when it has none.
-func (m *consumerOffsetManager) query(group, topic string, queueID int32) int64 {
+// Query returns the group's stored offset for the queue, or -1 when it has none.
+func (m *Offsets) Query(group, topic string, queueID int32) int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if off, ok := m.table[offsetKey(topic, group)][queueID]; ok {
@@ -71,8 +81,8 @@ func (m *consumerOffsetManager) query(group, topic string, queueID int32) int64 
 	return -1
 }
 
-// topicsOf lists the topics a group has offsets for, sorted.
-func (m *consumerOffsetManager) topicsOf(group string) []string {
+// TopicsOf lists the topics a group has offsets for, sorted.
+func (m *Offsets) TopicsOf(group string) []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var out []string
@@ -85,8 +95,8 @@ func (m *consumerOffsetManager) topicsOf(group string) []string {
 	return out
 }
 
-// removeTopic drops every group's offsets of a deleted topic.
-func (m *consumerOffsetManager) removeTopic(topic string) {
+// RemoveTopic drops every group's offsets of a deleted topic.
+func (m *Offsets) RemoveTopic(topic string) {
 	m.mu.Lock()
 	removed := false
 	for k := range m.table {
@@ -97,12 +107,12 @@ func (m *consumerOffsetManager) removeTopic(topic string) {
 	}
 	m.mu.Unlock()
 	if removed {
-		m.b.meta.markDirty(metaOffsets)
+		m.w.markDirty(fileOffsets)
 	}
 }
 
-// snapshot copies the whole table (slaves sync it from their master).
-func (m *consumerOffsetManager) snapshot() map[string]map[int32]int64 {
+// Snapshot copies the whole table (slaves sync it from their master).
+func (m *Offsets) Snapshot() map[string]map[int32]int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	out := make(map[string]map[int32]int64, len(m.table))
@@ -116,7 +126,7 @@ func (m *consumerOffsetManager) snapshot() map[string]map[int32]int64 {
 	return out
 }
 
-// persist writes consumerOffset.json; only the metadata writer and Close call it.
-func (m *consumerOffsetManager) persist() error {
-	return storage.WriteJSONFile(m.path, offsetFile{OffsetTable: m.snapshot()})
+// persist writes consumerOffset.json; only the metadata writer and FlushAll call it.
+func (m *Offsets) persist() error {
+	return storage.WriteJSONFile(m.path, offsetFile{OffsetTable: m.Snapshot()})
 }

@@ -1,15 +1,12 @@
-package broker
+package tables
 
 import (
 	"slices"
 
 	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/route"
 	"github.com/rs/zerolog"
 )
-
-// clampQueueNums brings a queue count a master sent into [0, MaxQueueNums], as
-// clampLoadedQueueNums does for what is loaded from disk.
-func (b *Broker) clampQueueNums(n int32) int32 { return max(0, min(n, b.opts.Limits.MaxQueueNums)) }
 
 // maxLoggedNames bounds how many dropped names one log line quotes.
 const maxLoggedNames = 8
@@ -37,8 +34,8 @@ func (d *nameDrops) log(e *zerolog.Event, msg string) {
 // dropInvalidTopics deletes from a topics table (topics.json, or a master's) every entry whose
 // key is not a valid topic name or whose topicName is not its key; an empty topicName takes
 // the key. The broker would otherwise register and serve a name no request may carry.
-func dropInvalidTopics(table map[string]TopicConfig) nameDrops {
-	return dropInvalidNames(table, func(c *TopicConfig) *string { return &c.TopicName }, names.ValidTopic)
+func dropInvalidTopics(table map[string]route.TopicConfig) nameDrops {
+	return dropInvalidNames(table, func(c *route.TopicConfig) *string { return &c.TopicName }, names.ValidTopic)
 }
 
 // dropInvalidGroups is dropInvalidTopics for a subscription group table (groupName and group

@@ -1,4 +1,4 @@
-package broker
+package tables
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
+	"github.com/rs/zerolog"
 )
 
 // SubscriptionGroupConfig is a consumer group's settings, in RocketMQ's JSON form
@@ -38,66 +39,72 @@ type SubscriptionGroupWrapper struct {
 	DataVersion            route.DataVersion                  `json:"dataVersion"`
 }
 
-// subscriptionGroupManager holds consumer group settings (RocketMQ SubscriptionGroupManager);
-// the metadata writer persists them to <store>/config/subscriptionGroup.json (persist.go).
-type subscriptionGroupManager struct {
-	b    *Broker
+// Groups holds consumer group settings (RocketMQ SubscriptionGroupManager); the metadata
+// writer persists them to <store>/config/subscriptionGroup.json (writer.go).
+type Groups struct {
+	w    *Writer
+	log  zerolog.Logger
 	path string
+	// maxQueueNums caps the retryQueueNums a master's table brings (InstallMaster).
+	maxQueueNums int32
+	// autoCreate is !DisableAutoCreateSubscriptionGroup: Find creates unknown groups.
+	autoCreate bool
 
 	mu      sync.RWMutex
 	table   map[string]SubscriptionGroupConfig
 	version route.DataVersion
 }
 
-func newSubscriptionGroupManager(b *Broker) (*subscriptionGroupManager, error) {
-	m := &subscriptionGroupManager{b: b, path: b.configPath("subscriptionGroup.json"),
+func loadGroups(cfg Config, w *Writer) (*Groups, error) {
+	m := &Groups{w: w, log: cfg.Log, path: cfg.Path("subscriptionGroup.json"),
+		maxQueueNums: cfg.MaxQueueNums, autoCreate: !cfg.DisableAutoCreateSubscriptionGroup,
 		table: map[string]SubscriptionGroupConfig{}}
-	var w SubscriptionGroupWrapper
-	_, err := storage.ReadJSONFile(m.path, &w)
+	var f SubscriptionGroupWrapper
+	_, err := storage.ReadJSONFile(m.path, &f)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("broker: load subscription groups: %w", err)
 	default:
-		if d := dropInvalidGroups(w.SubscriptionGroupTable); d.count > 0 { // as topics.json (topic_config.go)
-			d.log(b.log.Error().Str("file", m.path), "subscription groups with invalid names dropped at load")
+		if d := dropInvalidGroups(f.SubscriptionGroupTable); d.count > 0 { // as topics.json (topics.go)
+			d.log(m.log.Error().Str("file", m.path), "subscription groups with invalid names dropped at load")
 		}
-		for k, v := range w.SubscriptionGroupTable {
+		for k, v := range f.SubscriptionGroupTable {
 			m.table[k] = v
 		}
-		m.version = w.DataVersion
+		m.version = f.DataVersion
 	}
 	return m, nil
 }
 
-// get returns the group's settings without creating them.
-func (m *subscriptionGroupManager) get(group string) (SubscriptionGroupConfig, bool) {
+// Get returns the group's settings without creating them.
+func (m *Groups) Get(group string) (SubscriptionGroupConfig, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	c, ok := m.table[group]
 	return c, ok
 }
 
-// find returns the group's settings, creating the default ones when auto-creation is on. It
+// Find returns the group's settings, creating the default ones when auto-creation is on. It
 // reports false for an unknown group otherwise.
-func (m *subscriptionGroupManager) find(group string) (SubscriptionGroupConfig, bool) {
-	c, ok, created := m.findOrAdd(group)
+func (m *Groups) Find(group string) (SubscriptionGroupConfig, bool) {
+	c, ok, created := m.FindOrAdd(group)
 	if created {
-		m.b.meta.changed(metaGroups)
+		m.w.changed(fileGroups)
 	}
 	return c, ok
 }
 
-// findOrAdd is find without waking the metadata writer: a new group is only marked dirty. A
-// caller that creates several groups calls meta.changed(metaGroups) once after the last.
-func (m *subscriptionGroupManager) findOrAdd(group string) (c SubscriptionGroupConfig, ok, created bool) {
+// FindOrAdd is Find without waking the metadata writer: a new group is only marked dirty. A
+// caller that creates several groups calls Changed once after the last.
+func (m *Groups) FindOrAdd(group string) (c SubscriptionGroupConfig, ok, created bool) {
 	m.mu.RLock()
 	c, ok = m.table[group]
 	m.mu.RUnlock()
 	if ok {
 		return c, true, false
 	}
-	if m.b.opts.DisableAutoCreateSubscriptionGroup {
+	if !m.autoCreate {
 		return SubscriptionGroupConfig{}, false, false
 	}
 	c = NewSubscriptionGroupConfig(group)
@@ -109,22 +116,25 @@ func (m *subscriptionGroupManager) findOrAdd(group string) (c SubscriptionGroupC
 	m.table[group] = c
 	m.bumpLocked()
 	m.mu.Unlock()
-	m.b.meta.markDirty(metaGroups)
-	m.b.log.Info().Str("group", group).Msg("subscription group created")
+	m.w.markDirty(fileGroups)
+	m.log.Info().Str("group", group).Msg("subscription group created")
 	return c, true, true
 }
 
-// update creates or replaces a group's settings.
-func (m *subscriptionGroupManager) update(c SubscriptionGroupConfig) {
+// Changed wakes the metadata writer for groups FindOrAdd created. It never blocks.
+func (m *Groups) Changed() { m.w.changed(fileGroups) }
+
+// Update creates or replaces a group's settings.
+func (m *Groups) Update(c SubscriptionGroupConfig) {
 	m.mu.Lock()
 	m.table[c.GroupName] = c
 	m.bumpLocked()
 	m.mu.Unlock()
-	m.b.meta.changed(metaGroups)
+	m.w.changed(fileGroups)
 }
 
-// delete removes a group's settings.
-func (m *subscriptionGroupManager) delete(group string) bool {
+// Delete removes a group's settings.
+func (m *Groups) Delete(group string) bool {
 	m.mu.Lock()
 	_, ok := m.table[group]
 	delete(m.table, group)
@@ -133,17 +143,18 @@ func (m *subscriptionGroupManager) delete(group string) bool {
 	}
 	m.mu.Unlock()
 	if ok {
-		m.b.meta.changed(metaGroups)
+		m.w.changed(fileGroups)
 	}
 	return ok
 }
 
-func (m *subscriptionGroupManager) bumpLocked() {
+func (m *Groups) bumpLocked() {
 	m.version.Timestamp = time.Now().UnixMilli()
 	m.version.Counter++
 }
 
-func (m *subscriptionGroupManager) snapshot() SubscriptionGroupWrapper {
+// Snapshot copies the table and its version.
+func (m *Groups) Snapshot() SubscriptionGroupWrapper {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	t := make(map[string]SubscriptionGroupConfig, len(m.table))
@@ -153,7 +164,7 @@ func (m *subscriptionGroupManager) snapshot() SubscriptionGroupWrapper {
 	return SubscriptionGroupWrapper{SubscriptionGroupTable: t, DataVersion: m.version}
 }
 
-// persist writes subscriptionGroup.json; only the metadata writer and Close call it.
-func (m *subscriptionGroupManager) persist() error {
-	return storage.WriteJSONFile(m.path, m.snapshot())
+// persist writes subscriptionGroup.json; only the metadata writer and FlushAll call it.
+func (m *Groups) persist() error {
+	return storage.WriteJSONFile(m.path, m.Snapshot())
 }

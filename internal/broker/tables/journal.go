@@ -1,4 +1,4 @@
-package broker
+package tables
 
 import (
 	"encoding/json"
@@ -21,7 +21,7 @@ import (
 //
 // RocketMQ rewrites topics.json inside every request that creates a topic, so a flood of new
 // names costs a growing file per name. Here each metadata writer pass appends the records of
-// the changes made since the last pass and fsyncs once (persist.go coalesces the passes); when
+// the changes made since the last pass and fsyncs once (writer.go coalesces the passes); when
 // the journal has grown past both topicJournalMinCompact and the last topics.json, the pass
 // writes topics.json whole and starts the journal again. Each change is thus written O(1)
 // times, amortised.
@@ -30,7 +30,7 @@ import (
 // otherwise topics.json was written after the journal began (a crash between writing it and
 // starting the journal again) and already holds every change the journal has. A journal cut
 // short by a crash loses only the records of the pass that was writing, whose changes were not
-// yet answered (changed waits for the pass).
+// yet answered (Changed waits for the pass).
 
 // topicJournalFile is the journal's name in <store>/config.
 const topicJournalFile = "topics.journal"
@@ -47,14 +47,14 @@ const topicJournalMaxPending = 1 << 16
 // topicRecord is one line of the journal.
 type topicRecord struct {
 	Base    *route.DataVersion `json:"base,omitempty"`
-	Put     *TopicConfig       `json:"put,omitempty"`
+	Put     *route.TopicConfig `json:"put,omitempty"`
 	Delete  string             `json:"delete,omitempty"`
 	Version route.DataVersion  `json:"dataVersion"`
 }
 
 // journalLocked queues r, under the table's current version, for the writer's next pass.
 // m.mu must be held.
-func (m *topicConfigManager) journalLocked(r topicRecord) {
+func (m *Topics) journalLocked(r topicRecord) {
 	if m.jCompact {
 		return // the next pass writes the whole table
 	}
@@ -66,9 +66,9 @@ func (m *topicConfigManager) journalLocked(r topicRecord) {
 	m.jPending = append(m.jPending, r)
 }
 
-// compactNext makes the next pass write topics.json whole (Close, so that a clean shutdown
+// compactNext makes the next pass write topics.json whole (FlushAll, so that a clean shutdown
 // leaves the table in one file).
-func (m *topicConfigManager) compactNext() {
+func (m *Topics) compactNext() {
 	m.mu.Lock()
 	m.jPending, m.jCompact = nil, true
 	m.mu.Unlock()
@@ -76,9 +76,9 @@ func (m *topicConfigManager) compactNext() {
 
 // persist writes what changed since the last pass: the pending records appended to the
 // journal, or topics.json whole when the journal is too long, was never started, or a pass
-// failed. It then releases the changes waiting for it (changed). Only the metadata writer and
-// Close call it (persist.go), so passes never overlap.
-func (m *topicConfigManager) persist() error {
+// failed. It then releases the changes waiting for it (Changed). Only the metadata writer and
+// FlushAll call it (writer.go), so passes never overlap.
+func (m *Topics) persist() error {
 	upTo := m.durable.Begin()
 	long := m.jSize >= max(topicJournalMinCompact, m.snapSize)
 	m.mu.Lock()
@@ -109,7 +109,7 @@ func (m *topicConfigManager) persist() error {
 }
 
 // writeWhole writes topics.json from snap and starts the journal again on its version.
-func (m *topicConfigManager) writeWhole(snap route.TopicConfigSerializeWrapper) error {
+func (m *Topics) writeWhole(snap route.TopicConfigSerializeWrapper) error {
 	m.jSize = 0
 	if err := storage.WriteJSONFile(m.path, snap); err != nil {
 		return err
@@ -130,7 +130,7 @@ func (m *topicConfigManager) writeWhole(snap route.TopicConfigSerializeWrapper) 
 }
 
 // appendRecords appends recs to the journal.
-func (m *topicConfigManager) appendRecords(recs []topicRecord) error {
+func (m *Topics) appendRecords(recs []topicRecord) error {
 	lines := make([][]byte, len(recs))
 	for i := range recs {
 		b, err := json.Marshal(&recs[i])
@@ -146,9 +146,9 @@ func (m *topicConfigManager) appendRecords(recs []topicRecord) error {
 
 // replayJournal applies the journal to the table just loaded from topics.json, when the
 // journal follows that file. Records that do not decode, or name a topic no request may
-// carry, end the replay: what follows them is not trusted. Called by newTopicConfigManager
+// carry, end the replay: what follows them is not trusted. Called by loadTopics
 // before anything else sees the table.
-func (m *topicConfigManager) replayJournal() error {
+func (m *Topics) replayJournal() error {
 	lines, size, err := storage.ReadJournal(m.journalPath)
 	if err != nil {
 		return fmt.Errorf("broker: load topics: %w", err)
@@ -160,7 +160,7 @@ func (m *topicConfigManager) replayJournal() error {
 	if json.Unmarshal(lines[0], &base) != nil || base.Base == nil || *base.Base != m.version {
 		// topics.json is newer than the journal, or the journal is damaged from its start:
 		// the first pass writes topics.json whole and starts a new one.
-		m.b.log.Info().Str("file", m.journalPath).Msg("topics journal does not follow topics.json; ignored")
+		m.log.Info().Str("file", m.journalPath).Msg("topics journal does not follow topics.json; ignored")
 		return nil
 	}
 	applied := 0
@@ -178,7 +178,7 @@ func (m *topicConfigManager) replayJournal() error {
 			delete(m.table, r.Delete)
 		}
 		if !ok {
-			m.b.log.Error().Str("file", m.journalPath).Int("record", i+1).Int("ignored", len(lines)-1-i).
+			m.log.Error().Str("file", m.journalPath).Int("record", i+1).Int("ignored", len(lines)-1-i).
 				Msg("topics journal record damaged; it and the records after it are ignored")
 			return nil // jSize stays 0: the first pass writes topics.json whole
 		}
@@ -187,7 +187,7 @@ func (m *topicConfigManager) replayJournal() error {
 	}
 	m.jSize = size
 	if applied > 0 {
-		m.b.log.Info().Int("records", applied).Msg("topics journal replayed")
+		m.log.Info().Int("records", applied).Msg("topics journal replayed")
 	}
 	return nil
 }

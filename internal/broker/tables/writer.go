@@ -1,4 +1,4 @@
-package broker
+package tables
 
 import (
 	"context"
@@ -6,23 +6,26 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Metadata persistence.
 //
 // Subscription groups and consumer offsets are each one JSON file under
 // <store>/config, rewritten whole (storage.WriteJSONFile); topics are topics.json and a
-// journal of the changes since it was written (topic_journal.go). RocketMQ rewrites the file inside
+// journal of the changes since it was written (journal.go). RocketMQ rewrites the file inside
 // every request that changes a table; with thousands of new groups in one heartbeat that is
 // thousands of whole-file writes and fsyncs of a growing file. Here a request changes the table
-// in memory and marks it dirty; one writer goroutine per broker (metaWriter.run, one of the
+// in memory and marks it dirty; one writer goroutine per broker (Writer.Run, one of the
 // broker's runners) writes each dirty table once per pass, from a snapshot taken then. A pass
 // runs when a change wakes the writer, at most once per metaPersistGap, so a burst of changes
 // costs about one write per table; and every FlushConsumerOffsetInterval (RocketMQ's
 // flushConsumerOffsetInterval), which is how consumer offsets, changed by every
 // commit and marked dirty without a wake-up, reach the disk, and how a failed write is retried.
-// The last pass runs when Run's context ends, and Close writes every table. The delay offsets
-// (delayOffset.json) are internal/broker/schedule's, which writes them itself.
+// The last pass runs when Run's context ends, and the broker's Close writes every table
+// (FlushAll). The delay offsets (delayOffset.json) are internal/broker/schedule's, which writes
+// them itself.
 //
 // Topic and group changes call changed (mark and wake); offset changes call markDirty. A
 // request that changes many entries (a heartbeat bringing many groups) may mark them dirty one
@@ -30,17 +33,17 @@ import (
 //
 // A change is thus on disk a few milliseconds after it is made, not before the request is
 // answered, except for topic changes: those wait for the pass that writes them, and the name
-// servers learn of them before the answer too (topicConfigManager.changed).
+// servers learn of them before the answer too (Topics.Changed).
 
-// metaTable names one metadata file.
-type metaTable uint32
+// file names one metadata file.
+type file uint32
 
 const (
-	metaTopics metaTable = 1 << iota
-	metaGroups
-	metaOffsets
+	fileTopics file = 1 << iota
+	fileGroups
+	fileOffsets
 
-	metaAll = metaTopics | metaGroups | metaOffsets
+	fileAll = fileTopics | fileGroups | fileOffsets
 )
 
 // metaPersistGap is the least time between two passes of the writer woken by changes: changes
@@ -51,26 +54,32 @@ const metaPersistGap = 5 * time.Millisecond
 // table stays dirty and is retried every pass).
 const metaErrorLogEvery = 10 * time.Second
 
-// metaWriter is the broker's metadata writer.
-type metaWriter struct {
-	b     *Broker
-	dirty atomic.Uint32 // metaTable bits changed since their last write
-	wake  chan struct{} // capacity 1: a pending wake-up
+// Writer is the broker's metadata writer.
+type Writer struct {
+	log      zerolog.Logger
+	interval time.Duration // FlushConsumerOffsetInterval
+	dirty    atomic.Uint32 // file bits changed since their last write
+	wake     chan struct{} // capacity 1: a pending wake-up
+
+	// The tables it writes, set by Load once they are loaded.
+	topics  *Topics
+	groups  *Groups
+	offsets *Offsets
 
 	// writes counts files written: topics, groups, offsets (tests assert coalescing).
 	writes [3]atomic.Int64
 }
 
-func newMetaWriter(b *Broker) *metaWriter {
-	return &metaWriter{b: b, wake: make(chan struct{}, 1)}
+func newWriter(cfg Config) *Writer {
+	return &Writer{log: cfg.Log, interval: cfg.FlushInterval, wake: make(chan struct{}, 1)}
 }
 
 // markDirty notes a change for the writer's next pass, at the latest the periodic one. It
 // never blocks; hot paths (offset commits) call it.
-func (w *metaWriter) markDirty(t metaTable) { w.dirty.Or(uint32(t)) }
+func (w *Writer) markDirty(t file) { w.dirty.Or(uint32(t)) }
 
 // changed notes a change and wakes the writer. It never blocks.
-func (w *metaWriter) changed(t metaTable) {
+func (w *Writer) changed(t file) {
 	w.dirty.Or(uint32(t))
 	select {
 	case w.wake <- struct{}{}:
@@ -78,20 +87,20 @@ func (w *metaWriter) changed(t metaTable) {
 	}
 }
 
-// run is the writer: a pass whenever woken (at most every metaPersistGap) and every
+// Run is the writer: a pass whenever woken (at most every metaPersistGap) and every
 // FlushConsumerOffsetInterval, and a last pass when ctx ends.
-func (w *metaWriter) run(ctx context.Context) error {
-	tick := time.NewTicker(w.b.opts.Periods.FlushConsumerOffsetInterval)
+func (w *Writer) Run(ctx context.Context) error {
+	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
 	gap := time.NewTimer(metaPersistGap)
 	defer gap.Stop()
 	var lastErrLog time.Time
-	w.b.topics.durable.Start()
+	w.topics.durable.Start()
 	for {
 		select {
 		case <-ctx.Done():
 			w.logError(w.flush(w.takeDirty()), &lastErrLog)
-			w.b.topics.durable.Stop()
+			w.topics.durable.Stop()
 			return nil
 		case <-w.wake:
 		case <-tick.C:
@@ -108,28 +117,36 @@ func (w *metaWriter) run(ctx context.Context) error {
 
 // takeDirty returns the dirty tables and clears them. A change made after this is marked again
 // and written by a later pass; a change made before is in the snapshot flush takes next.
-func (w *metaWriter) takeDirty() metaTable { return metaTable(w.dirty.Swap(0)) }
+func (w *Writer) takeDirty() file { return file(w.dirty.Swap(0)) }
 
 // logError logs a failed pass, at most once per metaErrorLogEvery while failures repeat (the
 // tables stay dirty and every later pass retries them).
-func (w *metaWriter) logError(err error, last *time.Time) {
+func (w *Writer) logError(err error, last *time.Time) {
 	if err == nil || time.Since(*last) < metaErrorLogEvery {
 		return
 	}
 	*last = time.Now()
-	w.b.log.Error().Err(err).Msg("persist metadata failed, will retry")
+	w.log.Error().Err(err).Msg("persist metadata failed, will retry")
+}
+
+// FlushAll writes every metadata table, dirty or not, topics.json whole: a table loaded from
+// disk and never changed is rewritten whole, as RocketMQ's shutdown persists every
+// ConfigManager. Call it only after Run has returned (the broker's Close).
+func (w *Writer) FlushAll() error {
+	w.topics.compactNext()
+	return w.flush(fileAll | w.takeDirty())
 }
 
 // flush writes the tables in t and marks those that failed dirty again. Only the writer
-// goroutine calls it while Run runs, and Close after Run has returned, so two flushes never
+// goroutine calls it while Run runs, and FlushAll after Run has returned, so two flushes never
 // overlap and a file is never replaced by an older snapshot of its table.
-func (w *metaWriter) flush(t metaTable) error {
+func (w *Writer) flush(t file) error {
 	var errs []error
-	for i, table := range []metaTable{metaTopics, metaGroups, metaOffsets} {
+	for i, table := range []file{fileTopics, fileGroups, fileOffsets} {
 		if t&table == 0 {
 			continue
 		}
-		if err := w.b.persistTable(table); err != nil {
+		if err := w.persist(table); err != nil {
 			w.markDirty(table)
 			errs = append(errs, err)
 			continue
@@ -139,24 +156,21 @@ func (w *metaWriter) flush(t metaTable) error {
 	return errors.Join(errs...)
 }
 
-// fileWrites is the number of metadata files written so far (tests).
-func (w *metaWriter) fileWrites() int64 {
-	var n int64
-	for i := range w.writes {
-		n += w.writes[i].Load()
-	}
-	return n
+// FileWrites is the number of times each metadata file was written so far (tests assert
+// that a burst of changes costs about one write per file).
+func (w *Writer) FileWrites() (topics, groups, offsets int64) {
+	return w.writes[0].Load(), w.writes[1].Load(), w.writes[2].Load()
 }
 
-// persistTable writes one table's file from a snapshot taken now.
-func (b *Broker) persistTable(t metaTable) error {
+// persist writes one table's file from a snapshot taken now.
+func (w *Writer) persist(t file) error {
 	switch t {
-	case metaTopics:
-		return b.topics.persist()
-	case metaGroups:
-		return b.groups.persist()
-	case metaOffsets:
-		return b.offsets.persist()
+	case fileTopics:
+		return w.topics.persist()
+	case fileGroups:
+		return w.groups.persist()
+	case fileOffsets:
+		return w.offsets.persist()
 	}
 	return fmt.Errorf("broker: unknown metadata table %d", t)
 }
