@@ -8,11 +8,11 @@
 //
 //	sender          send.go, send_check.go, send_props.go, send_put.go: SEND_MESSAGE(_V2),
 //	                SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK (retry.go)
-//	puller          pull*.go, filter.go, expression.go, offset_processor.go: PULL_MESSAGE, long
-//	                polling, tag and SQL92 filtering, the offset requests
-//	clientManager   clients.go, consumer_manager.go, lock.go, reregister.go: heartbeats, producer
-//	                and consumer groups, expiry, notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the
-//	                member-list grace after a crash
+//	puller          pull*.go, offset_processor.go: PULL_MESSAGE, long polling, the offset
+//	                requests
+//	clientManager   clients.go, reregister.go: heartbeats, producer and consumer groups, expiry,
+//	                notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the member-list grace after a
+//	                crash
 //	querier         query.go: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
 //	registrar       registration.go: REGISTER_BROKER / UNREGISTER_BROKER with every name server
 //	topicAdmin      topic_admin.go: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
@@ -48,6 +48,8 @@
 //	persist.go                   the metadata writer of the tables above
 //	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
 //	tickets/                     the rounds topic changes wait on (registration, the topics file)
+//	filter/, clients/, longpoll/ subscriptions (tag and SQL92 filtering); the client groups and
+//	                             queue locks; the parked pulls (the processors above use them)
 //	send*.go, topic_admin.go     the sender and topic admin (above)
 //	view_*.go, seams.go          the views services use and the seams they plug into (above)
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics

@@ -17,7 +17,7 @@ import (
 //
 // Header fields are listed per request code in requestNames. Names in bodies are checked where
 // the body is decoded: HEART_BEAT (checkHeartbeatNames, clients.go), LOCK_BATCH_MQ and
-// UNLOCK_BATCH_MQ (decodeLockBody, lock.go), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+// UNLOCK_BATCH_MQ (decodeLockBody, clients.go), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
 // (Broker.UpdateSubscriptionGroup, core_svc.go).
 //
 // A refused name answers SYSTEM_ERROR (RocketMQ 4.x's code for every validation failure outside
