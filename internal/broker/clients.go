@@ -222,6 +222,7 @@ func (cm *clientManager) processGetConsumerList(_ context.Context, ch remoting.C
 	return resp, nil
 }
 
+// decodeLockBody decodes a LOCK_BATCH_MQ or UNLOCK_BATCH_MQ body and checks its names.
 func decodeLockBody(req *remoting.Command) (*protocol.LockBatchRequestBody, error) {
 	var body protocol.LockBatchRequestBody
 	if err := json.Unmarshal(req.Body, &body); err != nil {
