@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/clients"
+	"github.com/mqgo/mq/internal/broker/filter"
 	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/names"
-
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -15,21 +16,21 @@ import (
 
 // clientManager is the client side of the broker (RocketMQ's ClientManageProcessor with its
 // ProducerManager, ConsumerManager and RebalanceLockManager): heartbeats, the producer and
-// consumer groups (consumer_manager.go), their expiry and notifications, and the queue locks
-// (lock.go). Its own state sits in consumers and locks, each behind its own mutex.
+// consumer groups, their expiry and notifications, and the queue locks. Its own state sits in
+// internal/broker/clients' tables, consumers and locks, each behind its own mutex.
 type clientManager struct {
 	*Broker
-	consumers *consumerManager
-	locks     *lockManager
+	consumers *clients.Manager
+	locks     *clients.Locks
 	now       func() time.Time
 	// regrace holds member lists back after a crash (reregister.go).
 	regrace reregisterGrace
 }
 
 func newClientManager(b *Broker) *clientManager {
-	cm := &clientManager{Broker: b, locks: newLockManager(), now: time.Now}
+	cm := &clientManager{Broker: b, locks: clients.NewLocks(), now: time.Now}
 	// Through cm.now, so a test that sets a fake clock there moves expiry too.
-	cm.consumers = newConsumerManager(func() time.Time { return cm.now() })
+	cm.consumers = clients.NewManager(func() time.Time { return cm.now() })
 	b.addRunner(cm.runClientHousekeeping)
 	return cm
 }
@@ -58,14 +59,14 @@ func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel
 	if resp := reqnames.CheckHeartbeat(hb); resp != nil {
 		return resp, nil
 	}
-	// The consumer manager stamps each registration as it records it (consumer_manager.go), so
+	// The consumer manager stamps each registration as it records it (clients.Manager), so
 	// however long ensureConsumerGroups takes, it cannot expire what this heartbeat registers.
-	info := clientChannelInfo{ch: ch, clientID: hb.ClientID, language: req.Language, version: req.Version,
-		accessKey: req.ExtFields[remoting.ExtAccessKey]}
+	info := clients.ChannelInfo{Channel: ch, ClientID: hb.ClientID, Language: req.Language, Version: req.Version,
+		AccessKey: req.ExtFields[remoting.ExtAccessKey]}
 	notify := cm.ensureConsumerGroups(hb.ConsumerDataSet)
 	for i := range hb.ConsumerDataSet {
 		data := &hb.ConsumerDataSet[i]
-		changed, members := cm.consumers.registerConsumer(info, data)
+		changed, members := cm.consumers.RegisterConsumer(info, data)
 		if changed {
 			cm.log.Info().Str("group", data.GroupName).Str("client_id", hb.ClientID).
 				Str("addr", ch.RemoteAddr()).Msg("consumer group changed")
@@ -75,7 +76,7 @@ func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel
 		}
 	}
 	for _, p := range hb.ProducerDataSet {
-		cm.consumers.registerProducer(p.GroupName, info)
+		cm.consumers.RegisterProducer(p.GroupName, info)
 	}
 	if len(hb.ProducerDataSet)+len(hb.ConsumerDataSet) > 0 {
 		cm.hooks.heartbeat(ch, hb.ClientID)
@@ -152,15 +153,15 @@ func (cm *clientManager) notifyConsumerIDsChanged(group string, channels []remot
 
 // notifyIfEnabled notifies a changed group's remaining members if the group's settings allow
 // it. It does not create the group's settings.
-func (cm *clientManager) notifyIfEnabled(c groupChange) {
-	if len(c.channels) == 0 {
+func (cm *clientManager) notifyIfEnabled(c clients.GroupChange) {
+	if len(c.Channels) == 0 {
 		return
 	}
-	cfg, ok := cm.groups.Get(c.group)
+	cfg, ok := cm.groups.Get(c.Group)
 	if ok && !cfg.NotifyConsumerIdsChangedEnable {
 		return
 	}
-	cm.notifyConsumerIDsChanged(c.group, c.channels)
+	cm.notifyConsumerIDsChanged(c.Group, c.Channels)
 }
 
 // processUnregisterClient drops a client's producer and/or consumer group from the channel.
@@ -170,12 +171,12 @@ func (cm *clientManager) processUnregisterClient(_ context.Context, ch remoting.
 		return nil, err
 	}
 	if h.ProducerGroup != "" {
-		cm.consumers.unregisterProducer(h.ProducerGroup, ch.ID())
+		cm.consumers.UnregisterProducer(h.ProducerGroup, ch.ID())
 	}
 	if h.ConsumerGroup != "" {
-		if removed, members := cm.consumers.unregisterConsumer(h.ConsumerGroup, ch.ID()); removed {
+		if removed, members := cm.consumers.UnregisterConsumer(h.ConsumerGroup, ch.ID()); removed {
 			cm.log.Info().Str("group", h.ConsumerGroup).Str("client_id", h.ClientID).Msg("consumer unregistered")
-			cm.notifyIfEnabled(groupChange{group: h.ConsumerGroup, channels: members})
+			cm.notifyIfEnabled(clients.GroupChange{Group: h.ConsumerGroup, Channels: members})
 		}
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
@@ -183,7 +184,7 @@ func (cm *clientManager) processUnregisterClient(_ context.Context, ch remoting.
 
 // processCheckClientConfig tells a consumer before it starts whether the broker can filter by
 // its subscription (RocketMQ ClientManageProcessor.checkClientConfig): TAG yes, SQL92 when it
-// compiles, anything else no (expression.go). The body's names are not checked: nothing but the
+// compiles, anything else no (filter.CheckExpression). The body's names are not checked: nothing but the
 // expression and its type is read.
 func (cm *clientManager) processCheckClientConfig(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	body, err := protocol.DecodeCheckClientRequestBody(req.Body)
@@ -191,7 +192,7 @@ func (cm *clientManager) processCheckClientConfig(_ context.Context, _ remoting.
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
 	}
 	// An absent subscriptionData decodes as a TAG one: accepted, as RocketMQ accepts none.
-	if resp := checkExpression(body.SubscriptionData.SubString, body.SubscriptionData.ExpressionType); resp != nil {
+	if resp := filter.CheckExpression(body.SubscriptionData.SubString, body.SubscriptionData.ExpressionType); resp != nil {
 		return resp, nil
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
@@ -207,7 +208,7 @@ func (cm *clientManager) processGetConsumerList(_ context.Context, ch remoting.C
 	if cm.inReregisterGrace() {
 		return reregisterBusy(), nil
 	}
-	ids := cm.consumers.consumerIDs(h.ConsumerGroup)
+	ids := cm.consumers.ConsumerIDs(h.ConsumerGroup)
 	if len(ids) == 0 {
 		cm.log.Debug().Str("group", h.ConsumerGroup).Str("addr", ch.RemoteAddr()).Msg("consumer list asked for a group without members")
 		return remoting.NewResponse(remoting.SystemError, "no consumer for this group, "+h.ConsumerGroup), nil
@@ -221,6 +222,45 @@ func (cm *clientManager) processGetConsumerList(_ context.Context, ch remoting.C
 	return resp, nil
 }
 
+// decodeLockBody decodes a LOCK_BATCH_MQ or UNLOCK_BATCH_MQ body and checks its names.
+func decodeLockBody(req *remoting.Command) (*protocol.LockBatchRequestBody, error) {
+	var body protocol.LockBatchRequestBody
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: "lock body: " + err.Error()}
+	}
+	if err := checkLockNames(&body); err != nil {
+		return nil, err
+	}
+	return &body, nil
+}
+
+// processLockBatch answers LOCK_BATCH_MQ with the requested queues the caller now holds.
+func (cm *clientManager) processLockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	body, err := decodeLockBody(req)
+	if err != nil {
+		return nil, err
+	}
+	locked := cm.locks.TryLock(body.ConsumerGroup, body.ClientID, body.MQSet, cm.now(),
+		cm.opts.Periods.RebalanceLockMaxLiveTime)
+	out, err := json.Marshal(protocol.LockBatchResponseBody{LockOKMQSet: locked})
+	if err != nil {
+		return nil, err
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = out
+	return resp, nil
+}
+
+// processUnlockBatch releases the caller's locks among the requested queues.
+func (cm *clientManager) processUnlockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	body, err := decodeLockBody(req)
+	if err != nil {
+		return nil, err
+	}
+	cm.locks.Unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
+	return remoting.NewResponse(remoting.Success, ""), nil
+}
+
 // onConnEvent drops a closed, broken or idle connection's producers and consumers, notifies the
 // groups it left, and drops its parked pulls and reply routes. Its queue locks stay until they expire, as in
 // RocketMQ.
@@ -230,10 +270,10 @@ func (cm *clientManager) onConnEvent(ev remoting.ConnEvent) {
 	default:
 		return
 	}
-	cm.pull.hold.dropChannel(ev.Channel.ID())
+	cm.pull.hold.DropChannel(ev.Channel.ID())
 	cm.hooks.connClosed(ev.Channel)
-	for _, c := range cm.consumers.removeChannel(ev.Channel.ID()) {
-		cm.log.Info().Str("group", c.group).Str("addr", ev.Channel.RemoteAddr()).
+	for _, c := range cm.consumers.RemoveChannel(ev.Channel.ID()) {
+		cm.log.Info().Str("group", c.Group).Str("addr", ev.Channel.RemoteAddr()).
 			Str("event", ev.Type.String()).Msg("consumer left")
 		cm.notifyIfEnabled(c)
 	}
@@ -257,10 +297,10 @@ func (cm *clientManager) runClientHousekeeping(ctx context.Context) error {
 // scanNotActiveChannels forgets expired queue locks, expires stale registrations, notifies the groups that lost members and
 // closes the connections left with no registration.
 func (cm *clientManager) scanNotActiveChannels() {
-	cm.locks.expire(cm.now(), cm.opts.Periods.RebalanceLockMaxLiveTime)
-	changes, closeList := cm.consumers.expire(cm.opts.Periods.ClientChannelExpiredTime)
+	cm.locks.Expire(cm.now(), cm.opts.Periods.RebalanceLockMaxLiveTime)
+	changes, closeList := cm.consumers.Expire(cm.opts.Periods.ClientChannelExpiredTime)
 	for _, c := range changes {
-		cm.log.Info().Str("group", c.group).Msg("consumer registration expired")
+		cm.log.Info().Str("group", c.Group).Msg("consumer registration expired")
 		cm.notifyIfEnabled(c)
 	}
 	for _, ch := range closeList {
@@ -273,16 +313,16 @@ func (cm *clientManager) scanNotActiveChannels() {
 
 // producerChannels returns the live connections of a producer group (transaction checks).
 func (cm *clientManager) producerChannels(group string) []remoting.Channel {
-	return cm.consumers.producerChannels(group)
+	return cm.consumers.ProducerChannels(group)
 }
 
 // clientChannel returns a live connection registered by the client with this id. Replies do
 // not use it: any heartbeat can register any id, so they go by reply_route.go's holders.
 func (cm *clientManager) clientChannel(clientID string) (remoting.Channel, bool) {
-	return cm.consumers.findChannel(clientID)
+	return cm.consumers.FindChannel(clientID)
 }
 
 // consumerGroupState copies a consumer group's members and subscriptions (admin reads).
-func (cm *clientManager) consumerGroupState(group string) (ConsumerGroupState, bool) {
-	return cm.consumers.snapshot(group)
+func (cm *clientManager) consumerGroupState(group string) (clients.ConsumerGroupState, bool) {
+	return cm.consumers.Snapshot(group)
 }

@@ -1,5 +1,6 @@
-// Package broker is the RocketMQ broker of a node: the request processors over the message store,
-// and the managers of topics, subscription groups, consumer offsets, clients and locks.
+// Package broker is the RocketMQ broker of a node: the request processors over the message store
+// and the tables and managers of the packages below it (tables, clients, longpoll, filter,
+// registrar, reqnames, tickets), which import nothing of this package.
 //
 // The core is split as RocketMQ splits its processors into classes: Broker keeps the
 // lifecycle and the managers, and each request family is a type of its own that embeds *Broker
@@ -8,11 +9,11 @@
 //
 //	sender          send.go, send_check.go, send_props.go, send_put.go: SEND_MESSAGE(_V2),
 //	                SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK (retry.go)
-//	puller          pull*.go, filter.go, expression.go, offset_processor.go: PULL_MESSAGE, long
-//	                polling, tag and SQL92 filtering, the offset requests
-//	clientManager   clients.go, consumer_manager.go, lock.go, reregister.go: heartbeats, producer
-//	                and consumer groups, expiry, notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the
-//	                member-list grace after a crash
+//	puller          pull*.go, offset_processor.go: PULL_MESSAGE, long polling, the offset
+//	                requests
+//	clientManager   clients.go, reregister.go: heartbeats, producer and consumer groups, expiry,
+//	                notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the member-list grace after a
+//	                crash
 //	querier         query.go: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
 //	topicAdmin      topic_admin.go: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
 //	                GET_ALL_TOPIC_CONFIG
@@ -44,6 +45,8 @@
 //	tickets/                     the rounds topic changes wait on (registration, the topics file)
 //	registrar/, reqnames/        name-server registration (registration.go); request names (names.go)
 //	tables/                      the topics, groups and offsets, their files and metadata writer
+//	filter/, clients/, longpoll/ subscriptions (tag and SQL92 filtering); the client groups and
+//	                             queue locks; the parked pulls (the processors above use them)
 //	send*.go, topic_admin.go     the sender and topic admin (above)
 //	view_*.go, seams.go          the views services use and the seams they plug into (above)
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics

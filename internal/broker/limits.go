@@ -8,8 +8,6 @@ import (
 
 	"github.com/mqgo/mq/internal/broker/tables"
 	"github.com/mqgo/mq/internal/names"
-
-	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/route"
 )
 
@@ -81,39 +79,6 @@ func (b *Broker) queueNumsRemark(field string, n, lowest int32) string {
 // path that installs configs (slave sync) let a larger one in.
 func (b *Broker) queueLoopBound(n int32) int32 {
 	return max(0, min(n, b.opts.Limits.MaxQueueNums))
-}
-
-// heldPullSlotBytes is what one slot of the parked-pull caps stands for: a parked pull takes
-// one slot per started KiB it keeps, so MaxHeldPulls (65,536 slots: 64 MiB) bounds the bytes
-// parked pulls hold, not only their number. An honest pull, filtered by its group's heartbeat
-// subscription, keeps a few hundred bytes and takes one slot.
-const heldPullSlotBytes = 1 << 10
-
-// What a parked pull keeps, besides the strings of its header (TestParkedPullRetainsItsSlots
-// measures it against what heldPullSlots charges): heldPullBaseBytes, the heldPull with its
-// request (no extension fields) and decoded header and its places in the hold's indexes; and
-// for a subscription compiled from the pull's own header, heldSubBaseBytes (the subscription
-// with its tag and code maps), heldTagBytes a tag, and what a SQL92 expression compiles to
-// (sql92.Expr.Size).
-const (
-	heldPullBaseBytes = 512
-	heldSubBaseBytes  = 768
-	heldTagBytes      = 128
-)
-
-// heldPullSlots is the number of slots a parked pull with header h and subscription sub takes.
-func heldPullSlots(h *protocol.PullMessageRequestHeader, sub *subscription) int {
-	n := heldPullBaseBytes + len(h.ConsumerGroup) + len(h.Topic) + len(h.Subscription) + len(h.ExpressionType) +
-		len(h.BrokerName)
-	if h.HasSubscription() && sub != nil && sub != subAll {
-		// Compiled from this header for this pull alone (a heartbeat's is shared, and so is
-		// the "*" of pulls that carry it).
-		n += heldSubBaseBytes + len(sub.data.SubString) + heldTagBytes*max(len(sub.data.TagsSet), len(sub.tags))
-		if sub.sql != nil {
-			n += sub.sql.Size()
-		}
-	}
-	return (n + heldPullSlotBytes - 1) / heldPullSlotBytes
 }
 
 // logLimiter lets a repeating warning through at most once per period, so a client hammering

@@ -64,7 +64,7 @@ func TestLongPollSuspendCapped(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("a pull asking 2^50 ms was not answered by MaxLongPollingSuspend")
 			}
-			if n := tb.pull.hold.count(); n != 0 {
+			if n := tb.pull.hold.Count(); n != 0 {
 				t.Errorf("%d pulls still parked", n)
 			}
 		})
@@ -79,7 +79,7 @@ func parkPulls(t *testing.T, tb *testBroker, tr remoting.Transport, group string
 	for i := range int32(n) {
 		dones = append(dones, asyncPull(t, tr, tb.Addr, pullHeader(group, "T", firstQueue+i, 0)))
 	}
-	eventually(t, "pulls parked", func() bool { return tb.pull.hold.count() == want })
+	eventually(t, "pulls parked", func() bool { return tb.pull.hold.Count() == want })
 	return dones
 }
 
@@ -87,7 +87,7 @@ func parkPulls(t *testing.T, tb *testBroker, tr remoting.Transport, group string
 // limit, and that it was not parked.
 func wantHoldFull(t *testing.T, tb *testBroker, tr remoting.Transport, group string, queue int32, limit string) {
 	t.Helper()
-	before := tb.pull.hold.count()
+	before := tb.pull.hold.Count()
 	select {
 	case resp := <-asyncPull(t, tr, tb.Addr, pullHeader(group, "T", queue, 0)):
 		if resp.Code != remoting.SystemBusy || !strings.Contains(resp.Remark, limit) {
@@ -96,7 +96,7 @@ func wantHoldFull(t *testing.T, tb *testBroker, tr remoting.Transport, group str
 	case <-time.After(10 * time.Second):
 		t.Fatalf("a pull over %s was parked instead of answered", limit)
 	}
-	if n := tb.pull.hold.count(); n != before {
+	if n := tb.pull.hold.Count(); n != before {
 		t.Errorf("hold went from %d to %d pulls", before, n)
 	}
 }
@@ -142,7 +142,7 @@ func TestHeldPullsPerConnectionCap(t *testing.T) {
 			wantHoldFull(t, tb, capped, "g", 7, "MaxHeldPullsPerConnection")
 			wantWoken(t, tb, a, 1)
 			wantWoken(t, tb, b, 4)
-			if n := tb.pull.hold.count(); n != 0 {
+			if n := tb.pull.hold.Count(); n != 0 {
 				t.Errorf("%d pulls still parked", n)
 			}
 		})
@@ -212,7 +212,7 @@ func TestHeldPullsExpireWithoutCloseEvent(t *testing.T) {
 		}
 	}
 	lost.Close()
-	eventually(t, "parked pulls expired", func() bool { return tb.pull.hold.count() == 0 })
+	eventually(t, "parked pulls expired", func() bool { return tb.pull.hold.Count() == 0 })
 	select {
 	case resp := <-open.resps:
 		if resp.Code != remoting.PullNotFound {
@@ -226,10 +226,8 @@ func TestHeldPullsExpireWithoutCloseEvent(t *testing.T) {
 		t.Errorf("a closed connection was written a response: %d", resp.Code)
 	default:
 	}
-	tb.pull.hold.mu.Lock()
-	slots, chans := tb.pull.hold.slots, len(tb.pull.hold.byChannel)
-	tb.pull.hold.mu.Unlock()
-	if slots != 0 || chans != 0 {
+	c := tb.pull.hold.Census()
+	if slots, chans := c.Slots, c.Channels; slots != 0 || chans != 0 {
 		t.Errorf("hold keeps %d slots over %d connections after every pull left", slots, chans)
 	}
 }
@@ -250,7 +248,7 @@ func TestPullWithBodyRefused(t *testing.T) {
 					t.Errorf("pull with a %d-byte body: %d %q, want SYSTEM_ERROR naming the body", size, resp.Code, resp.Remark)
 				}
 			}
-			if n := tb.pull.hold.count(); n != 0 {
+			if n := tb.pull.hold.Count(); n != 0 {
 				t.Errorf("%d pulls with bodies parked", n)
 			}
 		})
@@ -281,11 +279,9 @@ func TestParkedPullKeepsNoExtras(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
-			tb.pull.hold.mu.Lock()
-			p := tb.pull.hold.deadlines[0]
-			held, slots, total := *p.req, p.slots, tb.pull.hold.slots
-			tb.pull.hold.mu.Unlock()
+			eventually(t, "pull parked", func() bool { return tb.pull.hold.Count() == 1 })
+			p := tb.pull.hold.Next()
+			held, slots, total := *p.Request, p.Slots, tb.pull.hold.Census().Slots
 			if held.Body != nil || held.Remark != "" || held.ExtFields != nil {
 				t.Errorf("parked pull keeps a %d-byte body, a %d-byte remark and %d extension fields",
 					len(held.Body), len(held.Remark), len(held.ExtFields))
@@ -304,29 +300,6 @@ func TestParkedPullKeepsNoExtras(t *testing.T) {
 	}
 }
 
-func TestHeldPullSlots(t *testing.T) {
-	honest := pullHeader("consumer_group", "TopicTest", 0, 0)
-	honest.SysFlag |= protocol.PullFlagSubscription
-	honest.Subscription = "TagA || TagB || TagC"
-	big := *honest
-	big.Subscription = strings.Repeat("t||", 2000) // 6 KB, 2000 tags
-	for _, c := range []struct {
-		name   string
-		h      *protocol.PullMessageRequestHeader
-		sub    *subscription
-		lo, hi int
-	}{
-		{"heartbeat subscription", pullHeader("consumer_group", "TopicTest", 0, 0), nil, 1, 1},
-		// Its own compiled subscription makes it keep more than a KiB.
-		{"header subscription", honest, parseSubscription(honest.Topic, honest.Subscription, honest.ExpressionType), 2, 2},
-		{"2000 tags", &big, parseSubscription(big.Topic, big.Subscription, big.ExpressionType), 6 + 2000*heldTagBytes/heldPullSlotBytes, 1000},
-	} {
-		if got := heldPullSlots(c.h, c.sub); got < c.lo || got > c.hi {
-			t.Errorf("%s: %d slots, want %d..%d", c.name, got, c.lo, c.hi)
-		}
-	}
-}
-
 // TestHeldPullWithHugeSubscriptionRefused: a pull carrying a subscription expression of 13,000
 // tags would keep more than a megabyte while parked (the compiled tag set); it takes as many
 // slots as it keeps KiB, more than this connection may hold, so it is answered SYSTEM_BUSY
@@ -342,7 +315,7 @@ func TestHeldPullWithHugeSubscriptionRefused(t *testing.T) {
 	if resp.Code != remoting.SystemBusy || !strings.Contains(resp.Remark, "MaxHeldPullsPerConnection") {
 		t.Errorf("code %d %q, want SYSTEM_BUSY naming MaxHeldPullsPerConnection", resp.Code, resp.Remark)
 	}
-	if n := tb.pull.hold.count(); n != 0 {
+	if n := tb.pull.hold.Count(); n != 0 {
 		t.Errorf("%d pulls parked", n)
 	}
 }

@@ -79,18 +79,3 @@ func TestQueueLocks(t *testing.T) {
 		t.Errorf("bad body code %d", resp.Code)
 	}
 }
-
-func TestLockManagerExpire(t *testing.T) {
-	m := newLockManager()
-	now := time.Now()
-	q := protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}
-	m.tryLock("g", "A", []protocol.MessageQueue{q}, now.Add(-time.Minute), time.Second)
-	m.tryLock("h", "B", []protocol.MessageQueue{q}, now, time.Second)
-	m.expire(now, time.Second)
-	if _, ok := m.groups["g"]; ok {
-		t.Error("expired group kept")
-	}
-	if owner, ok := m.owner("h", q, now, time.Second); !ok || owner != "B" {
-		t.Errorf("live lock: %q %v", owner, ok)
-	}
-}

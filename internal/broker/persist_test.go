@@ -147,7 +147,7 @@ func TestHeartbeatManyNewGroups(t *testing.T) {
 		if !ns.routable(names.RetryTopic(g)) {
 			t.Fatalf("%s not routable when the heartbeat was answered", names.RetryTopic(g))
 		}
-		if ids := tb.clients.consumers.consumerIDs(g); len(ids) != 1 || ids[0] != "many@1" {
+		if ids := tb.clients.consumers.ConsumerIDs(g); len(ids) != 1 || ids[0] != "many@1" {
 			t.Fatalf("group %s members %v", g, ids)
 		}
 	}
@@ -338,7 +338,7 @@ func TestSlowHeartbeatKeepsItsRegistrations(t *testing.T) {
 	tb.clients.scanNotActiveChannels()
 	for i := range 3 {
 		g := fmt.Sprintf("s-%05d", i)
-		if ids := tb.clients.consumers.consumerIDs(g); len(ids) != 1 {
+		if ids := tb.clients.consumers.ConsumerIDs(g); len(ids) != 1 {
 			t.Errorf("group %s expired by the scan right after its heartbeat: %v", g, ids)
 		}
 	}
@@ -348,7 +348,7 @@ func TestSlowHeartbeatKeepsItsRegistrations(t *testing.T) {
 	// The rule still expires what is really stale.
 	clock.Advance(tb.opts.Periods.ClientChannelExpiredTime + time.Millisecond)
 	tb.clients.scanNotActiveChannels()
-	if ids := tb.clients.consumers.consumerIDs("s-00000"); len(ids) != 0 {
+	if ids := tb.clients.consumers.ConsumerIDs("s-00000"); len(ids) != 0 {
 		t.Errorf("stale registration kept: %v", ids)
 	}
 	eventually(t, "stale connection closed", ch.Closed)

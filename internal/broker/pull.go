@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/filter"
+	"github.com/mqgo/mq/internal/broker/longpoll"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -20,11 +22,11 @@ const masterID = 0
 
 // puller is the pull processor (RocketMQ's PullMessageProcessor with its PullRequestHoldService
 // and the offset requests of ConsumerManageProcessor): PULL_MESSAGE, long polling over the
-// parked pulls (pull_hold.go), the filters (filter.go, expression.go) and the offset
-// requests (offset_processor.go).
+// parked pulls (internal/broker/longpoll's Hold; pull_hold.go answers them), the filters
+// (internal/broker/filter) and the offset requests (offset_processor.go).
 type puller struct {
 	*Broker
-	hold *pullHold
+	hold *longpoll.Hold
 	// d re-dispatches woken pulls onto the pull pool; set by registerPull.
 	d atomic.Pointer[remoting.Dispatcher]
 	// refused counts pulls answered SYSTEM_BUSY because the hold was full; refusedLog keeps
@@ -37,7 +39,7 @@ type puller struct {
 const holdFullLogPeriod = time.Minute
 
 func newPuller(b *Broker) *puller {
-	pu := &puller{Broker: b, hold: newPullHold(b.opts.Limits.MaxHeldPullsPerConnection, b.opts.Limits.MaxHeldPulls)}
+	pu := &puller{Broker: b, hold: longpoll.New(b.opts.Limits.MaxHeldPullsPerConnection, b.opts.Limits.MaxHeldPulls)}
 	b.addRunner(pu.runPullHold)
 	return pu
 }
@@ -58,8 +60,8 @@ func (pu *puller) onMessageArriving(ev storage.DispatchEvent) {
 	if pu == nil { // the store dispatches nothing to us before New returns, but be safe
 		return
 	}
-	for _, p := range pu.hold.arrive(queueKey{topic: ev.Topic, queueID: ev.QueueID}, ev.QueueOffset+1, ev.TagsCode) {
-		if p.ch.Closed() {
+	for _, p := range pu.hold.Arrive(longpoll.Queue{Topic: ev.Topic, QueueID: ev.QueueID}, ev.QueueOffset+1, ev.TagsCode) {
+		if p.Channel.Closed() {
 			continue
 		}
 		// Answered here, on the goroutine that dispatched the message (its appender's, as a
@@ -68,7 +70,7 @@ func (pu *puller) onMessageArriving(ev storage.DispatchEvent) {
 		// latency of every message a caught-up consumer waits for. RocketMQ hands it to the
 		// pull executor.
 		if d := pu.d.Load(); d != nil {
-			d.ServeHere(wokenChannel{p.ch, &p.h}, p.req)
+			d.ServeHere(wokenChannel{p.Channel, &p.Header}, p.Request)
 		}
 	}
 }
@@ -85,15 +87,15 @@ type wokenChannel struct {
 func (wokenChannel) Readmitted() bool { return true }
 
 // wakePull re-runs a parked pull on the pull pool; the dispatcher writes its response.
-func (pu *puller) wakePull(p *heldPull) {
-	if p.ch.Closed() {
+func (pu *puller) wakePull(p *longpoll.Pull) {
+	if p.Channel.Closed() {
 		return
 	}
 	d := pu.d.Load()
 	if d == nil {
 		return
 	}
-	d.Dispatch(wokenChannel{p.ch, &p.h}, p.req)
+	d.Dispatch(wokenChannel{p.Channel, &p.Header}, p.Request)
 }
 
 // processPull serves PULL_MESSAGE (RocketMQ PullMessageProcessor).
@@ -115,15 +117,15 @@ func pullError(code int16, format string, args ...any) *remoting.Command {
 
 // pullSubscription finds the subscription a pull filters with: the header's when it carries
 // one, else the one the group registered by heartbeat for the topic. A nil response means ok;
-// a subscription the broker cannot evaluate is refused (expression.go).
-func (pu *puller) pullSubscription(h *protocol.PullMessageRequestHeader, cfg SubscriptionGroupConfig) (*subscription, *remoting.Command) {
+// a subscription the broker cannot evaluate is refused (filter's expression.go).
+func (pu *puller) pullSubscription(h *protocol.PullMessageRequestHeader, cfg SubscriptionGroupConfig) (*filter.Subscription, *remoting.Command) {
 	if h.HasSubscription() {
-		if resp := refuseHeaderExpression(h.Subscription, h.ExpressionType); resp != nil {
+		if resp := filter.RefuseHeader(h.Subscription, h.ExpressionType); resp != nil {
 			return nil, resp
 		}
-		return parseSubscription(h.Topic, h.Subscription, h.ExpressionType), nil
+		return filter.Parse(h.Topic, h.Subscription, h.ExpressionType), nil
 	}
-	sub, known, model := pu.clients.consumers.findSubscription(h.ConsumerGroup, h.Topic)
+	sub, known, model := pu.clients.consumers.FindSubscription(h.ConsumerGroup, h.Topic)
 	switch {
 	case !known:
 		return nil, pullError(remoting.SubscriptionNotExist, "the consumer's group info not exist")
@@ -131,10 +133,10 @@ func (pu *puller) pullSubscription(h *protocol.PullMessageRequestHeader, cfg Sub
 		return nil, pullError(remoting.NoPermission, "the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup)
 	case sub == nil:
 		return nil, pullError(remoting.SubscriptionNotExist, "the consumer's subscription not exist")
-	case sub.data.SubVersion < h.SubVersion:
+	case sub.SubVersion() < h.SubVersion:
 		return nil, pullError(remoting.SubscriptionNotLatest, "the consumer's subscription not latest")
 	}
-	if resp := refuseRegisteredExpression(sub); resp != nil {
+	if resp := filter.RefuseRegistered(sub); resp != nil {
 		return nil, resp
 	}
 	return sub, nil
@@ -171,7 +173,7 @@ func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *pro
 	}
 	maxMsgs = min(maxMsgs, maxPullMsgs)
 
-	r := pu.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxMsgs, 0, sub.filter())
+	r := pu.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxMsgs, 0, sub.Filter())
 	code := pullCode(r.Status, h.QueueOffset)
 	suggest := pu.suggestBroker(r, cfg)
 	if code == remoting.PullOffsetMoved && !pu.IsMaster() && !pu.opts.Store.OffsetCheckInSlave {
@@ -184,10 +186,10 @@ func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *pro
 	}
 	if code == remoting.PullNotFound && allowSuspend && h.HasSuspend() {
 		switch res := pu.parkPull(ch, req, h, sub); res {
-		case parked:
+		case longpoll.Parked:
 			r.Release()
 			return nil
-		case parkChannelFull, parkHoldFull:
+		case longpoll.ChannelFull, longpoll.HoldFull:
 			r.Release()
 			return pu.holdFullResponse(ch, res)
 		}
@@ -228,34 +230,35 @@ func pullCode(st storage.GetStatus, offset int64) int16 {
 // parkPull holds a pull until a message arrives for its queue or its suspend time (capped by
 // MaxLongPollingSuspend; LongPollingDisable: ShortPollingTime) runs out. Unless it reports
 // parked, the caller answers the pull now.
-func (pu *puller) parkPull(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, sub *subscription) parkResult {
+func (pu *puller) parkPull(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, sub *filter.Subscription) longpoll.ParkResult {
 	wait := pu.suspendTime(h.SuspendTimeoutMillis)
 	if pu.opts.LongPollingDisable {
 		wait = pu.opts.ShortPollingTime
 	}
-	p := &heldPull{ch: ch, req: heldRequest(req), h: *h, key: queueKey{topic: h.Topic, queueID: h.QueueID},
-		offset: h.QueueOffset, sub: sub, deadline: time.Now().Add(wait), slots: heldPullSlots(h, sub)}
-	if res := pu.hold.park(p); res != parked {
+	p := &longpoll.Pull{Channel: ch, Request: heldRequest(req), Header: *h,
+		Queue: longpoll.Queue{Topic: h.Topic, QueueID: h.QueueID}, Offset: h.QueueOffset, Sub: sub,
+		Deadline: time.Now().Add(wait), Slots: longpoll.Slots(h, sub)}
+	if res := pu.hold.Park(p); res != longpoll.Parked {
 		return res
 	}
 	// The connection may have closed while the pull waited for a worker, after its close
 	// event dropped the channel's parked pulls: drop this one too.
 	if ch.Closed() {
-		pu.hold.take(p)
-		return parked
+		pu.hold.Take(p)
+		return longpoll.Parked
 	}
 	// A message dispatched between our read and park found nothing to wake: look again.
-	if pu.store.MaxOffsetInQueue(h.Topic, h.QueueID) > h.QueueOffset && pu.hold.take(p) {
+	if pu.store.MaxOffsetInQueue(h.Topic, h.QueueID) > h.QueueOffset && pu.hold.Take(p) {
 		pu.wakePull(p)
 	}
-	return parked
+	return longpoll.Parked
 }
 
 // heldRequest is what a parked pull keeps of req: what re-running it through the dispatcher
 // and addressing its answer need. The body (a pull has none, and the dispatcher refuses one),
 // the remark and the extension fields are left behind: the parked pull keeps its decoded
-// header instead (heldPull.h), so what it retains is its header's own fields, which
-// heldPullSlots charges against the caps. The decoder copies header strings out of the frame,
+// header instead (longpoll.Pull.Header), so what it retains is its header's own fields, which
+// longpoll.Slots charges against the caps. The decoder copies header strings out of the frame,
 // so they pin nothing else.
 func heldRequest(req *remoting.Command) *remoting.Command {
 	return &remoting.Command{Code: req.Code, Language: req.Language, Version: req.Version, Opaque: req.Opaque,
@@ -270,9 +273,9 @@ func heldRequest(req *remoting.Command) *remoting.Command {
 // other code is an error to the clients, and they wait before pulling that queue again (Go
 // client: _PullDelayTimeWhenError 3 s; Java 4.9 and ours: pullTimeDelayMillsWhenException
 // 1 s), which is the back-off a full hold needs. The remark names the limit.
-func (pu *puller) holdFullResponse(ch remoting.Channel, res parkResult) *remoting.Command {
+func (pu *puller) holdFullResponse(ch remoting.Channel, res longpoll.ParkResult) *remoting.Command {
 	limit, value := "MaxHeldPulls", pu.opts.Limits.MaxHeldPulls
-	if res == parkChannelFull {
+	if res == longpoll.ChannelFull {
 		limit, value = "MaxHeldPullsPerConnection", pu.opts.Limits.MaxHeldPullsPerConnection
 	}
 	refused := pu.refused.Add(1)

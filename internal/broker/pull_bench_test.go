@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -58,5 +59,45 @@ func BenchmarkPullTCP(b *testing.B) {
 			b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msgs/s")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
+	}
+}
+
+// BenchmarkLongPollWake is a caught-up consumer's round: a pull asking for the next offset
+// parks (long polling), one message is put, and the store's dispatcher wakes the pull (the
+// hold's Park and Arrive, the re-run on the dispatcher's goroutine); it ends when the pull is
+// answered with the message.
+func BenchmarkLongPollWake(b *testing.B) {
+	env := benchBroker(b)
+	br, addr, c := env.Broker, env.Addr, env.InProc
+	br.topics.Update(TopicConfig{TopicName: "B", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6})
+	props := message.MarshalProperties(map[string]string{message.PropertyTags: "t"})
+	h := &protocol.PullMessageRequestHeader{ConsumerGroup: "g", Topic: "B", MaxMsgNums: 32,
+		SysFlag: protocol.PullFlagSubscription | protocol.PullFlagSuspend, SuspendTimeoutMillis: 20000,
+		Subscription: "*", ExpressionType: protocol.ExpressionTag}
+	ctx := context.Background()
+	done := make(chan *remoting.Command, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		err := c.InvokeAsync(ctx, addr, remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil),
+			func(resp *remoting.Command, err error) {
+				if err != nil {
+					resp = remoting.NewResponse(-1, err.Error())
+				}
+				done <- resp
+			})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for br.pull.hold.Count() == 0 {
+			runtime.Gosched()
+		}
+		if _, err := br.Store().PutMessage(&storage.Message{Topic: "B", Body: []byte("m"), Properties: props,
+			BornHost: consumeTestBornHost, StoreHost: br.storeHost}); err != nil {
+			b.Fatal(err)
+		}
+		if resp := <-done; resp.Code != remoting.Success {
+			b.Fatalf("pull at %d: %d %s", h.QueueOffset, resp.Code, resp.Remark)
+		}
+		h.QueueOffset++
 	}
 }

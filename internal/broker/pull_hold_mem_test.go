@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/broker/filter"
+	"github.com/mqgo/mq/internal/broker/longpoll"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
 
 // TestParkedPullRetainsItsSlots parks thousands of pulls of each shape a client can send and
-// measures the heap they keep: never more than the slots they are charged (heldPullSlots)
-// times heldPullSlotBytes, so MaxHeldPulls bounds the bytes parked pulls hold. An honest pull
+// measures the heap they keep: never more than the slots they are charged (longpoll.Slots)
+// times longpoll.SlotBytes, so MaxHeldPulls bounds the bytes parked pulls hold. An honest pull
 // (its group's heartbeat subscription) takes one slot.
 func TestParkedPullRetainsItsSlots(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) {
@@ -67,13 +69,13 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 				return h
 			}
 			one := shaped()
-			perPull := heldPullSlots(one, parseSubscription(one.Topic, one.Subscription, one.ExpressionType))
+			perPull := longpoll.Slots(one, filter.Parse(one.Topic, one.Subscription, one.ExpressionType))
 			if c.honest && perPull != 1 {
 				t.Errorf("an honest pull takes %d slots, want 1", perPull)
 			}
-			n := max(100, (16<<20)/(perPull*heldPullSlotBytes)) // about 16 MiB charged
+			n := max(100, (16<<20)/(perPull*longpoll.SlotBytes)) // about 16 MiB charged
 			ch := &holdTestChannel{id: 1 << 60, resps: make(chan *remoting.Command, 1)}
-			defer tb.pull.hold.dropChannel(ch.id)
+			defer tb.pull.hold.DropChannel(ch.id)
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -89,15 +91,13 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 			kept := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / int64(n)
-			tb.pull.hold.mu.Lock()
-			slots := tb.pull.hold.slots
-			tb.pull.hold.mu.Unlock()
+			slots := tb.pull.hold.Census().Slots
 			if slots != n*perPull {
 				t.Fatalf("%d pulls hold %d slots, want %d each", n, slots, perPull)
 			}
 			t.Logf("%d bytes kept per pull, %d slots charged", kept, perPull)
-			if kept > int64(perPull*heldPullSlotBytes) {
-				t.Errorf("a parked pull keeps %d bytes but is charged %d slots of %d bytes", kept, perPull, heldPullSlotBytes)
+			if kept > int64(perPull*longpoll.SlotBytes) {
+				t.Errorf("a parked pull keeps %d bytes but is charged %d slots of %d bytes", kept, perPull, longpoll.SlotBytes)
 			}
 		})
 	}

@@ -339,7 +339,7 @@ func TestLongPollReleasedByMessage(t *testing.T) {
 			}
 			wiretest.Heartbeat(t, tr, tb.Addr, "c@"+name, group, wiretest.Sub("T", "*"))
 			done := asyncPull(t, tr, tb.Addr, pullHeader(group, "T", queue, 0))
-			eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
+			eventually(t, "pull parked", func() bool { return tb.pull.hold.Count() == 1 })
 			select {
 			case resp := <-done:
 				t.Fatalf("answered before any message: code %d", resp.Code)
@@ -351,7 +351,7 @@ func TestLongPollReleasedByMessage(t *testing.T) {
 			if r.code != remoting.Success || !cmp.Equal([]string{"late-0"}, r.bodies) || r.hdr.NextBeginOffset != 1 {
 				t.Fatalf("woken pull: code %d remark %q bodies %v next %d", r.code, r.remark, r.bodies, r.hdr.NextBeginOffset)
 			}
-			if n := tb.pull.hold.count(); n != 0 {
+			if n := tb.pull.hold.Count(); n != 0 {
 				t.Errorf("%d pulls still held", n)
 			}
 		})
@@ -363,7 +363,7 @@ func TestLongPollIgnoresOtherTags(t *testing.T) {
 	addTopic(tb, "T", 1)
 	wiretest.Heartbeat(t, tb.TCP, tb.Addr, "c@1", "g", wiretest.Sub("T", "want"))
 	done := asyncPull(t, tb.TCP, tb.Addr, pullHeader("g", "T", 0, 0))
-	eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
+	eventually(t, "pull parked", func() bool { return tb.pull.hold.Count() == 1 })
 	putMsgs(t, tb, "T", 0, 1, "other", "o")
 	select {
 	case resp := <-done:
@@ -422,7 +422,7 @@ func TestLongPollDroppedOnDisconnect(t *testing.T) {
 	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@2", "g", wiretest.Sub("T", "*"))
 	a := asyncPull(t, tcp, tb.Addr, pullHeader("g", "T", 0, 0))
 	b := asyncPull(t, tb.InProc, tb.Addr, pullHeader("g", "T", 0, 0))
-	eventually(t, "pulls parked", func() bool { return tb.pull.hold.count() == 2 })
+	eventually(t, "pulls parked", func() bool { return tb.pull.hold.Count() == 2 })
 	tcp.CloseConn(tb.Addr)
 	tb.InProc.CloseConn(tb.Addr)
 	for _, done := range []<-chan *remoting.Command{a, b} {
@@ -430,10 +430,9 @@ func TestLongPollDroppedOnDisconnect(t *testing.T) {
 			t.Errorf("pull on a closed connection answered with code %d", resp.Code)
 		}
 	}
-	eventually(t, "held pulls dropped", func() bool { return tb.pull.hold.count() == 0 })
-	tb.pull.hold.mu.Lock()
-	left := len(tb.pull.hold.byQueue) + len(tb.pull.hold.byChannel) + len(tb.pull.hold.deadlines)
-	tb.pull.hold.mu.Unlock()
+	eventually(t, "held pulls dropped", func() bool { return tb.pull.hold.Count() == 0 })
+	c := tb.pull.hold.Census()
+	left := c.Queues + c.Channels + c.Deadlines
 	if left != 0 {
 		t.Errorf("%d index entries left", left)
 	}
@@ -447,7 +446,7 @@ func TestLongPollAnsweredAtShutdown(t *testing.T) {
 	wiretest.Heartbeat(t, tb.InProc, tb.Addr, "c@1", "g", wiretest.Sub("T", "*"))
 	h := pullHeader("g", "T", 0, 0)
 	done := asyncPull(t, tb.InProc, tb.Addr, h)
-	eventually(t, "pull parked", func() bool { return tb.pull.hold.count() == 1 })
+	eventually(t, "pull parked", func() bool { return tb.pull.hold.Count() == 1 })
 	tb.Cancel() // Run ends; the harness's Stop does the rest
 	select {
 	case resp := <-done:

@@ -42,7 +42,7 @@ func (cm *clientManager) startReregisterGrace(ctx context.Context) error {
 	case <-t.C:
 	}
 	cm.regrace.until.Store(0)
-	for _, c := range cm.consumers.allGroups() {
+	for _, c := range cm.consumers.AllGroups() {
 		cm.notifyIfEnabled(c)
 	}
 	return nil

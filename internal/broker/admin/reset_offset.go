@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/clients"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -149,7 +149,7 @@ func (s *Service) processGetConsumerStatus(ctx context.Context, _ remoting.Chann
 }
 
 // askConsumerStatus sends 221 to one consumer and returns its offsets.
-func (s *Service) askConsumerStatus(ctx context.Context, m broker.ClientConn, ask *protocol.GetConsumerStatusRequestHeader) (map[protocol.MessageQueue]int64, bool) {
+func (s *Service) askConsumerStatus(ctx context.Context, m clients.Conn, ask *protocol.GetConsumerStatusRequestHeader) (map[protocol.MessageQueue]int64, bool) {
 	ctx, cancel := context.WithTimeout(ctx, clientRequestTimeout)
 	defer cancel()
 	resp, err := m.Channel.InvokeSync(ctx, remoting.NewRequest(remoting.GetConsumerStatusFromClient, remoting.EncodeHeader(ask), nil))

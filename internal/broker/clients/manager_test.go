@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"testing"
@@ -10,10 +10,10 @@ import (
 )
 
 func TestSubscriptionUpdates(t *testing.T) {
-	m := newConsumerManager(time.Now)
+	m := NewManager(time.Now)
 	ch := &wiretest.FakeChannel{Num: 1}
 	reg := func(subs ...protocol.SubscriptionData) bool {
-		changed, _ := m.registerConsumer(clientChannelInfo{ch: ch, clientID: "c"},
+		changed, _ := m.RegisterConsumer(ChannelInfo{Channel: ch, ClientID: "c"},
 			&protocol.ConsumerData{GroupName: "g", SubscriptionDataSet: subs})
 		return changed
 	}
@@ -23,11 +23,11 @@ func TestSubscriptionUpdates(t *testing.T) {
 		return s
 	}
 	expr := func(topic string) string {
-		s, _, _ := m.findSubscription("g", topic)
+		s, _, _ := m.FindSubscription("g", topic)
 		if s == nil {
 			return ""
 		}
-		return s.data.SubString
+		return s.Data().SubString
 	}
 	if !reg(at("T", "a", 10)) {
 		t.Error("first heartbeat: no change")
@@ -49,7 +49,7 @@ func TestSubscriptionUpdates(t *testing.T) {
 	if !reg(at("U", "*", 14)) || expr("T") != "" {
 		t.Error("removed topic kept")
 	}
-	st, _ := m.snapshot("g")
+	st, _ := m.Snapshot("g")
 	if diff := cmp.Diff([]string{"U"}, []string{st.Subscriptions[0].Topic}); diff != "" || len(st.Subscriptions) != 1 {
 		t.Errorf("subscriptions %v", st.Subscriptions)
 	}
@@ -57,27 +57,27 @@ func TestSubscriptionUpdates(t *testing.T) {
 
 func TestExpireKeepsChannelWithLiveGroups(t *testing.T) {
 	clock := wiretest.NewFakeClock()
-	m := newConsumerManager(clock.Now)
+	m := NewManager(clock.Now)
 	a, b := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}
-	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A"}, &protocol.ConsumerData{GroupName: "g1"})
-	m.registerConsumer(clientChannelInfo{ch: b, clientID: "B"}, &protocol.ConsumerData{GroupName: "g2"})
-	m.registerProducer("p", clientChannelInfo{ch: b, clientID: "B"})
+	m.RegisterConsumer(ChannelInfo{Channel: a, ClientID: "A"}, &protocol.ConsumerData{GroupName: "g1"})
+	m.RegisterConsumer(ChannelInfo{Channel: b, ClientID: "B"}, &protocol.ConsumerData{GroupName: "g2"})
+	m.RegisterProducer("p", ChannelInfo{Channel: b, ClientID: "B"})
 	clock.Advance(time.Hour)
-	m.registerConsumer(clientChannelInfo{ch: a, clientID: "A"}, &protocol.ConsumerData{GroupName: "g2"})
-	changes, closeList := m.expire(time.Minute)
+	m.RegisterConsumer(ChannelInfo{Channel: a, ClientID: "A"}, &protocol.ConsumerData{GroupName: "g2"})
+	changes, closeList := m.Expire(time.Minute)
 	if len(changes) != 2 {
 		t.Errorf("changes %+v", changes)
 	}
 	if len(closeList) != 1 || closeList[0] != b {
 		t.Errorf("close list %v", closeList)
 	}
-	if ids := m.consumerIDs("g2"); !cmp.Equal([]string{"A"}, ids) {
+	if ids := m.ConsumerIDs("g2"); !cmp.Equal([]string{"A"}, ids) {
 		t.Errorf("g2 %v", ids)
 	}
-	if ids := m.consumerIDs("g1"); ids != nil {
+	if ids := m.ConsumerIDs("g1"); ids != nil {
 		t.Errorf("g1 %v", ids)
 	}
-	if chs := m.producerChannels("p"); len(chs) != 0 {
+	if chs := m.ProducerChannels("p"); len(chs) != 0 {
 		t.Errorf("producer kept %v", chs)
 	}
 }
@@ -86,22 +86,22 @@ func TestExpireKeepsChannelWithLiveGroups(t *testing.T) {
 // time the request carrying it started; the caller's lastUpdate is not trusted.
 func TestExpireCountsFromRecording(t *testing.T) {
 	clock := wiretest.NewFakeClock()
-	m := newConsumerManager(clock.Now)
+	m := NewManager(clock.Now)
 	ch := &wiretest.FakeChannel{Num: 1}
 	started := clock.Now()
 	clock.Advance(3 * time.Minute) // a slow heartbeat: creating its groups took this long
-	m.registerConsumer(clientChannelInfo{ch: ch, clientID: "A", lastUpdate: started}, &protocol.ConsumerData{GroupName: "g"})
-	m.registerProducer("p", clientChannelInfo{ch: ch, clientID: "A", lastUpdate: started})
-	if changes, closeList := m.expire(2 * time.Minute); len(changes) != 0 || len(closeList) != 0 {
+	m.RegisterConsumer(ChannelInfo{Channel: ch, ClientID: "A", lastUpdate: started}, &protocol.ConsumerData{GroupName: "g"})
+	m.RegisterProducer("p", ChannelInfo{Channel: ch, ClientID: "A", lastUpdate: started})
+	if changes, closeList := m.Expire(2 * time.Minute); len(changes) != 0 || len(closeList) != 0 {
 		t.Fatalf("just-recorded registrations expired: changes %+v close %v", changes, closeList)
 	}
 	clock.Advance(2 * time.Minute)
-	if changes, _ := m.expire(2 * time.Minute); len(changes) != 0 {
+	if changes, _ := m.Expire(2 * time.Minute); len(changes) != 0 {
 		t.Fatalf("expired at exactly the timeout: %+v", changes)
 	}
 	clock.Advance(time.Millisecond)
-	changes, closeList := m.expire(2 * time.Minute)
-	if len(changes) != 1 || len(closeList) != 1 || len(m.producerChannels("p")) != 0 {
-		t.Fatalf("past the timeout: changes %+v close %v producers %v", changes, closeList, m.producerChannels("p"))
+	changes, closeList := m.Expire(2 * time.Minute)
+	if len(changes) != 1 || len(closeList) != 1 || len(m.ProducerChannels("p")) != 0 {
+		t.Fatalf("past the timeout: changes %+v close %v producers %v", changes, closeList, m.ProducerChannels("p"))
 	}
 }

@@ -1,7 +1,8 @@
-package broker
+package filter
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"testing"
 
@@ -16,7 +17,7 @@ func TestSubscriptionCompile(t *testing.T) {
 			props[message.PropertyTags] = tags
 		}
 		m := &message.Message{Topic: "T", Body: []byte("b"), Properties: message.MarshalProperties(props),
-			BornHost: consumeTestBornHost, StoreHost: consumeTestBornHost}
+			BornHost: testBornHost, StoreHost: testBornHost}
 		size, err := message.RecordSize(m)
 		if err != nil {
 			t.Fatal(err)
@@ -25,8 +26,8 @@ func TestSubscriptionCompile(t *testing.T) {
 		message.EncodeRecord(buf, size, m, 0, 0, 0)
 		return buf
 	}
-	matches := func(s *subscription, tags string) bool {
-		f := s.filter()
+	matches := func(s *Subscription, tags string) bool {
+		f := s.Filter()
 		if f == nil {
 			return true
 		}
@@ -34,22 +35,22 @@ func TestSubscriptionCompile(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		sub  *subscription
+		sub  *Subscription
 		yes  []string
 		no   []string
 	}{
-		{"star", newSubscription(protocol.SubscriptionData{SubString: "*"}), []string{"a", ""}, nil},
-		{"empty", parseSubscription("T", "", ""), []string{"a", ""}, nil},
-		{"tags", parseSubscription("T", " a || b ||", "TAG"), []string{"a", "b"}, []string{"c", "", "a||b"}},
-		{"non-ASCII, Go client codes", newSubscription(protocol.SubscriptionData{SubString: "é", TagsSet: []string{"é"},
+		{"star", New(protocol.SubscriptionData{SubString: "*"}), []string{"a", ""}, nil},
+		{"empty", Parse("T", "", ""), []string{"a", ""}, nil},
+		{"tags", Parse("T", " a || b ||", "TAG"), []string{"a", "b"}, []string{"c", "", "a||b"}},
+		{"non-ASCII, Go client codes", New(protocol.SubscriptionData{SubString: "é", TagsSet: []string{"é"},
 			CodeSet: protocol.TagCodes{6214}}), []string{"é"}, []string{"e"}},
-		{"collision", parseSubscription("T", "Aa", ""), []string{"Aa"}, []string{"BB"}},
-		{"Java codes only", newSubscription(protocol.SubscriptionData{SubString: "x",
+		{"collision", Parse("T", "Aa", ""), []string{"Aa"}, []string{"BB"}},
+		{"Java codes only", New(protocol.SubscriptionData{SubString: "x",
 			CodeSet: protocol.TagCodes{int32(message.TagsHashCode("x"))}}), []string{"x"}, []string{"y"}},
-		{"subString only", newSubscription(protocol.SubscriptionData{SubString: "x || y"}), []string{"x", "y"}, []string{"z"}},
+		{"subString only", New(protocol.SubscriptionData{SubString: "x || y"}), []string{"x", "y"}, []string{"z"}},
 		// TAGS is a property like any other to SQL92.
-		{"SQL92", parseSubscription("T", "TAGS IN ('a', 'b') OR TAGS IS NULL", "SQL92"), []string{"a", "b", ""}, []string{"c"}},
-		{"class filter", newSubscription(protocol.SubscriptionData{SubString: "a", ClassFilterMode: true}), []string{"b"}, nil},
+		{"SQL92", Parse("T", "TAGS IN ('a', 'b') OR TAGS IS NULL", "SQL92"), []string{"a", "b", ""}, []string{"c"}},
+		{"class filter", New(protocol.SubscriptionData{SubString: "a", ClassFilterMode: true}), []string{"b"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -71,7 +72,7 @@ func TestSubscriptionCompile(t *testing.T) {
 // subscription kind, over a record with 10 user properties and a tag (issue 14: SQL92 filter
 // cost per message):
 //
-//	go test -run '^$' -bench SubscriptionMatch ./internal/broker
+//	go test -run '^$' -bench SubscriptionMatch ./internal/broker/filter
 func BenchmarkSubscriptionMatch(b *testing.B) {
 	props := map[string]string{message.PropertyTags: "TagA", message.PropertyUniqKey: "0A0B0C0D00002A9F0000000000000001"}
 	for i := range 10 {
@@ -79,7 +80,7 @@ func BenchmarkSubscriptionMatch(b *testing.B) {
 	}
 	props["region"] = "eu-west"
 	m := &message.Message{Topic: "T", Body: make([]byte, 1024), Properties: message.MarshalProperties(props),
-		BornHost: consumeTestBornHost, StoreHost: consumeTestBornHost}
+		BornHost: testBornHost, StoreHost: testBornHost}
 	size, err := message.RecordSize(m)
 	if err != nil {
 		b.Fatal(err)
@@ -91,7 +92,7 @@ func BenchmarkSubscriptionMatch(b *testing.B) {
 		{"sql92", "p3 > 10 AND region IN ('eu-west', 'eu-north') AND TAGS = 'TagA'", protocol.ExpressionSQL92},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			f := parseSubscription("T", c.expr, c.exprType).filter()
+			f := Parse("T", c.expr, c.exprType).Filter()
 			code := message.TagsHashCode("TagA")
 			b.ReportAllocs()
 			for b.Loop() {
@@ -102,3 +103,5 @@ func BenchmarkSubscriptionMatch(b *testing.B) {
 		})
 	}
 }
+
+var testBornHost = netip.MustParseAddrPort("127.0.0.1:40000")

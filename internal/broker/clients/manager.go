@@ -1,37 +1,46 @@
-package broker
+// Package clients is the broker's registry of its clients (RocketMQ's broker.client package):
+// the producer and consumer groups heartbeats register, by connection, with their
+// subscriptions, expiry and the snapshots admin reads (Manager: ConsumerManager and
+// ProducerManager), and the queue locks of orderly consumers (Locks: RebalanceLockManager).
+// Each is a leaf behind its own mutex: nothing under it does I/O or calls another manager. The
+// core's clientManager answers the requests (HEART_BEAT, UNREGISTER_CLIENT, LOCK_BATCH_MQ, ...)
+// and notifies the groups these tables report changed.
+package clients
 
 import (
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/filter"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
 
-// clientChannelInfo is one connection's registration in one group (RocketMQ
+// ChannelInfo is one connection's registration in one group (RocketMQ
 // ClientChannelInfo). Each (group, channel) pair has its own, so a group that stops appearing
 // in a client's heartbeats expires while the client's other groups stay.
-type clientChannelInfo struct {
-	ch         remoting.Channel
-	clientID   string
-	language   remoting.Language
-	version    int16
-	lastUpdate time.Time
-	// accessKey is the ACL account the client's heartbeat was signed with ("" without ACL):
+type ChannelInfo struct {
+	Channel  remoting.Channel
+	ClientID string
+	Language remoting.Language
+	Version  int16
+	// AccessKey is the ACL account the client's heartbeat was signed with ("" without ACL):
 	// transaction checks go only to producers whose account may publish to the real topic.
-	accessKey string
+	AccessKey string
+	// lastUpdate is stamped by the Manager when it records the registration.
+	lastUpdate time.Time
 }
 
 // consumerGroupInfo is a consumer group's members and subscriptions (RocketMQ
-// ConsumerGroupInfo). Guarded by consumerManager.mu.
+// ConsumerGroupInfo). Guarded by Manager.mu.
 type consumerGroupInfo struct {
 	group            string
 	consumeType      string
 	messageModel     string
 	consumeFromWhere string
-	channels         map[uint64]*clientChannelInfo // by channel ID
-	subs             map[string]*subscription      // by topic
+	channels         map[uint64]*ChannelInfo         // by channel ID
+	subs             map[string]*filter.Subscription // by topic
 	lastUpdate       time.Time
 }
 
@@ -41,7 +50,7 @@ type consumerGroupInfo struct {
 func (g *consumerGroupInfo) clientIDs() []string {
 	ids := make([]string, 0, len(g.channels))
 	for _, c := range g.channels {
-		ids = append(ids, c.clientID)
+		ids = append(ids, c.ClientID)
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
@@ -50,12 +59,12 @@ func (g *consumerGroupInfo) clientIDs() []string {
 func (g *consumerGroupInfo) channelList() []remoting.Channel {
 	out := make([]remoting.Channel, 0, len(g.channels))
 	for _, c := range g.channels {
-		out = append(out, c.ch)
+		out = append(out, c.Channel)
 	}
 	return out
 }
 
-// consumerManager tracks consumer groups (RocketMQ ConsumerManager) and producer groups
+// Manager tracks consumer groups (RocketMQ ConsumerManager) and producer groups
 // (ProducerManager) registered by heartbeats. One mutex guards both tables; nothing under it
 // does I/O or calls another manager.
 //
@@ -64,46 +73,47 @@ func (g *consumerGroupInfo) channelList() []remoting.Channel {
 // dropped only when more than the timeout passed since it was recorded, however long the
 // heartbeat that carried it took before recording it (RocketMQ stamps the channel info once,
 // before the heartbeat's loop, so a slow heartbeat can register already-expired entries).
-type consumerManager struct {
+type Manager struct {
 	now func() time.Time
 
 	mu        sync.RWMutex
 	consumers map[string]*consumerGroupInfo
-	producers map[string]map[uint64]*clientChannelInfo // group -> channel ID -> registration
+	producers map[string]map[uint64]*ChannelInfo // group -> channel ID -> registration
 }
 
-func newConsumerManager(now func() time.Time) *consumerManager {
-	return &consumerManager{now: now, consumers: map[string]*consumerGroupInfo{},
-		producers: map[string]map[uint64]*clientChannelInfo{}}
+// NewManager returns empty tables whose registrations are stamped, and expired, by now.
+func NewManager(now func() time.Time) *Manager {
+	return &Manager{now: now, consumers: map[string]*consumerGroupInfo{},
+		producers: map[string]map[uint64]*ChannelInfo{}}
 }
 
-// registerConsumer records a heartbeat's consumer group on a channel (RocketMQ
-// registerConsumer), stamped now (info.lastUpdate is ignored). It reports whether the group's
-// members or subscribed topics changed, and then the channels to notify.
-func (m *consumerManager) registerConsumer(info clientChannelInfo, data *protocol.ConsumerData) (bool, []remoting.Channel) {
-	subs := make(map[string]*subscription, len(data.SubscriptionDataSet))
+// RegisterConsumer records a heartbeat's consumer group on a channel (RocketMQ
+// registerConsumer), stamped now. It reports whether the group's members or subscribed topics
+// changed, and then the channels to notify.
+func (m *Manager) RegisterConsumer(info ChannelInfo, data *protocol.ConsumerData) (bool, []remoting.Channel) {
+	subs := make(map[string]*filter.Subscription, len(data.SubscriptionDataSet))
 	for i := range data.SubscriptionDataSet {
-		s := newSubscription(data.SubscriptionDataSet[i])
-		subs[s.data.Topic] = s
+		s := filter.New(data.SubscriptionDataSet[i])
+		subs[s.Topic()] = s
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	info.lastUpdate = m.now()
 	g := m.consumers[data.GroupName]
 	if g == nil {
-		g = &consumerGroupInfo{group: data.GroupName, channels: map[uint64]*clientChannelInfo{},
-			subs: map[string]*subscription{}}
+		g = &consumerGroupInfo{group: data.GroupName, channels: map[uint64]*ChannelInfo{},
+			subs: map[string]*filter.Subscription{}}
 		m.consumers[data.GroupName] = g
 	}
 	g.consumeType, g.messageModel, g.consumeFromWhere = data.ConsumeType, data.MessageModel, data.ConsumeFromWhere
 	g.lastUpdate = info.lastUpdate
 	changed := false
-	if old := g.channels[info.ch.ID()]; old == nil {
+	if old := g.channels[info.Channel.ID()]; old == nil {
 		c := info
-		g.channels[info.ch.ID()] = &c
+		g.channels[info.Channel.ID()] = &c
 		changed = true
 	} else {
-		old.clientID, old.language, old.version, old.lastUpdate = info.clientID, info.language, info.version, info.lastUpdate
+		old.ClientID, old.Language, old.Version, old.lastUpdate = info.ClientID, info.Language, info.Version, info.lastUpdate
 	}
 	if updateSubscriptions(g, subs) {
 		changed = true
@@ -119,7 +129,7 @@ func (m *consumerManager) registerConsumer(info clientChannelInfo, data *protoco
 // the group's topics), and a known topic is replaced only by a newer subVersion. It reports
 // whether topics were added or removed. A replaced expression is not a change: the members
 // already hold the same queues, and RocketMQ does not make the group rebalance for it.
-func updateSubscriptions(g *consumerGroupInfo, subs map[string]*subscription) bool {
+func updateSubscriptions(g *consumerGroupInfo, subs map[string]*filter.Subscription) bool {
 	changed := false
 	for topic, s := range subs {
 		old := g.subs[topic]
@@ -127,7 +137,7 @@ func updateSubscriptions(g *consumerGroupInfo, subs map[string]*subscription) bo
 		case old == nil:
 			g.subs[topic] = s
 			changed = true
-		case s.data.SubVersion > old.data.SubVersion:
+		case s.SubVersion() > old.SubVersion():
 			g.subs[topic] = s
 		}
 	}
@@ -140,9 +150,9 @@ func updateSubscriptions(g *consumerGroupInfo, subs map[string]*subscription) bo
 	return changed
 }
 
-// unregisterConsumer removes a channel from a group, dropping the group when it empties. It
+// UnregisterConsumer removes a channel from a group, dropping the group when it empties. It
 // returns the remaining members when the channel was a member.
-func (m *consumerManager) unregisterConsumer(group string, chID uint64) (bool, []remoting.Channel) {
+func (m *Manager) UnregisterConsumer(group string, chID uint64) (bool, []remoting.Channel) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.consumers[group]
@@ -157,22 +167,22 @@ func (m *consumerManager) unregisterConsumer(group string, chID uint64) (bool, [
 	return true, g.channelList()
 }
 
-// registerProducer records a producer group on a channel, stamped now.
-func (m *consumerManager) registerProducer(group string, info clientChannelInfo) {
+// RegisterProducer records a producer group on a channel, stamped now.
+func (m *Manager) RegisterProducer(group string, info ChannelInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	info.lastUpdate = m.now()
 	p := m.producers[group]
 	if p == nil {
-		p = map[uint64]*clientChannelInfo{}
+		p = map[uint64]*ChannelInfo{}
 		m.producers[group] = p
 	}
 	c := info
-	p[info.ch.ID()] = &c
+	p[info.Channel.ID()] = &c
 }
 
-// unregisterProducer removes a channel from a producer group.
-func (m *consumerManager) unregisterProducer(group string, chID uint64) {
+// UnregisterProducer removes a channel from a producer group.
+func (m *Manager) UnregisterProducer(group string, chID uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.producers[group]; p != nil {
@@ -183,18 +193,18 @@ func (m *consumerManager) unregisterProducer(group string, chID uint64) {
 	}
 }
 
-// groupChange is a consumer group whose members changed, with the members left to notify.
-type groupChange struct {
-	group    string
-	channels []remoting.Channel
+// GroupChange is a consumer group whose members changed, with the members left to notify.
+type GroupChange struct {
+	Group    string
+	Channels []remoting.Channel
 }
 
-// removeChannel drops every registration of a channel (its connection closed) and returns the
+// RemoveChannel drops every registration of a channel (its connection closed) and returns the
 // consumer groups it left.
-func (m *consumerManager) removeChannel(chID uint64) []groupChange {
+func (m *Manager) RemoveChannel(chID uint64) []GroupChange {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []groupChange
+	var out []GroupChange
 	for name, g := range m.consumers {
 		if g.channels[chID] == nil {
 			continue
@@ -203,7 +213,7 @@ func (m *consumerManager) removeChannel(chID uint64) []groupChange {
 		if len(g.channels) == 0 {
 			delete(m.consumers, name)
 		}
-		out = append(out, groupChange{group: name, channels: g.channelList()})
+		out = append(out, GroupChange{Group: name, Channels: g.channelList()})
 	}
 	for name, p := range m.producers {
 		delete(p, chID)
@@ -214,20 +224,20 @@ func (m *consumerManager) removeChannel(chID uint64) []groupChange {
 	return out
 }
 
-// expire drops registrations recorded more than timeout ago, and returns the consumer groups
+// Expire drops registrations recorded more than timeout ago, and returns the consumer groups
 // that lost members and the channels left with no registration at all (to be closed).
-func (m *consumerManager) expire(timeout time.Duration) ([]groupChange, []remoting.Channel) {
+func (m *Manager) Expire(timeout time.Duration) ([]GroupChange, []remoting.Channel) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	before := m.now().Add(-timeout)
 	expired := map[uint64]remoting.Channel{}
-	var changes []groupChange
+	var changes []GroupChange
 	for name, g := range m.consumers {
 		lost := false
 		for id, c := range g.channels {
 			if c.lastUpdate.Before(before) {
 				delete(g.channels, id)
-				expired[id] = c.ch
+				expired[id] = c.Channel
 				lost = true
 			}
 		}
@@ -237,13 +247,13 @@ func (m *consumerManager) expire(timeout time.Duration) ([]groupChange, []remoti
 		if len(g.channels) == 0 {
 			delete(m.consumers, name)
 		}
-		changes = append(changes, groupChange{group: name, channels: g.channelList()})
+		changes = append(changes, GroupChange{Group: name, Channels: g.channelList()})
 	}
 	for name, p := range m.producers {
 		for id, c := range p {
 			if c.lastUpdate.Before(before) {
 				delete(p, id)
-				expired[id] = c.ch
+				expired[id] = c.Channel
 			}
 		}
 		if len(p) == 0 {
@@ -266,7 +276,7 @@ func (m *consumerManager) expire(timeout time.Duration) ([]groupChange, []remoti
 }
 
 // registeredLocked reports whether a channel is in any group. m.mu must be held.
-func (m *consumerManager) registeredLocked(chID uint64) bool {
+func (m *Manager) registeredLocked(chID uint64) bool {
 	for _, g := range m.consumers {
 		if g.channels[chID] != nil {
 			return true
@@ -280,19 +290,19 @@ func (m *consumerManager) registeredLocked(chID uint64) bool {
 	return false
 }
 
-// allGroups returns every consumer group with its members' channels.
-func (m *consumerManager) allGroups() []groupChange {
+// AllGroups returns every consumer group with its members' channels.
+func (m *Manager) AllGroups() []GroupChange {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]groupChange, 0, len(m.consumers))
+	out := make([]GroupChange, 0, len(m.consumers))
 	for name, g := range m.consumers {
-		out = append(out, groupChange{group: name, channels: g.channelList()})
+		out = append(out, GroupChange{Group: name, Channels: g.channelList()})
 	}
 	return out
 }
 
-// consumerIDs returns a group's client ids, sorted and distinct (nil for an unknown group).
-func (m *consumerManager) consumerIDs(group string) []string {
+// ConsumerIDs returns a group's client ids, sorted and distinct (nil for an unknown group).
+func (m *Manager) ConsumerIDs(group string) []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if g := m.consumers[group]; g != nil {
@@ -301,8 +311,8 @@ func (m *consumerManager) consumerIDs(group string) []string {
 	return nil
 }
 
-// findSubscription returns the group's subscription of topic and the group's message model.
-func (m *consumerManager) findSubscription(group, topic string) (sub *subscription, groupKnown bool, messageModel string) {
+// FindSubscription returns the group's subscription of topic and the group's message model.
+func (m *Manager) FindSubscription(group, topic string) (sub *filter.Subscription, groupKnown bool, messageModel string) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	g := m.consumers[group]
@@ -330,8 +340,8 @@ type ConsumerGroupState struct {
 	Subscriptions    []protocol.SubscriptionData // sorted by topic
 }
 
-// snapshot copies a consumer group's registration.
-func (m *consumerManager) snapshot(group string) (ConsumerGroupState, bool) {
+// Snapshot copies a consumer group's registration.
+func (m *Manager) Snapshot(group string) (ConsumerGroupState, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	g := m.consumers[group]
@@ -341,11 +351,11 @@ func (m *consumerManager) snapshot(group string) (ConsumerGroupState, bool) {
 	s := ConsumerGroupState{Group: group, ConsumeType: g.consumeType, MessageModel: g.messageModel,
 		ConsumeFromWhere: g.consumeFromWhere}
 	for _, c := range g.channels {
-		s.Connections = append(s.Connections, ConsumerConnection{ClientID: c.clientID,
-			ClientAddr: c.ch.RemoteAddr(), Language: c.language, Version: c.version})
+		s.Connections = append(s.Connections, ConsumerConnection{ClientID: c.ClientID,
+			ClientAddr: c.Channel.RemoteAddr(), Language: c.Language, Version: c.Version})
 	}
 	for _, sub := range g.subs {
-		s.Subscriptions = append(s.Subscriptions, sub.data)
+		s.Subscriptions = append(s.Subscriptions, sub.Data())
 	}
 	slices.SortFunc(s.Connections, func(a, b ConsumerConnection) int {
 		if a.ClientID != b.ClientID {
@@ -371,45 +381,45 @@ func (m *consumerManager) snapshot(group string) (ConsumerGroupState, bool) {
 	return s, true
 }
 
-// producerChannels returns the live channels of a producer group.
-func (m *consumerManager) producerChannels(group string) []remoting.Channel {
+// ProducerChannels returns the live channels of a producer group.
+func (m *Manager) ProducerChannels(group string) []remoting.Channel {
 	clients := m.producerClients(group)
 	out := make([]remoting.Channel, len(clients))
 	for i, c := range clients {
-		out[i] = c.ch
+		out[i] = c.Channel
 	}
 	return out
 }
 
 // producerClients returns the live members of a producer group.
-func (m *consumerManager) producerClients(group string) []clientChannelInfo {
+func (m *Manager) producerClients(group string) []ChannelInfo {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	p := m.producers[group]
-	out := make([]clientChannelInfo, 0, len(p))
+	out := make([]ChannelInfo, 0, len(p))
 	for _, c := range p {
-		if !c.ch.Closed() {
+		if !c.Channel.Closed() {
 			out = append(out, *c)
 		}
 	}
 	return out
 }
 
-// findChannel returns a live channel registered (as producer or consumer) by a client id.
-func (m *consumerManager) findChannel(clientID string) (remoting.Channel, bool) {
+// FindChannel returns a live channel registered (as producer or consumer) by a client id.
+func (m *Manager) FindChannel(clientID string) (remoting.Channel, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for _, p := range m.producers {
 		for _, c := range p {
-			if c.clientID == clientID && !c.ch.Closed() {
-				return c.ch, true
+			if c.ClientID == clientID && !c.Channel.Closed() {
+				return c.Channel, true
 			}
 		}
 	}
 	for _, g := range m.consumers {
 		for _, c := range g.channels {
-			if c.clientID == clientID && !c.ch.Closed() {
-				return c.ch, true
+			if c.ClientID == clientID && !c.Channel.Closed() {
+				return c.Channel, true
 			}
 		}
 	}

@@ -1,4 +1,11 @@
-package broker
+// Package filter is the broker's subscription: a consumer group's expression of one topic,
+// compiled once (tags into tag strings and Java hash codes, SQL92 into internal/sql92's tree)
+// and evaluated by the store for every message a pull reads (storage.Filter), and the answers
+// RocketMQ gives to expressions the broker cannot filter by. It holds no state of its own: the
+// core's heartbeat and pull processors build subscriptions, the client registry
+// (internal/broker/clients) keeps a group's, and the parked pulls (internal/broker/longpoll)
+// hold a pull's.
+package filter
 
 import (
 	"strings"
@@ -10,7 +17,7 @@ import (
 	"github.com/mqgo/mq/storage"
 )
 
-// subscription is a consumer group's subscription of one topic, compiled for filtering pulls.
+// Subscription is a consumer group's subscription of one topic, compiled for filtering pulls.
 //
 // Tag subscriptions are decided by tag strings (docs/protocol.md §9.8): the ConsumeQueue test
 // compares the unit's tag code with Java hash codes recomputed here from tagsSet (the Go client
@@ -21,7 +28,10 @@ import (
 // is an optimisation mq leaves out) and are evaluated over the record's properties. Other
 // expression types are not evaluated: a pull filtered by one is refused before the store is
 // read (expression.go), so they never select messages.
-type subscription struct {
+//
+// A Subscription is read-only once built: one is shared by every pull of its group (and Parse
+// shares one "*" between all pulls that carry it).
+type Subscription struct {
 	data protocol.SubscriptionData
 	// all: "*", an empty expression, or a type the broker does not evaluate: no broker-side
 	// filtering.
@@ -32,9 +42,9 @@ type subscription struct {
 	sql *sql92.Expr
 }
 
-// newSubscription compiles a heartbeat's subscription.
-func newSubscription(d protocol.SubscriptionData) *subscription {
-	s := &subscription{data: d}
+// New compiles a heartbeat's subscription.
+func New(d protocol.SubscriptionData) *Subscription {
+	s := &Subscription{data: d}
 	if d.ExpressionType == protocol.ExpressionSQL92 && !d.ClassFilterMode {
 		// A bad expression leaves sql nil: pulls by it are FILTER_DATA_NOT_EXIST.
 		s.sql, _ = sql92.Compile(d.SubString)
@@ -67,9 +77,8 @@ func newSubscription(d protocol.SubscriptionData) *subscription {
 	return s
 }
 
-// parseSubscription builds a subscription from a pull header's expression (RocketMQ
-// FilterAPI.build).
-func parseSubscription(topic, expr, expressionType string) *subscription {
+// Parse builds a subscription from a pull header's expression (RocketMQ FilterAPI.build).
+func Parse(topic, expr, expressionType string) *Subscription {
 	if protocol.IsTagType(expressionType) && isSubAll(expr) {
 		return subAll // the pull consumer's usual "*": nothing to compile
 	}
@@ -83,11 +92,11 @@ func parseSubscription(topic, expr, expressionType string) *subscription {
 	if d.SubString == "" {
 		d.SubString = protocol.SubAll
 	}
-	return newSubscription(d)
+	return New(d)
 }
 
 // subAll is the shared, read-only "*" subscription of pulls that carry their own expression.
-var subAll = newSubscription(protocol.SubscriptionData{SubString: protocol.SubAll, ExpressionType: protocol.ExpressionTag})
+var subAll = New(protocol.SubscriptionData{SubString: protocol.SubAll, ExpressionType: protocol.ExpressionTag})
 
 func isSubAll(expr string) bool {
 	expr = strings.TrimSpace(expr)
@@ -105,8 +114,8 @@ func splitTags(expr string) []string {
 	return out
 }
 
-// filter returns the storage filter of the subscription, nil when it matches everything.
-func (s *subscription) filter() storage.Filter {
+// Filter returns the storage filter of the subscription, nil when it matches everything.
+func (s *Subscription) Filter() storage.Filter {
 	if s == nil || s.all {
 		return nil
 	}
@@ -114,7 +123,7 @@ func (s *subscription) filter() storage.Filter {
 }
 
 // IsMatchedByConsumeQueue implements storage.Filter.
-func (s *subscription) IsMatchedByConsumeQueue(tagsCode int64) bool {
+func (s *Subscription) IsMatchedByConsumeQueue(tagsCode int64) bool {
 	if s.all || s.sql != nil {
 		return true
 	}
@@ -124,7 +133,7 @@ func (s *subscription) IsMatchedByConsumeQueue(tagsCode int64) bool {
 
 // IsMatchedByCommitLog implements storage.Filter: the record's TAGS must be one of the tags, or
 // its properties must make the SQL92 expression true.
-func (s *subscription) IsMatchedByCommitLog(record []byte) bool {
+func (s *Subscription) IsMatchedByCommitLog(record []byte) bool {
 	if s.all || s.tags == nil && s.sql == nil {
 		return true
 	}
@@ -145,4 +154,29 @@ func (s *subscription) IsMatchedByCommitLog(record []byte) bool {
 	}
 	_, ok = s.tags[string(tags)]
 	return ok
+}
+
+// Topic is the subscribed topic.
+func (s *Subscription) Topic() string { return s.data.Topic }
+
+// SubVersion is the version the client stamped the subscription with: a registered one is
+// replaced only by a newer one, and a pull asking a newer one than registered is refused.
+func (s *Subscription) SubVersion() int64 { return s.data.SubVersion }
+
+// Data is the subscription as the client sent it (for admin reads).
+func (s *Subscription) Data() protocol.SubscriptionData { return s.data }
+
+// Shared reports whether s is the one read-only "*" subscription Parse hands every pull that
+// carries it: a parked pull keeps nothing of its own for it.
+func (s *Subscription) Shared() bool { return s == subAll }
+
+// Size reports what a subscription compiled for one pull keeps beyond its fixed parts, for the
+// parked-pull caps (longpoll.Slots): the length of its expression, its number of tags (as sent
+// or as split from the expression, whichever is more) and the size of its compiled SQL92
+// expression (0 for any other type).
+func (s *Subscription) Size() (expr, tags, compiled int) {
+	if s.sql != nil {
+		compiled = s.sql.Size()
+	}
+	return len(s.data.SubString), max(len(s.data.TagsSet), len(s.tags)), compiled
 }

@@ -1,4 +1,4 @@
-package broker
+package filter
 
 import (
 	"github.com/mqgo/mq/internal/protocol"
@@ -34,9 +34,9 @@ func filterable(expressionType string) bool {
 	return protocol.IsTagType(expressionType) || expressionType == protocol.ExpressionSQL92
 }
 
-// checkExpression answers CHECK_CLIENT_CONFIG's question about one subscription: nil when the
+// CheckExpression answers CHECK_CLIENT_CONFIG's question about one subscription: nil when the
 // broker can filter by it, else the refusal.
-func checkExpression(expr, expressionType string) *remoting.Command {
+func CheckExpression(expr, expressionType string) *remoting.Command {
 	if !filterable(expressionType) {
 		return remoting.NewResponse(remoting.SystemError, unsupportedFilterRemark+expressionType)
 	}
@@ -48,10 +48,10 @@ func checkExpression(expr, expressionType string) *remoting.Command {
 	return nil
 }
 
-// refuseHeaderExpression answers a pull that carries its own expression the broker cannot
+// RefuseHeader answers a pull that carries its own expression the broker cannot
 // filter by, or returns nil. RocketMQ refuses an empty non-TAG expression as unparsable before
 // anything else.
-func refuseHeaderExpression(expr, expressionType string) *remoting.Command {
+func RefuseHeader(expr, expressionType string) *remoting.Command {
 	if protocol.IsTagType(expressionType) {
 		return nil
 	}
@@ -67,11 +67,11 @@ func refuseHeaderExpression(expr, expressionType string) *remoting.Command {
 	return nil
 }
 
-// refuseRegisteredExpression answers a pull filtered by a subscription a heartbeat registered
+// RefuseRegistered answers a pull filtered by a subscription a heartbeat registered
 // that the broker cannot filter by, or returns nil. RocketMQ keeps filter data only for an
 // expression it compiled: never for an empty one or for a type it has no compiler for, and a
 // pull without filter data is FILTER_DATA_NOT_EXIST.
-func refuseRegisteredExpression(s *subscription) *remoting.Command {
+func RefuseRegistered(s *Subscription) *remoting.Command {
 	d := &s.data
 	if protocol.IsTagType(d.ExpressionType) {
 		return nil
