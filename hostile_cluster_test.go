@@ -475,7 +475,7 @@ func (c *hsCluster) replays(t *testing.T) {
 		t.Errorf("BROKER_HEARTBEAT replayed: remark %q does not say it was replayed", resp.Remark)
 	}
 
-	for _, code := range []int16{remoting.ControllerElectMaster, remoting.CleanBrokerData, remoting.UnregisterBroker} {
+	for _, code := range []int32{remoting.ControllerElectMaster, remoting.CleanBrokerData, remoting.UnregisterBroker} {
 		for _, frame := range []hsFrame{reg, hb} {
 			other := *frame.cmd
 			other.Code = code
@@ -589,7 +589,7 @@ type hsProxy struct {
 
 	mu     sync.Mutex
 	conns  []net.Conn
-	frames map[int16]hsFrame
+	frames map[int32]hsFrame
 	seen   chan struct{} // closed and replaced when a frame is kept
 }
 
@@ -599,7 +599,7 @@ func hsStartProxy(t *testing.T, target string) *hsProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &hsProxy{addr: ln.Addr().String(), target: target, ln: ln, frames: map[int16]hsFrame{}, seen: make(chan struct{})}
+	p := &hsProxy{addr: ln.Addr().String(), target: target, ln: ln, frames: map[int32]hsFrame{}, seen: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -684,7 +684,7 @@ func (p *hsProxy) keep(f hsFrame) {
 }
 
 // captured returns the last request with code the proxy forwarded, waiting for one.
-func (p *hsProxy) captured(t *testing.T, code int16) hsFrame {
+func (p *hsProxy) captured(t *testing.T, code int32) hsFrame {
 	t.Helper()
 	timeout := time.After(hsTimeout)
 	for {

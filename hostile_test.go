@@ -556,7 +556,7 @@ func (n *hsNode) checkNames(t *testing.T) {
 	}
 	c := hsDial(t, n.addr, 0)
 	defer c.close()
-	get := func(code int16) []byte {
+	get := func(code int32) []byte {
 		resp, err := c.invoke(remoting.NewRequest(code, nil, nil))
 		if err != nil {
 			t.Fatalf("request %d: %v", code, err)

@@ -48,7 +48,7 @@ func limitsInvoke(t *testing.T, c *hsConn, req *remoting.Command) *remoting.Comm
 	return resp
 }
 
-func limitsWant(t *testing.T, what string, resp *remoting.Command, code int16) {
+func limitsWant(t *testing.T, what string, resp *remoting.Command, code int32) {
 	t.Helper()
 	if resp.Code != code {
 		t.Errorf("%s: answered %s %q, want %s", what, remoting.ResponseCodeName(resp.Code), resp.Remark,

@@ -254,7 +254,7 @@ func TestRefusedRequestKeepsTheConnection(t *testing.T) {
 	}
 	for i, step := range []struct {
 		creds remoting.Credentials
-		want  int16
+		want  int32
 	}{
 		{remoting.Credentials{}, remoting.NoPermission},
 		{secRW, remoting.Success},

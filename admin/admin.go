@@ -195,13 +195,13 @@ func (a *Admin) invoke(ctx context.Context, addr string, req *remoting.Command) 
 
 // invokeOK is invoke that turns a response with another code than Success (or one of
 // accepted) into an error.
-func (a *Admin) invokeOK(ctx context.Context, addr string, req *remoting.Command, accepted ...int16) (*remoting.Command, error) {
+func (a *Admin) invokeOK(ctx context.Context, addr string, req *remoting.Command, accepted ...int32) (*remoting.Command, error) {
 	resp, err := a.invoke(ctx, addr, req)
 	if err != nil {
 		return nil, err
 	}
 	if len(accepted) == 0 {
-		accepted = []int16{remoting.Success}
+		accepted = []int32{remoting.Success}
 	}
 	if err := remoting.ErrorFromResponse(resp, accepted...); err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 
 const requestTimeout = 3 * time.Second
 
-func invoke(ctx context.Context, tr remoting.Transport, addr string, code int16, h remoting.Header, body []byte) (*remoting.Command, error) {
+func invoke(ctx context.Context, tr remoting.Transport, addr string, code int32, h remoting.Header, body []byte) (*remoting.Command, error) {
 	if addr == "" {
 		return nil, ErrNoBroker
 	}
@@ -203,7 +203,7 @@ func checkClientConfig(ctx context.Context, tr remoting.Transport, addr, group, 
 
 // pullResult is a decoded PULL_MESSAGE answer.
 type pullResult struct {
-	code   int16
+	code   int32
 	header protocol.PullMessageResponseHeader
 	body   []byte
 }

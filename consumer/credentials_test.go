@@ -29,7 +29,7 @@ type tlsNameServer struct {
 // tlsRequest is one request read after a completed handshake.
 type tlsRequest struct {
 	version uint16 // the TLS version negotiated
-	code    int16
+	code    int32
 	topic   string
 }
 

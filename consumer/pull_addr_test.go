@@ -121,7 +121,7 @@ func (routeInstance) TopicRoute(context.Context, string) (*route.TopicRouteData,
 // dead master sends the pulls to the slave at once (and is avoided for the failover hold), and
 // a slave behind the consumer does not move the offset back.
 func TestPullFollowsSuggestionAndFailsOver(t *testing.T) {
-	tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int16]int64{}}, dead: map[string]bool{},
+	tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int32]int64{}}, dead: map[string]bool{},
 		suggest: map[string]int64{"m": 1, "s": 0}, next: map[string]int64{}}
 	inst := routeInstance{fakeInstance{tr: tr}}
 	cfg := defaultConfig()

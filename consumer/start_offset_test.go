@@ -14,8 +14,8 @@ import (
 
 // fakeTransport answers the offset requests with fixed offsets and records the codes asked.
 type fakeTransport struct {
-	answers map[int16]int64
-	asked   []int16
+	answers map[int32]int64
+	asked   []int32
 }
 
 func (f *fakeTransport) InvokeSync(_ context.Context, _ string, req *remoting.Command) (*remoting.Command, error) {
@@ -33,7 +33,7 @@ func (f *fakeTransport) InvokeAsync(context.Context, string, *remoting.Command, 
 	return nil
 }
 func (f *fakeTransport) InvokeOneway(context.Context, string, *remoting.Command) error { return nil }
-func (f *fakeTransport) RegisterProcessor(int16, remoting.Processor)                   {}
+func (f *fakeTransport) RegisterProcessor(int32, remoting.Processor)                   {}
 func (f *fakeTransport) Close() error                                                  { return nil }
 
 // fakeInstance is an instance with one broker, "b" at "addr".
@@ -65,19 +65,19 @@ func TestStartOffset(t *testing.T) {
 		mq     MessageQueue
 		stored bool
 		want   int64
-		asked  []int16
+		asked  []int32
 	}{
-		{"last normal", FromLastOffset, normal, false, 50, []int16{remoting.QueryConsumerOffset, remoting.GetMaxOffset}},
-		{"last retry", FromLastOffset, retry, false, 0, []int16{remoting.QueryConsumerOffset}},
-		{"first normal", FromFirstOffset, normal, false, 0, []int16{remoting.QueryConsumerOffset}},
-		{"first retry", FromFirstOffset, retry, false, 0, []int16{remoting.QueryConsumerOffset}},
-		{"timestamp normal", FromTimestamp, normal, false, 30, []int16{remoting.QueryConsumerOffset, remoting.SearchOffsetByTimestamp}},
-		{"timestamp retry", FromTimestamp, retry, false, 50, []int16{remoting.QueryConsumerOffset, remoting.GetMaxOffset}},
-		{"stored", FromLastOffset, normal, true, 7, []int16{remoting.QueryConsumerOffset}},
+		{"last normal", FromLastOffset, normal, false, 50, []int32{remoting.QueryConsumerOffset, remoting.GetMaxOffset}},
+		{"last retry", FromLastOffset, retry, false, 0, []int32{remoting.QueryConsumerOffset}},
+		{"first normal", FromFirstOffset, normal, false, 0, []int32{remoting.QueryConsumerOffset}},
+		{"first retry", FromFirstOffset, retry, false, 0, []int32{remoting.QueryConsumerOffset}},
+		{"timestamp normal", FromTimestamp, normal, false, 30, []int32{remoting.QueryConsumerOffset, remoting.SearchOffsetByTimestamp}},
+		{"timestamp retry", FromTimestamp, retry, false, 50, []int32{remoting.QueryConsumerOffset, remoting.GetMaxOffset}},
+		{"stored", FromLastOffset, normal, true, 7, []int32{remoting.QueryConsumerOffset}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tr := &fakeTransport{answers: map[int16]int64{remoting.GetMaxOffset: 50, remoting.SearchOffsetByTimestamp: 30}}
+			tr := &fakeTransport{answers: map[int32]int64{remoting.GetMaxOffset: 50, remoting.SearchOffsetByTimestamp: 30}}
 			if c.stored {
 				tr.answers[remoting.QueryConsumerOffset] = 7
 			}
@@ -112,7 +112,7 @@ func (f *failingSendBack) InvokeSync(ctx context.Context, addr string, req *remo
 // A failed batch whose send-back the broker refuses stays cached (the offset does not pass it)
 // and is handed to the consume service again after the retry delay.
 func TestSendBackFailureConsumesAgain(t *testing.T) {
-	tr := &failingSendBack{fakeTransport{answers: map[int16]int64{}}}
+	tr := &failingSendBack{fakeTransport{answers: map[int32]int64{}}}
 	inst := fakeInstance{tr: tr}
 	cfg := defaultConfig()
 	cfg.group, cfg.sendBackRetryDelay = "g", 20*time.Millisecond

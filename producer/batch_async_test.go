@@ -29,7 +29,7 @@ import (
 // sendRequest is a send request a recordingTransport saw: its code and, for a batch, the
 // number of messages it carries.
 type sendRequest struct {
-	code int16
+	code int32
 	msgs int
 }
 

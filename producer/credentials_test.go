@@ -29,8 +29,8 @@ var aclAccount = remoting.Credentials{AccessKey: "RocketMQ", SecretKey: "1234567
 // its client too.
 type signatureGuard struct {
 	mu       sync.Mutex
-	codes    map[int16]int
-	unsigned []int16
+	codes    map[int32]int
+	unsigned []int32
 }
 
 func (g *signatureGuard) check(_ remoting.Channel, req *remoting.Command) *remoting.Command {
@@ -47,10 +47,10 @@ func (g *signatureGuard) check(_ remoting.Channel, req *remoting.Command) *remot
 }
 
 // seen returns the codes of the requests that arrived and of those that were not signed.
-func (g *signatureGuard) seen() (codes map[int16]int, unsigned []int16) {
+func (g *signatureGuard) seen() (codes map[int32]int, unsigned []int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	codes = make(map[int16]int, len(g.codes))
+	codes = make(map[int32]int, len(g.codes))
 	for c, n := range g.codes {
 		codes[c] = n
 	}
@@ -71,7 +71,7 @@ func startACLNode(t *testing.T) *aclNode {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	n := &aclNode{d: remoting.NewDispatcher(&l), ns: route.NewNameServer(route.Options{Logger: &l}),
-		guard: &signatureGuard{codes: make(map[int16]int)}}
+		guard: &signatureGuard{codes: make(map[int32]int)}}
 	n.d.SetGuard(n.guard.check)
 	n.ns.Register(n.d, remoting.NewExecutor("namesrv", 2, 1024))
 	n.d.Start()
@@ -320,7 +320,7 @@ func TestCredentialsSignEveryRequest(t *testing.T) {
 			if len(unsigned) > 0 {
 				t.Errorf("requests of codes %v arrived without the account's signature", unsigned)
 			}
-			for _, code := range []int16{remoting.UpdateAndCreateTopic, remoting.GetRouteInfoByTopic, remoting.HeartBeat,
+			for _, code := range []int32{remoting.UpdateAndCreateTopic, remoting.GetRouteInfoByTopic, remoting.HeartBeat,
 				remoting.SendMessageV2, remoting.SendBatchMessage, remoting.PullMessage, remoting.QueryConsumerOffset,
 				remoting.UpdateConsumerOffset, remoting.GetConsumerListByGroup, remoting.ConsumerSendMsgBack,
 				remoting.LockBatchMQ, remoting.UnlockBatchMQ, remoting.UnregisterClient} {
@@ -377,5 +377,5 @@ type closeCounter struct {
 	closed int
 }
 
-func (c *closeCounter) RegisterProcessor(int16, remoting.Processor) {}
+func (c *closeCounter) RegisterProcessor(int32, remoting.Processor) {}
 func (c *closeCounter) Close() error                                { c.closed++; return nil }

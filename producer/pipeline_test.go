@@ -27,7 +27,7 @@ func TestRequestHeaderIsTheOfficialClients(t *testing.T) {
 		name      string
 		namespace string
 		encode    func(p *Producer) encoded
-		code      int16
+		code      int32
 		want      map[string]string // without "g" (bornTimestamp)
 	}{
 		{"single", "", func(p *Producer) encoded {
@@ -92,7 +92,7 @@ type fakeNet struct {
 // fakeAnswer is how a broker meets an attempt: stored (zero value), a response error, a
 // transport error, or no answer before the deadline.
 type fakeAnswer struct {
-	code int16
+	code int32
 	err  error
 	hang bool
 }
@@ -149,7 +149,7 @@ func (f *fakeNet) InvokeOneway(ctx context.Context, addr string, req *remoting.C
 	return err
 }
 
-func (f *fakeNet) RegisterProcessor(int16, remoting.Processor) {}
+func (f *fakeNet) RegisterProcessor(int32, remoting.Processor) {}
 func (f *fakeNet) Close() error                                { return nil }
 
 func (f *fakeNet) brokers() []string {
@@ -214,7 +214,7 @@ type outcome struct {
 	stored   bool
 	isolated bool  // broker-a, tried first, is isolated afterwards
 	errIs    error // the send's error wraps it
-	code     int16 // or a *remoting.ResponseError with this code
+	code     int32 // or a *remoting.ResponseError with this code
 	allFail  bool
 	timedOut bool // SendError.Cause is the spent send timeout
 }

@@ -132,7 +132,7 @@ type Client struct {
 	refused rateLimiter   // server requests over MaxServerRequests
 
 	procMu sync.RWMutex
-	procs  map[int16]Processor
+	procs  map[int32]Processor
 
 	mu     sync.Mutex
 	conns  map[string]*clientConn
@@ -167,7 +167,7 @@ func NewClient(opts ClientOptions) *Client {
 		table:   newResponseTable(),
 		serving: make(chan struct{}, opts.MaxServerRequests),
 		refused: rateLimiter{interval: time.Second},
-		procs:   make(map[int16]Processor),
+		procs:   make(map[int32]Processor),
 		conns:   make(map[string]*clientConn),
 		dials:   make(map[string]*dialCall),
 		dialed:  make(map[string]bool),
@@ -182,7 +182,7 @@ func NewClient(opts ClientOptions) *Client {
 }
 
 // RegisterProcessor implements Transport.
-func (c *Client) RegisterProcessor(code int16, p Processor) {
+func (c *Client) RegisterProcessor(code int32, p Processor) {
 	c.procMu.Lock()
 	c.procs[code] = p
 	c.procMu.Unlock()
@@ -500,7 +500,7 @@ func (cc *clientConn) serveRequest(req *Command) {
 	case cc.c.serving <- struct{}{}:
 	default:
 		if ok, suppressed := cc.c.refused.allow(); ok {
-			cc.c.log.Warn().Str("addr", cc.addr).Int16("code", req.Code).Bool("oneway", req.IsOneway()).
+			cc.c.log.Warn().Str("addr", cc.addr).Int32("code", req.Code).Bool("oneway", req.IsOneway()).
 				Int("max_server_requests", cap(cc.c.serving)).Int64("suppressed", suppressed).
 				Msg("server request refused: too many running")
 		}

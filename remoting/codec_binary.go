@@ -1,6 +1,9 @@
 package remoting
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // The compact ROCKETMQ header (serialize type 1), docs/protocol.md §1.5:
 //
@@ -8,6 +11,9 @@ import "encoding/binary"
 //	remark length int32 | remark | extFields length int32 |
 //	{ key length int16 | key | value length int32 | value }*
 const binaryFixedBytes = 21
+
+// binaryCarries reports whether the ROCKETMQ header can carry code, which it writes as a short.
+func binaryCarries(code int32) bool { return code >= math.MinInt16 && code <= math.MaxInt16 }
 
 func appendBinaryHeader(dst []byte, c *Command) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, uint16(c.Code))
@@ -37,7 +43,7 @@ func decodeBinaryHeader(b []byte, c *Command, maxExt int) error {
 	if len(b) < binaryFixedBytes {
 		return malformed("binary header of %d bytes is under %d", len(b), binaryFixedBytes)
 	}
-	c.Code = int16(binary.BigEndian.Uint16(b))
+	c.Code = int32(int16(binary.BigEndian.Uint16(b)))
 	c.Language = Language(b[2])
 	c.Version = int16(binary.BigEndian.Uint16(b[3:]))
 	c.Opaque = int32(binary.BigEndian.Uint32(b[5:]))

@@ -91,8 +91,10 @@ func (s *jsonScanner) field(key string, c *Command) error {
 	switch key {
 	case "code":
 		var v int64
-		v, err = s.intValue(16)
-		c.Code = int16(v)
+		// RemotingCommand.code is a Java int: RocketMQ 5's POP and assignment codes (200050...)
+		// exceed a short and arrive in JSON headers.
+		v, err = s.intValue(32)
+		c.Code = int32(v)
 	case "version":
 		var v int64
 		v, err = s.intValue(16)

@@ -115,7 +115,7 @@ func TestMalformedFrames(t *testing.T) {
 		"bad json":           {0, 0, 0, 7, 0, 0, 0, 3, '{', 'x', '}'},
 		"json not object":    {0, 0, 0, 6, 0, 0, 0, 2, '[', ']'},
 		"binary too short":   {0, 0, 0, 7, 1, 0, 0, 3, 1, 2, 3},
-		"code overflows":     append([]byte{0, 0, 0, 18, 0, 0, 0, 14}, `{"code":99999}`...),
+		"code overflows":     append([]byte{0, 0, 0, 23, 0, 0, 0, 19}, `{"code":9999999999}`...),
 	}
 	for name, raw := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -243,6 +243,38 @@ func TestHeaderStringsWindow(t *testing.T) {
 		}
 		if len(s.window) > headerStringWindow {
 			t.Fatalf("after slice(%d, %d) the copy is %d bytes, over %d", p[0], p[1], len(s.window), headerStringWindow)
+		}
+	}
+}
+
+// RocketMQ 5's codes (POP_MESSAGE 200050 ...) exceed the short the ROCKETMQ header carries: they
+// travel in JSON whatever the command asked for, and decode whole; narrower codes keep the
+// binary header.
+func TestWideCodesTravelInJSON(t *testing.T) {
+	for _, tc := range []struct {
+		code    int32
+		ask     SerializeType
+		wantSer SerializeType
+	}{
+		{200050, SerializeJSON, SerializeJSON},
+		{200050, SerializeRocketMQ, SerializeJSON},
+		{-40000, SerializeRocketMQ, SerializeJSON},
+		{32767, SerializeRocketMQ, SerializeRocketMQ},
+		{-1, SerializeRocketMQ, SerializeRocketMQ},
+	} {
+		c := NewRequest(tc.code, map[string]string{"topic": "T"}, []byte("b"))
+		c.Serialize = tc.ask
+		f, _, err := SplitFrame(AppendFrame(nil, c), 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := DecodeFrame(f)
+		if err != nil {
+			t.Fatalf("code %d: %v", tc.code, err)
+		}
+		if out.Code != tc.code || out.Serialize != tc.wantSer || c.Serialize != tc.ask {
+			t.Errorf("code %d asked %d: decoded code %d in %d (command now %d), want %d in %d",
+				tc.code, tc.ask, out.Code, out.Serialize, c.Serialize, tc.code, tc.wantSer)
 		}
 	}
 }

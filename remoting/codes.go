@@ -3,142 +3,142 @@ package remoting
 // Request codes of the RocketMQ 4.x remoting protocol. The values are part of the wire format; do
 // not change them. Only the codes this project serves or sends are listed.
 const (
-	SendMessage                    int16 = 10
-	PullMessage                    int16 = 11
-	QueryMessage                   int16 = 12
-	QueryConsumerOffset            int16 = 14
-	UpdateConsumerOffset           int16 = 15
-	UpdateAndCreateTopic           int16 = 17
-	GetAllTopicConfig              int16 = 21
-	GetTopicConfigList             int16 = 22
-	GetTopicNameList               int16 = 23
-	UpdateBrokerConfig             int16 = 25
-	GetBrokerConfig                int16 = 26
-	GetBrokerRuntimeInfo           int16 = 28
-	SearchOffsetByTimestamp        int16 = 29
-	GetMaxOffset                   int16 = 30
-	GetMinOffset                   int16 = 31
-	GetEarliestMsgStoreTime        int16 = 32
-	ViewMessageByID                int16 = 33
-	HeartBeat                      int16 = 34
-	UnregisterClient               int16 = 35
-	ConsumerSendMsgBack            int16 = 36
-	EndTransaction                 int16 = 37
-	GetConsumerListByGroup         int16 = 38
-	CheckTransactionState          int16 = 39
-	NotifyConsumerIDsChanged       int16 = 40
-	LockBatchMQ                    int16 = 41
-	UnlockBatchMQ                  int16 = 42
-	GetAllConsumerOffset           int16 = 43
-	GetAllDelayOffset              int16 = 45
-	CheckClientConfig              int16 = 46
-	PutKVConfig                    int16 = 100
-	GetKVConfig                    int16 = 101
-	DeleteKVConfig                 int16 = 102
-	RegisterBroker                 int16 = 103
-	UnregisterBroker               int16 = 104
-	GetRouteInfoByTopic            int16 = 105
-	GetBrokerClusterInfo           int16 = 106
-	UpdateAndCreateSubscription    int16 = 200
-	GetAllSubscriptionGroupConfig  int16 = 201
-	GetTopicStatsInfo              int16 = 202
-	GetConsumerConnectionList      int16 = 203
-	GetProducerConnectionList      int16 = 204
-	WipeWritePermOfBroker          int16 = 205
-	GetAllTopicListFromNameServer  int16 = 206
-	DeleteSubscriptionGroup        int16 = 207
-	GetConsumeStats                int16 = 208
-	DeleteTopicInBroker            int16 = 215
-	DeleteTopicInNamesrv           int16 = 216
-	GetKVListByNamespace           int16 = 219
-	ResetConsumerClientOffset      int16 = 220
-	GetConsumerStatusFromClient    int16 = 221
-	InvokeBrokerToResetOffset      int16 = 222
-	InvokeBrokerToGetConsumerStats int16 = 223
-	QueryTopicConsumeByWho         int16 = 300
-	GetTopicsByCluster             int16 = 224
-	RegisterTopicInNamesrv         int16 = 217
-	GetConsumerRunningInfo         int16 = 307
-	ConsumeMessageDirectly         int16 = 309
-	SendMessageV2                  int16 = 310
-	GetUnitTopicList               int16 = 311
-	SendBatchMessage               int16 = 320
-	QueryConsumeQueue              int16 = 321
-	SendReplyMessage               int16 = 324
-	SendReplyMessageV2             int16 = 325
-	PushReplyMessageToClient       int16 = 326
-	QueryDataVersion               int16 = 322
+	SendMessage                    int32 = 10
+	PullMessage                    int32 = 11
+	QueryMessage                   int32 = 12
+	QueryConsumerOffset            int32 = 14
+	UpdateConsumerOffset           int32 = 15
+	UpdateAndCreateTopic           int32 = 17
+	GetAllTopicConfig              int32 = 21
+	GetTopicConfigList             int32 = 22
+	GetTopicNameList               int32 = 23
+	UpdateBrokerConfig             int32 = 25
+	GetBrokerConfig                int32 = 26
+	GetBrokerRuntimeInfo           int32 = 28
+	SearchOffsetByTimestamp        int32 = 29
+	GetMaxOffset                   int32 = 30
+	GetMinOffset                   int32 = 31
+	GetEarliestMsgStoreTime        int32 = 32
+	ViewMessageByID                int32 = 33
+	HeartBeat                      int32 = 34
+	UnregisterClient               int32 = 35
+	ConsumerSendMsgBack            int32 = 36
+	EndTransaction                 int32 = 37
+	GetConsumerListByGroup         int32 = 38
+	CheckTransactionState          int32 = 39
+	NotifyConsumerIDsChanged       int32 = 40
+	LockBatchMQ                    int32 = 41
+	UnlockBatchMQ                  int32 = 42
+	GetAllConsumerOffset           int32 = 43
+	GetAllDelayOffset              int32 = 45
+	CheckClientConfig              int32 = 46
+	PutKVConfig                    int32 = 100
+	GetKVConfig                    int32 = 101
+	DeleteKVConfig                 int32 = 102
+	RegisterBroker                 int32 = 103
+	UnregisterBroker               int32 = 104
+	GetRouteInfoByTopic            int32 = 105
+	GetBrokerClusterInfo           int32 = 106
+	UpdateAndCreateSubscription    int32 = 200
+	GetAllSubscriptionGroupConfig  int32 = 201
+	GetTopicStatsInfo              int32 = 202
+	GetConsumerConnectionList      int32 = 203
+	GetProducerConnectionList      int32 = 204
+	WipeWritePermOfBroker          int32 = 205
+	GetAllTopicListFromNameServer  int32 = 206
+	DeleteSubscriptionGroup        int32 = 207
+	GetConsumeStats                int32 = 208
+	DeleteTopicInBroker            int32 = 215
+	DeleteTopicInNamesrv           int32 = 216
+	GetKVListByNamespace           int32 = 219
+	ResetConsumerClientOffset      int32 = 220
+	GetConsumerStatusFromClient    int32 = 221
+	InvokeBrokerToResetOffset      int32 = 222
+	InvokeBrokerToGetConsumerStats int32 = 223
+	QueryTopicConsumeByWho         int32 = 300
+	GetTopicsByCluster             int32 = 224
+	RegisterTopicInNamesrv         int32 = 217
+	GetConsumerRunningInfo         int32 = 307
+	ConsumeMessageDirectly         int32 = 309
+	SendMessageV2                  int32 = 310
+	GetUnitTopicList               int32 = 311
+	SendBatchMessage               int32 = 320
+	QueryConsumeQueue              int32 = 321
+	SendReplyMessage               int32 = 324
+	SendReplyMessageV2             int32 = 325
+	PushReplyMessageToClient       int32 = 326
+	QueryDataVersion               int32 = 322
 
 	// RocketMQ 5's controller (automatic failover): brokers in controller mode and admin tools.
-	BrokerHeartbeat             int16 = 904
-	ControllerAlterSyncStateSet int16 = 1001
-	ControllerElectMaster       int16 = 1002
-	ControllerRegisterBroker    int16 = 1003
-	ControllerGetReplicaInfo    int16 = 1004
-	ControllerGetMetadataInfo   int16 = 1005
-	ControllerGetSyncStateData  int16 = 1006
-	GetBrokerEpochCache         int16 = 1007
-	NotifyBrokerRoleChanged     int16 = 1008
-	CleanBrokerData             int16 = 1011
-	ControllerGetNextBrokerID   int16 = 1012
-	ControllerApplyBrokerID     int16 = 1013
+	BrokerHeartbeat             int32 = 904
+	ControllerAlterSyncStateSet int32 = 1001
+	ControllerElectMaster       int32 = 1002
+	ControllerRegisterBroker    int32 = 1003
+	ControllerGetReplicaInfo    int32 = 1004
+	ControllerGetMetadataInfo   int32 = 1005
+	ControllerGetSyncStateData  int32 = 1006
+	GetBrokerEpochCache         int32 = 1007
+	NotifyBrokerRoleChanged     int32 = 1008
+	CleanBrokerData             int32 = 1011
+	ControllerGetNextBrokerID   int32 = 1012
+	ControllerApplyBrokerID     int32 = 1013
 )
 
 // Response codes of the RocketMQ 4.x remoting protocol (part of the wire format).
 const (
-	Success                    int16 = 0
-	SystemError                int16 = 1
-	SystemBusy                 int16 = 2
-	RequestCodeNotSupported    int16 = 3
-	TransactionFailed          int16 = 4
-	FlushDiskTimeout           int16 = 10
-	SlaveNotAvailable          int16 = 11
-	FlushSlaveTimeout          int16 = 12
-	MessageIllegal             int16 = 13
-	ServiceNotAvailable        int16 = 14
-	VersionNotSupported        int16 = 15
-	NoPermission               int16 = 16
-	TopicNotExist              int16 = 17
-	TopicExistAlready          int16 = 18
-	PullNotFound               int16 = 19
-	PullRetryImmediately       int16 = 20
-	PullOffsetMoved            int16 = 21
-	QueryNotFound              int16 = 22
-	SubscriptionParseFailed    int16 = 23
-	SubscriptionNotExist       int16 = 24
-	SubscriptionNotLatest      int16 = 25
-	SubscriptionGroupNotExist  int16 = 26
-	FilterDataNotExist         int16 = 27
-	FilterDataNotLatest        int16 = 28
-	TransactionShouldCommit    int16 = 200
-	TransactionShouldRollback  int16 = 201
-	TransactionStateUnknow     int16 = 202
-	TransactionStateGroupWrong int16 = 203
-	NoBuyerID                  int16 = 204
-	NotInCurrentUnit           int16 = 205
-	ConsumerNotOnline          int16 = 206
-	ConsumeMsgTimeout          int16 = 207
-	NoMessage                  int16 = 208
+	Success                    int32 = 0
+	SystemError                int32 = 1
+	SystemBusy                 int32 = 2
+	RequestCodeNotSupported    int32 = 3
+	TransactionFailed          int32 = 4
+	FlushDiskTimeout           int32 = 10
+	SlaveNotAvailable          int32 = 11
+	FlushSlaveTimeout          int32 = 12
+	MessageIllegal             int32 = 13
+	ServiceNotAvailable        int32 = 14
+	VersionNotSupported        int32 = 15
+	NoPermission               int32 = 16
+	TopicNotExist              int32 = 17
+	TopicExistAlready          int32 = 18
+	PullNotFound               int32 = 19
+	PullRetryImmediately       int32 = 20
+	PullOffsetMoved            int32 = 21
+	QueryNotFound              int32 = 22
+	SubscriptionParseFailed    int32 = 23
+	SubscriptionNotExist       int32 = 24
+	SubscriptionNotLatest      int32 = 25
+	SubscriptionGroupNotExist  int32 = 26
+	FilterDataNotExist         int32 = 27
+	FilterDataNotLatest        int32 = 28
+	TransactionShouldCommit    int32 = 200
+	TransactionShouldRollback  int32 = 201
+	TransactionStateUnknow     int32 = 202
+	TransactionStateGroupWrong int32 = 203
+	NoBuyerID                  int32 = 204
+	NotInCurrentUnit           int32 = 205
+	ConsumerNotOnline          int32 = 206
+	ConsumeMsgTimeout          int32 = 207
+	NoMessage                  int32 = 208
 
 	// RocketMQ 5's controller answers.
-	ControllerFencedMasterEpoch          int16 = 2000
-	ControllerFencedSyncStateSetEpoch    int16 = 2001
-	ControllerInvalidMaster              int16 = 2002
-	ControllerInvalidReplicas            int16 = 2003
-	ControllerMasterNotAvailable         int16 = 2004
-	ControllerInvalidRequest             int16 = 2005
-	ControllerBrokerNotAlive             int16 = 2006
-	ControllerNotLeader                  int16 = 2007
-	ControllerBrokerMetadataNotExist     int16 = 2008
-	ControllerInvalidCleanBrokerMetadata int16 = 2009
-	ControllerBrokerNeedToBeRegistered   int16 = 2010
-	ControllerMasterStillExist           int16 = 2011
-	ControllerElectMasterFailed          int16 = 2012
-	ControllerAlterSyncStateSetFailed    int16 = 2013
-	ControllerBrokerIDInvalid            int16 = 2014
+	ControllerFencedMasterEpoch          int32 = 2000
+	ControllerFencedSyncStateSetEpoch    int32 = 2001
+	ControllerInvalidMaster              int32 = 2002
+	ControllerInvalidReplicas            int32 = 2003
+	ControllerMasterNotAvailable         int32 = 2004
+	ControllerInvalidRequest             int32 = 2005
+	ControllerBrokerNotAlive             int32 = 2006
+	ControllerNotLeader                  int32 = 2007
+	ControllerBrokerMetadataNotExist     int32 = 2008
+	ControllerInvalidCleanBrokerMetadata int32 = 2009
+	ControllerBrokerNeedToBeRegistered   int32 = 2010
+	ControllerMasterStillExist           int32 = 2011
+	ControllerElectMasterFailed          int32 = 2012
+	ControllerAlterSyncStateSetFailed    int32 = 2013
+	ControllerBrokerIDInvalid            int32 = 2014
 )
 
-var responseCodeNames = map[int16]string{
+var responseCodeNames = map[int32]string{
 	Success:                   "SUCCESS",
 	SystemError:               "SYSTEM_ERROR",
 	SystemBusy:                "SYSTEM_BUSY",
@@ -185,14 +185,14 @@ var responseCodeNames = map[int16]string{
 }
 
 // ResponseCodeName returns RocketMQ's name for a response code, or "CODE_<n>" for one it lacks.
-func ResponseCodeName(code int16) string {
+func ResponseCodeName(code int32) string {
 	if s, ok := responseCodeNames[code]; ok {
 		return s
 	}
 	return "CODE_" + itoa(int64(code))
 }
 
-var requestCodeNames = map[int16]string{
+var requestCodeNames = map[int32]string{
 	SendMessage:                    "SEND_MESSAGE",
 	PullMessage:                    "PULL_MESSAGE",
 	QueryMessage:                   "QUERY_MESSAGE",
@@ -275,7 +275,7 @@ var requestCodeNames = map[int16]string{
 
 // RequestCodeName returns RocketMQ's name for a request code (RequestCode's field name, as
 // RemotingHelper.getRequestCodeDesc gives it), or "CODE_<n>" for one it lacks.
-func RequestCodeName(code int16) string {
+func RequestCodeName(code int32) string {
 	if s, ok := requestCodeNames[code]; ok {
 		return s
 	}

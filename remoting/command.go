@@ -70,7 +70,7 @@ func languageFromName(s string) Language {
 // mirror Java's RemotingCommand. A Command is not safe for concurrent mutation; once handed to a
 // transport it belongs to the transport until the call returns.
 type Command struct {
-	Code      int16
+	Code      int32
 	Language  Language
 	Version   int16
 	Opaque    int32
@@ -96,20 +96,20 @@ var opaqueSeq atomic.Int32
 func NextOpaque() int32 { return opaqueSeq.Add(1) }
 
 // NewRequest makes a request with a fresh opaque.
-func NewRequest(code int16, ext map[string]string, body []byte) *Command {
+func NewRequest(code int32, ext map[string]string, body []byte) *Command {
 	return &Command{Code: code, Language: LanguageGo, Version: ProtocolVersion, Opaque: NextOpaque(),
 		ExtFields: ext, Body: body}
 }
 
 // NewResponse makes a response with the given code and remark. The transport fills in the opaque
 // of the request it answers.
-func NewResponse(code int16, remark string) *Command {
+func NewResponse(code int32, remark string) *Command {
 	return &Command{Code: code, Language: LanguageGo, Version: ProtocolVersion, Flag: FlagResponse,
 		Remark: remark}
 }
 
 // NewResponseFor makes a response to req: same opaque and serialization.
-func NewResponseFor(req *Command, code int16, remark string) *Command {
+func NewResponseFor(req *Command, code int32, remark string) *Command {
 	r := NewResponse(code, remark)
 	r.Opaque = req.Opaque
 	r.Serialize = req.Serialize

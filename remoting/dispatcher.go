@@ -63,7 +63,7 @@ type Dispatcher struct {
 	log zerolog.Logger
 
 	mu        sync.RWMutex
-	table     map[int16]processorEntry
+	table     map[int32]processorEntry
 	def       *processorEntry
 	executors []*Executor
 	listeners []listenerEntry
@@ -97,7 +97,7 @@ func NewDispatcher(log *zerolog.Logger) *Dispatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Dispatcher{
 		log:     l.With().Str("component", "remoting").Logger(),
-		table:   make(map[int16]processorEntry),
+		table:   make(map[int32]processorEntry),
 		ctx:     ctx,
 		cancel:  cancel,
 		events:  newEventQueue(eventQueueSize),
@@ -107,7 +107,7 @@ func NewDispatcher(log *zerolog.Logger) *Dispatcher {
 
 // Register routes requests with the given code to p, run on ex. Several codes may share one
 // executor. Registering twice replaces the earlier processor.
-func (d *Dispatcher) Register(code int16, p Processor, ex *Executor) {
+func (d *Dispatcher) Register(code int32, p Processor, ex *Executor) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.table[code] = processorEntry{p: p, ex: ex}
@@ -121,7 +121,7 @@ func (d *Dispatcher) Register(code int16, p Processor, ex *Executor) {
 // runs on that goroutine for every request of the code, so it must be cheap itself. A request
 // processed inline may lie in the transport's read buffer: p must copy what it keeps of it. The hop
 // is most of a small request's latency: a worker woken, then the loop woken again to write.
-func (d *Dispatcher) RegisterInline(code int16, p Processor, ex *Executor, inline func(*Command) bool) {
+func (d *Dispatcher) RegisterInline(code int32, p Processor, ex *Executor, inline func(*Command) bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.table[code] = processorEntry{p: p, ex: ex, inline: inline}
@@ -134,7 +134,7 @@ func (d *Dispatcher) RegisterInline(code int16, p Processor, ex *Executor, inlin
 // cannot be made to hold megabytes while it waits: RocketMQ ignores such a body, but keeps it
 // with the request. The server also looks at the header of a large frame before its body
 // has arrived (MaxBody) and drops a body over the limit as it comes, unbuffered.
-func (d *Dispatcher) SetMaxBody(code int16, max int, name string) {
+func (d *Dispatcher) SetMaxBody(code int32, max int, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e, ok := d.table[code]; ok {
@@ -145,7 +145,7 @@ func (d *Dispatcher) SetMaxBody(code int16, max int, name string) {
 
 // MaxBody returns the longest body a request of code may carry, and false when there is no
 // limit.
-func (d *Dispatcher) MaxBody(code int16) (int, bool) {
+func (d *Dispatcher) MaxBody(code int32) (int, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	e, ok := d.table[code]
@@ -201,9 +201,9 @@ type RequestObserver interface {
 	// processor served (whatever a client sent, so not a label to keep). respCode is the
 	// answer's code; answered is false when the processor answers later or not at all (a
 	// parked pull, a sync-flush send waiting for its group commit).
-	Processed(code int16, known bool, respCode int16, answered bool, elapsed time.Duration)
+	Processed(code int32, known bool, respCode int32, answered bool, elapsed time.Duration)
 	// Rejected reports a request answered SYSTEM_BUSY because its executor's queue was full.
-	Rejected(code int16, known bool)
+	Rejected(code int32, known bool)
 }
 
 type observerBox struct{ o RequestObserver }
@@ -256,7 +256,7 @@ func (d *Dispatcher) AddConnListener(l ConnListener) (remove func()) {
 // processor, then stops, after they drained, the executors no processor left uses: a part of
 // a node (a broker) leaves the dispatcher this way to be replaced. Requests already queued or
 // running on those executors finish first; Unregister returns once they have.
-func (d *Dispatcher) Unregister(codes []int16) {
+func (d *Dispatcher) Unregister(codes []int32) {
 	d.mu.Lock()
 	gone := map[*Executor]bool{}
 	for _, c := range codes {
@@ -280,7 +280,7 @@ func (d *Dispatcher) Unregister(codes []int16) {
 }
 
 // Registered reports whether code has a processor of its own.
-func (d *Dispatcher) Registered(code int16) bool {
+func (d *Dispatcher) Registered(code int32) bool {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	_, ok := d.table[code]
@@ -622,7 +622,7 @@ func (d *Dispatcher) process(e processorEntry, ch Channel, req *Command, admitte
 		resp = ErrorResponse(err)
 	}
 	if box != nil {
-		var code int16
+		var code int32
 		if resp != nil {
 			code = resp.Code
 		}
@@ -636,7 +636,7 @@ func (d *Dispatcher) process(e processorEntry, ch Channel, req *Command, admitte
 func (d *Dispatcher) safeProcess(p Processor, ch Channel, req *Command, admitted bool) (resp *Command, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			d.log.Error().Int16("code", req.Code).Interface("panic", r).Msg("processor panicked")
+			d.log.Error().Int32("code", req.Code).Interface("panic", r).Msg("processor panicked")
 			resp, err = nil, fmt.Errorf("processor panic: %v", r)
 		}
 	}()
@@ -665,7 +665,7 @@ func (d *Dispatcher) reply(ch Channel, req, resp *Command) {
 	}
 	prepareReply(req, resp)
 	if err := ch.WriteResponse(resp); err != nil {
-		d.log.Debug().Err(err).Int16("code", req.Code).Str("addr", ch.RemoteAddr()).
+		d.log.Debug().Err(err).Int32("code", req.Code).Str("addr", ch.RemoteAddr()).
 			Msg("response not written")
 	}
 }

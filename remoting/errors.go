@@ -30,7 +30,7 @@ var (
 
 // ResponseError is a response whose code is not the one the caller wanted.
 type ResponseError struct {
-	Code   int16
+	Code   int32
 	Remark string
 }
 
@@ -53,7 +53,7 @@ func (e *ResponseError) Retryable() bool {
 
 // ErrorFromResponse returns nil when resp has one of the accepted codes (Success when none are
 // given), else a *ResponseError.
-func ErrorFromResponse(resp *Command, accepted ...int16) error {
+func ErrorFromResponse(resp *Command, accepted ...int32) error {
 	if len(accepted) == 0 {
 		if resp.Code == Success {
 			return nil

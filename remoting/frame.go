@@ -122,7 +122,14 @@ func DecodeFrameLimits(frame []byte, lim DecodeLimits) (*Command, error) {
 func AppendFrameHeader(dst []byte, c *Command) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
-	switch c.Serialize {
+	ser := c.Serialize
+	if ser == SerializeRocketMQ && !binaryCarries(c.Code) {
+		// The ROCKETMQ header has a short for the code: a wider one (RocketMQ 5's POP codes)
+		// goes out in JSON, which every peer decodes, rather than truncated into another
+		// request's code as Java's encoder would.
+		ser = SerializeJSON
+	}
+	switch ser {
 	case SerializeRocketMQ:
 		dst = appendBinaryHeader(dst, c)
 	default:
@@ -130,7 +137,7 @@ func AppendFrameHeader(dst []byte, c *Command) []byte {
 	}
 	hl := len(dst) - start - frameOverhead
 	binary.BigEndian.PutUint32(dst[start:], uint32(4+hl+len(c.Body)))
-	binary.BigEndian.PutUint32(dst[start+4:], uint32(c.Serialize)<<24|uint32(hl)&0xFFFFFF)
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(ser)<<24|uint32(hl)&0xFFFFFF)
 	return dst
 }
 

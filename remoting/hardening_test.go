@@ -153,7 +153,7 @@ func honestTraffic(t *testing.T, addr string) func() int {
 }
 
 // writeRequests writes n requests in one write and returns their opaques and size.
-func writeRequests(t *testing.T, nc net.Conn, code int16, n int) ([]int32, int) {
+func writeRequests(t *testing.T, nc net.Conn, code int32, n int) ([]int32, int) {
 	t.Helper()
 	var buf []byte
 	opaques := make([]int32, n)

@@ -25,7 +25,7 @@ type InProcTransport struct {
 	srvTable *responseTable // nodes' requests, answered by our processors
 
 	procMu sync.RWMutex
-	procs  map[int16]Processor
+	procs  map[int32]Processor
 
 	mu     sync.Mutex
 	chans  map[string]*inprocChannel
@@ -58,7 +58,7 @@ func NewInProcTransport(resolve LocalResolver, fallback Transport, scanInterval 
 		fallback: fallback,
 		table:    newResponseTable(),
 		srvTable: newResponseTable(),
-		procs:    make(map[int16]Processor),
+		procs:    make(map[int32]Processor),
 		chans:    make(map[string]*inprocChannel),
 		linked:   make(map[string]bool),
 		stop:     make(chan struct{}),
@@ -70,7 +70,7 @@ func NewInProcTransport(resolve LocalResolver, fallback Transport, scanInterval 
 }
 
 // RegisterProcessor implements Transport; the processor also serves the fallback's connections.
-func (t *InProcTransport) RegisterProcessor(code int16, p Processor) {
+func (t *InProcTransport) RegisterProcessor(code int32, p Processor) {
 	t.procMu.Lock()
 	t.procs[code] = p
 	t.procMu.Unlock()

@@ -95,7 +95,7 @@ func testBodyRefused(t *testing.T, c net.Conn, pulls *atomic.Int64) {
 	}
 	for _, want := range []struct {
 		req    *Command
-		code   int16
+		code   int32
 		remark string
 	}{{small, SystemError, "carried 10 bytes"}, {bare, Success, "pulled"}, {send, Success, ""}} {
 		resp := got[want.req.Opaque]

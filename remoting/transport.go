@@ -15,7 +15,7 @@ type Transport interface {
 	InvokeOneway(ctx context.Context, addr string, req *Command) error
 	// RegisterProcessor handles requests with the given code that a server sends to us over a
 	// connection we opened (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...).
-	RegisterProcessor(code int16, p Processor)
+	RegisterProcessor(code int32, p Processor)
 	// Close closes every connection and fails pending requests with ErrClosed.
 	Close() error
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,6 +229,34 @@ func TestTimeoutsFailTheRightRequests(t *testing.T) {
 		}
 		if err := <-asyncErr; !errors.Is(err, ErrTimeout) {
 			t.Fatalf("async held request: %v, want ErrTimeout", err)
+		}
+	})
+}
+
+// A request code wider than a short (RocketMQ 5's POP codes) reaches its processor over every
+// transport and serialization, and an unknown one is answered, not a reason to drop the
+// connection.
+func TestWideRequestCodes(t *testing.T) {
+	const popMessage, unknown = 200050, 200099
+	setup := func(d *Dispatcher) {
+		d.Register(popMessage, ProcessorFunc(func(_ context.Context, _ Channel, req *Command) (*Command, error) {
+			return NewResponse(Success, strconv.Itoa(int(req.Code))), nil
+		}), NewExecutor("pop", 1, 10))
+	}
+	transports(t, setup, func(t *testing.T, tr Transport, n *testNode) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, ser := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+			req := NewRequest(popMessage, nil, nil)
+			req.Serialize = ser
+			resp, err := tr.InvokeSync(ctx, n.addr, req)
+			if err != nil || resp.Code != Success || resp.Remark != "200050" {
+				t.Fatalf("serialize %d: %v %+v", ser, err, resp)
+			}
+			resp, err = tr.InvokeSync(ctx, n.addr, NewRequest(unknown, nil, nil))
+			if err != nil || resp.Code != RequestCodeNotSupported {
+				t.Fatalf("unknown wide code: %v %+v", err, resp)
+			}
 		}
 	})
 }

@@ -183,7 +183,7 @@ func topic(name string, queues, perm int32) TopicConfig {
 }
 
 // routeBody asks for topic's route and returns the body, or fails unless the code is want.
-func routeBody(t *testing.T, ns *NameServer, topicName string, want int16) string {
+func routeBody(t *testing.T, ns *NameServer, topicName string, want int32) string {
 	t.Helper()
 	resp := call(t, ns, newFakeChannel("client:1"), BuildGetRouteInfo(topicName))
 	if resp.Code != want {

@@ -96,8 +96,8 @@ func (n *NameServer) Register(d *remoting.Dispatcher, ex *remoting.Executor) {
 	d.AddConnListener(n.OnConnEvent)
 }
 
-func (n *NameServer) processors() map[int16]remoting.ProcessorFunc {
-	return map[int16]remoting.ProcessorFunc{
+func (n *NameServer) processors() map[int32]remoting.ProcessorFunc {
+	return map[int32]remoting.ProcessorFunc{
 		remoting.PutKVConfig:                   n.putKVConfig,
 		remoting.GetKVConfig:                   n.getKVConfig,
 		remoting.DeleteKVConfig:                n.deleteKVConfig,

@@ -465,7 +465,7 @@ func TestBadRequests(t *testing.T) {
 	ns, _ := newTestNameServer(t, Options{})
 	ch := newFakeChannel("bad:1")
 	good := brokerA0.request()
-	withExt := func(code int16, ext map[string]string, body []byte) *remoting.Command {
+	withExt := func(code int32, ext map[string]string, body []byte) *remoting.Command {
 		return remoting.NewRequest(code, ext, body)
 	}
 	drop := func(key string) map[string]string {

@@ -42,7 +42,7 @@ func testChecker(t testing.TB) *Checker {
 	return c
 }
 
-func signed(c remoting.Credentials, code int16, ext map[string]string, body []byte) *remoting.Command {
+func signed(c remoting.Credentials, code int32, ext map[string]string, body []byte) *remoting.Command {
 	req := remoting.NewRequest(code, ext, body)
 	c.Sign(req)
 	return req
@@ -68,13 +68,13 @@ func heartbeat(c remoting.Credentials, groups map[string][]string) *remoting.Com
 	return signed(c, remoting.HeartBeat, nil, hb.Encode())
 }
 
-func lockBody(c remoting.Credentials, code int16, group string) *remoting.Command {
+func lockBody(c remoting.Credentials, code int32, group string) *remoting.Command {
 	body, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: group, ClientID: "10.0.0.1@1",
 		MQSet: []protocol.MessageQueue{{Topic: "payments", BrokerName: "broker-a", QueueID: 0}}})
 	return signed(c, code, nil, body)
 }
 
-func unsigned(code int16, ext map[string]string) *remoting.Command {
+func unsigned(code int32, ext map[string]string) *remoting.Command {
 	return remoting.NewRequest(code, ext, nil)
 }
 
@@ -210,7 +210,7 @@ func TestCheck(t *testing.T) {
 // an admin one through.
 func TestAdminCodes(t *testing.T) {
 	c := testChecker(t)
-	for _, code := range []int16{
+	for _, code := range []int32{
 		remoting.UpdateAndCreateTopic, remoting.UpdateBrokerConfig, remoting.DeleteTopicInBroker,
 		remoting.UpdateAndCreateSubscription, remoting.DeleteSubscriptionGroup,
 		remoting.InvokeBrokerToResetOffset, codeCleanExpiredConsumeQueue, codeCleanUnusedTopic,
@@ -266,7 +266,7 @@ func TestSignedByAdmin(t *testing.T) {
 // before they have anything to sign with.
 func TestNameServiceReadsOpen(t *testing.T) {
 	c := testChecker(t)
-	for _, code := range []int16{remoting.GetKVConfig, remoting.GetRouteInfoByTopic, remoting.GetBrokerClusterInfo,
+	for _, code := range []int32{remoting.GetKVConfig, remoting.GetRouteInfoByTopic, remoting.GetBrokerClusterInfo,
 		remoting.GetAllTopicListFromNameServer, remoting.GetKVListByNamespace, remoting.GetTopicsByCluster,
 		codeGetSystemTopicListFromNS, remoting.GetUnitTopicList, codeGetHasUnitSubTopicList,
 		codeGetHasUnitSubUnunitTopicList, codeGetNamesrvConfig, remoting.QueryDataVersion} {

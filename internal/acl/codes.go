@@ -10,24 +10,24 @@ import (
 
 // Request codes remoting/codes.go does not list (RocketMQ's RequestCode.java).
 const (
-	codeTriggerDeleteFiles           int16 = 27
-	codeUpdateAndCreateACLConfig     int16 = 50
-	codeDeleteACLConfig              int16 = 51
-	codeGetBrokerClusterACLInfo      int16 = 52
-	codeUpdateGlobalWhiteAddrsConfig int16 = 53
-	codeGetSystemTopicListFromNS     int16 = 304
-	codeCleanExpiredConsumeQueue     int16 = 306
-	codeGetHasUnitSubTopicList       int16 = 312
-	codeGetHasUnitSubUnunitTopicList int16 = 313
-	codeCloneGroupOffset             int16 = 314
-	codeCleanUnusedTopic             int16 = 316
-	codeUpdateNamesrvConfig          int16 = 318
-	codeGetNamesrvConfig             int16 = 319
-	codeAddWritePermOfBroker         int16 = 327
-	codeDeleteExpiredCommitLog       int16 = 329
+	codeTriggerDeleteFiles           int32 = 27
+	codeUpdateAndCreateACLConfig     int32 = 50
+	codeDeleteACLConfig              int32 = 51
+	codeGetBrokerClusterACLInfo      int32 = 52
+	codeUpdateGlobalWhiteAddrsConfig int32 = 53
+	codeGetSystemTopicListFromNS     int32 = 304
+	codeCleanExpiredConsumeQueue     int32 = 306
+	codeGetHasUnitSubTopicList       int32 = 312
+	codeGetHasUnitSubUnunitTopicList int32 = 313
+	codeCloneGroupOffset             int32 = 314
+	codeCleanUnusedTopic             int32 = 316
+	codeUpdateNamesrvConfig          int32 = 318
+	codeGetNamesrvConfig             int32 = 319
+	codeAddWritePermOfBroker         int32 = 327
+	codeDeleteExpiredCommitLog       int32 = 329
 	// CONTROLLER_ALTER_SYNC_STATE_SET to CONTROLLER_APPLY_BROKER_ID.
-	codeFirstController int16 = 1001
-	codeLastController  int16 = 1013
+	codeFirstController int32 = 1001
+	codeLastController  int32 = 1013
 )
 
 // codeClass is what Check asks of a request code.
@@ -45,7 +45,7 @@ const (
 
 // classify sorts request codes. Every code not listed is a broker code, so a code this
 // package has not heard of still needs a signature.
-func classify(code int16) codeClass {
+func classify(code int32) codeClass {
 	// RocketMQ 5's controller codes (GET_BROKER_EPOCH_CACHE, which brokers serve, among them)
 	// and BROKER_HEARTBEAT: only the deployment's brokers and its operators make them, and
 	// they decide which replica is master and where a store is cut. Not in RocketMQ, whose ACL

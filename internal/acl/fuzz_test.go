@@ -66,11 +66,11 @@ func FuzzParseConfig(f *testing.F) {
 // FuzzCheckBody: whatever body a signed request carries, Check answers without panicking,
 // and refuses a heartbeat or lock body it cannot read.
 func FuzzCheckBody(f *testing.F) {
-	f.Add(int16(remoting.HeartBeat), []byte(`{"consumerDataSet":[{"groupName":"shipping","subscriptionDataSet":[{"topic":"payments"}]}]}`))
-	f.Add(int16(remoting.LockBatchMQ), []byte(`{"consumerGroup":"billing","mqSet":[]}`))
-	f.Add(int16(remoting.HeartBeat), []byte(`{"consumerDataSet":null}`))
+	f.Add(int32(remoting.HeartBeat), []byte(`{"consumerDataSet":[{"groupName":"shipping","subscriptionDataSet":[{"topic":"payments"}]}]}`))
+	f.Add(int32(remoting.LockBatchMQ), []byte(`{"consumerGroup":"billing","mqSet":[]}`))
+	f.Add(int32(remoting.HeartBeat), []byte(`{"consumerDataSet":null}`))
 	c := testChecker(f)
-	f.Fuzz(func(t *testing.T, code int16, body []byte) {
+	f.Fuzz(func(t *testing.T, code int32, body []byte) {
 		req := signed(producer, code, map[string]string{"topic": "payments", "consumerGroup": "shipping"}, body)
 		c.Check(elsewhere, req)
 	})

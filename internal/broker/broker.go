@@ -55,7 +55,7 @@ type Broker struct {
 
 	// codes are the request codes Register installed; removeListener takes its connection
 	// listener out (Unregister).
-	codes          []int16
+	codes          []int32
 	removeListener func()
 
 	registrar *registrar.Registrar // REGISTER_BROKER with every name server (registration.go)
@@ -233,17 +233,17 @@ func (b *Broker) configPath(name string) string { return b.store.ConfigPath(name
 
 // handle installs p for code on d behind the broker's checks of the names a request carries
 // (internal/broker/reqnames), so no processor can see a topic or group that was not validated.
-func (b *Broker) handle(d *remoting.Dispatcher, code int16, p remoting.Processor, ex *remoting.Executor) {
+func (b *Broker) handle(d *remoting.Dispatcher, code int32, p remoting.Processor, ex *remoting.Executor) {
 	fields, ok := reqnames.Fields(code)
 	if !ok {
-		b.log.Warn().Int16("code", code).Msg("processor registered without an entry in requestNames: " +
+		b.log.Warn().Int32("code", code).Msg("processor registered without an entry in requestNames: " +
 			"its names are not checked")
 	}
 	b.handleNamed(d, code, fields, p, ex)
 }
 
 // handleNamed installs p for code on d behind the checks of the header fields that carry names.
-func (b *Broker) handleNamed(d *remoting.Dispatcher, code int16, fields []reqnames.Field, p remoting.Processor, ex *remoting.Executor) {
+func (b *Broker) handleNamed(d *remoting.Dispatcher, code int32, fields []reqnames.Field, p remoting.Processor, ex *remoting.Executor) {
 	b.codes = append(b.codes, code)
 	d.Register(code, guardNames(code, fields, p), ex)
 }

@@ -17,7 +17,7 @@ import (
 // Helpers for the consume-side tests: heartbeats, pulls, stored messages.
 
 // consumerList asks GET_CONSUMER_LIST_BY_GROUP.
-func consumerList(t *testing.T, tr remoting.Transport, addr, group string) (int16, []string) {
+func consumerList(t *testing.T, tr remoting.Transport, addr, group string) (int32, []string) {
 	t.Helper()
 	resp := invoke(t, tr, addr, remoting.NewRequest(remoting.GetConsumerListByGroup,
 		remoting.EncodeHeader(&protocol.ConsumerGroupHeader{ConsumerGroup: group}), nil))
@@ -43,7 +43,7 @@ func pullCmd(h *protocol.PullMessageRequestHeader) *remoting.Command {
 
 // pullResult is a decoded pull response.
 type pullResult struct {
-	code   int16
+	code   int32
 	remark string
 	hdr    protocol.PullMessageResponseHeader
 	msgs   []message.Record

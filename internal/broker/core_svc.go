@@ -37,7 +37,7 @@ const (
 )
 
 // SendResponse is a send answer with RocketMQ's MSG_REGION and TRACE_ON fields.
-func SendResponse(code int16, remark string) *remoting.Command { return sendResponse(code, remark) }
+func SendResponse(code int32, remark string) *remoting.Command { return sendResponse(code, remark) }
 
 // BornHost is the connection's peer address, or 0.0.0.0:0 when it does not parse.
 func BornHost(ch remoting.Channel) netip.AddrPort { return bornHost(ch) }

@@ -26,7 +26,7 @@ func TestCheckClientConfig(t *testing.T) {
 	cases := []struct {
 		name       string
 		body       []byte
-		wantCode   int16
+		wantCode   int32
 		wantRemark string
 	}{
 		{"TAG", withType(protocol.ExpressionTag, "a || b"), remoting.Success, ""},
@@ -89,7 +89,7 @@ func TestPullExpressions(t *testing.T) {
 		heartbeat  bool // the subscription comes from a heartbeat, else from the pull's header
 		exprType   string
 		expr       string
-		wantCode   int16
+		wantCode   int32
 		wantRemark string // "*": any non-empty remark
 		want       []string
 	}{

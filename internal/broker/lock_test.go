@@ -10,7 +10,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-func lockCmd(code int16, group, client string, mqs ...protocol.MessageQueue) *remoting.Command {
+func lockCmd(code int32, group, client string, mqs ...protocol.MessageQueue) *remoting.Command {
 	body, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: group, ClientID: client, MQSet: mqs})
 	return remoting.NewRequest(code, nil, body)
 }

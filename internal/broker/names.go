@@ -22,7 +22,7 @@ var nameGuard = reqnames.Guard{
 
 // guardNames wraps p with the checks of the topic and group names that requests of code carry
 // in the header fields listed.
-func guardNames(code int16, fields []reqnames.Field, p remoting.Processor) remoting.Processor {
+func guardNames(code int32, fields []reqnames.Field, p remoting.Processor) remoting.Processor {
 	return nameGuard.Wrap(code, fields, p)
 }
 

@@ -99,7 +99,7 @@ const (
 // guardRow is one name-carrying field of one request code.
 type guardRow struct {
 	name  string
-	code  int16
+	code  int32
 	field string // the remark must name it
 	kind  rowKind
 	// key is the header key ("" for a body field): an empty value is the header decoder's to
@@ -112,7 +112,7 @@ type guardRow struct {
 }
 
 // header builds a request whose header h carries v under key (after encoding).
-func hdrRow(name string, code int16, key string, kind rowKind, optional bool, h remoting.Header) guardRow {
+func hdrRow(name string, code int32, key string, kind rowKind, optional bool, h remoting.Header) guardRow {
 	return guardRow{name: name, code: code, field: key, key: key, kind: kind, optional: optional,
 		build: func(v string) *remoting.Command {
 			ext := remoting.EncodeHeader(h)
@@ -122,11 +122,11 @@ func hdrRow(name string, code int16, key string, kind rowKind, optional bool, h 
 }
 
 // bodyRow is a name in a request body.
-func bodyRow(name string, code int16, field string, kind rowKind, build func(string) *remoting.Command) guardRow {
+func bodyRow(name string, code int32, field string, kind rowKind, build func(string) *remoting.Command) guardRow {
 	return guardRow{name: name, code: code, field: field, kind: kind, build: build}
 }
 
-func sendRow(code int16, key, field string, kind rowKind, optional bool) guardRow {
+func sendRow(code int32, key, field string, kind rowKind, optional bool) guardRow {
 	return guardRow{name: fmt.Sprintf("send code %d", code), code: code, field: field, key: key, kind: kind,
 		optional: optional, build: func(v string) *remoting.Command {
 			h := wiretest.SendHeader("T", 0, nil)
@@ -136,7 +136,7 @@ func sendRow(code int16, key, field string, kind rowKind, optional bool) guardRo
 		}}
 }
 
-func jsonBody(code int16, v any) *remoting.Command {
+func jsonBody(code int32, v any) *remoting.Command {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
@@ -223,7 +223,7 @@ func guardRows() []guardRow {
 				return wiretest.HeartbeatCmd("c1", "cg", wiretest.Sub("T", "*"), wiretest.Sub(v, "*"))
 			}),
 	}
-	for _, code := range []int16{remoting.LockBatchMQ, remoting.UnlockBatchMQ} {
+	for _, code := range []int32{remoting.LockBatchMQ, remoting.UnlockBatchMQ} {
 		rows = append(rows,
 			bodyRow(fmt.Sprintf("lock code %d group", code), code, "consumerGroup", rowGroup,
 				func(v string) *remoting.Command {

@@ -10,7 +10,7 @@ import (
 	"github.com/mqgo/mq/storage"
 )
 
-func queryOffset(t *testing.T, tr remoting.Transport, addr, group, topic string, queueID int32) (int16, int64) {
+func queryOffset(t *testing.T, tr remoting.Transport, addr, group, topic string, queueID int32) (int32, int64) {
 	t.Helper()
 	resp := invoke(t, tr, addr, remoting.NewRequest(remoting.QueryConsumerOffset,
 		remoting.EncodeHeader(&protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic,
@@ -28,7 +28,7 @@ func queryOffset(t *testing.T, tr remoting.Transport, addr, group, topic string,
 	return resp.Code, h.Offset
 }
 
-func queueOffsetReq(t *testing.T, tr remoting.Transport, addr string, code int16, h remoting.Header) (int16, map[string]string) {
+func queueOffsetReq(t *testing.T, tr remoting.Transport, addr string, code int32, h remoting.Header) (int32, map[string]string) {
 	t.Helper()
 	resp := invoke(t, tr, addr, remoting.NewRequest(code, remoting.EncodeHeader(h), nil))
 	return resp.Code, resp.ExtFields
@@ -111,7 +111,7 @@ func TestQueueOffsetQueries(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, c := range []struct {
 				name string
-				code int16
+				code int32
 				h    remoting.Header
 				key  string
 				want int64

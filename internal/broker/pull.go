@@ -111,7 +111,7 @@ func (pu *puller) processPull(_ context.Context, ch remoting.Channel, req *remot
 }
 
 // pullError is a pull refused before reading the store.
-func pullError(code int16, format string, args ...any) *remoting.Command {
+func pullError(code int32, format string, args ...any) *remoting.Command {
 	return remoting.NewResponse(code, fmt.Sprintf(format, args...))
 }
 
@@ -208,7 +208,7 @@ func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *pro
 }
 
 // pullCode maps a store result to a pull response code (docs/protocol.md §5.6).
-func pullCode(st storage.GetStatus, offset int64) int16 {
+func pullCode(st storage.GetStatus, offset int64) int32 {
 	switch st {
 	case storage.Found:
 		return remoting.Success

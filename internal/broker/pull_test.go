@@ -124,7 +124,7 @@ func TestPullStatusMapping(t *testing.T) {
 		queue  int32
 		offset int64
 		expr   string // header subscription, "" for the heartbeat's
-		code   int16
+		code   int32
 		next   int64
 	}{
 		{"found", "T", 0, 0, "", remoting.Success, 3},
@@ -156,7 +156,7 @@ func TestPullCodeTable(t *testing.T) {
 	for _, c := range []struct {
 		st     storage.GetStatus
 		offset int64
-		code   int16
+		code   int32
 	}{
 		{storage.Found, 0, remoting.Success},
 		{storage.NoMatchedMessage, 0, remoting.PullRetryImmediately},
@@ -213,7 +213,7 @@ func TestPullRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		h      func(h *protocol.PullMessageRequestHeader)
-		code   int16
+		code   int32
 		remark string
 	}{
 		{"unknown topic", func(h *protocol.PullMessageRequestHeader) { h.Topic = "nope" }, remoting.TopicNotExist,

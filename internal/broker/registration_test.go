@@ -34,7 +34,7 @@ type codeCounter struct {
 	remoting.Transport
 	refuseQuery atomic.Bool
 	mu          sync.Mutex
-	counts      map[int16]int
+	counts      map[int32]int
 }
 
 func (c *codeCounter) InvokeSync(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
@@ -47,7 +47,7 @@ func (c *codeCounter) InvokeSync(ctx context.Context, addr string, req *remoting
 	return c.Transport.InvokeSync(ctx, addr, req)
 }
 
-func (c *codeCounter) count(code int16) int {
+func (c *codeCounter) count(code int32) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.counts[code]
@@ -72,7 +72,7 @@ func startRestartableNameServer(t testing.TB) *restartableNameServer {
 		}
 		return nil
 	}, nil, 0)
-	r.tr = &codeCounter{Transport: inproc, counts: map[int16]int{}}
+	r.tr = &codeCounter{Transport: inproc, counts: map[int32]int{}}
 	t.Cleanup(func() {
 		inproc.Close()
 		r.d.Load().Close()

@@ -65,7 +65,7 @@ func newSender(b *Broker) *sender {
 // register installs SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
 func (s *sender) register(d *remoting.Dispatcher) {
 	p := remoting.ProcessorFunc(s.processSend)
-	for _, code := range []int16{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
+	for _, code := range []int32{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
 		s.codes = append(s.codes, code)
 		fields, _ := reqnames.Fields(code)
 		d.RegisterInline(code, guardNames(code, fields, p), s.sendEx, s.sendInline)

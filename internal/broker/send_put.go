@@ -35,7 +35,7 @@ func (s *sender) put(ctx context.Context, ch remoting.Channel, req *remoting.Com
 
 // sendResponse is a send response with RocketMQ's MSG_REGION and TRACE_ON fields, which the
 // broker adds to every send answer, failed or not.
-func sendResponse(code int16, remark string) *remoting.Command {
+func sendResponse(code int32, remark string) *remoting.Command {
 	resp := remoting.NewResponse(code, remark)
 	resp.ExtFields = map[string]string{message.PropertyMsgRegion: defaultRegion, message.PropertyTraceSwitch: "true"}
 	return resp
@@ -84,7 +84,7 @@ func putStored(st storage.PutStatus) bool {
 }
 
 // putStatusCode maps a put status to RocketMQ's response code and remark.
-func putStatusCode(st storage.PutStatus, illegalRemark string) (int16, string) {
+func putStatusCode(st storage.PutStatus, illegalRemark string) (int32, string) {
 	switch st {
 	case storage.PutOK:
 		return remoting.Success, ""

@@ -25,7 +25,7 @@ func TestSendRoundTrip(t *testing.T) {
 	tb.topics.Update(TopicConfig{TopicName: "RoundTrip", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6})
 	storeHost := netip.MustParseAddrPort(tb.Addr)
 	// Replies (324, 325) are pushed before they are stored: reply_test.go.
-	codes := []int16{remoting.SendMessage, remoting.SendMessageV2}
+	codes := []int32{remoting.SendMessage, remoting.SendMessageV2}
 	sers := map[string]remoting.SerializeType{"json": remoting.SerializeJSON, "binary": remoting.SerializeRocketMQ}
 	next := map[int32]int64{}
 	for trName, tr := range tb.Transports() {
@@ -123,7 +123,7 @@ func TestSendBatchRefused(t *testing.T) {
 		topic  string
 		mutate func(h *protocol.SendMessageRequestHeader)
 		body   []byte
-		code   int16
+		code   int32
 		remark string
 	}{
 		{"retry topic", "%RETRY%cg", nil, elem(nil), remoting.MessageIllegal, "does not support retry group"},
@@ -205,7 +205,7 @@ func TestSendRefused(t *testing.T) {
 		queue  int32
 		props  map[string]string
 		body   []byte
-		code   int16
+		code   int32
 		remark string
 	}{
 		{"queue id", "Small", 2, nil, []byte("x"), remoting.SystemError, "request queueId[2] is illegal, TopicConfig [topicName=Small"},

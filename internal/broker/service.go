@@ -30,7 +30,7 @@ type Service interface {
 
 // Handler is one request code a service serves.
 type Handler struct {
-	Code int16
+	Code int32
 	// Names are the header fields that carry topic or group names, checked before Proc runs;
 	// nil when the header carries none (a body's names are the processor's to check).
 	Names []reqnames.Field

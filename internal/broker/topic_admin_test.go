@@ -84,9 +84,9 @@ func TestTopicAdminRefused(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	cases := []struct {
 		name   string
-		code   int16
+		code   int32
 		ext    map[string]string
-		want   int16
+		want   int32
 		remark string
 	}{
 		{"create invalid name", remoting.UpdateAndCreateTopic, remoting.EncodeHeader(goAdminCreate("a b")),

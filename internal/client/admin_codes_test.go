@@ -25,7 +25,7 @@ func (r *resettableConsumer) ResetOffset(topic string, offsets map[protocol.Mess
 func (r *resettableConsumer) ConsumeStatus(string) map[protocol.MessageQueue]int64 { return r.status }
 
 func TestResetAndStatusRequests(t *testing.T) {
-	tr := &stubTransport{procs: map[int16]remoting.Processor{}}
+	tr := &stubTransport{procs: map[int32]remoting.Processor{}}
 	i, err := Acquire(Options{NameServers: []string{"127.0.0.1:1"}, Transport: tr, InstanceName: "admin-codes"})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestResetAndStatusRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer i.UnregisterConsumer("g")
-	call := func(code int16, h remoting.Header, body []byte) *remoting.Command {
+	call := func(code int32, h remoting.Header, body []byte) *remoting.Command {
 		t.Helper()
 		req := remoting.NewRequest(code, remoting.EncodeHeader(h), body)
 		resp, err := tr.procs[code].ProcessRequest(context.Background(), brokerChannel{}, req)

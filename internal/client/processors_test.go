@@ -28,7 +28,7 @@ func (s *stubConsumer) ConsumeMessageDirectly(b []byte) *remoting.Command {
 }
 
 // stubTransport records processors and fails every request.
-type stubTransport struct{ procs map[int16]remoting.Processor }
+type stubTransport struct{ procs map[int32]remoting.Processor }
 
 func (t *stubTransport) InvokeSync(context.Context, string, *remoting.Command) (*remoting.Command, error) {
 	return nil, remoting.ErrClosed
@@ -39,11 +39,11 @@ func (t *stubTransport) InvokeAsync(context.Context, string, *remoting.Command, 
 func (t *stubTransport) InvokeOneway(context.Context, string, *remoting.Command) error {
 	return remoting.ErrClosed
 }
-func (t *stubTransport) RegisterProcessor(code int16, p remoting.Processor) { t.procs[code] = p }
+func (t *stubTransport) RegisterProcessor(code int32, p remoting.Processor) { t.procs[code] = p }
 func (t *stubTransport) Close() error                                       { return nil }
 
 func TestBrokerInitiatedRequests(t *testing.T) {
-	tr := &stubTransport{procs: map[int16]remoting.Processor{}}
+	tr := &stubTransport{procs: map[int32]remoting.Processor{}}
 	i, err := Acquire(Options{NameServers: []string{"127.0.0.1:1"}, Transport: tr, InstanceName: "procs"})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestBrokerInitiatedRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer i.UnregisterConsumer("g")
-	call := func(code int16, ext map[string]string, body []byte) *remoting.Command {
+	call := func(code int32, ext map[string]string, body []byte) *remoting.Command {
 		t.Helper()
 		p := tr.procs[code]
 		if p == nil {

@@ -61,7 +61,7 @@ func (c *checkingTransport) InvokeOneway(_ context.Context, _ string, req *remot
 	return nil
 }
 
-func (c *checkingTransport) RegisterProcessor(int16, remoting.Processor) {}
+func (c *checkingTransport) RegisterProcessor(int32, remoting.Processor) {}
 func (c *checkingTransport) Close() error                                { return nil }
 
 // TestSignTransportSignsEachAttempt: each way of sending signs the request as it is when it
@@ -127,11 +127,11 @@ func TestSignTransportKeepsReconnectNotifier(t *testing.T) {
 // code and refuses those the test account did not sign.
 type signatureGuard struct {
 	mu       sync.Mutex
-	codes    map[int16]int
-	unsigned []int16
+	codes    map[int32]int
+	unsigned []int32
 }
 
-func newSignatureGuard() *signatureGuard { return &signatureGuard{codes: make(map[int16]int)} }
+func newSignatureGuard() *signatureGuard { return &signatureGuard{codes: make(map[int32]int)} }
 
 func (g *signatureGuard) check(_ remoting.Channel, req *remoting.Command) *remoting.Command {
 	g.mu.Lock()
@@ -153,7 +153,7 @@ func (g *signatureGuard) install(d *remoting.Dispatcher) {
 	}), remoting.NewExecutor("default", 1, 64))
 }
 
-func (g *signatureGuard) verify(t *testing.T, want ...int16) {
+func (g *signatureGuard) verify(t *testing.T, want ...int32) {
 	t.Helper()
 	g.mu.Lock()
 	defer g.mu.Unlock()

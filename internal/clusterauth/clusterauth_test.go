@@ -82,6 +82,7 @@ func TestVerify(t *testing.T) {
 		{name: "stale", clk: MaxSkew + time.Millisecond, want: ErrStale},
 		{name: "from the future", clk: -MaxSkew - time.Millisecond, want: ErrStale},
 		{name: "code changed", change: func(r *remoting.Command) { r.Code = remoting.ControllerElectMaster }, want: ErrMismatch},
+		{name: "code moved past a short", change: func(r *remoting.Command) { r.Code += 1 << 16 }, want: ErrMismatch},
 		{name: "body changed", change: func(r *remoting.Command) { r.Body = []byte("{}") }, want: ErrMismatch},
 		{name: "ext field changed", change: func(r *remoting.Command) { r.ExtFields["maxOffset"] = "9223372036854775807" }, want: ErrMismatch},
 		{name: "ext field added", change: func(r *remoting.Command) { r.ExtFields["electionPriority"] = "0" }, want: ErrMismatch},
@@ -114,6 +115,25 @@ func TestVerify(t *testing.T) {
 				t.Fatalf("Verify = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// A code wider than a short (RocketMQ 5's POP codes) is proven whole: the proof holds for it
+// and for no code that shares its low 16 bits.
+func TestVerifyWideCode(t *testing.T) {
+	p, v, _ := newPair(t)
+	req := heartbeat()
+	req.Code = 200050
+	p.Prove(req)
+	alias := reframe(t, req)
+	req = reframe(t, req)
+	if err := v.Verify(req); err != nil {
+		t.Fatalf("wide code: Verify = %v", err)
+	}
+	alias.Code = 200050 & 0xFFFF
+	_, fresh, _ := newPair(t) // one that has not taken the nonce yet, so the MAC decides
+	if err := fresh.Verify(alias); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("low 16 bits of a wide code: Verify = %v, want %v", err, ErrMismatch)
 	}
 }
 
@@ -269,7 +289,7 @@ func TestGuard(t *testing.T) {
 	notAdmin := func(*remoting.Command) bool { return false }
 	for _, tc := range []struct {
 		name   string
-		code   int16
+		code   int32
 		prove  bool
 		admin  func(*remoting.Command) bool
 		passes bool

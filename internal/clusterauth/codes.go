@@ -24,19 +24,19 @@ const (
 
 // Request codes remoting/codes.go does not list (RocketMQ's RequestCode.java).
 const (
-	codeUpdateNamesrvConfig  int16 = 318
-	codeAddWritePermOfBroker int16 = 327
+	codeUpdateNamesrvConfig  int32 = 318
+	codeAddWritePermOfBroker int32 = 327
 	// RocketMQ 5's controller codes run from CONTROLLER_ALTER_SYNC_STATE_SET (1001) to
 	// CONTROLLER_APPLY_BROKER_ID (1013), GET_BROKER_EPOCH_CACHE (1007, served by brokers) and
 	// UPDATE/GET_CONTROLLER_CONFIG (1009, 1010) among them.
-	firstControllerCode int16 = 1001
-	lastControllerCode  int16 = 1013
+	firstControllerCode int32 = 1001
+	lastControllerCode  int32 = 1013
 )
 
 // NeedOf says what a request with code needs. Slave metadata sync (GET_ALL_TOPIC_CONFIG and the
 // like) needs nothing: slaves prove it, but admin tools and dashboards read the same tables,
 // and ACL guards them where that matters.
-func NeedOf(code int16) Need {
+func NeedOf(code int32) Need {
 	switch code {
 	case remoting.RegisterBroker, remoting.UnregisterBroker, remoting.BrokerHeartbeat,
 		// An unchanged answer to QUERY_DATA_VERSION keeps a broker's routes alive.

@@ -23,6 +23,9 @@
 //	                                           (the HA handshake's) is ever one of these
 //	code        uint16                         the request code, so a captured frame cannot
 //	                                           be replayed under another code
+//	                                           (a code wider than a short, RocketMQ 5's POP
+//	                                           codes, starts "mq-cluster-proof-w1" 0x00 and
+//	                                           takes a uint32 here instead)
 //	count       uint32                         how many fields follow
 //	count times, in the byte order of names:   every extension field but mqClusterProof and
 //	  len(name) uint32, name,                  ACL's AccessKey, Signature and SecurityToken

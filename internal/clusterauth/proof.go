@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -25,6 +26,11 @@ const (
 
 // domain starts every MAC's content; part of the format.
 const domain = "mq-cluster-proof-v1\x00"
+
+// wideDomain starts the MAC of a request whose code does not fit a short: its code is a uint32,
+// and its own domain keeps it from ever hashing the bytes of a narrow code's content, while
+// every narrow code keeps the format of older builds.
+const wideDomain = "mq-cluster-proof-w1\x00"
 
 // nonceBytes is how many random bytes a Prover's nonce carries.
 const nonceBytes = 16
@@ -79,8 +85,14 @@ func (st *macState) compute(req *remoting.Command) {
 		}
 	}
 	slices.Sort(st.keys)
-	b := append(st.buf[:0], domain...)
-	b = binary.BigEndian.AppendUint16(b, uint16(req.Code))
+	var b []byte
+	if req.Code >= math.MinInt16 && req.Code <= math.MaxInt16 {
+		b = append(st.buf[:0], domain...)
+		b = binary.BigEndian.AppendUint16(b, uint16(req.Code))
+	} else {
+		b = append(st.buf[:0], wideDomain...)
+		b = binary.BigEndian.AppendUint32(b, uint32(req.Code))
+	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(st.keys)))
 	for _, k := range st.keys {
 		v := req.ExtFields[k]

@@ -124,7 +124,7 @@ func TestAlterSyncStateSetRefusals(t *testing.T) {
 		epoch    int32
 		set      []int64
 		setEpoch int32
-		want     int16
+		want     int32
 	}{
 		{"from a slave", b2, 1, []int64{1, 2}, set.SyncStateSetEpoch, remoting.ControllerInvalidMaster},
 		{"a stale master epoch", b1, 0, []int64{1, 2}, set.SyncStateSetEpoch, remoting.ControllerFencedMasterEpoch},

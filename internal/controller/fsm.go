@@ -95,7 +95,7 @@ type command struct {
 // applyResult is what fsm.Apply returns: a refusal (code and remark) or the group after the
 // change.
 type applyResult struct {
-	Code   int16
+	Code   int32
 	Remark string
 	Group  Group
 }
@@ -129,7 +129,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return f.apply(&c)
 }
 
-func refuse(code int16, format string, args ...any) applyResult {
+func refuse(code int32, format string, args ...any) applyResult {
 	return applyResult{Code: code, Remark: fmt.Sprintf(format, args...)}
 }
 

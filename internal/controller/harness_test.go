@@ -257,7 +257,7 @@ func newBroker(t *testing.T, c *cluster, brokerName, addr string) *broker {
 
 // invoke sends a request to a controller: the leader, found as a broker finds it, through
 // CONTROLLER_GET_METADATA_INFO on any live controller; CONTROLLER_NOT_LEADER sends it on.
-func (b *broker) invoke(code int16, h remoting.Header, body []byte) *remoting.Command {
+func (b *broker) invoke(code int32, h remoting.Header, body []byte) *remoting.Command {
 	b.t.Helper()
 	var resp *remoting.Command
 	poll(b.t, fmt.Sprintf("answer to %s from the leader", remoting.RequestCodeName(code)), func() bool {

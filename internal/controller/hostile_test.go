@@ -25,10 +25,10 @@ func TestHostileRequests(t *testing.T) {
 	long := strings.Repeat("x", maxIdentityBytes+1)
 	for _, tc := range []struct {
 		name string
-		code int16
+		code int32
 		ext  map[string]string
 		body []byte
-		want int16
+		want int32
 	}{
 		{"a control character in a broker name", remoting.ControllerGetNextBrokerID,
 			map[string]string{"clusterName": "c", "brokerName": "a\nb"}, nil, remoting.ControllerInvalidRequest},

@@ -21,7 +21,7 @@ import (
 // Error is a refusal with RocketMQ's response code (remoting.Controller*), which the remoting
 // processors answer with.
 type Error struct {
-	Code   int16
+	Code   int32
 	Remark string
 }
 
@@ -29,7 +29,7 @@ func (e *Error) Error() string {
 	return "controller: " + remoting.ResponseCodeName(e.Code) + ": " + e.Remark
 }
 
-func newError(code int16, format string, args ...any) *Error {
+func newError(code int32, format string, args ...any) *Error {
 	return &Error{Code: code, Remark: fmt.Sprintf(format, args...)}
 }
 

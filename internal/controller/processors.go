@@ -26,7 +26,7 @@ const NotLeaderRemark = "The controller is not in leader state"
 // Register installs the controller's request processors on d, on an executor of their own.
 func (c *Controller) Register(d *remoting.Dispatcher) {
 	ex := remoting.NewExecutor("controller", requestWorkers, requestQueueDepth)
-	for code, p := range map[int16]func(remoting.Channel, *remoting.Command) (*remoting.Command, error){
+	for code, p := range map[int32]func(remoting.Channel, *remoting.Command) (*remoting.Command, error){
 		remoting.BrokerHeartbeat:             c.onHeartbeat,
 		remoting.ControllerGetNextBrokerID:   c.onGetNextBrokerID,
 		remoting.ControllerApplyBrokerID:     c.onApplyBrokerID,

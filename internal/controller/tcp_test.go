@@ -65,7 +65,7 @@ func TestOverTCP(t *testing.T) {
 		}
 		return nil, nil
 	}))
-	call := func(cl *remoting.Client, code int16, h remoting.Header) *remoting.Command {
+	call := func(cl *remoting.Client, code int32, h remoting.Header) *remoting.Command {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

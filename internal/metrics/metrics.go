@@ -115,11 +115,11 @@ type rpcObserver struct {
 const maxCachedCode = 1023
 
 type respObserver struct {
-	code int16
+	code int32
 	obs  prometheus.Observer
 }
 
-func (o *rpcObserver) slot(code int16, known bool) *atomic.Pointer[[]respObserver] {
+func (o *rpcObserver) slot(code int32, known bool) *atomic.Pointer[[]respObserver] {
 	switch {
 	case !known:
 		return &o.codes[maxCachedCode+1]
@@ -131,7 +131,7 @@ func (o *rpcObserver) slot(code int16, known bool) *atomic.Pointer[[]respObserve
 }
 
 // observer returns the histogram of a request and response code.
-func (o *rpcObserver) observer(code int16, known bool, respCode int16) prometheus.Observer {
+func (o *rpcObserver) observer(code int32, known bool, respCode int32) prometheus.Observer {
 	slot := o.slot(code, known)
 	if slot != nil {
 		if list := slot.Load(); list != nil {
@@ -173,14 +173,14 @@ func newRPCObserver() *rpcObserver {
 
 // requestLabel names a request code for a label; codes the default processor served are
 // whatever a client sent, so they share one label instead of growing the series without bound.
-func requestLabel(code int16, known bool) string {
+func requestLabel(code int32, known bool) string {
 	if !known {
 		return "unsupported"
 	}
 	return remoting.RequestCodeName(code)
 }
 
-func (o *rpcObserver) Processed(code int16, known bool, respCode int16, answered bool, elapsed time.Duration) {
+func (o *rpcObserver) Processed(code int32, known bool, respCode int32, answered bool, elapsed time.Duration) {
 	if !answered {
 		return
 	}
@@ -190,7 +190,7 @@ func (o *rpcObserver) Processed(code int16, known bool, respCode int16, answered
 	}
 }
 
-func (o *rpcObserver) Rejected(code int16, known bool) {
+func (o *rpcObserver) Rejected(code int32, known bool) {
 	o.busy.WithLabelValues(requestLabel(code, known)).Inc()
 }
 

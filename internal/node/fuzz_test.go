@@ -63,7 +63,7 @@ func FuzzNodeRequest(f *testing.F) {
 		f.Add(s.code, slices.Clone(s.ctrl[:]), a.key, a.val, a.num, b.key, b.val, b.num, c.key, c.val, c.num,
 			d.key, d.val, d.num, s.body)
 	}
-	f.Fuzz(func(t *testing.T, code int16, ctrl []byte,
+	f.Fuzz(func(t *testing.T, code int32, ctrl []byte,
 		k1, v1 string, n1 int64, k2, v2 string, n2 int64,
 		k3, v3 string, n3 int64, k4, v4 string, n4 int64, body []byte) {
 		e := sharedFuzzEnv(t)
@@ -86,7 +86,7 @@ func TestFuzzHarnessCatches(t *testing.T) {
 	t.Cleanup(e.close)
 	d := e.node.servers[0].d
 	ex := remoting.NewExecutor("planted", 1, 16)
-	plant := func(code int16, f remoting.ProcessorFunc) {
+	plant := func(code int32, f remoting.ProcessorFunc) {
 		d.Register(code, f, ex)
 		if !e.served[code] {
 			e.served[code] = true
@@ -96,7 +96,7 @@ func TestFuzzHarnessCatches(t *testing.T) {
 	silent := make(chan struct{})
 	cases := []struct {
 		name  string
-		code  int16
+		code  int32
 		plant remoting.ProcessorFunc
 		want  string // in the error; "" for none
 	}{{
@@ -262,7 +262,7 @@ type fuzzField struct {
 }
 
 type fuzzInput struct {
-	code   int16
+	code   int32
 	ctrl   []byte
 	fields [4]fuzzField
 	body   []byte
@@ -335,10 +335,10 @@ type fuzzEnv struct {
 	tr       *remoting.InProcTransport
 	maxFrame int
 
-	codes     []int16 // the codes the node serves, sorted
-	served    map[int16]bool
-	templates map[int16]fuzzTemplate
-	keys      map[int16][]string // sorted header keys per code
+	codes     []int32 // the codes the node serves, sorted
+	served    map[int32]bool
+	templates map[int32]fuzzTemplate
+	keys      map[int32][]string // sorted header keys per code
 	allKeys   []string
 	honest    string // a topic no input can name
 	msgOffset int64  // CommitLog offset of fzTopic's first message
@@ -460,8 +460,8 @@ func startFuzzEnv(cfg fuzzEnvConfig) (*fuzzEnv, error) {
 
 // setup finds the codes the node serves, stores a first message and creates the honest topic.
 func (e *fuzzEnv) setup() error {
-	e.served = map[int16]bool{}
-	for c := int16(0); c < fzProbeCodes; c++ {
+	e.served = map[int32]bool{}
+	for c := int32(0); c < fzProbeCodes; c++ {
 		resp, err := e.inproc(remoting.NewRequest(c, nil, nil), e.cfg.answerTimeout)
 		if err != nil {
 			return fmt.Errorf("probe code %d: %w", c, err)
@@ -502,7 +502,7 @@ func (e *fuzzEnv) setup() error {
 		return fmt.Errorf("create honest topic: %s %s", remoting.ResponseCodeName(resp.Code), resp.Remark)
 	}
 	e.templates = fuzzTemplates(e.msgOffset, e.msgID)
-	e.keys = map[int16][]string{}
+	e.keys = map[int32][]string{}
 	all := map[string]bool{}
 	for code, tpl := range e.templates {
 		e.keys[code] = slices.Sorted(maps.Keys(tpl.ext))
@@ -691,7 +691,7 @@ func (e *fuzzEnv) run(in fuzzInput) error {
 
 // mapCode keeps a code the node serves and maps any other onto one, so that no input is wasted
 // on REQUEST_CODE_NOT_SUPPORTED.
-func (e *fuzzEnv) mapCode(c int16) int16 {
+func (e *fuzzEnv) mapCode(c int32) int32 {
 	if e.served[c] {
 		return c
 	}
@@ -700,7 +700,7 @@ func (e *fuzzEnv) mapCode(c int16) int16 {
 
 // key maps a fuzz key: an empty one or one starting with a control byte picks a real header
 // field of the code (of any code, for a code without a template); any other is used as is.
-func (e *fuzzEnv) key(code int16, k string) string {
+func (e *fuzzEnv) key(code int32, k string) string {
 	if k != "" && k[0] >= 0x20 {
 		return k
 	}
@@ -729,7 +729,7 @@ var (
 )
 
 // build turns an input into its request.
-func (e *fuzzEnv) build(code int16, in fuzzInput) *remoting.Command {
+func (e *fuzzEnv) build(code int32, in fuzzInput) *remoting.Command {
 	tpl := e.templates[code]
 	ext := map[string]string{}
 	wire := in.at(ctrlWire, 0)
@@ -1090,7 +1090,7 @@ func (e *fuzzEnv) checkHonest(after string) error {
 
 // decodeListing decodes a successful listing with the decoder our clients, tools and slaves
 // use: whatever names clients stored, everyone else must still be able to read the list.
-func decodeListing(code int16, resp *remoting.Command) error {
+func decodeListing(code int32, resp *remoting.Command) error {
 	if resp.Code != remoting.Success || len(resp.Body) == 0 {
 		return nil
 	}
@@ -1190,7 +1190,7 @@ func checkListed(req, resp, follow, fresp *remoting.Command) error {
 
 // fuzzTemplates returns a valid request for every code the node serves. offset and msgID name a
 // stored message of fzTopic.
-func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
+func fuzzTemplates(offset int64, msgID string) map[int32]fuzzTemplate {
 	now := time.Now().UnixMilli()
 	hdr := remoting.EncodeHeader
 	props := message.MarshalProperties(map[string]string{message.PropertyKeys: "key1", message.PropertyTags: "TagA"})
@@ -1225,7 +1225,7 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 				QueueID: int(v.n(0, 0))}}})
 		return b
 	}
-	return map[int16]fuzzTemplate{
+	return map[int32]fuzzTemplate{
 		remoting.SendMessage:        {ext: hdr(&send), body: msgBody},
 		remoting.SendReplyMessage:   {ext: hdr(&send), body: msgBody},
 		remoting.SendMessageV2:      {ext: hdr((*protocol.SendMessageRequestHeaderV2)(&send)), body: msgBody},
@@ -1334,14 +1334,14 @@ func fuzzTemplates(offset int64, msgID string) map[int16]fuzzTemplate {
 
 // fuzzSeed is one seed input.
 type fuzzSeed struct {
-	code   int16
+	code   int32
 	ctrl   [ctrlLen]byte
 	fields [4]fuzzField
 	body   []byte
 }
 
 // seed starts a seed of code whose four fields are skipped: the code's valid request.
-func seed(code int16) fuzzSeed {
+func seed(code int32) fuzzSeed {
 	return fuzzSeed{code: code, ctrl: [ctrlLen]byte{fzSkip, fzSkip, fzSkip, fzSkip}}
 }
 

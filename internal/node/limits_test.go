@@ -38,7 +38,7 @@ func TestLimitOptionsReachTheBroker(t *testing.T) {
 	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	codes := make(chan int16, 2)
+	codes := make(chan int32, 2)
 	for q := range int32(2) {
 		h := &protocol.PullMessageRequestHeader{ConsumerGroup: "g", Topic: "Limits", QueueID: q, MaxMsgNums: 32,
 			SysFlag: protocol.PullFlagSuspend | protocol.PullFlagSubscription, SuspendTimeoutMillis: 1 << 50,
@@ -54,7 +54,7 @@ func TestLimitOptionsReachTheBroker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := map[int16]int{}
+	got := map[int32]int{}
 	for range 2 {
 		select {
 		case c := <-codes:

@@ -75,7 +75,7 @@ func (s *Service) Handlers() []broker.Handler {
 	relay := []reqnames.Field{reqnames.GroupField("group"), reqnames.TopicField("topic")}
 	consumerGroup := []reqnames.Field{reqnames.GroupField("consumerGroup")}
 	pool := s.core.Pools().Admin
-	h := func(code int16, names []reqnames.Field, f remoting.ProcessorFunc) broker.Handler {
+	h := func(code int32, names []reqnames.Field, f remoting.ProcessorFunc) broker.Handler {
 		return broker.Handler{Code: code, Names: names, Proc: f, Pool: pool}
 	}
 	return []broker.Handler{

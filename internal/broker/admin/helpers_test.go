@@ -35,7 +35,7 @@ func start(t testing.TB, mutate func(*broker.Options), delays DelayOffsets) *env
 	return e
 }
 
-func adminCall(t *testing.T, tr remoting.Transport, tb *env, code int16, h remoting.Header, body []byte) *remoting.Command {
+func adminCall(t *testing.T, tr remoting.Transport, tb *env, code int32, h remoting.Header, body []byte) *remoting.Command {
 	t.Helper()
 	var ext map[string]string
 	if h != nil {

@@ -121,7 +121,7 @@ func TestConsumeDirectlyChecksTheMessagesTopic(t *testing.T) {
 func TestAdminNamesGuarded(t *testing.T) {
 	tb := start(t, nil, nil)
 	rows := []struct {
-		code     int16
+		code     int32
 		key      string
 		optional bool
 		h        remoting.Header

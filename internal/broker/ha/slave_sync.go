@@ -85,7 +85,7 @@ func (s *Service) installDelayOffsets(body []byte) error {
 	return s.delays.SetDelayOffsets(*w)
 }
 
-func (s *Service) syncOne(ctx context.Context, addr string, code int16, install func([]byte) error) error {
+func (s *Service) syncOne(ctx context.Context, addr string, code int32, install func([]byte) error) error {
 	if s.opts.Transport == nil {
 		return errors.New("broker: no transport to reach the master")
 	}

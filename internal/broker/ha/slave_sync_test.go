@@ -23,7 +23,7 @@ import (
 )
 
 // fakeMaster answers a slave's four metadata requests with fixed bodies, in process.
-func fakeMaster(t *testing.T, bodies map[int16]string) remoting.Transport {
+func fakeMaster(t *testing.T, bodies map[int32]string) remoting.Transport {
 	t.Helper()
 	d := remoting.NewDispatcher(nil)
 	ex := remoting.NewExecutor("fake-master", 1, 16)
@@ -55,7 +55,7 @@ const fakeMasterAddr = "10.9.9.9:10911"
 // counts are clamped, everything else is installed, and one warning per table says so.
 func TestSlaveSyncChecksMaster(t *testing.T) {
 	huge := math.MaxInt32
-	master := fakeMaster(t, map[int16]string{
+	master := fakeMaster(t, map[int32]string{
 		remoting.GetAllTopicConfig: `{"topicConfigTable":{
 			"Good":{"topicName":"Good","readQueueNums":4,"writeQueueNums":4,"perm":6},
 			"Huge":{"topicName":"Huge","readQueueNums":` + strconv.Itoa(huge) + `,"writeQueueNums":-3,"perm":6},
@@ -156,7 +156,7 @@ func TestSlaveSyncChecksMaster(t *testing.T) {
 }
 
 // get sends code to tb and returns the body of its SUCCESS answer.
-func get(t *testing.T, tb *brokertest.Broker, code int16) []byte {
+func get(t *testing.T, tb *brokertest.Broker, code int32) []byte {
 	t.Helper()
 	resp := brokertest.Invoke(t, tb.InProc, tb.Addr, remoting.NewRequest(code, nil, nil))
 	if resp.Code != remoting.Success {
@@ -166,7 +166,7 @@ func get(t *testing.T, tb *brokertest.Broker, code int16) []byte {
 }
 
 // getJSON decodes get's body into v.
-func getJSON(t *testing.T, tb *brokertest.Broker, code int16, v any) {
+func getJSON(t *testing.T, tb *brokertest.Broker, code int32, v any) {
 	t.Helper()
 	if err := json.Unmarshal(get(t, tb, code), v); err != nil {
 		t.Fatalf("request %d: %v", code, err)

@@ -53,7 +53,7 @@ func (r *Registrar) dataVersionChanged(ctx context.Context, ns string, version r
 		return true
 	}
 	if resp.Code != remoting.Success {
-		r.cfg.Log.Debug().Int16("code", resp.Code).Str("addr", ns).Msg("query data version refused: registering")
+		r.cfg.Log.Debug().Int32("code", resp.Code).Str("addr", ns).Msg("query data version refused: registering")
 		return true
 	}
 	var h protocol.QueryDataVersionResponseHeader

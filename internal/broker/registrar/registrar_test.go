@@ -97,7 +97,7 @@ type recordingNameServers struct {
 
 type sentRequest struct {
 	addr   string
-	code   int16
+	code   int32
 	haAddr string
 	topics int // REGISTER_BROKER: the topics its body carries
 }

@@ -29,7 +29,7 @@ type requester struct {
 	pushes chan *remoting.Command
 }
 
-func newRequester(t *testing.T, tb *env, tr remoting.Transport, clientID string, code int16) *requester {
+func newRequester(t *testing.T, tb *env, tr remoting.Transport, clientID string, code int32) *requester {
 	t.Helper()
 	r := pushRecorder(tr, code, nil)
 	heartbeatAs(t, tb, tr, clientID, 1)
@@ -38,7 +38,7 @@ func newRequester(t *testing.T, tb *env, tr remoting.Transport, clientID string,
 
 // pushRecorder makes tr hand each PUSH_REPLY_MESSAGE_TO_CLIENT to the test and answer it with
 // code, once release is closed when it is not nil.
-func pushRecorder(tr remoting.Transport, code int16, release <-chan struct{}) *requester {
+func pushRecorder(tr remoting.Transport, code int32, release <-chan struct{}) *requester {
 	r := &requester{tr: tr, pushes: make(chan *remoting.Command, 256)}
 	tr.RegisterProcessor(remoting.PushReplyMessageToClient, remoting.ProcessorFunc(
 		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
@@ -98,7 +98,7 @@ func replyHeader(replyTo, correlationID string) protocol.SendMessageRequestHeade
 func TestReplyPushedAndStored(t *testing.T) {
 	tb := start(t, nil)
 	for trName, tr := range tb.Transports() {
-		for _, code := range []int16{remoting.SendReplyMessage, remoting.SendReplyMessageV2} {
+		for _, code := range []int32{remoting.SendReplyMessage, remoting.SendReplyMessageV2} {
 			t.Run(fmt.Sprintf("%s/%d", trName, code), func(t *testing.T) {
 				clientID := fmt.Sprintf("10.0.0.1@%s-%d", trName, code)
 				req := newRequester(t, tb, tr, clientID, remoting.Success)
@@ -143,7 +143,7 @@ func TestReplyWithoutRequester(t *testing.T) {
 	tb := start(t, nil)
 	cases := []struct {
 		name, requesterID, replyTo, remark string
-		requesterCode                      int16
+		requesterCode                      int32
 	}{
 		{"no REPLY_TO_CLIENT", "a@1", "", "reply message has no REPLY_TO_CLIENT property to push it by", remoting.Success},
 		{"unknown client", "b@1", "nobody@1", "push reply message fail, channel of <nobody@1> not found.", remoting.Success},
@@ -402,7 +402,7 @@ func TestReplyNamesGuarded(t *testing.T) {
 	tb := start(t, nil)
 	req := newRequester(t, tb, tb.TCP, "names@1", remoting.Success)
 	for _, c := range []struct {
-		code     int16
+		code     int32
 		key, bad string
 		remark   string
 	}{

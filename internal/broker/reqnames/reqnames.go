@@ -60,20 +60,20 @@ func GroupField(key string) Field { return Field{Key: key, Field: key, Kind: Gro
 // lists code at all: every code the core serves has an entry, nil when its header carries no
 // name; Broker.handle logs a warning at registration for a code without one
 // (TestEveryProcessorHasANameEntry fails on it).
-func Fields(code int16) ([]Field, bool) {
+func Fields(code int32) ([]Field, bool) {
 	f, ok := requestNames[code]
 	return f, ok
 }
 
 // requestNames is the header fields that carry names, per request code the core serves.
-var requestNames = func() map[int16][]Field {
+var requestNames = func() map[int32][]Field {
 	sendV1 := []Field{{"producerGroup", "producerGroup", Group}, {"topic", "topic", SendTopic},
 		{"defaultTopic", "defaultTopic", Topic}}
 	sendV2 := []Field{{"a", "producerGroup", Group}, {"b", "topic", SendTopic},
 		{"c", "defaultTopic", Topic}}
 	topic := []Field{{"topic", "topic", Topic}}
 	groupTopic := []Field{{"consumerGroup", "consumerGroup", Group}, {"topic", "topic", Topic}}
-	return map[int16][]Field{
+	return map[int32][]Field{
 		remoting.SendMessage:      sendV1,
 		remoting.SendMessageV2:    sendV2,
 		remoting.SendBatchMessage: sendV2,
@@ -109,7 +109,7 @@ var requestNames = func() map[int16][]Field {
 
 // isSendCode reports whether a refusal of code is a send response (RocketMQ adds MSG_REGION
 // and TRACE_ON to every send answer, failed or not).
-func isSendCode(code int16) bool {
+func isSendCode(code int32) bool {
 	switch code {
 	case remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
 		remoting.SendReplyMessage, remoting.SendReplyMessageV2:
@@ -132,7 +132,7 @@ type Guard struct {
 
 // Wrap returns p behind the checks of the topic and group names that requests of code carry
 // in the header fields listed; p itself when none are.
-func (g *Guard) Wrap(code int16, fields []Field, p remoting.Processor) remoting.Processor {
+func (g *Guard) Wrap(code int32, fields []Field, p remoting.Processor) remoting.Processor {
 	if len(fields) == 0 {
 		return p
 	}

@@ -28,7 +28,7 @@ func SendHeader(topic string, queueID int32, props map[string]string) protocol.S
 
 // SendRequest encodes h with the keys code uses (the short ones of SEND_MESSAGE_V2 and its
 // kin) and sets the header serialization.
-func SendRequest(code int16, h *protocol.SendMessageRequestHeader, body []byte, ser remoting.SerializeType) *remoting.Command {
+func SendRequest(code int32, h *protocol.SendMessageRequestHeader, body []byte, ser remoting.SerializeType) *remoting.Command {
 	ext := make(map[string]string, 16)
 	switch code {
 	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
@@ -59,7 +59,7 @@ func WantSendOK(t testing.TB, resp *remoting.Command) protocol.SendMessageRespon
 }
 
 // WantRefused checks a refusal's code and remark and that st appended nothing since maxPhy.
-func WantRefused(t testing.TB, st *storage.Store, resp *remoting.Command, code int16, remark string, maxPhy int64) {
+func WantRefused(t testing.TB, st *storage.Store, resp *remoting.Command, code int32, remark string, maxPhy int64) {
 	t.Helper()
 	if resp.Code != code || !strings.Contains(resp.Remark, remark) {
 		t.Errorf("response %d %q, want %d containing %q", resp.Code, resp.Remark, code, remark)
