@@ -82,6 +82,21 @@ const (
 	CleanBrokerData             int32 = 1011
 	ControllerGetNextBrokerID   int32 = 1012
 	ControllerApplyBrokerID     int32 = 1013
+
+	// RocketMQ 5's consumption in the broker: POP and its acknowledgements (codes wider than a
+	// short: JSON headers only), the assignment and request modes, lite pull, recall.
+	PopMessage                 int32 = 200050
+	AckMessage                 int32 = 200051
+	PeekMessage                int32 = 200052
+	ChangeMessageInvisibleTime int32 = 200053
+	Notification               int32 = 200054
+	PollingInfo                int32 = 200055
+	BatchAckMessage            int32 = 200151
+	LitePullMessage            int32 = 361
+	RecallMessage              int32 = 370
+	QueryAssignment            int32 = 400
+	SetMessageRequestMode      int32 = 401
+	GetAllMessageRequestMode   int32 = 402
 )
 
 // Response codes of the RocketMQ 4.x remoting protocol (part of the wire format).
@@ -119,6 +134,10 @@ const (
 	ConsumerNotOnline          int32 = 206
 	ConsumeMsgTimeout          int32 = 207
 	NoMessage                  int32 = 208
+	PollingFull                int32 = 209
+	PollingTimeout             int32 = 210
+	InvalidParameter           int32 = 29
+	IllegalOperation           int32 = 604
 
 	// RocketMQ 5's controller answers.
 	ControllerFencedMasterEpoch          int32 = 2000
@@ -166,6 +185,10 @@ var responseCodeNames = map[int32]string{
 	ConsumerNotOnline:         "CONSUMER_NOT_ONLINE",
 	ConsumeMsgTimeout:         "CONSUME_MSG_TIMEOUT",
 	NoMessage:                 "NO_MESSAGE",
+	PollingFull:               "POLLING_FULL",
+	PollingTimeout:            "POLLING_TIMEOUT",
+	InvalidParameter:          "INVALID_PARAMETER",
+	IllegalOperation:          "ILLEGAL_OPERATION",
 
 	ControllerFencedMasterEpoch:          "CONTROLLER_FENCED_MASTER_EPOCH",
 	ControllerFencedSyncStateSetEpoch:    "CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH",
@@ -271,6 +294,19 @@ var requestCodeNames = map[int32]string{
 	CleanBrokerData:             "CLEAN_BROKER_DATA",
 	ControllerGetNextBrokerID:   "CONTROLLER_GET_NEXT_BROKER_ID",
 	ControllerApplyBrokerID:     "CONTROLLER_APPLY_BROKER_ID",
+
+	PopMessage:                 "POP_MESSAGE",
+	AckMessage:                 "ACK_MESSAGE",
+	PeekMessage:                "PEEK_MESSAGE",
+	ChangeMessageInvisibleTime: "CHANGE_MESSAGE_INVISIBLETIME",
+	Notification:               "NOTIFICATION",
+	PollingInfo:                "POLLING_INFO",
+	BatchAckMessage:            "BATCH_ACK_MESSAGE",
+	LitePullMessage:            "LITE_PULL_MESSAGE",
+	RecallMessage:              "RECALL_MESSAGE",
+	QueryAssignment:            "QUERY_ASSIGNMENT",
+	SetMessageRequestMode:      "SET_MESSAGE_REQUEST_MODE",
+	GetAllMessageRequestMode:   "GET_ALL_MESSAGE_REQUEST_MODE",
 }
 
 // RequestCodeName returns RocketMQ's name for a request code (RequestCode's field name, as
