@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,8 +17,16 @@ import (
 // methods on Broker.
 const maxMethods = 60
 
+// The limit holds in every package of the broker's tree, the services and the packages below
+// the core included: moving a god type into a subpackage does not make it smaller.
 func TestNoTypeOverMaxMethods(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+			files = append(files, path)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +50,15 @@ func TestNoTypeOverMaxMethods(t *testing.T) {
 				typ = star.X
 			}
 			if id, ok := typ.(*ast.Ident); ok {
-				counts[id.Name]++
+				key := id.Name
+				if dir := filepath.Dir(name); dir != "." {
+					key = filepath.ToSlash(dir) + "." + id.Name
+				}
+				counts[key]++
 			}
 		}
 	}
-	if counts["Broker"] == 0 || counts["sender"] == 0 {
+	if counts["Broker"] == 0 || counts["sender"] == 0 || counts["tables.Topics"] == 0 {
 		t.Fatalf("counted %v: the walk missed the package's files", counts)
 	}
 	for typ, n := range counts {
