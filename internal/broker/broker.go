@@ -141,7 +141,7 @@ func (b *Broker) loadMetadata() error {
 
 // topicWriteWaitTimeout bounds how long a topic change waits for the metadata writer: its
 // pass and the one before.
-const topicWriteWaitTimeout = 2 * registerTimeout
+const topicWriteWaitTimeout = 2 * registrar.Timeout
 
 // Register installs every processor of the broker on d and its connection listener; Unregister
 // takes them out again.

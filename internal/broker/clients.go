@@ -228,7 +228,7 @@ func decodeLockBody(req *remoting.Command) (*protocol.LockBatchRequestBody, erro
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: "lock body: " + err.Error()}
 	}
-	if err := checkLockNames(&body); err != nil {
+	if err := reqnames.CheckLock(&body); err != nil {
 		return nil, err
 	}
 	return &body, nil

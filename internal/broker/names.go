@@ -5,7 +5,6 @@ import (
 
 	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/names"
-	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
 
@@ -25,9 +24,6 @@ var nameGuard = reqnames.Guard{
 func guardNames(code int32, fields []reqnames.Field, p remoting.Processor) remoting.Processor {
 	return nameGuard.Wrap(code, fields, p)
 }
-
-// checkLockNames is reqnames.CheckLock under the name decodeLockBody (lock.go) calls.
-func checkLockNames(body *protocol.LockBatchRequestBody) error { return reqnames.CheckLock(body) }
 
 // namesValidate refuses a Broker.ClusterName or Broker.Name that is not a valid topic: like RocketMQ,
 // the broker serves topics named after them (and <cluster>_REPLY_TOPIC), and name servers

@@ -8,10 +8,6 @@ import (
 // Registration with the name servers is internal/broker/registrar's; the core builds it over
 // the broker's identity and topic table and runs it (Run: RegisterFirst, then Run).
 
-// registerTimeout bounds one REGISTER_BROKER (registrar.Timeout); the topic table sizes its
-// waits for the metadata writer after it.
-const registerTimeout = registrar.Timeout
-
 // newRegistrar builds the registrar over b. The topic table does not exist yet (New loads it
 // after), so it is reached through b at each round.
 func newRegistrar(b *Broker) *registrar.Registrar {

@@ -24,9 +24,6 @@ func TestRegisterScheduleFloorSetting(t *testing.T) {
 	}
 }
 
-// registerSplitSize is registrar.SplitSize, which the core's flood tests hold registrations to.
-const registerSplitSize = registrar.SplitSize
-
 // codeCounter counts the requests passing through it by code. With refuseQuery it answers
 // QUERY_DATA_VERSION itself with REQUEST_CODE_NOT_SUPPORTED, as a name server without the code
 // would.

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"github.com/mqgo/mq/internal/broker/registrar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,7 +77,7 @@ func createTopics(t *testing.T, tb *testBroker, prefix string, n int) {
 
 // TestAutoCreateFloodCostsWhatItAdds: 2,000 topics created by sends are routable and on disk,
 // and cost the name server and the disk about one entry each: the registrations carry each
-// new topic about once, none more than registerSplitSize, and topics.json is written whole a
+// new topic about once, none more than registrar.SplitSize, and topics.json is written whole a
 // few times, not once per pass (RocketMQ: the whole table, per topic, both ways).
 func TestAutoCreateFloodCostsWhatItAdds(t *testing.T) {
 	const n = 2000
@@ -104,8 +105,8 @@ func TestAutoCreateFloodCostsWhatItAdds(t *testing.T) {
 	if topics-atStart > 2*n {
 		t.Errorf("registrations carried %d topics for %d new ones: the table, not what changed", topics-atStart, n)
 	}
-	if largest > registerSplitSize && largest != atStart {
-		t.Errorf("a registration carried %d topics, above registerSplitSize %d", largest, registerSplitSize)
+	if largest > registrar.SplitSize && largest != atStart {
+		t.Errorf("a registration carried %d topics, above registrar.SplitSize %d", largest, registrar.SplitSize)
 	}
 	if whole > 5 {
 		t.Errorf("topics.json written whole %d times for %d topics", whole, n)
