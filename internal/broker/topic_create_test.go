@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"github.com/mqgo/mq/internal/broker/registrar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/broker/registrar"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
