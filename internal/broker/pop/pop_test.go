@@ -386,7 +386,6 @@ func TestHostileHeaders(t *testing.T) {
 		"queueId 1":            {func(h *protocol.PopMessageRequestHeader) { h.QueueID = 1 }, remoting.InvalidParameter},
 		"queueId -2":           {func(h *protocol.PopMessageRequestHeader) { h.QueueID = -2 }, remoting.InvalidParameter},
 		"no such topic":        {func(h *protocol.PopMessageRequestHeader) { h.Topic = "NoSuchTopic" }, remoting.TopicNotExist},
-		"order":                {func(h *protocol.PopMessageRequestHeader) { h.Order = true }, remoting.InvalidParameter},
 		"unknown filter type":  {func(h *protocol.PopMessageRequestHeader) { h.ExpType, h.Exp = "CLASS", "x" }, remoting.SystemError},
 		"bad name":             {func(h *protocol.PopMessageRequestHeader) { h.Topic = "bad topic" }, remoting.SystemError},
 	} {
