@@ -454,3 +454,19 @@ func forge(t *testing.T, handle string, f func(*protocol.ExtraInfo)) string {
 	f(&e)
 	return e.String()
 }
+
+func TestInitMode(t *testing.T) {
+	e := start(t, "", nil)
+	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
+	e.put(t, tTopic, 0, 3, "", "m")
+	last := popHeader("LastGroup", tTopic, 0, 32, 60_000, 0)
+	last.InitMode = protocol.PopInitModeMax
+	if ms := e.popAll(t, last, 1); len(ms) != 1 || ms[0].body != "m-2" {
+		t.Fatalf("initMode MAX popped %v, want the last message", bodies(ms))
+	}
+	first := popHeader("FirstGroup", tTopic, 0, 32, 60_000, 0)
+	first.InitMode = protocol.PopInitModeMin
+	if ms := e.popAll(t, first, 3); ms[0].body != "m-0" {
+		t.Fatalf("initMode MIN popped %v first", ms[0].body)
+	}
+}
