@@ -31,12 +31,16 @@ func (s *Service) resolveHandle(group, topic string, queueID int32, extraInfo st
 	if e.ReviveQid >= reviveQueueNum && e.ReviveQid != orderReviveQid {
 		return t, refuse(remoting.InvalidParameter, "receipt handle's reviveQid %d is not below %d", e.ReviveQid, reviveQueueNum)
 	}
-	if _, ok := s.b.Topics().Get(topic); !ok {
+	// The header names the topic the message was popped from, the pop retry topic for a
+	// revived one (5.x clients resolve it from the handle before they ack, and
+	// AckMessageProcessor takes the header's topic as it is); only BATCH_ACK_MESSAGE's entries
+	// name the original topic with the handle's retry marker.
+	real := topic
+	tc, ok := s.b.Topics().Get(real)
+	if !ok {
 		return t, refuse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
 	}
-	real := e.RealTopic(topic, group)
-	tc, ok := s.b.Topics().Get(real)
-	if !ok || queueID < 0 || queueID >= tc.ReadQueueNums {
+	if queueID < 0 || queueID >= tc.ReadQueueNums {
 		return t, refuse(remoting.MessageIllegal, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]",
 			queueID, real, tc.ReadQueueNums)
 	}

@@ -111,9 +111,11 @@ func (e *env) pop(t testing.TB, h *protocol.PopMessageRequestHeader) (*remoting.
 }
 
 // ack acknowledges m (popped for group from topic) and fails on a refusal.
-func (e *env) ack(t testing.TB, group, topic string, m popped) {
+// ack acks m as a 5.x client does: the header names the topic m was popped from (the pop retry
+// topic for a revived message).
+func (e *env) ack(t testing.TB, group string, m popped) {
 	t.Helper()
-	resp := e.invoke(t, request(remoting.AckMessage, &protocol.AckMessageRequestHeader{ConsumerGroup: group, Topic: topic,
+	resp := e.invoke(t, request(remoting.AckMessage, &protocol.AckMessageRequestHeader{ConsumerGroup: group, Topic: m.topic,
 		QueueID: m.qid, ExtraInfo: m.handle, Offset: m.offset}))
 	if resp.Code != remoting.Success {
 		t.Fatalf("ack %s: %d %q", m.body, resp.Code, resp.Remark)

@@ -42,14 +42,14 @@ func TestFIFOPop(t *testing.T) {
 	if _, more := fifo(e, 300); len(more) != 0 {
 		t.Fatalf("the queue handed out %v while its batch awaits ack", bodies(more))
 	}
-	e.ack(t, tGroup, tTopic, ms[0])
+	e.ack(t, tGroup, ms[0])
 	if off := e.Offsets().Query(tGroup, tTopic, 0); off != 1 {
 		t.Fatalf("consumer offset after the first ack %d, want 1", off)
 	}
 	if _, more := fifo(e, 300); len(more) != 0 {
 		t.Fatalf("the queue handed out %v with one message of its batch unacked", bodies(more))
 	}
-	e.ack(t, tGroup, tTopic, ms[1])
+	e.ack(t, tGroup, ms[1])
 	_, ms = fifo(e, 300)
 	want(ms, "m-2", "m-3")
 	// Not acked: after the invisible time the same batch comes again, counted.
@@ -61,12 +61,12 @@ func TestFIFOPop(t *testing.T) {
 		}
 	}
 	want(again, "m-2", "m-3")
-	e.ack(t, tGroup, tTopic, ms[0]) // the first delivery's handle is spent: nothing moves
+	e.ack(t, tGroup, ms[0]) // the first delivery's handle is spent: nothing moves
 	if off := e.Offsets().Query(tGroup, tTopic, 0); off != 2 {
 		t.Fatalf("a spent handle moved the offset to %d", off)
 	}
 	for _, m := range again {
-		e.ack(t, tGroup, tTopic, m)
+		e.ack(t, tGroup, m)
 	}
 	_, ms = fifo(e, 200)
 	want(ms, "m-4")
@@ -87,7 +87,7 @@ func TestFIFOPop(t *testing.T) {
 	if _, more := fifo(e, 300); len(more) != 0 {
 		t.Fatalf("the changed FIFO message came back early: %v", bodies(more))
 	}
-	e.ack(t, tGroup, tTopic, ms[0])
+	e.ack(t, tGroup, ms[0])
 	if off := e.Offsets().Query(tGroup, tTopic, 0); off != 5 {
 		t.Fatalf("consumer offset after the last ack %d, want 5", off)
 	}

@@ -55,8 +55,8 @@ func TestPopAckExactlyOnce(t *testing.T) {
 				t.Fatal("no checkpoints after the pops")
 			}
 			for _, m := range got {
-				e.ack(t, tGroup, tTopic, m)
-				e.ack(t, tGroup, tTopic, m) // a second ack is a no-op
+				e.ack(t, tGroup, m)
+				e.ack(t, tGroup, m) // a second ack is a no-op
 			}
 			if n := e.svc.Checkpoints(); n != 0 {
 				t.Fatalf("%d checkpoints left after acking everything", n)
@@ -74,7 +74,7 @@ func TestUnackedReturnAfterInvisibleTime(t *testing.T) {
 	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
 	e.put(t, tTopic, 0, 3, "", "m")
 	got := e.popAll(t, popHeader(tGroup, tTopic, 0, 32, 300, 0), 3)
-	e.ack(t, tGroup, tTopic, got[0])
+	e.ack(t, tGroup, got[0])
 	back := e.popAll(t, popHeader(tGroup, tTopic, -1, 32, 60_000, 0), 2)
 	want := map[string]int{got[1].body: 1, got[2].body: 1}
 	if fmt.Sprint(bodies(back)) != fmt.Sprint(want) {
@@ -88,7 +88,7 @@ func TestUnackedReturnAfterInvisibleTime(t *testing.T) {
 		if m.props["1ST_POP_TIME"] == "" {
 			t.Fatalf("returned message lacks 1ST_POP_TIME: %v", m.props)
 		}
-		e.ack(t, tGroup, tTopic, m)
+		e.ack(t, tGroup, m)
 	}
 	if n := e.svc.Checkpoints(); n != 0 {
 		t.Fatalf("%d checkpoints left", n)
@@ -121,13 +121,13 @@ func TestChangeInvisibleTime(t *testing.T) {
 	if back[0].body != let.body {
 		t.Fatalf("came back %q, want %q", back[0].body, let.body)
 	}
-	e.ack(t, tGroup, tTopic, back[0])
+	e.ack(t, tGroup, back[0])
 	// The new handle, as the client builds it from the answer, acks the changed message.
 	old, _ := protocol.ParseExtraInfo(keep.handle)
 	nh := protocol.ExtraInfo{CkQueueOffset: keep.offset, PopTime: rh.PopTime, InvisibleTime: rh.InvisibleTime,
 		ReviveQid: rh.ReviveQid, Retry: old.Retry, BrokerName: old.BrokerName, QueueID: keep.qid, QueueOffset: keep.offset}
 	keep.handle = nh.String()
-	e.ack(t, tGroup, tTopic, keep)
+	e.ack(t, tGroup, keep)
 	if n := e.svc.Checkpoints(); n != 0 {
 		t.Fatalf("%d checkpoints left", n)
 	}
@@ -328,8 +328,8 @@ func TestRestartKeepsInvisibilityAndAcks(t *testing.T) {
 	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
 	e.put(t, tTopic, 0, 4, "", "m")
 	got := e.popAll(t, popHeader(tGroup, tTopic, 0, 32, 1500, 0), 4)
-	e.ack(t, tGroup, tTopic, got[0])
-	e.ack(t, tGroup, tTopic, got[1])
+	e.ack(t, tGroup, got[0])
+	e.ack(t, tGroup, got[1])
 	e.Stop(t)
 
 	e = start(t, dir, nil)
@@ -355,7 +355,7 @@ func TestReplayRaisesPopOffset(t *testing.T) {
 	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
 	e.put(t, tTopic, 0, 3, "", "m")
 	got := e.popAll(t, popHeader(tGroup, tTopic, 0, 32, 60_000, 0), 3)
-	e.ack(t, tGroup, tTopic, got[0])
+	e.ack(t, tGroup, got[0])
 	e.Offsets().Commit(tGroup, tTopic, 0, 0)
 	e.Stop(t)
 	e = start(t, dir, nil)
