@@ -135,7 +135,8 @@ func appendNeeds(dst []need, req *remoting.Command) ([]need, string) {
 		return needsSend(dst, ext["b"], ext["a"]), ""
 	case remoting.ConsumerSendMsgBack:
 		return needsGroup(dst, ext["group"], permSub), ""
-	case remoting.PullMessage:
+	case remoting.PullMessage, remoting.LitePullMessage:
+		// LITE_PULL_MESSAGE: not in RocketMQ 4.9; RocketMQ 5 checks it as the pull it is.
 		dst = needsTopic(dst, ext["topic"], permSub)
 		return needsGroup(dst, ext["consumerGroup"], permSub), ""
 	case remoting.QueryMessage:
