@@ -45,6 +45,8 @@ type Options struct {
 	// Transactions are half messages' refusal, check timeout, check count and check period.
 	// A message's CHECK_IMMUNITY_TIME_IN_SECONDS property replaces Timeout for that message.
 	Transactions config.Transactions
+	// Types are the message-type check on sends, MIXED topics and the assignment modes.
+	Types config.Types
 
 	// BrokerAddr is the "ip:port" clients are told to dial and the store host written into
 	// every record (RocketMQ brokerIP1 + listenPort; AdvertisedAddr forms it). Required.
@@ -123,6 +125,7 @@ func (o Options) withDefaults() Options {
 	o.Periods.EnsureDefaults()
 	o.Timers.EnsureDefaults()
 	o.Transactions.EnsureDefaults()
+	o.Types.EnsureDefaults()
 	if o.DefaultTopicQueueNums <= 0 {
 		o.DefaultTopicQueueNums = DefaultTopicQueueNums
 	}

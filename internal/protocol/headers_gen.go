@@ -1160,10 +1160,13 @@ func (h *CreateTopicRequestHeader) Encode(ext map[string]string) {
 	ext["topicFilterType"] = h.TopicFilterType
 	remoting.PutInt32(ext, "topicSysFlag", h.TopicSysFlag)
 	remoting.PutBool(ext, "order", h.Order)
+	if h.Attributes != "" {
+		ext["attributes"] = h.Attributes
+	}
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
-func (h *CreateTopicRequestHeader) ExtFieldsCap() int { return 8 }
+func (h *CreateTopicRequestHeader) ExtFieldsCap() int { return 9 }
 
 // Decode implements remoting.Header.
 func (h *CreateTopicRequestHeader) Decode(ext map[string]string) error {
@@ -1176,6 +1179,7 @@ func (h *CreateTopicRequestHeader) Decode(ext map[string]string) error {
 	h.TopicFilterType = r.String("topicFilterType", false)
 	h.TopicSysFlag = r.Int32("topicSysFlag", false)
 	h.Order = r.Bool("order", false)
+	h.Attributes = r.String("attributes", false)
 	return r.Err()
 }
 
