@@ -73,6 +73,11 @@ func (v Groups) Update(c SubscriptionGroupConfig) error {
 	return nil
 }
 
+// Find returns a group's settings, creating RocketMQ's defaults for an unknown group unless
+// the broker does not auto-create subscription groups (SubscriptionGroupManager
+// .findSubscriptionGroupConfig); ok is false when the group has none.
+func (v Groups) Find(group string) (SubscriptionGroupConfig, bool) { return v.b.groups.Find(group) }
+
 // Delete removes a group's settings and reports whether it had any.
 func (v Groups) Delete(group string) bool { return v.b.groups.Delete(group) }
 

@@ -6,6 +6,7 @@ package services
 import (
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/admin"
+	"github.com/mqgo/mq/internal/broker/assignment"
 	"github.com/mqgo/mq/internal/broker/ha"
 	"github.com/mqgo/mq/internal/broker/reply"
 	"github.com/mqgo/mq/internal/broker/schedule"
@@ -38,5 +39,10 @@ func Attach(b *broker.Broker, deps Deps) error {
 	}
 	b.Attach(h)
 	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched}))
+	as, err := assignment.New(b)
+	if err != nil {
+		return err
+	}
+	b.Attach(as)
 	return nil
 }
