@@ -41,6 +41,10 @@ type Types struct {
 	// DisableServerLoadBalancer answers QUERY_ASSIGNMENT with every queue of the topic,
 	// whatever the group's members (RocketMQ 5 serverLoadBalancerEnable=false).
 	DisableServerLoadBalancer bool `flag:"no-server-load-balancer" rocketmq:"serverLoadBalancerEnable=false" usage:"QUERY_ASSIGNMENT assigns every queue to every consumer"`
+	// RecallMessageEnable serves RECALL_MESSAGE, which takes back a timer (DELAY) message
+	// before its time (RocketMQ 5 recallMessageEnable, default false: refused with
+	// NO_PERMISSION).
+	RecallMessageEnable bool `flag:"recall-message-enable" rocketmq:"recallMessageEnable" usage:"serve RECALL_MESSAGE: timer messages may be taken back before their time"`
 }
 
 // EnsureDefaults writes the group's defaults.

@@ -141,6 +141,9 @@ func appendNeeds(dst []need, req *remoting.Command) ([]need, string) {
 		return needsGroup(dst, ext["consumerGroup"], permSub), ""
 	case remoting.QueryMessage:
 		return needsTopic(dst, ext["topic"], permSub), ""
+	case remoting.RecallMessage:
+		// Not in RocketMQ 4.9; RocketMQ 5 checks it as a send to the topic.
+		return needsTopic(dst, ext["topic"], permPub), ""
 	case remoting.ConsumeMessageDirectly:
 		// Not in RocketMQ 4.9 (5's ACL 2.0: SUB on both): the request has one of the group's
 		// consumers consume a message, and the broker checks the message's own topic once it

@@ -888,6 +888,40 @@ func (h *QueryMessageResponseHeader) Decode(ext map[string]string) error {
 }
 
 // Encode implements remoting.Header.
+func (h *RecallMessageRequestHeader) Encode(ext map[string]string) {
+	ext["producerGroup"] = h.ProducerGroup
+	ext["topic"] = h.Topic
+	ext["recallHandle"] = h.RecallHandle
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *RecallMessageRequestHeader) ExtFieldsCap() int { return 3 }
+
+// Decode implements remoting.Header.
+func (h *RecallMessageRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ProducerGroup = r.String("producerGroup", false)
+	h.Topic = r.String("topic", true)
+	h.RecallHandle = r.String("recallHandle", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *RecallMessageResponseHeader) Encode(ext map[string]string) {
+	ext["msgId"] = h.MsgID
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *RecallMessageResponseHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *RecallMessageResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.MsgID = r.String("msgId", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *ReplyMessageRequestHeader) Encode(ext map[string]string) {
 	ext["producerGroup"] = h.ProducerGroup
 	ext["topic"] = h.Topic
@@ -1093,10 +1127,13 @@ func (h *SendMessageResponseHeader) Encode(ext map[string]string) {
 		ext["MSG_REGION"] = h.MsgRegion
 	}
 	remoting.PutBool(ext, "TRACE_ON", h.TraceOn)
+	if h.RecallHandle != "" {
+		ext["recallHandle"] = h.RecallHandle
+	}
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
-func (h *SendMessageResponseHeader) ExtFieldsCap() int { return 6 }
+func (h *SendMessageResponseHeader) ExtFieldsCap() int { return 7 }
 
 // Decode implements remoting.Header.
 func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
@@ -1107,6 +1144,7 @@ func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
 	h.TransactionID = r.String("transactionId", false)
 	h.MsgRegion = r.String("MSG_REGION", false)
 	h.TraceOn = nonFalse(r.String("TRACE_ON", false))
+	h.RecallHandle = r.String("recallHandle", false)
 	return r.Err()
 }
 
