@@ -5,7 +5,8 @@
 // GET_ALL_MESSAGE_REQUEST_MODE (402) lists the modes set (a slave's sync reads it).
 //
 // The modes set are kept in <store>/config/messageRequestMode.json, written before
-// SET_MESSAGE_REQUEST_MODE is answered, as RocketMQ persists it; a group and topic nobody set
+// SET_MESSAGE_REQUEST_MODE is answered, as RocketMQ persists it, and a slave takes its master's
+// through internal/broker/ha's metadata sync (InstallMaster); a group and topic nobody set
 // one for read with Types.DefaultMessageRequestMode (PULL), a retry topic always PULL.
 //
 // The queues of a topic are those its route names, readable, on every broker of the cluster,

@@ -3,6 +3,7 @@ package assignment
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 
@@ -130,4 +131,55 @@ func (m *modes) snapshotLocked() protocol.MessageRequestModeSerializeWrapper {
 		w.MessageRequestModeMap[topic] = c
 	}
 	return w
+}
+
+// installMaster replaces the table with a master's (a slave's sync), entries no request could
+// have set left out, and writes the file when the table changed. It reports how many entries
+// it left out.
+func (m *modes) installMaster(w protocol.MessageRequestModeSerializeWrapper) (dropped int, err error) {
+	table := map[string]map[string]protocol.SetMessageRequestModeRequestBody{}
+	n := 0
+	for topic, groups := range w.MessageRequestModeMap {
+		for group, b := range groups {
+			b.Topic, b.ConsumerGroup = topic, group
+			if !validMode(b) || n >= maxRequestModes {
+				dropped++
+				continue
+			}
+			if table[topic] == nil {
+				table[topic] = map[string]protocol.SetMessageRequestModeRequestBody{}
+			}
+			table[topic][group] = b
+			n++
+		}
+	}
+	m.writeMu.Lock()
+	defer m.writeMu.Unlock()
+	m.mu.Lock()
+	same := sameModes(m.table, table)
+	if !same {
+		m.table, m.n = table, n
+	}
+	snap := m.snapshotLocked()
+	m.mu.Unlock()
+	if same {
+		return dropped, nil
+	}
+	if err := storage.WriteJSONFile(m.path, snap); err != nil {
+		return dropped, fmt.Errorf("assignment: write %s: %w", modesFile, err)
+	}
+	return dropped, nil
+}
+
+func sameModes(a, b map[string]map[string]protocol.SetMessageRequestModeRequestBody) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for topic, ga := range a {
+		gb, ok := b[topic]
+		if !ok || !maps.Equal(ga, gb) {
+			return false
+		}
+	}
+	return true
 }

@@ -127,6 +127,23 @@ func (s *Service) setMessageRequestMode(_ context.Context, ch remoting.Channel, 
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
+// InstallMaster replaces the mode table with the master's GET_ALL_MESSAGE_REQUEST_MODE body,
+// on a slave (internal/broker/ha's metadata sync calls it).
+func (s *Service) InstallMaster(body []byte) error {
+	var w protocol.MessageRequestModeSerializeWrapper
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &w); err != nil {
+			return fmt.Errorf("%w: message request modes: %v", protocol.ErrMalformedBody, err)
+		}
+	}
+	dropped, err := s.modes.installMaster(w)
+	if dropped > 0 {
+		s.log.Warn().Int("dropped", dropped).
+			Msg("slave sync: master's message request modes with invalid names or modes, or beyond the table's bound, left out")
+	}
+	return err
+}
+
 // getAllMessageRequestMode serves GET_ALL_MESSAGE_REQUEST_MODE: the mode table, as
 // messageRequestMode.json holds it.
 func (s *Service) getAllMessageRequestMode(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {

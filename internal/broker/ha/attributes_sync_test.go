@@ -9,12 +9,13 @@ import (
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/ha"
 	"github.com/mqgo/mq/internal/broker/services"
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 )
 
-// A slave takes its master's topic attributes (RocketMQ 5's message.type) with the topics;
-// an attribute no request could have set is left out.
+// A slave takes its master's topic attributes (RocketMQ 5's message.type) with the topics, its
+// FIFO groups and its message request modes; what no request could have set is left out.
 func TestSlaveSyncTopicAttributes(t *testing.T) {
 	master := fakeMaster(t, map[int32]string{
 		remoting.GetAllTopicConfig: `{"topicConfigTable":{
@@ -26,6 +27,10 @@ func TestSlaveSyncTopicAttributes(t *testing.T) {
 			"dataVersion":{"timestamp":5,"counter":4}}`,
 		remoting.GetAllConsumerOffset: `{"offsetTable":{}}`,
 		remoting.GetAllDelayOffset:    `{"offsetTable":{}}`,
+		remoting.GetAllMessageRequestMode: `{"messageRequestModeMap":{"Fifo":{
+			"fifo":{"topic":"Fifo","consumerGroup":"fifo","mode":"POP","popShareQueueNum":1},
+			"../x":{"topic":"Fifo","consumerGroup":"../x","mode":"POP"},
+			"odd":{"topic":"Fifo","consumerGroup":"odd","mode":"PUSH"}}}}`,
 	})
 	slave := brokertest.Start(t, brokertest.Config{Mutate: func(o *broker.Options) {
 		o.Broker.ID = 1
@@ -46,5 +51,12 @@ func TestSlaveSyncTopicAttributes(t *testing.T) {
 	getJSON(t, slave, remoting.GetAllSubscriptionGroupConfig, &groups)
 	if !groups.SubscriptionGroupTable["fifo"].ConsumeMessageOrderly {
 		t.Errorf("fifo group on the slave: %+v", groups.SubscriptionGroupTable["fifo"])
+	}
+	var modes protocol.MessageRequestModeSerializeWrapper
+	getJSON(t, slave, remoting.GetAllMessageRequestMode, &modes)
+	want := map[string]map[string]protocol.SetMessageRequestModeRequestBody{"Fifo": {
+		"fifo": {Topic: "Fifo", ConsumerGroup: "fifo", Mode: "POP", PopShareQueueNum: 1}}}
+	if diff := cmp.Diff(want, modes.MessageRequestModeMap); diff != "" {
+		t.Errorf("request modes on the slave (-want +got):\n%s", diff)
 	}
 }

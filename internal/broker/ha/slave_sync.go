@@ -67,9 +67,24 @@ func (s *Service) syncFromMaster(ctx context.Context, addr string) error {
 			}
 			return s.core.Groups().InstallMaster(w)
 		}),
+		s.syncRequestModes(ctx, addr),
 	)
 	if err == nil {
 		s.synced.Add(1)
+	}
+	return err
+}
+
+// syncRequestModes copies the master's message request modes (RocketMQ 5). A master that does
+// not serve GET_ALL_MESSAGE_REQUEST_MODE (RocketMQ 4.x) has none: that is not a failure.
+func (s *Service) syncRequestModes(ctx context.Context, addr string) error {
+	if s.modes == nil {
+		return nil
+	}
+	err := s.syncOne(ctx, addr, remoting.GetAllMessageRequestMode, s.modes.InstallMaster)
+	var re *remoting.ResponseError
+	if errors.As(err, &re) && re.Code == remoting.RequestCodeNotSupported {
+		return nil
 	}
 	return err
 }

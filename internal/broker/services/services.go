@@ -33,16 +33,17 @@ func Attach(b *broker.Broker, deps Deps) error {
 	st := stats.New(b)
 	b.Attach(st)
 	b.Attach(reply.New(b))
-	h, err := ha.New(b, ha.Deps{DelayOffsets: sched})
-	if err != nil {
-		return err
-	}
-	b.Attach(h)
-	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched}))
+	// Before HA: a slave's metadata sync installs the master's request modes in it.
 	as, err := assignment.New(b)
 	if err != nil {
 		return err
 	}
 	b.Attach(as)
+	h, err := ha.New(b, ha.Deps{DelayOffsets: sched, RequestModes: as})
+	if err != nil {
+		return err
+	}
+	b.Attach(h)
+	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched}))
 	return nil
 }
