@@ -35,13 +35,13 @@ func (s *Service) runSlaveSync(ctx context.Context) error {
 	}
 }
 
-// SyncFromMaster fetches the master's topics, consumer offsets, delay offsets and
-// subscription groups from addr and installs them at once, as a tick of Run does.
+// SyncFromMaster fetches the master's topics, consumer offsets, delay offsets, subscription
+// groups and message request modes from addr and installs them at once, as a tick of Run does.
 func (s *Service) SyncFromMaster(ctx context.Context, addr string) error {
 	return s.syncFromMaster(ctx, addr)
 }
 
-// syncFromMaster fetches and installs the four tables; each failure is reported, the others
+// syncFromMaster fetches and installs the five tables; each failure is reported, the others
 // still run. The core checks what it installs (core_ha.go).
 func (s *Service) syncFromMaster(ctx context.Context, addr string) error {
 	err := errors.Join(
