@@ -3,6 +3,7 @@ package mq_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -100,5 +101,56 @@ func hsAttackTypes(t *testing.T, e *hsEnv) func() {
 			t.Errorf("RECALL_MESSAGE with handle %.40q succeeded", handle)
 		}
 	}
+	if e.mode == "binary" {
+		hsTypesSurviveKill(t, e)
+	}
 	return nil
+}
+
+// hsTypesSurviveKill runs a node of its own, gives a topic a message type and a group a
+// request mode, kills the node with SIGKILL once both were answered SUCCESS, restarts it on the
+// same store and finds both, and the type still enforced.
+func hsTypesSurviveKill(t *testing.T, e *hsEnv) {
+	store := filepath.Join(t.TempDir(), "store")
+	first := hsStartKillable(t, e.bin, store)
+	c := hsDial(t, first.addr, 0)
+	invoke := func(c *hsConn, req *remoting.Command) *remoting.Command {
+		t.Helper()
+		resp, err := c.invoke(req)
+		if err != nil {
+			t.Fatalf("request %s: %v", remoting.RequestCodeName(req.Code), err)
+		}
+		return resp
+	}
+	h := &protocol.CreateTopicRequestHeader{Topic: "KilledTyped", DefaultTopic: "TBW102", ReadQueueNums: 2,
+		WriteQueueNums: 2, Perm: route.PermReadWrite, TopicFilterType: route.FilterSingleTag, Attributes: "+message.type=DELAY"}
+	if resp := invoke(c, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil)); resp.Code != remoting.Success {
+		t.Fatalf("typed topic: %s %q", remoting.ResponseCodeName(resp.Code), resp.Remark)
+	}
+	mode, _ := json.Marshal(protocol.SetMessageRequestModeRequestBody{Topic: "KilledTyped", ConsumerGroup: "killed_cg", Mode: "POP"})
+	if resp := invoke(c, remoting.NewRequest(remoting.SetMessageRequestMode, nil, mode)); resp.Code != remoting.Success {
+		t.Fatalf("request mode: %s %q", remoting.ResponseCodeName(resp.Code), resp.Remark)
+	}
+	first.kill()
+
+	second := hsStartKillable(t, e.bin, store)
+	defer second.kill()
+	c = hsDial(t, second.addr, 0)
+	var w route.TopicConfigSerializeWrapper
+	if err := json.Unmarshal(invoke(c, remoting.NewRequest(remoting.GetAllTopicConfig, nil, nil)).Body, &w); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.TopicConfigTable["KilledTyped"].Attributes["message.type"]; got != "DELAY" {
+		t.Errorf("message.type after SIGKILL and restart: %q (%+v)", got, w.TopicConfigTable["KilledTyped"])
+	}
+	var modes protocol.MessageRequestModeSerializeWrapper
+	if err := json.Unmarshal(invoke(c, remoting.NewRequest(remoting.GetAllMessageRequestMode, nil, nil)).Body, &modes); err != nil {
+		t.Fatal(err)
+	}
+	if got := modes.MessageRequestModeMap["KilledTyped"]["killed_cg"].Mode; got != "POP" {
+		t.Errorf("request mode after SIGKILL and restart: %q", got)
+	}
+	if resp := invoke(c, hsSendRequest("KilledTyped", 0, []byte("plain"))); resp.Code != remoting.MessageIllegal {
+		t.Errorf("plain message to the DELAY topic after the restart: %s %q", remoting.ResponseCodeName(resp.Code), resp.Remark)
+	}
 }
