@@ -212,12 +212,12 @@ func TestSetMessageRequestModeRefusals(t *testing.T) {
 			{"no body", remoting.NewRequest(remoting.SetMessageRequestMode, nil, nil), remoting.SystemError, "SET_MESSAGE_REQUEST_MODE: no body"},
 			{"malformed body", remoting.NewRequest(remoting.SetMessageRequestMode, nil, []byte(`{"topic":`)), remoting.SystemError, "malformed body"},
 			{"huge body", remoting.NewRequest(remoting.SetMessageRequestMode, nil, []byte(`{"topic":"`+strings.Repeat("x", 1<<20)+`"}`)),
-				remoting.SystemError, "more than 65536"},
+				remoting.SystemError, "takes at most 65536 bytes of body"},
 			{"query: bad model", bodyCmd(t, remoting.QueryAssignment, protocol.QueryAssignmentRequestBody{
 				Topic: "T", ConsumerGroup: "g", ClientID: "c", StrategyName: "AVG"}), remoting.SystemError, "messageModel"},
 			{"query: bad topic", bodyCmd(t, remoting.QueryAssignment, protocol.QueryAssignmentRequestBody{
 				Topic: "a b", ConsumerGroup: "g", ClientID: "c", MessageModel: "CLUSTERING"}), remoting.SystemError, "topic: "},
-			{"query: huge body", remoting.NewRequest(remoting.QueryAssignment, nil, make([]byte, 1<<20)), remoting.SystemError, "more than 65536"},
+			{"query: huge body", remoting.NewRequest(remoting.QueryAssignment, nil, make([]byte, 1<<20)), remoting.SystemError, "takes at most 65536 bytes of body"},
 		} {
 			t.Run(name+"/"+c.name, func(t *testing.T) {
 				resp := wiretest.Invoke(t, tr, tb.Addr, c.req)

@@ -20,6 +20,6 @@
 //
 // Bodies are checked before anything is read from them: the names they carry
 // (internal/names), the mode and the message model; a body larger than maxBodyBytes is
-// refused. The mode table holds at most maxRequestModes entries. The service's lock, the
+// refused by the dispatcher as it arrives (Handler.MaxBody), never buffered whole. The mode table holds at most maxRequestModes entries. The service's lock, the
 // mode table's and the route cache's mutexes, are leaves.
 package assignment

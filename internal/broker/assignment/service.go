@@ -51,8 +51,9 @@ func New(core *broker.Broker) (*Service, error) {
 // Their names travel in bodies, which the processors check.
 func (s *Service) Handlers() []broker.Handler {
 	return []broker.Handler{
-		{Code: remoting.QueryAssignment, Proc: remoting.ProcessorFunc(s.queryAssignment), Pool: s.pool},
-		{Code: remoting.SetMessageRequestMode, Proc: remoting.ProcessorFunc(s.setMessageRequestMode), Pool: s.pool},
+		{Code: remoting.QueryAssignment, Proc: remoting.ProcessorFunc(s.queryAssignment), Pool: s.pool, MaxBody: maxBodyBytes},
+		{Code: remoting.SetMessageRequestMode, Proc: remoting.ProcessorFunc(s.setMessageRequestMode), Pool: s.pool,
+			MaxBody: maxBodyBytes},
 		{Code: remoting.GetAllMessageRequestMode, Proc: remoting.ProcessorFunc(s.getAllMessageRequestMode),
 			Pool: s.core.Pools().Admin},
 	}
@@ -64,11 +65,12 @@ func (s *Service) Run(context.Context) error { return nil }
 // Close has nothing left to write: every change was written before it was answered.
 func (s *Service) Close() error { return nil }
 
-// decodeBody decodes a bounded JSON body, or answers why it cannot.
+// decodeBody decodes a bounded JSON body, or answers why it cannot. The dispatcher refuses a
+// longer body first (Handler.MaxBody); the check here keeps the bound where the body is read.
 func decodeBody(what string, req *remoting.Command, v any) error {
 	if len(req.Body) > maxBodyBytes {
 		return &remoting.ResponseError{Code: remoting.SystemError,
-			Remark: fmt.Sprintf("%s: body of %d bytes, more than %d", what, len(req.Body), maxBodyBytes)}
+			Remark: fmt.Sprintf("%s takes at most %d bytes of body; this request carried %d", what, maxBodyBytes, len(req.Body))}
 	}
 	if err := protocol.DecodeJSONBody(what, req.Body, v); err != nil {
 		return &remoting.ResponseError{Code: remoting.SystemError, Remark: err.Error()}
