@@ -15,6 +15,7 @@ import (
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/assignment"
 	"github.com/mqgo/mq/internal/client"
 	"github.com/mqgo/mq/internal/replication"
 	"github.com/mqgo/mq/producer"
@@ -82,6 +83,9 @@ func codeDefaults(t *testing.T) map[string]any {
 		"config.DefaultAutoCreateTopicRate":            config.DefaultAutoCreateTopicRate,
 		"route.DefaultMaxQueueNums":                    route.DefaultMaxQueueNums,
 		"config.DefaultReregisterGrace":                config.DefaultReregisterGrace,
+		"config.DefaultMessageRequestMode":             config.DefaultMessageRequestMode,
+		"config.DefaultPopShareQueueNum":               config.DefaultPopShareQueueNum,
+		"assignment.DefaultRoutePollInterval":          assignment.DefaultRoutePollInterval,
 		"storage.DefaultSegmentBytes":                  storage.DefaultSegmentBytes,
 		"storage.DefaultConsumeQueueUnits":             storage.DefaultConsumeQueueUnits,
 		"storage.DefaultFlushIntervalCommit":           storage.DefaultFlushIntervalCommit,

@@ -35,6 +35,7 @@ func hsRows() []hsRow {
 		{name: "7-heartbeat-2000-groups", attack: hsAttackManyGroups},
 		{name: "8-too-many-connections", attack: hsAttackConnections},
 		{name: "9-malformed-frames", attack: hsAttackMalformedFrames},
+		{name: "10-rocketmq5-types", attack: hsAttackTypes},
 	}
 }
 

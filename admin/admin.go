@@ -65,6 +65,9 @@ type TopicConfig struct {
 	// Perm is a mask of route.Perm*; 0 means route.PermReadWrite.
 	Perm  int
 	Order bool
+	// Attributes modifies the topic's RocketMQ 5 attributes: "+message.type=FIFO" adds or
+	// changes a key, "-key" deletes one, comma-separated; "" keeps them. The broker checks it.
+	Attributes string
 }
 
 // SubscriptionGroupConfig is a consumer group's settings on a broker (RocketMQ

@@ -122,7 +122,7 @@ func (a *Admin) CreateTopic(ctx context.Context, brokerAddr string, cfg TopicCon
 		ReadQueueNums:  int32(cmpOr(cfg.ReadQueueNums, DefaultReadQueueNums)),
 		WriteQueueNums: int32(cmpOr(cfg.WriteQueueNums, DefaultWriteQueueNums)),
 		Perm:           int32(cmpOr(cfg.Perm, int(route.PermReadWrite))), TopicFilterType: topicFilterType,
-		Order: cfg.Order}
+		Order: cfg.Order, Attributes: cfg.Attributes}
 	_, err := a.invokeOK(ctx, brokerAddr, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil))
 	if err != nil {
 		return fmt.Errorf("admin: create topic %s on broker %s: %w", cfg.Topic, brokerAddr, err)

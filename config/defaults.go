@@ -82,6 +82,7 @@ func (o *Options) EnsureDefaults() {
 	o.Timers.EnsureDefaults()
 	o.Transactions.EnsureDefaults()
 	o.Pop.EnsureDefaults()
+	o.Types.EnsureDefaults()
 	o.HA.EnsureDefaults()
 	o.Security.EnsureDefaults()
 }
@@ -99,7 +100,7 @@ func (o *Options) Validate() error {
 	if o.DisableNameServer && o.DisableBroker {
 		errs = append(errs, errors.New("mq: a node needs the name service, the broker, or both"))
 	}
-	errs = append(errs, o.Broker.Validate(len(o.ControllerMode.Addrs) > 0), o.Store.Validate(), o.HA.Validate(),
+	errs = append(errs, o.Broker.Validate(len(o.ControllerMode.Addrs) > 0), o.Store.Validate(), o.Types.Validate(), o.HA.Validate(),
 		o.Security.Validate(), o.Controller.Validate(), o.ControllerMode.Validate())
 	if o.HA.TLS && o.Broker.Role != storage.Slave && !o.DisableBroker && !hasCertificate(o.Security) {
 		errs = append(errs, errors.New("mq: HA.TLS on a master needs a Security.TLSConfig with a certificate"))

@@ -45,9 +45,11 @@ type Options struct {
 	Timers       Timers
 	Transactions Transactions
 	Pop          Pop
-	HA           HA
-	Security     Security
-	Controller   Controller
+	// Types are RocketMQ 5's message types and consumption modes (config/types.go).
+	Types      Types
+	HA         HA
+	Security   Security
+	Controller Controller
 	// ControllerMode puts the broker in RocketMQ 5's controller mode.
 	ControllerMode ControllerMode
 	HTTP           HTTP

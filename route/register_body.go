@@ -39,6 +39,9 @@ type TopicConfig struct {
 	TopicFilterType string `json:"topicFilterType"` // FilterSingleTag when empty
 	TopicSysFlag    int32  `json:"topicSysFlag"`
 	Order           bool   `json:"order"`
+	// Attributes are RocketMQ 5's topic attributes (TopicConfig.attributes), such as
+	// "message.type"; the broker checks and changes them (internal/broker/tables' attributes.go).
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // TopicConfigSerializeWrapper is a broker's topic table and its version.
@@ -57,7 +60,7 @@ type RegisterBrokerBody struct {
 // nothing. 64 MiB holds well over a million topic entries.
 const maxInflatedBody = 64 << 20
 
-// Encode returns the body as JSON, or with compress, in RocketMQ 4.x's compact form (see
+// Encode returns the body as JSON, or with compress, in RocketMQ's compact form (see
 // DecodeRegisterBrokerBody), which drops TopicSysFlag and Order.
 func (b *RegisterBrokerBody) Encode(compress bool) []byte {
 	w := *b
@@ -102,8 +105,14 @@ func (b *RegisterBrokerBody) encodeCompressed() []byte {
 	raw.Write(binary.BigEndian.AppendUint32(nil, uint32(len(table))))
 	for _, name := range slices.Sorted(maps.Keys(table)) {
 		tc := table[name]
-		putBlock(fmt.Appendf(nil, "%s %d %d %d %s", tc.TopicName, tc.ReadQueueNums,
-			tc.WriteQueueNums, tc.Perm, tc.TopicFilterType))
+		line := fmt.Appendf(nil, "%s %d %d %d %s", tc.TopicName, tc.ReadQueueNums,
+			tc.WriteQueueNums, tc.Perm, tc.TopicFilterType)
+		if len(tc.Attributes) > 0 {
+			// RocketMQ 5's sixth field: the attributes as JSON (TopicConfig.encode).
+			attrs, _ := json.Marshal(tc.Attributes) // a map of strings: cannot fail
+			line = append(append(line, ' '), attrs...)
+		}
+		putBlock(line)
 	}
 	fs, _ := json.Marshal(b.FilterServerList)
 	putBlock(fs)
@@ -238,8 +247,9 @@ func decodeCompressed(data []byte) (*RegisterBrokerBody, error) {
 	return b, nil
 }
 
-// parseTopicConfigLine reads TopicConfig.encode()'s "name read write perm filterType" (RocketMQ
-// 5.x appends an attributes field, which is ignored).
+// parseTopicConfigLine reads TopicConfig.encode()'s "name read write perm filterType" and
+// RocketMQ 5's sixth field, the attributes as JSON; like RocketMQ, attributes that do not parse
+// (a key or value with a space splits them) are left out.
 func parseTopicConfigLine(s string) (TopicConfig, error) {
 	f := strings.Split(s, " ")
 	if len(f) < 5 || f[0] == "" {
@@ -252,6 +262,12 @@ func parseTopicConfigLine(s string) (TopicConfig, error) {
 			return TopicConfig{}, fmt.Errorf("%q: field %d is not an integer", s, i+1)
 		}
 		*dst = int32(v)
+	}
+	if len(f) >= 6 {
+		var attrs map[string]string
+		if json.Unmarshal([]byte(f[5]), &attrs) == nil && len(attrs) > 0 {
+			tc.Attributes = attrs
+		}
 	}
 	return tc, nil
 }

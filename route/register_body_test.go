@@ -171,3 +171,43 @@ func TestBodyCRC32(t *testing.T) {
 		t.Errorf("bodyCRC32 = %#x, want %#x", got, want)
 	}
 }
+
+// RocketMQ 5's compact form carries a topic's attributes as a sixth field of JSON; ours writes
+// it when a topic has any, and both read it back. Attributes that do not parse are left out.
+func TestRegisterBrokerBodyCompressedAttributes(t *testing.T) {
+	java := javaCompressed(t, `{"counter":3,"timestamp":1700000000000}`,
+		[]string{`F 4 4 6 SINGLE_TAG {"message.type":"FIFO"}`, `P 1 1 6 SINGLE_TAG {}`, `B 1 1 6 SINGLE_TAG {"k":"a`}, `[]`)
+	got, err := DecodeRegisterBrokerBody(java, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := got.TopicConfigSerializeWrapper.TopicConfigTable
+	if diff := cmp.Diff(map[string]string{"message.type": "FIFO"}, table["F"].Attributes); diff != "" {
+		t.Errorf("F (-want +got):\n%s", diff)
+	}
+	if table["P"].Attributes != nil || table["B"].Attributes != nil || table["B"].ReadQueueNums != 1 {
+		t.Errorf("P %+v B %+v", table["P"], table["B"])
+	}
+	b := exampleBody()
+	tc := b.TopicConfigSerializeWrapper.TopicConfigTable["T"]
+	tc.Attributes = map[string]string{"message.type": "DELAY"}
+	b.TopicConfigSerializeWrapper.TopicConfigTable["T"] = tc
+	got, err = DecodeRegisterBrokerBody(b.Encode(true), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(tc.Attributes, got.TopicConfigSerializeWrapper.TopicConfigTable["T"].Attributes); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if got.TopicConfigSerializeWrapper.TopicConfigTable["TBW102"].Attributes != nil {
+		t.Errorf("a topic without attributes gained some")
+	}
+	// The JSON form carries them as RocketMQ 5's TopicConfig does.
+	back, err := DecodeRegisterBrokerBody(b.Encode(false), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(tc.Attributes, back.TopicConfigSerializeWrapper.TopicConfigTable["T"].Attributes); diff != "" {
+		t.Errorf("JSON round trip (-want +got):\n%s", diff)
+	}
+}

@@ -50,7 +50,8 @@ func init() {
 				{short: "r", long: "readQueueNums", usage: "set read queue nums (default 8)"},
 				{short: "w", long: "writeQueueNums", usage: "set write queue nums (default 8)"},
 				{short: "p", long: "perm", usage: "set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]"},
-				{short: "o", long: "order", usage: "set topic's order(true|false)"}},
+				{short: "o", long: "order", usage: "set topic's order(true|false)"},
+				{short: "a", long: "attributes", usage: "attribute(+a=b,+c=d,-e), e.g. +message.type=FIFO"}},
 			check: oneOf("b", "c")},
 		{name: "deleteTopic", desc: "Delete topic from broker and NameServer.", exec: deleteTopic,
 			options: []option{{short: "t", long: "topic", usage: "topic name", required: true},
@@ -61,6 +62,7 @@ func init() {
 				{short: "g", long: "groupName", usage: "consumer group name", required: true},
 				{short: "s", long: "consumeEnable", usage: "consume enable"},
 				{short: "d", long: "consumeBroadcastEnable", usage: "broadcast"},
+				{short: "o", long: "consumeMessageOrderly", usage: "consume message orderly"},
 				{short: "q", long: "retryQueueNums", usage: "retry queue nums"},
 				{short: "r", long: "retryMaxTimes", usage: "retry max times"},
 				{short: "i", long: "brokerId", usage: "consumer from which broker id"},
@@ -471,7 +473,8 @@ func updateTopic(ctx context.Context, e *env) (any, func(io.Writer), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := admin.TopicConfig{Topic: e.str("t"), ReadQueueNums: int(r), WriteQueueNums: int(w), Perm: int(perm), Order: order}
+	cfg := admin.TopicConfig{Topic: e.str("t"), ReadQueueNums: int(r), WriteQueueNums: int(w), Perm: int(perm), Order: order,
+		Attributes: strings.TrimSpace(e.str("a"))}
 	done, err := onTargets(ctx, e, a, cfg, func(addr string) error { return a.CreateTopic(ctx, addr, cfg) })
 	if err != nil {
 		return nil, nil, err
@@ -480,8 +483,8 @@ func updateTopic(ctx context.Context, e *env) (any, func(io.Writer), error) {
 		for _, d := range done {
 			fmt.Fprintf(b, "create topic to %s success.\n", d.Addr)
 		}
-		fmt.Fprintf(b, "TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%s, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=%t]\n",
-			cfg.Topic, cfg.ReadQueueNums, cfg.WriteQueueNums, route.PermString(int32(cfg.Perm)), cfg.Order)
+		fmt.Fprintf(b, "TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%s, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=%t, attributes=%s]\n",
+			cfg.Topic, cfg.ReadQueueNums, cfg.WriteQueueNums, route.PermString(int32(cfg.Perm)), cfg.Order, attributesString(cfg.Attributes))
 	}), nil
 }
 
@@ -526,6 +529,9 @@ func updateSubGroup(ctx context.Context, e *env) (any, func(io.Writer), error) {
 	if cfg.ConsumeBroadcastEnable, err = e.bool("d", cfg.ConsumeBroadcastEnable); err != nil {
 		return nil, nil, err
 	}
+	if cfg.ConsumeMessageOrderly, err = e.bool("o", cfg.ConsumeMessageOrderly); err != nil {
+		return nil, nil, err
+	}
 	q, err := e.int("q", int64(cfg.RetryQueueNums))
 	if err != nil {
 		return nil, nil, err
@@ -553,8 +559,8 @@ func updateSubGroup(ctx context.Context, e *env) (any, func(io.Writer), error) {
 		for _, d := range done {
 			fmt.Fprintf(b, "create subscription group to %s success.\n", d.Addr)
 		}
-		fmt.Fprintf(b, "SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=true, consumeBroadcastEnable=%t, retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, notifyConsumerIdsChangedEnable=true]\n",
-			cfg.GroupName, cfg.ConsumeEnable, cfg.ConsumeBroadcastEnable, cfg.RetryQueueNums, cfg.RetryMaxTimes, cfg.BrokerID, cfg.WhichBrokerWhenConsumeSlowly)
+		fmt.Fprintf(b, "SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=true, consumeBroadcastEnable=%t, consumeMessageOrderly=%t, retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, notifyConsumerIdsChangedEnable=true]\n",
+			cfg.GroupName, cfg.ConsumeEnable, cfg.ConsumeBroadcastEnable, cfg.ConsumeMessageOrderly, cfg.RetryQueueNums, cfg.RetryMaxTimes, cfg.BrokerID, cfg.WhichBrokerWhenConsumeSlowly)
 	}), nil
 }
 
@@ -1033,4 +1039,19 @@ func formatConsumed(mq admin.MessageQueue, msgs []*consumer.Message) string {
 	}
 	fmt.Fprintf(&b, "%s print msg finished.\n", mq)
 	return b.String()
+}
+
+// attributesString prints an attributes modification as RocketMQ 5's tool prints the map it
+// parsed it into ({+message.type=FIFO, -e=}), keys sorted.
+func attributesString(mods string) string {
+	if mods == "" {
+		return "{}"
+	}
+	var kvs []string
+	for kv := range strings.SplitSeq(mods, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		kvs = append(kvs, k+"="+v)
+	}
+	slices.Sort(kvs)
+	return "{" + strings.Join(kvs, ", ") + "}"
 }

@@ -136,11 +136,15 @@ func appendNeeds(dst []need, req *remoting.Command) ([]need, string) {
 		return needsSend(dst, ext["b"], ext["a"]), ""
 	case remoting.ConsumerSendMsgBack:
 		return needsGroup(dst, ext["group"], permSub), ""
-	case remoting.PullMessage:
+	case remoting.PullMessage, remoting.LitePullMessage:
+		// LITE_PULL_MESSAGE: not in RocketMQ 4.9; RocketMQ 5 checks it as the pull it is.
 		dst = needsTopic(dst, ext["topic"], permSub)
 		return needsGroup(dst, ext["consumerGroup"], permSub), ""
 	case remoting.QueryMessage:
 		return needsTopic(dst, ext["topic"], permSub), ""
+	case remoting.RecallMessage:
+		// Not in RocketMQ 4.9; RocketMQ 5 checks it as a send to the topic.
+		return needsTopic(dst, ext["topic"], permPub), ""
 	case remoting.ConsumeMessageDirectly:
 		// Not in RocketMQ 4.9 (5's ACL 2.0: SUB on both): the request has one of the group's
 		// consumers consume a message, and the broker checks the message's own topic once it

@@ -9,8 +9,8 @@
 //
 //	sender          send.go, send_check.go, send_props.go, send_put.go: SEND_MESSAGE(_V2),
 //	                SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK (retry.go)
-//	puller          pull*.go, offset_processor.go: PULL_MESSAGE, long polling, the offset
-//	                requests
+//	puller          pull*.go, offset_processor.go: PULL_MESSAGE and LITE_PULL_MESSAGE, long
+//	                polling, the offset requests
 //	clientManager   clients.go, reregister.go: heartbeats, producer and consumer groups, expiry,
 //	                notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the member-list grace after a
 //	                crash
@@ -24,7 +24,7 @@
 // under 60); services read the time themselves:
 //
 //	b.Topics()      view_tables.go: Get, Count, AddSystem, QueueLoopBound, InstallMaster
-//	b.Groups()      view_tables.go: All, Update, Delete, InstallMaster
+//	b.Groups()      view_tables.go: All, Find, Update, Delete, InstallMaster
 //	b.Offsets()     view_tables.go: All, Query, Commit, TopicsOf, InstallMaster
 //	b.Clients()     view_clients.go: Members, Member, ConsumerGroup, Producers, ProducerConns,
 //	                Counts, PullHolds

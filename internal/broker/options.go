@@ -47,6 +47,8 @@ type Options struct {
 	Transactions config.Transactions
 	// Pop are POP consumption's revive period and caps (internal/broker/pop applies its defaults).
 	Pop config.Pop
+	// Types are the message-type check on sends, MIXED topics and the assignment modes.
+	Types config.Types
 
 	// BrokerAddr is the "ip:port" clients are told to dial and the store host written into
 	// every record (RocketMQ brokerIP1 + listenPort; AdvertisedAddr forms it). Required.
@@ -125,6 +127,7 @@ func (o Options) withDefaults() Options {
 	o.Periods.EnsureDefaults()
 	o.Timers.EnsureDefaults()
 	o.Transactions.EnsureDefaults()
+	o.Types.EnsureDefaults()
 	if o.DefaultTopicQueueNums <= 0 {
 		o.DefaultTopicQueueNums = DefaultTopicQueueNums
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mqgo/mq/internal/broker/filter"
 	"github.com/mqgo/mq/internal/broker/longpoll"
+	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -44,13 +45,20 @@ func newPuller(b *Broker) *puller {
 	return pu
 }
 
-// registerPull installs PULL_MESSAGE and the offset requests.
+// registerPull installs PULL_MESSAGE, LITE_PULL_MESSAGE and the offset requests.
 func (pu *puller) registerPull(d *remoting.Dispatcher) {
 	pu.d.Store(d)
 	pu.handle(d, remoting.PullMessage, remoting.ProcessorFunc(pu.processPull), pu.pullEx)
+	// RocketMQ 5 serves LITE_PULL_MESSAGE (its lite pull consumers' code) with the pull
+	// processor, the header and answers of PULL_MESSAGE (litePullMessageEnable, on by default).
+	// Its own pool there (litePullMessageExecutor) only keeps lite pulls from queueing behind
+	// push pulls; one pull pool is kept here, as for every pull.
+	fields, _ := reqnames.Fields(remoting.PullMessage)
+	pu.handleNamed(d, remoting.LitePullMessage, fields, remoting.ProcessorFunc(pu.processPull), pu.pullEx)
 	// A pull has no body; one that carries some is refused before it can wait, parked, with
 	// megabytes (the server drops a large one unread).
 	d.SetMaxBody(remoting.PullMessage, 0, "PULL_MESSAGE")
+	d.SetMaxBody(remoting.LitePullMessage, 0, "LITE_PULL_MESSAGE")
 	pu.registerOffsets(d)
 }
 

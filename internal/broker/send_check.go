@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/mqgo/mq/internal/broker/tables"
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -104,6 +106,11 @@ func (s *sender) checkSend(ch remoting.Channel, h *protocol.SendMessageRequestHe
 		return TopicConfig{}, sendResponse(remoting.NoPermission,
 			"the topic["+h.Topic+"] sending message is forbidden")
 	}
+	if tc.Attributes != nil {
+		if resp := s.checkMessageType(tc, h); resp != nil {
+			return TopicConfig{}, resp
+		}
+	}
 	// RocketMQ accepts any queue below the larger of the two counts, so producers holding a
 	// route from before the write queues shrank keep working.
 	if h.QueueID >= max(tc.WriteQueueNums, tc.ReadQueueNums) {
@@ -122,4 +129,54 @@ func topicConfigString(tc TopicConfig) string {
 	return fmt.Sprintf("TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%s, "+
 		"topicFilterType=%s, topicSysFlag=%d, order=%t]", tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums,
 		route.PermString(tc.Perm), ft, tc.TopicSysFlag, tc.Order)
+}
+
+// Message properties that make a send's type (RocketMQ 5's MessageConst): a timer message's
+// delays, and a FIFO message's group, the key 5.x's clients and proxy set (4.x's SHARDING_KEY
+// was renamed).
+const (
+	propTimerDelaySec  = "TIMER_DELAY_SEC"
+	propTimerDelayMS   = "TIMER_DELAY_MS"
+	propFIFOShardKey   = "__SHARDINGKEY"
+	messageTypeRemarkf = "TopicMessageType validate failed, the expected type is %s, but actual type is %s"
+)
+
+// sendMessageType is the type a send's properties make it (TopicMessageType
+// .parseFromMessageProperty): TRANSACTION for a half message, DELAY for a delay level or a
+// timer, FIFO for a message group, else NORMAL.
+func sendMessageType(props string) string {
+	if v, _ := message.PropertyValueString(props, message.PropertyTransactionPrepared); v == "true" {
+		return tables.TypeTransaction
+	}
+	for _, k := range []string{message.PropertyDelayTimeLevel, message.PropertyTimerDeliverMS, propTimerDelaySec, propTimerDelayMS} {
+		if _, ok := message.PropertyValueString(props, k); ok {
+			return tables.TypeDelay
+		}
+	}
+	if _, ok := message.PropertyValueString(props, propFIFOShardKey); ok {
+		return tables.TypeFIFO
+	}
+	return tables.TypeNormal
+}
+
+// checkMessageType refuses a send whose type is not its topic's message.type, as RocketMQ 5
+// refuses it (its proxy's DefaultTopicMessageTypeValidator, on by default with
+// enableTopicMessageTypeCheck, answered MESSAGE_ILLEGAL to remoting clients): a MIXED topic
+// takes any type. Unlike 5.x's proxy, which takes a topic without the attribute for NORMAL, only
+// topics whose attribute is set are checked: RocketMQ 5's broker itself checks none, and 4.x
+// clients sending delay, transactional or orderly messages to untyped topics must keep working.
+// Retry and dead-letter topics and messages a broker forwards (TRANSFER_FLAG) are not checked.
+func (s *sender) checkMessageType(tc TopicConfig, h *protocol.SendMessageRequestHeader) *remoting.Command {
+	want, set := tables.MessageType(tc)
+	if !set || s.opts.Types.DisableTopicMessageTypeCheck || want == tables.TypeMixed ||
+		names.IsRetryTopic(h.Topic) || strings.HasPrefix(h.Topic, names.DLQPrefix) {
+		return nil
+	}
+	if _, ok := message.PropertyValueString(h.Properties, message.PropertyTransferFlag); ok {
+		return nil
+	}
+	if got := sendMessageType(h.Properties); got != want {
+		return sendResponse(remoting.MessageIllegal, fmt.Sprintf(messageTypeRemarkf, want, got))
+	}
+	return nil
 }

@@ -37,6 +37,10 @@ type Handler struct {
 	Proc  remoting.Processor
 	// Pool is the executor the request runs on: one of Pools' or the service's own.
 	Pool *remoting.Executor
+	// MaxBody, when above 0, is the longest body the code takes: a longer one is answered
+	// SYSTEM_ERROR by the dispatcher and dropped as it arrives, never buffered whole
+	// (remoting.Dispatcher.SetMaxBody).
+	MaxBody int
 }
 
 // Pools are the core's request executors, as RocketMQ's BrokerController keeps them; a service
@@ -109,6 +113,9 @@ func (b *Broker) registerServices(d *remoting.Dispatcher) {
 	for _, s := range b.services {
 		for _, h := range s.Handlers() {
 			b.handleNamed(d, h.Code, h.Names, h.Proc, h.Pool)
+			if h.MaxBody > 0 {
+				d.SetMaxBody(h.Code, h.MaxBody, remoting.RequestCodeName(h.Code))
+			}
 		}
 	}
 }

@@ -56,10 +56,6 @@ func (b *Broker) Groups() Groups { return Groups{b} }
 // All copies the subscription group table.
 func (v Groups) All() SubscriptionGroupWrapper { return v.b.groups.Snapshot() }
 
-// Find is the group's subscription config, created with the defaults when the broker
-// auto-creates groups (as a pull finds it); false when it does not exist.
-func (v Groups) Find(group string) (SubscriptionGroupConfig, bool) { return v.b.groups.Find(group) }
-
 // Update checks c (its name and retry queue count) and stores it; the error is the refusal,
 // with RocketMQ's code and a remark naming the field.
 func (v Groups) Update(c SubscriptionGroupConfig) error {
@@ -76,6 +72,11 @@ func (v Groups) Update(c SubscriptionGroupConfig) error {
 	v.b.groups.Update(c)
 	return nil
 }
+
+// Find returns a group's settings, creating RocketMQ's defaults for an unknown group unless
+// the broker does not auto-create subscription groups (SubscriptionGroupManager
+// .findSubscriptionGroupConfig); ok is false when the group has none.
+func (v Groups) Find(group string) (SubscriptionGroupConfig, bool) { return v.b.groups.Find(group) }
 
 // Delete removes a group's settings and reports whether it had any.
 func (v Groups) Delete(group string) bool { return v.b.groups.Delete(group) }

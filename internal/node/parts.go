@@ -76,6 +76,7 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 		Timers:                        o.Timers,
 		Transactions:                  o.Transactions,
 		Pop:                           o.Pop,
+		Types:                         o.Types,
 		BrokerAddr:                    addr,
 		HA:                            ha,
 		HAConn:                        o.haConn(),

@@ -1137,6 +1137,40 @@ func (h *QueryMessageResponseHeader) Decode(ext map[string]string) error {
 }
 
 // Encode implements remoting.Header.
+func (h *RecallMessageRequestHeader) Encode(ext map[string]string) {
+	ext["producerGroup"] = h.ProducerGroup
+	ext["topic"] = h.Topic
+	ext["recallHandle"] = h.RecallHandle
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *RecallMessageRequestHeader) ExtFieldsCap() int { return 3 }
+
+// Decode implements remoting.Header.
+func (h *RecallMessageRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ProducerGroup = r.String("producerGroup", false)
+	h.Topic = r.String("topic", true)
+	h.RecallHandle = r.String("recallHandle", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *RecallMessageResponseHeader) Encode(ext map[string]string) {
+	ext["msgId"] = h.MsgID
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *RecallMessageResponseHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *RecallMessageResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.MsgID = r.String("msgId", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *ReplyMessageRequestHeader) Encode(ext map[string]string) {
 	ext["producerGroup"] = h.ProducerGroup
 	ext["topic"] = h.Topic
@@ -1342,10 +1376,13 @@ func (h *SendMessageResponseHeader) Encode(ext map[string]string) {
 		ext["MSG_REGION"] = h.MsgRegion
 	}
 	remoting.PutBool(ext, "TRACE_ON", h.TraceOn)
+	if h.RecallHandle != "" {
+		ext["recallHandle"] = h.RecallHandle
+	}
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
-func (h *SendMessageResponseHeader) ExtFieldsCap() int { return 6 }
+func (h *SendMessageResponseHeader) ExtFieldsCap() int { return 7 }
 
 // Decode implements remoting.Header.
 func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
@@ -1356,6 +1393,7 @@ func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
 	h.TransactionID = r.String("transactionId", false)
 	h.MsgRegion = r.String("MSG_REGION", false)
 	h.TraceOn = nonFalse(r.String("TRACE_ON", false))
+	h.RecallHandle = r.String("recallHandle", false)
 	return r.Err()
 }
 
@@ -1409,10 +1447,13 @@ func (h *CreateTopicRequestHeader) Encode(ext map[string]string) {
 	ext["topicFilterType"] = h.TopicFilterType
 	remoting.PutInt32(ext, "topicSysFlag", h.TopicSysFlag)
 	remoting.PutBool(ext, "order", h.Order)
+	if h.Attributes != "" {
+		ext["attributes"] = h.Attributes
+	}
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
-func (h *CreateTopicRequestHeader) ExtFieldsCap() int { return 8 }
+func (h *CreateTopicRequestHeader) ExtFieldsCap() int { return 9 }
 
 // Decode implements remoting.Header.
 func (h *CreateTopicRequestHeader) Decode(ext map[string]string) error {
@@ -1425,6 +1466,7 @@ func (h *CreateTopicRequestHeader) Decode(ext map[string]string) error {
 	h.TopicFilterType = r.String("topicFilterType", false)
 	h.TopicSysFlag = r.Int32("topicSysFlag", false)
 	h.Order = r.Bool("order", false)
+	h.Attributes = r.String("attributes", false)
 	return r.Err()
 }
 

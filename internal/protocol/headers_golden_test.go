@@ -98,6 +98,8 @@ var goldenHeaders = []goldenHeader{
 	golden[NotifyBrokerRoleChangedRequestHeader]("NotifyBrokerRoleChangedRequestHeader"),
 	golden[GetReplicaInfoRequestHeader]("GetReplicaInfoRequestHeader"),
 	golden[GetReplicaInfoResponseHeader]("GetReplicaInfoResponseHeader"),
+	golden[RecallMessageRequestHeader]("RecallMessageRequestHeader"),
+	golden[RecallMessageResponseHeader]("RecallMessageResponseHeader"),
 	golden[GetMetaDataResponseHeader]("GetMetaDataResponseHeader"),
 	golden[CleanControllerBrokerDataRequestHeader]("CleanControllerBrokerDataRequestHeader"),
 	golden[PopMessageRequestHeader]("PopMessageRequestHeader"),

@@ -55,4 +55,7 @@ type SendMessageResponseHeader struct {
 	// TraceOn ("TRACE_ON") is always written, and read as the Go client reads it: anything but
 	// empty or "false" is on.
 	TraceOn bool `ext:"TRACE_ON,nonfalse"`
+	// RecallHandle is RocketMQ 5's handle of a timer message, for RECALL_MESSAGE; left out for
+	// any other message.
+	RecallHandle string `ext:"recallHandle,omitempty"`
 }

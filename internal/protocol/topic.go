@@ -17,6 +17,9 @@ type CreateTopicRequestHeader struct {
 	TopicFilterType string `ext:"topicFilterType"` // "SINGLE_TAG" or "MULTI_TAG"
 	TopicSysFlag    int32  `ext:"topicSysFlag"`
 	Order           bool   `ext:"order"`
+	// Attributes is RocketMQ 5's modification of the topic's attributes,
+	// "+message.type=FIFO,-key" (AttributeParser); absent, the topic keeps those it has.
+	Attributes string `ext:"attributes,omitempty"`
 }
 
 // TopicHeader is the header of the requests that name only a topic.

@@ -22,10 +22,19 @@ type DelayOffsets interface {
 	SetDelayOffsets(w protocol.DelayOffsetSerializeWrapper) error
 }
 
+// RequestModes is the assignment service's side of slave sync: a slave replaces its message
+// request modes with its master's GET_ALL_MESSAGE_REQUEST_MODE body (RocketMQ 5
+// SlaveSynchronize.syncMessageRequestMode).
+type RequestModes interface {
+	InstallMaster(body []byte) error
+}
+
 // Deps are what the service needs beyond the core.
 type Deps struct {
 	// DelayOffsets takes the master's delay offsets on a slave; nil leaves them out of sync.
 	DelayOffsets DelayOffsets
+	// RequestModes takes the master's message request modes; nil leaves them out of sync.
+	RequestModes RequestModes
 }
 
 // Service is one broker's replication: the HA master or slave over the broker's store, the
@@ -36,6 +45,7 @@ type Service struct {
 	store  *storage.Store
 	log    zerolog.Logger
 	delays DelayOffsets
+	modes  RequestModes
 
 	master *replication.Master // masters only
 	slave  *replication.Slave  // slaves only
@@ -65,7 +75,7 @@ var _ broker.Replicator = (*Service)(nil)
 func New(core *broker.Broker, deps Deps) (*Service, error) {
 	opts := core.Options()
 	log := core.Logger().With().Str("component", "ha").Str("broker", opts.Broker.Name).Logger()
-	s := &Service{core: core, opts: opts, store: core.Store(), log: log, delays: deps.DelayOffsets,
+	s := &Service{core: core, opts: opts, store: core.Store(), log: log, delays: deps.DelayOffsets, modes: deps.RequestModes,
 		timeoutLog: log.Sample(&zerolog.BurstSampler{Burst: 1, Period: 10 * time.Second})}
 	s.inSync.Store(1)
 	var err error

@@ -35,13 +35,13 @@ func (s *Service) runSlaveSync(ctx context.Context) error {
 	}
 }
 
-// SyncFromMaster fetches the master's topics, consumer offsets, delay offsets and
-// subscription groups from addr and installs them at once, as a tick of Run does.
+// SyncFromMaster fetches the master's topics, consumer offsets, delay offsets, subscription
+// groups and message request modes from addr and installs them at once, as a tick of Run does.
 func (s *Service) SyncFromMaster(ctx context.Context, addr string) error {
 	return s.syncFromMaster(ctx, addr)
 }
 
-// syncFromMaster fetches and installs the four tables; each failure is reported, the others
+// syncFromMaster fetches and installs the five tables; each failure is reported, the others
 // still run. The core checks what it installs (core_ha.go).
 func (s *Service) syncFromMaster(ctx context.Context, addr string) error {
 	err := errors.Join(
@@ -67,9 +67,24 @@ func (s *Service) syncFromMaster(ctx context.Context, addr string) error {
 			}
 			return s.core.Groups().InstallMaster(w)
 		}),
+		s.syncRequestModes(ctx, addr),
 	)
 	if err == nil {
 		s.synced.Add(1)
+	}
+	return err
+}
+
+// syncRequestModes copies the master's message request modes (RocketMQ 5). A master that does
+// not serve GET_ALL_MESSAGE_REQUEST_MODE (RocketMQ 4.x) has none: that is not a failure.
+func (s *Service) syncRequestModes(ctx context.Context, addr string) error {
+	if s.modes == nil {
+		return nil
+	}
+	err := s.syncOne(ctx, addr, remoting.GetAllMessageRequestMode, s.modes.InstallMaster)
+	var re *remoting.ResponseError
+	if errors.As(err, &re) && re.Code == remoting.RequestCodeNotSupported {
+		return nil
 	}
 	return err
 }

@@ -11,9 +11,10 @@
 // the timer topic rmq_sys_wheel_timer and its cursor (the consumer offset of group
 // CID_RMQ_SYS_WHEEL_TIMER, saved by the core), the store's retention floor, and three loops
 // (Run): the delivery of each kind, on a master only, and the writer of delayOffset.json. It
-// serves no request code: GET_ALL_DELAY_OFFSET and the runtime info are the admin service's
-// (internal/broker/admin), reading DelayOffsets; a slave's sync (internal/broker/ha) installs
-// its master's cursors through SetDelayOffsets.
+// serves one request code, RocketMQ 5's RECALL_MESSAGE (recall.go), which stores a deletion
+// marker for a timer message; GET_ALL_DELAY_OFFSET and the runtime info are the admin
+// service's (internal/broker/admin), reading DelayOffsets; a slave's sync (internal/broker/ha)
+// installs its master's cursors through SetDelayOffsets.
 //
 // Files: service.go (the Scheduler and the Service), delay.go (delay levels), timer.go
 // (timers). Locks: delayService.mu guards the level cursors and is a leaf; the timer's wheel
@@ -62,4 +63,11 @@
 // may be delivered already. After a restart such a message, if it was due before the broker
 // started, is first looked up in its real topic by its UNIQ_KEY through the index: a delivered
 // copy carries the same TIMER_OUT_MS and a TIMER_DEQUEUE_MS, and is not stored again.
+//
+// A deletion marker (a timer message with TIMER_DEL_UNIQKEY "<real topic>+<UNIQ_KEY>", which
+// RECALL_MESSAGE stores for the time its handle names, the message's plus 1 ms) is not
+// delivered: the scan records its key until the slot after the marker's is done, and a
+// message of that key due by then is dropped instead of delivered. A marker is marked done at
+// once; the cursor still cannot pass the message it deletes, which was stored before it, so
+// after a restart the scan from the cursor finds the marker again.
 package schedule

@@ -27,9 +27,9 @@ func New(b *broker.Broker) (*Service, error) {
 	return s, nil
 }
 
-// Handlers: none. GET_ALL_DELAY_OFFSET is the core's admin processor, which reads
-// DelayOffsets.
-func (s *Service) Handlers() []broker.Handler { return nil }
+// Handlers: RECALL_MESSAGE (recall.go). GET_ALL_DELAY_OFFSET is the admin service's, which
+// reads DelayOffsets.
+func (s *Service) Handlers() []broker.Handler { return []broker.Handler{s.recallHandler()} }
 
 // Run saves the delay cursors as they move and, on a master, delivers delayed and timer
 // messages, until ctx ends. A slave keeps the cursors its master reports and delivers nothing:

@@ -101,11 +101,6 @@ func (s *timerService) toTimerTopic(m *storage.Message) *remoting.Command {
 	if deliverMs-now > s.maxDelay.Milliseconds() {
 		return illegal
 	}
-	if del {
-		// Deleting a pending timer message is not supported; delivering the deletion request
-		// as a message would be worse than refusing it.
-		return broker.SendResponse(remoting.MessageIllegal, "timer message deletion (TIMER_DEL_UNIQKEY) is not supported")
-	}
 	props := broker.SetProperty(m.Properties, PropertyTimerOutMS, strconv.FormatInt(deliverMs, 10))
 	props = broker.SetProperty(props, message.PropertyRealTopic, m.Topic)
 	m.Properties = broker.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
@@ -174,11 +169,15 @@ type timerService struct {
 	slotMs int64 // slot width
 	poll   time.Duration
 
-	slots     map[int64][]timerEntry // slot -> entries; slot s is due at s*slotMs
-	slotOrder slotHeap
-	scanned   int64 // next timer queue offset to index
-	window    offsetWindow
-	committed int64
+	slots map[int64][]timerEntry // slot -> entries; slot s is due at s*slotMs
+	// deleted are the keys of messages deletion markers named (TimerDeleteKey); deleteOrder
+	// lists them by the slot of their marker, after which they are forgotten.
+	deleted     map[string]struct{}
+	deleteOrder map[int64][]string
+	slotOrder   slotHeap
+	scanned     int64 // next timer queue offset to index
+	window      offsetWindow
+	committed   int64
 	// checkBelow: offsets below it were stored before this start and may have been delivered.
 	checkBelow int64
 	startMs    int64
@@ -195,9 +194,10 @@ func newTimerService(b *broker.Broker) *timerService {
 	o := b.Options()
 	st := b.Store()
 	s := &timerService{b: b,
-		log:      b.Logger().With().Str("component", "timer").Str("broker", o.Broker.Name).Logger(),
-		slotMs:   max(o.Timers.Precision.Milliseconds()/2, 1),
-		slots:    map[int64][]timerEntry{},
+		log:     b.Logger().With().Str("component", "timer").Str("broker", o.Broker.Name).Logger(),
+		slotMs:  max(o.Timers.Precision.Milliseconds()/2, 1),
+		slots:   map[int64][]timerEntry{},
+		deleted: map[string]struct{}{}, deleteOrder: map[int64][]string{},
 		maxDelay: o.Timers.MaxDelay,
 	}
 	s.poll = max(o.Timers.Precision/4, time.Millisecond)
@@ -257,7 +257,7 @@ func (s *timerService) scan() bool {
 	for _, u := range units {
 		off := s.scanned
 		s.scanned++
-		deliverMs, err := s.deliverTime(u)
+		deliverMs, delKey, err := s.deliverTime(u)
 		if err != nil {
 			s.log.Error().Err(err).Int64("offset", off).Msg("timer message dropped")
 			s.window.done(off)
@@ -266,6 +266,12 @@ func (s *timerService) scan() bool {
 		slot := (deliverMs + s.slotMs - 1) / s.slotMs
 		if _, ok := s.slots[slot]; !ok {
 			heap.Push(&s.slotOrder, slot)
+			s.slots[slot] = nil
+		}
+		if delKey != "" {
+			s.markDeleted(delKey, slot)
+			s.window.done(off)
+			continue
 		}
 		s.slots[slot] = append(s.slots[slot], timerEntry{deliverMs: deliverMs, queueOffset: off, phyOffset: u.PhyOffset})
 		s.pending.Add(1)
@@ -273,20 +279,47 @@ func (s *timerService) scan() bool {
 	return s.scanned < end
 }
 
-// deliverTime reads a timer record's TIMER_OUT_MS.
-func (s *timerService) deliverTime(u storage.CQUnit) (int64, error) {
+// deliverTime reads a timer record's TIMER_OUT_MS and, for a deletion marker, the key of the
+// message it deletes (TIMER_DEL_UNIQKEY, "<real topic>+<UNIQ_KEY>").
+func (s *timerService) deliverTime(u storage.CQUnit) (int64, string, error) {
 	if u.Size == math.MaxInt32 {
-		return 0, fmt.Errorf("blank unit")
+		return 0, "", fmt.Errorf("blank unit")
 	}
 	var rec message.Record
 	if err := s.b.Messages().Read(u.PhyOffset, &rec); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	v, ok := message.PropertyValue(rec.Properties, PropertyTimerOutMS)
 	if !ok {
-		return 0, fmt.Errorf("no %s", PropertyTimerOutMS)
+		return 0, "", fmt.Errorf("no %s", PropertyTimerOutMS)
 	}
-	return strconv.ParseInt(string(v), 10, 64)
+	ms, err := strconv.ParseInt(string(v), 10, 64)
+	del, _ := message.PropertyValue(rec.Properties, PropertyTimerDelUniqKey)
+	return ms, string(del), err
+}
+
+// TimerDeleteKey is the key a deletion marker names the timer message it deletes by
+// (TimerMessageStore.buildDeleteKey).
+func TimerDeleteKey(realTopic, uniqKey string) string { return realTopic + "+" + uniqKey }
+
+// markDeleted records a deletion marker due in slot: the message it names is not delivered if
+// its slot comes no later than the slot after the marker's (a recall handle's time is the
+// message's plus 1 ms, which may fall in the next slot). Markers are forgotten once that slot
+// is done; on a restart the scan from the cursor finds them again, since the cursor never
+// passes a message not yet delivered and a marker is stored after its message.
+func (s *timerService) markDeleted(key string, slot int64) {
+	if _, ok := s.deleted[key]; !ok {
+		s.deleteOrder[slot] = append(s.deleteOrder[slot], key)
+	}
+	s.deleted[key] = struct{}{}
+}
+
+// forgetDeleted drops the markers due in slot once it is done.
+func (s *timerService) forgetDeleted(slot int64) {
+	for _, k := range s.deleteOrder[slot] {
+		delete(s.deleted, k)
+	}
+	delete(s.deleteOrder, slot)
 }
 
 // deliverDue stores every message of the slots due at nowMs in its real topic. On a failed put
@@ -305,6 +338,7 @@ func (s *timerService) deliverDue(ctx context.Context, nowMs int64) error {
 		}
 		delete(s.slots, slot)
 		heap.Pop(&s.slotOrder)
+		s.forgetDeleted(slot)
 	}
 	return nil
 }
@@ -324,6 +358,12 @@ func (s *timerService) deliver(e timerEntry) error {
 	if topic == "" || err != nil || qid < 0 {
 		s.log.Error().Int64("offset", e.queueOffset).Msg("timer message without REAL_TOPIC/REAL_QID dropped")
 		return nil
+	}
+	if len(s.deleted) > 0 {
+		if _, gone := s.deleted[TimerDeleteKey(topic, propertyOrEmpty(raw, message.PropertyUniqKey))]; gone {
+			s.log.Debug().Str("topic", topic).Int64("offset", e.queueOffset).Msg("timer message deleted (recalled), not delivered")
+			return nil
+		}
 	}
 	if e.queueOffset < s.checkBelow && e.deliverMs <= s.startMs && s.deliveredBefore(topic, raw) {
 		return nil

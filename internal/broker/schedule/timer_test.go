@@ -118,7 +118,6 @@ func TestTimerSendChecks(t *testing.T) {
 		"beyond max delay": {PropertyTimerDelaySec: "3601"},
 		"not a number":     {message.PropertyTimerDeliverMS: "soon"},
 		"overflow":         {PropertyTimerDelaySec: "9223372036854775807"},
-		"deletion":         {PropertyTimerDelayMS: "1000", PropertyTimerDelUniqKey: "x"},
 		"past deletion":    {PropertyTimerDelayMS: "-5", PropertyTimerDelUniqKey: "x"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -6,6 +6,7 @@ package services
 import (
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/admin"
+	"github.com/mqgo/mq/internal/broker/assignment"
 	"github.com/mqgo/mq/internal/broker/ha"
 	"github.com/mqgo/mq/internal/broker/pop"
 	"github.com/mqgo/mq/internal/broker/reply"
@@ -33,7 +34,13 @@ func Attach(b *broker.Broker, deps Deps) error {
 	st := stats.New(b)
 	b.Attach(st)
 	b.Attach(reply.New(b))
-	h, err := ha.New(b, ha.Deps{DelayOffsets: sched})
+	// Before HA: a slave's metadata sync installs the master's request modes in it.
+	as, err := assignment.New(b)
+	if err != nil {
+		return err
+	}
+	b.Attach(as)
+	h, err := ha.New(b, ha.Deps{DelayOffsets: sched, RequestModes: as})
 	if err != nil {
 		return err
 	}

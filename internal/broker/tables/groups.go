@@ -15,15 +15,18 @@ import (
 // SubscriptionGroupConfig is a consumer group's settings, in RocketMQ's JSON form
 // (subscriptionGroup.json, GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
 type SubscriptionGroupConfig struct {
-	GroupName                      string `json:"groupName"`
-	ConsumeEnable                  bool   `json:"consumeEnable"`
-	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
-	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
-	RetryQueueNums                 int32  `json:"retryQueueNums"`
-	RetryMaxTimes                  int32  `json:"retryMaxTimes"`
-	BrokerID                       int64  `json:"brokerId"`
-	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
-	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
+	GroupName              string `json:"groupName"`
+	ConsumeEnable          bool   `json:"consumeEnable"`
+	ConsumeFromMinEnable   bool   `json:"consumeFromMinEnable"`
+	ConsumeBroadcastEnable bool   `json:"consumeBroadcastEnable"`
+	// ConsumeMessageOrderly marks a FIFO consumer group (RocketMQ 5): POP hands its messages
+	// out in order per message group, and 5.x's proxy reports the group to SDKs as fifo.
+	ConsumeMessageOrderly          bool  `json:"consumeMessageOrderly"`
+	RetryQueueNums                 int32 `json:"retryQueueNums"`
+	RetryMaxTimes                  int32 `json:"retryMaxTimes"`
+	BrokerID                       int64 `json:"brokerId"`
+	WhichBrokerWhenConsumeSlowly   int64 `json:"whichBrokerWhenConsumeSlowly"`
+	NotifyConsumerIdsChangedEnable bool  `json:"notifyConsumerIdsChangedEnable"`
 }
 
 // NewSubscriptionGroupConfig returns RocketMQ's defaults for a group.

@@ -37,6 +37,10 @@ func (m *Topics) InstallMaster(w route.TopicConfigSerializeWrapper) error {
 		w.TopicConfigTable = map[string]route.TopicConfig{}
 	}
 	drops := dropInvalidTopics(w.TopicConfigTable)
+	if n := scrubTable(w.TopicConfigTable); n > 0 {
+		m.log.Warn().Str("source", "master").Int("topics", n).
+			Msg("slave sync: master's topic attributes this broker does not know left out")
+	}
 	clamped := 0
 	for name, tc := range w.TopicConfigTable {
 		r, wq := clampQueueNums(tc.ReadQueueNums, m.maxQueueNums), clampQueueNums(tc.WriteQueueNums, m.maxQueueNums)

@@ -1,5 +1,6 @@
 // Package tables holds a broker's metadata tables and their files: the topics (topics.json
-// and its journal, the system topics, auto-creation from TBW102), the subscription groups
+// and its journal, the system topics, auto-creation from TBW102, RocketMQ 5's topic
+// attributes and their checks in attributes.go), the subscription groups
 // (subscriptionGroup.json), the consumer offsets (consumerOffset.json), the metadata writer
 // that persists them off the request path, and the per-connection bound on topic
 // auto-creation. They are RocketMQ's TopicConfigManager, SubscriptionGroupManager and

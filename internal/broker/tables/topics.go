@@ -104,6 +104,10 @@ func loadTopics(cfg Config, w *Writer) (*Topics, error) {
 	if err := m.replayJournal(); err != nil {
 		return nil, err
 	}
+	if n := scrubTable(m.table); n > 0 {
+		m.log.Error().Str("file", m.path).Int("topics", n).
+			Msg("topic attributes no request could set (unknown keys or values) dropped at load")
+	}
 	if n := len(m.table); n > m.maxTopics {
 		m.log.Warn().Int("topics", n).Int("max_topics", m.maxTopics).
 			Msg("more topics loaded than MaxTopics: none can be created until some are deleted")
@@ -256,17 +260,31 @@ func (m *Topics) PutIfAbsent(tc route.TopicConfig, capped bool) (route.TopicConf
 	return tc, true, nil
 }
 
-// Update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC). A new topic that would take
-// the table past MaxTopics is refused with ErrTooManyTopics.
-func (m *Topics) Update(tc route.TopicConfig) error {
+// Update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC), its attributes kept.
+func (m *Topics) Update(tc route.TopicConfig) error { return m.UpdateAttributes(tc, nil) }
+
+// UpdateAttributes creates or replaces a topic (UPDATE_AND_CREATE_TOPIC) and applies an
+// attributes modification (ParseAttributes) to the attributes it holds, as RocketMQ 5's
+// TopicConfigManager.updateTopicConfig does: tc.Attributes is ignored; with no modification
+// the topic keeps its attributes. A refused modification is an *AttributeError and changes
+// nothing; a new topic that would take the table past MaxTopics is refused with
+// ErrTooManyTopics.
+func (m *Topics) UpdateAttributes(tc route.TopicConfig, mods map[string]string) error {
 	if tc.TopicFilterType == "" {
 		tc.TopicFilterType = route.FilterSingleTag
 	}
 	m.mu.Lock()
-	if _, ok := m.table[tc.TopicName]; !ok && len(m.table) >= m.maxTopics {
+	old, exists := m.table[tc.TopicName]
+	if !exists && len(m.table) >= m.maxTopics {
 		m.mu.Unlock()
 		return ErrTooManyTopics
 	}
+	attrs, err := AlterAttributes(!exists, old.Attributes, mods)
+	if err != nil {
+		m.mu.Unlock()
+		return &AttributeError{Err: err}
+	}
+	tc.Attributes = attrs
 	m.table[tc.TopicName] = tc
 	m.putLocked(tc)
 	m.mu.Unlock()
