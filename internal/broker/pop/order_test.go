@@ -92,3 +92,36 @@ func TestFIFOPop(t *testing.T) {
 		t.Fatalf("consumer offset after the last ack %d, want 5", off)
 	}
 }
+
+// A group marked FIFO (consumeMessageOrderly) pops in order though the request does not ask.
+func TestFIFOGroupPopsInOrder(t *testing.T) {
+	e := start(t, "", nil)
+	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
+	gc, _ := e.Groups().Find(tGroup)
+	gc.ConsumeMessageOrderly = true
+	if err := e.Groups().Update(gc); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, tTopic, 0, 3, "", "m")
+	plain := func() []popped {
+		t.Helper()
+		_, ms := e.pop(t, popHeader(tGroup, tTopic, -1, 2, 60_000, 0))
+		return ms
+	}
+	first := plain()
+	if len(first) != 2 {
+		t.Fatalf("first pop %v", bodies(first))
+	}
+	if h, err := protocol.ParseExtraInfo(first[0].handle); err != nil || h.ReviveQid != orderReviveQid {
+		t.Fatalf("a FIFO group's handle %q (%v): not a FIFO pop's", first[0].handle, err)
+	}
+	if more := plain(); len(more) != 0 {
+		t.Fatalf("the queue handed out %v while the group's batch awaits ack", bodies(more))
+	}
+	for _, m := range first {
+		e.ack(t, tGroup, m)
+	}
+	if next := plain(); len(next) != 1 || next[0].body != "m-2" {
+		t.Fatalf("after the acks popped %v, want m-2", bodies(next))
+	}
+}

@@ -70,8 +70,15 @@ func (s *Service) checkPop(ch remoting.Channel, h *protocol.PopMessageRequestHea
 	if refused != nil {
 		return nil, refused
 	}
-	if _, refused := s.consumableGroup(h.ConsumerGroup); refused != nil {
+	gc, refused := s.consumableGroup(h.ConsumerGroup)
+	if refused != nil {
 		return nil, refused
+	}
+	if gc.ConsumeMessageOrderly {
+		// A FIFO group (mqadmin updateSubGroup -o true) pops in order whatever the request
+		// says: RocketMQ 5's proxy sets order from the group for its SDKs, and a remoting
+		// client that does not know the group's setting gets the same here.
+		h.Order = true
 	}
 	if refused := filter.RefuseHeader(h.Exp, h.ExpType); refused != nil {
 		return nil, refused
