@@ -318,7 +318,18 @@ func (e ExtraInfo) RealTopic(topic, group string) string {
 // AppendOffsetInfo appends one ";"-separated entry "retry queueId value" to an *Info string of
 // PopMessageResponseHeader (ExtraInfoUtil.buildStartOffsetInfo and friends).
 func AppendOffsetInfo(info, topic string, queueID int32, value string) string {
-	e := PopRetryMarker(topic) + " " + strconv.FormatInt(int64(queueID), 10) + " " + value
+	return appendInfoEntry(info, PopRetryMarker(topic)+" "+strconv.FormatInt(int64(queueID), 10)+" "+value)
+}
+
+// AppendQueueOffsetCount appends to an orderCountInfo one message's consumed count, keyed by
+// its queue and offset as ExtraInfoUtil.buildQueueOffsetOrderCountInfo writes it:
+// "retry qo<queueId>%<queueOffset> count" (the key takes the place of the queue id field).
+func AppendQueueOffsetCount(info, topic string, queueID int32, queueOffset int64, count int) string {
+	return appendInfoEntry(info, PopRetryMarker(topic)+" qo"+strconv.FormatInt(int64(queueID), 10)+"%"+
+		strconv.FormatInt(queueOffset, 10)+" "+strconv.Itoa(count))
+}
+
+func appendInfoEntry(info, e string) string {
 	if info == "" {
 		return e
 	}

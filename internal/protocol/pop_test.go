@@ -65,3 +65,14 @@ func TestBatchAckBitSetIsJavaForm(t *testing.T) {
 		t.Fatal("bad base64 accepted")
 	}
 }
+
+// orderCountInfo's per-message entries are keyed as ExtraInfoUtil.getQueueOffsetKeyValueKey
+// builds them, beside the per-queue entry older clients read.
+func TestOrderCountInfoEntries(t *testing.T) {
+	info := AppendQueueOffsetCount("", "T", 3, 7, 2)
+	info = AppendQueueOffsetCount(info, PopRetryTopicV1("T", "G"), 0, 12, 0)
+	info = AppendOffsetInfo(info, "T", 3, "0")
+	if want := "0 qo3%7 2;1 qo0%12 0;0 3 0"; info != want {
+		t.Fatalf("orderCountInfo %q, want %q", info, want)
+	}
+}

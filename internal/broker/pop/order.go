@@ -181,8 +181,7 @@ func (s *Service) popOrderQueue(r *popRequest, topic string, qid int32, out *pop
 			ReviveQid: orderReviveQid, Retry: marker, BrokerName: s.brokerName, QueueID: qid, QueueOffset: res.QueueOffsets[i]}
 		out.body = appendWithProperty(out.body, raw, protocol.PropertyPopCK, e.String())
 		n := info.Consumed[res.QueueOffsets[i]]
-		out.orderInfo = protocol.AppendOffsetInfo(out.orderInfo, topic, qid,
-			"qo"+strconv.FormatInt(int64(qid), 10)+"%"+strconv.FormatInt(res.QueueOffsets[i], 10)+" "+strconv.Itoa(n))
+		out.orderInfo = protocol.AppendQueueOffsetCount(out.orderInfo, topic, qid, res.QueueOffsets[i], n)
 		if least < 0 || n < least {
 			least = n
 		}
