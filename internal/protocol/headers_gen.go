@@ -784,6 +784,255 @@ func (h *EarliestMsgStoreTimeResponseHeader) Decode(ext map[string]string) error
 }
 
 // Encode implements remoting.Header.
+func (h *PopMessageRequestHeader) Encode(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+	ext["topic"] = h.Topic
+	remoting.PutInt32(ext, "queueId", h.QueueID)
+	remoting.PutInt32(ext, "maxMsgNums", h.MaxMsgNums)
+	remoting.PutInt64(ext, "invisibleTime", h.InvisibleTime)
+	remoting.PutInt64(ext, "pollTime", h.PollTime)
+	remoting.PutInt64(ext, "bornTime", h.BornTime)
+	remoting.PutInt32(ext, "initMode", h.InitMode)
+	if h.ExpType != "" {
+		ext["expType"] = h.ExpType
+	}
+	if h.Exp != "" {
+		ext["exp"] = h.Exp
+	}
+	if h.Order {
+		remoting.PutBool(ext, "order", h.Order)
+	}
+	if h.AttemptID != "" {
+		ext["attemptId"] = h.AttemptID
+	}
+	if h.BrokerName != "" {
+		ext["bname"] = h.BrokerName
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *PopMessageRequestHeader) ExtFieldsCap() int { return 13 }
+
+// Decode implements remoting.Header.
+func (h *PopMessageRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ConsumerGroup = r.String("consumerGroup", true)
+	h.Topic = r.String("topic", true)
+	h.QueueID = r.Int32("queueId", true)
+	h.MaxMsgNums = r.Int32("maxMsgNums", true)
+	h.InvisibleTime = r.Int64("invisibleTime", true)
+	h.PollTime = r.Int64("pollTime", true)
+	h.BornTime = r.Int64("bornTime", true)
+	h.InitMode = r.Int32("initMode", true)
+	h.ExpType = r.String("expType", false)
+	h.Exp = r.String("exp", false)
+	h.Order = r.Bool("order", false)
+	h.AttemptID = r.String("attemptId", false)
+	h.BrokerName = r.String("bname", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *PopMessageResponseHeader) Encode(ext map[string]string) {
+	remoting.PutInt64(ext, "popTime", h.PopTime)
+	remoting.PutInt64(ext, "invisibleTime", h.InvisibleTime)
+	remoting.PutInt32(ext, "reviveQid", h.ReviveQid)
+	remoting.PutInt64(ext, "restNum", h.RestNum)
+	if h.StartOffsetInfo != "" {
+		ext["startOffsetInfo"] = h.StartOffsetInfo
+	}
+	if h.MsgOffsetInfo != "" {
+		ext["msgOffsetInfo"] = h.MsgOffsetInfo
+	}
+	if h.OrderCountInfo != "" {
+		ext["orderCountInfo"] = h.OrderCountInfo
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *PopMessageResponseHeader) ExtFieldsCap() int { return 7 }
+
+// Decode implements remoting.Header.
+func (h *PopMessageResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.PopTime = r.Int64("popTime", true)
+	h.InvisibleTime = r.Int64("invisibleTime", true)
+	h.ReviveQid = r.Int32("reviveQid", true)
+	h.RestNum = r.Int64("restNum", true)
+	h.StartOffsetInfo = r.String("startOffsetInfo", false)
+	h.MsgOffsetInfo = r.String("msgOffsetInfo", false)
+	h.OrderCountInfo = r.String("orderCountInfo", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *AckMessageRequestHeader) Encode(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+	ext["topic"] = h.Topic
+	remoting.PutInt32(ext, "queueId", h.QueueID)
+	ext["extraInfo"] = h.ExtraInfo
+	remoting.PutInt64(ext, "offset", h.Offset)
+	if h.BrokerName != "" {
+		ext["bname"] = h.BrokerName
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *AckMessageRequestHeader) ExtFieldsCap() int { return 6 }
+
+// Decode implements remoting.Header.
+func (h *AckMessageRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ConsumerGroup = r.String("consumerGroup", true)
+	h.Topic = r.String("topic", true)
+	h.QueueID = r.Int32("queueId", true)
+	h.ExtraInfo = r.String("extraInfo", true)
+	h.Offset = r.Int64("offset", true)
+	h.BrokerName = r.String("bname", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *ChangeInvisibleTimeRequestHeader) Encode(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+	ext["topic"] = h.Topic
+	remoting.PutInt32(ext, "queueId", h.QueueID)
+	ext["extraInfo"] = h.ExtraInfo
+	remoting.PutInt64(ext, "offset", h.Offset)
+	remoting.PutInt64(ext, "invisibleTime", h.InvisibleTime)
+	if h.BrokerName != "" {
+		ext["bname"] = h.BrokerName
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ChangeInvisibleTimeRequestHeader) ExtFieldsCap() int { return 7 }
+
+// Decode implements remoting.Header.
+func (h *ChangeInvisibleTimeRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ConsumerGroup = r.String("consumerGroup", true)
+	h.Topic = r.String("topic", true)
+	h.QueueID = r.Int32("queueId", true)
+	h.ExtraInfo = r.String("extraInfo", true)
+	h.Offset = r.Int64("offset", true)
+	h.InvisibleTime = r.Int64("invisibleTime", true)
+	h.BrokerName = r.String("bname", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *ChangeInvisibleTimeResponseHeader) Encode(ext map[string]string) {
+	remoting.PutInt64(ext, "popTime", h.PopTime)
+	remoting.PutInt64(ext, "invisibleTime", h.InvisibleTime)
+	remoting.PutInt32(ext, "reviveQid", h.ReviveQid)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ChangeInvisibleTimeResponseHeader) ExtFieldsCap() int { return 3 }
+
+// Decode implements remoting.Header.
+func (h *ChangeInvisibleTimeResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.PopTime = r.Int64("popTime", true)
+	h.InvisibleTime = r.Int64("invisibleTime", true)
+	h.ReviveQid = r.Int32("reviveQid", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *PeekMessageRequestHeader) Encode(ext map[string]string) {
+	ext["topic"] = h.Topic
+	remoting.PutInt32(ext, "queueId", h.QueueID)
+	remoting.PutInt32(ext, "maxMsgNums", h.MaxMsgNums)
+	ext["consumerGroup"] = h.ConsumerGroup
+	if h.BrokerName != "" {
+		ext["bname"] = h.BrokerName
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *PeekMessageRequestHeader) ExtFieldsCap() int { return 5 }
+
+// Decode implements remoting.Header.
+func (h *PeekMessageRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.Topic = r.String("topic", true)
+	h.QueueID = r.Int32("queueId", true)
+	h.MaxMsgNums = r.Int32("maxMsgNums", true)
+	h.ConsumerGroup = r.String("consumerGroup", true)
+	h.BrokerName = r.String("bname", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *NotificationRequestHeader) Encode(ext map[string]string) {
+	ext["consumerGroup"] = h.ConsumerGroup
+	ext["topic"] = h.Topic
+	remoting.PutInt32(ext, "queueId", h.QueueID)
+	remoting.PutInt64(ext, "pollTime", h.PollTime)
+	remoting.PutInt64(ext, "bornTime", h.BornTime)
+	if h.Order {
+		remoting.PutBool(ext, "order", h.Order)
+	}
+	if h.AttemptID != "" {
+		ext["attemptId"] = h.AttemptID
+	}
+	if h.BrokerName != "" {
+		ext["bname"] = h.BrokerName
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *NotificationRequestHeader) ExtFieldsCap() int { return 8 }
+
+// Decode implements remoting.Header.
+func (h *NotificationRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.ConsumerGroup = r.String("consumerGroup", true)
+	h.Topic = r.String("topic", true)
+	h.QueueID = r.Int32("queueId", true)
+	h.PollTime = r.Int64("pollTime", true)
+	h.BornTime = r.Int64("bornTime", true)
+	h.Order = r.Bool("order", false)
+	h.AttemptID = r.String("attemptId", false)
+	h.BrokerName = r.String("bname", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *NotificationResponseHeader) Encode(ext map[string]string) {
+	remoting.PutBool(ext, "hasMsg", h.HasMsg)
+	remoting.PutBool(ext, "pollingFull", h.PollingFull)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *NotificationResponseHeader) ExtFieldsCap() int { return 2 }
+
+// Decode implements remoting.Header.
+func (h *NotificationResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.HasMsg = r.Bool("hasMsg", true)
+	h.PollingFull = r.Bool("pollingFull", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *PollingInfoResponseHeader) Encode(ext map[string]string) {
+	remoting.PutInt32(ext, "pollingNum", h.PollingNum)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *PollingInfoResponseHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *PollingInfoResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.PollingNum = r.Int32("pollingNum", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *PullMessageRequestHeader) Encode(ext map[string]string) {
 	ext["consumerGroup"] = h.ConsumerGroup
 	ext["topic"] = h.Topic

@@ -100,6 +100,16 @@ var goldenHeaders = []goldenHeader{
 	golden[GetReplicaInfoResponseHeader]("GetReplicaInfoResponseHeader"),
 	golden[GetMetaDataResponseHeader]("GetMetaDataResponseHeader"),
 	golden[CleanControllerBrokerDataRequestHeader]("CleanControllerBrokerDataRequestHeader"),
+	golden[PopMessageRequestHeader]("PopMessageRequestHeader"),
+	golden[PopMessageResponseHeader]("PopMessageResponseHeader"),
+	golden[AckMessageRequestHeader]("AckMessageRequestHeader"),
+	golden[ChangeInvisibleTimeRequestHeader]("ChangeInvisibleTimeRequestHeader"),
+	golden[ChangeInvisibleTimeResponseHeader]("ChangeInvisibleTimeResponseHeader"),
+	golden[PeekMessageRequestHeader]("PeekMessageRequestHeader"),
+	golden[NotificationRequestHeader]("NotificationRequestHeader"),
+	golden[NotificationResponseHeader]("NotificationResponseHeader"),
+	golden[PollingInfoRequestHeader]("PollingInfoRequestHeader"),
+	golden[PollingInfoResponseHeader]("PollingInfoResponseHeader"),
 }
 
 func TestHeadersGolden(t *testing.T) {
