@@ -81,6 +81,7 @@ func (o *Options) EnsureDefaults() {
 	o.Periods.EnsureDefaults()
 	o.Timers.EnsureDefaults()
 	o.Transactions.EnsureDefaults()
+	o.Pop.EnsureDefaults()
 	o.HA.EnsureDefaults()
 	o.Security.EnsureDefaults()
 }

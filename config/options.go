@@ -44,6 +44,7 @@ type Options struct {
 	Periods      Periods
 	Timers       Timers
 	Transactions Transactions
+	Pop          Pop
 	HA           HA
 	Security     Security
 	Controller   Controller

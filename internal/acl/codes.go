@@ -119,6 +119,7 @@ func needsGroup(dst []need, group string, p perm) []need {
 const (
 	remarkBadHeartbeat = "HEART_BEAT body is malformed: cannot tell which groups and topics it needs"
 	remarkBadLockBody  = "lock body is malformed: cannot tell which group it needs"
+	remarkBadBatchAck  = "BATCH_ACK_MESSAGE body is malformed: cannot tell which groups and topics it needs"
 )
 
 // appendNeeds adds the resources req needs to dst, as RocketMQ's PlainAccessValidator.parse.
@@ -156,6 +157,22 @@ func appendNeeds(dst []need, req *remoting.Command) ([]need, string) {
 			for _, s := range c.SubscriptionDataSet {
 				dst = needsTopic(dst, s.Topic, permSub)
 			}
+		}
+		return dst, ""
+	case remoting.PopMessage, remoting.PeekMessage, remoting.AckMessage, remoting.ChangeMessageInvisibleTime,
+		remoting.Notification, remoting.PollingInfo:
+		// RocketMQ 5's POP requests: SUB on the topic and the group (its ACL classifies them
+		// as consumer reads).
+		dst = needsTopic(dst, ext["topic"], permSub)
+		return needsGroup(dst, ext["consumerGroup"], permSub), ""
+	case remoting.BatchAckMessage:
+		var body protocol.BatchAckMessageRequestBody
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			return dst, remarkBadBatchAck
+		}
+		for _, a := range body.Acks {
+			dst = needsTopic(dst, a.Topic, permSub)
+			dst = needsGroup(dst, a.ConsumerGroup, permSub)
 		}
 		return dst, ""
 	case remoting.UnregisterClient, remoting.GetConsumerListByGroup:

@@ -45,6 +45,8 @@ type Options struct {
 	// Transactions are half messages' refusal, check timeout, check count and check period.
 	// A message's CHECK_IMMUNITY_TIME_IN_SECONDS property replaces Timeout for that message.
 	Transactions config.Transactions
+	// Pop are POP consumption's revive period and caps (internal/broker/pop applies its defaults).
+	Pop config.Pop
 
 	// BrokerAddr is the "ip:port" clients are told to dial and the store host written into
 	// every record (RocketMQ brokerIP1 + listenPort; AdvertisedAddr forms it). Required.

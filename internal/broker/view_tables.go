@@ -56,6 +56,10 @@ func (b *Broker) Groups() Groups { return Groups{b} }
 // All copies the subscription group table.
 func (v Groups) All() SubscriptionGroupWrapper { return v.b.groups.Snapshot() }
 
+// Find is the group's subscription config, created with the defaults when the broker
+// auto-creates groups (as a pull finds it); false when it does not exist.
+func (v Groups) Find(group string) (SubscriptionGroupConfig, bool) { return v.b.groups.Find(group) }
+
 // Update checks c (its name and retry queue count) and stores it; the error is the refusal,
 // with RocketMQ's code and a remark naming the field.
 func (v Groups) Update(c SubscriptionGroupConfig) error {

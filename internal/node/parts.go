@@ -75,6 +75,7 @@ func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.T
 		Periods:                       o.Periods,
 		Timers:                        o.Timers,
 		Transactions:                  o.Transactions,
+		Pop:                           o.Pop,
 		BrokerAddr:                    addr,
 		HA:                            ha,
 		HAConn:                        o.haConn(),

@@ -7,6 +7,7 @@ import (
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/ha"
+	"github.com/mqgo/mq/internal/broker/pop"
 	"github.com/mqgo/mq/internal/broker/reply"
 	"github.com/mqgo/mq/internal/broker/schedule"
 	"github.com/mqgo/mq/internal/broker/stats"
@@ -38,5 +39,10 @@ func Attach(b *broker.Broker, deps Deps) error {
 	}
 	b.Attach(h)
 	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched}))
+	p, err := pop.New(b)
+	if err != nil {
+		return err
+	}
+	b.Attach(p)
 	return nil
 }

@@ -1,0 +1,206 @@
+package pop
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mqgo/mq/internal/broker/reqnames"
+	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+)
+
+// handleTarget is what a receipt handle and its request's header resolve to.
+type handleTarget struct {
+	key    ckKey
+	qid    int32 // revive queue
+	offset int64
+}
+
+// resolveHandle checks an ACK_MESSAGE or CHANGE_MESSAGE_INVISIBLETIME's topic, queue, offset
+// and receipt handle as AckMessageProcessor does.
+func (s *Service) resolveHandle(group, topic string, queueID int32, extraInfo string, offset int64) (handleTarget, *remoting.Command) {
+	var t handleTarget
+	if refused := s.masterOnly(); refused != nil {
+		return t, refused
+	}
+	e, err := protocol.ParseExtraInfo(extraInfo)
+	if err != nil {
+		return t, refuse(remoting.InvalidParameter, "extraInfo is not a receipt handle this broker gave: %v", err)
+	}
+	if e.ReviveQid >= reviveQueueNum {
+		return t, refuse(remoting.InvalidParameter, "receipt handle's reviveQid %d is not below %d", e.ReviveQid, reviveQueueNum)
+	}
+	if _, ok := s.b.Topics().Get(topic); !ok {
+		return t, refuse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
+	}
+	real := e.RealTopic(topic, group)
+	tc, ok := s.b.Topics().Get(real)
+	if !ok || queueID < 0 || queueID >= tc.ReadQueueNums {
+		return t, refuse(remoting.MessageIllegal, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]",
+			queueID, real, tc.ReadQueueNums)
+	}
+	st := s.b.Store()
+	minOff, maxOff := st.MinOffsetInQueue(real, queueID), st.MaxOffsetInQueue(real, queueID)
+	if offset < minOff || offset > maxOff {
+		return t, refuse(remoting.NoMessage, "offset is illegal, key:%s@%d, old:%d, commit:%d, next:%d",
+			real, queueID, offset, minOff, maxOff)
+	}
+	t.key = ckKey{group: group, topic: real, queueID: queueID, start: e.CkQueueOffset, popTime: e.PopTime}
+	t.qid, t.offset = e.ReviveQid, offset
+	return t, nil
+}
+
+// ack takes the message at offset of the checkpoint key names for good. An ack of a handle
+// that names no live checkpoint (acked already, revived already, or not this broker's) does
+// nothing and is no error, as a late ack in RocketMQ. The ack record is stored before ack
+// returns; the bit is set first so the revive loop never re-puts a message being acked.
+func (s *Service) ack(t handleTarget) error {
+	s.mu.Lock()
+	c := s.cks[t.key]
+	i := -1
+	if c != nil && c.reviveQid == t.qid {
+		i = c.index(t.offset)
+	}
+	if i < 0 || c.acked&(1<<i) != 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	c.acked |= 1 << i
+	s.mu.Unlock()
+	_, err := s.putRecord(c.reviveQid, ackTag, &ackRecord{AckOffset: t.offset, StartOffset: t.key.start,
+		Group: t.key.group, Topic: t.key.topic, QueueID: t.key.queueID, PopTime: t.key.popTime, BrokerName: s.brokerName})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		c.acked &^= 1 << i
+		return err
+	}
+	if c.done() && s.cks[t.key] == c {
+		delete(s.cks, t.key)
+	}
+	return nil
+}
+
+// processAck serves ACK_MESSAGE.
+func (s *Service) processAck(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.AckMessageRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	t, refused := s.resolveHandle(h.ConsumerGroup, h.Topic, h.QueueID, h.ExtraInfo, h.Offset)
+	if refused != nil {
+		return refused, nil
+	}
+	if err := s.ack(t); err != nil {
+		return refuse(remoting.SystemError, "ack not stored: %v", err), nil
+	}
+	return remoting.NewResponse(remoting.Success, ""), nil
+}
+
+// maxBatchAcks bounds the entries of one BATCH_ACK_MESSAGE.
+const maxBatchAcks = 1024
+
+// processBatchAck serves BATCH_ACK_MESSAGE: every entry is checked before any is applied.
+func (s *Service) processBatchAck(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	if refused := s.masterOnly(); refused != nil {
+		return refused, nil
+	}
+	if len(req.Body) == 0 {
+		return refuse(remoting.InvalidParameter, "batch ack has no body"), nil
+	}
+	body, err := protocol.DecodeBatchAckBody(req.Body)
+	if err != nil {
+		return refuse(remoting.InvalidParameter, "%v", err), nil
+	}
+	if len(body.Acks) > maxBatchAcks {
+		return refuse(remoting.InvalidParameter, "batch ack has %d entries, over %d", len(body.Acks), maxBatchAcks), nil
+	}
+	type entry struct {
+		key       ckKey
+		reviveQid int32
+		bits      []byte
+	}
+	entries := make([]entry, 0, len(body.Acks))
+	for i := range body.Acks {
+		a := &body.Acks[i]
+		if refused := reqnames.CheckGroupField("c", a.ConsumerGroup); refused != nil {
+			return refused, nil
+		}
+		if err := names.CheckTopic(a.Topic); err != nil {
+			return reqnames.Refused("t", err), nil
+		}
+		if a.StartOffset < 0 || a.QueueID < 0 || a.ReviveQueueID < 0 || a.ReviveQueueID >= reviveQueueNum {
+			return refuse(remoting.InvalidParameter, "batch ack entry %d: negative offset or queue, or reviveQueueId %d not below %d",
+				i, a.ReviveQueueID, reviveQueueNum), nil
+		}
+		e := protocol.ExtraInfo{Retry: a.Retry}
+		switch a.Retry {
+		case protocol.PopRetryNone, protocol.PopRetryV1, protocol.PopRetryV2:
+		default:
+			return refuse(remoting.InvalidParameter, "batch ack entry %d: r %q is not 0, 1 or 2", i, a.Retry), nil
+		}
+		entries = append(entries, entry{key: ckKey{group: a.ConsumerGroup, topic: e.RealTopic(a.Topic, a.ConsumerGroup),
+			queueID: a.QueueID, start: a.StartOffset, popTime: a.PopTime}, reviveQid: a.ReviveQueueID, bits: a.BitSet})
+	}
+	var errs []error
+	for _, en := range entries {
+		s.mu.Lock()
+		c := s.cks[en.key]
+		var offs []int64
+		if c != nil {
+			for _, o := range c.offsets {
+				if protocol.BitSetGet(en.bits, int(min(o-en.key.start, 1<<31-1))) {
+					offs = append(offs, o)
+				}
+			}
+		}
+		s.mu.Unlock()
+		for _, o := range offs {
+			errs = append(errs, s.ack(handleTarget{key: en.key, qid: en.reviveQid, offset: o}))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return refuse(remoting.SystemError, "some acks not stored: %v", err), nil
+	}
+	return remoting.NewResponse(remoting.Success, ""), nil
+}
+
+// processChangeInvisible serves CHANGE_MESSAGE_INVISIBLETIME: a new one-message checkpoint
+// from now, then an ack of the old handle. A handle that names no live checkpoint is refused
+// with NO_MESSAGE: the message was acked, or its invisible time passed and it went back.
+func (s *Service) processChangeInvisible(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.ChangeInvisibleTimeRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if refused := s.checkInvisible(h.InvisibleTime); refused != nil {
+		return refused, nil
+	}
+	t, refused := s.resolveHandle(h.ConsumerGroup, h.Topic, h.QueueID, h.ExtraInfo, h.Offset)
+	if refused != nil {
+		return refused, nil
+	}
+	key := ckKey{group: t.key.group, topic: t.key.topic, queueID: t.key.queueID, start: t.offset, popTime: nowMillis()}
+	s.mu.Lock()
+	c := s.cks[t.key]
+	live := c != nil && c.reviveQid == t.qid && c.index(t.offset) >= 0 && c.acked&(1<<c.index(t.offset)) == 0
+	for _, taken := s.cks[key]; taken; _, taken = s.cks[key] {
+		key.popTime++ // the handle's key must name one checkpoint
+	}
+	s.mu.Unlock()
+	if !live {
+		return refuse(remoting.NoMessage, "the receipt handle of offset %d names no message awaiting ack: it was acked, or its invisible time passed", h.Offset), nil
+	}
+	nc := &checkpoint{key: key, reviveQid: t.qid, invisible: h.InvisibleTime, offsets: []int64{t.offset}}
+	if err := s.addCheckpoint(nc, nil); err != nil {
+		return refuse(remoting.SystemError, "checkpoint not stored: %v", err), nil
+	}
+	if err := s.ack(t); err != nil {
+		return refuse(remoting.SystemError, "ack of the old handle not stored: %v", err), nil
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.ExtFields = make(map[string]string, 3)
+	(&protocol.ChangeInvisibleTimeResponseHeader{PopTime: key.popTime, InvisibleTime: h.InvisibleTime, ReviveQid: t.qid}).Encode(resp.ExtFields)
+	return resp, nil
+}

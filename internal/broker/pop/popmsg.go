@@ -1,0 +1,294 @@
+package pop
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/filter"
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
+)
+
+// timeoutSlackMillis is how late a pop may arrive after its client's bornTime+pollTime before
+// it is answered POLLING_TIMEOUT at once (PopMessageRequestHeader.isTimeoutTooMuch: 500 ms).
+const timeoutSlackMillis = 500
+
+// timeoutTooMuch is isTimeoutTooMuch without overflow: a negative born time is always late.
+func timeoutTooMuch(now, bornTime, pollTime int64) bool {
+	if bornTime < 0 || bornTime > now {
+		return bornTime < 0
+	}
+	pollTime = max(pollTime, 0)
+	if pollTime > math.MaxInt64-timeoutSlackMillis {
+		return false
+	}
+	return now-bornTime > pollTime+timeoutSlackMillis
+}
+
+// popRequest is a POP_MESSAGE being served: its header and what the checks resolved.
+type popRequest struct {
+	h     protocol.PopMessageRequestHeader
+	sub   *filter.Subscription
+	queue int32 // the topic's read queue count
+	retry int32 // the retry topic's read queue count, 0 when it has none
+}
+
+// processPop serves POP_MESSAGE.
+func (s *Service) processPop(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.PopMessageRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	return s.pop(ch, req, &h, true), nil
+}
+
+// checkPop checks a pop or notification's header and resolves its topic, group and filter.
+func (s *Service) checkPop(ch remoting.Channel, h *protocol.PopMessageRequestHeader) (*popRequest, *remoting.Command) {
+	if refused := s.masterOnly(); refused != nil {
+		return nil, refused
+	}
+	if timeoutTooMuch(nowMillis(), h.BornTime, h.PollTime) {
+		return nil, refuse(remoting.PollingTimeout, "the broker[%s] pop message is timeout too much", s.brokerName)
+	}
+	if h.MaxMsgNums > maxPopNums {
+		return nil, refuse(remoting.InvalidParameter, "the broker[%s] pop message's num is greater than 32", s.brokerName)
+	}
+	if h.MaxMsgNums <= 0 {
+		return nil, refuse(remoting.InvalidParameter, "the broker[%s] pop message's num %d is not positive", s.brokerName, h.MaxMsgNums)
+	}
+	if refused := s.checkInvisible(h.InvisibleTime); refused != nil {
+		return nil, refused
+	}
+	if h.Order {
+		return nil, refuse(remoting.InvalidParameter, "the broker[%s] does not serve orderly pops (order=true) yet", s.brokerName)
+	}
+	tc, refused := s.readableTopic(ch, h.Topic, h.QueueID, true)
+	if refused != nil {
+		return nil, refused
+	}
+	if _, refused := s.consumableGroup(h.ConsumerGroup); refused != nil {
+		return nil, refused
+	}
+	if refused := filter.RefuseHeader(h.Exp, h.ExpType); refused != nil {
+		return nil, refused
+	}
+	r := &popRequest{h: *h, sub: filter.Parse(h.Topic, h.Exp, h.ExpType), queue: tc.ReadQueueNums}
+	if rt, ok := s.b.Topics().Get(protocol.PopRetryTopicV1(h.Topic, h.ConsumerGroup)); ok {
+		r.retry = rt.ReadQueueNums
+	}
+	return r, nil
+}
+
+// pop serves a checked-or-not pop; it returns nil when the pop was parked.
+func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.PopMessageRequestHeader, mayPark bool) *remoting.Command {
+	r, refused := s.checkPop(ch, h)
+	if refused != nil {
+		return refused
+	}
+	if s.full() {
+		return refuse(remoting.SystemBusy, "the broker[%s] holds %d popped batches awaiting ack (popCkMaxBufferSize): ack or wait",
+			s.brokerName, s.cfg.CkMaxBufferSize)
+	}
+	out := popOut{popTime: nowMillis(), reviveQid: int32(s.nextQid.Add(1) % uint32(reviveQueueNum))}
+	randomQ := rand.IntN(100)
+	retryFirst := randomQ < s.cfg.FromRetryProbability
+	retryTopic := protocol.PopRetryTopicV1(h.Topic, h.ConsumerGroup)
+	if retryFirst && r.retry > 0 {
+		s.popTopic(r, retryTopic, r.retry, -1, randomQ, &out)
+	}
+	s.popTopic(r, h.Topic, r.queue, h.QueueID, randomQ, &out)
+	if !retryFirst && r.retry > 0 && out.n < int(h.MaxMsgNums) {
+		s.popTopic(r, retryTopic, r.retry, -1, randomQ, &out)
+	}
+	if out.err != nil && out.n == 0 {
+		return refuse(remoting.SystemError, "the broker[%s] could not record the pop: %v", s.brokerName, out.err)
+	}
+	code, remark := int32(remoting.Success), "FOUND"
+	if out.n == 0 {
+		if mayPark && h.PollTime > 0 {
+			switch s.polls.park(ch, req, h, false) {
+			case parked:
+				return nil
+			case pollFull:
+				code = remoting.PollingFull
+			default:
+				code = remoting.PollingTimeout
+			}
+		} else {
+			code = remoting.PollingTimeout
+		}
+		remark = "NO_MESSAGE_IN_QUEUE"
+	}
+	resp := remoting.NewResponse(code, remark)
+	resp.ExtFields = make(map[string]string, 7)
+	(&protocol.PopMessageResponseHeader{PopTime: out.popTime, InvisibleTime: h.InvisibleTime, ReviveQid: out.reviveQid,
+		RestNum: out.rest, StartOffsetInfo: out.startInfo, MsgOffsetInfo: out.msgInfo}).Encode(resp.ExtFields)
+	if out.n > 0 {
+		resp.Body = out.body
+	}
+	return resp
+}
+
+// popOut collects what one pop took.
+type popOut struct {
+	popTime   int64
+	reviveQid int32
+	n         int
+	rest      int64
+	body      []byte
+	startInfo string
+	msgInfo   string
+	err       error
+}
+
+// popTopic pops from queue qid of topic, or from every queue starting at randomQ when qid is
+// -1, until the batch is full.
+func (s *Service) popTopic(r *popRequest, topic string, queues, qid int32, randomQ int, out *popOut) {
+	if qid >= 0 {
+		s.popQueue(r, topic, qid, out)
+		return
+	}
+	queues = s.b.Topics().QueueLoopBound(queues)
+	for i := range queues {
+		s.popQueue(r, topic, (int32(randomQ)+i)%queues, out)
+	}
+}
+
+// popOffset is where the group's next pop of the queue starts: its consumer offset, else the
+// queue's first message (initMode MIN, and always in a retry topic) or its last (MAX).
+func (s *Service) popOffset(group, topic string, qid, initMode int32) int64 {
+	if off := s.b.Offsets().Query(group, topic, qid); off >= 0 {
+		return off
+	}
+	st := s.b.Store()
+	if initMode == protocol.PopInitModeMin || strings.HasPrefix(topic, "%RETRY%") {
+		return st.MinOffsetInQueue(topic, qid)
+	}
+	return max(st.MaxOffsetInQueue(topic, qid)-1, 0)
+}
+
+// popQueue pops what fits of one queue into out: it reads from the group's pop offset, records
+// the checkpoint, moves the offset and appends the messages with their POP_CK.
+func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) {
+	h := &r.h
+	want := int(h.MaxMsgNums) - out.n
+	st := s.b.Store()
+	if want <= 0 {
+		out.rest += max(st.MaxOffsetInQueue(topic, qid)-s.popOffset(h.ConsumerGroup, topic, qid, h.InitMode), 0)
+		return
+	}
+	lock := s.queueLock(h.ConsumerGroup, topic, qid)
+	lock.Lock()
+	defer lock.Unlock()
+	offset := s.popOffset(h.ConsumerGroup, topic, qid, h.InitMode)
+	res := st.GetMessage(h.ConsumerGroup, topic, qid, offset, want, 0, r.sub.Filter())
+	defer res.Release()
+	next := res.NextBeginOffset
+	commit := func() {
+		if next != offset {
+			s.b.Offsets().Commit(h.ConsumerGroup, topic, qid, next)
+		}
+	}
+	out.rest += max(res.MaxOffset-next, 0)
+	if res.Status != storage.Found || len(res.Messages) == 0 {
+		commit() // filtered-out messages and corrected offsets move the offset too
+		return
+	}
+	c := &checkpoint{key: ckKey{group: h.ConsumerGroup, topic: topic, queueID: qid, start: offset, popTime: out.popTime},
+		reviveQid: out.reviveQid, invisible: h.InvisibleTime, offsets: append([]int64(nil), res.QueueOffsets...)}
+	if err := s.addCheckpoint(c, commit); err != nil {
+		out.err = err
+		s.log.Warn().Err(err).Str("topic", topic).Int32("queue", qid).Msg("pop checkpoint not stored")
+		return
+	}
+	marker := protocol.PopRetryMarker(topic)
+	for i, raw := range res.Messages {
+		e := protocol.ExtraInfo{CkQueueOffset: offset, PopTime: out.popTime, InvisibleTime: h.InvisibleTime,
+			ReviveQid: out.reviveQid, Retry: marker, BrokerName: s.brokerName, QueueID: qid, QueueOffset: res.QueueOffsets[i]}
+		out.body = appendWithProperty(out.body, raw, protocol.PropertyPopCK, e.String())
+	}
+	out.n += len(res.Messages)
+	out.startInfo = protocol.AppendOffsetInfo(out.startInfo, topic, qid, strconv.FormatInt(offset, 10))
+	offs := make([]string, len(res.QueueOffsets))
+	for i, o := range res.QueueOffsets {
+		offs[i] = strconv.FormatInt(o, 10)
+	}
+	out.msgInfo = protocol.AppendOffsetInfo(out.msgInfo, topic, qid, strings.Join(offs, ","))
+}
+
+// appendWithProperty appends the stored record raw to dst with key=value set in its
+// properties; a record that does not decode is appended unchanged.
+func appendWithProperty(dst, raw []byte, key, value string) []byte {
+	var rec message.Record
+	if _, err := message.DecodeRecord(raw, &rec, false); err != nil {
+		return append(dst, raw...)
+	}
+	m := broker.RecordCopy(&rec, string(rec.Topic), rec.QueueID, broker.SetProperty(string(rec.Properties), key, value))
+	m.BodyCRC = rec.BodyCRC
+	size, err := message.RecordSize((*message.Message)(m))
+	if err != nil {
+		return append(dst, raw...)
+	}
+	n := len(dst)
+	dst = append(dst, make([]byte, size)...)
+	message.EncodeRecord(dst[n:], size, (*message.Message)(m), rec.QueueOffset, rec.PhysicalOffset, rec.StoreTimestamp)
+	return dst
+}
+
+// processPeek serves PEEK_MESSAGE: the messages from the group's pop offset, nothing hidden or
+// moved.
+func (s *Service) processPeek(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.PeekMessageRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	if h.MaxMsgNums > maxPopNums || h.MaxMsgNums <= 0 {
+		return refuse(remoting.InvalidParameter, "the broker[%s] peek message's num %d is not in [1, 32]", s.brokerName, h.MaxMsgNums), nil
+	}
+	tc, refused := s.readableTopic(ch, h.Topic, h.QueueID, true)
+	if refused != nil {
+		return refused, nil
+	}
+	if _, refused := s.consumableGroup(h.ConsumerGroup); refused != nil {
+		return refused, nil
+	}
+	st := s.b.Store()
+	var body []byte
+	var n int
+	var rest int64
+	peekQueue := func(qid int32) {
+		offset := s.popOffset(h.ConsumerGroup, h.Topic, qid, protocol.PopInitModeMin)
+		if want := int(h.MaxMsgNums) - n; want > 0 {
+			res := st.GetMessage(h.ConsumerGroup, h.Topic, qid, offset, want, 0, nil)
+			for _, raw := range res.Messages {
+				body = append(body, raw...)
+			}
+			n += len(res.Messages)
+			offset = max(offset, res.NextBeginOffset)
+			res.Release()
+		}
+		rest += max(st.MaxOffsetInQueue(h.Topic, qid)-offset, 0)
+	}
+	if h.QueueID >= 0 {
+		peekQueue(h.QueueID)
+	} else {
+		for q := range s.b.Topics().QueueLoopBound(tc.ReadQueueNums) {
+			peekQueue(q)
+		}
+	}
+	code, remark := int32(remoting.Success), "FOUND"
+	if n == 0 {
+		code, remark = remoting.PullNotFound, "NO_MESSAGE_IN_QUEUE"
+	}
+	resp := remoting.NewResponse(code, remark)
+	resp.ExtFields = make(map[string]string, 4)
+	(&protocol.PopMessageResponseHeader{RestNum: rest}).Encode(resp.ExtFields)
+	resp.Body = body
+	return resp, nil
+}
