@@ -431,9 +431,10 @@ func newAttemptID() string {
 	return string(out)
 }
 
-// Ack acknowledges v: the broker never hands it out again. It fails when the handle is no
-// longer the message's (its invisible time ran out and it was handed out again, or a
-// ChangeInvisibleDuration replaced it), with the broker's answer as a *remoting.ResponseError.
+// Ack acknowledges v: the broker never hands it out again. An error is the transport's or the
+// broker's (a *remoting.ResponseError); after one the message may come back. A late ack, of a
+// handle whose invisible time ran out (the message went back to be handed out again, under a
+// handle of its own), succeeds and acknowledges nothing, as RocketMQ takes it.
 func (c *SimpleConsumer) Ack(ctx context.Context, v *MessageView) error {
 	if v == nil || v.handle.Load() == nil {
 		return errors.New("consumer: ack of a message view the simple consumer did not receive")
