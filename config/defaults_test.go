@@ -21,7 +21,9 @@ func TestEnsureDefaultsNegative(t *testing.T) {
 			FlushConsumerOffsetInterval: -1, ClientChannelExpiredTime: -1, RebalanceLockMaxLiveTime: -1},
 		Timers:       Timers{Precision: -1, MaxDelay: -1},
 		Transactions: Transactions{Timeout: -1, CheckMax: -1, CheckInterval: -1},
-		HA:           HA{SlaveSyncPeriod: -1, HousekeepingInterval: -time.Second, SyncFlushTimeout: 7 * time.Second},
+		Pop: Pop{ReviveInterval: -1, FromRetryProbability: 101, MaxPollingSize: -1, PollingSize: -1, CkMaxBufferSize: -1,
+			MaxInvisibleTime: -1},
+		HA: HA{SlaveSyncPeriod: -1, HousekeepingInterval: -time.Second, SyncFlushTimeout: 7 * time.Second},
 	}
 	o.EnsureDefaults()
 	for name, c := range map[string][2]any{
@@ -44,6 +46,12 @@ func TestEnsureDefaultsNegative(t *testing.T) {
 		"Transactions.Timeout":                {o.Transactions.Timeout, DefaultTransactionTimeout},
 		"Transactions.CheckMax":               {o.Transactions.CheckMax, DefaultTransactionCheckMax},
 		"Transactions.CheckInterval":          {o.Transactions.CheckInterval, DefaultTransactionCheckInterval},
+		"Pop.ReviveInterval":                  {o.Pop.ReviveInterval, DefaultPopReviveInterval},
+		"Pop.FromRetryProbability":            {o.Pop.FromRetryProbability, DefaultPopFromRetryProbability},
+		"Pop.MaxPollingSize":                  {o.Pop.MaxPollingSize, DefaultPopMaxPollingSize},
+		"Pop.PollingSize":                     {o.Pop.PollingSize, DefaultPopPollingSize},
+		"Pop.CkMaxBufferSize":                 {o.Pop.CkMaxBufferSize, DefaultPopCkMaxBufferSize},
+		"Pop.MaxInvisibleTime":                {o.Pop.MaxInvisibleTime, DefaultPopMaxInvisibleTime},
 		"HA.SlaveSyncPeriod":                  {o.HA.SlaveSyncPeriod, DefaultSlaveSyncPeriod},
 		"HA.HousekeepingInterval":             {o.HA.HousekeepingInterval, -time.Second},
 		"HA.SyncFlushTimeout":                 {o.HA.SyncFlushTimeout, 7 * time.Second},
