@@ -176,3 +176,16 @@ func TestMessageGroupRetriesOnItsQueue(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGroupQueue is what a message group adds to a send's queue choice: SipHash of a
+// typical group over 8 queues.
+func BenchmarkGroupQueue(b *testing.B) {
+	queues := make([]MessageQueue, 8)
+	for i := range queues {
+		queues[i] = MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: i}
+	}
+	b.ReportAllocs()
+	for range b.N {
+		groupQueue(queues, "order-1234567")
+	}
+}
