@@ -29,7 +29,17 @@ type parkedReq struct {
 	notify bool
 	keys   [2]string
 	timer  *time.Timer
+	until  time.Time // when its poll time ends
+	size   int       // what it holds, counted against maxParkedBytes
 }
+
+// maxParkedBytes bounds what the parked requests hold in all (their names and expressions): the
+// budget of the parked pulls (65,536 slots of 1 KiB), so a flood of pops with 64 KiB
+// expressions cannot hold more memory than one of pulls.
+const maxParkedBytes = 64 << 20
+
+// parkedOverhead is what a parked request costs besides its strings.
+const parkedOverhead = 512
 
 // polls are the parked requests (RocketMQ's PopLongPollingService), capped by
 // maxPopPollingSize in all and popPollingSize per topic.
@@ -38,6 +48,7 @@ type polls struct {
 	mu     sync.Mutex
 	byKey  map[string]map[*parkedReq]struct{}
 	total  int
+	bytes  int
 	closed bool
 	n      atomic.Int64 // total, for the dispatch hook's lock-free look
 	wg     sync.WaitGroup
@@ -47,21 +58,32 @@ func newPolls(s *Service) *polls {
 	return &polls{s: s, byKey: map[string]map[*parkedReq]struct{}{}}
 }
 
-// park holds a request until a message for it arrives or its poll time (capped by the
-// broker's MaxLongPollingSuspend) runs out.
-func (p *polls) park(ch remoting.Channel, req *remoting.Command, h *protocol.PopMessageRequestHeader, notify bool) parkResult {
-	wait := time.Duration(h.PollTime) * time.Millisecond
-	if limit := p.s.b.Options().Limits.MaxLongPollingSuspend; limit > 0 && (h.PollTime >= limit.Milliseconds() || wait <= 0) {
-		wait = limit
+// pollWait is how long a request asking pollTime ms may be parked: never past the broker's
+// long-poll suspend cap, computed below the cap so that it cannot overflow.
+func (s *Service) pollWait(pollTime int64) time.Duration {
+	limit := s.b.Options().Limits.MaxLongPollingSuspend
+	if limit > 0 && pollTime >= limit.Milliseconds() {
+		return limit
 	}
-	pr := &parkedReq{ch: ch, req: req, h: *h, notify: notify,
-		keys: [2]string{h.Topic, protocol.PopRetryTopicV1(h.Topic, h.ConsumerGroup)}}
+	return time.Duration(max(pollTime, 0)) * time.Millisecond
+}
+
+// park holds a request for wait until a message for it arrives. It keeps the header, not the
+// request's fields or body: the held command is req's code, opaque and serialization only.
+func (p *polls) park(ch remoting.Channel, req *remoting.Command, h *protocol.PopMessageRequestHeader, notify bool, wait time.Duration) parkResult {
+	if wait <= 0 {
+		return notParked
+	}
+	pr := &parkedReq{ch: ch, h: *h, notify: notify, until: time.Now().Add(wait),
+		req:  &remoting.Command{Code: req.Code, Language: req.Language, Version: req.Version, Opaque: req.Opaque, Serialize: req.Serialize},
+		keys: [2]string{h.Topic, protocol.PopRetryTopicV1(h.Topic, h.ConsumerGroup)},
+		size: parkedOverhead + len(h.Topic) + len(h.ConsumerGroup) + len(h.Exp) + len(h.ExpType) + len(h.AttemptID) + len(h.BrokerName)}
 	p.mu.Lock()
 	switch {
 	case p.closed:
 		p.mu.Unlock()
 		return notParked
-	case p.total >= p.s.cfg.MaxPollingSize || len(p.byKey[h.Topic]) >= p.s.cfg.PollingSize:
+	case p.total >= p.s.cfg.MaxPollingSize || len(p.byKey[h.Topic]) >= p.s.cfg.PollingSize || p.bytes+pr.size > maxParkedBytes:
 		p.mu.Unlock()
 		return pollFull
 	}
@@ -74,6 +96,7 @@ func (p *polls) park(ch remoting.Channel, req *remoting.Command, h *protocol.Pop
 		m[pr] = struct{}{}
 	}
 	p.total++
+	p.bytes += pr.size
 	p.n.Store(int64(p.total))
 	pr.timer = time.AfterFunc(wait, func() { p.fire(pr) })
 	p.mu.Unlock()
@@ -96,6 +119,7 @@ func (p *polls) takeLocked(pr *parkedReq) bool {
 		}
 	}
 	p.total--
+	p.bytes -= pr.size
 	p.n.Store(int64(p.total))
 	pr.timer.Stop()
 	return true
@@ -117,19 +141,27 @@ func (p *polls) fire(pr *parkedReq) {
 	}
 }
 
-// wake answers the requests parked on topic; it is the dispatch hook's, so it never blocks on
-// more than the table's lock.
+// wake answers, of the requests parked on topic, one per consumer group (PopLongPollingService
+// wakes one per key): a woken pop that finds nothing parks again for the rest of its time. It
+// is the dispatch hook's, so it never blocks on more than the table's lock.
 func (p *polls) wake(topic string) {
 	if p.n.Load() == 0 {
 		return
 	}
 	p.mu.Lock()
 	var woken []*parkedReq
-	for pr := range p.byKey[topic] {
-		woken = append(woken, pr)
-	}
-	if p.closed {
-		woken = nil
+	if !p.closed {
+		var groups map[string]bool
+		for pr := range p.byKey[topic] {
+			if groups[pr.h.ConsumerGroup] {
+				continue
+			}
+			if groups == nil {
+				groups = map[string]bool{}
+			}
+			groups[pr.h.ConsumerGroup] = true
+			woken = append(woken, pr)
+		}
 	}
 	for _, pr := range woken {
 		p.takeLocked(pr)
@@ -190,17 +222,21 @@ func (p *polls) close() {
 	p.wg.Wait()
 }
 
-// answerParked answers a taken request: a pop runs again without parking, a notification
-// looks again.
+// answerParked answers a taken request: a pop runs again and a notification looks again; one
+// that finds nothing parks again for the rest of its poll time, and answers once that ran out.
 func (s *Service) answerParked(pr *parkedReq) {
 	if pr.ch.Closed() {
 		return
 	}
 	var resp *remoting.Command
 	if pr.notify {
-		resp = notificationResponse(s.hasMessage(pr.h.ConsumerGroup, pr.h.Topic, pr.h.QueueID), false)
-	} else {
-		resp = s.pop(pr.ch, pr.req, &pr.h, false)
+		has := s.hasMessage(pr.h.ConsumerGroup, pr.h.Topic, pr.h.QueueID)
+		if !has && s.polls.park(pr.ch, pr.req, &pr.h, true, time.Until(pr.until)) == parked {
+			return
+		}
+		resp = notificationResponse(has, false)
+	} else if resp = s.pop(pr.ch, pr.req, &pr.h, time.Until(pr.until)); resp == nil {
+		return
 	}
 	resp.Opaque = pr.req.Opaque
 	resp.Serialize = pr.req.Serialize
@@ -273,7 +309,7 @@ func (s *Service) processNotification(_ context.Context, ch remoting.Channel, re
 	}
 	ph := protocol.PopMessageRequestHeader{ConsumerGroup: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID,
 		PollTime: h.PollTime, BornTime: h.BornTime}
-	switch s.polls.park(ch, req, &ph, true) {
+	switch s.polls.park(ch, req, &ph, true, s.pollWait(h.PollTime)) {
 	case parked:
 		return nil, nil
 	case pollFull:

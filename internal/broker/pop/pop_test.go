@@ -194,6 +194,29 @@ func TestLongPolling(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("parked pop not woken by a new message")
 	}
+	// A woken pop that finds nothing (its filter refuses the new message) parks again and
+	// takes the next message that passes.
+	go func() {
+		h := popHeader(tGroup, tTopic, -1, 8, 60_000, 20_000)
+		h.Exp = "B"
+		resp, err := e.TCP.InvokeSync(t.Context(), e.Addr, request(remoting.PopMessage, h))
+		if err != nil {
+			resp = remoting.NewResponse(-1, err.Error())
+		}
+		done <- resp
+	}()
+	brokertest.Eventually(t, "filtered pop parked", func() bool { return e.svc.polls.n.Load() == 1 })
+	e.put(t, tTopic, 0, 1, "A", "a")
+	brokertest.Eventually(t, "filtered pop parked again", func() bool { return e.svc.polls.n.Load() == 1 && len(done) == 0 })
+	e.put(t, tTopic, 1, 1, "B", "b")
+	select {
+	case resp := <-done:
+		if ms := decodeBody(t, resp.Body); resp.Code != remoting.Success || len(ms) != 1 || ms[0].body != "b-0" {
+			t.Fatalf("filtered pop: %d %q %v", resp.Code, resp.Remark, bodies(ms))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("filtered pop not woken by a matching message")
+	}
 	// A parked pop whose poll time runs out answers POLLING_TIMEOUT.
 	if resp, _ := e.pop(t, popHeader(tGroup, tTopic, -1, 8, 60_000, 50)); resp.Code != remoting.PollingTimeout {
 		t.Fatalf("timed-out pop: %d %q", resp.Code, resp.Remark)

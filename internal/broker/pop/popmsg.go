@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/filter"
@@ -45,7 +46,7 @@ func (s *Service) processPop(_ context.Context, ch remoting.Channel, req *remoti
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	return s.pop(ch, req, &h, true), nil
+	return s.pop(ch, req, &h, s.pollWait(h.PollTime)), nil
 }
 
 // checkPop checks a pop or notification's header and resolves its topic, group and filter.
@@ -85,8 +86,9 @@ func (s *Service) checkPop(ch remoting.Channel, h *protocol.PopMessageRequestHea
 	return r, nil
 }
 
-// pop serves a checked-or-not pop; it returns nil when the pop was parked.
-func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.PopMessageRequestHeader, mayPark bool) *remoting.Command {
+// pop serves a pop that may wait up to wait for a message; it returns nil when the pop was
+// parked.
+func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.PopMessageRequestHeader, wait time.Duration) *remoting.Command {
 	r, refused := s.checkPop(ch, h)
 	if refused != nil {
 		return refused
@@ -111,16 +113,12 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 	}
 	code, remark := int32(remoting.Success), "FOUND"
 	if out.n == 0 {
-		if mayPark && h.PollTime > 0 {
-			switch s.polls.park(ch, req, h, false) {
-			case parked:
-				return nil
-			case pollFull:
-				code = remoting.PollingFull
-			default:
-				code = remoting.PollingTimeout
-			}
-		} else {
+		switch s.polls.park(ch, req, h, false, wait) {
+		case parked:
+			return nil
+		case pollFull:
+			code = remoting.PollingFull
+		default:
 			code = remoting.PollingTimeout
 		}
 		remark = "NO_MESSAGE_IN_QUEUE"

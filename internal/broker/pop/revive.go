@@ -156,7 +156,8 @@ func (s *Service) reviveOne(c *checkpoint) error {
 			props = broker.SetProperty(props, propertyFirstPopTime, strconv.FormatInt(c.key.popTime, 10))
 		}
 		target := retryTopic
-		if rec.ReconsumeTimes >= maxTimes {
+		// A group and topic too long together for a retry topic name go to the dead letters.
+		if rec.ReconsumeTimes >= maxTimes || names.CheckTopic(retryTopic) != nil {
 			target = names.DLQTopic(c.key.group)
 		}
 		s.b.Topics().AddSystem(target, 1)
