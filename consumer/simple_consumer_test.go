@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -449,10 +451,12 @@ func TestSimpleConsumerLifecycle(t *testing.T) {
 }
 
 // TestSimpleConsumerCloseEndsAWaitingReceive: Close cancels a Receive the broker holds (long
-// polling with nothing to hand out) and returns once it ended.
+// polling with nothing to hand out) and returns once it ended, leaving no goroutine of the
+// consumer or its client instance behind.
 func TestSimpleConsumerCloseEndsAWaitingReceive(t *testing.T) {
 	n := popNode(t)
 	newAdmin(t, n).createTopic("SimpleEmpty", 1)
+	base := runtime.NumGoroutine()
 	sc := startSimple(t, map[string]MessageSelector{"SimpleEmpty": ByTag("*")},
 		simpleOptions(t, n, nil, "simple-close", WithAwaitDuration(MaxAwaitDuration))...)
 	errc := make(chan error, 1)
@@ -462,15 +466,98 @@ func TestSimpleConsumerCloseEndsAWaitingReceive(t *testing.T) {
 	}()
 	// Let the pop reach the broker and park there; Close must end it either way.
 	time.Sleep(200 * time.Millisecond)
-	if err := sc.Close(); err != nil {
-		t.Fatal(err)
+	closed := make(chan error, 1)
+	go func() { closed <- sc.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close waits for a Receive parked at the broker instead of ending it")
 	}
 	select {
 	case err := <-errc:
 		if err == nil {
 			t.Error("a Receive cut by Close returned no error")
 		}
-	case <-time.After(20 * time.Second):
+	default:
 		t.Fatal("Close returned while a Receive still waited")
+	}
+	checkNoGoroutineLeak(t, base)
+}
+
+// TestSimpleConsumerGroupShares: three members of one group (each its own client instance)
+// receive and acknowledge concurrently; together they get every message of the topic once,
+// with no rebalancing between them. The group and topic are in a namespace, which views do not
+// show.
+func TestSimpleConsumerGroupShares(t *testing.T) {
+	n := popNode(t)
+	a := newAdmin(t, n)
+	a.createTopic("ns%SimpleShared", 4)
+	want := a.sendN("ns%SimpleShared", 4, 90, "s")
+	type got struct {
+		body, topic string
+	}
+	results := make(chan got, 2*len(want))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 3)
+	var members sync.WaitGroup
+	for i := range 3 {
+		sc := startSimple(t, map[string]MessageSelector{"SimpleShared": ByTag("*")},
+			simpleOptions(t, n, nil, "simple-shared", WithNamespace("ns"), WithInstanceName(fmt.Sprintf("member-%d", i)))...)
+		members.Add(1)
+		go func() {
+			defer members.Done()
+			for ctx.Err() == nil {
+				views, err := sc.Receive(ctx, 8, 10*time.Second)
+				if err != nil {
+					if ctx.Err() == nil {
+						errc <- err
+					}
+					return
+				}
+				for _, v := range views {
+					if err := sc.Ack(ctx, v); err != nil && ctx.Err() == nil {
+						errc <- err
+						return
+					}
+					select {
+					case results <- got{string(v.Body), v.Topic}:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}()
+	}
+	count := map[string]int{}
+	deadline := time.After(20 * time.Second)
+	for len(count) < len(want) {
+		select {
+		case g := <-results:
+			count[g.body]++
+			if g.topic != "SimpleShared" {
+				t.Errorf("%s shows topic %q", g.body, g.topic)
+			}
+		case err := <-errc:
+			t.Fatal(err)
+		case <-deadline:
+			t.Fatalf("received %d of %d messages", len(count), len(want))
+		}
+	}
+	// Anything handed out twice shows up within a few more receives.
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	members.Wait()
+	close(results)
+	for g := range results {
+		count[g.body]++
+	}
+	for body, c := range count {
+		if c != 1 {
+			t.Errorf("%s received %d times", body, c)
+		}
 	}
 }
