@@ -17,8 +17,8 @@ const PropertyPopCK = "POP_CK"
 
 // PopInitMode values (ConsumeInitMode): where a group with no pop offset in a queue starts.
 const (
-	PopInitModeMax int32 = 0 // the queue's end: only messages stored from now on
-	PopInitModeMin int32 = 1 // the queue's first message
+	PopInitModeMin int32 = 0 // the queue's first message
+	PopInitModeMax int32 = 1 // the queue's last message
 )
 
 // PopMessageRequestHeader is the header of POP_MESSAGE (200050).

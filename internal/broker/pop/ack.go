@@ -28,7 +28,7 @@ func (s *Service) resolveHandle(group, topic string, queueID int32, extraInfo st
 	if err != nil {
 		return t, refuse(remoting.InvalidParameter, "extraInfo is not a receipt handle this broker gave: %v", err)
 	}
-	if e.ReviveQid >= reviveQueueNum {
+	if e.ReviveQid >= reviveQueueNum && e.ReviveQid != orderReviveQid {
 		return t, refuse(remoting.InvalidParameter, "receipt handle's reviveQid %d is not below %d", e.ReviveQid, reviveQueueNum)
 	}
 	if _, ok := s.b.Topics().Get(topic); !ok {
@@ -49,6 +49,17 @@ func (s *Service) resolveHandle(group, topic string, queueID int32, extraInfo st
 	t.key = ckKey{group: group, topic: real, queueID: queueID, start: e.CkQueueOffset, popTime: e.PopTime}
 	t.qid, t.offset = e.ReviveQid, offset
 	return t, nil
+}
+
+// ackAny acks a handle of either kind: a FIFO batch's, or a checkpoint's.
+func (s *Service) ackAny(t handleTarget) error {
+	if t.qid != orderReviveQid {
+		return s.ack(t)
+	}
+	if err := s.ackOrder(t); err != nil && !errors.Is(err, errOrderHandle) {
+		return err
+	}
+	return nil // a late FIFO ack, as a late ack of a checkpoint, changes nothing
 }
 
 // ack takes the message at offset of the checkpoint key names for good. An ack of a handle
@@ -92,7 +103,7 @@ func (s *Service) processAck(_ context.Context, _ remoting.Channel, req *remotin
 	if refused != nil {
 		return refused, nil
 	}
-	if err := s.ack(t); err != nil {
+	if err := s.ackAny(t); err != nil {
 		return refuse(remoting.SystemError, "ack not stored: %v", err), nil
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
@@ -130,7 +141,7 @@ func (s *Service) processBatchAck(_ context.Context, _ remoting.Channel, req *re
 		if err := names.CheckTopic(a.Topic); err != nil {
 			return reqnames.Refused("t", err), nil
 		}
-		if a.StartOffset < 0 || a.QueueID < 0 || a.ReviveQueueID < 0 || a.ReviveQueueID >= reviveQueueNum {
+		if a.StartOffset < 0 || a.QueueID < 0 || a.ReviveQueueID < 0 || (a.ReviveQueueID >= reviveQueueNum && a.ReviveQueueID != orderReviveQid) {
 			return refuse(remoting.InvalidParameter, "batch ack entry %d: negative offset or queue, or reviveQueueId %d not below %d",
 				i, a.ReviveQueueID, reviveQueueNum), nil
 		}
@@ -145,19 +156,23 @@ func (s *Service) processBatchAck(_ context.Context, _ remoting.Channel, req *re
 	}
 	var errs []error
 	for _, en := range entries {
-		s.mu.Lock()
-		c := s.cks[en.key]
-		var offs []int64
-		if c != nil {
-			for _, o := range c.offsets {
-				if protocol.BitSetGet(en.bits, int(min(o-en.key.start, 1<<31-1))) {
-					offs = append(offs, o)
-				}
+		var all, offs []int64
+		if en.reviveQid == orderReviveQid {
+			all = s.orderOffsets(en.key)
+		} else {
+			s.mu.Lock()
+			if c := s.cks[en.key]; c != nil {
+				all = append(all, c.offsets...)
+			}
+			s.mu.Unlock()
+		}
+		for _, o := range all {
+			if d := o - en.key.start; d >= 0 && protocol.BitSetGet(en.bits, int(min(d, 1<<31-1))) {
+				offs = append(offs, o)
 			}
 		}
-		s.mu.Unlock()
 		for _, o := range offs {
-			errs = append(errs, s.ack(handleTarget{key: en.key, qid: en.reviveQid, offset: o}))
+			errs = append(errs, s.ackAny(handleTarget{key: en.key, qid: en.reviveQid, offset: o}))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -180,6 +195,20 @@ func (s *Service) processChangeInvisible(_ context.Context, _ remoting.Channel, 
 	t, refused := s.resolveHandle(h.ConsumerGroup, h.Topic, h.QueueID, h.ExtraInfo, h.Offset)
 	if refused != nil {
 		return refused, nil
+	}
+	if t.qid == orderReviveQid {
+		visibleAt := nowMillis() + h.InvisibleTime
+		if err := s.changeOrder(t, visibleAt); errors.Is(err, errOrderHandle) {
+			return refuse(remoting.NoMessage, "the receipt handle of offset %d names no FIFO message awaiting ack", h.Offset), nil
+		} else if err != nil {
+			return refuse(remoting.SystemError, "FIFO change not stored: %v", err), nil
+		}
+		// The handle keeps its pop time; its invisible time now ends at visibleAt.
+		resp := remoting.NewResponse(remoting.Success, "")
+		resp.ExtFields = make(map[string]string, 3)
+		(&protocol.ChangeInvisibleTimeResponseHeader{PopTime: t.key.popTime, InvisibleTime: visibleAt - t.key.popTime,
+			ReviveQid: orderReviveQid}).Encode(resp.ExtFields)
+		return resp, nil
 	}
 	key := ckKey{group: t.key.group, topic: t.key.topic, queueID: t.key.queueID, start: t.offset, popTime: nowMillis()}
 	s.mu.Lock()

@@ -28,5 +28,6 @@
 // Files: service.go (the service, its checks and the checkpoint table), popmsg.go
 // (POP_MESSAGE and PEEK_MESSAGE), ack.go (ACK_MESSAGE, BATCH_ACK_MESSAGE,
 // CHANGE_MESSAGE_INVISIBLETIME), records.go (the revive topic's records), revive.go (the
-// replay and the revive loop), poll.go (parked pops and notifications, POLLING_INFO).
+// replay and the revive loop), poll.go (parked pops and notifications, POLLING_INFO), order.go
+// (FIFO pops, order=true: one batch of a queue at a time, consumerOrderInfo.json).
 package pop

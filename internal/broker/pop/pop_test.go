@@ -386,7 +386,6 @@ func TestHostileHeaders(t *testing.T) {
 		"queueId 1":            {func(h *protocol.PopMessageRequestHeader) { h.QueueID = 1 }, remoting.InvalidParameter},
 		"queueId -2":           {func(h *protocol.PopMessageRequestHeader) { h.QueueID = -2 }, remoting.InvalidParameter},
 		"no such topic":        {func(h *protocol.PopMessageRequestHeader) { h.Topic = "NoSuchTopic" }, remoting.TopicNotExist},
-		"order":                {func(h *protocol.PopMessageRequestHeader) { h.Order = true }, remoting.InvalidParameter},
 		"unknown filter type":  {func(h *protocol.PopMessageRequestHeader) { h.ExpType, h.Exp = "CLASS", "x" }, remoting.SystemError},
 		"bad name":             {func(h *protocol.PopMessageRequestHeader) { h.Topic = "bad topic" }, remoting.SystemError},
 	} {
@@ -454,4 +453,20 @@ func forge(t *testing.T, handle string, f func(*protocol.ExtraInfo)) string {
 	}
 	f(&e)
 	return e.String()
+}
+
+func TestInitMode(t *testing.T) {
+	e := start(t, "", nil)
+	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
+	e.put(t, tTopic, 0, 3, "", "m")
+	last := popHeader("LastGroup", tTopic, 0, 32, 60_000, 0)
+	last.InitMode = protocol.PopInitModeMax
+	if ms := e.popAll(t, last, 1); len(ms) != 1 || ms[0].body != "m-2" {
+		t.Fatalf("initMode MAX popped %v, want the last message", bodies(ms))
+	}
+	first := popHeader("FirstGroup", tTopic, 0, 32, 60_000, 0)
+	first.InitMode = protocol.PopInitModeMin
+	if ms := e.popAll(t, first, 3); ms[0].body != "m-0" {
+		t.Fatalf("initMode MIN popped %v first", ms[0].body)
+	}
 }

@@ -66,9 +66,6 @@ func (s *Service) checkPop(ch remoting.Channel, h *protocol.PopMessageRequestHea
 	if refused := s.checkInvisible(h.InvisibleTime); refused != nil {
 		return nil, refused
 	}
-	if h.Order {
-		return nil, refuse(remoting.InvalidParameter, "the broker[%s] does not serve orderly pops (order=true) yet", s.brokerName)
-	}
 	tc, refused := s.readableTopic(ch, h.Topic, h.QueueID, true)
 	if refused != nil {
 		return nil, refused
@@ -101,6 +98,9 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 	randomQ := rand.IntN(100)
 	retryFirst := randomQ < s.cfg.FromRetryProbability
 	retryTopic := protocol.PopRetryTopicV1(h.Topic, h.ConsumerGroup)
+	if h.Order {
+		r.retry = 0 // a FIFO pop reads the topic alone, as RocketMQ's
+	}
 	if retryFirst && r.retry > 0 {
 		s.popTopic(r, retryTopic, r.retry, -1, randomQ, &out)
 	}
@@ -126,7 +126,7 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 	resp := remoting.NewResponse(code, remark)
 	resp.ExtFields = make(map[string]string, 7)
 	(&protocol.PopMessageResponseHeader{PopTime: out.popTime, InvisibleTime: h.InvisibleTime, ReviveQid: out.reviveQid,
-		RestNum: out.rest, StartOffsetInfo: out.startInfo, MsgOffsetInfo: out.msgInfo}).Encode(resp.ExtFields)
+		RestNum: out.rest, StartOffsetInfo: out.startInfo, MsgOffsetInfo: out.msgInfo, OrderCountInfo: out.orderInfo}).Encode(resp.ExtFields)
 	if out.n > 0 {
 		resp.Body = out.body
 	}
@@ -142,6 +142,7 @@ type popOut struct {
 	body      []byte
 	startInfo string
 	msgInfo   string
+	orderInfo string
 	err       error
 }
 
@@ -184,6 +185,10 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 	lock := s.queueLock(h.ConsumerGroup, topic, qid)
 	lock.Lock()
 	defer lock.Unlock()
+	if h.Order {
+		s.popOrderQueue(r, topic, qid, out)
+		return
+	}
 	offset := s.popOffset(h.ConsumerGroup, topic, qid, h.InitMode)
 	res := st.GetMessage(h.ConsumerGroup, topic, qid, offset, want, 0, r.sub.Filter())
 	defer res.Release()

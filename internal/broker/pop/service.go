@@ -73,7 +73,8 @@ type Service struct {
 	seed       maphash.Seed
 	nextQid    atomic.Uint32
 
-	polls *polls
+	polls  *polls
+	orders *orders
 }
 
 // New builds the service over b and replays the revive topic (a slave serves no pops).
@@ -93,6 +94,9 @@ func New(b *broker.Broker) (*Service, error) {
 	if b.IsMaster() {
 		b.Topics().AddSystem(s.reviveTopic, reviveQueueNum)
 		if err := s.replay(); err != nil {
+			return nil, err
+		}
+		if err := s.loadOrders(); err != nil {
 			return nil, err
 		}
 	}
