@@ -40,9 +40,7 @@ func readPopAnswer(resp *remoting.Command, brokerName, topic, wireTopic string, 
 	}
 	var counts map[string]int64
 	if order {
-		if counts, err = parseOffsetInfo(h.OrderCountInfo, "orderCountInfo"); err != nil {
-			return nil, fmt.Errorf("consumer: POP answer from broker %s: %w", brokerName, err)
-		}
+		counts = parseOrderCounts(h.OrderCountInfo)
 	}
 	// A broker that sends no startOffsetInfo checkpoints each queue's batch at its first
 	// message, which is where RocketMQ 5's client then puts the handles' checkpoint too.
@@ -110,10 +108,10 @@ func queueIDKey(retry string, queueID int) string { return queueKey(retry, strco
 // most MaxReceiveMessageNum messages, each of one queue.
 const maxOffsetInfoEntries = 4 * MaxReceiveMessageNum
 
-// parseOffsetInfo reads an offset-info string of a POP answer (startOffsetInfo,
-// orderCountInfo): ";"-separated entries "retry queue value" with a decimal value, into
-// values by queueKey. "" is nil. A malformed or repeated entry is an error naming the field,
-// as 5.x's client refuses it.
+// parseOffsetInfo reads the startOffsetInfo of a POP answer: ";"-separated entries "retry
+// queueId offset" with a decimal offset, into offsets by queueKey. "" is nil. A malformed or
+// repeated entry is an error naming the field, as 5.x's client refuses it: the offsets are
+// what acks name.
 func parseOffsetInfo(s, field string) (map[string]int64, error) {
 	if s == "" {
 		return nil, nil
@@ -139,6 +137,37 @@ func parseOffsetInfo(s, field string) (map[string]int64, error) {
 		out[key] = v
 	}
 	return out, nil
+}
+
+// parseOrderCounts reads the orderCountInfo of a FIFO POP answer: ";"-separated entries
+// "retry qo<queueId>%<offset> count" for a message and "retry queueId count" for a queue, into
+// counts by queueKey. The counts only tell a view's delivery attempt, so unlike the checkpoint
+// offsets an entry that does not read so is passed over (5.x's client fails the whole answer,
+// which would leave a FIFO queue's batch hidden until its invisible time); a repeated key
+// keeps its first count above 0.
+func parseOrderCounts(s string) map[string]int64 {
+	if s == "" {
+		return nil
+	}
+	entries := strings.Split(s, ";")
+	out := make(map[string]int64, min(len(entries), maxOffsetInfoEntries))
+	for i, e := range entries {
+		if i == maxOffsetInfoEntries {
+			break
+		}
+		f := strings.Split(e, " ")
+		if len(f) != 3 || f[0] == "" || f[1] == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || v < 0 {
+			continue
+		}
+		if key := queueKey(f[0], f[1]); out[key] == 0 {
+			out[key] = v
+		}
+	}
+	return out
 }
 
 // ackHeader is the ACK_MESSAGE header of the handle r of a message popped from wireTopic by

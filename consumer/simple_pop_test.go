@@ -229,7 +229,17 @@ func TestParseOffsetInfoBounded(t *testing.T) {
 	if _, err := parseOffsetInfo(long, "startOffsetInfo"); err == nil || !strings.Contains(err.Error(), "entries, over") {
 		t.Errorf("%d entries: %v", maxOffsetInfoEntries+1, err)
 	}
-	if _, err := parseOffsetInfo("0 1 x", "orderCountInfo"); err == nil || !strings.Contains(err.Error(), "orderCountInfo") {
+	if _, err := parseOffsetInfo("0 1 x", "startOffsetInfo"); err == nil || !strings.Contains(err.Error(), "startOffsetInfo") {
 		t.Errorf("non-decimal value: %v", err)
+	}
+	// Order counts are advisory: entries that do not read as "retry queue count" are passed
+	// over, the rest kept, and at most maxOffsetInfoEntries looked at.
+	got := parseOrderCounts("0 1 qo1%5 2;0 qo1%6 x;0 qo1%7 3;0 1 4;;0 2 -1")
+	want := map[string]int64{"0@qo1%7": 3, "0@1": 4}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order counts (-want +got):\n%s", diff)
+	}
+	if n := len(parseOrderCounts(strings.Repeat("0 1 2;", 10*maxOffsetInfoEntries))); n != 1 {
+		t.Errorf("%d keys from repeats of one entry", n)
 	}
 }
