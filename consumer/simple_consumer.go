@@ -31,9 +31,11 @@ var ErrNotStarted = errors.New("consumer: not started")
 // acknowledged in time is handed out again, to any member of the group. The broker keeps the
 // group's progress, so members need no rebalancing and may come and go at any time.
 //
-// A FIFO group (WithOrderly(true), on a broker where the group consumes orderly) gets a message
-// group's messages one at a time in their order: the next only after the previous was
-// acknowledged, or came back after its invisible time.
+// With WithOrderly(true) (5.x's FIFO consumer groups, whose subscription group 5.x's proxy
+// reads consumeMessageOrderly from) the pops are FIFO: a queue, and so each message group
+// sent to it (producer.Message.MessageGroup), is handed out one batch at a time in order, the
+// next batch only once every message of this one was acknowledged or came back after its
+// invisible time, the unacknowledged first.
 //
 //	sc, err := consumer.NewSimpleConsumer(consumer.WithNameServers(addr),
 //		consumer.WithGroup("orders-service"), consumer.WithAwaitDuration(10*time.Second))
