@@ -96,18 +96,19 @@ type simpleSub struct {
 
 // NewSimpleConsumer builds a simple consumer; Subscribe (before or after Start) and Start it.
 // A group is required. Its defaults are 5.x's: DefaultAwaitDuration, DefaultSimpleRequestTimeout,
-// consuming from the last offset (POP's init mode MAX: a new group starts at the end of each
-// queue, except a young queue whose first message is still in memory, read from its start);
-// WithConsumeFrom(FromFirstOffset) starts it at the first offset (init mode MIN).
+// consuming from the last offset (POP's init mode MAX: a group new to a queue starts at the
+// queue's last message); WithConsumeFrom(FromFirstOffset) starts it at the first offset (init
+// mode MIN). An owned transport (WithOwnedTransport) is closed when NewSimpleConsumer or Start
+// fails, or by Close.
 func NewSimpleConsumer(opts ...Option) (*SimpleConsumer, error) {
 	cfg, err := newConfig(opts)
-	if err == nil {
-		err = cfg.checkSimple()
-		if err != nil {
-			cfg.closeOwned(true)
-		}
-	}
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.checkSimple(); err != nil {
+		if cfg.ownTransport && cfg.transport != nil {
+			cfg.transport.Close() // handed over, and never to be handed to an instance
+		}
 		return nil, err
 	}
 	c := &SimpleConsumer{cfg: cfg, group: cfg.group}

@@ -374,6 +374,14 @@ func TestSimpleConsumerLifecycle(t *testing.T) {
 	if _, err := NewSimpleConsumer(WithNameServers(n.Addr())); err == nil {
 		t.Error("a simple consumer without a group was built")
 	}
+	// A transport handed over is closed when the options are refused.
+	owned := n.NewTransport()
+	if _, err := NewSimpleConsumer(simpleOptions(t, n, nil, "simple-life", WithOwnedTransport(owned), WithModel(Broadcasting))...); err == nil {
+		t.Fatal("broadcasting simple consumer built")
+	}
+	if _, err := owned.InvokeSync(ctx, n.Addr(), remoting.NewRequest(remoting.GetRouteInfoByTopic, nil, nil)); !errors.Is(err, remoting.ErrClosed) {
+		t.Errorf("the owned transport of a refused consumer: %v, want it closed", err)
+	}
 
 	sc, err := NewSimpleConsumer(simpleOptions(t, n, nil, "simple-life")...)
 	if err != nil {
