@@ -9,7 +9,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// The simple consumer's wire (docs/protocol.md, POP consumption): POP_MESSAGE with queueId -1,
+// The simple consumer's wire (docs/protocol.md Appendix E): POP_MESSAGE with queueId -1,
 // ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME, with the headers of internal/protocol/pop.go.
 // What a POP answer means is RocketMQ 5's client's (MQClientAPIImpl.processPopResponse); the
 // code here is ours.
