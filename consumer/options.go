@@ -417,7 +417,8 @@ func WithTrace(topic string) Option {
 }
 
 // WithOrderly makes the consumer orderly: each queue is consumed by one goroutine at a time, in
-// offset order, while this client holds the queue's broker lock.
+// offset order, while this client holds the queue's broker lock. For a SimpleConsumer it makes
+// the pops FIFO (order=true): a queue's messages, so each message group's, one batch at a time.
 func WithOrderly(orderly bool) Option { return optionFunc(func(c *config) { c.orderly = orderly }) }
 
 // WithPullBatchSize sets how many messages one pull asks for (RocketMQ pullBatchSize: default
