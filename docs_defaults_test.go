@@ -152,6 +152,8 @@ func codeDefaults(t *testing.T) map[string]any {
 		"consumer.DefaultCloseTimeout":                 consumer.DefaultCloseTimeout,
 		"consumer.DefaultLitePullBatchSize":            consumer.DefaultLitePullBatchSize,
 		"consumer.DefaultLitePullSuspend":              consumer.DefaultLitePullSuspend,
+		"consumer.DefaultAwaitDuration":                consumer.DefaultAwaitDuration,
+		"consumer.DefaultSimpleRequestTimeout":         consumer.DefaultSimpleRequestTimeout,
 	}
 }
 

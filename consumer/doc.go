@@ -1,6 +1,6 @@
 // Package consumer is the consume side of the RocketMQ 4.x client: a push consumer that
 // receives the messages of its subscriptions and hands them to listeners, with the offset
-// stores behind it (docs/protocol.md §5, §10).
+// stores behind it (docs/protocol.md §5, §10); and RocketMQ 5's simple consumer, which pops.
 //
 //	pc, err := consumer.NewPushConsumer(consumer.WithNameServers("127.0.0.1:9876"),
 //		consumer.WithGroup("orders-service"))
@@ -102,6 +102,15 @@
 // Assign (fixed queues), then Poll returns pulled batches; offsets advance by auto-commit (what
 // earlier Polls returned counts as consumed at the next Poll) or Commit; Seek, SeekToBegin,
 // SeekToEnd, Pause and Resume act per queue.
+//
+// # Simple consumer
+//
+// NewSimpleConsumer builds RocketMQ 5's SimpleConsumer over POP (simple_consumer.go,
+// docs/protocol.md Appendix F): Receive pops messages hidden from the rest of the group for an
+// invisible duration, Ack takes each for good, ChangeInvisibleDuration moves its deadline; the
+// broker keeps the group's progress and hands unacknowledged messages out again, so there is no
+// rebalance, pull loop or offset store. It shares the client instance (routes, heartbeats,
+// transport) and the options of the other consumers, and runs no goroutine of its own.
 //
 // # Locks
 //

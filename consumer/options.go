@@ -139,11 +139,12 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // config is every setting of a consumer, defaults filled in. Options set any of it; each
 // consumer takes the parts it uses: the puller the shared settings, the push consumer its own,
-// the lite pull consumer its own.
+// the lite pull consumer its own, the simple consumer the shared ones it needs and its own.
 type config struct {
 	pullerConfig
 	pushConfig
 	liteConfig
+	simpleConfig
 }
 
 // pullerConfig is what both consumers share: identity, membership, rebalancing, pulls, flow
@@ -242,7 +243,8 @@ func defaultConfig() config {
 			unlockDelay:        DefaultUnlockDelay,
 			closeTimeout:       DefaultCloseTimeout,
 		},
-		liteConfig: liteConfig{autoCommit: true},
+		liteConfig:   liteConfig{autoCommit: true},
+		simpleConfig: defaultSimpleConfig(),
 	}
 }
 
@@ -415,7 +417,8 @@ func WithTrace(topic string) Option {
 }
 
 // WithOrderly makes the consumer orderly: each queue is consumed by one goroutine at a time, in
-// offset order, while this client holds the queue's broker lock.
+// offset order, while this client holds the queue's broker lock. For a SimpleConsumer it makes
+// the pops FIFO (order=true): a queue's messages, so each message group's, one batch at a time.
 func WithOrderly(orderly bool) Option { return optionFunc(func(c *config) { c.orderly = orderly }) }
 
 // WithPullBatchSize sets how many messages one pull asks for (RocketMQ pullBatchSize: default

@@ -94,9 +94,10 @@ type batched struct {
 // batchable reports whether msg may go in a batch: what the broker refuses in one (a delay
 // level, a retry topic, a transaction half message, RocketMQ 5's canBatch rules), what would
 // change meaning for the other messages (the broker reads WAIT from a batch's first message
-// only), and bodies the producer would compress (batch elements are not compressed).
+// only), a message group (whose queue is the group's, not the batch lane's), and bodies the
+// producer would compress (batch elements are not compressed).
 func (p *Producer) batchable(msg *Message) bool {
-	if msg.DelayTimeLevel > 0 || strings.HasPrefix(msg.Topic, names.RetryPrefix) {
+	if msg.DelayTimeLevel > 0 || msg.MessageGroup != "" || strings.HasPrefix(msg.Topic, names.RetryPrefix) {
 		return false
 	}
 	if len(msg.Properties) > 0 {

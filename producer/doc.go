@@ -49,6 +49,10 @@
 //     leaves the selected queue and never retries; FailoverOrder moves to the next available
 //     queue while the selected broker is isolated (fault tolerance on). SendToQueue sends to
 //     one queue, once (both wait for an unreachable broker of their queue, as above).
+//   - Message groups (RocketMQ 5's FIFO messages, message_group.go): a Message with a
+//     MessageGroup carries it as __SHARDINGKEY and goes, in every attempt, to the queue
+//     SipHash-2-4 of the group picks as 5.x's clients do, so the group keeps its order there
+//     for a FIFO consumer (consumer.SimpleConsumer). Such messages are not async-batched.
 //
 // A Producer is safe for concurrent use. Messages are only read, never kept or modified.
 package producer

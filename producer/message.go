@@ -26,8 +26,15 @@ type Message struct {
 	DelayTimeLevel int
 	// Flag is stored verbatim with the message.
 	Flag int32
+	// MessageGroup, when set, makes m a FIFO message of that group (RocketMQ 5's message group,
+	// property __SHARDINGKEY): SendSync, SendAsync, SendOneway and SendBatch send it to the
+	// queue the group hashes to, as 5.x's clients pick it, so one group's messages keep their
+	// order in one queue. At most MaxMessageGroupLength bytes; not with a delay or a delivery
+	// time. SendToQueue and SendOrdered send to the queue they name, group or not.
+	MessageGroup string
 	// Properties are user properties. Names and values must not contain 0x01 or 0x02; the
-	// fields above override TAGS, KEYS and DELAY given here. A UNIQ_KEY given here is kept.
+	// fields above override TAGS, KEYS, DELAY and __SHARDINGKEY given here. A UNIQ_KEY given
+	// here is kept.
 	Properties map[string]string
 }
 
@@ -42,6 +49,9 @@ func (m *Message) WithKeys(keys ...string) *Message { m.Keys = keys; return m }
 
 // WithDelayTimeLevel sets DelayTimeLevel and returns m.
 func (m *Message) WithDelayTimeLevel(level int) *Message { m.DelayTimeLevel = level; return m }
+
+// WithMessageGroup sets MessageGroup and returns m.
+func (m *Message) WithMessageGroup(group string) *Message { m.MessageGroup = group; return m }
 
 // WithProperty sets one user property and returns m.
 func (m *Message) WithProperty(name, value string) *Message {
@@ -79,7 +89,8 @@ func (m *Message) appendProperties(sb *strings.Builder, uniqKey string) {
 		switch {
 		case k == message.PropertyTags && m.Tags != "",
 			k == message.PropertyKeys && len(m.Keys) > 0,
-			k == message.PropertyDelayTimeLevel && m.DelayTimeLevel > 0:
+			k == message.PropertyDelayTimeLevel && m.DelayTimeLevel > 0,
+			k == propertyMessageGroup && m.MessageGroup != "":
 			continue
 		case k == message.PropertyUniqKey:
 			uniqKey = ""
@@ -94,6 +105,9 @@ func (m *Message) appendProperties(sb *strings.Builder, uniqKey string) {
 	}
 	if m.DelayTimeLevel > 0 {
 		put(message.PropertyDelayTimeLevel, strconv.Itoa(m.DelayTimeLevel))
+	}
+	if m.MessageGroup != "" {
+		put(propertyMessageGroup, m.MessageGroup)
 	}
 	if uniqKey != "" {
 		put(message.PropertyUniqKey, uniqKey)

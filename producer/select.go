@@ -8,7 +8,7 @@ import (
 // Step 3 of a send (send.go): the queue of an attempt. Retrying sends go round robin, away
 // from the broker the attempt before failed on and, with latency fault tolerance on, around
 // isolated brokers (fault.go); ordered sends take the caller's selector's queue, moved only by
-// FailoverOrder; SendToQueue takes the caller's queue.
+// FailoverOrder; SendToQueue takes the caller's queue; a message group takes its queue.
 
 // next picks the queue of a send's next attempt: the caller's, or the round robin's.
 func (s *send) next() MessageQueue {
@@ -20,6 +20,16 @@ func (s *send) next() MessageQueue {
 		return s.queue
 	}
 	return s.p.selectQueue(s.pi, s.lastFailed())
+}
+
+// pinGroup makes every attempt of a send with a message group go to the group's queue
+// (message_group.go), retries included, as 5.x's producers retry a FIFO message: another queue
+// would put it out of its group's order. A send without a group is left as it is.
+func (s *send) pinGroup(group string) {
+	if group == "" {
+		return
+	}
+	s.pi, s.queue = nil, groupQueue(s.pi.queues, group)
 }
 
 // lastFailed is the broker of the send's last failed attempt, "" before any: RocketMQ's

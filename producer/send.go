@@ -39,13 +39,15 @@ func (p *Producer) SendSync(ctx context.Context, msg *Message) (*SendResult, err
 	if err != nil {
 		return nil, err
 	}
+	s.pinGroup(msg.MessageGroup)
 	s.msg = p.encode(msg)
 	return p.tracedSync(ctx, s, msg)
 }
 
 // SendBatch sends msgs, all to one topic, in one SEND_BATCH_MESSAGE request, stored
 // consecutively in one queue; retried like SendSync. Delayed messages cannot be batched, and
-// the encoded batch must fit the max message size.
+// the encoded batch must fit the max message size. Messages with a MessageGroup must all have
+// the same one; the batch goes to its queue.
 func (p *Producer) SendBatch(ctx context.Context, msgs ...*Message) (*SendResult, error) {
 	if err := p.validateBatch(msgs); err != nil {
 		return nil, err
@@ -58,6 +60,7 @@ func (p *Producer) SendBatch(ctx context.Context, msgs ...*Message) (*SendResult
 	if err != nil {
 		return nil, err
 	}
+	s.pinGroup(msgs[0].MessageGroup)
 	s.msg = p.encodeBatch(msgs)
 	return s.runSync(ctx)
 }
@@ -78,6 +81,7 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 		return err
 	}
 	s.retries, s.waitUnreachable = 0, false
+	s.pinGroup(msg.MessageGroup)
 	s.msg = p.encode(msg)
 	return s.runOneway(ctx)
 }
@@ -181,6 +185,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 		return err
 	}
 	s.retries = p.cfg.asyncRetries
+	s.pinGroup(msg.MessageGroup)
 	s.msg = p.encode(msg)
 	s.callback = cb
 	s.runAsync()

@@ -41,6 +41,11 @@ func (p *Producer) validate(msg *Message) error {
 	if msg.DelayTimeLevel < 0 {
 		return invalid("delay time level %d is negative", msg.DelayTimeLevel)
 	}
+	if msg.MessageGroup != "" {
+		if err := checkMessageGroup(msg); err != nil {
+			return err
+		}
+	}
 	n := 0
 	for k, v := range msg.Properties {
 		if k == "" {
@@ -60,8 +65,27 @@ func (p *Producer) validate(msg *Message) error {
 		}
 		n += len(k) + 1
 	}
-	if n+len(msg.Tags)+64 > message.MaxPropertiesBytes {
-		return invalid("properties of about %d bytes exceed %d", n+len(msg.Tags)+64, message.MaxPropertiesBytes)
+	n += len(msg.Tags) + len(msg.MessageGroup) + 64
+	if n > message.MaxPropertiesBytes {
+		return invalid("properties of about %d bytes exceed %d", n, message.MaxPropertiesBytes)
+	}
+	return nil
+}
+
+// checkMessageGroup checks a message's group as 5.x's clients and proxy do: short, printable
+// as a property, and not on a message the broker would hold back (a FIFO message is delivered
+// in its order, never later; 5.x's MessageBuilder refuses a group with a delivery time).
+func checkMessageGroup(msg *Message) error {
+	g := msg.MessageGroup
+	if len(g) > MaxMessageGroupLength {
+		return invalid("message group of %d bytes exceeds %d", len(g), MaxMessageGroupLength)
+	}
+	if strings.ContainsAny(g, "\x01\x02") {
+		return invalid("message group contains a separator byte 0x01 or 0x02")
+	}
+	if msg.DelayTimeLevel > 0 || msg.Properties[message.PropertyDelayTimeLevel] != "" ||
+		msg.Properties[message.PropertyTimerDeliverMS] != "" || msg.Properties[propertyTimerDelayMS] != "" {
+		return invalid("message group %q with a delay or a delivery time: a FIFO message cannot be delayed", g)
 	}
 	return nil
 }
@@ -104,6 +128,9 @@ func (p *Producer) validateBatch(msgs []*Message) error {
 		}
 		if m.DelayTimeLevel > 0 {
 			return invalid("a batch cannot hold delayed messages")
+		}
+		if m.MessageGroup != msgs[0].MessageGroup {
+			return invalid("batch mixes message groups %q and %q: a batch goes to one queue", msgs[0].MessageGroup, m.MessageGroup)
 		}
 		size += 22 + len(m.Body) + 64
 	}
