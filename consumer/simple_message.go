@@ -4,12 +4,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 )
-
-// propertyMessageGroup is RocketMQ 5's MessageConst.PROPERTY_SHARDING_KEY, where a FIFO
-// message's group travels (producer.Message.MessageGroup).
-const propertyMessageGroup = "__SHARDINGKEY"
 
 // MessageView is a message a SimpleConsumer received (5.x's MessageView): the message, and the
 // receipt handle that acknowledges it or changes how long it stays invisible. Until one of
@@ -41,7 +38,7 @@ func (v *MessageView) ReceiptHandle() string { return v.handle.Load().text }
 
 // MessageGroup is the message's group when a producer sent it as a FIFO message (property
 // __SHARDINGKEY), else "".
-func (v *MessageView) MessageGroup() string { return v.Properties[propertyMessageGroup] }
+func (v *MessageView) MessageGroup() string { return v.Properties[message.PropertyMessageGroup] }
 
 // DeliveryAttempt counts the times the message was handed out, this one included: 1 the first
 // time, more after it came back unacknowledged (5.x's deliveryAttempt, reconsume times + 1).

@@ -150,7 +150,7 @@ func TestReadPopAnswerOrderCount(t *testing.T) {
 
 func TestMessageViewGroupAndInvisibleUntil(t *testing.T) {
 	h := protocol.PopMessageResponseHeader{PopTime: 1700000000000, InvisibleTime: 15000, StartOffsetInfo: "0 0 0"}
-	views, err := readPopAnswer(popAnswer(h, popRecord(t, "T", 0, 0, map[string]string{propertyMessageGroup: "order-7"})), "b", "T", "T", false)
+	views, err := readPopAnswer(popAnswer(h, popRecord(t, "T", 0, 0, map[string]string{message.PropertyMessageGroup: "order-7"})), "b", "T", "T", false)
 	if err != nil {
 		t.Fatal(err)
 	}

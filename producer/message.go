@@ -90,7 +90,7 @@ func (m *Message) appendProperties(sb *strings.Builder, uniqKey string) {
 		case k == message.PropertyTags && m.Tags != "",
 			k == message.PropertyKeys && len(m.Keys) > 0,
 			k == message.PropertyDelayTimeLevel && m.DelayTimeLevel > 0,
-			k == propertyMessageGroup && m.MessageGroup != "":
+			k == message.PropertyMessageGroup && m.MessageGroup != "":
 			continue
 		case k == message.PropertyUniqKey:
 			uniqKey = ""
@@ -107,7 +107,7 @@ func (m *Message) appendProperties(sb *strings.Builder, uniqKey string) {
 		put(message.PropertyDelayTimeLevel, strconv.Itoa(m.DelayTimeLevel))
 	}
 	if m.MessageGroup != "" {
-		put(propertyMessageGroup, m.MessageGroup)
+		put(message.PropertyMessageGroup, m.MessageGroup)
 	}
 	if uniqKey != "" {
 		put(message.PropertyUniqKey, uniqKey)

@@ -9,11 +9,8 @@ import (
 // group hashes to, so one group's messages share a queue and keep their order there, and a
 // FIFO consumer (consumer.SimpleConsumer with WithOrderly) gets them in that order. The group
 // travels as the property __SHARDINGKEY (5.x's MessageConst.PROPERTY_SHARDING_KEY), which is
-// also what makes a 5.x broker count the message as FIFO for a topic's message.type.
-
-// propertyMessageGroup is RocketMQ 5's MessageConst.PROPERTY_SHARDING_KEY. (RocketMQ 4's
-// SHARDING_KEY, message.PropertyShardingKey, is another property: HashSelector's.)
-const propertyMessageGroup = "__SHARDINGKEY"
+// also what makes a 5.x broker count the message as FIFO for a topic's message.type
+// (message.PropertyMessageGroup).
 
 // MaxMessageGroupLength is the longest message group, in bytes: RocketMQ 5 proxy's
 // maxMessageGroupSize (64), which 5.x's SDKs meet before a broker sees the message.

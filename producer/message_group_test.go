@@ -71,18 +71,18 @@ func TestGroupQueueIsJavasLongMathMod(t *testing.T) {
 }
 
 func TestMessageGroupProperty(t *testing.T) {
-	m := NewMessage("T", []byte("x")).WithMessageGroup("g1").WithProperty(propertyMessageGroup, "stale").
+	m := NewMessage("T", []byte("x")).WithMessageGroup("g1").WithProperty(message.PropertyMessageGroup, "stale").
 		WithProperty(message.PropertyUniqKey, "ID")
 	_, props := encodeProperties(m)
 	got := message.UnmarshalProperties([]byte(props))
-	want := map[string]string{propertyMessageGroup: "g1", message.PropertyUniqKey: "ID"}
+	want := map[string]string{message.PropertyMessageGroup: "g1", message.PropertyUniqKey: "ID"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("properties (-want +got):\n%s", diff)
 	}
 	// Without a group, a __SHARDINGKEY property given by hand goes through untouched (it is the
 	// caller's to set, as 5.x's SDKs would).
-	_, props = encodeProperties(NewMessage("T", []byte("x")).WithProperty(propertyMessageGroup, "by-hand"))
-	if got := message.UnmarshalProperties([]byte(props))[propertyMessageGroup]; got != "by-hand" {
+	_, props = encodeProperties(NewMessage("T", []byte("x")).WithProperty(message.PropertyMessageGroup, "by-hand"))
+	if got := message.UnmarshalProperties([]byte(props))[message.PropertyMessageGroup]; got != "by-hand" {
 		t.Errorf("hand-set __SHARDINGKEY = %q, want by-hand", got)
 	}
 }

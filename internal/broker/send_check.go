@@ -137,7 +137,6 @@ func topicConfigString(tc TopicConfig) string {
 const (
 	propTimerDelaySec  = "TIMER_DELAY_SEC"
 	propTimerDelayMS   = "TIMER_DELAY_MS"
-	propFIFOShardKey   = "__SHARDINGKEY"
 	messageTypeRemarkf = "TopicMessageType validate failed, the expected type is %s, but actual type is %s"
 )
 
@@ -153,7 +152,7 @@ func sendMessageType(props string) string {
 			return tables.TypeDelay
 		}
 	}
-	if _, ok := message.PropertyValueString(props, propFIFOShardKey); ok {
+	if _, ok := message.PropertyValueString(props, message.PropertyMessageGroup); ok {
 		return tables.TypeFIFO
 	}
 	return tables.TypeNormal

@@ -59,12 +59,15 @@ const (
 	PropertyCheckImmunityTimeInSeconds = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 	PropertyTransactionID              = "__transactionId__"
 	PropertyShardingKey                = "SHARDING_KEY"
-	PropertyCluster                    = "CLUSTER"
-	PropertyCorrelationID              = "CORRELATION_ID"
-	PropertyReplyToClient              = "REPLY_TO_CLIENT"
-	PropertyTTL                        = "TTL"
-	PropertyArriveTime                 = "ARRIVE_TIME"
-	PropertyMsgType                    = "MSG_TYPE"
+	// PropertyMessageGroup is RocketMQ 5's PROPERTY_SHARDING_KEY: a FIFO message's group, by
+	// which 5.x's clients pick its queue and its broker checks a FIFO topic's sends.
+	PropertyMessageGroup  = "__SHARDINGKEY"
+	PropertyCluster       = "CLUSTER"
+	PropertyCorrelationID = "CORRELATION_ID"
+	PropertyReplyToClient = "REPLY_TO_CLIENT"
+	PropertyTTL           = "TTL"
+	PropertyArriveTime    = "ARRIVE_TIME"
+	PropertyMsgType       = "MSG_TYPE"
 )
 
 // Property separators (§9.3). Part of the format; do not change.
