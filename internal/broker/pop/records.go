@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/message"
@@ -102,4 +101,3 @@ func (c *checkpoint) record(brokerName string) *ckRecord {
 	return r
 }
 
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }

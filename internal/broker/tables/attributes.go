@@ -113,6 +113,7 @@ func AlterAttributes(create bool, current, mods map[string]string) (map[string]s
 		value := mods[key]
 		real := key[1:] // ParseAttributes left only signed keys
 		if real == "" || strings.ContainsAny(real, "+-") {
+			//lint:ignore ST1005 RocketMQ 5's remark (AttributeParser), word for word
 			return nil, errors.New("kv string format wrong.")
 		}
 		attr, known := topicAttributes[real]
