@@ -100,4 +100,3 @@ func (c *checkpoint) record(brokerName string) *ckRecord {
 	}
 	return r
 }
-
