@@ -59,7 +59,6 @@ type ackMerger struct {
 // caller sends its own at once; acks made while one is on the wire wait, and a goroutine sends
 // them together once it is answered.
 func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageView, r *receipt) error {
-	p := &pendingAck{v: v, r: r, done: make(chan error, 1)}
 	m := &c.acks
 	m.mu.Lock()
 	if m.queues == nil {
@@ -72,9 +71,8 @@ func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageV
 	}
 	if q.inFlight < maxAcksInFlight {
 		q.inFlight++
-		noBatch := q.noBatch
 		m.mu.Unlock()
-		c.sendAckBatch(addr, q, []*pendingAck{p}, noBatch)
+		_, err := c.invokeAt(ctx, addr, remoting.AckMessage, ackHeader(c.group, v.wireTopic, r), nil)
 		m.mu.Lock()
 		if len(q.waiting) > 0 {
 			c.calls.Add(1) // Close waits for the sender, as for a call
@@ -83,8 +81,9 @@ func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageV
 			q.inFlight--
 		}
 		m.mu.Unlock()
-		return <-p.done
+		return err
 	}
+	p := &pendingAck{v: v, r: r, done: make(chan error, 1)}
 	q.waiting = append(q.waiting, p)
 	m.mu.Unlock()
 	select {
@@ -94,6 +93,15 @@ func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageV
 		// Like a cancelled request, the ack may still reach the broker.
 		return ctx.Err()
 	}
+}
+
+// sendAck sends the ack of v with handle r to addr as an ACK_MESSAGE of its own, for a sender
+// goroutine: bounded by the request timeout and the consumer's life.
+func (c *SimpleConsumer) sendAck(addr string, v *MessageView, r *receipt) error {
+	ctx, cancel := c.callContext(context.Background(), c.cfg.requestTimeout)
+	defer cancel()
+	_, err := c.invokeAt(ctx, addr, remoting.AckMessage, ackHeader(c.group, v.wireTopic, r), nil)
+	return err
 }
 
 // sendAcks sends the acks waiting in q, one request at a time, until none wait, then gives
@@ -140,10 +148,7 @@ func (c *SimpleConsumer) sendAckBatch(addr string, q *ackQueue, batch []*pending
 	case 0:
 	case 1:
 		p := inBatch[0]
-		ctx, cancel := c.callContext(context.Background(), c.cfg.requestTimeout)
-		_, err := c.invokeAt(ctx, addr, remoting.AckMessage, ackHeader(c.group, p.v.wireTopic, p.r), nil)
-		cancel()
-		p.done <- err
+		p.done <- c.sendAck(addr, p.v, p.r)
 	default:
 		err := c.sendBatchAck(addr, inBatch)
 		if err != nil {
