@@ -60,9 +60,9 @@ var ErrNotStarted = errors.New("consumer: not started")
 // WithCredentials, WithTLS, WithLogger, ...) and the simple consumer's own WithAwaitDuration and
 // WithRequestTimeout; pull and listener settings do not apply.
 //
-// Methods are safe for concurrent use; the consumer runs no goroutine of its own (the client
-// instance's route and heartbeat loops are shared). Close waits for calls in progress, whose
-// context it cancels.
+// Methods are safe for concurrent use; the consumer runs a goroutine of its own only while
+// acks to a broker are on their way (Ack merges them; the client instance's route and
+// heartbeat loops are shared). Close waits for calls in progress, whose context it cancels.
 type SimpleConsumer struct {
 	cfg   config
 	group string // as brokers know it
@@ -83,7 +83,8 @@ type SimpleConsumer struct {
 	inst   instance
 	ctx    context.Context // ends at Close: calls in progress stop
 	cancel context.CancelFunc
-	calls  sync.WaitGroup // Receive, Ack, ChangeInvisibleDuration and Subscribe in progress
+	calls  sync.WaitGroup // Receive, Ack, ChangeInvisibleDuration, Subscribe and ack senders in progress
+	acks   ackMerger
 }
 
 // simpleSub is one subscribed topic: its selector and where its pops go next.
@@ -438,6 +439,10 @@ func newAttemptID() string {
 // broker's (a *remoting.ResponseError); after one the message may come back. A late ack, of a
 // handle whose invisible time ran out (the message went back to be handed out again, under a
 // handle of its own), succeeds and acknowledges nothing, as RocketMQ takes it.
+//
+// Acks made while another Ack to the same broker is on the wire leave together in one
+// BATCH_ACK_MESSAGE (as 5.x's proxy merges its SDKs' acks); each Ack still returns only once
+// the broker answered for it. A batch the broker refuses as a whole is retried ack by ack.
 func (c *SimpleConsumer) Ack(ctx context.Context, v *MessageView) error {
 	if v == nil || v.handle.Load() == nil {
 		return errors.New("consumer: ack of a message view the simple consumer did not receive")
@@ -450,7 +455,13 @@ func (c *SimpleConsumer) Ack(ctx context.Context, v *MessageView) error {
 	r := v.handle.Load()
 	ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
 	defer cancel()
-	_, err = c.invokeHandle(ctx, v, r, remoting.AckMessage, ackHeader(c.group, v.wireTopic, r))
+	addr, err := c.handleAddr(ctx, v, r)
+	if err == nil {
+		err = c.mergedAck(ctx, addr, v, r)
+		if err == errAckAlone {
+			_, err = c.invokeAt(ctx, addr, remoting.AckMessage, ackHeader(c.group, v.wireTopic, r), nil)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("consumer: ack %s: %w", v.MsgID, err)
 	}
@@ -492,6 +503,15 @@ func (c *SimpleConsumer) ChangeInvisibleDuration(ctx context.Context, v *Message
 // invokeHandle sends a request about the message of handle r to the master of r's broker and
 // returns its SUCCESS answer, or the error.
 func (c *SimpleConsumer) invokeHandle(ctx context.Context, v *MessageView, r *receipt, code int32, h remoting.Header) (*remoting.Command, error) {
+	addr, err := c.handleAddr(ctx, v, r)
+	if err != nil {
+		return nil, err
+	}
+	return c.invokeAt(ctx, addr, code, h, nil)
+}
+
+// handleAddr is the address of the master of the broker of handle r.
+func (c *SimpleConsumer) handleAddr(ctx context.Context, v *MessageView, r *receipt) (string, error) {
 	addr := c.inst.MasterAddr(r.info.BrokerName)
 	if addr == "" {
 		// The routes no longer name the broker's master (it is down, or the route changed):
@@ -500,10 +520,20 @@ func (c *SimpleConsumer) invokeHandle(ctx context.Context, v *MessageView, r *re
 			addr = c.inst.MasterAddr(r.info.BrokerName)
 		}
 		if addr == "" {
-			return nil, fmt.Errorf("%w: no master of broker %s", ErrNoBroker, r.info.BrokerName)
+			return "", fmt.Errorf("%w: no master of broker %s", ErrNoBroker, r.info.BrokerName)
 		}
 	}
-	resp, err := c.inst.Transport().InvokeSync(ctx, addr, remoting.NewRequest(code, remoting.EncodeHeader(h), nil))
+	return addr, nil
+}
+
+// invokeAt sends a request with header h (none when nil) and body to addr and returns its
+// SUCCESS answer, or the error.
+func (c *SimpleConsumer) invokeAt(ctx context.Context, addr string, code int32, h remoting.Header, body []byte) (*remoting.Command, error) {
+	var fields map[string]string
+	if h != nil {
+		fields = remoting.EncodeHeader(h)
+	}
+	resp, err := c.inst.Transport().InvokeSync(ctx, addr, remoting.NewRequest(code, fields, body))
 	if err != nil {
 		return nil, err
 	}

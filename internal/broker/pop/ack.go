@@ -68,31 +68,54 @@ func (s *Service) ackAny(t handleTarget) error {
 
 // ack takes the message at offset of the checkpoint key names for good. An ack of a handle
 // that names no live checkpoint (acked already, revived already, or not this broker's) does
-// nothing and is no error, as a late ack in RocketMQ. The ack record is stored before ack
-// returns; the bit is set first so the revive loop never re-puts a message being acked.
+// nothing and is no error, as a late ack in RocketMQ.
 func (s *Service) ack(t handleTarget) error {
+	return s.ackOffsets(t.key, t.qid, []int64{t.offset})
+}
+
+// ackOffsets takes the messages at offsets of the checkpoint key names for good, with one
+// revive record: an "ack" for one message, a "bAck" (5.x's BatchAckMsg) for more. Offsets
+// the checkpoint does not hold, or holds acked already, are passed over. The record is stored
+// before ackOffsets returns; the bits are set first so the revive loop never re-puts a
+// message being acked, and cleared again when the record is not stored.
+func (s *Service) ackOffsets(key ckKey, qid int32, offsets []int64) error {
 	s.mu.Lock()
-	c := s.cks[t.key]
-	i := -1
-	if c != nil && c.reviveQid == t.qid {
-		i = c.index(t.offset)
-	}
-	if i < 0 || c.acked&(1<<i) != 0 {
+	c := s.cks[key]
+	if c == nil || c.reviveQid != qid {
 		s.mu.Unlock()
 		return nil
 	}
-	c.acked |= 1 << i
+	var bits uint32
+	var taken []int64
+	for _, o := range offsets {
+		if i := c.index(o); i >= 0 && (c.acked|bits)&(1<<i) == 0 {
+			bits |= 1 << i
+			taken = append(taken, o)
+		}
+	}
+	if bits == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	c.acked |= bits
 	s.mu.Unlock()
-	_, err := s.putRecord(c.reviveQid, ackTag, &ackRecord{AckOffset: t.offset, StartOffset: t.key.start,
-		Group: t.key.group, Topic: t.key.topic, QueueID: t.key.queueID, PopTime: t.key.popTime, BrokerName: s.brokerName})
+	rec := ackRecord{AckOffset: taken[0], StartOffset: key.start, Group: key.group, Topic: key.topic,
+		QueueID: key.queueID, PopTime: key.popTime, BrokerName: s.brokerName}
+	var err error
+	if len(taken) == 1 {
+		_, err = s.putRecord(c.reviveQid, ackTag, &rec)
+	} else {
+		rec.AckOffset = -1 // as 5.x's batch ack: the offsets are the list's
+		_, err = s.putRecord(c.reviveQid, batchAckTag, &batchAckRecord{ackRecord: rec, AckOffsets: taken})
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		c.acked &^= 1 << i
+		c.acked &^= bits
 		return err
 	}
-	if c.done() && s.cks[t.key] == c {
-		delete(s.cks, t.key)
+	if c.done() && s.cks[key] == c {
+		delete(s.cks, key)
 	}
 	return nil
 }
@@ -174,6 +197,12 @@ func (s *Service) processBatchAck(_ context.Context, _ remoting.Channel, req *re
 			if d := o - en.key.start; d >= 0 && protocol.BitSetGet(en.bits, int(min(d, 1<<31-1))) {
 				offs = append(offs, o)
 			}
+		}
+		if en.reviveQid != orderReviveQid {
+			if len(offs) > 0 {
+				errs = append(errs, s.ackOffsets(en.key, en.reviveQid, offs))
+			}
+			continue
 		}
 		for _, o := range offs {
 			errs = append(errs, s.ackAny(handleTarget{key: en.key, qid: en.reviveQid, offset: o}))

@@ -8,9 +8,10 @@
 // # Durability
 //
 // Every pop appends a checkpoint record ("ck": the group, topic, queue, start offset, pop
-// time, invisible time and the popped offsets) and every ack an ack record ("ack") to the
-// revive topic rmq_sys_REVIVE_LOG_<cluster> (8 queues, reviveQueueNum), through the core's
-// store: under SYNC_FLUSH an ack is on disk before it is answered. A pop's consumer offset in
+// time, invisible time and the popped offsets) and every ack an ack record ("ack"; "bAck",
+// 5.x's BatchAckMsg, for the acks of one checkpoint in one BATCH_ACK_MESSAGE) to the revive
+// topic rmq_sys_REVIVE_LOG_<cluster> (8 queues, reviveQueueNum), through the core's store:
+// under SYNC_FLUSH an ack is on disk before it is answered. A pop's consumer offset in
 // the consumer offset table moves only after its checkpoint is written. The live
 // checkpoints are held in memory (popCkMaxBufferSize caps them; past it pops answer
 // SYSTEM_BUSY). On start the service replays each revive queue from its revive offset (a

@@ -470,3 +470,42 @@ func TestInitMode(t *testing.T) {
 		t.Fatalf("initMode MIN popped %v first", ms[0].body)
 	}
 }
+
+// TestBatchAckOneRecordAcrossRestart acks four messages of one pop with one BATCH_ACK_MESSAGE:
+// the revive queue gains one "bAck" record for them (5.x's BatchAckMsg), and after a restart
+// the replay reads it, so only the fifth message comes back.
+func TestBatchAckOneRecordAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	e := start(t, dir, nil)
+	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
+	e.put(t, tTopic, 0, 5, "", "m")
+	got := e.popAll(t, popHeader(tGroup, tTopic, 0, 32, 1500, 0), 5)
+	h, _ := protocol.ParseExtraInfo(got[0].handle)
+	var bits []int
+	for _, m := range got[:4] {
+		bits = append(bits, int(m.offset-h.CkQueueOffset))
+	}
+	body := &protocol.BatchAckMessageRequestBody{Acks: []protocol.BatchAck{{
+		ConsumerGroup: tGroup, Topic: tTopic, Retry: h.Retry, StartOffset: h.CkQueueOffset, QueueID: 0,
+		ReviveQueueID: h.ReviveQid, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, BitSet: protocol.BitSetOf(bits...)}}}
+	before := e.Store().MaxOffsetInQueue(e.svc.reviveTopic, h.ReviveQid)
+	if resp := e.invoke(t, remoting.NewRequest(remoting.BatchAckMessage, map[string]string{}, body.Encode())); resp.Code != remoting.Success {
+		t.Fatalf("batch ack: %d %q", resp.Code, resp.Remark)
+	}
+	if after := e.Store().MaxOffsetInQueue(e.svc.reviveTopic, h.ReviveQid); after != before+1 {
+		t.Fatalf("the batch ack wrote %d revive records, want 1", after-before)
+	}
+	e.Stop(t)
+
+	e = start(t, dir, nil)
+	if n := e.svc.Checkpoints(); n != 1 {
+		t.Fatalf("%d checkpoints after the restart, want 1", n)
+	}
+	back := e.popAll(t, popHeader(tGroup, tTopic, -1, 32, 60_000, 0), 1)
+	if back[0].body != got[4].body {
+		t.Fatalf("came back %q, want %q", back[0].body, got[4].body)
+	}
+	if resp, ms := e.pop(t, popHeader(tGroup, tTopic, -1, 32, 60_000, 0)); len(ms) != 0 {
+		t.Fatalf("popped more after the fifth came back: %d %v", resp.Code, bodies(ms))
+	}
+}

@@ -16,6 +16,7 @@ const (
 	reviveGroup       = "CID_RMQ_SYS_REVIVE_GROUP"
 	ckTag             = "ck"
 	ackTag            = "ack"
+	batchAckTag       = "bAck"
 )
 
 // maxPopNums is 5.x's cap on maxMsgNums; a checkpoint's acks fit a uint32 bitmap.
@@ -43,6 +44,13 @@ type ackRecord struct {
 	QueueID     int32  `json:"q"`
 	PopTime     int64  `json:"pt"`
 	BrokerName  string `json:"bn"`
+}
+
+// batchAckRecord is several acks of one checkpoint as stored in the revive topic (BatchAckMsg:
+// AckMsg's names, ackOffset -1, and the offsets in "aol").
+type batchAckRecord struct {
+	ackRecord
+	AckOffsets []int64 `json:"aol"`
 }
 
 // errNotStored is a revive record the store did not take.

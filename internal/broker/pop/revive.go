@@ -82,19 +82,29 @@ func (s *Service) replayRecord(q int32, off int64, u storage.CQUnit, popped map[
 		for _, o := range c.offsets {
 			popped[qk] = max(popped[qk], o+1)
 		}
-	case ackTag:
-		var r ackRecord
+	case ackTag, batchAckTag:
+		var r batchAckRecord
 		if err := json.Unmarshal(rec.Body, &r); err != nil {
 			return
 		}
 		k := ckKey{group: r.Group, topic: r.Topic, queueID: r.QueueID, start: r.StartOffset, popTime: r.PopTime}
-		if c := s.cks[k]; c != nil {
-			if i := c.index(r.AckOffset); i >= 0 {
+		c := s.cks[k]
+		if c == nil {
+			return
+		}
+		if len(r.AckOffsets) == 0 {
+			r.AckOffsets = []int64{r.AckOffset}
+		}
+		for j, o := range r.AckOffsets {
+			if j == maxPopNums {
+				break // a checkpoint holds no more; the rest of a forged list is not read
+			}
+			if i := c.index(o); i >= 0 {
 				c.acked |= 1 << i
 			}
-			if c.done() {
-				delete(s.cks, k)
-			}
+		}
+		if c.done() {
+			delete(s.cks, k)
 		}
 	}
 }

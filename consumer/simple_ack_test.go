@@ -1,0 +1,95 @@
+package consumer
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mqgo/mq/remoting"
+)
+
+// countingTransport counts the requests it carries by code.
+type countingTransport struct {
+	remoting.Transport
+	mu     sync.Mutex
+	counts map[int32]int
+}
+
+func (c *countingTransport) InvokeSync(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	c.mu.Lock()
+	c.counts[req.Code]++
+	c.mu.Unlock()
+	return c.Transport.InvokeSync(ctx, addr, req)
+}
+
+func (c *countingTransport) count(code int32) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[code]
+}
+
+// TestSimpleConsumerMergesConcurrentAcks acknowledges every message of each received batch
+// from a goroutine of its own: the acks beyond the few on the wire leave merged in
+// BATCH_ACK_MESSAGEs, every Ack returns nil, and none of the messages comes back after its
+// invisible time.
+func TestSimpleConsumerMergesConcurrentAcks(t *testing.T) {
+	for _, kind := range transports {
+		t.Run(kind, func(t *testing.T) {
+			n := popNode(t)
+			a := newAdmin(t, n)
+			a.createTopic("SimpleMerged", 2)
+			want := a.sendN("SimpleMerged", 2, 200, "m")
+			var inner remoting.Transport
+			if kind == "tcp" {
+				inner = remoting.NewClient(remoting.ClientOptions{})
+			} else {
+				inner = n.NewTransport()
+			}
+			tr := &countingTransport{Transport: inner, counts: map[int32]int{}}
+			t.Cleanup(func() { tr.Close() })
+			sc := startSimple(t, map[string]MessageSelector{"SimpleMerged": ByTag("*")},
+				simpleOptions(t, n, tr, "simple-merged-"+kind)...)
+			ctx := context.Background()
+			count := map[string]int{}
+			deadline := time.Now().Add(20 * time.Second)
+			for len(count) < len(want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("timed out: %d of %d received", len(count), len(want))
+				}
+				views, err := sc.Receive(ctx, MaxReceiveMessageNum, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var wg sync.WaitGroup
+				errs := make([]error, len(views))
+				for i, v := range views {
+					count[string(v.Body)]++
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						errs[i] = sc.Ack(ctx, v)
+					}()
+				}
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						t.Fatalf("ack of %s: %v", views[i].Body, err)
+					}
+				}
+			}
+			// Past the invisible time and several revive rounds: nothing acknowledged comes back.
+			assertNothingFor(t, sc, 2*time.Second)
+			for body, c := range count {
+				if c != 1 {
+					t.Errorf("%s received %d times", body, c)
+				}
+			}
+			acks, batches := tr.count(remoting.AckMessage), tr.count(remoting.BatchAckMessage)
+			if batches == 0 || acks >= len(want) {
+				t.Errorf("%d ACK_MESSAGE and %d BATCH_ACK_MESSAGE for %d concurrent acks: nothing merged", acks, batches, len(want))
+			}
+			t.Logf("%d acks: %d ACK_MESSAGE, %d BATCH_ACK_MESSAGE", len(want), acks, batches)
+		})
+	}
+}
