@@ -509,3 +509,31 @@ func TestBatchAckOneRecordAcrossRestart(t *testing.T) {
 		t.Fatalf("popped more after the fifth came back: %d %v", resp.Code, bodies(ms))
 	}
 }
+
+// A peek shows what a pop would hand out, the revived messages in the group's pop retry topic
+// among them (PeekMessageProcessor reads the retry topic too).
+func TestPeekSeesRevivedMessages(t *testing.T) {
+	e := start(t, "", nil)
+	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
+	e.put(t, tTopic, 0, 1, "", "m")
+	e.popAll(t, popHeader(tGroup, tTopic, 0, 32, 300, 0), 1) // not acked: revived after 300 ms
+	var seen []popped
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		peek := e.invoke(t, request(remoting.PeekMessage, &protocol.PeekMessageRequestHeader{Topic: tTopic, QueueID: -1,
+			MaxMsgNums: 8, ConsumerGroup: tGroup}))
+		if peek.Code == remoting.Success {
+			seen = decodeBody(t, peek.Body)
+			break
+		}
+		if peek.Code != remoting.PullNotFound || time.Now().After(deadline) {
+			t.Fatalf("peek: %d %q", peek.Code, peek.Remark)
+		}
+	}
+	if len(seen) != 1 || seen[0].body != "m-0" || seen[0].topic != protocol.PopRetryTopicV1(tTopic, tGroup) {
+		t.Fatalf("peeked %+v, want m-0 from the pop retry topic", seen)
+	}
+	// Peeking moved nothing: the pop hands the revived message out.
+	if back := e.popAll(t, popHeader(tGroup, tTopic, -1, 32, 60_000, 0), 1); back[0].body != "m-0" {
+		t.Fatalf("popped %v after the peek", bodies(back))
+	}
+}

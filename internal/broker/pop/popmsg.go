@@ -272,10 +272,10 @@ func (s *Service) processPeek(_ context.Context, ch remoting.Channel, req *remot
 	var body []byte
 	var n int
 	var rest int64
-	peekQueue := func(qid int32) {
-		offset := s.popOffset(h.ConsumerGroup, h.Topic, qid, protocol.PopInitModeMin)
+	peekQueue := func(topic string, qid int32) {
+		offset := s.popOffset(h.ConsumerGroup, topic, qid, protocol.PopInitModeMin)
 		if want := int(h.MaxMsgNums) - n; want > 0 {
-			res := st.GetMessage(h.ConsumerGroup, h.Topic, qid, offset, want, 0, nil)
+			res := st.GetMessage(h.ConsumerGroup, topic, qid, offset, want, 0, nil)
 			for _, raw := range res.Messages {
 				body = append(body, raw...)
 			}
@@ -283,14 +283,31 @@ func (s *Service) processPeek(_ context.Context, ch remoting.Channel, req *remot
 			offset = max(offset, res.NextBeginOffset)
 			res.Release()
 		}
-		rest += max(st.MaxOffsetInQueue(h.Topic, qid)-offset, 0)
+		rest += max(st.MaxOffsetInQueue(topic, qid)-offset, 0)
 	}
-	if h.QueueID >= 0 {
-		peekQueue(h.QueueID)
-	} else {
-		for q := range s.b.Topics().QueueLoopBound(tc.ReadQueueNums) {
-			peekQueue(q)
+	// Every queue of a topic, from a random one, as PeekMessageProcessor reads them.
+	randomQ := rand.IntN(100)
+	peekTopic := func(topic string, queues, only int32) {
+		if only >= 0 {
+			peekQueue(topic, only)
+			return
 		}
+		queues = s.b.Topics().QueueLoopBound(queues)
+		for i := range queues {
+			peekQueue(topic, (int32(randomQ)+i)%queues)
+		}
+	}
+	// The group's pop retry topic too, first one time in five, else after the topic when it
+	// left room: what a pop would hand out includes the revived messages.
+	retryTopic := protocol.PopRetryTopicV1(h.Topic, h.ConsumerGroup)
+	rt, hasRetry := s.b.Topics().Get(retryTopic)
+	retryFirst := randomQ%5 == 0
+	if hasRetry && retryFirst {
+		peekTopic(retryTopic, rt.ReadQueueNums, -1)
+	}
+	peekTopic(h.Topic, tc.ReadQueueNums, h.QueueID)
+	if hasRetry && !retryFirst && n < int(h.MaxMsgNums) {
+		peekTopic(retryTopic, rt.ReadQueueNums, -1)
 	}
 	code, remark := int32(remoting.Success), "FOUND"
 	if n == 0 {
