@@ -38,12 +38,8 @@ type puller struct {
 
 	mu struct {
 		sync.Mutex
-		state int
-		subs  map[string]*subscription // by topic as brokers know it
-		// started is closed when a start that set stateStarting is over, either way.
-		started chan struct{}
-		// startErr is why start failed (stateStartFailed).
-		startErr error
+		serviceState
+		subs map[string]*subscription // by topic as brokers know it
 	}
 
 	// Set by start before the consumer counts as started, unchanged afterwards.
@@ -99,18 +95,6 @@ type queueService interface {
 	// closeQueues runs in close once the offsets of held were persisted.
 	closeQueues(ctx context.Context, held []MessageQueue)
 }
-
-// The puller's lifecycle, RocketMQ's ServiceState: new (CREATE_JUST) -> starting -> started
-// (RUNNING) or startFailed (START_FAILED); any -> closed (SHUTDOWN_ALREADY). Only new may
-// start or take subscriptions; a failed start released what it acquired (an owned transport
-// among it), so it is final, as in RocketMQ.
-const (
-	stateNew = iota
-	stateStarting
-	stateStarted
-	stateStartFailed
-	stateClosed
-)
 
 // queueState is one held queue: its cache and where its next pull starts.
 type queueState struct {
@@ -190,19 +174,13 @@ func (p *puller) start(extra ...*subscription) error {
 	}
 	// The instance calls back into HeartbeatData and SubscribedTopics, which take p.mu, so
 	// the rest runs unlocked; stateStarting keeps setup, start and close out meanwhile.
-	p.mu.state = stateStarting
-	p.mu.started = make(chan struct{})
+	p.mu.beginStart()
 	p.mu.Unlock()
 	err := p.acquireAndStart()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	close(p.mu.started)
-	if err != nil {
-		p.mu.state, p.mu.startErr = stateStartFailed, err
-		return err
-	}
-	p.mu.state = stateStarted
-	return nil
+	p.mu.endStart(err)
+	return err
 }
 
 func (p *puller) acquireAndStart() error {
@@ -366,17 +344,7 @@ func (p *puller) close() error {
 }
 
 func (p *puller) shutdown() error {
-	p.mu.Lock()
-	for p.mu.state == stateStarting { // start is running: let it finish first
-		started := p.mu.started
-		p.mu.Unlock()
-		<-started
-		p.mu.Lock()
-	}
-	was := p.mu.state
-	p.mu.state = stateClosed
-	p.mu.Unlock()
-	switch was {
+	switch p.mu.closeAfterStart(&p.mu.Mutex) {
 	case stateNew:
 		if p.cfg.ownTransport && p.cfg.transport != nil {
 			return p.cfg.transport.Close() // never handed to an instance

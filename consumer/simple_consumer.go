@@ -73,11 +73,8 @@ type SimpleConsumer struct {
 
 	mu struct {
 		sync.Mutex
-		state    int
-		startErr error
-		// started is closed when a Start that set stateStarting is over, either way.
-		started chan struct{}
-		subs    map[string]*simpleSub // by topic as brokers know it
+		serviceState
+		subs map[string]*simpleSub // by topic as brokers know it
 	}
 	// Set by Start before the consumer counts as started, unchanged afterwards.
 	inst   instance
@@ -194,19 +191,13 @@ func (c *SimpleConsumer) Start() error {
 		}
 	})
 	// The instance calls HeartbeatData, which takes c.mu, from RegisterConsumer's heartbeat.
-	c.mu.state = stateStarting
-	c.mu.started = make(chan struct{})
+	c.mu.beginStart()
 	c.mu.Unlock()
 	err := c.start(topics)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	close(c.mu.started)
-	if err != nil {
-		c.mu.state, c.mu.startErr = stateStartFailed, err
-		return err
-	}
-	c.mu.state = stateStarted
-	return nil
+	c.mu.endStart(err)
+	return err
 }
 
 func (c *SimpleConsumer) start(topics []string) error {
@@ -253,17 +244,7 @@ func (c *SimpleConsumer) stateErrLocked() error {
 // client instance. Messages received and not acknowledged come back after their invisible time.
 // Close is idempotent.
 func (c *SimpleConsumer) Close() error {
-	c.mu.Lock()
-	for c.mu.state == stateStarting { // Start is running: let it finish first
-		started := c.mu.started
-		c.mu.Unlock()
-		<-started
-		c.mu.Lock()
-	}
-	was := c.mu.state
-	c.mu.state = stateClosed
-	c.mu.Unlock()
-	switch was {
+	switch c.mu.closeAfterStart(&c.mu.Mutex) {
 	case stateNew:
 		if c.cfg.ownTransport && c.cfg.transport != nil {
 			return c.cfg.transport.Close() // never handed to an instance
