@@ -205,8 +205,10 @@ func (s *Service) advance() {
 	for q := range reviveQueueNum {
 		s.reviveMu[q].Unlock()
 	}
+	// No stored offset reads as 0 (replay starts at the queue's head), so an idle broker never
+	// commits and never dirties the offsets file.
 	for q := range reviveQueueNum {
-		if low[q] > s.b.Offsets().Query(reviveGroup, s.reviveTopic, q) {
+		if low[q] > max(s.b.Offsets().Query(reviveGroup, s.reviveTopic, q), 0) {
 			s.b.Offsets().Commit(reviveGroup, s.reviveTopic, q, low[q])
 		}
 	}
