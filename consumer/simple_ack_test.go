@@ -9,18 +9,25 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-// countingTransport counts the requests it carries by code.
+// countingTransport counts the requests it carries by code. It holds each ACK_MESSAGE's answer
+// for ackHold, as a network would: a broker that serves acks on the caller's goroutine (the
+// in-process transport under ASYNC_FLUSH) answers before another Ack can join the wire.
 type countingTransport struct {
 	remoting.Transport
-	mu     sync.Mutex
-	counts map[int32]int
+	ackHold time.Duration
+	mu      sync.Mutex
+	counts  map[int32]int
 }
 
 func (c *countingTransport) InvokeSync(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
 	c.mu.Lock()
 	c.counts[req.Code]++
 	c.mu.Unlock()
-	return c.Transport.InvokeSync(ctx, addr, req)
+	resp, err := c.Transport.InvokeSync(ctx, addr, req)
+	if req.Code == remoting.AckMessage && c.ackHold > 0 {
+		time.Sleep(c.ackHold)
+	}
+	return resp, err
 }
 
 func (c *countingTransport) count(code int32) int {
@@ -46,7 +53,7 @@ func TestSimpleConsumerMergesConcurrentAcks(t *testing.T) {
 			} else {
 				inner = n.NewTransport()
 			}
-			tr := &countingTransport{Transport: inner, counts: map[int32]int{}}
+			tr := &countingTransport{Transport: inner, ackHold: time.Millisecond, counts: map[int32]int{}}
 			t.Cleanup(func() { tr.Close() })
 			sc := startSimple(t, map[string]MessageSelector{"SimpleMerged": ByTag("*")},
 				simpleOptions(t, n, tr, "simple-merged-"+kind)...)

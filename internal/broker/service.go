@@ -41,6 +41,10 @@ type Handler struct {
 	// SYSTEM_ERROR by the dispatcher and dropped as it arrives, never buffered whole
 	// (remoting.Dispatcher.SetMaxBody).
 	MaxBody int
+	// Inline, when set, reports the requests Proc answers without blocking or waiting: the
+	// transport may run those on its own goroutine instead of Pool (remoting.Dispatcher.
+	// RegisterInline, as the core does for sends appended under ASYNC_FLUSH).
+	Inline func(*remoting.Command) bool
 }
 
 // Pools are the core's request executors, as RocketMQ's BrokerController keeps them; a service
@@ -112,7 +116,12 @@ func (b *Broker) Options() *Options { return &b.opts }
 func (b *Broker) registerServices(d *remoting.Dispatcher) {
 	for _, s := range b.services {
 		for _, h := range s.Handlers() {
-			b.handleNamed(d, h.Code, h.Names, h.Proc, h.Pool)
+			if h.Inline != nil {
+				b.codes = append(b.codes, h.Code)
+				d.RegisterInline(h.Code, guardNames(h.Code, h.Names, h.Proc), h.Pool, h.Inline)
+			} else {
+				b.handleNamed(d, h.Code, h.Names, h.Proc, h.Pool)
+			}
 			if h.MaxBody > 0 {
 				d.SetMaxBody(h.Code, h.MaxBody, remoting.RequestCodeName(h.Code))
 			}

@@ -246,6 +246,40 @@ func (e ExtraInfo) String() string {
 // rule) and the numbers at most 20 digits each.
 const MaxExtraInfoLen = 300
 
+// extraInfoFields is how many space-separated fields a receipt handle has.
+const extraInfoFields = 8
+
+// splitExtraInfo puts s's space-separated fields into f, as many as fit, and returns how many
+// s has, without allocating (an ack parses one handle per message).
+func splitExtraInfo(s string, f *[extraInfoFields]string) int {
+	n := 0
+	for {
+		field, rest, more := strings.Cut(s, " ")
+		if n < len(f) {
+			f[n] = field
+		}
+		n++
+		if !more {
+			return n
+		}
+		s = rest
+	}
+}
+
+// ExtraInfoField returns field i (0-based) of receipt handle s, and false when s is longer
+// than MaxExtraInfoLen or has no such field: a cheap look at one field before the whole handle
+// is parsed.
+func ExtraInfoField(s string, i int) (string, bool) {
+	if len(s) > MaxExtraInfoLen || i < 0 || i >= extraInfoFields {
+		return "", false
+	}
+	var f [extraInfoFields]string
+	if splitExtraInfo(s, &f) <= i {
+		return "", false
+	}
+	return f[i], true
+}
+
 // ParseExtraInfo reads a receipt handle strictly: exactly eight non-empty fields separated by
 // single spaces, numbers in decimal and none negative, retry "0", "1" or "2". The error names
 // the field that is wrong.
@@ -254,9 +288,10 @@ func ParseExtraInfo(s string) (ExtraInfo, error) {
 	if len(s) > MaxExtraInfoLen {
 		return e, fmt.Errorf("receipt handle is %d bytes, over %d", len(s), MaxExtraInfoLen)
 	}
-	f := strings.Split(s, " ")
-	if len(f) != 8 {
-		return e, fmt.Errorf("receipt handle has %d space-separated fields, want 8 (ckQueueOffset popTime invisibleTime reviveQid retry brokerName queueId queueOffset)", len(f))
+	var f [extraInfoFields]string
+	n := splitExtraInfo(s, &f)
+	if n != extraInfoFields {
+		return e, fmt.Errorf("receipt handle has %d space-separated fields, want 8 (ckQueueOffset popTime invisibleTime reviveQid retry brokerName queueId queueOffset)", n)
 	}
 	num := func(i int, name string, bits int) (int64, error) {
 		if f[i] == "" || f[i][0] == '+' || f[i][0] == '-' {

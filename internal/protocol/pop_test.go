@@ -45,6 +45,27 @@ func TestExtraInfoHostile(t *testing.T) {
 	}
 }
 
+func TestExtraInfoField(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		i    int
+		want string
+		ok   bool
+	}{
+		{"7 1700000000000 60000 999 0 broker-a 2 9", 3, "999", true},
+		{"7 1700000000000 60000 3 0 broker-a 2 9", 7, "9", true},
+		{"7 1", 3, "", false},
+		{"7 1 2 3 4 5 6 7", 8, "", false},
+		{"7 1 2 3 4 5 6 7", -1, "", false},
+		{strings.Repeat("1 ", 200), 3, "", false}, // over MaxExtraInfoLen
+	} {
+		got, ok := ExtraInfoField(c.s, c.i)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ExtraInfoField(%.20q, %d) = %q, %v; want %q, %v", c.s, c.i, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 func TestBatchAckBitSetIsJavaForm(t *testing.T) {
 	b := BitSetOf(0, 9)
 	// java.util.BitSet {0, 9}.toByteArray() is {0x01, 0x02}; fastjson writes it as base64.

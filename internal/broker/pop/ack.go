@@ -8,6 +8,7 @@ import (
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
 )
 
 // handleTarget is what a receipt handle and its request's header resolve to.
@@ -118,6 +119,21 @@ func (s *Service) ackOffsets(key ckKey, qid int32, offsets []int64) error {
 		delete(s.cks, key)
 	}
 	return nil
+}
+
+// ackInline reports whether an ACK_MESSAGE is answered without waiting, so that the transport
+// may serve it on its own goroutine as it does a send: under ASYNC_FLUSH on a master, acking a
+// checkpoint's message is one append of an ack record into mapped memory. A FIFO handle's ack
+// (reviveQid 999) rewrites consumerOrderInfo.json and stays on the pool; so does every ack
+// when records wait for the disk or a slave. Nothing of req is kept past the answer: records
+// are copied into the store and checkpoint keys only looked up.
+func (s *Service) ackInline(req *remoting.Command) bool {
+	o := s.b.Options()
+	if o.Store.FlushDiskType == storage.SyncFlush || o.Broker.Role != storage.AsyncMaster {
+		return false
+	}
+	qid, ok := protocol.ExtraInfoField(req.ExtFields["extraInfo"], 3)
+	return ok && qid != orderReviveQidField
 }
 
 // processAck serves ACK_MESSAGE.

@@ -24,6 +24,9 @@ import (
 // POP_ORDER_REVIVE_QUEUE).
 const orderReviveQid = 999
 
+// orderReviveQidField is orderReviveQid as a receipt handle writes it.
+const orderReviveQidField = "999"
+
 // orderFile is ConsumerOrderInfoManager's file in the store's config directory.
 const orderFile = "consumerOrderInfo.json"
 

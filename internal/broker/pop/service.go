@@ -106,8 +106,8 @@ func New(b *broker.Broker) (*Service, error) {
 }
 
 // Handlers serve the POP codes: pops and peeks on the pull pool, as RocketMQ runs its
-// PopMessageProcessor; acks and changes on the pull pool too, and the queries on the admin
-// pool.
+// PopMessageProcessor; acks and changes on the pull pool too (an ack that never waits on the
+// transport's goroutine, see ackInline), and the queries on the admin pool.
 func (s *Service) Handlers() []broker.Handler {
 	tg := []reqnames.Field{reqnames.TopicField("topic"), reqnames.GroupField("consumerGroup")}
 	pools := s.b.Pools()
@@ -117,7 +117,7 @@ func (s *Service) Handlers() []broker.Handler {
 	return []broker.Handler{
 		h(remoting.PopMessage, tg, s.processPop, pools.Pull),
 		h(remoting.PeekMessage, tg, s.processPeek, pools.Pull),
-		h(remoting.AckMessage, tg, s.processAck, pools.Pull),
+		{Code: remoting.AckMessage, Names: tg, Proc: remoting.ProcessorFunc(s.processAck), Pool: pools.Pull, Inline: s.ackInline},
 		h(remoting.BatchAckMessage, nil, s.processBatchAck, pools.Pull),
 		h(remoting.ChangeMessageInvisibleTime, tg, s.processChangeInvisible, pools.Pull),
 		h(remoting.Notification, tg, s.processNotification, pools.Pull),
