@@ -39,7 +39,8 @@ type Server struct {
 	once sync.Once
 
 	mu      sync.Mutex
-	sniff   map[net.Conn]struct{} // connections whose first byte is awaited
+	sniff   map[net.Conn]struct{}    // connections whose first byte is awaited
+	served  map[*servedConn]struct{} // connections handed to grpc, until closed
 	closed  bool
 	handoff chan net.Conn // sniffed connections, to grpc's Serve through connListener
 	done    chan struct{} // closed by Close
@@ -59,7 +60,7 @@ func (Factory) StartGRPC(o addon.GRPCOptions) (addon.GRPCServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{ln: ln, log: log, sniff: make(map[net.Conn]struct{}),
+	s := &Server{ln: ln, log: log, sniff: make(map[net.Conn]struct{}), served: make(map[*servedConn]struct{}),
 		handoff: make(chan net.Conn), done: make(chan struct{})}
 	o.Listen = ln.Addr().String() // the bound port, which QueryRoute's endpoints name
 	s.svc = newService(o, log)
@@ -69,6 +70,9 @@ func (Factory) StartGRPC(o addon.GRPCOptions) (addon.GRPCServer, error) {
 	}
 	s.srv = grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxRecv),
+		// A connection must finish its HTTP/2 preface (and TLS handshake) as soon as the
+		// remoting listeners want a TLS handshake done.
+		grpc.ConnectionTimeout(sniffTimeout),
 		// Close returns only once every handler has: no goroutine of ours outlives the node.
 		grpc.WaitForHandlers(true),
 	)
@@ -127,10 +131,19 @@ func (s *Server) accept(mode remoting.TLSMode, tlsCfg *tls.Config) {
 				c.Close()
 				return
 			}
-			select {
-			case s.handoff <- nc:
-			case <-s.done:
+			sc := &servedConn{Conn: nc, s: s}
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
 				nc.Close()
+				return
+			}
+			s.served[sc] = struct{}{}
+			s.mu.Unlock()
+			select {
+			case s.handoff <- sc:
+			case <-s.done:
+				sc.Close()
 			}
 		}()
 	}
@@ -168,6 +181,23 @@ type peekedConn struct {
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
+// servedConn is a connection handed to grpc, tracked so Close can cut one that grpc still
+// holds in its preface wait (grpc.Server.Stop waits for those).
+type servedConn struct {
+	net.Conn
+	s    *Server
+	once sync.Once
+}
+
+func (c *servedConn) Close() error {
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		delete(c.s.served, c)
+		c.s.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
 // connListener hands grpc.Server the sniffed connections.
 type connListener struct{ s *Server }
 
@@ -198,7 +228,14 @@ func (s *Server) Close() error {
 		for c := range s.sniff {
 			c.Close()
 		}
+		served := make([]*servedConn, 0, len(s.served))
+		for c := range s.served {
+			served = append(served, c)
+		}
 		s.mu.Unlock()
+		for _, c := range served {
+			c.Close()
+		}
 		err = s.ln.Close()
 		s.srv.Stop()
 		s.wg.Wait()
