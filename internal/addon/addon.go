@@ -147,6 +147,9 @@ type GRPCOptions struct {
 	// Local returns a transport that reaches this process's nodes in-process, one per client
 	// of the endpoint, so that the broker sees each SDK client as a connection of its own.
 	Local func() remoting.Transport
+	// Routes returns the transport route queries go on: in-process to this process's name
+	// servers, TCP to others. The endpoint closes it.
+	Routes func() remoting.Transport
 	// BrokerAddr is this node's broker listener ("" without a broker): where the endpoint sends
 	// the broker requests its RPCs become.
 	BrokerAddr string

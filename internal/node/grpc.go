@@ -3,7 +3,6 @@ package node
 import (
 	"fmt"
 
-	"github.com/mqgo/mq/internal/addon"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
 )
@@ -15,19 +14,14 @@ func (n *Node) startGRPC() error {
 	if err != nil || f == nil || n.opts.GRPC.Listen == "" {
 		return err
 	}
-	srv, err := f.StartGRPC(addon.GRPCOptions{
-		Listen:       n.opts.GRPC.Listen,
-		TLSMode:      n.opts.Security.TLSMode,
-		TLSConfig:    n.opts.Security.TLSConfig,
-		MaxRecvBytes: n.opts.Limits.MaxFrameBytes,
-		Local: func() remoting.Transport {
-			return remoting.NewInProcTransport(lookupLocal, nil, 0)
-		},
-		BrokerAddr:  n.BrokerAddr(),
-		NameServers: n.NameServers(),
-		Broker:      func() *broker.Broker { return n.broker.Load() },
-		Logger:      n.opts.Logger,
-	})
+	o := n.opts.grpcOptions()
+	// Each SDK client's connection reaches this process's nodes only: the endpoint speaks
+	// to its own broker and, for routes, to name servers of this process or (below) any.
+	o.Local = func() remoting.Transport { return remoting.NewInProcTransport(lookupLocal, nil, 0) }
+	o.Routes = n.NewTransport
+	o.BrokerAddr, o.NameServers = n.BrokerAddr(), n.NameServers()
+	o.Broker = func() *broker.Broker { return n.broker.Load() }
+	srv, err := f.StartGRPC(o)
 	if err != nil {
 		return fmt.Errorf("mq: gRPC listener: %w", err)
 	}

@@ -37,7 +37,7 @@ type service struct {
 }
 
 func newService(o addon.GRPCOptions, log zerolog.Logger) *service {
-	s := &service{opts: o, log: log, routes: o.Local(), stop: make(chan struct{})}
+	s := &service{opts: o, log: log, routes: o.Routes(), stop: make(chan struct{})}
 	s.clients = &clients{newTransport: o.Local, max: DefaultMaxClients, expire: DefaultChannelExpiredTimeout,
 		byID: make(map[string]*client)}
 	s.wg.Add(1)
