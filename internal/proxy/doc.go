@@ -8,8 +8,10 @@
 // broker, an in-process transport (clients.go): the broker then sees it as it sees a remoting
 // client — its producer and consumer groups, its channel for transaction checks — and forgets
 // it when the client ends (NotifyClientTermination) or stays silent past the channel expiry.
-// The client's Telemetry stream is kept with it, so broker requests for the client can be
-// turned into Telemetry commands.
+// The client's Telemetry stream is kept with it (client.Stream), so broker requests for the
+// client can be turned into Telemetry commands: a processor registered on the client's
+// transport when it is made (clients.onNew) receives them, as a remoting client's processors
+// receive CHECK_TRANSACTION_STATE.
 //
 // The listener (server.go) serves plaintext and TLS on one port, told apart by the first byte
 // as the remoting listeners do. RPCs not built yet answer gRPC's UNIMPLEMENTED.

@@ -500,3 +500,29 @@ func TestGRPCListenNeedsService(t *testing.T) {
 		t.Fatalf("StartNode: %v", err)
 	}
 }
+
+// Connections that send garbage, a TLS handshake to a plaintext port, or half a preface cost an
+// honest client nothing.
+func TestGRPCGarbageConnections(t *testing.T) {
+	n := startNode(t, nil)
+	c := dial(t, n)
+	for _, junk := range [][]byte{
+		{0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5},
+		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		[]byte("PRI * HTTP/2.0\r\n"),
+		make([]byte, 1<<16),
+	} {
+		raw, err := net.Dial("tcp", n.GRPCAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := raw.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := c.QueryRoute(as(t, "honest"), &apiv2.QueryRouteRequest{Topic: &apiv2.Resource{Name: "NoSuchTopic"}})
+	if err != nil || resp.Status.Code != apiv2.Code_TOPIC_NOT_FOUND {
+		t.Fatalf("honest client after garbage: %v %v", resp, err)
+	}
+}
