@@ -17,6 +17,9 @@ import (
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/grpcapi/apiv2"
 	"github.com/mqgo/mq/internal/protocol"
+	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/node"
+	iproxy "github.com/mqgo/mq/internal/proxy"
 	"github.com/mqgo/mq/proxy"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -307,6 +310,32 @@ func TestGRPCSendReadBack(t *testing.T) {
 	got = pullAll(t, n, "SendDelay", 1)
 	if string(got[0].Body) != "later" || time.Now().Before(at) {
 		t.Fatalf("delay message %q read at %v, due %v", got[0].Body, time.Now(), at)
+	}
+
+	// Transaction: a half message, answered with a transaction id EndTransaction can use.
+	createTopic(t, n, c, "SendTx", 1, "+message.type=TRANSACTION")
+	tm := msg("SendTx", "ID-TX-1", "half")
+	tm.SystemProperties.MessageType = apiv2.MessageType_TRANSACTION
+	tm.SystemProperties.OrphanedTransactionRecoveryDuration = durationpb.New(30 * time.Second)
+	resp, err = c.SendMessage(ctx, &apiv2.SendMessageRequest{Messages: []*apiv2.Message{tm}})
+	if err != nil || resp.Status.Code != apiv2.Code_OK {
+		t.Fatalf("send half message: %v %v", resp, err)
+	}
+	if _, _, _, err := iproxy.DecodeTransactionID(resp.Entries[0].TransactionId); err != nil || resp.Entries[0].MessageId != "ID-TX-1" {
+		t.Fatalf("half message entry %v: %v", resp.Entries[0], err)
+	}
+	// The broker took it as a half message: it sits in the half topic, not in SendTx.
+	b := node.Of(n).Broker()
+	if _, ok := b.Topics().Get(names.TopicTransHalf); !ok {
+		t.Fatal("no half topic after a half message")
+	}
+	if max := b.Store().MaxOffsetInQueue("SendTx", 0); max != 0 {
+		t.Fatalf("SendTx holds %d messages after a half message", max)
+	}
+	tm.SystemProperties.OrphanedTransactionRecoveryDuration = durationpb.New(2 * time.Hour)
+	resp, err = c.SendMessage(ctx, &apiv2.SendMessageRequest{Messages: []*apiv2.Message{tm}})
+	if err != nil || resp.Status.Code != apiv2.Code_BAD_REQUEST {
+		t.Fatalf("half message with a 2 h recovery: %v %v", resp, err)
 	}
 }
 
