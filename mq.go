@@ -114,3 +114,7 @@ func (n *Node) consumerBase() []consumer.Option {
 	return []consumer.Option{consumer.WithNameServers(n.NameServers()...),
 		consumer.WithLogger(n.logger), consumer.WithOwnedTransport(n.NewTransport())}
 }
+
+// GRPCAddr is where the node serves RocketMQ 5's gRPC API (Options.GRPC), or "" when it
+// serves none.
+func (n *Node) GRPCAddr() string { return n.n.GRPCAddr() }

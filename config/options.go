@@ -53,6 +53,7 @@ type Options struct {
 	// ControllerMode puts the broker in RocketMQ 5's controller mode.
 	ControllerMode ControllerMode
 	HTTP           HTTP
+	GRPC           GRPC
 
 	// Logger receives the node's structured logs; nil discards them.
 	Logger *zerolog.Logger `flag:"-"`
@@ -356,6 +357,20 @@ type ControllerMode struct {
 	// ElectionPriority (lower wins, default the lowest) breaks ties between equally
 	// up-to-date replicas.
 	ElectionPriority int32 `flag:"election-priority" rocketmq:"brokerElectionPriority" usage:"controller mode: lower wins ties between equally up-to-date replicas (default the lowest)"`
+}
+
+// GRPC serves RocketMQ 5's gRPC MessagingService (apache.rocketmq.v2), the API of the 5.x SDKs
+// (apache/rocketmq-clients), beside remoting, as RocketMQ 5's proxy does in local mode: inside
+// the broker's process, turning each RPC into the broker's own requests. It is on when Listen
+// is set, and then needs Service. The listener serves TLS as the remoting listeners do
+// (Security.TLSMode and TLSConfig: plaintext, both told apart by the first byte, or TLS only).
+type GRPC struct {
+	// Listen is the "host:port" of the gRPC listener (RocketMQ's proxy grpcServerPort, 8081 in
+	// its examples); port 0 picks a free port (Node.GRPCAddr). Empty (the default) serves none.
+	Listen string `flag:"grpc-listen" rocketmq:"grpcServerPort" usage:"serve RocketMQ 5's gRPC API (the 5.x SDKs) on this HOST:PORT, e.g. :8081 (default: off)"`
+	// Service is the implementation: proxy.Service() from package github.com/mqgo/mq/proxy,
+	// which links google.golang.org/grpc; an application that serves no gRPC does not.
+	Service optional.GRPC `flag:"-"`
 }
 
 // HTTP is Node.Handler's dashboard and metrics.

@@ -1,8 +1,9 @@
 // Package optional carries a node's optional parts — RocketMQ 5's controller, the Prometheus
-// metrics and the plain_acl.yml reader — to mq.Options without package mq importing them, so
+// metrics, the plain_acl.yml reader and RocketMQ 5's gRPC endpoint — to mq.Options without package mq importing them, so
 // an application that does not turn a part on links none of its dependencies (Raft and its
-// log store, the Prometheus client, a YAML parser). Packages github.com/mqgo/mq/controller,
-// github.com/mqgo/mq/metrics and github.com/mqgo/mq/aclfile hand out values of these types;
+// log store, the Prometheus client, a YAML parser, gRPC). Packages github.com/mqgo/mq/controller,
+// github.com/mqgo/mq/metrics, github.com/mqgo/mq/aclfile and github.com/mqgo/mq/proxy hand
+// out values of these types;
 // the node runs what they hold.
 package optional
 
@@ -37,3 +38,14 @@ func NewACLFile(impl any) ACLFile { return ACLFile{impl: impl} }
 
 // Impl is the implementation the value holds, nil for the zero value.
 func (f ACLFile) Impl() any { return f.impl }
+
+// GRPC is the value of mq.Options.GRPC.Service: proxy.Service() from package
+// github.com/mqgo/mq/proxy, which holds RocketMQ 5's gRPC MessagingService and links
+// google.golang.org/grpc. The zero value holds none.
+type GRPC struct{ impl any }
+
+// NewGRPC wraps a gRPC service implementation, as NewController does a controller.
+func NewGRPC(impl any) GRPC { return GRPC{impl: impl} }
+
+// Impl is the implementation the value holds, nil for the zero value.
+func (g GRPC) Impl() any { return g.impl }

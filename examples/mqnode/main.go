@@ -38,6 +38,7 @@ import (
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/controller"
 	"github.com/mqgo/mq/metrics"
+	"github.com/mqgo/mq/proxy"
 	"github.com/rs/zerolog"
 )
 
@@ -62,10 +63,12 @@ const clusterSecretEnv = "MQ_CLUSTER_SECRET"
 func run(args []string) error {
 	fs := flag.NewFlagSet("mqnode", flag.ContinueOnError)
 	// The standalone broker links every optional part: the controller runs only with
-	// -controller-id, /metrics is served with -http, and -acl reads plain_acl.yml.
+	// -controller-id, /metrics is served with -http, -acl reads plain_acl.yml, and the gRPC
+	// endpoint of the 5.x SDKs serves with -grpc-listen.
 	opts := mq.Options{
 		Controller: config.Controller{Impl: controller.Raft()},
 		HTTP:       config.HTTP{Metrics: metrics.Prometheus()},
+		GRPC:       config.GRPC{Service: proxy.Service()},
 	}
 	applyEnv := config.BindFlags(fs, &opts)
 	var (
@@ -111,6 +114,9 @@ func run(args []string) error {
 		Str("ha_addr", node.HAAddr())
 	if web != nil {
 		started = started.Str("dashboard", "http://"+web.addr+"/").Str("metrics", "http://"+web.addr+"/metrics")
+	}
+	if a := node.GRPCAddr(); a != "" {
+		started = started.Str("grpc_addr", a)
 	}
 	if opts.Controller.ID != "" {
 		started = started.Str("controller", node.NameServerAddr()).Str("controller_raft", opts.Controller.RaftListen)

@@ -1,14 +1,16 @@
 // Package addon declares the parts a node runs only when the application supplies them: the
 // controller (RocketMQ 5's Raft group, package github.com/mqgo/mq/controller), the
-// Prometheus metrics (github.com/mqgo/mq/metrics) and the plain_acl.yml reader
-// (github.com/mqgo/mq/aclfile). The node holds them through these small
-// interfaces, so `import "github.com/mqgo/mq"` links neither hashicorp/raft and its log store
-// nor the Prometheus client nor a YAML parser: Go's pruned module graph leaves them out of an application that
-// does not import the packages that implement them. It imports nothing heavy itself.
+// Prometheus metrics (github.com/mqgo/mq/metrics), the plain_acl.yml reader
+// (github.com/mqgo/mq/aclfile) and RocketMQ 5's gRPC endpoint (github.com/mqgo/mq/proxy). The
+// node holds them through these small interfaces, so `import "github.com/mqgo/mq"` links
+// neither hashicorp/raft and its log store nor the Prometheus client nor a YAML parser nor
+// gRPC: Go's pruned module graph leaves them out of an application that does not import the
+// packages that implement them. It imports nothing heavy itself.
 package addon
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"time"
 
@@ -114,5 +116,49 @@ type ControllerOptions struct {
 	Secret string
 
 	// Logger receives the controller's and Raft's logs (component "controller"); nil is silent.
+	Logger *zerolog.Logger
+}
+
+// GRPCFactory starts a node's gRPC endpoint (Options.GRPC.Service, internal/proxy).
+type GRPCFactory interface {
+	// StartGRPC binds the listener and serves until Close; it returns once the listener is bound.
+	StartGRPC(GRPCOptions) (GRPCServer, error)
+}
+
+// GRPCServer is a running gRPC endpoint.
+type GRPCServer interface {
+	// Addr is the bound listen address.
+	Addr() string
+	// Close stops the listener, ends every open call and stream, and returns once each of the
+	// endpoint's goroutines has.
+	Close() error
+}
+
+// GRPCOptions are what the gRPC endpoint needs of its node.
+type GRPCOptions struct {
+	// Listen is the "host:port" to bind.
+	Listen string
+	// TLSMode and TLSConfig are the node's (Options.Security): the endpoint serves TLS and
+	// plaintext on its one port as the remoting listeners do.
+	TLSMode   remoting.TLSMode
+	TLSConfig *tls.Config
+	// MaxRecvBytes bounds a gRPC message the endpoint reads (the node's Limits.MaxFrameBytes).
+	MaxRecvBytes int
+	// Local returns a transport that reaches this process's nodes in-process, one per client
+	// of the endpoint, so that the broker sees each SDK client as a connection of its own.
+	Local func() remoting.Transport
+	// Routes returns the transport route queries go on: in-process to this process's name
+	// servers, TCP to others. The endpoint closes it.
+	Routes func() remoting.Transport
+	// BrokerAddr is this node's broker listener ("" without a broker): where the endpoint sends
+	// the broker requests its RPCs become.
+	BrokerAddr string
+	// NameServers are where it looks up routes.
+	NameServers []string
+	// Broker is this node's running broker (nil while there is none), read for what RocketMQ's
+	// local-mode proxy reads from its broker's configuration: topic attributes, limits, the
+	// groups' retry policies.
+	Broker func() *broker.Broker
+	// Logger receives the endpoint's logs (component "grpc"); nil is silent.
 	Logger *zerolog.Logger
 }

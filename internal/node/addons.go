@@ -36,3 +36,18 @@ func (o Options) metricsFactory() (addon.MetricsFactory, error) {
 	}
 	return f, nil
 }
+
+// grpcFactory is the gRPC endpoint of Options.GRPC.Service, nil when it holds none.
+func (o Options) grpcFactory() (addon.GRPCFactory, error) {
+	if o.GRPC.Service.Impl() == nil {
+		if o.GRPC.Listen != "" {
+			return nil, fmt.Errorf("mq: Options.GRPC.Listen %q needs Options.GRPC.Service: set it to proxy.Service() from package github.com/mqgo/mq/proxy", o.GRPC.Listen)
+		}
+		return nil, nil
+	}
+	f, ok := o.GRPC.Service.Impl().(addon.GRPCFactory)
+	if !ok {
+		return nil, fmt.Errorf("mq: Options.GRPC.Service holds %T, not a gRPC service: set it to proxy.Service() from package github.com/mqgo/mq/proxy", o.GRPC.Service.Impl())
+	}
+	return f, nil
+}

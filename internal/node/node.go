@@ -50,6 +50,7 @@ type Node struct {
 	restartMu sync.Mutex
 	unrouteHA func() // forgets the slave's faulty dial route (faults.go), or nil
 	servers   []*endpoint
+	grpc      addon.GRPCServer   // nil unless Options.GRPC.Listen
 	acl       *acl.Guard         // nil: ACL off
 	secret    *clusterauth.Guard // nil: no ClusterSecret
 	ready     chan struct{}      // closed once started: requests held during the start go on
@@ -215,6 +216,10 @@ func (n *Node) start() error {
 		}
 	}
 	close(n.ready)
+	if err := n.startGRPC(); err != nil {
+		cancel()
+		return err
+	}
 	return nil
 }
 
@@ -487,6 +492,11 @@ func (n *Node) NameServers() []string {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.closing.Store(true)
+		// The gRPC endpoint first: its calls are requests to the broker, which must still
+		// answer them while they end.
+		if n.grpc != nil {
+			n.closeErr = n.grpc.Close()
+		}
 		for _, ep := range n.servers {
 			unregisterLocal(ep.srv.Addr(), ep.d)
 		}

@@ -47,5 +47,8 @@ func (o Options) validate() error {
 	if _, err := o.aclFile(); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := o.grpcFactory(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }

@@ -185,3 +185,14 @@ func (o Options) haListenAddr(bound string) (string, error) {
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p+1)), nil
 }
+
+// grpcOptions are the endpoint's settings from Options; startGRPC adds the node's handles.
+func (o Options) grpcOptions() addon.GRPCOptions {
+	return addon.GRPCOptions{
+		Listen:       o.GRPC.Listen,
+		TLSMode:      o.Security.TLSMode,
+		TLSConfig:    o.Security.TLSConfig,
+		MaxRecvBytes: o.Limits.MaxFrameBytes,
+		Logger:       o.Logger,
+	}
+}

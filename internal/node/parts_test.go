@@ -27,7 +27,7 @@ var nodeOnlyFields = map[string]bool{
 	"Security.TLSClientEnable": true, "Security.TLSClientConfig": true,
 	// The optional parts' implementations: the node starts them itself (controller.go, http.go),
 	// and embed_test.go and the controller tests check that they run.
-	"Controller.Impl": true, "HTTP.Metrics": true,
+	"Controller.Impl": true, "HTTP.Metrics": true, "GRPC.Service": true,
 }
 
 // leafFields lists the settings of config.Options, groups entered, by path and index.
@@ -56,7 +56,7 @@ func TestEveryOptionReachesAPart(t *testing.T) {
 		}
 		co := o.controllerOptions("127.0.0.1:9876")
 		co.Logger = nil
-		return []any{o.nameServerOptions(), o.serverOptions("127.0.0.1:9876"), bo, co, o.httpOptions()}
+		return []any{o.nameServerOptions(), o.serverOptions("127.0.0.1:9876"), bo, co, o.httpOptions(), o.grpcOptions()}
 	}
 	base := derive(Options{Options: config.Options{Listen: "127.0.0.1:9876"}})
 	paths, indexes := leafFields(reflect.TypeFor[config.Options](), "", nil)
