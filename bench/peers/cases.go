@@ -89,6 +89,11 @@ func Cases() []Case {
 				return consume(ctx, n, topic, cfg.Msgs)
 			})
 		}},
+		{ID: "consume-ack-tcp", Title: "consume, an acknowledged ack per message, TCP (pre-filled; mq: POP)", run: func(ctx context.Context, p Peer, cfg Config) (Result, error) {
+			return onNode(ctx, p, cfg, "consume-ack", false, func(n Node, topic string) (Result, error) {
+				return consumeAcked(ctx, n, topic, cfg.Msgs)
+			})
+		}},
 		{ID: "e2e-5000-tcp", Title: "end to end at 5,000 msg/s, TCP", Latency: true, run: func(ctx context.Context, p Peer, cfg Config) (Result, error) {
 			return onNode(ctx, p, cfg, "e2e", false, func(n Node, topic string) (Result, error) {
 				return endToEnd(ctx, n, topic, cfg.E2EMsgs)

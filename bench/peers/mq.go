@@ -29,7 +29,8 @@ func (mqPeer) Defaults() string {
 	return "ASYNC_FLUSH, fsync every 500 ms (RocketMQ flushIntervalCommitLog; SYNC_FLUSH in the fsync row); " +
 		"4 queues (defaultTopicQueueNums); SendAsync 1024 in flight; client batching row: WithAsyncBatching, 10 ms linger " +
 		"(RocketMQ 5 autoBatch's and kgo's), batches up to 1 MiB per queue (kgo's size; the default is 32 KiB); " +
-		"push consumer, 20 goroutines, batch 1, offsets committed every 5 s"
+		"push consumer, 20 goroutines, batch 1, offsets committed every 5 s; " +
+		"acknowledged row: SimpleConsumer (POP), 4 receivers of 32, each message's Ack concurrent (merged into BATCH_ACK while 4 are on the wire)"
 }
 
 func (mqPeer) Serve(cfg NodeConfig) (Server, error) {
@@ -181,3 +182,77 @@ func (n *mqNode) Consumer(_ context.Context, topic, group string, deliver func([
 
 // Close has nothing to release: producers and consumers are closed by whoever made them.
 func (n *mqNode) Close() error { return nil }
+
+// mqAckWorkers are the goroutines an acking consumer receives with, as the POP benchmarks
+// in package consumer run them; each acknowledges a received batch's messages concurrently.
+const mqAckWorkers = 4
+
+// AckingConsumer consumes by POP: a SimpleConsumer whose workers receive up to 32 messages at
+// a time and acknowledge each one (the client merges acks made while others are on the wire).
+func (n *mqNode) AckingConsumer(ctx context.Context, topic, group string, deliver func([]byte)) (Consumer, error) {
+	sc, err := consumer.NewSimpleConsumer(consumer.WithNameServers(n.addr), consumer.WithGroup(group),
+		consumer.WithInstanceName(mqInstanceName("s")), consumer.WithConsumeFrom(consumer.FromFirstOffset, time.Time{}),
+		consumer.WithAwaitDuration(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	if err = sc.Subscribe(topic, consumer.ByTag("*")); err == nil {
+		err = sc.Start()
+	}
+	if err != nil {
+		sc.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &mqAckingConsumer{sc: sc, cancel: cancel}
+	for range mqAckWorkers {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.work(ctx, deliver)
+		}()
+	}
+	return c, nil
+}
+
+type mqAckingConsumer struct {
+	sc     *consumer.SimpleConsumer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	err    firstErr
+}
+
+// work receives and acknowledges until ctx ends; the first failure is Close's to report.
+func (c *mqAckingConsumer) work(ctx context.Context, deliver func([]byte)) {
+	for ctx.Err() == nil {
+		views, err := c.sc.Receive(ctx, consumer.MaxReceiveMessageNum, time.Minute)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.err.set(err)
+			}
+			return
+		}
+		var acks sync.WaitGroup
+		for _, v := range views {
+			acks.Add(1)
+			go func() {
+				defer acks.Done()
+				if err := c.sc.Ack(ctx, v); err != nil {
+					if ctx.Err() == nil {
+						c.err.set(err)
+					}
+					return
+				}
+				deliver(v.Body)
+			}()
+		}
+		acks.Wait()
+	}
+}
+
+func (c *mqAckingConsumer) Close() error {
+	c.cancel()
+	c.wg.Wait()
+	c.sc.Close()
+	return c.err.get()
+}

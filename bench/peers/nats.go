@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -23,7 +24,8 @@ func (natsPeer) ID() string    { return "nats" }
 func (natsPeer) Title() string { return "NATS JetStream 2.15.2 (nats.go 1.55.0)" }
 func (natsPeer) Defaults() string {
 	return "file store, R1 stream per topic, fsync every 2 min (sync_interval default; sync_always in the fsync row); " +
-		"PublishAsync 1024 pending; durable pull consumer, AckExplicit, one Ack per message"
+		"PublishAsync 1024 pending; durable pull consumer, AckExplicit, one Ack per message; " +
+		"acknowledged row: DoubleAck (waits for the server's confirmation), 128 in flight"
 }
 
 func (natsPeer) Serve(cfg NodeConfig) (Server, error) {
@@ -211,3 +213,63 @@ func (c *natsConsumer) Close() error {
 
 // Close has nothing to release: every connection belongs to a producer or consumer.
 func (n *natsNode) Close() error { return nil }
+
+// natsAcksInFlight bounds the confirmed acks an acking consumer has outstanding.
+const natsAcksInFlight = 128
+
+// AckingConsumer is Consumer with each message acknowledged by DoubleAck, which waits for the
+// server to confirm the ack, up to natsAcksInFlight at once.
+func (n *natsNode) AckingConsumer(ctx context.Context, topic, group string, deliver func([]byte)) (Consumer, error) {
+	nc, js, err := n.connect(false)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, topic, jetstream.ConsumerConfig{
+		Durable:   group,
+		AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &natsAckingConsumer{nc: nc, cancel: cancel, slots: make(chan struct{}, natsAcksInFlight)}
+	c.cc, err = cons.Consume(func(m jetstream.Msg) {
+		c.slots <- struct{}{}
+		c.wg.Add(1)
+		go func() {
+			defer func() { <-c.slots; c.wg.Done() }()
+			if err := m.DoubleAck(ctx); err != nil {
+				if ctx.Err() == nil {
+					c.err.set(err)
+				}
+				return
+			}
+			deliver(m.Data())
+		}()
+	})
+	if err != nil {
+		cancel()
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+type natsAckingConsumer struct {
+	nc     *nats.Conn
+	cc     jetstream.ConsumeContext
+	cancel context.CancelFunc
+	slots  chan struct{}
+	wg     sync.WaitGroup
+	err    firstErr
+}
+
+func (c *natsAckingConsumer) Close() error {
+	c.cc.Stop()
+	<-c.cc.Closed()
+	c.cancel()
+	c.wg.Wait()
+	c.nc.Close()
+	return c.err.get()
+}

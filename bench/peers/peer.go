@@ -62,6 +62,23 @@ type localNode struct {
 
 func (n *localNode) Close() error { return errors.Join(n.Node.Close(), n.server.Close()) }
 
+func (n *localNode) client() Node { return n.Node }
+
+// wrapped is a Node that wraps a peer's client half (Start's and StartSplit's), whose optional
+// interfaces the wrapping hides.
+type wrapped interface{ client() Node }
+
+// clientOf returns the peer's own client half of n.
+func clientOf(n Node) Node {
+	for {
+		w, ok := n.(wrapped)
+		if !ok {
+			return n
+		}
+		n = w.client()
+	}
+}
+
 // NodeConfig is what a case asks of a node.
 type NodeConfig struct {
 	// Dir is an empty directory the node may store into; the case removes it.
@@ -107,6 +124,16 @@ type Producer interface {
 	// Flush waits for every SendAsync so far and returns the first error any of them got.
 	Flush(ctx context.Context) error
 	Close() error
+}
+
+// AckingNode is a Node whose client can acknowledge each message on its own and wait for the
+// broker to confirm it before the next step, as RocketMQ 5's POP consumption does (receive,
+// then one ack per message). A peer without it skips the acknowledged-consume row.
+type AckingNode interface {
+	// AckingConsumer starts a consumer of topic in group, from the topic's first message,
+	// that calls deliver for every message once the broker confirmed its ack, possibly from
+	// several goroutines. deliver must not keep body.
+	AckingConsumer(ctx context.Context, topic, group string, deliver func(body []byte)) (Consumer, error)
 }
 
 // Consumer is a running consumer.

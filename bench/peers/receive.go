@@ -44,7 +44,26 @@ func (d *drain) wait(ctx context.Context) error {
 // from its start to its last message. The start counts (a group join, a rebalance): timing from
 // the first message instead would flatter clients that fetch megabytes at once, since their
 // first delivery comes after much of the work.
-func consume(ctx context.Context, n Node, topic string, msgs int) (r Result, err error) {
+func consume(ctx context.Context, n Node, topic string, msgs int) (Result, error) {
+	return consumeWith(ctx, n, topic, msgs, func(deliver func([]byte)) (Consumer, error) {
+		return n.Consumer(ctx, topic, "bench-consume", deliver)
+	})
+}
+
+// consumeAcked is consume with a consumer that acknowledges each message and counts it once
+// the broker confirmed the ack.
+func consumeAcked(ctx context.Context, n Node, topic string, msgs int) (Result, error) {
+	an, ok := clientOf(n).(AckingNode)
+	if !ok {
+		return Result{}, ErrUnsupported
+	}
+	return consumeWith(ctx, n, topic, msgs, func(deliver func([]byte)) (Consumer, error) {
+		return an.AckingConsumer(ctx, topic, "bench-consume-ack", deliver)
+	})
+}
+
+// consumeWith fills the topic, starts the consumer open makes and measures as consume says.
+func consumeWith(ctx context.Context, n Node, topic string, msgs int, open func(deliver func([]byte)) (Consumer, error)) (r Result, err error) {
 	p, err := n.Producer(ProducerConfig{AsyncWindow: asyncWindow})
 	if err != nil {
 		return r, err
@@ -55,7 +74,7 @@ func consume(ctx context.Context, n Node, topic string, msgs int) (r Result, err
 	}
 	d := newDrain(msgs)
 	start := time.Now()
-	c, err := n.Consumer(ctx, topic, "bench-consume", d.deliver)
+	c, err := open(d.deliver)
 	if err != nil {
 		return r, err
 	}

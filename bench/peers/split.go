@@ -115,6 +115,8 @@ type splitNode struct {
 
 func (n *splitNode) Close() error { return errors.Join(n.Node.Close(), n.child.stop()) }
 
+func (n *splitNode) client() Node { return n.Node }
+
 type child struct {
 	cmd   *exec.Cmd
 	stdin io.Closer
