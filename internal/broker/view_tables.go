@@ -78,6 +78,9 @@ func (v Groups) Update(c SubscriptionGroupConfig) error {
 // .findSubscriptionGroupConfig); ok is false when the group has none.
 func (v Groups) Find(group string) (SubscriptionGroupConfig, bool) { return v.b.groups.Find(group) }
 
+// Get returns the group's settings without creating them.
+func (v Groups) Get(group string) (SubscriptionGroupConfig, bool) { return v.b.groups.Get(group) }
+
 // Delete removes a group's settings and reports whether it had any.
 func (v Groups) Delete(group string) bool { return v.b.groups.Delete(group) }
 

@@ -90,10 +90,19 @@ func (o *orderInfo) blocks(attemptID string, now int64) bool {
 
 // orders is the FIFO table and its file; mu guards both.
 type orders struct {
-	mu   sync.Mutex
-	path string
-	t    orderTable
+	mu        sync.Mutex
+	path      string
+	t         orderTable
+	lastClean int64 // unix ms of the last clean
 }
+
+// orderCleanEvery is how often saving the table also cleans it: RocketMQ cleans it on every
+// persist, which runs every 10 s.
+const orderCleanEvery = 10_000
+
+// orderIdleSpan is how long a queue's FIFO state stays after its last pop
+// (ConsumerOrderInfoManager's CLEAN_SPAN_FROM_LAST, 24 h).
+const orderIdleSpan = 24 * 3600 * 1000
 
 func orderKey(topic, group string) string { return topic + "@" + group }
 
@@ -125,11 +134,46 @@ func (s *Service) loadOrders() error {
 			}
 		}
 	}
+	s.cleanOrders(o, nowMillis()) // as ConsumerOrderInfoManager.decode does
 	return nil
 }
 
-// save writes the table; the caller holds mu.
-func (o *orders) save() error { return storage.WriteJSONFile(o.path, &o.t) }
+// saveOrders writes the table, cleaned first when the last clean is orderCleanEvery old; the
+// caller holds o.mu.
+func (s *Service) saveOrders(o *orders) error {
+	if now := nowMillis(); now-o.lastClean >= orderCleanEvery {
+		s.cleanOrders(o, now)
+	}
+	return storage.WriteJSONFile(o.path, &o.t)
+}
+
+// cleanOrders drops what ConsumerOrderInfoManager.autoClean drops: the state of a topic or a
+// group that no longer exists, of a queue past the topic's read queues, and of a queue not
+// popped for orderIdleSpan. The caller holds o.mu (or has o to itself, at load).
+func (s *Service) cleanOrders(o *orders, now int64) {
+	o.lastClean = now
+	for key, qs := range o.t.Table {
+		i := strings.LastIndexByte(key, '@')
+		if i < 0 {
+			delete(o.t.Table, key)
+			continue
+		}
+		topic, group := key[:i], key[i+1:]
+		tc, ok := s.b.Topics().Get(topic)
+		if _, exists := s.b.Groups().Get(group); !ok || !exists || len(qs) == 0 {
+			delete(o.t.Table, key)
+			continue
+		}
+		for qid, info := range qs {
+			if qid >= tc.ReadQueueNums || now-info.LastConsume > orderIdleSpan {
+				delete(qs, qid)
+			}
+		}
+		if len(qs) == 0 {
+			delete(o.t.Table, key)
+		}
+	}
+}
 
 // popOrderQueue pops one batch of a queue for a FIFO pop, unless the queue's last batch still
 // hides it. The caller holds the queue's lock.
@@ -170,7 +214,7 @@ func (s *Service) popOrderQueue(r *popRequest, topic string, qid int32, out *pop
 		o.t.Table[key] = qs
 	}
 	qs[qid] = info
-	err := o.save()
+	err := s.saveOrders(o)
 	o.mu.Unlock()
 	if err != nil {
 		out.err = err
@@ -248,7 +292,7 @@ func (s *Service) ackOrder(t handleTarget) error {
 		return nil
 	}
 	info.CommitBits |= 1 << i
-	if err := o.save(); err != nil {
+	if err := s.saveOrders(o); err != nil {
 		info.CommitBits &^= 1 << i
 		return err
 	}
@@ -271,7 +315,7 @@ func (s *Service) changeOrder(t handleTarget, visibleAt int64) error {
 				info.NextVisible = map[int64]int64{}
 			}
 			info.NextVisible[t.offset] = visibleAt
-			return o.save()
+			return s.saveOrders(o)
 		}
 	}
 	return errOrderHandle

@@ -125,3 +125,30 @@ func TestFIFOGroupPopsInOrder(t *testing.T) {
 		t.Fatalf("after the acks popped %v, want m-2", bodies(next))
 	}
 }
+
+// The FIFO state table drops what RocketMQ's autoClean drops: a deleted topic's, an unknown
+// group's, a queue's past the topic's read queues and a queue's not popped for 24 h; live
+// entries stay.
+func TestFIFOStateCleaned(t *testing.T) {
+	e := start(t, "", nil)
+	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 2)
+	if _, ok := e.svc.b.Groups().Find(tGroup); !ok {
+		t.Fatal("no group")
+	}
+	now := nowMillis()
+	live := &orderInfo{PopTime: now, LastConsume: now, Offsets: []int64{0}}
+	o := e.svc.orders
+	o.mu.Lock()
+	o.t.Table = map[string]map[int32]*orderInfo{
+		orderKey(tTopic, tGroup):       {0: live, 1: {LastConsume: now - orderIdleSpan - 1, Offsets: []int64{0}}, 5: {LastConsume: now, Offsets: []int64{0}}},
+		orderKey("GoneTopic", tGroup):  {0: {LastConsume: now, Offsets: []int64{0}}},
+		orderKey(tTopic, "gone-group"): {0: {LastConsume: now, Offsets: []int64{0}}},
+		"no-separator":                 {0: {LastConsume: now, Offsets: []int64{0}}},
+	}
+	e.svc.cleanOrders(o, now)
+	got := o.t.Table
+	o.mu.Unlock()
+	if len(got) != 1 || len(got[orderKey(tTopic, tGroup)]) != 1 || got[orderKey(tTopic, tGroup)][0] != live {
+		t.Fatalf("after cleaning: %v", got)
+	}
+}
