@@ -14,14 +14,26 @@ import (
 // What a POP answer means is RocketMQ 5's client's (MQClientAPIImpl.processPopResponse); the
 // code here is ours.
 
+// lateRemark is in the remark of a POLLING_TIMEOUT that RocketMQ's brokers (and ours) answer at
+// once to a pop whose born time plus poll time is over 500 ms past (isTimeoutTooMuch).
+const lateRemark = "pop message is timeout too much"
+
 // readPopAnswer turns a POP_MESSAGE answer from brokerName into views of topic (as the caller
 // subscribed it; wireTopic is the same as brokers know it) with receipt handles. SUCCESS
-// carries messages; POLLING_TIMEOUT and PULL_NOT_FOUND mean none (nil, nil); any other code is
-// the broker's error (POLLING_FULL among them: too many pops parked there).
+// carries messages; POLLING_TIMEOUT and PULL_NOT_FOUND mean none (nil, nil), except a
+// POLLING_TIMEOUT for a late pop (lateRemark), an error; any other code is the broker's error
+// (POLLING_FULL among them: too many pops parked there).
 func readPopAnswer(resp *remoting.Command, brokerName, topic, wireTopic string, order bool) ([]*MessageView, error) {
 	switch resp.Code {
 	case remoting.Success:
-	case remoting.PollingTimeout, remoting.PullNotFound:
+	case remoting.PollingTimeout:
+		if strings.Contains(resp.Remark, lateRemark) {
+			// Answered at once, never parked: a silent "no messages" would hide it for good.
+			return nil, fmt.Errorf("consumer: broker %s refused the pop as late (its clock runs ahead of this client's by more than the poll time plus 500 ms, or the request took that long to arrive): %w",
+				brokerName, remoting.ErrorFromResponse(resp))
+		}
+		return nil, nil
+	case remoting.PullNotFound:
 		return nil, nil
 	default:
 		return nil, remoting.ErrorFromResponse(resp)

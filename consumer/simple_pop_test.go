@@ -88,6 +88,9 @@ func TestReadPopAnswerHandles(t *testing.T) {
 			nil, "startOffsetInfo repeats queue 0@1"},
 		{"nothing within the poll time", remoting.NewResponse(remoting.PollingTimeout, "no message"), nil, ""},
 		{"no message in the queue", remoting.NewResponse(remoting.PullNotFound, ""), nil, ""},
+		{"a pop the broker took as late (clock skew)",
+			remoting.NewResponse(remoting.PollingTimeout, "the broker[broker-a] pop message is timeout too much"),
+			nil, "refused the pop as late"},
 		{"polling full", remoting.NewResponse(remoting.PollingFull, "too many parked"), nil, "too many parked"},
 		{"a record that does not decode",
 			func() *remoting.Command {
