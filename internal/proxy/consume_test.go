@@ -13,6 +13,9 @@ import (
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/admin"
 	"github.com/mqgo/mq/internal/grpcapi/apiv2"
+	iproxy "github.com/mqgo/mq/internal/proxy"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -637,5 +640,85 @@ func TestGRPCForgedReceiptHandles(t *testing.T) {
 	}
 	if r, err := c.AckMessage(holder, &apiv2.AckMessageRequest{Group: &apiv2.Resource{Name: "GroupForge"}, Topic: &apiv2.Resource{Name: "ForgeT"}}); err != nil || r.Status.Code != apiv2.Code_BAD_REQUEST {
 		t.Fatalf("ack of nothing: %v %v", r, err)
+	}
+}
+
+// A receive whose client reads nothing is bounded: past the write timeout the call ends, the
+// messages it did not take are visible again soon for others, and Node.Close returns with such
+// a call open, leaving no goroutine behind.
+func TestGRPCReceiveClientNeverReads(t *testing.T) {
+	defer iproxy.SetReceiveWriteTimeout(2 * time.Second)()
+	n := startNode(t, nil)
+	c := dial(t, n)
+	createTopic(t, n, c, "StuckT", 1, "")
+	ctx := as(t, "stuck-producer")
+	big := strings.Repeat("x", 30<<10)
+	ids := sendN(t, c, ctx, "StuckT", 6, func(i int, m *apiv2.Message) { m.Body = []byte(big) })
+
+	// A connection whose windows stay at 64 KiB: the server can write little before it blocks.
+	cc, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	stuck := apiv2.NewMessagingServiceClient(cc)
+	sctx, cancel := context.WithCancel(as(t, "stuck-consumer"))
+	defer cancel()
+	stream, err := stuck.ReceiveMessage(sctx, receiveReq("GroupStuck", "StuckT", nil, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Header(); err != nil { // the call popped the messages and writes them
+		t.Fatal(err)
+	}
+	// Another client of the group soon gets the messages the stuck one never took.
+	got := receiveUntil(t, c, as(t, "honest-consumer"), receiveReq("GroupStuck", "StuckT", nil, time.Hour), 1)
+	for _, m := range got {
+		if len(m.Body) != len(big) || !strings.HasPrefix(m.SystemProperties.MessageId, "StuckT-") {
+			t.Fatalf("message %v", m.SystemProperties)
+		}
+	}
+	if len(got) >= len(ids) {
+		t.Fatalf("the honest client got all %d messages: the stuck one took none", len(got))
+	}
+	// The stuck call ended: reading it now finds its end, an error, not more messages for ever.
+	for {
+		_, err := stream.Recv()
+		if err == io.EOF {
+			t.Fatal("the stuck call ended as if it had been read")
+		}
+		if err != nil {
+			break
+		}
+	}
+
+	// Now a stuck call the node closes on.
+	iproxy.SetReceiveWriteTimeout(time.Hour)
+	sendN(t, c, ctx, "StuckT", 12, func(i int, m *apiv2.Message) { m.Body = []byte(big) })
+	stream2, err := stuck.ReceiveMessage(sctx, receiveReq("GroupStuck2", "StuckT", nil, time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream2.Header(); err != nil { // the call is on the server
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the server fill the window
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Node.Close did not return with a receive its client does not read")
+	}
+	deadline := time.Now().Add(wait)
+	for left := serverGoroutines(); left != ""; left = serverGoroutines() {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines of the endpoint after Close:\n%s", left)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

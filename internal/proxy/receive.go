@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
@@ -29,10 +30,14 @@ const (
 	DefaultMinInvisibleTimeForRecv = 10 * time.Second
 	// maxPopNums bounds one receive's batch (ProxyUtils.MAX_MSG_NUMS_FOR_POP_REQUEST, 32).
 	maxPopNums = 32
-	// receiveWriteTimeout bounds the writing of one receive's answer to a client that does
-	// not read it (ours): past it the call ends and its messages are handed out again.
-	receiveWriteTimeout = 30 * time.Second
 )
+
+// receiveWriteTimeout bounds the writing of one receive's answer to a client that does not
+// read it (ours): past it the call ends and the messages it did not take are handed out again.
+// Tests shorten it while a node runs, hence atomic.
+var receiveWriteTimeout atomic.Int64
+
+func init() { receiveWriteTimeout.Store(int64(30 * time.Second)) }
 
 // ReceiveMessage pops messages for a consumer group from this node's broker, as RocketMQ's
 // proxy in local mode does (ReceiveMessageActivity): POP_MESSAGE of every queue of the topic on
@@ -64,7 +69,8 @@ func (s *service) ReceiveMessage(req *apiv2.ReceiveMessageRequest, stream grpc.S
 		}
 		_ = stream.Send(deliveryStamp())
 	}()
-	t := time.NewTimer(receiveWriteTimeout)
+	limit := time.Duration(receiveWriteTimeout.Load())
+	t := time.NewTimer(limit)
 	defer t.Stop()
 	var sent int
 	select {
@@ -95,7 +101,7 @@ func (s *service) ReceiveMessage(req *apiv2.ReceiveMessageRequest, stream grpc.S
 		}
 	}()
 	if sent < 0 {
-		return fmt.Errorf("proxy: the client read no answer for %v", receiveWriteTimeout)
+		return fmt.Errorf("proxy: the client read no answer for %v", limit)
 	}
 	return nil
 }
