@@ -15,8 +15,6 @@ import (
 
 // Limits of the handle RPCs, named after RocketMQ's ProxyConfig with its values.
 const (
-	// DefaultMaxInvisibleTime bounds an invisible duration (maxInvisibleTimeMills, 12 h).
-	DefaultMaxInvisibleTime = 12 * time.Hour
 	// maxAckEntries bounds the entries of one AckMessage (ours, as the broker bounds a
 	// BATCH_ACK_MESSAGE; the SDKs ack one message a call).
 	maxAckEntries = 1024
@@ -166,8 +164,8 @@ func (s *service) ChangeInvisibleDuration(ctx context.Context, req *apiv2.Change
 	if d == nil || !d.IsValid() || d.AsDuration() < 0 {
 		return fail(status(apiv2.Code_ILLEGAL_INVISIBLE_TIME, "the invisibleTime is too small. min is 0"))
 	}
-	if d.AsDuration() > DefaultMaxInvisibleTime {
-		return fail(statusf(apiv2.Code_ILLEGAL_INVISIBLE_TIME, "the invisibleTime is too large. max is %d", DefaultMaxInvisibleTime.Milliseconds()))
+	if max := maxInvisibleTime(b); d.AsDuration() > max {
+		return fail(statusf(apiv2.Code_ILLEGAL_INVISIBLE_TIME, "the invisibleTime is too large. max is %d", max.Milliseconds()))
 	}
 	r, st := s.parseReceipt(req.GetReceiptHandle(), b)
 	if st != nil {
@@ -259,4 +257,13 @@ func (s *service) checkStoredAt(b *broker.Broker, offset int64, topic string, qu
 		}
 	}
 	return status(apiv2.Code_INVALID_RECEIPT_HANDLE, "the receipt handle's commit log offset does not hold the message it names")
+}
+
+// maxInvisibleTime is the longest invisible time the broker takes (its Pop.MaxInvisibleTime,
+// RocketMQ's maxInvisibleTimeMills, which the proxy checks with the same value).
+func maxInvisibleTime(b *broker.Broker) time.Duration {
+	if d := b.Options().Pop.MaxInvisibleTime; d > 0 {
+		return d
+	}
+	return 12 * time.Hour
 }

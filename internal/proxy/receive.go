@@ -135,8 +135,8 @@ func (s *service) receive(ctx context.Context, req *apiv2.ReceiveMessageRequest)
 		switch {
 		case d == nil || !d.IsValid() || d.AsDuration() < DefaultMinInvisibleTimeForRecv:
 			return nil, nil, pc, statusf(apiv2.Code_ILLEGAL_INVISIBLE_TIME, "the invisibleTime is too small. min is %d", DefaultMinInvisibleTimeForRecv.Milliseconds())
-		case d.AsDuration() > DefaultMaxInvisibleTime:
-			return nil, nil, pc, statusf(apiv2.Code_ILLEGAL_INVISIBLE_TIME, "the invisibleTime is too large. max is %d", DefaultMaxInvisibleTime.Milliseconds())
+		case d.AsDuration() > maxInvisibleTime(b):
+			return nil, nil, pc, statusf(apiv2.Code_ILLEGAL_INVISIBLE_TIME, "the invisibleTime is too large. max is %d", maxInvisibleTime(b).Milliseconds())
 		}
 		invisible = d.AsDuration()
 	}
