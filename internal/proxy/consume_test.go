@@ -218,6 +218,7 @@ func TestGRPCReceiveRefusals(t *testing.T) {
 		{"no invisible", func(r *apiv2.ReceiveMessageRequest) { r.InvisibleDuration = nil }, apiv2.Code_ILLEGAL_INVISIBLE_TIME},
 		{"long invisible", func(r *apiv2.ReceiveMessageRequest) { r.InvisibleDuration = durationpb.New(13 * time.Hour) }, apiv2.Code_ILLEGAL_INVISIBLE_TIME},
 		{"no batch", func(r *apiv2.ReceiveMessageRequest) { r.BatchSize = 0 }, apiv2.Code_BAD_REQUEST},
+		{"long attempt id", func(r *apiv2.ReceiveMessageRequest) { id := strings.Repeat("a", 4096); r.AttemptId = &id }, apiv2.Code_BAD_REQUEST},
 		{"bad topic", func(r *apiv2.ReceiveMessageRequest) { r.MessageQueue.Topic.Name = "bad topic" }, apiv2.Code_ILLEGAL_TOPIC},
 		{"no group", func(r *apiv2.ReceiveMessageRequest) { r.Group = nil }, apiv2.Code_ILLEGAL_CONSUMER_GROUP},
 		{"unknown topic", func(r *apiv2.ReceiveMessageRequest) { r.MessageQueue.Topic.Name = "NoSuchTopic" }, apiv2.Code_TOPIC_NOT_FOUND},
@@ -282,10 +283,23 @@ func TestGRPCChangeInvisibleAndRedelivery(t *testing.T) {
 		string(again[0].Body) != "body-1" || again[0].Topic.GetName() != "InvT" {
 		t.Fatalf("redelivered: %v", again)
 	}
-	// The first's new handle acks it.
+	// The first's new handle acks it; the redelivered one (popped from the group's retry
+	// topic) goes to the dead-letter topic.
 	first.SystemProperties.ReceiptHandle = &cr.ReceiptHandle
-	if r := ack(t, c, ctx, "GroupInv", "InvT", first, again[0]); r.Status.Code != apiv2.Code_OK {
-		t.Fatalf("ack with the new handles: %v", r)
+	if r := ack(t, c, ctx, "GroupInv", "InvT", first); r.Status.Code != apiv2.Code_OK {
+		t.Fatalf("ack with the new handle: %v", r)
+	}
+	if f := strings.Fields(again[0].SystemProperties.GetReceiptHandle()); len(f) != 9 || f[4] != "1" {
+		t.Fatalf("redelivered handle %v: want one of the retry topic", f)
+	}
+	fr, err := c.ForwardMessageToDeadLetterQueue(ctx, &apiv2.ForwardMessageToDeadLetterQueueRequest{
+		Group: &apiv2.Resource{Name: "GroupInv"}, Topic: &apiv2.Resource{Name: "InvT"},
+		ReceiptHandle: again[0].SystemProperties.GetReceiptHandle(), MessageId: again[0].SystemProperties.MessageId})
+	if err != nil || fr.Status.Code != apiv2.Code_OK {
+		t.Fatalf("forward of a redelivered message: %v %v", fr, err)
+	}
+	if dl, _ := pull(t, c, ctx, "GroupInvReader", "%DLQ%GroupInv", 0, 0); len(dl) != 1 || string(dl[0].Body) != "body-1" {
+		t.Fatalf("dead-letter topic holds %d messages", len(dl))
 	}
 	if st, msgs := receiveOnce(t, c, ctx, receiveReq("GroupInv", "InvT", nil, 30*time.Second)); st.Code != apiv2.Code_MESSAGE_NOT_FOUND {
 		t.Fatalf("after the acks: %v %d", st, len(msgs))

@@ -167,6 +167,9 @@ func (s *service) receive(ctx context.Context, req *apiv2.ReceiveMessageRequest)
 	if len(exp) > maxFilterBytes {
 		return nil, nil, pc, statusf(apiv2.Code_ILLEGAL_FILTER_EXPRESSION, "filter expression of %d bytes: at most %d", len(exp), maxFilterBytes)
 	}
+	if id := req.GetAttemptId(); len(id) > maxAttemptIDBytes || hasControl(id) {
+		return nil, nil, pc, statusf(apiv2.Code_BAD_REQUEST, "attempt id of %d bytes: at most %d, no control characters", len(id), maxAttemptIDBytes)
+	}
 	retryMax, fifo := int32(16), false
 	if g, ok := b.Groups().Find(group); ok {
 		retryMax, fifo = g.RetryMaxTimes, g.ConsumeMessageOrderly
@@ -234,6 +237,10 @@ func (s *service) receive(ctx context.Context, req *apiv2.ReceiveMessageRequest)
 
 // maxFilterBytes bounds a filter expression (ours: the broker parses and keeps it per group).
 const maxFilterBytes = 16 << 10
+
+// maxAttemptIDBytes bounds a receive's attempt id (ours: the SDKs send a UUID; the broker keeps
+// a FIFO queue's last one).
+const maxAttemptIDBytes = 128
 
 // pollingTime is a receive's long polling as the proxy bounds it: the request's, else the
 // call's remaining time less half the client's request timeout, within the minimum and the
