@@ -95,8 +95,9 @@ type simpleSub struct {
 // NewSimpleConsumer builds a simple consumer; Subscribe (before or after Start) and Start it.
 // A group is required. Its defaults are 5.x's: DefaultAwaitDuration, DefaultSimpleRequestTimeout,
 // consuming from the last offset (POP's init mode MAX: a group new to a queue starts at the
-// queue's last message); WithConsumeFrom(FromFirstOffset) starts it at the first offset (init
-// mode MIN). An owned transport (WithOwnedTransport) is closed when NewSimpleConsumer or Start
+// queue's last message, or at its first while the queue still holds that one in memory, as
+// RocketMQ 5's broker does); WithConsumeFrom(FromFirstOffset) starts it at the first offset
+// (init mode MIN). An owned transport (WithOwnedTransport) is closed when NewSimpleConsumer or Start
 // fails, or by Close.
 func NewSimpleConsumer(opts ...Option) (*SimpleConsumer, error) {
 	cfg, err := newConfig(opts)

@@ -13,6 +13,13 @@
 // transport when it is made (clients.onNew) receives them, as a remoting client's processors
 // receive CHECK_TRANSACTION_STATE.
 //
+// Consumption follows the proxy's activities: receive.go pops the whole broker for a group
+// (POP_MESSAGE, queue id -1) and streams the messages, ack.go reads the receipt handles that
+// come back (the broker's POP handle and the message's CommitLog offset, checked before the
+// broker sees them) for ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME and the dead-letter forward,
+// assignment.go answers push consumers from the route, offsets.go serves pull consumers, and
+// message_out.go turns a stored message into the SDKs' Message as GrpcConverter does.
+//
 // The listener (server.go) serves plaintext and TLS on one port, told apart by the first byte
 // as the remoting listeners do. RPCs not built yet answer gRPC's UNIMPLEMENTED.
 package proxy
