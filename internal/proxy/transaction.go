@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/mqgo/mq/internal/broker/transaction"
 	"github.com/mqgo/mq/internal/grpcapi/apiv2"
@@ -93,4 +95,109 @@ func (s *service) EndTransaction(ctx context.Context, req *apiv2.EndTransactionR
 		return answer(fromRemoting(resp.Code, resp.Remark))
 	}
 	return answer(statusOK)
+}
+
+// maxPendingChecks bounds the transaction checks waiting to be written to one client's
+// Telemetry stream (ours: the proxy's stream buffers without bound). A client that does not
+// read its stream loses the checks past it; the broker checks those messages again later.
+const maxPendingChecks = 64
+
+// checkRelay tracks the transaction checks being written to Telemetry streams, each on a
+// goroutine of its own so a stream that does not read holds up neither the broker nor the
+// client's transport; close waits for them once the streams have ended.
+type checkRelay struct {
+	mu      sync.Mutex
+	closed  bool
+	pending map[*client]int
+	wg      sync.WaitGroup
+}
+
+// start reserves a write for c, false when c has maxPendingChecks waiting or the endpoint is
+// closing.
+func (r *checkRelay) start(c *client) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.pending[c] >= maxPendingChecks {
+		return false
+	}
+	if r.pending == nil {
+		r.pending = make(map[*client]int)
+	}
+	r.pending[c]++
+	r.wg.Add(1)
+	return true
+}
+
+func (r *checkRelay) done(c *client) {
+	r.mu.Lock()
+	if r.pending[c]--; r.pending[c] <= 0 {
+		delete(r.pending, c)
+	}
+	r.mu.Unlock()
+	r.wg.Done()
+}
+
+// close refuses new writes and waits for those under way: the gRPC server has stopped, so
+// every stream's Send has returned or will.
+func (r *checkRelay) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// onNewClient installs the processors of broker requests for a client on its connection.
+func (s *service) onNewClient(c *client) {
+	c.tr.RegisterProcessor(remoting.CheckTransactionState, remoting.ProcessorFunc(
+		func(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+			s.relayCheck(c, req)
+			return nil, nil // CHECK_TRANSACTION_STATE is one-way
+		}))
+}
+
+// relayCheck turns the broker's CHECK_TRANSACTION_STATE for a half message of the client's
+// topic (its producer group) into a TelemetryCommand with a RecoverOrphanedTransactionCommand
+// on the client's Telemetry stream, as GrpcClientChannel.processCheckTransaction does: the
+// whole message and the transaction id of the copy the broker checks, which the SDK passes
+// back to EndTransaction with SOURCE_SERVER_CHECK. A client without an open stream misses the
+// check, as with the proxy; the broker checks again at its next round.
+func (s *service) relayCheck(c *client, req *remoting.Command) {
+	var h protocol.CheckTransactionStateRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		s.log.Warn().Err(err).Str("client", c.id).Msg("transaction check with a bad header dropped")
+		return
+	}
+	msgs, err := decodeStored(req.Body)
+	if err == nil && len(msgs) != 1 {
+		err = fmt.Errorf("%d messages, want 1", len(msgs))
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Str("client", c.id).Msg("transaction check with a bad message dropped")
+		return
+	}
+	m := &msgs[0]
+	offsetMsgID := h.OffsetMsgID
+	if _, off, err := message.ParseOffsetMsgID(offsetMsgID); err != nil || off != h.CommitLogOffset {
+		offsetMsgID = message.OffsetMsgID(m.rec.StoreHost, h.CommitLogOffset)
+	}
+	cmd := &apiv2.TelemetryCommand{Command: &apiv2.TelemetryCommand_RecoverOrphanedTransactionCommand{
+		RecoverOrphanedTransactionCommand: &apiv2.RecoverOrphanedTransactionCommand{
+			Message:       m.toAPI(""),
+			TransactionId: EncodeTransactionID(offsetMsgID, h.TranStateTableOffset),
+		}}}
+	ts := c.Stream()
+	if ts == nil {
+		s.log.Debug().Str("client", c.id).Str("msg_id", m.messageID()).Msg("transaction check dropped: the client has no Telemetry stream")
+		return
+	}
+	if !s.checks.start(c) {
+		s.log.Debug().Str("client", c.id).Str("msg_id", m.messageID()).Msg("transaction check dropped: the client's stream is not read")
+		return
+	}
+	go func() {
+		defer s.checks.done(c)
+		if err := ts.send(cmd); err != nil {
+			s.log.Debug().Err(err).Str("client", c.id).Msg("transaction check not written to the Telemetry stream")
+		}
+	}()
 }
