@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/node"
 	iproxy "github.com/mqgo/mq/internal/proxy"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // sendHalf sends one transaction half message and returns its entry.
@@ -301,4 +305,103 @@ func TestGRPCTransactionCheckWithoutStream(t *testing.T) {
 	if max := b.Store().MaxOffsetInQueue("TxNoStream", 0); max != 1 {
 		t.Fatalf("TxNoStream holds %d messages, want 1", max)
 	}
+}
+
+// A producer whose Telemetry stream never reads is sent checks until its stream's flow
+// control window is full; the writes waiting for it are bounded, another producer's checks
+// still arrive, and Close ends every writer.
+func TestGRPCTransactionChecksToAStreamThatNeverReads(t *testing.T) {
+	n := startNode(t, func(o *mq.Options) {
+		o.Transactions.Timeout = time.Second
+		o.Transactions.CheckInterval = 500 * time.Millisecond
+	})
+	c := dial(t, n)
+	createTopic(t, n, c, "TxHog", 1, "+message.type=TRANSACTION")
+	createTopic(t, n, c, "TxHonest", 1, "+message.type=TRANSACTION")
+	// The hog's connection keeps gRPC's smallest fixed windows (no window growth), so a few
+	// unread commands fill them.
+	cc, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	hog := apiv2.NewMessagingServiceClient(cc)
+	hogStream, err := hog.Telemetry(as(t, "tx-hog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hogStream.Send(&apiv2.TelemetryCommand{Command: &apiv2.TelemetryCommand_Settings{Settings: producerSettings("TxHog")}}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the registration (the settings answer stays unread in the hog's window).
+	deadline := time.Now().Add(wait)
+	for len(node.Of(n).Broker().Clients().ProducerConns("TxHog")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the hog never registered as TxHog's producer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	const halves = 100
+	body := strings.Repeat("h", 16<<10)
+	for i := range halves {
+		sendHalf(t, hog, "tx-hog", "TxHog", "HOG-"+strconv.Itoa(i), body)
+	}
+	// Once a round has checked every half message, the writers waiting on the hog's stream
+	// are at their bound.
+	b := node.Of(n).Broker()
+	deadline = time.Now().Add(wait)
+	for b.Store().MaxOffsetInQueue(names.TopicTransHalf, 0) < 2*halves {
+		if time.Now().After(deadline) {
+			t.Fatalf("half queue at %d: no full check round", b.Store().MaxOffsetInQueue(names.TopicTransHalf, 0))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if w := checkWriters(); w == 0 || w > 64 {
+		t.Fatalf("%d check writers wait on the hog's stream: want some, at most 64", w)
+	}
+
+	// An honest producer's check still arrives and commits.
+	honest, reply := openTelemetry(t, c, as(t, "tx-honest"), producerSettings("TxHonest"))
+	if reply.GetStatus().GetCode() != apiv2.Code_OK {
+		t.Fatalf("settings: %v", reply.GetStatus())
+	}
+	sendHalf(t, c, "tx-honest", "TxHonest", "HONEST-1", "honest")
+	r := recvRecover(t, honest)
+	st := endTx(t, c, "tx-honest", &apiv2.EndTransactionRequest{Topic: &apiv2.Resource{Name: "TxHonest"}, MessageId: "HONEST-1",
+		TransactionId: r.GetTransactionId(), Resolution: apiv2.TransactionResolution_COMMIT,
+		Source: apiv2.TransactionSource_SOURCE_SERVER_CHECK})
+	if st.Code != apiv2.Code_OK {
+		t.Fatalf("honest commit from the check: %v", st)
+	}
+	if got := pullAll(t, n, "TxHonest", 1); string(got[0].Body) != "honest" {
+		t.Fatalf("honest message %q", got[0].Body)
+	}
+	if w := checkWriters(); w > 64 {
+		t.Fatalf("%d check writers after more rounds: the bound is 64", w)
+	}
+
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(wait)
+	for serverGoroutines() != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines of the endpoint after Close:\n%s", serverGoroutines())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkWriters counts the goroutines writing a transaction check to a Telemetry stream.
+func checkWriters() int {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "proxy.(*service).relayCheck.func") {
+			count++
+		}
+	}
+	return count
 }
