@@ -11,7 +11,8 @@
 // The client's Telemetry stream is kept with it (client.Stream), so broker requests for the
 // client can be turned into Telemetry commands: a processor registered on the client's
 // transport when it is made (clients.onNew) receives them, as a remoting client's processors
-// receive CHECK_TRANSACTION_STATE.
+// receive CHECK_TRANSACTION_STATE: transaction.go relays that one to the stream as a
+// recover_orphaned_transaction_command, whose answer comes back as EndTransaction.
 //
 // The listener (server.go) serves plaintext and TLS on one port, told apart by the first byte
 // as the remoting listeners do. RPCs not built yet answer gRPC's UNIMPLEMENTED.
