@@ -283,6 +283,18 @@ func (s *Store) GetCommitLogOffsetInQueue(topic string, queueID int32, offset in
 	return u.PhyOffset, nil
 }
 
+// InMemory reports whether the message at a queue offset lies within the CommitLog's last
+// AccessMessageInMemoryMaxRatio percent of physical memory, so is likely in the page cache
+// (DefaultMessageStore.checkInMemByConsumeOffset). False when the queue has no such message;
+// true when the memory size is unknown.
+func (s *Store) InMemory(topic string, queueID int32, offset int64) bool {
+	phy, err := s.GetCommitLogOffsetInQueue(topic, queueID, offset)
+	if err != nil {
+		return false
+	}
+	return s.memBytes <= 0 || s.cl.maxPhy.Load()-phy <= s.memBytes
+}
+
 // storeTimestampAt returns the store time of the record at phyOffset.
 func (s *Store) storeTimestampAt(phyOffset int64) (int64, error) {
 	sg, b, err := s.cl.readRecord(phyOffset)

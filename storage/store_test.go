@@ -749,6 +749,11 @@ func TestSuggestSlaveAndUnits(t *testing.T) {
 		t.Fatal("newest message: slave suggested")
 	}
 	r.Release()
+	// The same measure tells a pop with init mode MAX whether the queue's first message is
+	// still in memory.
+	if s.InMemory("T", 0, 0) || !s.InMemory("T", 0, 49) || s.InMemory("T", 0, 50) || s.InMemory("NoTopic", 0, 0) {
+		t.Fatal("InMemory: want only the newest messages of an existing queue")
+	}
 	us, err := s.ConsumeQueueUnits("T", 0, 48, 10)
 	if err != nil || len(us) != 2 || us[0].TagsCode != 2598919 || us[1].PhyOffset <= us[0].PhyOffset {
 		t.Fatalf("units %+v %v", us, err)

@@ -387,9 +387,9 @@ func TestGRPCSendRefusals(t *testing.T) {
 		t.Fatalf("no client id: %v %v", resp, err)
 	}
 	// The RPCs of later work answer UNIMPLEMENTED.
-	_, err = c.AckMessage(ctx, &apiv2.AckMessageRequest{})
+	_, err = c.SyncLiteSubscription(ctx, &apiv2.SyncLiteSubscriptionRequest{})
 	if grpcstatus.Code(err) != codes.Unimplemented {
-		t.Fatalf("AckMessage: %v", err)
+		t.Fatalf("SyncLiteSubscription: %v", err)
 	}
 	// After all that, an honest send still goes through.
 	resp, err = c.SendMessage(ctx, &apiv2.SendMessageRequest{Messages: []*apiv2.Message{msg("Refuse", "ID-OK", "fine")}})

@@ -167,7 +167,10 @@ func (s *Service) popTopic(r *popRequest, topic string, queues, qid int32, rando
 }
 
 // popOffset is where the group's next pop of the queue starts: its consumer offset, else the
-// queue's first message (initMode MIN, and always in a retry topic) or its last (MAX).
+// queue's first message (initMode MIN, and always in a retry topic) or, for MAX, its last
+// unless the queue still holds its very first message in memory, which a new group then
+// starts from (PopMessageProcessor.getInitOffset with initPopOffsetByCheckMsgInMem, on): the
+// 5.x SDKs pop with MAX, and a group made after its topic's first sends still gets them.
 func (s *Service) popOffset(group, topic string, qid, initMode int32) int64 {
 	if off := s.b.Offsets().Query(group, topic, qid); off >= 0 {
 		return off
@@ -175,6 +178,9 @@ func (s *Service) popOffset(group, topic string, qid, initMode int32) int64 {
 	st := s.b.Store()
 	if initMode == protocol.PopInitModeMin || strings.HasPrefix(topic, "%RETRY%") {
 		return st.MinOffsetInQueue(topic, qid)
+	}
+	if st.MinOffsetInQueue(topic, qid) <= 0 && st.InMemory(topic, qid, 0) {
+		return 0
 	}
 	return max(st.MaxOffsetInQueue(topic, qid)-1, 0)
 }
