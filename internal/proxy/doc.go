@@ -11,7 +11,8 @@
 // The client's Telemetry stream is kept with it (client.Stream), so broker requests for the
 // client can be turned into Telemetry commands: a processor registered on the client's
 // transport when it is made (clients.onNew) receives them, as a remoting client's processors
-// receive CHECK_TRANSACTION_STATE.
+// receive CHECK_TRANSACTION_STATE: transaction.go relays that one to the stream as a
+// recover_orphaned_transaction_command, whose answer comes back as EndTransaction.
 //
 // Consumption follows the proxy's activities: receive.go pops the whole broker for a group
 // (POP_MESSAGE, queue id -1) and streams the messages, ack.go reads the receipt handles that

@@ -31,6 +31,7 @@ type service struct {
 	routes  remoting.Transport // to the name servers, shared by every client
 	clients *clients
 	nextQ   atomic.Uint32 // round robin over a topic's write queues
+	checks  checkRelay    // transaction checks on their way to Telemetry streams
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -40,6 +41,7 @@ func newService(o addon.GRPCOptions, log zerolog.Logger) *service {
 	s := &service{opts: o, log: log, routes: o.Routes(), stop: make(chan struct{})}
 	s.clients = &clients{newTransport: o.Local, max: DefaultMaxClients, expire: DefaultChannelExpiredTimeout,
 		byID: make(map[string]*client)}
+	s.clients.onNew = s.onNewClient
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -61,6 +63,7 @@ func newService(o addon.GRPCOptions, log zerolog.Logger) *service {
 func (s *service) close() {
 	close(s.stop)
 	s.wg.Wait()
+	s.checks.close()
 	s.clients.closeAll()
 	s.routes.Close()
 }

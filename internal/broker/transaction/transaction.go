@@ -34,6 +34,15 @@ const transactionCheckBatch = 32
 // transactionBits masks both transaction-type bits of a sysFlag.
 const transactionBits = message.TransactionRollbackType
 
+// The remarks of an END_TRANSACTION whose header names no half message of its producer group
+// (EndTransactionProcessor's); the gRPC endpoint tells them from a store failure.
+const (
+	RemarkHalfNotFound         = "Find prepared transaction message failed"
+	RemarkGroupWrong           = "The producer group wrong"
+	RemarkQueueOffsetWrong     = "The transaction state table offset wrong"
+	RemarkCommitLogOffsetWrong = "The commit log offset wrong"
+)
+
 // halfCopy is where a re-put half message now is.
 type halfCopy struct {
 	queueOffset, phyOffset int64
@@ -226,16 +235,16 @@ func (s *Service) decide(h *protocol.EndTransactionRequestHeader, queueOffset, p
 	check func(*message.Record) *remoting.Command) (*remoting.Command, bool) {
 	var rec message.Record
 	if err := s.b.Messages().Read(phyOffset, &rec); err != nil || string(rec.Topic) != names.TopicTransHalf {
-		return remoting.NewResponse(remoting.SystemError, "Find prepared transaction message failed"), false
+		return remoting.NewResponse(remoting.SystemError, RemarkHalfNotFound), false
 	}
 	props := message.UnmarshalProperties(rec.Properties)
 	switch {
 	case props[message.PropertyProducerGroup] != h.ProducerGroup:
-		return remoting.NewResponse(remoting.SystemError, "The producer group wrong"), false
+		return remoting.NewResponse(remoting.SystemError, RemarkGroupWrong), false
 	case !redirected && rec.QueueOffset != queueOffset:
-		return remoting.NewResponse(remoting.SystemError, "The transaction state table offset wrong"), false
+		return remoting.NewResponse(remoting.SystemError, RemarkQueueOffsetWrong), false
 	case rec.PhysicalOffset != phyOffset:
-		return remoting.NewResponse(remoting.SystemError, "The commit log offset wrong"), false
+		return remoting.NewResponse(remoting.SystemError, RemarkCommitLogOffsetWrong), false
 	}
 	if check != nil {
 		if resp := check(&rec); resp != nil {
