@@ -27,7 +27,8 @@ let stage = 'startup';
 deadline(opt['timeout-ms'], () => stage);
 
 async function main() {
-  const toCheck = new Set();
+  const toCheck = new Set(); // left for the server's check and not yet answered
+  const checkable = new Set(); // every one left for the check
   let checkedAll;
   const allChecked = new Promise(resolve => { checkedAll = resolve; });
   const producer = new Producer({
@@ -38,7 +39,7 @@ async function main() {
     checker: {
       async check(m) {
         const body = m.body.toString('utf8');
-        emit('checked', { messageId: m.messageId, body, expected: toCheck.has(body) });
+        emit('checked', { messageId: m.messageId, body, expected: checkable.has(body) });
         return TransactionResolution.COMMIT;
       },
     },
@@ -64,7 +65,10 @@ async function main() {
       const body = `${opt.prefix}-${i}-${word}`;
       stage = `transaction ${body}`;
       const tx = producer.beginTransaction();
-      if (word === 'check') toCheck.add(body);
+      if (word === 'check') {
+        toCheck.add(body);
+        checkable.add(body);
+      }
       const r = await producer.send({ topic: opt.topic, tag: opt.tag, keys: [ body ], body: Buffer.from(body) }, tx);
       emit('sent', { body, messageId: r.messageId, transactionId: r.transactionId, offset: r.offset, queueId: r.messageQueue.queueId });
       if (word === 'commit') {
