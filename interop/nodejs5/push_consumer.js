@@ -8,7 +8,9 @@ const { args, emit, fail, deadline, logger, view } = require('./lib');
 
 const opt = args({
   endpoint: '', topic: '', group: '', count: 1, filter: '*',
-  'timeout-ms': 60000, 'request-timeout-ms': 5000,
+  // Shutdown waits for the receive in flight: up to the request timeout plus the long-polling
+  // timeout the server's settings gave (RocketMQ's proxy: 30 s).
+  'timeout-ms': 120000, 'request-timeout-ms': 5000,
 });
 if (!opt.topic || !opt.group) fail(new Error('--topic and --group are required'));
 
