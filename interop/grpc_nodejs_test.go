@@ -236,6 +236,32 @@ func runScript(t *testing.T, n *grpcNode, script string, args ...string) []nodeE
 	return startScript(t, n, script, args...).wait(n)
 }
 
+// runScriptFailing runs a script that must fail and returns its error event.
+func runScriptFailing(t *testing.T, n *grpcNode, script string, args ...string) nodeEvent {
+	t.Helper()
+	s := startScript(t, n, script, args...)
+	<-s.done
+	errs := eventsOf(s.snapshot(), "error")
+	if s.err == nil || len(errs) != 1 {
+		t.Fatalf("node %s: exit %v, want exit 1 with one error line\nstdout:\n%s\nstderr:\n%s", s.name, s.err, s.dump(), s.stderr.String())
+	}
+	return errs[0]
+}
+
+// causeCodes returns the codes in an error event's cause chain.
+func causeCodes(e nodeEvent) []int64 {
+	var out []int64
+	causes, _ := e["causes"].([]any)
+	for _, c := range causes {
+		if m, ok := c.(map[string]any); ok {
+			if f, ok := m["code"].(float64); ok {
+				out = append(out, int64(f))
+			}
+		}
+	}
+	return out
+}
+
 // wait waits for the script's end and fails the test unless it exited 0.
 func (s *nodeScript) wait(n *grpcNode) []nodeEvent {
 	s.t.Helper()
@@ -533,6 +559,15 @@ func TestNodeSDK(t *testing.T) {
 		events := c.wait(n)
 		if len(eventsOf(events, "changed")) != 1 || len(eventsOf(events, "redelivered")) != 1 || len(eventsOf(events, "acked")) != 1 {
 			t.Fatalf("events %v, want changed, redelivered and acked once", events)
+		}
+	})
+
+	t.Run("UnknownTopic", func(t *testing.T) {
+		// The SDK creates no topics: its startup fails with the server's TOPIC_NOT_FOUND.
+		e := runScriptFailing(t, n, "producer", "--topic", "NodeNoSuchTopic", "--count", "1")
+		const topicNotFound = 40402 // apache.rocketmq.v2.Code
+		if !slices.Contains(causeCodes(e), topicNotFound) {
+			t.Fatalf("error %v, want code %d (TOPIC_NOT_FOUND) among its causes", e, topicNotFound)
 		}
 	})
 

@@ -41,9 +41,14 @@ function emit(event, fields) {
   process.stdout.write(JSON.stringify({ event, ...fields }) + '\n');
 }
 
-// fail reports err and exits 1.
+// fail reports err, with the chain of its causes (the SDK wraps the server's status in them:
+// code is RocketMQ's apache.rocketmq.v2.Code, or gRPC's status code), and exits 1.
 function fail(err) {
-  emit('error', { error: String(err && err.stack || err), cause: err && err.cause ? String(err.cause) : undefined });
+  const causes = [];
+  for (let c = err && err.cause; c && causes.length < 8; c = c.cause) {
+    causes.push({ message: String(c.message || c), code: c.code });
+  }
+  emit('error', { error: String(err && err.stack || err), code: err && err.code, causes });
   process.exit(1);
 }
 
