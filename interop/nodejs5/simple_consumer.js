@@ -13,6 +13,7 @@
 // awaitDuration. Lines: {"event":"started"}, {"event":"received",...} per message,
 // {"event":"acked"|"changed"|"redelivered",...}, {"event":"done"}.
 const { SimpleConsumer } = require('rocketmq-client-nodejs');
+const { Code } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 const { args, emit, fail, deadline, logger, view } = require('./lib');
 
 const opt = args({
@@ -37,6 +38,16 @@ async function main() {
   await consumer.startup();
   emit('started', { clientId: consumer.clientId });
 
+  // ack is SimpleConsumer.ack, which checks only the response's status, plus a check of the
+  // entry's own status (an AckMessage answer carries one per receipt handle).
+  const ack = async m => {
+    for (const e of await consumer.ackMessage(m)) {
+      if (e.status && e.status.code !== Code.OK) {
+        throw new Error(`ack of ${m.messageId} refused: code ${e.status.code}: ${e.status.message}`);
+      }
+    }
+  };
+
   const receive = async invisible => {
     const got = await consumer.receive(opt.batch, invisible);
     for (const m of got) emit('received', view(m));
@@ -49,7 +60,7 @@ async function main() {
       while (acked.size < opt.count) {
         stage = `receive: ${acked.size} of ${opt.count} acked`;
         for (const m of await receive(opt['invisible-ms'])) {
-          await consumer.ack(m);
+          await ack(m);
           acked.add(m.messageId);
           emit('acked', { messageId: m.messageId, body: m.body.toString('utf8') });
         }
@@ -64,7 +75,7 @@ async function main() {
         const got = await receive(opt['invisible-ms']);
         first = got[0];
         // Others of the batch are acked so only the first one comes back.
-        for (const m of got.slice(1)) await consumer.ack(m);
+        for (const m of got.slice(1)) await ack(m);
       }
       if (opt.mode === 'change') {
         await consumer.changeInvisibleDuration(first, opt['change-ms']);
@@ -77,12 +88,12 @@ async function main() {
           if (m.messageId === first.messageId) {
             again = m;
           } else {
-            await consumer.ack(m);
+            await ack(m);
           }
         }
       }
       emit('redelivered', { messageId: again.messageId, deliveryAttempt: again.deliveryAttempt, firstAttempt: first.deliveryAttempt });
-      await consumer.ack(again);
+      await ack(again);
       emit('acked', { messageId: again.messageId, body: again.body.toString('utf8') });
       break;
     }
