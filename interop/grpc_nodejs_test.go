@@ -562,6 +562,27 @@ func TestNodeSDK(t *testing.T) {
 		}
 	})
 
+	t.Run("Filters", func(t *testing.T) {
+		// One group selects tag b, another SQL92 over the seq property; the warm-up message
+		// (tag b, seq 0) passes both.
+		n.topic(t, "NodeFilter", "NORMAL")
+		byTag := startScript(t, n, "simple_consumer", "--topic", "NodeFilter", "--group", "node-filter-tag-cg",
+			"--mode", "receive", "--count", "4", "--filter", "b")
+		bySQL := startScript(t, n, "simple_consumer", "--topic", "NodeFilter", "--group", "node-filter-sql-cg",
+			"--mode", "receive", "--count", "3", "--filter-type", "sql", "--filter", "seq IN ('0', '3')")
+		for _, c := range []*nodeScript{byTag, bySQL} {
+			c.waitEvent(n, "the consumer's start", func(e nodeEvent) bool { return e.str("event") == "started" })
+		}
+		runScript(t, n, "producer", "--topic", "NodeFilter", "--count", "1", "--prefix", "warm", "--tag", "b")
+		for _, c := range []*nodeScript{byTag, bySQL} {
+			c.waitEvent(n, "the warm-up message", func(e nodeEvent) bool { return e.str("event") == "acked" && e.str("body") == "warm-0" })
+		}
+		// Tags a, b, a, b, a, b; seq 0 to 5.
+		runScript(t, n, "producer", "--topic", "NodeFilter", "--count", "6", "--prefix", "filt", "--tag", "a,b")
+		wantBodies(t, "tag b", sortedBodies(withoutWarmUp(eventsOf(byTag.wait(n), "received"))), "filt-1", "filt-3", "filt-5")
+		wantBodies(t, "seq IN ('0', '3')", sortedBodies(withoutWarmUp(eventsOf(bySQL.wait(n), "received"))), "filt-0", "filt-3")
+	})
+
 	t.Run("UnknownTopic", func(t *testing.T) {
 		// The SDK creates no topics: its startup fails with the server's TOPIC_NOT_FOUND.
 		e := runScriptFailing(t, n, "producer", "--topic", "NodeNoSuchTopic", "--count", "1")

@@ -89,7 +89,19 @@ function view(m) {
   };
 }
 
+// filterExpression is a subscription's filter: a tag expression ("*", "a || b") or, with type
+// sql, a SQL92 expression over the message's properties.
+function filterExpression(expression, type) {
+  const { FilterExpression } = require('rocketmq-client-nodejs');
+  const { FilterType } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
+  switch (type) {
+    case 'tag': return new FilterExpression(expression, FilterType.TAG);
+    case 'sql': return new FilterExpression(expression, FilterType.SQL);
+    default: return fail(new Error(`--filter-type ${type}: want tag or sql`));
+  }
+}
+
 process.on('unhandledRejection', fail);
 process.on('uncaughtException', fail);
 
-module.exports = { args, emit, fail, deadline, logger, view };
+module.exports = { args, emit, fail, deadline, logger, view, filterExpression };

@@ -1,7 +1,8 @@
 'use strict';
 // producer.js sends messages through the SDK's Producer, as its README shows.
 //
-//   --mode normal       --count N messages, bodies "<prefix>-<i>", tag --tag
+//   --mode normal       --count N messages, bodies "<prefix>-<i>", property seq=<i>, tag --tag
+//                       (a comma-separated list is cycled through: a,b tags a, b, a, ...)
 //   --mode fifo         the same with messageGroup --message-group (a FIFO topic)
 //   --mode delay        the same, each delivered --delay ms after it is sent (a DELAY topic)
 //   --mode transaction  one transaction per word of --resolutions (commit, rollback or check:
@@ -86,7 +87,8 @@ async function main() {
   } else {
     for (let i = 0; i < opt.count; i++) {
       const body = `${opt.prefix}-${i}`;
-      const msg = { topic: opt.topic, tag: opt.tag, keys: [ body ], body: Buffer.from(body), properties: new Map([[ 'seq', String(i) ]]) };
+      const tags = opt.tag.split(',');
+      const msg = { topic: opt.topic, tag: tags[i % tags.length], keys: [ body ], body: Buffer.from(body), properties: new Map([[ 'seq', String(i) ]]) };
       switch (opt.mode) {
         case 'normal': break;
         case 'fifo': msg.messageGroup = opt['message-group']; break;

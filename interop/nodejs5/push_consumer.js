@@ -4,10 +4,10 @@
 // consumed, as its README shows. Lines: {"event":"started"}, {"event":"consumed",...} per
 // delivery, {"event":"done"}.
 const { PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
-const { args, emit, fail, deadline, logger, view } = require('./lib');
+const { args, emit, fail, deadline, logger, view, filterExpression } = require('./lib');
 
 const opt = args({
-  endpoint: '', topic: '', group: '', count: 1, filter: '*',
+  endpoint: '', topic: '', group: '', count: 1, filter: '*', 'filter-type': 'tag',
   // Shutdown waits for the receive in flight: up to the request timeout plus the long-polling
   // timeout the server's settings gave (RocketMQ's proxy: 30 s).
   'timeout-ms': 120000, 'request-timeout-ms': 5000,
@@ -24,7 +24,7 @@ async function main() {
   const consumer = new PushConsumer({
     endpoints: opt.endpoint,
     consumerGroup: opt.group,
-    subscriptions: new Map([[ opt.topic, opt.filter ]]),
+    subscriptions: new Map([[ opt.topic, filterExpression(opt.filter, opt['filter-type']) ]]),
     requestTimeout: opt['request-timeout-ms'],
     logger,
     messageListener: {

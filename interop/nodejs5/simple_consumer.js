@@ -9,15 +9,15 @@
 //                      duration to --change-ms, receive until it comes back (long before
 //                      --invisible-ms), then ack it with the handle the change returned
 //
-// --filter is the tag expression ("*" for all). --await-ms is the SDK's long-polling
-// awaitDuration. Lines: {"event":"started"}, {"event":"received",...} per message,
-// {"event":"acked"|"changed"|"redelivered",...}, {"event":"done"}.
+// --filter is the tag expression ("*" for all), or SQL92 with --filter-type sql. --await-ms
+// is the SDK's long-polling awaitDuration. Lines: {"event":"started"}, {"event":"received",...}
+// per message, {"event":"acked"|"changed"|"redelivered",...}, {"event":"done"}.
 const { SimpleConsumer } = require('rocketmq-client-nodejs');
 const { Code } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
-const { args, emit, fail, deadline, logger, view } = require('./lib');
+const { args, emit, fail, deadline, logger, view, filterExpression } = require('./lib');
 
 const opt = args({
-  endpoint: '', topic: '', group: '', mode: 'receive', count: 1, filter: '*', batch: 16,
+  endpoint: '', topic: '', group: '', mode: 'receive', count: 1, filter: '*', 'filter-type': 'tag', batch: 16,
   'invisible-ms': 15000, 'change-ms': 2000, 'await-ms': 5000,
   'timeout-ms': 60000, 'request-timeout-ms': 5000,
 });
@@ -30,7 +30,7 @@ async function main() {
   const consumer = new SimpleConsumer({
     endpoints: opt.endpoint,
     consumerGroup: opt.group,
-    subscriptions: new Map().set(opt.topic, opt.filter),
+    subscriptions: new Map().set(opt.topic, filterExpression(opt.filter, opt['filter-type'])),
     awaitDuration: opt['await-ms'],
     requestTimeout: opt['request-timeout-ms'],
     logger,
