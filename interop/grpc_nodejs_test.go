@@ -178,11 +178,11 @@ type nodeScript struct {
 }
 
 // startScript runs nodejs5/<script>.js against the node's gRPC endpoint. The script bounds
-// its own time (--timeout-ms); it is killed 30 s after that.
+// its own time (--timeout-ms, at most 120 s by default); it is killed 30 s after that.
 func startScript(t *testing.T, n *grpcNode, script string, args ...string) *nodeScript {
 	t.Helper()
 	node := nodeJS(t)
-	timeout := 60 * time.Second
+	timeout := 120 * time.Second
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == "--timeout-ms" {
 			if d, err := time.ParseDuration(args[i+1] + "ms"); err == nil {
