@@ -63,7 +63,11 @@ func startGRPCNode(t *testing.T) *grpcNode {
 	bin := os.Getenv(mqnodeBinEnv)
 	if bin == "" {
 		bin = filepath.Join(t.TempDir(), "mqnode")
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/mqgo/mq/examples/mqnode").CombinedOutput()
+		// Built in the library's own module: the gRPC endpoint's dependencies are in its go.sum,
+		// not in this module's, which links the library without them.
+		build := exec.Command("go", "build", "-o", bin, "./examples/mqnode")
+		build.Dir = ".."
+		out, err := build.CombinedOutput()
 		if err != nil {
 			t.Fatalf("go build mqnode: %v\n%s", err, out)
 		}
