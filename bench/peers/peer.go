@@ -143,5 +143,5 @@ type Consumer interface {
 
 // All returns every peer, in table order.
 func All() []Peer {
-	return []Peer{NATS(), Kfake(), MQ()}
+	return []Peer{NATS(), Kfake(), MQ(), MQGRPC()}
 }
