@@ -37,7 +37,7 @@ import (
 const wait = 30 * time.Second
 
 // startNode runs a node with the gRPC endpoint on port 0.
-func startNode(t *testing.T, edit func(*mq.Options)) *mq.Node {
+func startNode(t testing.TB, edit func(*mq.Options)) *mq.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	o := mq.Options{Listen: "127.0.0.1:0", Logger: &l,
@@ -55,7 +55,7 @@ func startNode(t *testing.T, edit func(*mq.Options)) *mq.Node {
 }
 
 // dial connects a client generated from proto/ to the node's endpoint.
-func dial(t *testing.T, n *mq.Node) apiv2.MessagingServiceClient {
+func dial(t testing.TB, n *mq.Node) apiv2.MessagingServiceClient {
 	t.Helper()
 	cc, err := grpc.NewClient(n.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -66,14 +66,14 @@ func dial(t *testing.T, n *mq.Node) apiv2.MessagingServiceClient {
 }
 
 // as is a call context of the SDK client id.
-func as(t *testing.T, clientID string) context.Context {
+func as(t testing.TB, clientID string) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	t.Cleanup(cancel)
 	return metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", clientID)
 }
 
 // createTopic creates a topic on the node's broker and waits until QueryRoute sees it.
-func createTopic(t *testing.T, n *mq.Node, c apiv2.MessagingServiceClient, topic string, queues int, attrs string) {
+func createTopic(t testing.TB, n *mq.Node, c apiv2.MessagingServiceClient, topic string, queues int, attrs string) {
 	t.Helper()
 	a, err := admin.New(admin.Options{NameServers: []string{n.NameServerAddr()}, Transport: n.NewTransport()})
 	if err != nil {
