@@ -469,7 +469,12 @@ func (s *Store) DeleteTopics(topics ...string) error {
 	}
 	if len(drop) > 0 {
 		s.ckptMu.Lock()
-		errs = append(errs, s.writeManifestLocked(s.manifestScratch.index, true))
+		m := &s.manifestScratch
+		m.queues = m.queues[:0]
+		for _, q := range s.cqs.all() {
+			m.addQueue(q)
+		}
+		errs = append(errs, s.writeManifestLocked(true))
 		s.ckptMu.Unlock()
 	}
 	for _, q := range drop {

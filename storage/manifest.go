@@ -181,17 +181,18 @@ func (q *consumeQueue) durableUnits() (units, phyEnd int64) {
 	return units, u.PhyOffset + int64(u.Size)
 }
 
-// writeManifestLocked writes the manifest of what is durable now, unless it would say what
-// the last one said. syncDir makes the rename durable too (a deletion must not be undone by
-// an older manifest). The caller holds ckptMu.
-func (s *Store) writeManifestLocked(idx []manifestIndex, syncParent bool) error {
-	m := &s.manifestScratch
-	m.queues, m.index = m.queues[:0], idx
-	for _, q := range s.cqs.all() {
-		if units, phyEnd := q.durableUnits(); units > 0 {
-			m.queues = append(m.queues, manifestQueue{topic: q.topic, queueID: q.queueID, units: units, phyEnd: phyEnd})
-		}
+// addQueue adds the queue's entry, when it has durable units.
+func (m *manifest) addQueue(q *consumeQueue) {
+	if units, phyEnd := q.durableUnits(); units > 0 {
+		m.queues = append(m.queues, manifestQueue{topic: q.topic, queueID: q.queueID, units: units, phyEnd: phyEnd})
 	}
+}
+
+// writeManifestLocked writes s.manifestScratch, unless it says what the last manifest
+// written said. syncParent makes the rename durable too (a deletion must not be undone by an
+// older manifest). The caller holds ckptMu.
+func (s *Store) writeManifestLocked(syncParent bool) error {
+	m := &s.manifestScratch
 	b := m.encode(s.manifestBuf)
 	s.manifestBuf = b
 	if bytes.Equal(b, s.manifestLast) && !syncParent {

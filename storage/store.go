@@ -244,6 +244,8 @@ func (s *Store) flushQueuesAndCheckpoint(thorough bool) error {
 	}
 	var errs []error
 	var idx []manifestIndex
+	m := &s.manifestScratch
+	m.queues = m.queues[:0]
 	for _, q := range s.cqs.all() {
 		floor, err := q.flushLeast(least)
 		if err != nil {
@@ -252,6 +254,7 @@ func (s *Store) flushQueuesAndCheckpoint(thorough bool) error {
 		if floor >= 0 {
 			dispatched = min(dispatched, floor)
 		}
+		m.addQueue(q)
 	}
 	if s.idx != nil {
 		var err error
@@ -272,7 +275,8 @@ func (s *Store) flushQueuesAndCheckpoint(thorough bool) error {
 	if err := writeCheckpoint(s.checkpointPath(), c, s.opts.ops); err != nil {
 		return err
 	}
-	return s.writeManifestLocked(idx, false)
+	m.index = idx
+	return s.writeManifestLocked(false)
 }
 
 // cqPageBytes is the page FlushConsumeQueueLeastPages counts (RocketMQ's OS_PAGE_SIZE).
