@@ -109,7 +109,7 @@
 //	Store.dispatchMu -> queueTable.mu -> segmentList.mu; Store.dispatchMu -> indexService.mu
 //	Store.dispatchMu -> segmentList.createMu -> segmentList.mu (an appender, prepareQueue,
 //	takes createMu without dispatchMu, and the append lock only before, never with it)
-//	Store.ckptMu -> segmentList.mu, indexService.mu
+//	Store.ckptMu -> segmentList.mu, indexService.mu; Store.dispatchMu -> Store.ckptMu (DeleteTopics)
 //
 // Under commitLog.mu the only I/O is page faults, and on a roll creating the next segment
 // (about 3 ms for 1 GiB: fallocate and mmap) if the allocator has not created it already. fsync runs outside every lock. OnDispatch is

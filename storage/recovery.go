@@ -180,6 +180,9 @@ func (s *Store) recover() error {
 		}
 	}
 	for q, next := range expired {
+		if rebuild[q] {
+			continue // it has later records after all: rebuilt with them
+		}
 		if err := q.restartAt(next); err != nil {
 			return err
 		}
