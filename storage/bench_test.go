@@ -262,3 +262,89 @@ func BenchmarkRecovery(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkManyQueues measures, with 10,000 queues of one message each (MQ_BENCH_QUEUES),
+// one checkpoint after one message was appended: "periodic" (the queue under
+// FlushConsumeQueueLeastPages is left unsynced), "thorough" (it is synced, and the manifest
+// rewritten); "manifest" the manifest's share of that (including the sort of the queues);
+// and "open" a clean Open of the store.
+func BenchmarkManyQueues(b *testing.B) {
+	n := 10000
+	if v := os.Getenv("MQ_BENCH_QUEUES"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	opts := benchOptions(b)
+	opts.ConsumeQueueUnits = 1024
+	opts.FlushIntervalConsumeQueue = time.Hour // the benchmark checkpoints
+	s, err := Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if _, err := s.PutMessage(testMsg(fmt.Sprintf("T%d", i/8), int32(i%8), "x", nil)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.dispatchAvailable(nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.flushQueuesAndCheckpoint(true); err != nil {
+		b.Fatal(err)
+	}
+	for _, thorough := range []bool{false, true} {
+		name := "periodic"
+		if thorough {
+			name = "thorough"
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := range b.N {
+				b.StopTimer()
+				if _, err := s.PutMessage(testMsg("T0", int32(i%8), "x", nil)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.dispatchAvailable(nil); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := s.flushQueuesAndCheckpoint(thorough); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// What the manifest alone costs a checkpoint that changed it: gathering the entries,
+	// encoding, writing and syncing the file.
+	b.Run("manifest", func(b *testing.B) {
+		s.ckptMu.Lock()
+		defer s.ckptMu.Unlock()
+		for range b.N {
+			s.manifestLast = s.manifestLast[:0]
+			m := &s.manifestScratch
+			m.queues = m.queues[:0]
+			for _, q := range s.cqs.all() {
+				m.addQueue(q)
+			}
+			if err := s.writeManifestLocked(false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(s.manifestLast)), "bytes")
+	})
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("open", func(b *testing.B) {
+		for range b.N {
+			s, err := Open(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if rep := s.RecoveryReport(); len(rep.Actions) != 0 {
+				b.Fatalf("actions %q", rep.Actions)
+			}
+			s.Close()
+			b.StartTimer()
+		}
+	})
+}

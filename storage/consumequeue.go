@@ -103,8 +103,14 @@ func newConsumeQueue(root, topic string, qid int32, units int, ops *fileOps) (*c
 // (the recovered CommitLog end) are cleared. It returns the number of units cleared and an
 // error wrapping ErrCorrupt if the files are inconsistent (the caller rebuilds the queue).
 func (q *consumeQueue) load(maxPhy int64, thorough bool) (cleared int, err error) {
-	if _, err := q.segs.load(); err != nil {
+	ext, err := q.segs.load()
+	if err != nil {
 		return 0, err
+	}
+	if len(ext) > 0 {
+		// Files are created at full size (sparse), so a short one was cut: units past the
+		// cut are gone, and a unit cut in two would read as a wrong one.
+		return 0, corrupt(ext[0], 0, errors.New("file is shorter than a consume queue file: cut"))
 	}
 	segs := q.segs.snapshot()
 	if len(segs) == 0 {
@@ -262,6 +268,15 @@ func (q *consumeQueue) put(off int64, u CQUnit) error {
 // putFirst starts an empty queue at offset off, filling the units before it in its file with
 // blank units (RocketMQ fillPreBlank).
 func (q *consumeQueue) putFirst(off int64, u CQUnit) error {
+	if err := q.startAt(off); err != nil {
+		return err
+	}
+	return q.put(off, u)
+}
+
+// startAt makes the empty queue start at offset off: its file is created with blank units
+// before off.
+func (q *consumeQueue) startAt(off int64) error {
 	byteOff := off * CQUnitBytes
 	start := byteOff / q.segs.segSize * q.segs.segSize
 	s, err := q.segs.add(start)
@@ -277,7 +292,19 @@ func (q *consumeQueue) putFirst(off int64, u CQUnit) error {
 	s.wrote.Store(byteOff - start)
 	q.minOffset.Store(off)
 	q.maxOffset.Store(off)
-	return q.put(off, u)
+	return nil
+}
+
+// restartAt empties the queue and makes off its next offset (recovery: the records of the
+// units it lost are deleted, but their offsets were handed out).
+func (q *consumeQueue) restartAt(off int64) error {
+	if err := q.segs.removeAll(); err != nil {
+		return err
+	}
+	q.maxOffset.Store(0)
+	q.minOffset.Store(0)
+	q.maxPhyEnd.Store(0)
+	return q.startAt(off)
 }
 
 // correctMinOffset sets minOffset to the first unit whose record is at or after minPhy
@@ -482,6 +509,12 @@ func (t *queueTable) discover() ([]*consumeQueue, error) {
 
 // remove drops a queue from the table and deletes its files.
 func (t *queueTable) remove(q *consumeQueue) error {
+	t.detach(q)
+	return q.removeFiles()
+}
+
+// detach drops a queue from the table, leaving its files.
+func (t *queueTable) detach(q *consumeQueue) {
 	t.mu.Lock()
 	if m := t.queues[q.topic]; m != nil && m[q.queueID] == q {
 		delete(m, q.queueID)
@@ -490,6 +523,10 @@ func (t *queueTable) remove(q *consumeQueue) error {
 		}
 	}
 	t.mu.Unlock()
+}
+
+// removeFiles deletes a detached queue's files and directories.
+func (q *consumeQueue) removeFiles() error {
 	q.removed.Store(true)
 	err := q.segs.removeAll()
 	os.Remove(q.segs.dir)

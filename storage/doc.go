@@ -10,6 +10,7 @@
 //	<Dir>/config/*.json                                     broker metadata (WriteJSONFile)
 //	<Dir>/config/*.journal                                  changes since the .json was written (journal.go)
 //	<Dir>/checkpoint                                        what is durable (checkpoint.go)
+//	<Dir>/manifest                                          each queue's and index file's durable extent (manifest.go)
 //	<Dir>/abort                                             present while the store is open
 //	<Dir>/lock                                              flock: one store per directory
 //
@@ -67,21 +68,33 @@
 //
 // # Recovery
 //
-// Open reads the checkpoint and looks for the abort marker. After a clean Close it trusts
-// the checkpoint's CommitLog end (after checking nothing lies past it) and only reads the
-// last file of each ConsumeQueue. After a crash it validates every record from the segment
+// Open reads the checkpoint and the manifest and looks for the abort marker. After a clean
+// Close with a readable manifest it trusts the checkpoint's CommitLog end (after checking
+// nothing lies past it) and only reads the last file of each ConsumeQueue. After a crash, or
+// when the manifest is missing or damaged, it validates every record from the segment
 // holding the checkpoint's durable offset: total size, magic, body CRC (unless
 // DisableCRCOnRecover), PHYSICALOFFSET equal to the record's position, sane queue id and
 // offset, and a correct blank record at segment ends. The log is cut at the first invalid
 // record and the rest of that segment is zeroed (so stale records cannot resurface later);
 // segments after it are deleted. ConsumeQueue units past the cut are cleared, units in the
 // re-validated range are checked against their records, and records are dispatched again
-// from the checkpoint's dispatched offset. A queue whose files are inconsistent (a missing
-// middle file, a unit that disagrees with its record, a gap) is rebuilt from the whole log.
+// from the checkpoint's dispatched offset.
+//
+// Either way, every ConsumeQueue and index file is compared with the manifest, written after
+// the checkpointer's flushes (when it changed) and at Close: each queue's durable unit count
+// and the CommitLog end of its last unit, each index file's entry count. A queue whose files
+// are inconsistent (a file missing, a file shorter than its fixed size, a gap), that is
+// behind its manifest entry (its last file or its directory gone) or whose unit at the
+// entry's end points elsewhere is rebuilt from the whole log; so is the index when a file it
+// lists is missing, cut or holds fewer entries. A queue behind its entry only by units whose
+// records lie past a CommitLog cut is not rebuilt, nor one whose missing units' records
+// retention deleted (it restarts at the entry's count, never reusing offsets).
 // RecoveryReport lists every repair; the same is logged. Limits: data before the safe point
-// is not re-validated (as in RocketMQ); a queue's lost last file is noticed only if that
-// queue has records after the checkpoint; index entries past a cut stay in the index files
-// but are dropped at lookup, where every hit is verified against its record.
+// is not re-validated (as in RocketMQ); without a readable manifest, a queue's lost last file
+// is noticed only if that queue has records after the checkpoint; a unit damaged in place
+// within a queue's files is not found at open but skipped by reads (each is checked against
+// its record); index entries past a cut stay in the index files but are dropped at lookup,
+// where every hit is verified against its record.
 //
 // # Ownership of returned bytes
 //
@@ -96,7 +109,7 @@
 //	Store.dispatchMu -> queueTable.mu -> segmentList.mu; Store.dispatchMu -> indexService.mu
 //	Store.dispatchMu -> segmentList.createMu -> segmentList.mu (an appender, prepareQueue,
 //	takes createMu without dispatchMu, and the append lock only before, never with it)
-//	Store.ckptMu -> segmentList.mu, indexService.mu
+//	Store.ckptMu -> segmentList.mu, indexService.mu; Store.dispatchMu -> Store.ckptMu (DeleteTopics)
 //
 // Under commitLog.mu the only I/O is page faults, and on a roll creating the next segment
 // (about 3 ms for 1 GiB: fallocate and mmap) if the allocator has not created it already. fsync runs outside every lock. OnDispatch is

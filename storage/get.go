@@ -464,16 +464,36 @@ func (s *Store) Queues() []QueueInfo {
 
 // DeleteTopics removes the ConsumeQueues (and queue offsets) of the topics. Their records
 // stay in the CommitLog until retention deletes the segments.
+//
+// The manifest without them is written before their files go: a crash in between must not
+// make the next Open see their missing directories as damage and rebuild them.
 func (s *Store) DeleteTopics(topics ...string) error {
 	var errs []error
+	s.dispatchMu.Lock()
+	var drop []*consumeQueue
 	for _, t := range topics {
 		for _, q := range s.cqs.all() {
 			if q.topic == t {
-				s.dispatchMu.Lock()
-				errs = append(errs, s.cqs.remove(q))
-				s.dispatchMu.Unlock()
+				s.cqs.detach(q)
+				drop = append(drop, q)
 			}
 		}
+	}
+	if len(drop) > 0 {
+		s.ckptMu.Lock()
+		m := &s.manifestScratch
+		m.queues = m.queues[:0]
+		for _, q := range s.cqs.all() {
+			m.addQueue(q)
+		}
+		errs = append(errs, s.writeManifestLocked(true))
+		s.ckptMu.Unlock()
+	}
+	for _, q := range drop {
+		errs = append(errs, q.removeFiles())
+	}
+	s.dispatchMu.Unlock()
+	for _, t := range topics {
 		s.cl.mu.Lock()
 		delete(s.cl.queueOffsets, t)
 		s.cl.mu.Unlock()

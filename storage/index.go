@@ -204,7 +204,12 @@ func (x *indexService) load() (removed []string, err error) {
 	sort.Strings(names)
 	for _, n := range names {
 		path := filepath.Join(x.dir, n)
-		s, _, err := openSegment(path, 0, x.fileBytes(), x.ops)
+		s, ext, err := openSegment(path, 0, x.fileBytes(), x.ops)
+		if err == nil && ext {
+			// Index files are created at full size: a short one was cut, its entries lost.
+			s.release()
+			err = corrupt(path, 0, errors.New("index file is short: cut"))
+		}
 		if errors.Is(err, ErrCorrupt) {
 			x.log.Warn().Str("file", path).Err(err).Msg("removing damaged index file")
 			os.Remove(path)
@@ -327,10 +332,16 @@ func (x *indexService) query(topic, key string, max int, begin, end int64) []int
 	return out
 }
 
-func (x *indexService) flush() error {
+// flush makes the index files durable and returns, for the manifest, each file's entry count
+// and last offset as they were before the sync (so as durable as the sync made them).
+func (x *indexService) flush() ([]manifestIndex, error) {
 	x.mu.Lock()
 	var dirty []*indexFile
+	counts := make([]manifestIndex, 0, len(x.files))
 	for _, f := range x.files {
+		if f.count > 1 {
+			counts = append(counts, manifestIndex{name: filepath.Base(f.seg.path), count: f.count, endPhy: f.endPhy})
+		}
 		if f.dirty && f.seg.acquire() {
 			f.dirty = false
 			dirty = append(dirty, f)
@@ -347,7 +358,7 @@ func (x *indexService) flush() error {
 		}
 		f.seg.release()
 	}
-	return err
+	return counts, err
 }
 
 // deleteBehind removes index files whose last entry is before minPhy, never the last file.

@@ -18,6 +18,10 @@ type RecoveryReport struct {
 	Clean bool
 	// CheckpointValid is false when the checkpoint was missing or damaged.
 	CheckpointValid bool
+	// ManifestValid is true when the manifest was read and the ConsumeQueues and index files
+	// were compared with it; false when it was missing or damaged (then the CommitLog and the
+	// queues are checked as after a crash) or the store is new.
+	ManifestValid bool
 	// ScannedFrom is the CommitLog offset validation started at (-1: no scan, clean load).
 	ScannedFrom int64
 	// ScannedRecords counts the records validated.
@@ -67,6 +71,22 @@ func (s *Store) recover() error {
 	if !r.Clean {
 		r.action("abort marker present: previous run did not close the store")
 	}
+	man, manErr := readManifest(s.manifestPath())
+	newStore := errors.Is(manErr, os.ErrNotExist) && errors.Is(ckErr, os.ErrNotExist)
+	r.ManifestValid = manErr == nil
+	switch {
+	case manErr == nil:
+	case newStore:
+		// Nothing was ever checkpointed.
+	case errors.Is(manErr, os.ErrNotExist):
+		s.log.Warn().Msg("manifest missing, checking the consume queues and the index as after a crash")
+		r.action("manifest missing: checking the consume queues and the index as after a crash")
+	default:
+		s.log.Warn().Err(manErr).Msg("manifest unreadable, checking the consume queues and the index as after a crash")
+		r.action("manifest unreadable (%v): checking the consume queues and the index as after a crash", manErr)
+	}
+	// Only a clean close whose manifest survived lets Open trust the files it finds.
+	trusted := r.Clean && (man != nil || newStore)
 	ext, err := s.cl.segs.load()
 	if err != nil {
 		return err
@@ -76,7 +96,7 @@ func (s *Store) recover() error {
 		r.action("segment %s was short: extended with zeros", filepath.Base(p))
 		s.log.Warn().Str("file", p).Msg("commitlog segment was short, extended")
 	}
-	if err := s.recoverCommitLog(ckpt, r.CheckpointValid && len(ext) == 0); err != nil {
+	if err := s.recoverCommitLog(ckpt, r.CheckpointValid && len(ext) == 0, trusted); err != nil {
 		return err
 	}
 	// Where dispatching must resume at the latest: a cut mid-record leaves that record to be
@@ -103,6 +123,13 @@ func (s *Store) recover() error {
 			r.RemovedFiles = append(r.RemovedFiles, p)
 			r.action("index file %s damaged: removed", filepath.Base(p))
 		}
+		if len(removed) == 0 && man != nil {
+			if why := s.idx.checkManifest(man.index, minPhy); why != "" {
+				r.action("index %s: rebuilding", why)
+				s.log.Warn().Str("reason", why).Msg("index files disagree with the manifest")
+				removed = append(removed, why)
+			}
+		}
 		if len(removed) > 0 {
 			if err := s.rebuildIndex(minPhy, maxPhy); err != nil {
 				return err
@@ -111,7 +138,7 @@ func (s *Store) recover() error {
 		s.idx.truncate(min(maxPhy, dispatchFloor))
 	}
 
-	rebuild, err := s.loadQueues(maxPhy, minPhy)
+	rebuild, cutPast, err := s.loadQueues(maxPhy, minPhy, !trusted)
 	if err != nil {
 		return err
 	}
@@ -124,10 +151,14 @@ func (s *Store) recover() error {
 	if r.CheckpointValid && ckpt.DispatchedOffset >= minPhy {
 		from = min(ckpt.DispatchedOffset, maxPhy)
 	}
-	if !r.Clean {
+	if !trusted {
 		from = min(from, r.ScannedFrom)
 	}
 	from = max(min(from, dispatchFloor), minPhy)
+	var expired map[*consumeQueue]int64
+	if man != nil {
+		expired = s.checkQueueManifest(man.queues, minPhy, maxPhy, from, rebuild, cutPast)
+	}
 	r.RedispatchedFrom = from
 	s.reputFrom.Store(from)
 	n, err := s.dispatchAvailable(rebuild)
@@ -145,6 +176,14 @@ func (s *Store) recover() error {
 	}
 	if len(rebuild) > 0 {
 		if err := s.rebuildQueues(rebuild); err != nil {
+			return err
+		}
+	}
+	for q, next := range expired {
+		if rebuild[q] {
+			continue // it has later records after all: rebuilt with them
+		}
+		if err := q.restartAt(next); err != nil {
 			return err
 		}
 	}
@@ -180,7 +219,7 @@ func (s *Store) recover() error {
 // recoverCommitLog sets the write position. After a clean close with a valid checkpoint it
 // trusts the checkpoint (checking that nothing lies past it); otherwise it validates records
 // from a safe point and cuts the log at the first invalid one.
-func (s *Store) recoverCommitLog(ckpt checkpoint, ckptUsable bool) error {
+func (s *Store) recoverCommitLog(ckpt checkpoint, ckptUsable, trusted bool) error {
 	r := &s.report
 	segs := s.cl.segs.snapshot()
 	if len(segs) == 0 {
@@ -194,7 +233,7 @@ func (s *Store) recoverCommitLog(ckpt checkpoint, ckptUsable bool) error {
 	}
 	s.cl.minPhy.Store(segs[0].start)
 	last := segs[len(segs)-1]
-	if r.Clean && ckptUsable && ckpt.PhysicOffset >= last.start && ckpt.PhysicOffset <= last.end() {
+	if trusted && ckptUsable && ckpt.PhysicOffset >= last.start && ckpt.PhysicOffset <= last.end() {
 		pos := ckpt.PhysicOffset - last.start
 		if pos == last.size || binary.BigEndian.Uint64(last.data[pos:]) == 0 {
 			last.wrote.Store(pos)
@@ -321,22 +360,24 @@ func (s *Store) truncateCommitLog(end int64) error {
 }
 
 // loadQueues loads every ConsumeQueue, clearing units past maxPhy. Queues whose files are
-// inconsistent are emptied and returned for rebuilding.
-func (s *Store) loadQueues(maxPhy, minPhy int64) (map[*consumeQueue]bool, error) {
+// inconsistent are emptied and returned for rebuilding; cutPast holds the queues that had
+// units cleared (their files reached past the CommitLog's end).
+func (s *Store) loadQueues(maxPhy, minPhy int64, thorough bool) (rebuild, cutPast map[*consumeQueue]bool, err error) {
 	r := &s.report
 	qs, err := s.cqs.discover()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rebuild := make(map[*consumeQueue]bool)
+	rebuild = make(map[*consumeQueue]bool)
+	cutPast = make(map[*consumeQueue]bool)
 	for _, q := range qs {
-		cleared, err := q.load(maxPhy, !r.Clean)
+		cleared, err := q.load(maxPhy, thorough)
 		if errors.Is(err, ErrCorrupt) {
 			s.log.Warn().Str("topic", q.topic).Int32("queue_id", q.queueID).Err(err).Msg("consume queue damaged, rebuilding")
 			r.action("consume queue %s/%d damaged (%v): rebuilding", q.topic, q.queueID, err)
 			q.segs.closeAll()
 			if err := os.RemoveAll(q.segs.dir); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			q.maxOffset.Store(0)
 			q.minOffset.Store(0)
@@ -344,15 +385,16 @@ func (s *Store) loadQueues(maxPhy, minPhy int64) (map[*consumeQueue]bool, error)
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if cleared > 0 {
+			cutPast[q] = true
 			r.ClearedUnits += cleared
 			r.action("consume queue %s/%d: cleared %d units past the commitlog end", q.topic, q.queueID, cleared)
 		}
 		q.correctMinOffset(minPhy)
 	}
-	return rebuild, nil
+	return rebuild, cutPast, nil
 }
 
 // verifyQueueTails checks every unit pointing at or after from (the part of the log a crash

@@ -291,6 +291,22 @@ func (l *segmentList) snapshot() []*segment {
 	return append([]*segment(nil), l.segs...)
 }
 
+// flushedPrefix returns the offset up to which the log is durable from its first segment
+// on: the first segment not flushed to its end ends it.
+func (l *segmentList) flushedPrefix() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	end := int64(0)
+	for _, s := range l.segs {
+		f := s.flushed.Load()
+		end = s.start + f
+		if f < s.size {
+			break
+		}
+	}
+	return end
+}
+
 // len returns the number of segments.
 func (l *segmentList) len() int {
 	l.mu.RLock()

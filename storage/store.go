@@ -44,6 +44,11 @@ type Store struct {
 	badUnits        atomic.Int64 // ConsumeQueue units skipped by reads because they disagree with the log
 	ckptMu          sync.Mutex
 	flushedTs       atomic.Int64 // store time of the last message in the flushed CommitLog
+	// The manifest being built, its encoding and the last one written (manifest.go). ckptMu
+	// guards them.
+	manifestScratch manifest
+	manifestBuf     []byte
+	manifestLast    []byte
 
 	// memBytes is AccessMessageInMemoryMaxRatio percent of physical memory (0: unknown).
 	memBytes int64
@@ -224,7 +229,7 @@ func (s *Store) Close() error {
 }
 
 // flushQueuesAndCheckpoint flushes ConsumeQueues and the index, then records in the
-// checkpoint what is now durable. Unless thorough, a queue with less than
+// checkpoint, and in the manifest, what is now durable. Unless thorough, a queue with less than
 // FlushConsumeQueueLeastPages written since its last flush is left for a later one, and the
 // checkpoint's dispatched offset stays at or before its first unflushed unit: recovery
 // dispatches that unit again.
@@ -238,6 +243,9 @@ func (s *Store) flushQueuesAndCheckpoint(thorough bool) error {
 		least = 0
 	}
 	var errs []error
+	var idx []manifestIndex
+	m := &s.manifestScratch
+	m.queues = m.queues[:0]
 	for _, q := range s.cqs.all() {
 		floor, err := q.flushLeast(least)
 		if err != nil {
@@ -246,9 +254,11 @@ func (s *Store) flushQueuesAndCheckpoint(thorough bool) error {
 		if floor >= 0 {
 			dispatched = min(dispatched, floor)
 		}
+		m.addQueue(q)
 	}
 	if s.idx != nil {
-		if err := s.idx.flush(); err != nil {
+		var err error
+		if idx, err = s.idx.flush(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -262,7 +272,11 @@ func (s *Store) flushQueuesAndCheckpoint(thorough bool) error {
 		PhysicOffset:       s.cl.flushedPhy.Load(),
 		DispatchedOffset:   dispatched,
 	}
-	return writeCheckpoint(s.checkpointPath(), c, s.opts.ops)
+	if err := writeCheckpoint(s.checkpointPath(), c, s.opts.ops); err != nil {
+		return err
+	}
+	m.index = idx
+	return s.writeManifestLocked(false)
 }
 
 // cqPageBytes is the page FlushConsumeQueueLeastPages counts (RocketMQ's OS_PAGE_SIZE).
