@@ -507,12 +507,6 @@ func (t *queueTable) discover() ([]*consumeQueue, error) {
 	return out, nil
 }
 
-// remove drops a queue from the table and deletes its files.
-func (t *queueTable) remove(q *consumeQueue) error {
-	t.detach(q)
-	return q.removeFiles()
-}
-
 // detach drops a queue from the table, leaving its files.
 func (t *queueTable) detach(q *consumeQueue) {
 	t.mu.Lock()
