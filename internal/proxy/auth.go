@@ -313,11 +313,15 @@ func (a *auth) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Strea
 		return handler(srv, ss)
 	}
 	call, st := caller(ss.Context())
+	h := &callSigner{}
+	if st == nil {
+		st = a.checkCall(h, call, &apiv2.TelemetryCommand{}) // the account alone
+	}
 	if st != nil {
-		// The SDKs wait for an answer to their settings: a status tells them why.
+		// A stream that proves no account ends; the SDKs wait for an answer to their
+		// settings, and the status tells them why.
 		return ss.SendMsg(&apiv2.TelemetryCommand{Status: st})
 	}
-	h := &callSigner{}
 	ctx := context.WithValue(ss.Context(), signerKey{}, h)
 	return handler(srv, &authedStream{ServerStream: ss, a: a, call: call, ctx: ctx, signer: h})
 }
