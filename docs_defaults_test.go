@@ -91,6 +91,8 @@ func codeDefaults(t *testing.T) map[string]any {
 		"proxy.DefaultMaxRecvBytes":                            proxy.DefaultMaxRecvBytes,
 		"proxy.DefaultChannelExpiredTimeout":                   proxy.DefaultChannelExpiredTimeout,
 		"proxy.DefaultMaxClients":                              proxy.DefaultMaxClients,
+		"proxy.DefaultMaxConcurrentStreams":                    proxy.DefaultMaxConcurrentStreams,
+		"proxy.DefaultMaxHeaderListBytes":                      proxy.DefaultMaxHeaderListBytes,
 		"proxy.DefaultGrpcClientProducerMaxAttempts":           proxy.DefaultGrpcClientProducerMaxAttempts,
 		"proxy.DefaultGrpcClientConsumerLongPollingBatchSize":  proxy.DefaultGrpcClientConsumerLongPollingBatchSize,
 		"proxy.DefaultGrpcClientConsumerMaxLongPollingTimeout": proxy.DefaultGrpcClientConsumerMaxLongPollingTimeout,

@@ -80,6 +80,7 @@ type hsNodeConfig struct {
 	allowedHosts []string
 	cluster      hsClusterConfig // the cluster suite's roles and secrets (hostile_cluster_test.go)
 	maxTopics    int             // MaxTopics / -max-topics (0: the default)
+	grpc         bool            // the 5.x SDKs' endpoint on 127.0.0.1:0 (-grpc-listen; hostile_grpc_test.go)
 }
 
 // hsNode is one running node, in-process or a child process, with what the suite checks.
@@ -101,6 +102,8 @@ type hsNode struct {
 	reported map[string]bool
 	// httpAddr is the dashboard's host:port, with hsNodeConfig.http.
 	httpAddr string
+	// grpcAddr is the gRPC endpoint's host:port, with hsNodeConfig.grpc.
+	grpcAddr string
 }
 
 // hsEnv is one run of the table: a mode ("inproc" or "binary"), its main node and the honest
@@ -259,6 +262,9 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 	if cfg.aclFile != "" {
 		opts.Security.ACLFile = aclfile.Watch(cfg.aclFile)
 	}
+	if cfg.grpc {
+		opts.GRPC = hsGRPC()
+	}
 	cfg.cluster.options(&opts)
 	if cfg.syncMaster {
 		opts.Broker.Role = mq.SyncMaster
@@ -276,6 +282,7 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 	if cfg.http {
 		n.httpAddr = hsServeHTTP(t, node.Handler())
 	}
+	n.grpcAddr = node.GRPCAddr()
 	n.memory = func() (uint64, error) {
 		runtime.GC()
 		var ms runtime.MemStats
@@ -298,6 +305,9 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 	}
 	if cfg.syncMaster {
 		args = append(args, "-role", "sync-master")
+	}
+	if cfg.grpc {
+		args = append(args, "-grpc-listen", "127.0.0.1:0")
 	}
 	if cfg.haSecret != "" {
 		args = append(args, "-ha-secret", cfg.haSecret)
@@ -330,6 +340,7 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 		case rec["message"] == "mqnode started":
 			n.addr, _ = rec["addr"].(string)
 			n.httpAddr = hsDashboardAddr(rec)
+			n.grpcAddr, _ = rec["grpc_addr"].(string)
 		case rec["message"] == "serving" && rec["role"] == "ha":
 			n.haAddr, _ = rec["addr"].(string)
 		}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -31,6 +32,7 @@ type Checker struct {
 type account struct {
 	accessKey    string
 	signer       *remoting.Signer // keyed with the account's secret
+	macs         *sync.Pool       // HMAC-SHA1 states keyed with it, for gRPC calls (call.go)
 	white        addrPattern
 	admin        bool
 	ownsAll      bool // admin with no topic or group perms listed (RocketMQ: null resourcePermMap)
@@ -89,6 +91,7 @@ func compileAccount(cfg *Account) (*account, error) {
 	a := &account{
 		accessKey: cfg.AccessKey,
 		signer:    remoting.NewSigner(remoting.Credentials{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey}),
+		macs:      newMACs(cfg.SecretKey),
 		admin:     cfg.Admin,
 		ownsAll:   cfg.Admin && len(cfg.TopicPerms) == 0 && len(cfg.GroupPerms) == 0,
 	}

@@ -29,6 +29,11 @@
 //   - perm strings and address patterns RocketMQ would read as DENY or mis-match are errors
 //     (perm.go, address.go), and a heartbeat or lock body that does not decode is refused.
 //
+// RocketMQ 5's gRPC calls are checked by CheckCall (call.go) against the same accounts: the
+// endpoint (internal/proxy) parses the SDKs' authorization metadata and lists what each RPC
+// needs; global white addresses admit no gRPC call.
+//
 // Files: config.go (YAML), perm.go, address.go (white address patterns), codes.go (what each
-// request code needs), checker.go (New, Check, Guard), read.go (CheckRead), watch.go (reload).
+// request code needs), checker.go (New, Check, Guard), read.go (CheckRead), call.go (CheckCall,
+// gRPC calls), watch.go (reload).
 package acl

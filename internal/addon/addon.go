@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/acl"
+	iacl "github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -144,6 +145,13 @@ type GRPCOptions struct {
 	TLSConfig *tls.Config
 	// MaxRecvBytes bounds a gRPC message the endpoint reads (the node's Limits.MaxFrameBytes).
 	MaxRecvBytes int
+	// MaxConnections bounds the connections the endpoint keeps open at once (the node's
+	// Limits.MaxConnections, as each remoting listener's); 0 is remoting.DefaultMaxConnections.
+	MaxConnections int
+	// ACL is the node's ACL (nil: off). Each call is checked against it with the 5.x SDKs'
+	// authorization metadata, and the broker requests the call becomes are signed with the
+	// caller's account, so the broker checks them as that account's.
+	ACL *iacl.Guard
 	// Local returns a transport that reaches this process's nodes in-process, one per client
 	// of the endpoint, so that the broker sees each SDK client as a connection of its own.
 	Local func() remoting.Transport

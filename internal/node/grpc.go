@@ -21,6 +21,7 @@ func (n *Node) startGRPC() error {
 	o.Routes = n.NewTransport
 	o.BrokerAddr, o.NameServers = n.BrokerAddr(), n.NameServers()
 	o.Broker = func() *broker.Broker { return n.broker.Load() }
+	o.ACL = n.acl
 	srv, err := f.StartGRPC(o)
 	if err != nil {
 		return fmt.Errorf("mq: gRPC listener: %w", err)

@@ -189,10 +189,11 @@ func (o Options) haListenAddr(bound string) (string, error) {
 // grpcOptions are the endpoint's settings from Options; startGRPC adds the node's handles.
 func (o Options) grpcOptions() addon.GRPCOptions {
 	return addon.GRPCOptions{
-		Listen:       o.GRPC.Listen,
-		TLSMode:      o.Security.TLSMode,
-		TLSConfig:    o.Security.TLSConfig,
-		MaxRecvBytes: o.Limits.MaxFrameBytes,
-		Logger:       o.Logger,
+		Listen:         o.GRPC.Listen,
+		TLSMode:        o.Security.TLSMode,
+		TLSConfig:      o.Security.TLSConfig,
+		MaxRecvBytes:   o.Limits.MaxFrameBytes,
+		MaxConnections: o.Limits.MaxConnections,
+		Logger:         o.Logger,
 	}
 }

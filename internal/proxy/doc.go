@@ -21,6 +21,12 @@
 // assignment.go answers push consumers from the route, offsets.go serves pull consumers, and
 // message_out.go turns a stored message into the SDKs' Message as GrpcConverter does.
 //
+// With the node's ACL on, every call is checked before its handler (auth.go): the SDKs'
+// authorization metadata names an account and signs the call's x-mq-date-time, each RPC needs
+// the permissions RocketMQ's proxy asks of it, and the broker requests an admitted call becomes
+// are signed with the caller's account (service.invoke), so the broker's own ACL checks them as
+// that account's, never as a trusted link's.
+//
 // The listener (server.go) serves plaintext and TLS on one port, told apart by the first byte
 // as the remoting listeners do. RPCs not built yet answer gRPC's UNIMPLEMENTED.
 package proxy

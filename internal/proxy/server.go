@@ -38,6 +38,8 @@ type Server struct {
 	wg   sync.WaitGroup
 	once sync.Once
 
+	maxConns int // connections open at once, sniffing or served
+
 	mu      sync.Mutex
 	sniff   map[net.Conn]struct{}    // connections whose first byte is awaited
 	served  map[*servedConn]struct{} // connections handed to grpc, until closed
@@ -68,14 +70,26 @@ func (Factory) StartGRPC(o addon.GRPCOptions) (addon.GRPCServer, error) {
 	if maxRecv <= 0 {
 		maxRecv = DefaultMaxRecvBytes
 	}
-	s.srv = grpc.NewServer(
+	s.maxConns = o.MaxConnections
+	if s.maxConns <= 0 {
+		s.maxConns = remoting.DefaultMaxConnections
+	}
+	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRecv),
+		grpc.MaxConcurrentStreams(DefaultMaxConcurrentStreams),
+		grpc.MaxHeaderListSize(DefaultMaxHeaderListBytes),
 		// A connection must finish its HTTP/2 preface (and TLS handshake) as soon as the
 		// remoting listeners want a TLS handshake done.
 		grpc.ConnectionTimeout(sniffTimeout),
 		// Close returns only once every handler has: no goroutine of ours outlives the node.
 		grpc.WaitForHandlers(true),
-	)
+	}
+	if o.ACL != nil {
+		// Every call is checked against the node's ACL before its handler runs (auth.go).
+		a := &auth{guard: o.ACL}
+		sopts = append(sopts, grpc.UnaryInterceptor(a.unaryInterceptor), grpc.StreamInterceptor(a.streamInterceptor))
+	}
+	s.srv = grpc.NewServer(sopts...)
 	apiv2.RegisterMessagingServiceServer(s.srv, s.svc)
 	var tlsCfg *tls.Config
 	if o.TLSConfig != nil && o.TLSMode != remoting.TLSDisabled && o.TLSMode != "" {
@@ -104,6 +118,18 @@ func (Factory) StartGRPC(o addon.GRPCOptions) (addon.GRPCServer, error) {
 // remoting client can (docs/rocketmq-differences.md).
 const DefaultMaxRecvBytes = 16 << 20
 
+// DefaultMaxConcurrentStreams bounds the calls one connection has open at once (ours: RocketMQ's
+// proxy, on grpc-java, bounds none). It is RFC 9113's advised minimum, 100: an SDK keeps one
+// connection per endpoint, and its long polls and Telemetry stream stay far below. With the
+// message limit it bounds what one connection can make the endpoint hold while requests
+// arrive: 100 partial messages.
+const DefaultMaxConcurrentStreams = 100
+
+// DefaultMaxHeaderListBytes bounds a call's metadata: grpc-java's default
+// maxInboundMetadataSize (8 KiB), which RocketMQ's proxy runs with. The SDKs send well under
+// 1 KiB (client id, date, authorization, request id, versions).
+const DefaultMaxHeaderListBytes = 8 << 10
+
 // accept takes connections and sniffs each on a goroutine of its own, so one that sends
 // nothing holds up no other.
 func (s *Server) accept(mode remoting.TLSMode, tlsCfg *tls.Config) {
@@ -117,6 +143,13 @@ func (s *Server) accept(mode remoting.TLSMode, tlsCfg *tls.Config) {
 			s.mu.Unlock()
 			c.Close()
 			return
+		}
+		if len(s.sniff)+len(s.served) >= s.maxConns {
+			// As the remoting listeners do at Limits.MaxConnections: closed as it arrives.
+			s.mu.Unlock()
+			c.Close()
+			s.log.Debug().Str("remote", c.RemoteAddr().String()).Int("max", s.maxConns).Msg("connection refused: too many open")
+			continue
 		}
 		s.sniff[c] = struct{}{}
 		s.wg.Add(1)

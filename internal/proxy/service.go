@@ -77,13 +77,14 @@ func (s *service) broker() *broker.Broker {
 }
 
 // invoke sends a request to this node's broker on the client's connection, bounded by the
-// call's deadline or DefaultRequestTimeout.
+// call's deadline or DefaultRequestTimeout, signed with the caller's ACL account when ACL is on.
 func (s *service) invoke(ctx context.Context, c *client, req *remoting.Command) (*remoting.Command, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultRequestTimeout)
 		defer cancel()
 	}
+	signRequest(ctx, req)
 	return c.tr.InvokeSync(ctx, s.opts.BrokerAddr, req)
 }
 
