@@ -146,6 +146,51 @@ func TestGRPCACLSignedProducer(t *testing.T) {
 	}
 }
 
+// With ACL on, a signed consumer receives, acknowledges and pulls: the endpoint's POP and PULL
+// requests reach the broker signed as the consumer's account, as its other requests do.
+func TestGRPCACLSignedConsumer(t *testing.T) {
+	n := startACLNode(t)
+	c := dial(t, n)
+	pub := signedNode(t, "acl-producer", pubAK, pubSK)
+	resp, err := c.SendMessage(pub, &apiv2.SendMessageRequest{Messages: []*apiv2.Message{msg("AclTopic", "ACL-CONSUME-1", "hello")}})
+	wantCode(t, "send", resp.GetStatus(), err, apiv2.Code_OK)
+	sub := signedNode(t, "acl-consumer", subAK, subSK)
+	_, reply := openTelemetry(t, c, sub, consumerSettings("AclGroup", "AclTopic"))
+	wantCode(t, "settings", reply.GetStatus(), nil, apiv2.Code_OK)
+	got := receiveUntil(t, c, sub, receiveReq("AclGroup", "AclTopic", nil, time.Minute), 1)
+	if string(got[0].Body) != "hello" {
+		t.Fatalf("received %q", got[0].Body)
+	}
+	a := ack(t, c, sub, "AclGroup", "AclTopic", got...)
+	wantCode(t, "ack", a.GetStatus(), nil, apiv2.Code_OK)
+	pull, err := c.PullMessage(sub, &apiv2.PullMessageRequest{Group: &apiv2.Resource{Name: "AclGroup"},
+		MessageQueue: &apiv2.MessageQueue{Topic: &apiv2.Resource{Name: "AclTopic"}, Id: got[0].SystemProperties.GetQueueId()},
+		Offset:       got[0].SystemProperties.GetQueueOffset(), BatchSize: 1,
+		FilterExpression: &apiv2.FilterExpression{Type: apiv2.FilterType_TAG, Expression: "*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pulled int
+	for {
+		r, err := pull.Recv()
+		if err != nil {
+			break
+		}
+		switch x := r.Content.(type) {
+		case *apiv2.PullMessageResponse_Status:
+			wantCode(t, "pull", x.Status, nil, apiv2.Code_OK)
+		case *apiv2.PullMessageResponse_Message:
+			pulled++
+		}
+	}
+	if pulled != 1 {
+		t.Fatalf("pulled %d messages, want 1", pulled)
+	}
+	if got := node.Of(n).ACLRefusals(); got != 0 {
+		t.Fatalf("%d refusals for an honest consumer", got)
+	}
+}
+
 // Calls that do not prove an account are UNAUTHORIZED, saying what to fix; none reaches the
 // broker.
 func TestGRPCACLUnauthenticated(t *testing.T) {

@@ -94,7 +94,7 @@ func (s *service) PullMessage(req *apiv2.PullMessageRequest, stream grpc.ServerS
 		ExpressionType: expType, BrokerName: b.Options().Broker.Name}
 	pctx, cancel := context.WithTimeout(ctx, suspend+DefaultRequestTimeout)
 	defer cancel()
-	resp, err := c.tr.InvokeSync(pctx, s.opts.BrokerAddr, remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(&h), nil))
+	resp, err := s.invoke(pctx, c, remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(&h), nil))
 	if err != nil {
 		return send(fromError("pull", err))
 	}

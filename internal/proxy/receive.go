@@ -186,7 +186,7 @@ func (s *service) receive(ctx context.Context, req *apiv2.ReceiveMessageRequest)
 		pctx, cancel = context.WithTimeout(ctx, poll+DefaultRequestTimeout)
 		defer cancel()
 	}
-	resp, err := c.tr.InvokeSync(pctx, s.opts.BrokerAddr, remoting.NewRequest(remoting.PopMessage, remoting.EncodeHeader(&h), nil))
+	resp, err := s.invoke(pctx, c, remoting.NewRequest(remoting.PopMessage, remoting.EncodeHeader(&h), nil))
 	if err != nil {
 		return nil, nil, pc, fromError("receive", err)
 	}
