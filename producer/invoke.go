@@ -39,9 +39,9 @@ func (s *send) invokeSync(ctx context.Context, q MessageQueue) (*SendResult, str
 	if err != nil {
 		return nil, "", err
 	}
-	ctx, cancel := s.attemptContext(ctx)
-	resp, err := s.p.tr.InvokeSync(ctx, addr, s.request(q))
-	cancel()
+	// Bounded by the send's deadline without a context derived per attempt, where the
+	// transport allows (remoting.DeadlineInvoker).
+	resp, err := remoting.InvokeSyncUntil(ctx, s.p.tr, addr, s.request(q), s.deadline)
 	if err != nil {
 		return nil, addr, err
 	}

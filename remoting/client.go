@@ -190,6 +190,11 @@ func (c *Client) RegisterProcessor(code int32, p Processor) {
 
 // conn returns the live connection to addr, dialling once for all concurrent callers.
 func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
+	return c.connUntil(ctx, addr, time.Time{})
+}
+
+// connUntil is conn whose wait for a dial also ends at until, unless it is zero.
+func (c *Client) connUntil(ctx context.Context, addr string, until time.Time) (*clientConn, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -207,11 +212,19 @@ func (c *Client) conn(ctx context.Context, addr string) (*clientConn, error) {
 		go c.dial(addr, call)
 	}
 	c.mu.Unlock()
+	var expired <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case <-call.done:
 		return call.cc, call.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("remoting: connect %s: %w", addr, ctx.Err())
+	case <-expired:
+		return nil, fmt.Errorf("remoting: connect %s: %w", addr, context.DeadlineExceeded)
 	}
 }
 
@@ -288,20 +301,25 @@ func (c *Client) hooked(addr string, req *Command, cb func(*Command, error)) fun
 
 // InvokeSync implements Transport.
 func (c *Client) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
+	return c.InvokeSyncUntil(ctx, addr, req, time.Time{})
+}
+
+// InvokeSyncUntil implements DeadlineInvoker.
+func (c *Client) InvokeSyncUntil(ctx context.Context, addr string, req *Command, until time.Time) (*Command, error) {
 	if c.faults != nil {
 		if lose, err := c.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return nil, err
 			}
-			return invokeSync(ctx, c.table, 0, lost, req)
+			return invokeSyncUntil(ctx, c.table, 0, lost, req, until)
 		}
 	}
-	cc, err := c.conn(ctx, addr)
+	cc, err := c.connUntil(ctx, addr, until)
 	if err != nil {
 		return nil, err
 	}
 	c.beforeRequest(addr, req)
-	resp, err := invokeSync(ctx, c.table, cc.id, cc.send, req)
+	resp, err := invokeSyncUntil(ctx, c.table, cc.id, cc.send, req, until)
 	if resp != nil {
 		for _, h := range c.opts.Hooks {
 			h.AfterResponse(addr, req, resp)

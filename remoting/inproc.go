@@ -145,12 +145,17 @@ func (t *InProcTransport) link(addr string) (*inprocChannel, bool, error) {
 
 // InvokeSync implements Transport.
 func (t *InProcTransport) InvokeSync(ctx context.Context, addr string, req *Command) (*Command, error) {
+	return t.InvokeSyncUntil(ctx, addr, req, time.Time{})
+}
+
+// InvokeSyncUntil implements DeadlineInvoker.
+func (t *InProcTransport) InvokeSyncUntil(ctx context.Context, addr string, req *Command, until time.Time) (*Command, error) {
 	if t.faults != nil {
 		if lose, err := t.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return nil, err
 			}
-			return invokeSync(ctx, t.table, 0, lost, req)
+			return invokeSyncUntil(ctx, t.table, 0, lost, req, until)
 		}
 	}
 	ch, err := t.channel(addr)
@@ -161,9 +166,9 @@ func (t *InProcTransport) InvokeSync(ctx context.Context, addr string, req *Comm
 		if t.fallback == nil {
 			return nil, fmt.Errorf("%w: %s", ErrNoRoute, addr)
 		}
-		return t.fallback.InvokeSync(ctx, addr, req)
+		return InvokeSyncUntil(ctx, t.fallback, addr, req, until)
 	}
-	return invokeSync(ctx, t.table, ch.id, ch.serveOnCaller, req)
+	return invokeSyncUntil(ctx, t.table, ch.id, ch.serveOnCaller, req, until)
 }
 
 // InvokeAsync implements Transport.

@@ -15,12 +15,39 @@ func deadlineOf(ctx context.Context) time.Time {
 	return time.Now().Add(DefaultInvokeTimeout)
 }
 
+// InvokeSyncUntil sends req through tr bounded by the sooner of ctx's deadline and until (none
+// when zero): with tr's InvokeSyncUntil when it is a DeadlineInvoker, else with a context
+// derived for the call.
+func InvokeSyncUntil(ctx context.Context, tr Transport, addr string, req *Command, until time.Time) (*Command, error) {
+	if di, ok := tr.(DeadlineInvoker); ok {
+		return di.InvokeSyncUntil(ctx, addr, req, until)
+	}
+	if d, ok := ctx.Deadline(); until.IsZero() || (ok && !d.After(until)) {
+		return tr.InvokeSync(ctx, addr, req)
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	return tr.InvokeSync(ctx, addr, req)
+}
+
 // invokeSync sends req with send and waits for the response registered in table under owner.
 func invokeSync(ctx context.Context, table *responseTable, owner uint64, send func(*Command) error,
 	req *Command) (*Command, error) {
+	return invokeSyncUntil(ctx, table, owner, send, req, time.Time{})
+}
+
+// invokeSyncUntil is invokeSync bounded also by until, unless it is zero. A bound sooner than
+// ctx's deadline (or with none) is kept by the future's pooled timer, so that a caller with a
+// deadline of its own needs no derived context (InvokeSyncUntil).
+func invokeSyncUntil(ctx context.Context, table *responseTable, owner uint64, send func(*Command) error,
+	req *Command, until time.Time) (*Command, error) {
 	deadline, hasDeadline := ctx.Deadline()
-	if !hasDeadline {
-		deadline = time.Now().Add(DefaultInvokeTimeout)
+	var wait time.Duration // > 0: the timer, not ctx, ends the wait at deadline
+	switch {
+	case !until.IsZero() && (!hasDeadline || until.Before(deadline)):
+		deadline, wait = until, max(time.Until(until), 1)
+	case !hasDeadline:
+		deadline, wait = time.Now().Add(DefaultInvokeTimeout), DefaultInvokeTimeout
 	}
 	f := table.acquire(req.Opaque, owner, deadline, nil)
 	table.add(f)
@@ -29,11 +56,11 @@ func invokeSync(ctx context.Context, table *responseTable, owner uint64, send fu
 		return nil, err
 	}
 	var timeout <-chan time.Time
-	if !hasDeadline {
+	if wait > 0 {
 		if f.timer == nil {
-			f.timer = time.NewTimer(DefaultInvokeTimeout)
+			f.timer = time.NewTimer(wait)
 		} else {
-			f.timer.Reset(DefaultInvokeTimeout)
+			f.timer.Reset(wait)
 		}
 		timeout = f.timer.C
 	}

@@ -59,7 +59,23 @@ type outbox struct {
 	heldBytes int
 	peak      int // the largest queued+outbound ever reached, for tests
 	closed    bool
+
+	// loopVec backs the buffers of a write on the loop (sendOnLoop, drain), which gnet does not
+	// keep, so that such a write allocates nothing. Loop-only.
+	loopVec [2][]byte
 }
+
+// loopBufs returns f's buffers in loopVec; doneLoopBufs lets go of them after the write.
+// Loop-only.
+func (o *outbox) loopBufs(f *outFrame) [][]byte {
+	bufs := append(o.loopVec[:0], *f.hdr)
+	if len(f.body) > 0 {
+		bufs = append(bufs, f.body)
+	}
+	return bufs
+}
+
+func (o *outbox) doneLoopBufs() { o.loopVec = [2][]byte{} }
 
 // send hands f to gnet, or holds it while the backlog is at the limit. Any goroutine.
 func (o *outbox) send(sc *serverConn, f outFrame) error {
@@ -128,7 +144,8 @@ func (o *outbox) sendOnLoop(sc *serverConn, c gnet.Conn, f outFrame) error {
 	}
 	o.mu.Unlock()
 	// A failed write closes the connection and runs OnClose: o.mu is not held.
-	_, err := c.Writev(f.bufs())
+	_, err := c.Writev(o.loopBufs(&f))
+	o.doneLoopBufs()
 	f.release()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrConnClosed, err)
@@ -187,7 +204,8 @@ func (o *outbox) drain(c gnet.Conn) bool {
 		o.mu.Unlock()
 		// On the loop, Writev takes the frame at once (into the socket or the outbound
 		// buffer). It may fail and close the connection, running OnClose: o.mu is not held.
-		_, err := c.Writev(f.bufs())
+		_, err := c.Writev(o.loopBufs(&f))
+		o.doneLoopBufs()
 		f.release()
 		if err != nil {
 			return false

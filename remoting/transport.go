@@ -1,6 +1,9 @@
 package remoting
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Transport is how producers, consumers, brokers and replication send requests: over TCP
 // (Client) or straight into a local node's Dispatcher (InProcTransport). Everything above it runs
@@ -18,6 +21,17 @@ type Transport interface {
 	RegisterProcessor(code int32, p Processor)
 	// Close closes every connection and fails pending requests with ErrClosed.
 	Close() error
+}
+
+// DeadlineInvoker is a Transport whose sync requests take a deadline apart from their context:
+// a sender bounding each attempt by its own deadline (a producer's send timeout) passes it here
+// instead of deriving a context per attempt, which costs allocations and a timer of its own.
+// A wrapper that must see every request (signing) does not have it, and its users derive the
+// context as before.
+type DeadlineInvoker interface {
+	// InvokeSyncUntil is InvokeSync bounded by the sooner of ctx's deadline and until: past
+	// it, it fails with ErrTimeout.
+	InvokeSyncUntil(ctx context.Context, addr string, req *Command, until time.Time) (*Command, error)
 }
 
 // RPCHook sees every request a client sends and every response it receives, for ACL signing and
