@@ -34,7 +34,7 @@ func queuePerm(t *testing.T, ns *NameServer, topicName, broker string) int32 {
 func TestWipeAndAddWritePerm(t *testing.T) {
 	ns, _ := newTestNameServer(t, Options{})
 	a := brokerSpec{cluster: "c", name: "a", addr: "10.0.0.1:10911",
-		topics: []TopicConfig{topic("T1", 4, PermReadWrite), topic("T2", 4, PermReadWrite|PermInherit)},
+		topics:  []TopicConfig{topic("T1", 4, PermReadWrite), topic("T2", 4, PermReadWrite|PermInherit)},
 		version: DataVersion{Timestamp: 1, Counter: 1}}
 	b := brokerSpec{cluster: "c", name: "b", addr: "10.0.0.2:10911",
 		topics: []TopicConfig{topic("T1", 4, PermReadWrite)}, version: DataVersion{Timestamp: 1, Counter: 1}}
