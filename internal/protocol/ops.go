@@ -1,5 +1,11 @@
 package protocol
 
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
 // The operators' admin requests of issue 31: the name service's write-permission switches and
 // configuration, and the broker's configuration, consume statistics, offset cloning and
 // ConsumeQueue inspection (RocketMQ 4.9's RequestCode, header classes and bodies).
@@ -82,4 +88,103 @@ type QueryTopicConsumeByWhoRequestHeader = TopicHeader
 // QueryTopicsByConsumerRequestHeader is the header of QUERY_TOPICS_BY_CONSUMER (343).
 type QueryTopicsByConsumerRequestHeader struct {
 	Group string `ext:"group,required"`
+}
+
+// ConsumeStatsList is the body of GET_BROKER_CONSUME_STATS: per subscription group, the
+// ConsumeStats of each topic it consumes on the broker, and the sum of their lags.
+type ConsumeStatsList struct {
+	BrokerAddr string
+	// Groups are the groups in the order of the body, each with its topics' stats.
+	Groups    []GroupConsumeStats
+	TotalDiff int64
+}
+
+// GroupConsumeStats is one group of a ConsumeStatsList.
+type GroupConsumeStats struct {
+	Group string
+	Stats []*ConsumeStats
+}
+
+// DecodeConsumeStatsList parses a GET_BROKER_CONSUME_STATS body, whose ConsumeStats carry
+// fastjson's object keys. Errors wrap ErrMalformedBody.
+func DecodeConsumeStatsList(b []byte) (*ConsumeStatsList, error) {
+	l := &ConsumeStatsList{}
+	err := scanObject(b, func(key, val []byte) error {
+		name, err := fieldName(key)
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "brokerAddr":
+			return json.Unmarshal(val, &l.BrokerAddr)
+		case "totalDiff":
+			return json.Unmarshal(val, &l.TotalDiff)
+		case "consumeStatsList":
+			return scanArray(val, func(elem []byte) error {
+				return scanObject(elem, func(key, val []byte) error {
+					group, err := fieldName(key)
+					if err != nil {
+						return err
+					}
+					g := GroupConsumeStats{Group: group}
+					if err := scanArray(val, func(cs []byte) error {
+						s, err := DecodeConsumeStats(cs)
+						if err == nil {
+							g.Stats = append(g.Stats, s)
+						}
+						return err
+					}); err != nil {
+						return err
+					}
+					l.Groups = append(l.Groups, g)
+					return nil
+				})
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: consume stats list: %v", ErrMalformedBody, err)
+	}
+	return l, nil
+}
+
+// scanArray calls fn with each element of the JSON array b (elements may hold fastjson's
+// object keys).
+func scanArray(b []byte, fn func(elem []byte) error) error {
+	b = trimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) < 2 || b[0] != '[' {
+		return errors.New("not an array")
+	}
+	i := skipSpace(b, 1)
+	if i < len(b) && b[i] == ']' {
+		return nil
+	}
+	for {
+		end, err := skipValue(b, i)
+		if err != nil {
+			return err
+		}
+		if err := fn(b[i:end]); err != nil {
+			return err
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return errors.New("unterminated array")
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			if skipSpace(b, i+1) != len(b) {
+				return errors.New("data after array")
+			}
+			return nil
+		default:
+			return fmt.Errorf("unexpected %q in array", b[i])
+		}
+	}
 }

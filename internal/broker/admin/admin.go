@@ -20,6 +20,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
@@ -59,12 +60,17 @@ type Service struct {
 	core *broker.Broker
 	deps Deps
 	log  zerolog.Logger
+	// configVersion and configVersionAt are GET_BROKER_CONFIG's DataVersion: updates counted
+	// since start, and the time of the last (or of the start).
+	configVersion, configVersionAt atomic.Int64
 }
 
 // New builds the service over core. Attach it to core before Register.
 func New(core *broker.Broker, deps Deps) *Service {
-	return &Service{core: core, deps: deps,
+	s := &Service{core: core, deps: deps,
 		log: core.Logger().With().Str("component", "admin").Str("broker", core.Options().Broker.Name).Logger()}
+	s.configVersionAt.Store(time.Now().UnixMilli())
+	return s
 }
 
 // Handlers are the admin codes with the header fields that carry names, all on the admin pool.
@@ -93,6 +99,16 @@ func (s *Service) Handlers() []broker.Handler {
 		h(remoting.InvokeBrokerToGetConsumerStats, relay, s.processGetConsumerStatus),
 		h(remoting.GetConsumerRunningInfo, consumerGroup, s.processConsumerRunningInfo),
 		h(remoting.ConsumeMessageDirectly, consumerGroup, s.processConsumeMessageDirectly),
+		h(remoting.GetBrokerConfig, nil, s.processGetBrokerConfig),
+		h(remoting.UpdateBrokerConfig, nil, s.processUpdateBrokerConfig),
+		h(protocol.CodeGetBrokerConsumeStats, nil, s.processBrokerConsumeStats),
+		h(protocol.CodeCloneGroupOffset, []reqnames.Field{reqnames.GroupField("srcGroup"), reqnames.GroupField("destGroup"),
+			reqnames.TopicField("topic")}, s.processCloneGroupOffset),
+		h(remoting.QueryConsumeQueue, []reqnames.Field{reqnames.TopicField("topic"), reqnames.GroupField("consumerGroup")},
+			s.processQueryConsumeQueue),
+		h(protocol.CodeCleanExpiredConsumeQueue, nil, s.processCleanExpiredConsumeQueue),
+		h(remoting.QueryTopicConsumeByWho, topic, s.processTopicConsumeByWho),
+		h(protocol.CodeQueryTopicsByConsumer, []reqnames.Field{reqnames.GroupField("group")}, s.processTopicsByConsumer),
 	}
 }
 
