@@ -178,20 +178,20 @@ func (n *NameServer) updateConfig(_ context.Context, ch remoting.Channel, req *r
 	var order *bool
 	for _, k := range slices.Sorted(maps.Keys(props)) {
 		if k != namesrvKeyOrderMessageEnable {
-			refused = append(refused, names.Quote(k, 64))
+			refused = append(refused, names.Quote(k, len(k)))
 			continue
 		}
 		b, err := strconv.ParseBool(strings.TrimSpace(props[k]))
 		if err != nil {
 			return nil, &remoting.ResponseError{Code: remoting.SystemError,
-				Remark: fmt.Sprintf("%s must be true or false, not %s", k, names.Quote(props[k], 64))}
+				Remark: fmt.Sprintf("%s must be true or false, not %s", k, names.Quote(props[k], len(props[k])))}
 		}
 		order = &b
 	}
 	if len(refused) > 0 {
 		return nil, &remoting.ResponseError{Code: remoting.NoPermission, Remark: fmt.Sprintf(
 			"cannot change %s at run time: the name service changes only %s (set the others when starting the node)",
-			strings.Join(refused, ", "), namesrvKeyOrderMessageEnable)}
+			listSome(refused), namesrvKeyOrderMessageEnable)}
 	}
 	if order != nil {
 		n.orderConfOff.Store(!*order)

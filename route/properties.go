@@ -58,3 +58,16 @@ func ParseProperties(s string) (map[string]string, error) {
 	}
 	return kv, nil
 }
+
+// listSome joins up to ten items for a remark and counts the rest, so a body of a thousand keys
+// does not make a remark of a thousand names.
+func listSome(items []string) string {
+	const most = 10
+	if len(items) <= most {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:most], ", ") + fmt.Sprintf(" and %d more", len(items)-most)
+}
+
+// ListSome is listSome for the broker's UPDATE_BROKER_CONFIG.
+func ListSome(items []string) string { return listSome(items) }

@@ -132,13 +132,13 @@ func (s *Service) processUpdateBrokerConfig(_ context.Context, ch remoting.Chann
 	var refused []string
 	for _, k := range slices.Sorted(maps.Keys(props)) {
 		if k != broker.KeyBrokerPermission {
-			refused = append(refused, names.Quote(k, 64))
+			refused = append(refused, names.Quote(k, len(k)))
 		}
 	}
 	if len(refused) > 0 {
 		return remoting.NewResponse(remoting.NoPermission, fmt.Sprintf(
 			"cannot change %s at run time: the broker changes only %s (set the others when starting the node)",
-			strings.Join(refused, ", "), broker.KeyBrokerPermission)), nil
+			route.ListSome(refused), broker.KeyBrokerPermission)), nil
 	}
 	v, ok := props[broker.KeyBrokerPermission]
 	if !ok {
@@ -150,7 +150,7 @@ func (s *Service) processUpdateBrokerConfig(_ context.Context, ch remoting.Chann
 	}
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError,
-			fmt.Sprintf("%s=%s: %v", broker.KeyBrokerPermission, names.Quote(v, 64), err)), nil
+			fmt.Sprintf("%s=%s: %v", broker.KeyBrokerPermission, names.Quote(v, len(v)), err)), nil
 	}
 	if err := s.core.SetPermission(int32(p)); err != nil {
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
