@@ -7,14 +7,17 @@
 // group's consumers (INVOKE_BROKER_TO_RESET_OFFSET, INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
 // GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
 //
-// It holds no state, files or loops of its own: every processor reads and writes the core
-// through its views (Topics, Groups, Offsets, Clients, Messages, and the store), the statistics
+// It holds no files or loops of its own, and no state but GET_BROKER_CONFIG's version counter:
+// every processor reads and writes the core through its views (Topics, Groups, Offsets, Clients, Messages, and the store), the statistics
 // through Stats and the delay cursors through DelayOffsets. Its requests run on the core's
 // admin pool. It takes no lock; the core's managers take theirs, one at a time.
 //
 // Files: admin.go (the service and its handlers), reads.go (admin reads and subscription group
 // admin), connections.go (the connection lists), reset_offset.go (the relays to consumers),
-// consume_directly.go (CONSUME_MESSAGE_DIRECTLY).
+// consume_directly.go (CONSUME_MESSAGE_DIRECTLY), config.go (GET_BROKER_CONFIG and
+// UPDATE_BROKER_CONFIG), ops.go (GET_BROKER_CONSUME_STATS, CLONE_GROUP_OFFSET,
+// QUERY_CONSUME_QUEUE, CLEAN_EXPIRED_CONSUMEQUEUE, QUERY_TOPIC_CONSUME_BY_WHO,
+// QUERY_TOPICS_BY_CONSUMER).
 package admin
 
 import (
