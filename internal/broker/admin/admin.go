@@ -8,9 +8,9 @@
 // GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
 //
 // It holds no files or loops of its own, and no state but GET_BROKER_CONFIG's version counter:
-// every processor reads and writes the core through its views (Topics, Groups, Offsets, Clients, Messages, and the store), the statistics
-// through Stats and the delay cursors through DelayOffsets. Its requests run on the core's
-// admin pool. It takes no lock; the core's managers take theirs, one at a time.
+// every processor reads and writes the core through its views (Topics, Groups, Offsets,
+// Clients, Messages, and the store), the statistics through Stats and the delay cursors through
+// DelayOffsets. Its requests run on the core's admin pool. It takes no lock; the core's managers take theirs, one at a time.
 //
 // Files: admin.go (the service and its handlers), reads.go (admin reads and subscription group
 // admin), connections.go (the connection lists), reset_offset.go (the relays to consumers),
