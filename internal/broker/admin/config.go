@@ -15,6 +15,7 @@ import (
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
 )
 
 // GET_BROKER_CONFIG and UPDATE_BROKER_CONFIG: the broker's settings under RocketMQ's names
@@ -31,7 +32,7 @@ func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(),
 // the node's value.
 func (s *Service) brokerConfig() map[string]string {
 	o := s.core.Options()
-	b, st := o.Broker, o.Store
+	b, st := o.Broker, storeDefaults(o.Store)
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	host, port := o.BrokerAddr, ""
 	if k := strings.LastIndexByte(o.BrokerAddr, ':'); k >= 0 {
@@ -86,6 +87,39 @@ func (s *Service) brokerConfig() map[string]string {
 		"maxIndexNum":                    strconv.Itoa(st.MaxIndexNum),
 		"checkCRCOnRecover":              strconv.FormatBool(!st.DisableCRCOnRecover),
 	}
+}
+
+// storeDefaults fills the store settings left zero with the defaults storage.Open applies
+// (storage keeps its filled copy to itself), so the answer shows what the store runs with.
+func storeDefaults(st storage.Options) storage.Options {
+	or := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	ori := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if st.SegmentBytes == 0 {
+		st.SegmentBytes = storage.DefaultSegmentBytes
+	}
+	if st.FlushDiskType == "" {
+		st.FlushDiskType = storage.AsyncFlush
+	}
+	if st.DeleteWhen == "" {
+		st.DeleteWhen = storage.DefaultDeleteWhen
+	}
+	ori(&st.ConsumeQueueUnits, storage.DefaultConsumeQueueUnits)
+	ori(&st.DiskMaxUsedSpaceRatio, storage.DefaultDiskMaxUsedSpaceRatio)
+	ori(&st.AccessMessageInMemoryMaxRatio, 40) // storage's default, RocketMQ's accessMessageInMemoryMaxRatio
+	ori(&st.MaxHashSlotNum, storage.DefaultMaxHashSlotNum)
+	ori(&st.MaxIndexNum, storage.DefaultMaxIndexNum)
+	or(&st.FlushIntervalCommitLog, storage.DefaultFlushIntervalCommit)
+	or(&st.FileReservedTime, storage.DefaultFileReservedTime)
+	or(&st.CleanResourceInterval, storage.DefaultCleanResourceInterval)
+	return st
 }
 
 // delayLevel writes one delay as RocketMQ's messageDelayLevel does ("1s", "5m", "2h", "1d").

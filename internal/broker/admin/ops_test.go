@@ -36,7 +36,10 @@ func TestAdminBrokerConfig(t *testing.T) {
 	tb := startIn(t, dir)
 	kv, version := brokerConfig(t, tb.TCP, tb)
 	if kv["brokerName"] != tb.Options().Broker.Name || kv["brokerPermission"] != "6" || kv["storePathRootDir"] != dir ||
-		kv["mappedFileSizeCommitLog"] != "65536" || kv["listenPort"] == "" {
+		kv["mappedFileSizeCommitLog"] != "65536" || kv["listenPort"] == "" ||
+		// Left to storage's defaults, RocketMQ's values.
+		kv["fileReservedTime"] != "72" || kv["flushDiskType"] != "ASYNC_FLUSH" || kv["deleteWhen"] != "04" ||
+		kv["diskMaxUsedSpaceRatio"] != "75" || kv["maxIndexNum"] != "20000000" || kv["brokerRole"] != "ASYNC_MASTER" {
 		t.Fatalf("config %v", kv)
 	}
 	var v route.DataVersion
