@@ -28,6 +28,7 @@ import (
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/reqnames"
+	"github.com/mqgo/mq/internal/broker/stats"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -44,6 +45,9 @@ type Stats interface {
 	Rates() (put, get [3]float64, ok bool)
 	// ConsumeTPS is what group pulled of topic per second over the last minute.
 	ConsumeTPS(topic, group string) float64
+	// StatsData is one statistic's minute, hour and day figures (VIEW_BROKER_STATS_DATA); ok
+	// is false for an unknown name or key.
+	StatsData(name, key string, now time.Time) (minute, hour, day stats.WindowStat, ok bool)
 }
 
 // DelayOffsets is the schedule service's cursors (delayOffset.json).
@@ -111,6 +115,7 @@ func (s *Service) Handlers() []broker.Handler {
 			s.processQueryConsumeQueue),
 		h(protocol.CodeCleanExpiredConsumeQueue, nil, s.processCleanExpiredConsumeQueue),
 		h(remoting.QueryTopicConsumeByWho, topic, s.processTopicConsumeByWho),
+		h(protocol.CodeViewBrokerStatsData, nil, s.processViewBrokerStatsData),
 		h(protocol.CodeQueryTopicsByConsumer, []reqnames.Field{reqnames.GroupField("group")}, s.processTopicsByConsumer),
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/stats"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -251,4 +253,39 @@ func (s *Service) processTopicsByConsumer(_ context.Context, _ remoting.Channel,
 	resp := remoting.NewResponse(remoting.Success, "")
 	resp.Body = (&route.TopicList{TopicList: append([]string{}, topics...), BrokerAddr: s.core.Options().BrokerAddr}).Encode()
 	return resp, nil
+}
+
+// brokerStatsItem is BrokerStatsItem, one window of VIEW_BROKER_STATS_DATA.
+type brokerStatsItem struct {
+	Sum   int64   `json:"sum"`
+	TPS   float64 `json:"tps"`
+	AvgPT float64 `json:"avgpt"`
+}
+
+// processViewBrokerStatsData handles VIEW_BROKER_STATS_DATA (315): a statistic's minute, hour
+// and day sums and rates, as BrokerStatsData (statsAll reads TOPIC_PUT_NUMS of a topic and
+// GROUP_GET_NUMS of topic@group). Statistics the broker does not keep, and keys nothing was
+// counted for, are RocketMQ's SYSTEM_ERROR "The stats <name> <key> not exist".
+func (s *Service) processViewBrokerStatsData(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+	var h protocol.ViewBrokerStatsDataRequestHeader
+	if err := h.Decode(req.ExtFields); err != nil {
+		return nil, err
+	}
+	var minute, hour, day stats.WindowStat
+	ok := false
+	if s.deps.Stats != nil {
+		minute, hour, day, ok = s.deps.Stats.StatsData(h.StatsName, h.StatsKey, time.Now())
+	}
+	if !ok {
+		return remoting.NewResponse(remoting.SystemError, fmt.Sprintf("The stats <%s> <%s> not exist",
+			names.Quote(h.StatsName, len(h.StatsName)), names.Quote(h.StatsKey, len(h.StatsKey)))), nil
+	}
+	item := func(w stats.WindowStat) brokerStatsItem {
+		return brokerStatsItem{Sum: w.Sum, TPS: w.TPS, AvgPT: w.AvgPT}
+	}
+	return jsonResponse(struct {
+		StatsMinute brokerStatsItem `json:"statsMinute"`
+		StatsHour   brokerStatsItem `json:"statsHour"`
+		StatsDay    brokerStatsItem `json:"statsDay"`
+	}{item(minute), item(hour), item(day)})
 }

@@ -228,3 +228,41 @@ func TestAdminCleanExpiredConsumeQueue(t *testing.T) {
 		t.Fatalf("after the clean: Gone %v Kept %v", has("Gone"), has("Kept"))
 	}
 }
+
+// TestAdminViewBrokerStatsData reads a topic's put and a group's get figures as statsAll does.
+func TestAdminViewBrokerStatsData(t *testing.T) {
+	tb := start(t, nil, nil)
+	// The windows' first snapshot is taken as the statistics start; count after it.
+	brokertest.Eventually(t, "the statistics to sample", func() bool { _, _, ok := tb.stats.Rates(); return ok })
+	tb.stats.CountPut("VT", 3, 30)
+	tb.stats.CountGet("VT", "vg", 2, 20)
+	view := func(name, key string) (*remoting.Command, map[string]brokerStatsItem) {
+		resp := adminCall(t, tb.TCP, tb, protocol.CodeViewBrokerStatsData,
+			&protocol.ViewBrokerStatsDataRequestHeader{StatsName: name, StatsKey: key}, nil)
+		var body map[string]brokerStatsItem
+		if resp.Code == remoting.Success {
+			if err := json.Unmarshal(resp.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp, body
+	}
+	for _, c := range []struct {
+		name, key string
+		sum       int64
+	}{{stats.TopicPutNums, "VT", 3}, {stats.TopicPutSize, "VT", 30}, {stats.GroupGetNums, "VT@vg", 2}, {stats.GroupGetSize, "VT@vg", 20}} {
+		resp, body := view(c.name, c.key)
+		wantOK(t, resp)
+		for _, w := range []string{"statsMinute", "statsHour", "statsDay"} {
+			if body[w].Sum != c.sum || body[w].TPS <= 0 {
+				t.Errorf("%s %s %s: %+v, want sum %d and a rate", c.name, c.key, w, body[w], c.sum)
+			}
+		}
+	}
+	for _, c := range [][2]string{{stats.TopicPutNums, "nope"}, {stats.GroupGetNums, "VT"}, {"SNDBCK_PUT_NUMS", "VT"}} {
+		resp, _ := view(c[0], c[1])
+		if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "not exist") {
+			t.Errorf("%v: %d %q", c, resp.Code, resp.Remark)
+		}
+	}
+}

@@ -40,6 +40,7 @@ type Service struct {
 
 	tps        tpsSampler
 	groupRates groupRates
+	windows    windows // VIEW_BROKER_STATS_DATA's minute, hour and day (windows.go)
 
 	mu struct {
 		sync.Mutex
@@ -53,7 +54,7 @@ type Service struct {
 // New builds the service over core and makes it the core's counter. Attach it to core before
 // Run.
 func New(core *broker.Broker) *Service {
-	s := &Service{core: core, start: time.Now()}
+	s := &Service{core: core, start: time.Now(), windows: newWindows()}
 	s.mu.day = midnight(s.start)
 	core.Seams().SetCounter(s)
 	return s
