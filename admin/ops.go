@@ -242,3 +242,79 @@ func (a *Admin) TopicClusters(ctx context.Context, topic string) ([]string, erro
 	}
 	return slices.Sorted(maps.Keys(set)), nil
 }
+
+// StatsWindow is one window of a broker statistic: the sum counted in it and the rate per
+// second (RocketMQ's BrokerStatsItem; avgpt is 0 from mq's brokers, which count messages, not
+// calls).
+type StatsWindow struct {
+	Sum   int64   `json:"sum"`
+	TPS   float64 `json:"tps"`
+	AvgPT float64 `json:"avgpt"`
+}
+
+// BrokerStatsData is a statistic's last minute, hour and day (VIEW_BROKER_STATS_DATA).
+type BrokerStatsData struct {
+	Minute StatsWindow `json:"statsMinute"`
+	Hour   StatsWindow `json:"statsHour"`
+	Day    StatsWindow `json:"statsDay"`
+}
+
+// Sum24Hours is the day's sum, or the hour's, or the minute's, the first not 0 (RocketMQ's
+// StatsAllSubCommand.compute24HourSum).
+func (d *BrokerStatsData) Sum24Hours() int64 {
+	for _, s := range []int64{d.Day.Sum, d.Hour.Sum, d.Minute.Sum} {
+		if s != 0 {
+			return s
+		}
+	}
+	return 0
+}
+
+// Names of the statistics ViewBrokerStatsData reads (RocketMQ's BrokerStatsManager).
+const (
+	StatsTopicPutNums = "TOPIC_PUT_NUMS" // key: a topic
+	StatsGroupGetNums = "GROUP_GET_NUMS" // key: topic@group
+)
+
+// ViewBrokerStatsData reads one statistic of a broker.
+func (a *Admin) ViewBrokerStatsData(ctx context.Context, brokerAddr, name, key string) (*BrokerStatsData, error) {
+	req := remoting.NewRequest(protocol.CodeViewBrokerStatsData,
+		remoting.EncodeHeader(&protocol.ViewBrokerStatsDataRequestHeader{StatsName: name, StatsKey: key}), nil)
+	resp, err := a.invokeOK(ctx, brokerAddr, req)
+	if err != nil {
+		return nil, fmt.Errorf("admin: stats %s of %s on %s: %w", name, key, brokerAddr, err)
+	}
+	var d BrokerStatsData
+	if err := json.Unmarshal(resp.Body, &d); err != nil {
+		return nil, fmt.Errorf("admin: stats %s of %s on %s: %w", name, key, brokerAddr, err)
+	}
+	return &d, nil
+}
+
+// TopicConsumedBy returns the groups that consume topic (online, or with offsets in it) on
+// every master of its route (QUERY_TOPIC_CONSUME_BY_WHO), sorted.
+func (a *Admin) TopicConsumedBy(ctx context.Context, topic string) ([]string, error) {
+	ms, err := a.routeMasters(ctx, topic, "groups consuming "+topic)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]struct{}{}
+	for _, m := range ms {
+		req := remoting.NewRequest(remoting.QueryTopicConsumeByWho,
+			remoting.EncodeHeader(&protocol.QueryTopicConsumeByWhoRequestHeader{Topic: topic}), nil)
+		resp, err := a.invokeOK(ctx, m.addr, req)
+		if err != nil {
+			return nil, fmt.Errorf("admin: groups consuming %s on %s: %w", topic, m.addr, err)
+		}
+		var body struct {
+			GroupList []string `json:"groupList"`
+		}
+		if err := json.Unmarshal(resp.Body, &body); err != nil {
+			return nil, fmt.Errorf("admin: groups consuming %s on %s: %w", topic, m.addr, err)
+		}
+		for _, g := range body.GroupList {
+			set[g] = struct{}{}
+		}
+	}
+	return slices.Sorted(maps.Keys(set)), nil
+}

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mqgo/mq/admin"
+	"github.com/mqgo/mq/internal/names"
 )
 
 // The operators' commands of issue 31 over the broker's and name service's admin codes, with
@@ -59,6 +62,9 @@ func init() {
 				{short: "c", long: "cluster", usage: "clustername"}}},
 		command{name: "topicClusterList", desc: "Get cluster info for topic.", exec: topicClusterList,
 			options: []option{{short: "t", long: "topic", usage: "topic name", required: true}}},
+		command{name: "statsAll", desc: "Topic and Consumer tps stats.", exec: statsAll,
+			options: []option{{short: "a", long: "activeTopic", usage: "print active topic only", boolean: true},
+				{short: "t", long: "topic", usage: "print select topic only"}}},
 	)
 }
 
@@ -441,6 +447,91 @@ func topicClusterList(ctx context.Context, e *env) (any, func(io.Writer), error)
 	return clusters, text(func(b *strings.Builder) {
 		for _, c := range clusters {
 			fmt.Fprintf(b, "%s\n", c)
+		}
+	}), nil
+}
+
+type statsRow struct {
+	Topic        string  `json:"topic"`
+	Group        string  `json:"group,omitempty"`
+	Accumulation int64   `json:"accumulation"`
+	InTPS        float64 `json:"inTps"`
+	OutTPS       float64 `json:"outTps"`
+	InMsg24Hour  int64   `json:"inMsg24Hour"`
+	OutMsg24Hour int64   `json:"outMsg24Hour"`
+}
+
+// statsAll is RocketMQ's statsAll: per topic (retry and DLQ topics left out) and consuming
+// group, the backlog, the put and get rates of the last minute and the last day's counts,
+// summed over the topic's masters. As RocketMQ, a topic or group whose figures cannot be had
+// is printed without them, and a topic that fails altogether is skipped.
+func statsAll(ctx context.Context, e *env) (any, func(io.Writer), error) {
+	a, err := e.adminClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	topics, err := a.TopicList(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	active, only := e.has("a"), e.str("t")
+	rows := []statsRow{}
+	for _, topic := range topics {
+		if strings.HasPrefix(topic, names.RetryPrefix) || strings.HasPrefix(topic, names.DLQPrefix) || (only != "" && topic != only) {
+			continue
+		}
+		r, err := a.TopicRoute(ctx, topic)
+		if err != nil {
+			continue
+		}
+		var masters []string
+		for _, bd := range r.BrokerDatas {
+			if addr := bd.MasterAddr(); addr != "" {
+				masters = append(masters, addr)
+			}
+		}
+		in := statsRow{Topic: topic}
+		for _, m := range masters {
+			if d, err := a.ViewBrokerStatsData(ctx, m, admin.StatsTopicPutNums, topic); err == nil {
+				in.InTPS += d.Minute.TPS
+				in.InMsg24Hour += d.Sum24Hours()
+			}
+		}
+		groups, _ := a.TopicConsumedBy(ctx, topic)
+		if len(groups) == 0 {
+			if !active || in.InMsg24Hour > 0 {
+				rows = append(rows, in)
+			}
+			continue
+		}
+		for _, g := range groups {
+			row := in
+			row.Group = g
+			for _, m := range masters {
+				if d, err := a.ViewBrokerStatsData(ctx, m, admin.StatsGroupGetNums, topic+"@"+g); err == nil {
+					row.OutTPS += d.Minute.TPS
+					row.OutMsg24Hour += d.Sum24Hours()
+				}
+			}
+			if cs, err := a.ConsumeStats(ctx, g, topic); err == nil {
+				row.Accumulation = max(0, cs.Diff())
+			}
+			if !active || row.InMsg24Hour > 0 || row.OutMsg24Hour > 0 {
+				rows = append(rows, row)
+			}
+		}
+	}
+	return rows, text(func(b *strings.Builder) {
+		fmt.Fprintf(b, "%-64s  %-64s %12s %11s %11s %14s %14s\n", "#Topic", "#Consumer Group", "#Accumulation",
+			"#InTPS", "#OutTPS", "#InMsg24Hour", "#OutMsg24Hour")
+		for _, r := range rows {
+			if r.Group == "" {
+				fmt.Fprintf(b, "%-64s  %-64s %12d %11.2f %11s %14d %14s\n", front(r.Topic, 64), "", 0, r.InTPS, "",
+					r.InMsg24Hour, "NO_CONSUMER")
+				continue
+			}
+			fmt.Fprintf(b, "%-64s  %-64s %12d %11.2f %11.2f %14d %14d\n", front(r.Topic, 64), front(r.Group, 64),
+				r.Accumulation, r.InTPS, r.OutTPS, r.InMsg24Hour, r.OutMsg24Hour)
 		}
 	}), nil
 }

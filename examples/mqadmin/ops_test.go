@@ -179,6 +179,28 @@ func TestOpsCommands(t *testing.T) {
 		t.Errorf("brokerConsumeStats: opsSrc diff %d and opsDst diff %d, want %d each:\n%s", srcRows, dstRows, committed, out)
 	}
 
+	// statsAll: opsSrc's backlog is the 10 messages sent after it stopped; the day's counts are
+	// at most what was sent (30) and pulled (20): the statistics began as the brokers started.
+	out = mustRun(t, "statsAll", "-n", ns, "-t", topic)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], fmt.Sprintf("%-64s  %-64s %12s %11s", "#Topic", "#Consumer Group", "#Accumulation", "#InTPS")) {
+		t.Errorf("statsAll header %q", lines[0])
+	}
+	found := false
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) == 7 && f[0] == topic && f[1] == "opsSrc" {
+			found = true
+			in, outMsgs := atoi(t, f[5]), atoi(t, f[6])
+			if f[2] != "10" || in <= 0 || in > 30 || outMsgs <= 0 || outMsgs > 20 {
+				t.Errorf("statsAll row %q: want accumulation 10, 1-30 in, 1-20 out", l)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("statsAll has no %s/opsSrc row:\n%s", topic, out)
+	}
+
 	out = mustRun(t, "queryCq", "-n", ns, "-b", addrA, "-t", topic, "-q", "0", "-i", "0", "-c", "2", "-g", "nobody")
 	if !strings.Contains(out, "Filter data: \nnobody@"+topic+" is not online!\n") || !strings.Contains(out, "Queue data: \nmax: ") ||
 		!strings.Contains(out, "idx: 0\nConsumeQueueData{physicOffset=") || !strings.Contains(out, "idx: 1\n") {

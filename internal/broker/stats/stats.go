@@ -9,7 +9,8 @@
 // CountGet, a topic's deletion ForgetTopic. Run samples the totals every second and the group
 // counters every 10 s until the broker stops.
 //
-// Files: stats.go (the counters and day marks), tps.go (the samplers), metrics.go (the figures
+// Files: stats.go (the counters and day marks), tps.go (the samplers), windows.go (the minute,
+// hour and day windows of VIEW_BROKER_STATS_DATA), metrics.go (the figures
 // of a scrape, read from the core's views: Topics, Groups, Offsets, Clients, Seams.SlaveAcks). It keeps no files. Locks: the
 // day marks', each sampler's ring's; all leaves. The counters are atomics in sync.Maps, so
 // counting takes no lock and allocates only for a topic's (or topic and group's) first
