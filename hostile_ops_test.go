@@ -12,7 +12,7 @@ import (
 
 // Row 11: the operators' codes of issue 31 bound what the wire asks of them: a ConsumeQueue
 // query's count and bounds, a configuration body's size and key count, a permission outside
-// 2/4/6, a broker name of any length. Each gets an answer saying what was wrong, and the honest
+// 0/2/4/6, a broker name of any length. Each gets an answer saying what was wrong, and the honest
 // clients go on (the row's shared checks).
 func hsAttackOpsCodes(t *testing.T, e *hsEnv) func() {
 	c := hsClient(t)
