@@ -36,6 +36,7 @@ func hsRows() []hsRow {
 		{name: "8-too-many-connections", attack: hsAttackConnections},
 		{name: "9-malformed-frames", attack: hsAttackMalformedFrames},
 		{name: "10-rocketmq5-types", attack: hsAttackTypes},
+		{name: "11-operator-codes", attack: hsAttackOpsCodes},
 	}
 }
 
@@ -80,6 +81,10 @@ func hsTopicRequests(topic string) []hsNamedRequest {
 		{"HEART_BEAT", remoting.NewRequest(remoting.HeartBeat, nil, hsHeartbeat("hostile-names", group, topic))},
 		{"LOCK_BATCH_MQ", remoting.NewRequest(remoting.LockBatchMQ, nil, hsLockBody(group, topic))},
 		{"REGISTER_BROKER", binaryHeader(reg)},
+		{"QUERY_CONSUME_QUEUE", binaryHeader(remoting.NewRequest(remoting.QueryConsumeQueue, remoting.EncodeHeader(
+			&protocol.QueryConsumeQueueRequestHeader{Topic: topic, Count: 1, ConsumerGroup: group}), nil))},
+		{"CLONE_GROUP_OFFSET", binaryHeader(remoting.NewRequest(protocol.CodeCloneGroupOffset, remoting.EncodeHeader(
+			&protocol.CloneGroupOffsetRequestHeader{SrcGroup: group, DestGroup: group + "_dst", Topic: topic}), nil))},
 	}
 }
 
@@ -97,6 +102,10 @@ func hsGroupRequests(e *hsEnv, group string) []hsNamedRequest {
 			&protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: topic}), nil))},
 		{"HEART_BEAT", remoting.NewRequest(remoting.HeartBeat, nil, hsHeartbeat("hostile-names", group, topic))},
 		{"LOCK_BATCH_MQ", remoting.NewRequest(remoting.LockBatchMQ, nil, hsLockBody(group, topic))},
+		{"QUERY_CONSUME_QUEUE", binaryHeader(remoting.NewRequest(remoting.QueryConsumeQueue, remoting.EncodeHeader(
+			&protocol.QueryConsumeQueueRequestHeader{Topic: topic, Count: 1, ConsumerGroup: group}), nil))},
+		{"CLONE_GROUP_OFFSET", binaryHeader(remoting.NewRequest(protocol.CodeCloneGroupOffset, remoting.EncodeHeader(
+			&protocol.CloneGroupOffsetRequestHeader{SrcGroup: hsHonestCG, DestGroup: group, Topic: topic, Offline: true}), nil))},
 	}
 }
 

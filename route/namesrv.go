@@ -2,8 +2,10 @@ package route
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
@@ -52,6 +54,10 @@ type NameServer struct {
 	now   func() time.Time
 	table *table
 	kv    *kvConfig
+
+	// orderConfOff is orderMessageEnable=false (UPDATE_NAMESRV_CONFIG): routes then carry no
+	// order topic configuration from the KV config.
+	orderConfOff atomic.Bool
 
 	// regLog is log, rate-limited: a broker repeats a flawed registration every 30 s.
 	regLog zerolog.Logger
@@ -111,6 +117,12 @@ func (n *NameServer) processors() map[int32]remoting.ProcessorFunc {
 		remoting.DeleteTopicInNamesrv:          n.deleteTopic,
 		remoting.RegisterTopicInNamesrv:        n.registerTopic,
 		remoting.GetTopicsByCluster:            n.getTopicsByCluster,
+		remoting.WipeWritePermOfBroker:         n.wipeWritePerm,
+		protocol.CodeAddWritePermOfBroker:      n.addWritePerm,
+		protocol.CodeGetSystemTopicListFromNS:  n.getSystemTopicList,
+		remoting.GetUnitTopicList:              n.getUnitTopicList,
+		protocol.CodeGetNamesrvConfig:          n.getConfig,
+		protocol.CodeUpdateNamesrvConfig:       n.updateConfig,
 	}
 }
 
@@ -169,6 +181,9 @@ func (n *NameServer) TopicRoute(topic string) (*TopicRouteData, bool) {
 	r, ok := n.table.topicRoute(topic)
 	if !ok {
 		return nil, false
+	}
+	if n.orderConfOff.Load() {
+		return r, true
 	}
 	if conf, ok := n.kv.get(NamespaceOrderTopicConfig, topic); ok {
 		if validOrderTopicConf(conf) {

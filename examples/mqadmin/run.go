@@ -182,6 +182,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err != nil {
+		// A command that reached several servers prints what each did before failing.
+		if text != nil && !e.json {
+			text(stdout)
+		}
 		fmt.Fprintf(stderr, "mqadmin %s: %v\n", cmd.name, err)
 		return exitFailed
 	}

@@ -142,6 +142,11 @@ func appendNeeds(dst []need, req *remoting.Command) ([]need, string) {
 		return needsGroup(dst, ext["consumerGroup"], permSub), ""
 	case remoting.QueryMessage:
 		return needsTopic(dst, ext["topic"], permSub), ""
+	case remoting.QueryConsumeQueue:
+		// Not in RocketMQ 4.9 (5's ACL 2.0 names both): a queue's index is read as its messages
+		// are, and the group's subscription comes with it.
+		dst = needsTopic(dst, ext["topic"], permSub)
+		return needsGroup(dst, ext["consumerGroup"], permSub), ""
 	case remoting.RecallMessage:
 		// Not in RocketMQ 4.9; RocketMQ 5 checks it as a send to the topic.
 		return needsTopic(dst, ext["topic"], permPub), ""

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mqgo/mq/internal/broker/registrar"
 	"github.com/mqgo/mq/internal/broker/reqnames"
@@ -59,7 +60,11 @@ type Broker struct {
 	removeListener func()
 
 	registrar *registrar.Registrar // REGISTER_BROKER with every name server (registration.go)
-	ready     chan struct{}        // closed by Run once it serves (Ready)
+	// perm is brokerPermission (permission.go); configMu serializes writes of
+	// broker.properties.
+	perm      atomic.Int32
+	configMu  sync.Mutex
+	ready     chan struct{} // closed by Run once it serves (Ready)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -96,6 +101,9 @@ func New(opts Options) (*Broker, error) {
 	}
 	b.store = store
 	b.registrar = newRegistrar(b)
+	if err := b.loadRuntimeConfig(); err != nil {
+		return nil, errors.Join(err, store.Close())
+	}
 	if err := b.loadMetadata(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}

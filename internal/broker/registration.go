@@ -20,10 +20,10 @@ func newRegistrar(b *Broker) *registrar.Registrar {
 		Schedule:             o.registerSchedule(),
 		DisableForceRegister: o.Broker.DisableForceRegister,
 		Log:                  b.log,
-		WholeTopics:          func() route.TopicConfigSerializeWrapper { return b.topics.RegistrationWhole() },
+		WholeTopics:          func() route.TopicConfigSerializeWrapper { return b.withPermission(b.topics.RegistrationWhole()) },
 		TakePendingTopics:    func() []string { return b.topics.TakeRegistrationPending() },
 		IncrementTopics: func(names []string) route.TopicConfigSerializeWrapper {
-			return b.topics.RegistrationIncrement(names)
+			return b.withPermission(b.topics.RegistrationIncrement(names))
 		},
 		HAAddr:     b.HAAddr,
 		Registered: b.seams.onRegistered,

@@ -784,6 +784,146 @@ func (h *EarliestMsgStoreTimeResponseHeader) Decode(ext map[string]string) error
 }
 
 // Encode implements remoting.Header.
+func (h *WipeWritePermOfBrokerResponseHeader) Encode(ext map[string]string) {
+	remoting.PutInt32(ext, "wipeTopicCount", h.WipeTopicCount)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *WipeWritePermOfBrokerResponseHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *WipeWritePermOfBrokerResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.WipeTopicCount = r.Int32("wipeTopicCount", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *AddWritePermOfBrokerResponseHeader) Encode(ext map[string]string) {
+	remoting.PutInt32(ext, "addTopicCount", h.AddTopicCount)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *AddWritePermOfBrokerResponseHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *AddWritePermOfBrokerResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.AddTopicCount = r.Int32("addTopicCount", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetBrokerConfigResponseHeader) Encode(ext map[string]string) {
+	ext["version"] = h.Version
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetBrokerConfigResponseHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *GetBrokerConfigResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.Version = r.String("version", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetConsumeStatsInBrokerHeader) Encode(ext map[string]string) {
+	remoting.PutBool(ext, "isOrder", h.IsOrder)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetConsumeStatsInBrokerHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *GetConsumeStatsInBrokerHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.IsOrder = r.Bool("isOrder", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *CloneGroupOffsetRequestHeader) Encode(ext map[string]string) {
+	ext["srcGroup"] = h.SrcGroup
+	ext["destGroup"] = h.DestGroup
+	if h.Topic != "" {
+		ext["topic"] = h.Topic
+	}
+	remoting.PutBool(ext, "offline", h.Offline)
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *CloneGroupOffsetRequestHeader) ExtFieldsCap() int { return 4 }
+
+// Decode implements remoting.Header.
+func (h *CloneGroupOffsetRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.SrcGroup = r.String("srcGroup", true)
+	h.DestGroup = r.String("destGroup", true)
+	h.Topic = r.String("topic", false)
+	h.Offline = r.Bool("offline", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *QueryConsumeQueueRequestHeader) Encode(ext map[string]string) {
+	ext["topic"] = h.Topic
+	remoting.PutInt32(ext, "queueId", h.QueueID)
+	remoting.PutInt64(ext, "index", h.Index)
+	remoting.PutInt32(ext, "count", h.Count)
+	if h.ConsumerGroup != "" {
+		ext["consumerGroup"] = h.ConsumerGroup
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *QueryConsumeQueueRequestHeader) ExtFieldsCap() int { return 5 }
+
+// Decode implements remoting.Header.
+func (h *QueryConsumeQueueRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.Topic = r.String("topic", true)
+	h.QueueID = r.Int32("queueId", true)
+	h.Index = r.Int64("index", true)
+	h.Count = r.Int32("count", true)
+	h.ConsumerGroup = r.String("consumerGroup", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *ViewBrokerStatsDataRequestHeader) Encode(ext map[string]string) {
+	ext["statsName"] = h.StatsName
+	ext["statsKey"] = h.StatsKey
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *ViewBrokerStatsDataRequestHeader) ExtFieldsCap() int { return 2 }
+
+// Decode implements remoting.Header.
+func (h *ViewBrokerStatsDataRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.StatsName = r.String("statsName", true)
+	h.StatsKey = r.String("statsKey", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *QueryTopicsByConsumerRequestHeader) Encode(ext map[string]string) {
+	ext["group"] = h.Group
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *QueryTopicsByConsumerRequestHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *QueryTopicsByConsumerRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.Group = r.String("group", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *PopMessageRequestHeader) Encode(ext map[string]string) {
 	ext["consumerGroup"] = h.ConsumerGroup
 	ext["topic"] = h.Topic

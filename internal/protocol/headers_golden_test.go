@@ -112,6 +112,14 @@ var goldenHeaders = []goldenHeader{
 	golden[NotificationResponseHeader]("NotificationResponseHeader"),
 	golden[PollingInfoRequestHeader]("PollingInfoRequestHeader"),
 	golden[PollingInfoResponseHeader]("PollingInfoResponseHeader"),
+	golden[WipeWritePermOfBrokerResponseHeader]("WipeWritePermOfBrokerResponseHeader"),
+	golden[AddWritePermOfBrokerResponseHeader]("AddWritePermOfBrokerResponseHeader"),
+	golden[GetBrokerConfigResponseHeader]("GetBrokerConfigResponseHeader"),
+	golden[GetConsumeStatsInBrokerHeader]("GetConsumeStatsInBrokerHeader"),
+	golden[CloneGroupOffsetRequestHeader]("CloneGroupOffsetRequestHeader"),
+	golden[QueryConsumeQueueRequestHeader]("QueryConsumeQueueRequestHeader"),
+	golden[ViewBrokerStatsDataRequestHeader]("ViewBrokerStatsDataRequestHeader"),
+	golden[QueryTopicsByConsumerRequestHeader]("QueryTopicsByConsumerRequestHeader"),
 }
 
 func TestHeadersGolden(t *testing.T) {

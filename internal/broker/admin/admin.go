@@ -7,23 +7,28 @@
 // group's consumers (INVOKE_BROKER_TO_RESET_OFFSET, INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
 // GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
 //
-// It holds no state, files or loops of its own: every processor reads and writes the core
-// through its views (Topics, Groups, Offsets, Clients, Messages, and the store), the statistics
-// through Stats and the delay cursors through DelayOffsets. Its requests run on the core's
-// admin pool. It takes no lock; the core's managers take theirs, one at a time.
+// It holds no files or loops of its own, and no state but GET_BROKER_CONFIG's version counter:
+// every processor reads and writes the core through its views (Topics, Groups, Offsets,
+// Clients, Messages, and the store), the statistics through Stats and the delay cursors through
+// DelayOffsets. Its requests run on the core's admin pool. It takes no lock; the core's managers take theirs, one at a time.
 //
 // Files: admin.go (the service and its handlers), reads.go (admin reads and subscription group
 // admin), connections.go (the connection lists), reset_offset.go (the relays to consumers),
-// consume_directly.go (CONSUME_MESSAGE_DIRECTLY).
+// consume_directly.go (CONSUME_MESSAGE_DIRECTLY), config.go (GET_BROKER_CONFIG and
+// UPDATE_BROKER_CONFIG), ops.go (GET_BROKER_CONSUME_STATS, CLONE_GROUP_OFFSET,
+// QUERY_CONSUME_QUEUE, CLEAN_EXPIRED_CONSUMEQUEUE, QUERY_TOPIC_CONSUME_BY_WHO,
+// QUERY_TOPICS_BY_CONSUMER).
 package admin
 
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/reqnames"
+	"github.com/mqgo/mq/internal/broker/stats"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -40,6 +45,9 @@ type Stats interface {
 	Rates() (put, get [3]float64, ok bool)
 	// ConsumeTPS is what group pulled of topic per second over the last minute.
 	ConsumeTPS(topic, group string) float64
+	// StatsData is one statistic's minute, hour and day figures (VIEW_BROKER_STATS_DATA); ok
+	// is false for an unknown name or key.
+	StatsData(name, key string, now time.Time) (minute, hour, day stats.WindowStat, ok bool)
 }
 
 // DelayOffsets is the schedule service's cursors (delayOffset.json).
@@ -59,12 +67,17 @@ type Service struct {
 	core *broker.Broker
 	deps Deps
 	log  zerolog.Logger
+	// configVersion and configVersionAt are GET_BROKER_CONFIG's DataVersion: updates counted
+	// since start, and the time of the last (or of the start).
+	configVersion, configVersionAt atomic.Int64
 }
 
 // New builds the service over core. Attach it to core before Register.
 func New(core *broker.Broker, deps Deps) *Service {
-	return &Service{core: core, deps: deps,
+	s := &Service{core: core, deps: deps,
 		log: core.Logger().With().Str("component", "admin").Str("broker", core.Options().Broker.Name).Logger()}
+	s.configVersionAt.Store(time.Now().UnixMilli())
+	return s
 }
 
 // Handlers are the admin codes with the header fields that carry names, all on the admin pool.
@@ -93,6 +106,17 @@ func (s *Service) Handlers() []broker.Handler {
 		h(remoting.InvokeBrokerToGetConsumerStats, relay, s.processGetConsumerStatus),
 		h(remoting.GetConsumerRunningInfo, consumerGroup, s.processConsumerRunningInfo),
 		h(remoting.ConsumeMessageDirectly, consumerGroup, s.processConsumeMessageDirectly),
+		h(remoting.GetBrokerConfig, nil, s.processGetBrokerConfig),
+		h(remoting.UpdateBrokerConfig, nil, s.processUpdateBrokerConfig),
+		h(protocol.CodeGetBrokerConsumeStats, nil, s.processBrokerConsumeStats),
+		h(protocol.CodeCloneGroupOffset, []reqnames.Field{reqnames.GroupField("srcGroup"), reqnames.GroupField("destGroup"),
+			reqnames.TopicField("topic")}, s.processCloneGroupOffset),
+		h(remoting.QueryConsumeQueue, []reqnames.Field{reqnames.TopicField("topic"), reqnames.GroupField("consumerGroup")},
+			s.processQueryConsumeQueue),
+		h(protocol.CodeCleanExpiredConsumeQueue, nil, s.processCleanExpiredConsumeQueue),
+		h(remoting.QueryTopicConsumeByWho, topic, s.processTopicConsumeByWho),
+		h(protocol.CodeViewBrokerStatsData, nil, s.processViewBrokerStatsData),
+		h(protocol.CodeQueryTopicsByConsumer, []reqnames.Field{reqnames.GroupField("group")}, s.processTopicsByConsumer),
 	}
 }
 

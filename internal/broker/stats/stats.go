@@ -9,7 +9,8 @@
 // CountGet, a topic's deletion ForgetTopic. Run samples the totals every second and the group
 // counters every 10 s until the broker stops.
 //
-// Files: stats.go (the counters and day marks), tps.go (the samplers), metrics.go (the figures
+// Files: stats.go (the counters and day marks), tps.go (the samplers), windows.go (the minute,
+// hour and day windows of VIEW_BROKER_STATS_DATA), metrics.go (the figures
 // of a scrape, read from the core's views: Topics, Groups, Offsets, Clients, Seams.SlaveAcks). It keeps no files. Locks: the
 // day marks', each sampler's ring's; all leaves. The counters are atomics in sync.Maps, so
 // counting takes no lock and allocates only for a topic's (or topic and group's) first
@@ -40,6 +41,7 @@ type Service struct {
 
 	tps        tpsSampler
 	groupRates groupRates
+	windows    windows // VIEW_BROKER_STATS_DATA's minute, hour and day (windows.go)
 
 	mu struct {
 		sync.Mutex
@@ -53,7 +55,7 @@ type Service struct {
 // New builds the service over core and makes it the core's counter. Attach it to core before
 // Run.
 func New(core *broker.Broker) *Service {
-	s := &Service{core: core, start: time.Now()}
+	s := &Service{core: core, start: time.Now(), windows: newWindows()}
 	s.mu.day = midnight(s.start)
 	core.Seams().SetCounter(s)
 	return s

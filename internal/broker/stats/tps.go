@@ -75,6 +75,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.tps.add(tpsSample{at: now, put: s.putNums.Load(), get: s.getNums.Load()})
 		if tick%int(groupSamplePeriod/tpsSamplePeriod) == 0 {
 			s.groupRates.add(now, &s.groupGet)
+			s.sampleWindows(now)
 		}
 	}
 	sample(time.Now(), 0)

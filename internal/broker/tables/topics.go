@@ -387,6 +387,16 @@ func (m *Topics) Names() []string {
 	return out
 }
 
+// PendAll marks every topic changed, so the next incremental registration round sends them
+// all: for a change to every topic's registered form, such as the broker's permission.
+func (m *Topics) PendAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range m.table {
+		m.regPending[name] = struct{}{}
+	}
+}
+
 // TakeRegistrationPending returns the topics changed since the last round took them, sorted,
 // and forgets them.
 func (m *Topics) TakeRegistrationPending() []string {
