@@ -83,7 +83,7 @@ func hsTopicRequests(topic string) []hsNamedRequest {
 		{"REGISTER_BROKER", binaryHeader(reg)},
 		{"QUERY_CONSUME_QUEUE", binaryHeader(remoting.NewRequest(remoting.QueryConsumeQueue, remoting.EncodeHeader(
 			&protocol.QueryConsumeQueueRequestHeader{Topic: topic, Count: 1, ConsumerGroup: group}), nil))},
-		{"CLONE_GROUP_OFFSET", binaryHeader(remoting.NewRequest(protocol.CodeCloneGroupOffset, remoting.EncodeHeader(
+		{"CLONE_GROUP_OFFSET", binaryHeader(remoting.NewRequest(remoting.CloneGroupOffset, remoting.EncodeHeader(
 			&protocol.CloneGroupOffsetRequestHeader{SrcGroup: group, DestGroup: group + "_dst", Topic: topic}), nil))},
 	}
 }
@@ -104,7 +104,7 @@ func hsGroupRequests(e *hsEnv, group string) []hsNamedRequest {
 		{"LOCK_BATCH_MQ", remoting.NewRequest(remoting.LockBatchMQ, nil, hsLockBody(group, topic))},
 		{"QUERY_CONSUME_QUEUE", binaryHeader(remoting.NewRequest(remoting.QueryConsumeQueue, remoting.EncodeHeader(
 			&protocol.QueryConsumeQueueRequestHeader{Topic: topic, Count: 1, ConsumerGroup: group}), nil))},
-		{"CLONE_GROUP_OFFSET", binaryHeader(remoting.NewRequest(protocol.CodeCloneGroupOffset, remoting.EncodeHeader(
+		{"CLONE_GROUP_OFFSET", binaryHeader(remoting.NewRequest(remoting.CloneGroupOffset, remoting.EncodeHeader(
 			&protocol.CloneGroupOffsetRequestHeader{SrcGroup: hsHonestCG, DestGroup: group, Topic: topic, Offline: true}), nil))},
 	}
 }

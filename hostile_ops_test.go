@@ -53,18 +53,18 @@ func hsAttackOpsCodes(t *testing.T, e *hsEnv) func() {
 		remoting.SystemError, "brokerPermission")
 	want("UPDATE_BROKER_CONFIG storePathRootDir", call(remoting.UpdateBrokerConfig, nil, []byte("storePathRootDir=/tmp/x\nbrokerPermission=6")),
 		remoting.NoPermission, "storePathRootDir")
-	want("UPDATE_NAMESRV_CONFIG kvConfigPath", call(protocol.CodeUpdateNamesrvConfig, nil, []byte("kvConfigPath=/etc/passwd")),
+	want("UPDATE_NAMESRV_CONFIG kvConfigPath", call(remoting.UpdateNamesrvConfig, nil, []byte("kvConfigPath=/etc/passwd")),
 		remoting.NoPermission, "kvConfigPath")
 	resp = call(remoting.WipeWritePermOfBroker, &protocol.WipeWritePermOfBrokerRequestHeader{BrokerName: strings.Repeat("b", 10_000)}, nil)
 	if resp.Code == remoting.Success || len(resp.Remark) > 2048 {
 		t.Errorf("WIPE_WRITE_PERM_OF_BROKER with a 10 KB name: %s %.200q", remoting.ResponseCodeName(resp.Code), resp.Remark)
 	}
-	for _, code := range []int32{remoting.GetBrokerConfig, protocol.CodeGetNamesrvConfig, protocol.CodeGetSystemTopicListFromNS} {
+	for _, code := range []int32{remoting.GetBrokerConfig, remoting.GetNamesrvConfig, remoting.GetSystemTopicListFromNS} {
 		if resp := call(code, nil, nil); resp.Code != remoting.Success || len(resp.Body) == 0 {
 			t.Errorf("code %d: %s %q", code, remoting.ResponseCodeName(resp.Code), resp.Remark)
 		}
 	}
-	want("GET_BROKER_CONSUME_STATS", call(protocol.CodeGetBrokerConsumeStats, &protocol.GetConsumeStatsInBrokerHeader{}, nil),
+	want("GET_BROKER_CONSUME_STATS", call(remoting.GetBrokerConsumeStats, &protocol.GetConsumeStatsInBrokerHeader{}, nil),
 		remoting.Success, "")
 	return nil
 }

@@ -48,7 +48,7 @@ func (a *Admin) WipeWritePerm(ctx context.Context, nameServer, brokerName string
 // AddWritePerm gives every topic of brokerName in one name server read and write permission
 // again (ADD_WRITE_PERM_OF_BROKER) and returns how many topics it changed.
 func (a *Admin) AddWritePerm(ctx context.Context, nameServer, brokerName string) (int, error) {
-	return a.writePerm(ctx, nameServer, brokerName, protocol.CodeAddWritePermOfBroker, "addTopicCount")
+	return a.writePerm(ctx, nameServer, brokerName, remoting.AddWritePermOfBroker, "addTopicCount")
 }
 
 func (a *Admin) writePerm(ctx context.Context, nameServer, brokerName string, code int32, countKey string) (int, error) {
@@ -68,7 +68,7 @@ func (a *Admin) writePerm(ctx context.Context, nameServer, brokerName string, co
 func (a *Admin) NamesrvConfig(ctx context.Context) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	for _, ns := range a.opts.NameServers {
-		resp, err := a.invokeOK(ctx, ns, remoting.NewRequest(protocol.CodeGetNamesrvConfig, nil, nil))
+		resp, err := a.invokeOK(ctx, ns, remoting.NewRequest(remoting.GetNamesrvConfig, nil, nil))
 		if err != nil {
 			return nil, fmt.Errorf("admin: config of name server %s: %w", ns, err)
 		}
@@ -82,7 +82,7 @@ func (a *Admin) NamesrvConfig(ctx context.Context) (map[string]map[string]string
 // UpdateNamesrvConfig changes settings of every name server (UPDATE_NAMESRV_CONFIG).
 func (a *Admin) UpdateNamesrvConfig(ctx context.Context, kv map[string]string) error {
 	for _, ns := range a.opts.NameServers {
-		req := remoting.NewRequest(protocol.CodeUpdateNamesrvConfig, nil, []byte(route.FormatProperties(kv)))
+		req := remoting.NewRequest(remoting.UpdateNamesrvConfig, nil, []byte(route.FormatProperties(kv)))
 		if _, err := a.invokeOK(ctx, ns, req); err != nil {
 			return fmt.Errorf("admin: update config of name server %s: %w", ns, err)
 		}
@@ -106,7 +106,7 @@ type BrokerConsumeStats struct {
 // BrokerConsumeStats returns the progress of every subscription group of a broker; isOrder
 // keeps the order topics only.
 func (a *Admin) BrokerConsumeStats(ctx context.Context, brokerAddr string, isOrder bool) (*BrokerConsumeStats, error) {
-	req := remoting.NewRequest(protocol.CodeGetBrokerConsumeStats,
+	req := remoting.NewRequest(remoting.GetBrokerConsumeStats,
 		remoting.EncodeHeader(&protocol.GetConsumeStatsInBrokerHeader{IsOrder: isOrder}), nil)
 	resp, err := a.invokeOK(ctx, brokerAddr, req)
 	if err != nil {
@@ -140,7 +140,7 @@ func (a *Admin) CloneGroupOffset(ctx context.Context, srcGroup, destGroup, topic
 		return err
 	}
 	for _, m := range ms {
-		req := remoting.NewRequest(protocol.CodeCloneGroupOffset, remoting.EncodeHeader(&protocol.CloneGroupOffsetRequestHeader{
+		req := remoting.NewRequest(remoting.CloneGroupOffset, remoting.EncodeHeader(&protocol.CloneGroupOffsetRequestHeader{
 			SrcGroup: srcGroup, DestGroup: destGroup, Topic: topic, Offline: offline}), nil)
 		if _, err := a.invokeOK(ctx, m.addr, req); err != nil {
 			return fmt.Errorf("admin: clone offsets of group %s on broker %s: %w", srcGroup, m.addr, err)
@@ -192,7 +192,7 @@ func (a *Admin) QueryConsumeQueue(ctx context.Context, brokerAddr, topic string,
 // CleanExpiredConsumeQueue has a broker delete the ConsumeQueues of topics it no longer has
 // (CLEAN_EXPIRED_CONSUMEQUEUE).
 func (a *Admin) CleanExpiredConsumeQueue(ctx context.Context, brokerAddr string) error {
-	if _, err := a.invokeOK(ctx, brokerAddr, remoting.NewRequest(protocol.CodeCleanExpiredConsumeQueue, nil, nil)); err != nil {
+	if _, err := a.invokeOK(ctx, brokerAddr, remoting.NewRequest(remoting.CleanExpiredConsumeQueue, nil, nil)); err != nil {
 		return fmt.Errorf("admin: clean expired consume queues on %s: %w", brokerAddr, err)
 	}
 	return nil
@@ -278,7 +278,7 @@ const (
 
 // ViewBrokerStatsData reads one statistic of a broker.
 func (a *Admin) ViewBrokerStatsData(ctx context.Context, brokerAddr, name, key string) (*BrokerStatsData, error) {
-	req := remoting.NewRequest(protocol.CodeViewBrokerStatsData,
+	req := remoting.NewRequest(remoting.ViewBrokerStatsData,
 		remoting.EncodeHeader(&protocol.ViewBrokerStatsDataRequestHeader{StatsName: name, StatsKey: key}), nil)
 	resp, err := a.invokeOK(ctx, brokerAddr, req)
 	if err != nil {

@@ -69,6 +69,17 @@ const (
 	PushReplyMessageToClient       int32 = 326
 	QueryDataVersion               int32 = 322
 
+	// The operators' admin requests (RocketMQ 4.9's mqadmin and rocketmq-dashboard).
+	GetSystemTopicListFromNS int32 = 304
+	CleanExpiredConsumeQueue int32 = 306
+	CloneGroupOffset         int32 = 314
+	ViewBrokerStatsData      int32 = 315
+	GetBrokerConsumeStats    int32 = 317
+	UpdateNamesrvConfig      int32 = 318
+	GetNamesrvConfig         int32 = 319
+	AddWritePermOfBroker     int32 = 327
+	QueryTopicsByConsumer    int32 = 343
+
 	// RocketMQ 5's controller (automatic failover): brokers in controller mode and admin tools.
 	BrokerHeartbeat             int32 = 904
 	ControllerAlterSyncStateSet int32 = 1001
@@ -281,6 +292,15 @@ var requestCodeNames = map[int32]string{
 	SendReplyMessageV2:             "SEND_REPLY_MESSAGE_V2",
 	PushReplyMessageToClient:       "PUSH_REPLY_MESSAGE_TO_CLIENT",
 	QueryDataVersion:               "QUERY_DATA_VERSION",
+	GetSystemTopicListFromNS:       "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+	CleanExpiredConsumeQueue:       "CLEAN_EXPIRED_CONSUMEQUEUE",
+	CloneGroupOffset:               "CLONE_GROUP_OFFSET",
+	ViewBrokerStatsData:            "VIEW_BROKER_STATS_DATA",
+	GetBrokerConsumeStats:          "GET_BROKER_CONSUME_STATS",
+	UpdateNamesrvConfig:            "UPDATE_NAMESRV_CONFIG",
+	GetNamesrvConfig:               "GET_NAMESRV_CONFIG",
+	AddWritePermOfBroker:           "ADD_WRITE_PERM_OF_BROKER",
+	QueryTopicsByConsumer:          "QUERY_TOPICS_BY_CONSUMER",
 
 	BrokerHeartbeat:             "BROKER_HEARTBEAT",
 	ControllerAlterSyncStateSet: "CONTROLLER_ALTER_SYNC_STATE_SET",

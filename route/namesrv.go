@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
 )
@@ -118,11 +117,11 @@ func (n *NameServer) processors() map[int32]remoting.ProcessorFunc {
 		remoting.RegisterTopicInNamesrv:        n.registerTopic,
 		remoting.GetTopicsByCluster:            n.getTopicsByCluster,
 		remoting.WipeWritePermOfBroker:         n.wipeWritePerm,
-		protocol.CodeAddWritePermOfBroker:      n.addWritePerm,
-		protocol.CodeGetSystemTopicListFromNS:  n.getSystemTopicList,
+		remoting.AddWritePermOfBroker:          n.addWritePerm,
+		remoting.GetSystemTopicListFromNS:      n.getSystemTopicList,
 		remoting.GetUnitTopicList:              n.getUnitTopicList,
-		protocol.CodeGetNamesrvConfig:          n.getConfig,
-		protocol.CodeUpdateNamesrvConfig:       n.updateConfig,
+		remoting.GetNamesrvConfig:              n.getConfig,
+		remoting.UpdateNamesrvConfig:           n.updateConfig,
 	}
 }
 

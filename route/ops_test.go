@@ -63,7 +63,7 @@ func TestWipeAndAddWritePerm(t *testing.T) {
 		t.Errorf("after a re-registration T1 on a: perm %d, want the wipe kept", p)
 	}
 
-	resp = call(t, ns, newFakeChannel("admin:1"), permReq(protocol.CodeAddWritePermOfBroker, "a"))
+	resp = call(t, ns, newFakeChannel("admin:1"), permReq(remoting.AddWritePermOfBroker, "a"))
 	if resp.Code != remoting.Success || resp.ExtFields["addTopicCount"] != "2" {
 		t.Fatalf("add: %d %s %v", resp.Code, resp.Remark, resp.ExtFields)
 	}
@@ -91,7 +91,7 @@ func TestSystemAndUnitTopicLists(t *testing.T) {
 	unit.TopicSysFlag = topicSysFlagUnit
 	register(t, ns, newFakeChannel("10.0.0.1:50000"), brokerSpec{cluster: "c1", name: "a", addr: "10.0.0.1:10911",
 		topics: []TopicConfig{topic("T", 2, PermReadWrite), unit}, version: DataVersion{Timestamp: 1}})
-	resp := call(t, ns, newFakeChannel("admin:1"), remoting.NewRequest(protocol.CodeGetSystemTopicListFromNS, nil, nil))
+	resp := call(t, ns, newFakeChannel("admin:1"), remoting.NewRequest(remoting.GetSystemTopicListFromNS, nil, nil))
 	if want := `{"topicList":["a","c1"],"brokerAddr":"10.0.0.1:10911"}`; string(resp.Body) != want {
 		t.Errorf("system topics %s, want %s", resp.Body, want)
 	}
@@ -107,7 +107,7 @@ func TestSystemAndUnitTopicLists(t *testing.T) {
 func TestNamesrvConfig(t *testing.T) {
 	ns, _ := newTestNameServer(t, Options{KVConfigPath: filepath.Join(t.TempDir(), "kv.json")})
 	get := func() map[string]string {
-		resp := call(t, ns, newFakeChannel("admin:1"), remoting.NewRequest(protocol.CodeGetNamesrvConfig, nil, nil))
+		resp := call(t, ns, newFakeChannel("admin:1"), remoting.NewRequest(remoting.GetNamesrvConfig, nil, nil))
 		kv, err := ParseProperties(string(resp.Body))
 		if err != nil || resp.Code != remoting.Success {
 			t.Fatalf("get config: %d %v %q", resp.Code, err, resp.Body)
@@ -122,7 +122,7 @@ func TestNamesrvConfig(t *testing.T) {
 		topics: []TopicConfig{topic("T", 2, PermReadWrite)}, version: DataVersion{Timestamp: 1}})
 	ns.kv.put(NamespaceOrderTopicConfig, "T", "a:2")
 	update := func(body string) *remoting.Command {
-		return call(t, ns, newFakeChannel("admin:1"), remoting.NewRequest(protocol.CodeUpdateNamesrvConfig, nil, []byte(body)))
+		return call(t, ns, newFakeChannel("admin:1"), remoting.NewRequest(remoting.UpdateNamesrvConfig, nil, []byte(body)))
 	}
 	resp := update("orderMessageEnable=false\nscanNotActiveBrokerInterval=5\n")
 	if resp.Code != remoting.NoPermission || !strings.Contains(resp.Remark, "scanNotActiveBrokerInterval") {

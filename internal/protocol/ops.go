@@ -10,22 +10,6 @@ import (
 // configuration, and the broker's configuration, consume statistics, offset cloning and
 // ConsumeQueue inspection (RocketMQ 4.9's RequestCode, header classes and bodies).
 
-// Request codes of the operators' admin requests that remoting/codes.go does not list
-// (RocketMQ's RequestCode.java). WIPE_WRITE_PERM_OF_BROKER, UPDATE_BROKER_CONFIG,
-// GET_BROKER_CONFIG, QUERY_TOPIC_CONSUME_BY_WHO, GET_UNIT_TOPIC_LIST and QUERY_CONSUME_QUEUE
-// are there.
-const (
-	CodeGetSystemTopicListFromNS int32 = 304
-	CodeCleanExpiredConsumeQueue int32 = 306
-	CodeCloneGroupOffset         int32 = 314
-	CodeViewBrokerStatsData      int32 = 315
-	CodeGetBrokerConsumeStats    int32 = 317
-	CodeUpdateNamesrvConfig      int32 = 318
-	CodeGetNamesrvConfig         int32 = 319
-	CodeAddWritePermOfBroker     int32 = 327
-	CodeQueryTopicsByConsumer    int32 = 343
-)
-
 // WipeWritePermOfBrokerRequestHeader is the header of WIPE_WRITE_PERM_OF_BROKER (205) and
 // AddWritePermOfBrokerRequestHeader of ADD_WRITE_PERM_OF_BROKER (327): the broker name, as
 // GET_REPLICA_INFO's header carries it.

@@ -108,15 +108,15 @@ func (s *Service) Handlers() []broker.Handler {
 		h(remoting.ConsumeMessageDirectly, consumerGroup, s.processConsumeMessageDirectly),
 		h(remoting.GetBrokerConfig, nil, s.processGetBrokerConfig),
 		h(remoting.UpdateBrokerConfig, nil, s.processUpdateBrokerConfig),
-		h(protocol.CodeGetBrokerConsumeStats, nil, s.processBrokerConsumeStats),
-		h(protocol.CodeCloneGroupOffset, []reqnames.Field{reqnames.GroupField("srcGroup"), reqnames.GroupField("destGroup"),
+		h(remoting.GetBrokerConsumeStats, nil, s.processBrokerConsumeStats),
+		h(remoting.CloneGroupOffset, []reqnames.Field{reqnames.GroupField("srcGroup"), reqnames.GroupField("destGroup"),
 			reqnames.TopicField("topic")}, s.processCloneGroupOffset),
 		h(remoting.QueryConsumeQueue, []reqnames.Field{reqnames.TopicField("topic"), reqnames.GroupField("consumerGroup")},
 			s.processQueryConsumeQueue),
-		h(protocol.CodeCleanExpiredConsumeQueue, nil, s.processCleanExpiredConsumeQueue),
+		h(remoting.CleanExpiredConsumeQueue, nil, s.processCleanExpiredConsumeQueue),
 		h(remoting.QueryTopicConsumeByWho, topic, s.processTopicConsumeByWho),
-		h(protocol.CodeViewBrokerStatsData, nil, s.processViewBrokerStatsData),
-		h(protocol.CodeQueryTopicsByConsumer, []reqnames.Field{reqnames.GroupField("group")}, s.processTopicsByConsumer),
+		h(remoting.ViewBrokerStatsData, nil, s.processViewBrokerStatsData),
+		h(remoting.QueryTopicsByConsumer, []reqnames.Field{reqnames.GroupField("group")}, s.processTopicsByConsumer),
 	}
 }
 

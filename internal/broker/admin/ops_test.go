@@ -113,23 +113,23 @@ func TestAdminCloneAndBrokerConsumeStats(t *testing.T) {
 		wantOK(t, adminCall(t, tb.TCP, tb, remoting.UpdateAndCreateSubscription, nil, []byte(`{"groupName":"`+g+`"}`)))
 	}
 
-	wantOK(t, adminCall(t, tb.TCP, tb, protocol.CodeCloneGroupOffset,
+	wantOK(t, adminCall(t, tb.TCP, tb, remoting.CloneGroupOffset,
 		&protocol.CloneGroupOffsetRequestHeader{SrcGroup: "src", DestGroup: "dst", Topic: "CT"}, nil))
 	if a, b, c := tb.Offsets().Query("dst", "CT", 0), tb.Offsets().Query("dst", "CT", 1), tb.Offsets().Query("dst", "CU", 0); a != 2 || b != 3 || c != -1 {
 		t.Fatalf("dst offsets %d %d %d, want 2 3 -1", a, b, c)
 	}
-	wantOK(t, adminCall(t, tb.TCP, tb, protocol.CodeCloneGroupOffset,
+	wantOK(t, adminCall(t, tb.TCP, tb, remoting.CloneGroupOffset,
 		&protocol.CloneGroupOffsetRequestHeader{SrcGroup: "src", DestGroup: "dst2", Offline: true}, nil))
 	if c := tb.Offsets().Query("dst2", "CU", 0); c != 1 {
 		t.Fatalf("dst2 CU offset %d, want 1 (every topic)", c)
 	}
-	resp := adminCall(t, tb.TCP, tb, protocol.CodeCloneGroupOffset,
+	resp := adminCall(t, tb.TCP, tb, remoting.CloneGroupOffset,
 		&protocol.CloneGroupOffsetRequestHeader{SrcGroup: "src", DestGroup: "bad group!"}, nil)
 	if resp.Code == remoting.Success {
 		t.Fatal("a clone into an invalid group name succeeded")
 	}
 
-	resp = adminCall(t, tb.TCP, tb, protocol.CodeGetBrokerConsumeStats, &protocol.GetConsumeStatsInBrokerHeader{}, nil)
+	resp = adminCall(t, tb.TCP, tb, remoting.GetBrokerConsumeStats, &protocol.GetConsumeStatsInBrokerHeader{}, nil)
 	wantOK(t, resp)
 	body, err := protocol.DecodeConsumeStatsList(resp.Body)
 	if err != nil {
@@ -149,7 +149,7 @@ func TestAdminCloneAndBrokerConsumeStats(t *testing.T) {
 	if !slices.Contains(groups, "src") || !slices.Contains(groups, "dst2") {
 		t.Fatalf("groups %v", groups)
 	}
-	resp = adminCall(t, tb.TCP, tb, protocol.CodeGetBrokerConsumeStats, &protocol.GetConsumeStatsInBrokerHeader{IsOrder: true}, nil)
+	resp = adminCall(t, tb.TCP, tb, remoting.GetBrokerConsumeStats, &protocol.GetConsumeStatsInBrokerHeader{IsOrder: true}, nil)
 	wantOK(t, resp)
 	if body, err = protocol.DecodeConsumeStatsList(resp.Body); err != nil || body.TotalDiff != 0 {
 		t.Fatalf("isOrder: totalDiff %d (no order topics): %v", body.TotalDiff, err)
@@ -160,7 +160,7 @@ func TestAdminCloneAndBrokerConsumeStats(t *testing.T) {
 	if got := string(resp.Body); got != `{"groupList":["dst2","src"]}` {
 		t.Errorf("consumed by %s", got)
 	}
-	resp = adminCall(t, tb.TCP, tb, protocol.CodeQueryTopicsByConsumer, &protocol.QueryTopicsByConsumerRequestHeader{Group: "src"}, nil)
+	resp = adminCall(t, tb.TCP, tb, remoting.QueryTopicsByConsumer, &protocol.QueryTopicsByConsumerRequestHeader{Group: "src"}, nil)
 	wantOK(t, resp)
 	if got, want := string(resp.Body), `{"topicList":["CT","CU"],"brokerAddr":"`+tb.Options().BrokerAddr+`"}`; got != want {
 		t.Errorf("topics of src %s, want %s", got, want)
@@ -223,7 +223,7 @@ func TestAdminCleanExpiredConsumeQueue(t *testing.T) {
 	if !has("Gone") || !has("Kept") {
 		t.Fatal("queues not there to start with")
 	}
-	wantOK(t, adminCall(t, tb.TCP, tb, protocol.CodeCleanExpiredConsumeQueue, nil, nil))
+	wantOK(t, adminCall(t, tb.TCP, tb, remoting.CleanExpiredConsumeQueue, nil, nil))
 	if has("Gone") || !has("Kept") {
 		t.Fatalf("after the clean: Gone %v Kept %v", has("Gone"), has("Kept"))
 	}
@@ -237,7 +237,7 @@ func TestAdminViewBrokerStatsData(t *testing.T) {
 	tb.stats.CountPut("VT", 3, 30)
 	tb.stats.CountGet("VT", "vg", 2, 20)
 	view := func(name, key string) (*remoting.Command, map[string]brokerStatsItem) {
-		resp := adminCall(t, tb.TCP, tb, protocol.CodeViewBrokerStatsData,
+		resp := adminCall(t, tb.TCP, tb, remoting.ViewBrokerStatsData,
 			&protocol.ViewBrokerStatsDataRequestHeader{StatsName: name, StatsKey: key}, nil)
 		var body map[string]brokerStatsItem
 		if resp.Code == remoting.Success {
