@@ -53,15 +53,18 @@ func diskSpace(dir string) (DiskSpace, error) {
 	return DiskSpace{Total: st.Blocks * bs, Free: st.Bavail * bs, used: (st.Blocks - st.Bfree) * bs}, nil
 }
 
+// diskUsedRatio is RocketMQ's getDiskPartitionSpaceUsedPercent: used / (used + what an
+// unprivileged writer may still use), so blocks reserved for root count as unavailable.
 func diskUsedRatio(dir string) (float64, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, err
 	}
-	if st.Blocks == 0 {
+	used := st.Blocks - st.Bfree
+	if used+st.Bavail == 0 {
 		return 0, nil
 	}
-	return float64(st.Blocks-st.Bfree) / float64(st.Blocks), nil
+	return float64(used) / float64(used+st.Bavail), nil
 }
 
 // lockDir takes an exclusive advisory lock on dir/lock so two stores never share a directory.

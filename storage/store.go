@@ -57,7 +57,12 @@ type Store struct {
 	epochs      epochFile
 	deleteHours map[int]bool
 	manualClean atomic.Int32
-	lockFile    *os.File
+	// diskFull is RocketMQ's DISK_FULL running flag: set by a retention round that measured
+	// the disk above DiskSpaceWarningLevelRatio, cleared by one that measured it at or below.
+	// diskUsed is that round's measure (float64 bits), for the refusal's remark.
+	diskFull atomic.Bool
+	diskUsed atomic.Uint64
+	lockFile *os.File
 
 	closed    atomic.Bool
 	closeOnce sync.Once
