@@ -28,6 +28,10 @@ func TestDiskRatios(t *testing.T) {
 			setUsed := func(r float64) { mu.Lock(); used = r; mu.Unlock() }
 			opts.DeleteWhen = "04"
 			opts.DisableCleanFileForcibly = noForce
+			var consumed int64
+			opts.ConsumedOffsets = func() map[string]map[int32]int64 {
+				return map[string]map[int32]int64{"T": {0: consumed}, "Other": {0: 0}}
+			}
 			s := openStore(t, opts)
 			// Segments 0..2 are old (stored 100 h before the rounds), 3..7 recent.
 			n := 0
@@ -57,6 +61,9 @@ func TestDiskRatios(t *testing.T) {
 				t.Fatalf("at 80%% again: %+v, unexpired segments deleted", st)
 			}
 			min80 := s.MinPhyOffset()
+			// A group has consumed 10 messages past the new start.
+			minOff80 := s.MinOffsetInQueue("T", 0)
+			consumed = minOff80 + 10
 
 			// 86 %: above diskSpaceCleanForciblyRatio, unexpired ones go too (unless disabled).
 			setUsed(0.86)
@@ -69,6 +76,11 @@ func TestDiskRatios(t *testing.T) {
 				if !st.Forcibly || st.CommitLogSegments != s.opts.DeleteFilesBatchMax && s.cl.segs.len() != 1 ||
 					st.UnexpiredSegments != st.CommitLogSegments || st.UnexpiredMessages == 0 {
 					t.Fatalf("at 86%%: %+v, %d segments left", st, s.cl.segs.len())
+				}
+				if want := s.MinOffsetInQueue("T", 0) - consumed; st.UnconsumedMessages != want || want <= 0 ||
+					st.UnexpiredMessages != s.MinOffsetInQueue("T", 0)-minOff80 {
+					t.Fatalf("at 86%%: %d unconsumed, %d unexpired messages went; want %d and %d",
+						st.UnconsumedMessages, st.UnexpiredMessages, want, s.MinOffsetInQueue("T", 0)-minOff80)
 				}
 				// Whatever is left is still readable, from the new start.
 				if got := readAll(t, s, "T", 0); len(got) == 0 || got[len(got)-1].QueueOffset != int64(n-1) {

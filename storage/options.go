@@ -139,6 +139,10 @@ type Options struct {
 	// and those after, whatever their age. Only a disk past its force-clean threshold deletes
 	// it, with a warning. It is called from the retention goroutine: keep it cheap.
 	RetentionFloor func() int64
+	// ConsumedOffsets, if set, returns the lowest offset any consumer group has committed, by
+	// topic and queue. A retention round that deleted unexpired segments calls it once to log
+	// how many messages went that a group had not consumed yet.
+	ConsumedOffsets func() map[string]map[int32]int64
 	// Logger receives structured logs with component=storage; nil means silent.
 	Logger *zerolog.Logger
 

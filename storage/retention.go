@@ -55,6 +55,10 @@ type CleanStats struct {
 	Forcibly           bool
 	UnexpiredSegments  int
 	UnexpiredMessages  int64
+	// UnconsumedMessages is how many of the messages that went were at or past the offset a
+	// group had committed in their queue (Options.ConsumedOffsets; queues no group committed
+	// in are not counted).
+	UnconsumedMessages int64
 	// DiskFull is the store's refusal of appends after the round (DiskSpaceWarningLevelRatio).
 	DiskFull bool
 }
@@ -94,6 +98,10 @@ func (s *Store) CleanExpired() CleanStats {
 	st.Forcibly = !s.opts.DisableCleanFileForcibly && pct > float64(s.opts.DiskSpaceCleanForciblyRatio)
 	timeUp := s.deleteHours[now.Hour()]
 	manual := s.manualClean.Swap(0) == 1
+	var mins map[*consumeQueue]int64
+	if st.Forcibly && s.opts.ConsumedOffsets != nil {
+		mins = s.queueMinOffsets()
+	}
 	if full || timeUp || manual {
 		st.DeletedForDiskFull = full
 		st.CommitLogSegments, st.UnexpiredSegments, st.UnexpiredMessages = s.deleteCommitLog(now, st.Forcibly)
@@ -110,7 +118,11 @@ func (s *Store) CleanExpired() CleanStats {
 		st.IndexFiles = s.idx.deleteBehind(minPhy)
 	}
 	if st.UnexpiredSegments > 0 {
+		if mins != nil {
+			st.UnconsumedMessages = unconsumedBetween(mins, s.opts.ConsumedOffsets())
+		}
 		s.log.Warn().Int("segments", st.UnexpiredSegments).Int64("messages", st.UnexpiredMessages).
+			Int64("unconsumed_messages", st.UnconsumedMessages).
 			Float64("disk_used_pct", pct).Int("disk_space_clean_forcibly_ratio", s.opts.DiskSpaceCleanForciblyRatio).
 			Int64("min_phy_offset", minPhy).
 			Msg("disk nearly full: deleted commitlog segments before they expired, with messages consumers may not have read")
@@ -121,6 +133,29 @@ func (s *Store) CleanExpired() CleanStats {
 			Int64("min_phy_offset", minPhy).Msg("retention deleted files")
 	}
 	return st
+}
+
+// queueMinOffsets is every ConsumeQueue's first readable offset.
+func (s *Store) queueMinOffsets() map[*consumeQueue]int64 {
+	qs := s.cqs.all()
+	m := make(map[*consumeQueue]int64, len(qs))
+	for _, q := range qs {
+		m[q] = q.minOffset.Load()
+	}
+	return m
+}
+
+// unconsumedBetween counts the units that left the queues since their minimum offsets were
+// before, at or past the slowest group's committed offset.
+func unconsumedBetween(before map[*consumeQueue]int64, consumed map[string]map[int32]int64) int64 {
+	var n int64
+	for q, old := range before {
+		c, ok := consumed[q.topic][q.queueID]
+		if now := q.minOffset.Load(); ok && now > old && c < now {
+			n += now - max(old, c)
+		}
+	}
+	return n
 }
 
 // markDiskFull sets or clears the DISK_FULL flag, logging each change, and returns it.
