@@ -53,18 +53,10 @@ func diskSpace(dir string) (DiskSpace, error) {
 	return DiskSpace{Total: st.Blocks * bs, Free: st.Bavail * bs, used: (st.Blocks - st.Bfree) * bs}, nil
 }
 
-// diskUsedRatio is RocketMQ's getDiskPartitionSpaceUsedPercent: used / (used + what an
-// unprivileged writer may still use), so blocks reserved for root count as unavailable.
+// diskUsedRatio is RocketMQ's getDiskPartitionSpaceUsedPercent (DiskSpace.UsedRatio).
 func diskUsedRatio(dir string) (float64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	used := st.Blocks - st.Bfree
-	if used+st.Bavail == 0 {
-		return 0, nil
-	}
-	return float64(used) / float64(used+st.Bavail), nil
+	d, err := diskSpace(dir)
+	return d.UsedRatio(), err
 }
 
 // lockDir takes an exclusive advisory lock on dir/lock so two stores never share a directory.

@@ -31,12 +31,13 @@ type DiskSpace struct {
 }
 
 // UsedRatio is the part of the disk in use, 0 to 1, as the retention rounds measure it
-// (RocketMQ getDiskPartitionSpaceUsedPercent).
+// (RocketMQ getDiskPartitionSpaceUsedPercent): used / (used + Free), so blocks reserved for
+// root count as unavailable.
 func (d DiskSpace) UsedRatio() float64 {
-	if d.Total == 0 {
+	if d.used+d.Free == 0 {
 		return 0
 	}
-	return float64(d.used) / float64(d.Total)
+	return float64(d.used) / float64(d.used+d.Free)
 }
 
 // DiskSpace measures the file system the store lies on.
