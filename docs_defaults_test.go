@@ -115,6 +115,8 @@ func codeDefaults(t *testing.T) map[string]any {
 		"storage.DefaultFileReservedTime":                      storage.DefaultFileReservedTime,
 		"storage.DefaultDeleteWhen":                            storage.DefaultDeleteWhen,
 		"storage.DefaultDiskMaxUsedSpaceRatio":                 storage.DefaultDiskMaxUsedSpaceRatio,
+		"storage.DefaultDiskSpaceCleanForciblyRatio":           storage.DefaultDiskSpaceCleanForciblyRatio,
+		"storage.DefaultDiskSpaceWarningLevelRatio":            storage.DefaultDiskSpaceWarningLevelRatio,
 		"storage.DefaultCleanResourceInterval":                 storage.DefaultCleanResourceInterval,
 		"storage.DefaultMaxHashSlotNum":                        storage.DefaultMaxHashSlotNum,
 		"storage.DefaultMaxIndexNum":                           storage.DefaultMaxIndexNum,

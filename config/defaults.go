@@ -154,6 +154,19 @@ func (s *Store) EnsureDefaults() {
 	setDefault(&s.FlushDiskType, storage.AsyncFlush)
 	setDefault(&s.SegmentBytes, storage.DefaultSegmentBytes)
 	setDefault(&s.FileReservedTime, storage.DefaultFileReservedTime)
+	setDefault(&s.ConsumeQueueFileBytes, int64(storage.DefaultConsumeQueueUnits*storage.CQUnitBytes))
+	setDefault(&s.MaxHashSlotNum, storage.DefaultMaxHashSlotNum)
+	setDefault(&s.MaxIndexNum, storage.DefaultMaxIndexNum)
+	setDefault(&s.DiskMaxUsedSpaceRatio, storage.DefaultDiskMaxUsedSpaceRatio)
+	setDefault(&s.DiskSpaceCleanForciblyRatio, storage.DefaultDiskSpaceCleanForciblyRatio)
+	setDefault(&s.DiskSpaceWarningLevelRatio, storage.DefaultDiskSpaceWarningLevelRatio)
+	setDefault(&s.CleanResourceInterval, storage.DefaultCleanResourceInterval)
+}
+
+// ConsumeQueueUnits is ConsumeQueueFileBytes in 20-byte units, rounded up as RocketMQ's
+// getMappedFileSizeConsumeQueue rounds it (0: the default).
+func (s *Store) ConsumeQueueUnits() int {
+	return int((s.ConsumeQueueFileBytes + storage.CQUnitBytes - 1) / storage.CQUnitBytes)
 }
 
 // Validate checks the flush mode and the memory ratio.
@@ -161,6 +174,21 @@ func (s *Store) Validate() error {
 	var errs []error
 	if err := s.FlushDiskType.Check(); err != nil {
 		errs = append(errs, fmt.Errorf("mq: %w", err))
+	}
+	for _, r := range []struct {
+		name string
+		v    int
+	}{{"DiskMaxUsedSpaceRatio", s.DiskMaxUsedSpaceRatio}, {"DiskSpaceCleanForciblyRatio", s.DiskSpaceCleanForciblyRatio},
+		{"DiskSpaceWarningLevelRatio", s.DiskSpaceWarningLevelRatio}} {
+		if r.v < 0 || r.v > 100 {
+			errs = append(errs, fmt.Errorf("mq: Store.%s %d not in [0, 100] (percent of the disk)", r.name, r.v))
+		}
+	}
+	if s.ConsumeQueueFileBytes < 0 || s.ConsumeQueueFileBytes > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("mq: Store.ConsumeQueueFileBytes %d not in [20, %d]", s.ConsumeQueueFileBytes, math.MaxInt32))
+	}
+	if s.MaxHashSlotNum < 0 || s.MaxIndexNum < 0 {
+		errs = append(errs, fmt.Errorf("mq: Store.MaxHashSlotNum %d and MaxIndexNum %d must not be negative", s.MaxHashSlotNum, s.MaxIndexNum))
 	}
 	if s.AccessMessageInMemoryMaxRatio < 0 || s.AccessMessageInMemoryMaxRatio > 100 {
 		errs = append(errs, fmt.Errorf("mq: Store.AccessMessageInMemoryMaxRatio %d not in [0, 100]",

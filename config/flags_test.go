@@ -104,3 +104,44 @@ func TestBindFlagsRefuses(t *testing.T) {
 		}
 	}
 }
+
+// The store's file sizes and disk protection are flags under RocketMQ's names, validated, and
+// the ConsumeQueue size rounds up to whole units as RocketMQ's does.
+func TestStoreDiskFlags(t *testing.T) {
+	var o Options
+	fs, _ := newFlags(&o)
+	err := fs.Parse([]string{"-segment-bytes", "1048576", "-consume-queue-file-bytes", "30", "-max-hash-slot-num", "100",
+		"-max-index-num", "400", "-disk-max-used-space-ratio", "70", "-disk-space-clean-forcibly-ratio", "80",
+		"-disk-space-warning-level-ratio", "95", "-no-clean-file-forcibly", "-clean-resource-interval", "1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Store{SegmentBytes: 1 << 20, ConsumeQueueFileBytes: 30, MaxHashSlotNum: 100, MaxIndexNum: 400,
+		DiskMaxUsedSpaceRatio: 70, DiskSpaceCleanForciblyRatio: 80, DiskSpaceWarningLevelRatio: 95,
+		DisableCleanFileForcibly: true, CleanResourceInterval: time.Second}
+	if o.Store != want {
+		t.Fatalf("parsed %+v\nwant %+v", o.Store, want)
+	}
+	if u := o.Store.ConsumeQueueUnits(); u != 2 {
+		t.Fatalf("30 bytes: %d units, want 2 (RocketMQ rounds up to whole 20-byte units)", u)
+	}
+	for _, f := range []string{"mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "diskMaxUsedSpaceRatio",
+		"diskSpaceCleanForciblyRatio", "diskSpaceWarningLevelRatio", "cleanFileForciblyEnable=false", "maxHashSlotNum"} {
+		found := false
+		fs.VisitAll(func(fl *flag.Flag) { found = found || strings.Contains(fl.Usage, "(RocketMQ "+f+")") })
+		if !found {
+			t.Errorf("no flag names RocketMQ's %s", f)
+		}
+	}
+	var d Store
+	d.EnsureDefaults()
+	if d.ConsumeQueueUnits() != storage.DefaultConsumeQueueUnits || d.DiskSpaceWarningLevelRatio != 90 ||
+		d.DiskSpaceCleanForciblyRatio != 85 || d.DiskMaxUsedSpaceRatio != 75 {
+		t.Fatalf("defaults %+v", d)
+	}
+	for _, bad := range []Store{{DiskSpaceWarningLevelRatio: 101}, {DiskMaxUsedSpaceRatio: -1}, {ConsumeQueueFileBytes: -20}, {MaxIndexNum: -1}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v validated", bad)
+		}
+	}
+}

@@ -104,6 +104,24 @@ type Store struct {
 	FlushDiskType storage.FlushDiskType `flag:"flush" rocketmq:"flushDiskType" usage:"flush mode: async|sync"`
 	// SegmentBytes is the CommitLog segment size. Default 1 GiB; tests use far less.
 	SegmentBytes int64 `flag:"segment-bytes" rocketmq:"mappedFileSizeCommitLog" usage:"CommitLog segment size in bytes"`
+	// ConsumeQueueFileBytes is the size of a ConsumeQueue file, rounded up to whole 20-byte
+	// units as RocketMQ rounds it. Default 6,000,000 (300,000 units).
+	ConsumeQueueFileBytes int64 `flag:"consume-queue-file-bytes" rocketmq:"mappedFileSizeConsumeQueue" usage:"ConsumeQueue file size in bytes (a multiple of 20)"`
+	// MaxHashSlotNum and MaxIndexNum size a key index file (5,000,000 slots and 20,000,000
+	// entries: 420 MB, allocated as it fills).
+	MaxHashSlotNum int `flag:"max-hash-slot-num" rocketmq:"maxHashSlotNum" usage:"hash slots of a key index file"`
+	MaxIndexNum    int `flag:"max-index-num" rocketmq:"maxIndexNum" usage:"entries of a key index file"`
+	// Disk protection, in percent of the store's file system (RocketMQ 4.9's
+	// CleanCommitLogService): above DiskMaxUsedSpaceRatio (75) expired CommitLog segments are
+	// deleted whatever the hour; above DiskSpaceCleanForciblyRatio (85) the oldest go expired
+	// or not, unless DisableCleanFileForcibly; above DiskSpaceWarningLevelRatio (90) sends are
+	// refused (SERVICE_NOT_AVAILABLE, "the broker's disk is full") until a round measures the
+	// disk below again. Rounds run every CleanResourceInterval (10 s).
+	DiskMaxUsedSpaceRatio       int           `flag:"disk-max-used-space-ratio" rocketmq:"diskMaxUsedSpaceRatio" usage:"disk use, in percent, above which expired CommitLog segments are deleted at once"`
+	DiskSpaceCleanForciblyRatio int           `flag:"disk-space-clean-forcibly-ratio" rocketmq:"diskSpaceCleanForciblyRatio" usage:"disk use, in percent, above which the oldest CommitLog segments are deleted, expired or not"`
+	DiskSpaceWarningLevelRatio  int           `flag:"disk-space-warning-level-ratio" rocketmq:"diskSpaceWarningLevelRatio" usage:"disk use, in percent, above which sends are refused"`
+	DisableCleanFileForcibly    bool          `flag:"no-clean-file-forcibly" rocketmq:"cleanFileForciblyEnable=false" usage:"never delete unexpired CommitLog segments, however full the disk"`
+	CleanResourceInterval       time.Duration `flag:"clean-resource-interval" rocketmq:"cleanResourceInterval" usage:"how often the disk is measured and expired files deleted"`
 	// FileReservedTime is how long CommitLog segments are kept. Default 72 h.
 	FileReservedTime time.Duration `flag:"file-reserved-time" rocketmq:"fileReservedTime" usage:"how long CommitLog segments are kept"`
 	// AccessMessageInMemoryMaxRatio is the share of physical memory, in percent, a reader may

@@ -73,6 +73,16 @@ func (c *commitLog) notify() {
 func (c *commitLog) activeLocked() (*segment, error) {
 	s := c.segs.last()
 	if s != nil && s.wrote.Load() < s.size {
+		if s.reserved < s.size {
+			// A segment loaded at Open may be sparse (extended after a cut, or copied
+			// sparsely): reserve its blocks before writing through the mapping, so that a
+			// full disk fails this append rather than raising SIGBUS.
+			if err := c.opts.ops.allocate(s.f, s.wrote.Load(), s.size-s.wrote.Load()); err != nil {
+				c.log.Error().Err(err).Str("segment", s.path).Msg("cannot reserve the blocks of the commitlog segment")
+				return nil, fmt.Errorf("%w: reserve %s: %w", ErrCreateSegment, s.path, err)
+			}
+			s.reserved = s.size
+		}
 		return s, nil
 	}
 	start := int64(0)

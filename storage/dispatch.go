@@ -156,7 +156,12 @@ func (s *Store) dispatchLocked(rebuild map[*consumeQueue]bool) (int, error) {
 func (s *Store) dispatchRecord(rec *message.Record, rebuild map[*consumeQueue]bool) error {
 	if s.idx != nil {
 		if err := s.idx.add(rec); err != nil {
-			s.log.Error().Err(err).Msg("index add failed")
+			// A full disk fails every record's keys until space returns: log once in a while.
+			s.idxFailed++
+			if now := time.Now(); now.Sub(s.idxFailLoggedAt) >= 10*time.Second {
+				s.log.Error().Err(err).Int64("records", s.idxFailed).Msg("index add failed: keys of these records are not indexed")
+				s.idxFailLoggedAt, s.idxFailed = now, 0
+			}
 		}
 	}
 	s.lastCQTs.Store(rec.StoreTimestamp)

@@ -63,7 +63,9 @@
 //   - the dispatcher (reput): reads records behind the writer, woken by each append, appends
 //     ConsumeQueue units, indexes keys and calls Options.OnDispatch;
 //   - the checkpointer: flushes ConsumeQueues and the index and writes the checkpoint;
-//   - retention: deletes old segments and the ConsumeQueue and index files behind them;
+//   - retention: measures the disk, refuses appends above DiskSpaceWarningLevelRatio (until a
+//     round measures less), deletes expired segments (above DiskSpaceCleanForciblyRatio the
+//     oldest, expired or not) and the ConsumeQueue and index files behind them;
 //   - the allocator: creates the next CommitLog segment once the active one is half full.
 //
 // # Recovery

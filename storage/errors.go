@@ -27,6 +27,10 @@ var (
 	ErrCreateSegment = errors.New("storage: create mapped file failed")
 	// ErrSlave refuses PutMessage on a slave store (Options.Slave); it takes AppendRaw only.
 	ErrSlave = errors.New("storage: store is a slave")
+	// ErrDiskFull refuses appends while the disk is fuller than
+	// Options.DiskSpaceWarningLevelRatio (RocketMQ's DISK_FULL running flag); the last
+	// retention round's measure lifts it.
+	ErrDiskFull = errors.New("storage: disk full")
 	// ErrPageCacheBusy refuses an append while another has held the append lock too long.
 	ErrPageCacheBusy = errors.New("storage: os page cache busy")
 	// ErrOffsetMismatch is returned by AppendRaw when the bytes do not start at the log's end.

@@ -53,15 +53,10 @@ func diskSpace(dir string) (DiskSpace, error) {
 	return DiskSpace{Total: st.Blocks * bs, Free: st.Bavail * bs, used: (st.Blocks - st.Bfree) * bs}, nil
 }
 
+// diskUsedRatio is RocketMQ's getDiskPartitionSpaceUsedPercent (DiskSpace.UsedRatio).
 func diskUsedRatio(dir string) (float64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	if st.Blocks == 0 {
-		return 0, nil
-	}
-	return float64(st.Blocks-st.Bfree) / float64(st.Blocks), nil
+	d, err := diskSpace(dir)
+	return d.UsedRatio(), err
 }
 
 // lockDir takes an exclusive advisory lock on dir/lock so two stores never share a directory.

@@ -270,9 +270,33 @@ func (x *indexService) activeLocked() (*indexFile, error) {
 		return nil, err
 	}
 	f := &indexFile{seg: s, slotNum: x.slotNum, entryNum: x.entryNum, count: 1}
+	if err := x.reserve(f); err != nil {
+		_ = s.remove()
+		return nil, err
+	}
 	f.writeHeader()
 	x.files = append(x.files, f)
 	return f, nil
+}
+
+// reserve makes sure the blocks under f's header, its slots and its next entry are allocated
+// before put writes there through the mapping, so that a full disk fails the put rather than
+// raising SIGBUS. Index files are otherwise sparse (RocketMQ's are too): the slots, which
+// every put may touch anywhere, are reserved whole when the file is created (or first written
+// after Open), the entries, written in order, reserveAheadMax at a time. It uses fallocate
+// rather than zeros (segment.reserveTo): the file holds data beyond the writer's position (the
+// slots), which zeros would erase. x.mu must be held.
+func (x *indexService) reserve(f *indexFile) error {
+	need := int64(indexHeaderBytes+f.slotNum*indexSlotBytes) + int64(f.count+1)*indexEntryBytes
+	if need <= f.seg.reserved {
+		return nil
+	}
+	to := min(f.seg.size, need+reserveAheadMax)
+	if err := x.ops.allocate(f.seg.f, f.seg.reserved, to-f.seg.reserved); err != nil {
+		return fmt.Errorf("reserve index file %s: %w", f.seg.path, err)
+	}
+	f.seg.reserved = to
+	return nil
 }
 
 // add indexes the record's keys: every KEYS word and the UNIQ_KEY, as topic#key.
@@ -292,7 +316,9 @@ func (x *indexService) add(r *message.Record) error {
 		}
 		var f *indexFile
 		if f, err = x.activeLocked(); err == nil {
-			f.put(keyHash(r.Topic, key), r.PhysicalOffset, r.StoreTimestamp)
+			if err = x.reserve(f); err == nil {
+				f.put(keyHash(r.Topic, key), r.PhysicalOffset, r.StoreTimestamp)
+			}
 		}
 	}
 	if v, ok := message.PropertyValue(r.Properties, message.PropertyUniqKey); ok {

@@ -24,12 +24,17 @@ const (
 	DefaultFileReservedTime      = 72 * time.Hour
 	DefaultDeleteWhen            = "04"
 	DefaultDiskMaxUsedSpaceRatio = 75
-	DefaultCleanResourceInterval = 10 * time.Second
-	DefaultMaxHashSlotNum        = 5_000_000
-	DefaultMaxIndexNum           = 20_000_000
-	DefaultMaxTransferBytes      = 256 << 10
-	DefaultCheckpointInterval    = time.Second
-	DefaultDeleteFilesBatchMax   = 10
+	// DefaultDiskSpaceCleanForciblyRatio and DefaultDiskSpaceWarningLevelRatio are RocketMQ
+	// 4.9's rocketmq.broker.diskSpaceCleanForciblyRatio (0.85) and
+	// diskSpaceWarningLevelRatio (0.90), in percent.
+	DefaultDiskSpaceCleanForciblyRatio = 85
+	DefaultDiskSpaceWarningLevelRatio  = 90
+	DefaultCleanResourceInterval       = 10 * time.Second
+	DefaultMaxHashSlotNum              = 5_000_000
+	DefaultMaxIndexNum                 = 20_000_000
+	DefaultMaxTransferBytes            = 256 << 10
+	DefaultCheckpointInterval          = time.Second
+	DefaultDeleteFilesBatchMax         = 10
 )
 
 // Options configures a Store. The zero value of every field means the RocketMQ default.
@@ -79,9 +84,18 @@ type Options struct {
 	// DeleteWhen lists the hours (local time, "04" or "04;16") at which expired segments are
 	// deleted (deleteWhen), "04".
 	DeleteWhen string
-	// DiskMaxUsedSpaceRatio is the disk use, in percent, past which segments are deleted
-	// whatever the hour, oldest first (diskMaxUsedSpaceRatio), 75.
+	// DiskMaxUsedSpaceRatio is the disk use, in percent, past which expired segments are
+	// deleted whatever the hour, oldest first (diskMaxUsedSpaceRatio), 75.
 	DiskMaxUsedSpaceRatio int
+	// DiskSpaceCleanForciblyRatio is the disk use, in percent, past which the oldest segments
+	// are deleted whether expired or not (diskSpaceCleanForciblyRatio), 85, unless
+	// DisableCleanFileForcibly (cleanFileForciblyEnable = !DisableCleanFileForcibly).
+	DiskSpaceCleanForciblyRatio int
+	DisableCleanFileForcibly    bool
+	// DiskSpaceWarningLevelRatio is the disk use, in percent, past which the store refuses
+	// appends (ServiceNotAvailable, ErrDiskFull) until a retention round measures it at or
+	// below again (diskSpaceWarningLevelRatio; RocketMQ's DISK_FULL running flag), 90.
+	DiskSpaceWarningLevelRatio int
 	// CleanResourceInterval is how often retention runs (cleanResourceInterval), 10 s.
 	CleanResourceInterval time.Duration
 	// DeleteFilesBatchMax bounds the segments deleted per retention round, 10.
@@ -125,6 +139,10 @@ type Options struct {
 	// and those after, whatever their age. Only a disk past its force-clean threshold deletes
 	// it, with a warning. It is called from the retention goroutine: keep it cheap.
 	RetentionFloor func() int64
+	// ConsumedOffsets, if set, returns the lowest offset any consumer group has committed, by
+	// topic and queue. A retention round that deleted unexpired segments calls it once to log
+	// how many messages went that a group had not consumed yet.
+	ConsumedOffsets func() map[string]map[int32]int64
 	// Logger receives structured logs with component=storage; nil means silent.
 	Logger *zerolog.Logger
 
@@ -193,6 +211,12 @@ func (o Options) withDefaults() Options {
 	if o.DiskMaxUsedSpaceRatio == 0 {
 		o.DiskMaxUsedSpaceRatio = DefaultDiskMaxUsedSpaceRatio
 	}
+	if o.DiskSpaceCleanForciblyRatio == 0 {
+		o.DiskSpaceCleanForciblyRatio = DefaultDiskSpaceCleanForciblyRatio
+	}
+	if o.DiskSpaceWarningLevelRatio == 0 {
+		o.DiskSpaceWarningLevelRatio = DefaultDiskSpaceWarningLevelRatio
+	}
 	if o.CleanResourceInterval == 0 {
 		o.CleanResourceInterval = DefaultCleanResourceInterval
 	}
@@ -239,8 +263,17 @@ func (o Options) validate() error {
 	if o.ConsumeQueueUnits < 1 {
 		errs = append(errs, fmt.Errorf("storage: ConsumeQueueUnits %d must be positive", o.ConsumeQueueUnits))
 	}
-	if o.MaxMessageBytes < 0 || o.DiskMaxUsedSpaceRatio < 0 || o.DiskMaxUsedSpaceRatio > 100 {
-		errs = append(errs, errors.New("storage: MaxMessageBytes and DiskMaxUsedSpaceRatio (0..100) must not be negative"))
+	if o.MaxMessageBytes < 0 {
+		errs = append(errs, fmt.Errorf("storage: MaxMessageBytes %d must not be negative", o.MaxMessageBytes))
+	}
+	for _, r := range []struct {
+		name string
+		v    int
+	}{{"DiskMaxUsedSpaceRatio", o.DiskMaxUsedSpaceRatio}, {"DiskSpaceCleanForciblyRatio", o.DiskSpaceCleanForciblyRatio},
+		{"DiskSpaceWarningLevelRatio", o.DiskSpaceWarningLevelRatio}} {
+		if r.v < 0 || r.v > 100 {
+			errs = append(errs, fmt.Errorf("storage: %s %d not in [0, 100] (percent of the disk)", r.name, r.v))
+		}
 	}
 	if err := o.FlushDiskType.Check(); err != nil {
 		errs = append(errs, fmt.Errorf("storage: %w", err))

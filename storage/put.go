@@ -107,13 +107,18 @@ func (r *PutResult) MsgIDs() string {
 }
 
 // writable refuses appends on a closed store or a slave (RocketMQ: a slave's store takes
-// only replicated bytes).
+// only replicated bytes), and on a disk fuller than DiskSpaceWarningLevelRatio (RocketMQ
+// checkStoreStatus: the DISK_FULL running flag).
 func (s *Store) writable() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
 	if s.opts.Slave {
 		return ErrSlave
+	}
+	if s.diskFull.Load() {
+		return fmt.Errorf("%w: %.1f%% of the disk of %s is used, appends are refused above %d%% (diskSpaceWarningLevelRatio)",
+			ErrDiskFull, s.DiskUsedRatio()*100, s.opts.Dir, s.opts.DiskSpaceWarningLevelRatio)
 	}
 	return nil
 }

@@ -39,6 +39,10 @@ type Store struct {
 	// dispatchStopped is set, under dispatchMu, before Close unmaps the files: an appender
 	// that wrote before Close must not dispatch after it.
 	dispatchStopped bool
+	// idxFailed counts records whose keys could not be indexed since idxFailLoggedAt, when
+	// that was last logged. dispatchMu guards both.
+	idxFailed       int64
+	idxFailLoggedAt time.Time
 	lastCQTs        atomic.Int64 // store time of the last dispatched message
 	dispatched      atomic.Int64 // records dispatched since Open
 	badUnits        atomic.Int64 // ConsumeQueue units skipped by reads because they disagree with the log
@@ -57,7 +61,12 @@ type Store struct {
 	epochs      epochFile
 	deleteHours map[int]bool
 	manualClean atomic.Int32
-	lockFile    *os.File
+	// diskFull is RocketMQ's DISK_FULL running flag: set by a retention round that measured
+	// the disk above DiskSpaceWarningLevelRatio, cleared by one that measured it at or below.
+	// diskUsed is that round's measure (float64 bits), for the refusal's remark.
+	diskFull atomic.Bool
+	diskUsed atomic.Uint64
+	lockFile *os.File
 
 	closed    atomic.Bool
 	closeOnce sync.Once

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -95,6 +96,7 @@ func New(opts Options) (*Broker, error) {
 	storeOpts.DelayLevels = opts.Timers.DelayLevels
 	storeOpts.OnDispatch = b.onDispatch
 	storeOpts.RetentionFloor = b.seams.retentionFloor
+	storeOpts.ConsumedOffsets = b.slowestConsumedOffsets
 	store, err := storage.Open(storeOpts)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)
@@ -117,6 +119,29 @@ func New(opts Options) (*Broker, error) {
 
 // onDispatch is the store's dispatch hook: wake held pulls, then the services' hooks (the HA
 // writers among them, which stream at once what the log grew by).
+// slowestConsumedOffsets is the store's ConsumedOffsets: by topic and queue, the lowest
+// offset a group committed. The store calls it only after a round deleted unexpired segments.
+func (b *Broker) slowestConsumedOffsets() map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	if b.offsets == nil {
+		return out
+	}
+	for k, qs := range b.offsets.Snapshot() {
+		topic, _, _ := strings.Cut(k, "@")
+		m := out[topic]
+		if m == nil {
+			m = map[int32]int64{}
+			out[topic] = m
+		}
+		for id, off := range qs {
+			if cur, ok := m[id]; !ok || off < cur {
+				m[id] = off
+			}
+		}
+	}
+	return out
+}
+
 func (b *Broker) onDispatch(e storage.DispatchEvent) {
 	b.pull.onMessageArriving(e)
 	b.hooks.dispatched(e)

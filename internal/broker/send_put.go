@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"strconv"
 
 	"github.com/mqgo/mq/internal/message"
@@ -76,7 +77,7 @@ func sendResponse(code int32, remark string) *remoting.Command {
 // redirected to a DLQ or the schedule topic; the queue offset is where it was stored. A batch
 // answers the comma-joined ids of its messages and the first one's queue offset.
 func (s *sender) putResponse(r *storage.PutResult, err error, topic string, queueID int32, batch bool, txID, recall string) *remoting.Command {
-	code, remark := putStatusCode(r.Status, s.illegalRemark)
+	code, remark := s.putStatusCode(r.Status)
 	switch r.Status {
 	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
 		s.seams.countPut(topic, r.Count, r.WroteBytes)
@@ -113,7 +114,7 @@ func putStored(st storage.PutStatus) bool {
 }
 
 // putStatusCode maps a put status to RocketMQ's response code and remark.
-func putStatusCode(st storage.PutStatus, illegalRemark string) (int32, string) {
+func (s *sender) putStatusCode(st storage.PutStatus) (int32, string) {
 	switch st {
 	case storage.PutOK:
 		return remoting.Success, ""
@@ -125,11 +126,11 @@ func putStatusCode(st storage.PutStatus, illegalRemark string) (int32, string) {
 		return remoting.SlaveNotAvailable, ""
 	case storage.ServiceNotAvailable:
 		return remoting.ServiceNotAvailable, "service not available now. It may be caused by one of the following " +
-			"reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc."
+			"reasons: the broker's disk is full [" + s.diskUtil() + "], messages are put to the slave, message store has been shut down, etc."
 	case storage.CreateMappedFileFailed:
 		return remoting.SystemError, "create mapped file failed, server is busy or broken."
 	case storage.MessageIllegal, storage.PropertiesSizeExceeded:
-		return remoting.MessageIllegal, illegalRemark
+		return remoting.MessageIllegal, s.illegalRemark
 	case storage.OSPageCacheBusy:
 		return remoting.SystemBusy, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
 	case storage.UnknownError:
@@ -137,4 +138,12 @@ func putStatusCode(st storage.PutStatus, illegalRemark string) (int32, string) {
 	default:
 		return remoting.SystemError, "UNKNOWN_ERROR DEFAULT"
 	}
+}
+
+// diskUtil is the disk use the refusal names, as RocketMQ's SendMessageProcessor.diskUtil
+// prints it: the used fraction of the CommitLog's, the ConsumeQueues' and the index's
+// partitions, one file system here (the store's), as the last retention round measured it.
+func (s *sender) diskUtil() string {
+	r := s.store.DiskUsedRatio()
+	return fmt.Sprintf("CL: %5.2f CQ: %5.2f INDEX: %5.2f", r, r, r)
 }

@@ -71,7 +71,7 @@ func (v Messages) Schedule(m *storage.Message) *remoting.Command { return v.b.se
 
 // Refusal is the send answer RocketMQ gives a put that ended with st.
 func (v Messages) Refusal(st storage.PutStatus) *remoting.Command {
-	code, remark := putStatusCode(st, v.b.send.illegalRemark)
+	code, remark := v.b.send.putStatusCode(st)
 	return remoting.NewResponse(code, remark)
 }
 

@@ -55,6 +55,14 @@ func (o Options) storeOptions() storage.Options {
 		SegmentBytes:                  o.Store.SegmentBytes,
 		FileReservedTime:              o.Store.FileReservedTime,
 		AccessMessageInMemoryMaxRatio: o.Store.AccessMessageInMemoryMaxRatio,
+		ConsumeQueueUnits:             o.Store.ConsumeQueueUnits(),
+		MaxHashSlotNum:                o.Store.MaxHashSlotNum,
+		MaxIndexNum:                   o.Store.MaxIndexNum,
+		DiskMaxUsedSpaceRatio:         o.Store.DiskMaxUsedSpaceRatio,
+		DiskSpaceCleanForciblyRatio:   o.Store.DiskSpaceCleanForciblyRatio,
+		DiskSpaceWarningLevelRatio:    o.Store.DiskSpaceWarningLevelRatio,
+		DisableCleanFileForcibly:      o.Store.DisableCleanFileForcibly,
+		CleanResourceInterval:         o.Store.CleanResourceInterval,
 	}
 }
 
