@@ -80,6 +80,9 @@ func (s *Service) brokerConfig() map[string]string {
 		"fileReservedTime":               strconv.FormatInt(int64(st.FileReservedTime/time.Hour), 10),
 		"deleteWhen":                     st.DeleteWhen,
 		"diskMaxUsedSpaceRatio":          strconv.Itoa(st.DiskMaxUsedSpaceRatio),
+		"diskSpaceCleanForciblyRatio":    strconv.Itoa(st.DiskSpaceCleanForciblyRatio),
+		"diskSpaceWarningLevelRatio":     strconv.Itoa(st.DiskSpaceWarningLevelRatio),
+		"cleanFileForciblyEnable":        strconv.FormatBool(!st.DisableCleanFileForcibly),
 		"cleanResourceInterval":          millis(st.CleanResourceInterval),
 		"accessMessageInMemoryMaxRatio":  strconv.Itoa(st.AccessMessageInMemoryMaxRatio),
 		"messageIndexEnable":             strconv.FormatBool(!st.DisableIndex),
@@ -113,6 +116,8 @@ func storeDefaults(st storage.Options) storage.Options {
 	}
 	ori(&st.ConsumeQueueUnits, storage.DefaultConsumeQueueUnits)
 	ori(&st.DiskMaxUsedSpaceRatio, storage.DefaultDiskMaxUsedSpaceRatio)
+	ori(&st.DiskSpaceCleanForciblyRatio, storage.DefaultDiskSpaceCleanForciblyRatio)
+	ori(&st.DiskSpaceWarningLevelRatio, storage.DefaultDiskSpaceWarningLevelRatio)
 	ori(&st.AccessMessageInMemoryMaxRatio, 40) // storage's default, RocketMQ's accessMessageInMemoryMaxRatio
 	ori(&st.MaxHashSlotNum, storage.DefaultMaxHashSlotNum)
 	ori(&st.MaxIndexNum, storage.DefaultMaxIndexNum)

@@ -39,7 +39,7 @@ func TestAdminBrokerConfig(t *testing.T) {
 		kv["mappedFileSizeCommitLog"] != "65536" || kv["listenPort"] == "" ||
 		// Left to storage's defaults, RocketMQ's values.
 		kv["fileReservedTime"] != "72" || kv["flushDiskType"] != "ASYNC_FLUSH" || kv["deleteWhen"] != "04" ||
-		kv["diskMaxUsedSpaceRatio"] != "75" || kv["maxIndexNum"] != "20000000" || kv["brokerRole"] != "ASYNC_MASTER" {
+		kv["diskMaxUsedSpaceRatio"] != "75" || kv["diskSpaceCleanForciblyRatio"] != "85" || kv["diskSpaceWarningLevelRatio"] != "90" || kv["maxIndexNum"] != "20000000" || kv["brokerRole"] != "ASYNC_MASTER" {
 		t.Fatalf("config %v", kv)
 	}
 	var v route.DataVersion
