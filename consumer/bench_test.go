@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	mqconfig "github.com/mqgo/mq/config"
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/producer"
 	"github.com/rs/zerolog"
@@ -284,4 +286,33 @@ func benchPullConsumer(b *testing.B, n *node.Node, kind, topic string) *PullCons
 	}
 	b.Cleanup(func() { c.Close() })
 	return c
+}
+
+// BenchmarkDecodePull decodes a pull answer of 32 1 KiB records with a producer's usual
+// properties, as the pull loop does with every answer; per message.
+func BenchmarkDecodePull(b *testing.B) {
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	var body []byte
+	for i := range 32 {
+		props := message.MarshalProperties(map[string]string{message.PropertyUniqKey: fmt.Sprintf("7F0000010001%020X", i),
+			message.PropertyWaitStoreMsgOK: "true", message.PropertyTags: "TagA"})
+		m := &message.Message{Topic: "BenchTopic", QueueID: 3, Body: bytes.Repeat([]byte("x"), benchBody),
+			Properties: props, BornHost: host, StoreHost: host, BornTimestamp: time.Now().UnixMilli()}
+		size, err := message.RecordSize(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec := make([]byte, size)
+		message.EncodeRecord(rec, size, m, int64(i), int64(i*size), time.Now().UnixMilli())
+		body = append(body, rec...)
+	}
+	mq := MessageQueue{Topic: "BenchTopic", BrokerName: "broker-a", QueueID: 3}
+	b.ReportAllocs()
+	for b.Loop() {
+		msgs, err := decodeMessages(body, mq)
+		if err != nil || len(msgs) != 32 {
+			b.Fatal(len(msgs), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*32), "ns/msg")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -78,6 +79,58 @@ func TestDecodeMessages(t *testing.T) {
 	got, err := decodeMessages(body[:len(body)-3], mq)
 	if err == nil || len(got) != 2 || !errors.Is(err, message.ErrShort) {
 		t.Errorf("truncated: %d messages, err %v; want 2 and ErrShort", len(got), err)
+	}
+}
+
+// TestDecodeMessagesShared checks what decodeMessages shares between the messages of one pull
+// answer: each still reads as if decoded alone, whatever the mix of topics and store hosts
+// (IPv4 and IPv6 offset ids differ in length), past the 32 records the walk holds without
+// allocating, and writing one message's properties leaves the others' alone.
+func TestDecodeMessagesShared(t *testing.T) {
+	v4, v6 := testStoreHost, netip.MustParseAddrPort("[2001:db8::7]:10911")
+	var body []byte
+	var want []*Message
+	const n = 70
+	for i := range n {
+		topic := "T"
+		if i%5 == 3 {
+			topic = "%RETRY%g"
+		}
+		host := v4
+		if i%3 == 1 {
+			host = v6
+		}
+		props := map[string]string{"UNIQ_KEY": fmt.Sprintf("U%d", i), "TAGS": fmt.Sprintf("tag%d", i%4)}
+		if i%7 == 0 {
+			props = nil // no properties at all
+		}
+		m := &message.Message{Topic: topic, QueueID: 1, Body: []byte(fmt.Sprintf("body %d", i)),
+			Properties: message.MarshalProperties(props), BornHost: v4, StoreHost: host}
+		rec := record(t, m, int64(i), int64(1000*i))
+		var r message.Record
+		if _, err := message.DecodeRecord(rec, &r, false); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fromRecord(&r, MessageQueue{BrokerName: "b"}))
+		body = append(body, rec...)
+	}
+	got, err := decodeMessages(body, MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1})
+	if err != nil || len(got) != n {
+		t.Fatalf("decoded %d messages, err %v; want %d", len(got), err, n)
+	}
+	opts := []cmp.Option{cmpopts.IgnoreUnexported(Message{}), cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })}
+	for i := range got {
+		if diff := cmp.Diff(want[i], got[i], opts...); diff != "" {
+			t.Fatalf("message %d (-alone +in the batch):\n%s", i, diff)
+		}
+	}
+	if got[1].OffsetMsgID != message.OffsetMsgID(v6, 1000) || len(got[1].OffsetMsgID) != 56 {
+		t.Errorf("IPv6 offset id %q", got[1].OffsetMsgID)
+	}
+	got[0].Properties["x"] = "y"
+	got[1].Properties["UNIQ_KEY"] = "changed"
+	if _, ok := got[2].Properties["x"]; ok || got[2].Properties["UNIQ_KEY"] != "U2" || got[1].MsgID != "U1" {
+		t.Errorf("a write to one message's properties showed in another's: %v, msg id %q", got[2].Properties, got[1].MsgID)
 	}
 }
 
