@@ -48,6 +48,7 @@ func batches(msgs []*Message, n int) [][]*Message {
 // submits stopped). Requests still queued then are skipped: their messages stay
 // unacknowledged and are redelivered to the next owner of the queue.
 func (pc *PushConsumer) worker() {
+	var stamp consumeStamp
 	for {
 		req, ok := pc.work.pop()
 		if !ok {
@@ -56,7 +57,7 @@ func (pc *PushConsumer) worker() {
 		if pc.p.isClosing() {
 			continue
 		}
-		pc.consumeConcurrently(req)
+		pc.consumeConcurrently(req, &stamp)
 	}
 }
 
@@ -64,15 +65,14 @@ func (pc *PushConsumer) worker() {
 // leave the cache; on failure each is sent back to the broker (clustering) and leaves the cache
 // once the broker has it; those that could not be sent back are consumed again later. The
 // offset committed is the smallest one still cached (docs/protocol.md §10.4).
-func (pc *PushConsumer) consumeConcurrently(req consumeRequest) {
+// stamp is the calling worker's (markConsumeStart).
+func (pc *PushConsumer) consumeConcurrently(req consumeRequest, stamp *consumeStamp) {
 	qs, msgs := req.qs, req.msgs
 	if qs.pq.isDropped() {
 		return
 	}
 	now := time.Now()
-	for _, m := range msgs {
-		markConsumeStart(m, now)
-	}
+	markConsumeStart(msgs, now, stamp)
 	res := ConsumeRetryLater
 	var err error
 	if sub := pc.p.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {

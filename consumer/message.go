@@ -213,12 +213,35 @@ func restoreRetryTopic(m *Message, retryTopic string) {
 	}
 }
 
-// markConsumeStart records when the listener got m (property CONSUME_START_TIME, as the
-// official client sets it, and the field the expiry scan reads).
-func markConsumeStart(m *Message, now time.Time) {
-	ms := now.UnixMilli()
-	m.Properties[message.PropertyConsumeStartTimestamp] = strconv.FormatInt(ms, 10)
-	m.consumeStart.Store(ms)
+// markConsumeStart records when the listener got msgs (property CONSUME_START_TIME, as the
+// official client sets it, and the field the expiry scan reads). The messages of one listener
+// call share the time's string, and so do the calls of one goroutine within a millisecond
+// when it keeps a stamp (nil: none).
+func markConsumeStart(msgs []*Message, now time.Time, stamp *consumeStamp) {
+	if stamp == nil {
+		stamp = new(consumeStamp)
+	}
+	ms, s := stamp.at(now)
+	for _, m := range msgs {
+		m.Properties[message.PropertyConsumeStartTimestamp] = s
+		m.consumeStart.Store(ms)
+	}
+}
+
+// consumeStamp is a CONSUME_START_TIME value and the millisecond it was formatted for. A
+// consume worker keeps one: at thousands of listener calls a second most share a millisecond,
+// and so one string, where each took an allocation.
+type consumeStamp struct {
+	ms int64
+	s  string
+}
+
+// at returns now in unix milliseconds and as the property's decimal string.
+func (c *consumeStamp) at(now time.Time) (int64, string) {
+	if ms := now.UnixMilli(); c.s == "" || c.ms != ms {
+		c.ms, c.s = ms, strconv.FormatInt(ms, 10)
+	}
+	return c.ms, c.s
 }
 
 // RetryTopic is the retry topic of a consumer group, %RETRY%<group> (docs/protocol.md §10.2).

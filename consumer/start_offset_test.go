@@ -129,7 +129,7 @@ func TestSendBackFailureConsumesAgain(t *testing.T) {
 		m.Topic, m.Queue = "T", mq
 	}
 	qs.pq.put(msgs)
-	pc.consumeConcurrently(consumeRequest{qs: qs, msgs: msgs})
+	pc.consumeConcurrently(consumeRequest{qs: qs, msgs: msgs}, nil)
 	if c, _, _ := qs.pq.stats(); c != 2 {
 		t.Errorf("%d messages cached after the failed send-back, want 2", c)
 	}
