@@ -53,6 +53,10 @@ func (f fakeInstance) TopicRoute(context.Context, string) (*route.TopicRouteData
 	return &route.TopicRouteData{}, nil
 }
 
+// CachedTopicRoute has nothing cached: callers take TopicRoute, which the fakes built on this
+// one answer.
+func (f fakeInstance) CachedTopicRoute(string) *route.TopicRouteData { return nil }
+
 // The consume-from-where table of docs/protocol.md §10.3, for a queue without a stored offset, and a
 // stored offset winning over it.
 func TestStartOffset(t *testing.T) {
