@@ -321,9 +321,11 @@ func BenchmarkDecodePull(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*32), "ns/msg")
 }
 
-// BenchmarkPullCycle is one turn of a queue's pull loop, pullOnce and handlePull, against a
-// transport that answers at once with one new 1 KiB message (the shape of a pull at the e2e
-// row's rate): what the consumer itself spends per pull, without the network.
+// BenchmarkPullCycle is one turn of a queue's pull loop and one listener call: pullOnce,
+// handlePull, the hand-off to the work queue and the concurrent consume service's call, against
+// a transport that answers at once with one new 1 KiB message (the shape of a pull at the e2e
+// row's rate). What the consumer itself spends per message, without the network or a
+// goroutine switch.
 func BenchmarkPullCycle(b *testing.B) {
 	host := netip.MustParseAddrPort("127.0.0.1:10911")
 	rec := &message.Message{Topic: "T", QueueID: 0, Body: bytes.Repeat([]byte("x"), benchBody), BornHost: host, StoreHost: host,
@@ -338,17 +340,26 @@ func BenchmarkPullCycle(b *testing.B) {
 	tr.resp = remoting.NewResponse(remoting.Success, "")
 	tr.resp.ExtFields = remoting.EncodeHeader(&protocol.PullMessageResponseHeader{NextBeginOffset: 1, MaxOffset: 1})
 	tr.resp.Body = tr.body
-	cfg := defaultConfig()
-	cfg.group = "g"
-	cfg.logger = zerolog.Nop()
-	p := newPuller(cfg.pullerConfig, protocol.ConsumePassively, benchService{})
+	nop := zerolog.Nop()
+	pc, err := NewPushConsumer(WithGroup("g"), WithNameServers("127.0.0.1:9876"), WithLogger(&nop))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var consumed int
+	if err := pc.Subscribe("T", "*", func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
+		consumed += len(msgs)
+		return ConsumeSuccess, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	p := pc.p
 	p.inst, p.clientID = benchInstance{fakeInstance{tr: tr}}, "1.2.3.4@bench"
-	p.store = newRemoteOffsetStore(cfg.group, p.inst, false, zerolog.Nop())
+	p.store = newRemoteOffsetStore(p.cfg.group, p.inst, false, nop)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	defer p.cancel()
-	p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
 	mq := MessageQueue{Topic: "T", BrokerName: "b"}
 	qs := &queueState{mq: mq, pq: newProcessQueue(mq)}
+	var stamp consumeStamp
 	b.ReportAllocs()
 	for b.Loop() {
 		res, _, err := p.pullOnce(qs)
@@ -358,10 +369,13 @@ func BenchmarkPullCycle(b *testing.B) {
 		if found, _ := p.handlePull(qs, res); !found {
 			b.Fatal("the answer's message was not found")
 		}
-		qs.pq.remove(qs.pq.take(1))
-		qs.pq.commit()
+		req, _ := pc.work.pop()
+		pc.consumeConcurrently(req, &stamp)
 		tr.off++
 		binary.BigEndian.PutUint64(tr.body[message.OffQueueOffset:], uint64(tr.off))
+	}
+	if consumed != b.N {
+		b.Fatalf("consumed %d of %d", consumed, b.N)
 	}
 }
 
@@ -386,16 +400,3 @@ func (benchInstance) TopicRoute(context.Context, string) (*route.TopicRouteData,
 	return benchRoute, nil
 }
 func (benchInstance) CachedTopicRoute(string) *route.TopicRouteData { return benchRoute }
-
-// benchService takes what the puller hands it and does nothing.
-type benchService struct{}
-
-func (benchService) admit(context.Context, *processQueue) bool   { return true }
-func (benchService) taken(*queueState)                           {}
-func (benchService) pullHold(*queueState, int64) time.Duration   { return 0 }
-func (benchService) submit(*queueState, []*Message)              {}
-func (benchService) dropped(context.Context, *queueState)        {}
-func (benchService) consumeDirectly([]byte) *remoting.Command    { return nil }
-func (benchService) startService()                               {}
-func (benchService) stopService()                                {}
-func (benchService) closeQueues(context.Context, []MessageQueue) {}

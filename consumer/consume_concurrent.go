@@ -24,24 +24,22 @@ func (pc *PushConsumer) submit(qs *queueState, msgs []*Message) {
 		qs.pq.notify()
 		return
 	}
-	for _, batch := range batches(msgs, pc.cfg.consumeBatchSize) {
+	for len(msgs) > 0 {
+		var batch []*Message
+		batch, msgs = nextBatch(msgs, pc.cfg.consumeBatchSize)
 		pc.work.push(consumeRequest{qs: qs, msgs: batch})
 	}
 }
 
-// batches splits msgs into runs of at most n messages that share one (restored) topic, so each
-// listener call gets the messages of one subscription.
-func batches(msgs []*Message, n int) [][]*Message {
-	var out [][]*Message
-	for len(msgs) > 0 {
-		k := 1
-		for k < len(msgs) && k < n && msgs[k].Topic == msgs[0].Topic {
-			k++
-		}
-		out = append(out, msgs[:k:k])
-		msgs = msgs[k:]
+// nextBatch splits off the run of at most n messages (at least one) at the start of msgs that
+// share one (restored) topic, so each listener call gets the messages of one subscription. The
+// batch is capped: a listener's append cannot reach the rest.
+func nextBatch(msgs []*Message, n int) (batch, rest []*Message) {
+	k := 1
+	for k < len(msgs) && k < n && msgs[k].Topic == msgs[0].Topic {
+		k++
 	}
-	return out
+	return msgs[:k:k], msgs[k:]
 }
 
 // worker runs listener calls until the work queue closes (at Close, after every loop that

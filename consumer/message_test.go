@@ -170,7 +170,12 @@ func TestBatches(t *testing.T) {
 	mk := func(topic string) *Message { return &Message{Topic: topic} }
 	msgs := []*Message{mk("a"), mk("a"), mk("a"), mk("b"), mk("a")}
 	var sizes []int
-	for _, b := range batches(msgs, 2) {
+	for rest := msgs; len(rest) > 0; {
+		var b []*Message
+		b, rest = nextBatch(rest, 2)
+		if cap(b) != len(b) {
+			t.Errorf("batch of %d has room for %d: a listener's append would overwrite the next", len(b), cap(b))
+		}
 		sizes = append(sizes, len(b))
 		for _, m := range b {
 			if m.Topic != b[0].Topic {
