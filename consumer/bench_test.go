@@ -366,7 +366,7 @@ func BenchmarkPullCycle(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if found, _ := p.handlePull(qs, res); !found {
+		if found, _ := p.handlePull(qs, &res); !found {
 			b.Fatal("the answer's message was not found")
 		}
 		req, _ := pc.work.pop()

@@ -36,7 +36,7 @@ func (p *puller) pullLoop(qs *queueState) {
 		now := time.Now()
 		pq.lastPullTime.Store(now.UnixNano())
 		p.stats.pullAnswered(qs.mq.Topic, now.Sub(begin), now)
-		found, keep := p.handlePull(qs, res)
+		found, keep := p.handlePull(qs, &res)
 		if !keep {
 			return
 		}
@@ -60,11 +60,11 @@ func (p *puller) pullPause(qs *queueState) time.Duration {
 // pullOnce sends one long-polling pull for the queue's next offset to the address pullTarget
 // picks, which it returns with the answer. The commit-offset bit is set only towards a master:
 // a slave must not take offsets.
-func (p *puller) pullOnce(qs *queueState) (*pullResult, string, error) {
+func (p *puller) pullOnce(qs *queueState) (pullResult, string, error) {
 	mq := qs.mq
 	sub := p.subscriptionOf(mq.Topic)
 	if sub == nil {
-		return nil, "", ErrNoSubscription
+		return pullResult{}, "", ErrNoSubscription
 	}
 	addr, slave := p.pullTarget(qs)
 	qs.fromSlave = slave
@@ -76,7 +76,9 @@ func (p *puller) pullOnce(qs *queueState) (*pullResult, string, error) {
 	}
 	// Without the subscription in the pull, the broker filters with the one heartbeats
 	// registered, and SubVersion tells it whether that one is recent enough.
-	h := &protocol.PullMessageRequestHeader{ConsumerGroup: p.cfg.group, Topic: mq.Topic, QueueID: int32(mq.QueueID),
+	// The header is encoded before the request leaves, so the queue's one serves every pull.
+	h := &qs.pullHeader
+	*h = protocol.PullMessageRequestHeader{ConsumerGroup: p.cfg.group, Topic: mq.Topic, QueueID: int32(mq.QueueID),
 		QueueOffset: qs.nextOffset, MaxMsgNums: int32(p.cfg.pullBatchSize), CommitOffset: commit,
 		SuspendTimeoutMillis: p.cfg.pullSuspend.Milliseconds(), SubVersion: sub.version,
 		ExpressionType: sub.exprType, BrokerName: mq.BrokerName}

@@ -168,7 +168,7 @@ func TestPullFollowsSuggestionAndFailsOver(t *testing.T) {
 		t.Helper()
 		res, addr, err := p.pullOnce(qs)
 		if err == nil {
-			p.handlePull(qs, res)
+			p.handlePull(qs, &res)
 		}
 		return addr, err
 	}

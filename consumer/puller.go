@@ -102,14 +102,15 @@ type queueState struct {
 	pq *processQueue
 	// The rest is touched only by the queue's pull loop: where the next pull starts, the
 	// broker id the last answer suggested, whether the last pull went to a slave, the
-	// address a pull last failed to reach with when to try it again, and how quickly to
-	// retry after failures (pull_retry.go).
+	// address a pull last failed to reach with when to try it again, how quickly to retry
+	// after failures (pull_retry.go), and the request header.
 	nextOffset  int64
 	brokerID    int64
 	fromSlave   bool
 	failedAddr  string
 	failedUntil time.Time
 	retry       pullRetry
+	pullHeader  protocol.PullMessageRequestHeader // the next pull's, reused
 }
 
 // consumeRequest is a batch of one queue's messages on its way to a listener or to Poll.
