@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -338,7 +339,7 @@ func BenchmarkPullCycle(b *testing.B) {
 	tr := &benchPullTransport{body: make([]byte, size)}
 	message.EncodeRecord(tr.body, size, rec, 0, 0, time.Now().UnixMilli())
 	tr.resp = remoting.NewResponse(remoting.Success, "")
-	tr.resp.ExtFields = remoting.EncodeHeader(&protocol.PullMessageResponseHeader{NextBeginOffset: 1, MaxOffset: 1})
+	tr.resp.ExtFields = remoting.EncodeHeader(&protocol.PullMessageResponseHeader{NextBeginOffset: 1, MinOffset: 1000, MaxOffset: 1001})
 	tr.resp.Body = tr.body
 	nop := zerolog.Nop()
 	pc, err := NewPushConsumer(WithGroup("g"), WithNameServers("127.0.0.1:9876"), WithLogger(&nop))
@@ -373,6 +374,8 @@ func BenchmarkPullCycle(b *testing.B) {
 		pc.consumeConcurrently(req, &stamp)
 		tr.off++
 		binary.BigEndian.PutUint64(tr.body[message.OffQueueOffset:], uint64(tr.off))
+		// The queue grows by the message each answer brings (one allocation, the fake's).
+		tr.resp.ExtFields["maxOffset"] = strconv.FormatInt(1001+tr.off, 10)
 	}
 	if consumed != b.N {
 		b.Fatalf("consumed %d of %d", consumed, b.N)

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
 )
 
 // record encodes a stored record as a broker would return it in a pull body.
@@ -185,5 +187,27 @@ func TestBatches(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{2, 1, 1, 1}, sizes); diff != "" {
 		t.Errorf("batch sizes (-want +got):\n%s", diff)
+	}
+}
+
+// Each pulled message carries the offset range of the answer that brought it, though a queue
+// keeps the strings of the last range.
+func TestFilterOffsetRange(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.group = "g"
+	p := newPuller(cfg.pullerConfig, protocol.ConsumePassively, nil)
+	p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
+	mq := MessageQueue{Topic: "T", BrokerName: "b"}
+	qs := &queueState{mq: mq}
+	for _, r := range [][2]int64{{0, 0}, {0, 1}, {100, 123456789012}, {100, 123456789012}, {7, 8}, {0, 0}} {
+		msgs := []*Message{{Topic: "T", Queue: mq, Properties: map[string]string{}}}
+		got := p.filter(qs, msgs, protocol.PullMessageResponseHeader{MinOffset: r[0], MaxOffset: r[1]})
+		if len(got) != 1 {
+			t.Fatalf("range %v: %d messages kept", r, len(got))
+		}
+		minS, maxS := got[0].Property(message.PropertyMinOffset), got[0].Property(message.PropertyMaxOffset)
+		if minS != strconv.FormatInt(r[0], 10) || maxS != strconv.FormatInt(r[1], 10) {
+			t.Errorf("range %v: MIN_OFFSET %q, MAX_OFFSET %q", r, minS, maxS)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
@@ -108,7 +107,7 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) (found, keep bool) 
 			p.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("undecodable pull body")
 		}
 		qs.nextOffset = res.header.NextBeginOffset
-		msgs = p.filter(msgs, res.header)
+		msgs = p.filter(qs, msgs, res.header)
 		found = len(msgs) > 0
 		if found {
 			p.stats.pullFound(mq.Topic, len(msgs))
@@ -147,13 +146,13 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) (found, keep bool) 
 // may let others through), shows retried messages under their original topic and every
 // message without the namespace, and records the queue's offset range on each, as the official
 // client does.
-func (p *puller) filter(msgs []*Message, h protocol.PullMessageResponseHeader) []*Message {
+func (p *puller) filter(qs *queueState, msgs []*Message, h protocol.PullMessageResponseHeader) []*Message {
 	if len(msgs) == 0 {
 		return nil
 	}
 	sub := p.subscriptionOf(msgs[0].Queue.Topic)
 	retry := RetryTopic(p.cfg.group)
-	minOff, maxOff := strconv.FormatInt(h.MinOffset, 10), strconv.FormatInt(h.MaxOffset, 10)
+	minOff, maxOff := qs.minOffset.of(h.MinOffset), qs.maxOffset.of(h.MaxOffset)
 	out := msgs[:0]
 	for _, m := range msgs {
 		if sub != nil && !sub.matches(m.Tags) {

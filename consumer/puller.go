@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -111,6 +112,24 @@ type queueState struct {
 	failedUntil time.Time
 	retry       pullRetry
 	pullHeader  protocol.PullMessageRequestHeader // the next pull's, reused
+	// The queue's offset range as the last answer gave it, for MIN_OFFSET and MAX_OFFSET: the
+	// minimum seldom moves, and the maximum not while a backlog is pulled.
+	minOffset, maxOffset offsetString
+}
+
+// offsetString is an offset and its decimal string, kept so that a value seen again costs no
+// allocation.
+type offsetString struct {
+	off int64
+	s   string
+}
+
+// of returns off in decimal.
+func (o *offsetString) of(off int64) string {
+	if o.s == "" || o.off != off {
+		o.off, o.s = off, strconv.FormatInt(off, 10)
+	}
+	return o.s
 }
 
 // consumeRequest is a batch of one queue's messages on its way to a listener or to Poll.
