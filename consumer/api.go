@@ -210,21 +210,21 @@ type pullResult struct {
 
 // pullMessage sends one pull and waits up to timeout for the answer, the broker's suspend
 // included.
-func pullMessage(ctx context.Context, tr remoting.Transport, addr string, h *protocol.PullMessageRequestHeader, timeout time.Duration) (*pullResult, error) {
+func pullMessage(ctx context.Context, tr remoting.Transport, addr string, h *protocol.PullMessageRequestHeader, timeout time.Duration) (pullResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := invoke(ctx, tr, addr, remoting.PullMessage, h, nil)
 	if err != nil {
-		return nil, err
+		return pullResult{}, err
 	}
 	switch resp.Code {
 	case remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved:
 	default:
-		return nil, remoting.ErrorFromResponse(resp)
+		return pullResult{}, remoting.ErrorFromResponse(resp)
 	}
-	r := &pullResult{code: resp.Code, body: resp.Body}
+	r := pullResult{code: resp.Code, body: resp.Body}
 	if err := r.header.Decode(resp.ExtFields); err != nil {
-		return nil, fmt.Errorf("consumer: pull answer: %w", err)
+		return pullResult{}, fmt.Errorf("consumer: pull answer: %w", err)
 	}
 	return r, nil
 }

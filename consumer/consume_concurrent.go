@@ -24,30 +24,29 @@ func (pc *PushConsumer) submit(qs *queueState, msgs []*Message) {
 		qs.pq.notify()
 		return
 	}
-	for _, batch := range batches(msgs, pc.cfg.consumeBatchSize) {
+	for len(msgs) > 0 {
+		var batch []*Message
+		batch, msgs = nextBatch(msgs, pc.cfg.consumeBatchSize)
 		pc.work.push(consumeRequest{qs: qs, msgs: batch})
 	}
 }
 
-// batches splits msgs into runs of at most n messages that share one (restored) topic, so each
-// listener call gets the messages of one subscription.
-func batches(msgs []*Message, n int) [][]*Message {
-	var out [][]*Message
-	for len(msgs) > 0 {
-		k := 1
-		for k < len(msgs) && k < n && msgs[k].Topic == msgs[0].Topic {
-			k++
-		}
-		out = append(out, msgs[:k:k])
-		msgs = msgs[k:]
+// nextBatch splits off the run of at most n messages (at least one) at the start of msgs that
+// share one (restored) topic, so each listener call gets the messages of one subscription. The
+// batch is capped: a listener's append cannot reach the rest.
+func nextBatch(msgs []*Message, n int) (batch, rest []*Message) {
+	k := 1
+	for k < len(msgs) && k < n && msgs[k].Topic == msgs[0].Topic {
+		k++
 	}
-	return out
+	return msgs[:k:k], msgs[k:]
 }
 
 // worker runs listener calls until the work queue closes (at Close, after every loop that
 // submits stopped). Requests still queued then are skipped: their messages stay
 // unacknowledged and are redelivered to the next owner of the queue.
 func (pc *PushConsumer) worker() {
+	var stamp consumeStamp
 	for {
 		req, ok := pc.work.pop()
 		if !ok {
@@ -56,7 +55,7 @@ func (pc *PushConsumer) worker() {
 		if pc.p.isClosing() {
 			continue
 		}
-		pc.consumeConcurrently(req)
+		pc.consumeConcurrently(req, &stamp)
 	}
 }
 
@@ -64,15 +63,14 @@ func (pc *PushConsumer) worker() {
 // leave the cache; on failure each is sent back to the broker (clustering) and leaves the cache
 // once the broker has it; those that could not be sent back are consumed again later. The
 // offset committed is the smallest one still cached (docs/protocol.md §10.4).
-func (pc *PushConsumer) consumeConcurrently(req consumeRequest) {
+// stamp is the calling worker's (markConsumeStart).
+func (pc *PushConsumer) consumeConcurrently(req consumeRequest, stamp *consumeStamp) {
 	qs, msgs := req.qs, req.msgs
 	if qs.pq.isDropped() {
 		return
 	}
 	now := time.Now()
-	for _, m := range msgs {
-		markConsumeStart(m, now)
-	}
+	markConsumeStart(msgs, now, stamp)
 	res := ConsumeRetryLater
 	var err error
 	if sub := pc.p.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {

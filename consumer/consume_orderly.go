@@ -102,9 +102,7 @@ func (pc *PushConsumer) callOrderly(qs *queueState, msgs []*Message) (ConsumeRes
 		return 0, false
 	}
 	now := time.Now()
-	for _, m := range msgs {
-		markConsumeStart(m, now)
-	}
+	markConsumeStart(msgs, now, nil)
 	res := SuspendCurrentQueueAMoment
 	var err error
 	if sub := pc.p.subscriptionOf(msgs[0].Topic); sub != nil && sub.listener != nil {

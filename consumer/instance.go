@@ -20,6 +20,8 @@ type instance interface {
 	RegisterConsumer(group string, c clientConsumer) error
 	UnregisterConsumer(group string)
 	TopicRoute(ctx context.Context, topic string) (*route.TopicRouteData, error)
+	// CachedTopicRoute is the route TopicRoute would answer without I/O, or nil.
+	CachedTopicRoute(topic string) *route.TopicRouteData
 	BrokerAddr(brokerName string, brokerID int64) string
 	MasterAddr(brokerName string) string
 	AdminAddr(brokerName string) string

@@ -83,44 +83,90 @@ func (m *Message) String() string {
 // decodeMessages decodes a pull body (records back to back) fetched from mq. Body slices view
 // body, which the caller hands over. A record that does not decode ends the walk with an
 // error; the records before it are returned.
+//
+// The consume path's garbage is counted in objects, so a pull answer's messages cost a few
+// allocations whatever their number: the Messages share one array, their properties and
+// offset message ids one string their fields and map entries slice, and each gets one map
+// sized for the properties the consumer adds (MIN_OFFSET, MAX_OFFSET, CONSUME_START_TIME).
+// Messages of the queue's topic share mq.Topic. A Message a listener keeps keeps its answer's
+// array and string alive, no more than its Body already kept of the answer.
 func decodeMessages(body []byte, mq MessageQueue) ([]*Message, error) {
-	var msgs []*Message
+	var stack [32]message.Record // a default pull batch: no allocation for the walk
+	recs := stack[:0]
+	var err error
 	for len(body) > 0 {
 		var r message.Record
-		n, err := message.DecodeRecord(body, &r, false)
-		if err != nil {
-			return msgs, fmt.Errorf("consumer: record %d of pull from %s: %w", len(msgs), mq, err)
+		n, derr := message.DecodeRecord(body, &r, false)
+		if derr != nil {
+			err = fmt.Errorf("consumer: record %d of pull from %s: %w", len(recs), mq, derr)
+			break
 		}
-		msgs = append(msgs, fromRecord(&r, mq))
+		recs = append(recs, r)
 		body = body[n:]
 	}
-	return msgs, nil
+	if len(recs) == 0 {
+		return nil, err
+	}
+	textLen := 0
+	for i := range recs {
+		textLen += len(recs[i].Properties) + message.OffsetMsgIDLen(recs[i].StoreHost)
+	}
+	var sb strings.Builder
+	sb.Grow(textLen)
+	var id [56]byte
+	for i := range recs {
+		sb.Write(recs[i].Properties)
+		sb.Write(message.AppendOffsetMsgID(id[:0], recs[i].StoreHost, recs[i].PhysicalOffset))
+	}
+	text := sb.String()
+	slab := make([]Message, len(recs))
+	msgs := make([]*Message, len(recs))
+	topic := mq.Topic
+	for i := range recs {
+		r := &recs[i]
+		if string(r.Topic) != topic {
+			topic = string(r.Topic)
+		}
+		props, idLen := len(r.Properties), message.OffsetMsgIDLen(r.StoreHost)
+		fillMessage(&slab[i], r, mq.BrokerName, topic, text[:props], text[props:props+idLen])
+		text = text[props+idLen:]
+		msgs[i] = &slab[i]
+	}
+	return msgs, err
 }
 
-// fromRecord converts a decoded record. The queue's broker name comes from mq; its topic and
+// fromRecord converts one decoded record. The queue's broker name comes from mq; its topic and
 // queue id from the record.
 func fromRecord(r *message.Record, mq MessageQueue) *Message {
-	m := &Message{
-		Topic:                     string(r.Topic),
-		Properties:                message.UnmarshalProperties(r.Properties),
-		Body:                      r.Body,
-		Flag:                      r.Flag,
-		SysFlag:                   r.SysFlag,
-		Queue:                     MessageQueue{Topic: string(r.Topic), BrokerName: mq.BrokerName, QueueID: int(r.QueueID)},
-		QueueOffset:               r.QueueOffset,
-		CommitLogOffset:           r.PhysicalOffset,
-		ReconsumeTimes:            r.ReconsumeTimes,
-		BornTime:                  time.UnixMilli(r.BornTimestamp),
-		BornHost:                  r.BornHost,
-		StoreTime:                 time.UnixMilli(r.StoreTimestamp),
-		StoreHost:                 r.StoreHost,
-		StoreSize:                 r.TotalSize,
-		BodyCRC:                   r.BodyCRC,
-		PreparedTransactionOffset: r.PreparedTransactionOffset,
-	}
-	if m.Properties == nil {
-		m.Properties = map[string]string{}
-	}
+	m := new(Message)
+	fillMessage(m, r, mq.BrokerName, string(r.Topic), string(r.Properties),
+		message.OffsetMsgID(r.StoreHost, r.PhysicalOffset))
+	return m
+}
+
+// propertiesAdded is how many properties the consumer adds to a pulled message's: MIN_OFFSET,
+// MAX_OFFSET and CONSUME_START_TIME.
+const propertiesAdded = 3
+
+// fillMessage sets m from r, whose topic (as a string), properties and offset message id the
+// caller gives, so that it can share their memory.
+func fillMessage(m *Message, r *message.Record, brokerName, topic, props, offsetMsgID string) {
+	m.Topic = topic
+	m.Properties = message.UnmarshalPropertiesString(props, propertiesAdded)
+	m.Body = r.Body
+	m.Flag = r.Flag
+	m.SysFlag = r.SysFlag
+	m.Queue = MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: int(r.QueueID)}
+	m.QueueOffset = r.QueueOffset
+	m.CommitLogOffset = r.PhysicalOffset
+	m.ReconsumeTimes = r.ReconsumeTimes
+	m.BornTime = time.UnixMilli(r.BornTimestamp)
+	m.BornHost = r.BornHost
+	m.StoreTime = time.UnixMilli(r.StoreTimestamp)
+	m.StoreHost = r.StoreHost
+	m.StoreSize = r.TotalSize
+	m.BodyCRC = r.BodyCRC
+	m.PreparedTransactionOffset = r.PreparedTransactionOffset
 	if r.SysFlag&message.FlagCompressed != 0 {
 		if b, err := inflate(r.Body); err == nil {
 			m.Body = b
@@ -132,12 +178,11 @@ func fromRecord(r *message.Record, mq MessageQueue) *Message {
 	if k := m.Properties[message.PropertyKeys]; k != "" {
 		m.Keys = strings.Fields(k)
 	}
-	m.OffsetMsgID = message.OffsetMsgID(r.StoreHost, r.PhysicalOffset)
+	m.OffsetMsgID = offsetMsgID
 	m.MsgID = m.Properties[message.PropertyUniqKey]
 	if m.MsgID == "" {
 		m.MsgID = m.OffsetMsgID
 	}
-	return m
 }
 
 // inflate decompresses a zlib body, refusing results larger than maxInflatedBody.
@@ -168,12 +213,35 @@ func restoreRetryTopic(m *Message, retryTopic string) {
 	}
 }
 
-// markConsumeStart records when the listener got m (property CONSUME_START_TIME, as the
-// official client sets it, and the field the expiry scan reads).
-func markConsumeStart(m *Message, now time.Time) {
-	ms := now.UnixMilli()
-	m.Properties[message.PropertyConsumeStartTimestamp] = strconv.FormatInt(ms, 10)
-	m.consumeStart.Store(ms)
+// markConsumeStart records when the listener got msgs (property CONSUME_START_TIME, as the
+// official client sets it, and the field the expiry scan reads). The messages of one listener
+// call share the time's string, and so do the calls of one goroutine within a millisecond
+// when it keeps a stamp (nil: none).
+func markConsumeStart(msgs []*Message, now time.Time, stamp *consumeStamp) {
+	if stamp == nil {
+		stamp = new(consumeStamp)
+	}
+	ms, s := stamp.at(now)
+	for _, m := range msgs {
+		m.Properties[message.PropertyConsumeStartTimestamp] = s
+		m.consumeStart.Store(ms)
+	}
+}
+
+// consumeStamp is a CONSUME_START_TIME value and the millisecond it was formatted for. A
+// consume worker keeps one: at thousands of listener calls a second most share a millisecond,
+// and so one string, where each took an allocation.
+type consumeStamp struct {
+	ms int64
+	s  string
+}
+
+// at returns now in unix milliseconds and as the property's decimal string.
+func (c *consumeStamp) at(now time.Time) (int64, string) {
+	if ms := now.UnixMilli(); c.s == "" || c.ms != ms {
+		c.ms, c.s = ms, strconv.FormatInt(ms, 10)
+	}
+	return c.ms, c.s
 }
 
 // RetryTopic is the retry topic of a consumer group, %RETRY%<group> (docs/protocol.md §10.2).

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"compress/zlib"
 	"errors"
+	"fmt"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/protocol"
 )
 
 // record encodes a stored record as a broker would return it in a pull body.
@@ -81,6 +84,58 @@ func TestDecodeMessages(t *testing.T) {
 	}
 }
 
+// TestDecodeMessagesShared checks what decodeMessages shares between the messages of one pull
+// answer: each still reads as if decoded alone, whatever the mix of topics and store hosts
+// (IPv4 and IPv6 offset ids differ in length), past the 32 records the walk holds without
+// allocating, and writing one message's properties leaves the others' alone.
+func TestDecodeMessagesShared(t *testing.T) {
+	v4, v6 := testStoreHost, netip.MustParseAddrPort("[2001:db8::7]:10911")
+	var body []byte
+	var want []*Message
+	const n = 70
+	for i := range n {
+		topic := "T"
+		if i%5 == 3 {
+			topic = "%RETRY%g"
+		}
+		host := v4
+		if i%3 == 1 {
+			host = v6
+		}
+		props := map[string]string{"UNIQ_KEY": fmt.Sprintf("U%d", i), "TAGS": fmt.Sprintf("tag%d", i%4)}
+		if i%7 == 0 {
+			props = nil // no properties at all
+		}
+		m := &message.Message{Topic: topic, QueueID: 1, Body: []byte(fmt.Sprintf("body %d", i)),
+			Properties: message.MarshalProperties(props), BornHost: v4, StoreHost: host}
+		rec := record(t, m, int64(i), int64(1000*i))
+		var r message.Record
+		if _, err := message.DecodeRecord(rec, &r, false); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fromRecord(&r, MessageQueue{BrokerName: "b"}))
+		body = append(body, rec...)
+	}
+	got, err := decodeMessages(body, MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1})
+	if err != nil || len(got) != n {
+		t.Fatalf("decoded %d messages, err %v; want %d", len(got), err, n)
+	}
+	opts := []cmp.Option{cmpopts.IgnoreUnexported(Message{}), cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })}
+	for i := range got {
+		if diff := cmp.Diff(want[i], got[i], opts...); diff != "" {
+			t.Fatalf("message %d (-alone +in the batch):\n%s", i, diff)
+		}
+	}
+	if got[1].OffsetMsgID != message.OffsetMsgID(v6, 1000) || len(got[1].OffsetMsgID) != 56 {
+		t.Errorf("IPv6 offset id %q", got[1].OffsetMsgID)
+	}
+	got[0].Properties["x"] = "y"
+	got[1].Properties["UNIQ_KEY"] = "changed"
+	if _, ok := got[2].Properties["x"]; ok || got[2].Properties["UNIQ_KEY"] != "U2" || got[1].MsgID != "U1" {
+		t.Errorf("a write to one message's properties showed in another's: %v, msg id %q", got[2].Properties, got[1].MsgID)
+	}
+}
+
 func TestRestoreRetryTopic(t *testing.T) {
 	m := &Message{Topic: "%RETRY%g", Queue: MessageQueue{Topic: "%RETRY%g"},
 		Properties: map[string]string{message.PropertyRetryTopic: "orders"}}
@@ -117,7 +172,12 @@ func TestBatches(t *testing.T) {
 	mk := func(topic string) *Message { return &Message{Topic: topic} }
 	msgs := []*Message{mk("a"), mk("a"), mk("a"), mk("b"), mk("a")}
 	var sizes []int
-	for _, b := range batches(msgs, 2) {
+	for rest := msgs; len(rest) > 0; {
+		var b []*Message
+		b, rest = nextBatch(rest, 2)
+		if cap(b) != len(b) {
+			t.Errorf("batch of %d has room for %d: a listener's append would overwrite the next", len(b), cap(b))
+		}
 		sizes = append(sizes, len(b))
 		for _, m := range b {
 			if m.Topic != b[0].Topic {
@@ -127,5 +187,27 @@ func TestBatches(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{2, 1, 1, 1}, sizes); diff != "" {
 		t.Errorf("batch sizes (-want +got):\n%s", diff)
+	}
+}
+
+// Each pulled message carries the offset range of the answer that brought it, though a queue
+// keeps the strings of the last range.
+func TestFilterOffsetRange(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.group = "g"
+	p := newPuller(cfg.pullerConfig, protocol.ConsumePassively, nil)
+	p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
+	mq := MessageQueue{Topic: "T", BrokerName: "b"}
+	qs := &queueState{mq: mq}
+	for _, r := range [][2]int64{{0, 0}, {0, 1}, {100, 123456789012}, {100, 123456789012}, {7, 8}, {0, 0}} {
+		msgs := []*Message{{Topic: "T", Queue: mq, Properties: map[string]string{}}}
+		got := p.filter(qs, msgs, protocol.PullMessageResponseHeader{MinOffset: r[0], MaxOffset: r[1]})
+		if len(got) != 1 {
+			t.Fatalf("range %v: %d messages kept", r, len(got))
+		}
+		minS, maxS := got[0].Property(message.PropertyMinOffset), got[0].Property(message.PropertyMaxOffset)
+		if minS != strconv.FormatInt(r[0], 10) || maxS != strconv.FormatInt(r[1], 10) {
+			t.Errorf("range %v: MIN_OFFSET %q, MAX_OFFSET %q", r, minS, maxS)
+		}
 	}
 }

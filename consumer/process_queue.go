@@ -64,11 +64,12 @@ func (pq *processQueue) notify() {
 	}
 }
 
-// put adds pulled messages, skipping offsets already held, and returns those added.
+// put adds pulled messages, skipping offsets already held, and returns those added: msgs,
+// filtered in place (the caller hands msgs over).
 func (pq *processQueue) put(msgs []*Message) []*Message {
 	pq.mu.Lock()
 	defer pq.mu.Unlock()
-	added := msgs[:0:0]
+	added := msgs[:0]
 	for _, m := range msgs {
 		if _, ok := pq.mu.msgs[m.QueueOffset]; ok {
 			continue

@@ -1,8 +1,11 @@
 package consumer
 
 import (
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mqgo/mq/internal/message"
 )
 
 func msgsAt(offsets ...int64) []*Message {
@@ -74,11 +77,22 @@ func TestProcessQueueExpired(t *testing.T) {
 	ms := msgsAt(0, 1, 2)
 	pq.put(ms)
 	now := time.Now()
-	markConsumeStart(ms[0], now.Add(-time.Hour))
-	markConsumeStart(ms[1], now)
+	markConsumeStart(ms[:1], now.Add(-time.Hour), nil)
+	markConsumeStart(ms[1:2], now, nil)
 	got := pq.expired(now, time.Minute, 16)
 	if len(got) != 1 || got[0] != ms[0] {
 		t.Errorf("expired = %v, want only offset 0", got)
+	}
+	// A worker's stamp follows the clock: calls in one millisecond and in the next each see
+	// their own time, property and field alike.
+	var stamp consumeStamp
+	for _, at := range []time.Time{now.Add(time.Second), now.Add(time.Second + time.Microsecond), now.Add(2 * time.Second)} {
+		markConsumeStart(ms, at, &stamp)
+		for _, m := range ms {
+			if p, want := m.Property(message.PropertyConsumeStartTimestamp), strconv.FormatInt(at.UnixMilli(), 10); p != want || m.consumeStart.Load() != at.UnixMilli() {
+				t.Errorf("offset %d: CONSUME_START_TIME %q, field %d; want %s", m.QueueOffset, p, m.consumeStart.Load(), want)
+			}
+		}
 	}
 }
 

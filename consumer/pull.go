@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
@@ -36,7 +35,7 @@ func (p *puller) pullLoop(qs *queueState) {
 		now := time.Now()
 		pq.lastPullTime.Store(now.UnixNano())
 		p.stats.pullAnswered(qs.mq.Topic, now.Sub(begin), now)
-		found, keep := p.handlePull(qs, res)
+		found, keep := p.handlePull(qs, &res)
 		if !keep {
 			return
 		}
@@ -60,11 +59,11 @@ func (p *puller) pullPause(qs *queueState) time.Duration {
 // pullOnce sends one long-polling pull for the queue's next offset to the address pullTarget
 // picks, which it returns with the answer. The commit-offset bit is set only towards a master:
 // a slave must not take offsets.
-func (p *puller) pullOnce(qs *queueState) (*pullResult, string, error) {
+func (p *puller) pullOnce(qs *queueState) (pullResult, string, error) {
 	mq := qs.mq
 	sub := p.subscriptionOf(mq.Topic)
 	if sub == nil {
-		return nil, "", ErrNoSubscription
+		return pullResult{}, "", ErrNoSubscription
 	}
 	addr, slave := p.pullTarget(qs)
 	qs.fromSlave = slave
@@ -76,7 +75,9 @@ func (p *puller) pullOnce(qs *queueState) (*pullResult, string, error) {
 	}
 	// Without the subscription in the pull, the broker filters with the one heartbeats
 	// registered, and SubVersion tells it whether that one is recent enough.
-	h := &protocol.PullMessageRequestHeader{ConsumerGroup: p.cfg.group, Topic: mq.Topic, QueueID: int32(mq.QueueID),
+	// The header is encoded before the request leaves, so the queue's one serves every pull.
+	h := &qs.pullHeader
+	*h = protocol.PullMessageRequestHeader{ConsumerGroup: p.cfg.group, Topic: mq.Topic, QueueID: int32(mq.QueueID),
 		QueueOffset: qs.nextOffset, MaxMsgNums: int32(p.cfg.pullBatchSize), CommitOffset: commit,
 		SuspendTimeoutMillis: p.cfg.pullSuspend.Milliseconds(), SubVersion: sub.version,
 		ExpressionType: sub.exprType, BrokerName: mq.BrokerName}
@@ -106,7 +107,7 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) (found, keep bool) 
 			p.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Err(err).Msg("undecodable pull body")
 		}
 		qs.nextOffset = res.header.NextBeginOffset
-		msgs = p.filter(msgs, res.header)
+		msgs = p.filter(qs, msgs, res.header)
 		found = len(msgs) > 0
 		if found {
 			p.stats.pullFound(mq.Topic, len(msgs))
@@ -145,13 +146,13 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) (found, keep bool) 
 // may let others through), shows retried messages under their original topic and every
 // message without the namespace, and records the queue's offset range on each, as the official
 // client does.
-func (p *puller) filter(msgs []*Message, h protocol.PullMessageResponseHeader) []*Message {
+func (p *puller) filter(qs *queueState, msgs []*Message, h protocol.PullMessageResponseHeader) []*Message {
 	if len(msgs) == 0 {
 		return nil
 	}
 	sub := p.subscriptionOf(msgs[0].Queue.Topic)
 	retry := RetryTopic(p.cfg.group)
-	minOff, maxOff := strconv.FormatInt(h.MinOffset, 10), strconv.FormatInt(h.MaxOffset, 10)
+	minOff, maxOff := qs.minOffset.of(h.MinOffset), qs.maxOffset.of(h.MaxOffset)
 	out := msgs[:0]
 	for _, m := range msgs {
 		if sub != nil && !sub.matches(m.Tags) {

@@ -72,10 +72,18 @@ func isTransportError(err error) bool {
 // brokerAddrsOf returns the addresses (by broker id) of mq's broker name from the cached route
 // of mq's topic, falling back to the instance's table for the master and the suggested id.
 func (p *puller) brokerAddrsOf(mq MessageQueue, suggested int64) map[int64]string {
-	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
-	r, err := p.inst.TopicRoute(ctx, mq.Topic) // cached: no I/O once the topic is known
-	cancel()
-	if err == nil {
+	// Every pull asks, and the route is cached once the topic is known: only a miss needs the
+	// bounded fetch, whose context and timer each pull allocated.
+	r := p.inst.CachedTopicRoute(mq.Topic)
+	if r == nil {
+		ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
+		var err error
+		if r, err = p.inst.TopicRoute(ctx, mq.Topic); err != nil {
+			r = nil
+		}
+		cancel()
+	}
+	if r != nil {
 		for _, bd := range r.BrokerDatas {
 			if bd.BrokerName == mq.BrokerName && len(bd.BrokerAddrs) > 0 {
 				return bd.BrokerAddrs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -117,6 +118,37 @@ func (routeInstance) TopicRoute(context.Context, string) (*route.TopicRouteData,
 	return &route.TopicRouteData{BrokerDatas: []route.BrokerData{{BrokerName: "b", BrokerAddrs: map[int64]string{0: "m", 1: "s"}}}}, nil
 }
 
+// cachedRouteInstance has the route of routeInstance in its cache, and no name server to
+// fetch one from.
+type cachedRouteInstance struct{ fakeInstance }
+
+func (cachedRouteInstance) CachedTopicRoute(string) *route.TopicRouteData {
+	return &route.TopicRouteData{BrokerDatas: []route.BrokerData{{BrokerName: "b", BrokerAddrs: map[int64]string{0: "m", 1: "s"}}}}
+}
+
+func (cachedRouteInstance) TopicRoute(context.Context, string) (*route.TopicRouteData, error) {
+	return nil, errors.New("no name server")
+}
+
+// A pull's addresses come from the cached route when there is one, and from the route a fetch
+// answers otherwise; with neither, from the instance's broker table.
+func TestBrokerAddrsOfRoute(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.group = "g"
+	mq := MessageQueue{Topic: "T", BrokerName: "b"}
+	want := map[int64]string{0: "m", 1: "s"}
+	for name, inst := range map[string]instance{"cached": cachedRouteInstance{}, "fetched": routeInstance{}} {
+		p := startedPuller(t, cfg.pullerConfig, nil, inst)
+		if got := p.brokerAddrsOf(mq, 1); !maps.Equal(got, want) {
+			t.Errorf("%s route: addresses %v, want %v", name, got, want)
+		}
+	}
+	p := startedPuller(t, cfg.pullerConfig, nil, fakeInstance{})
+	if got := p.brokerAddrsOf(mq, 1); !maps.Equal(got, map[int64]string{0: "addr", 1: "addr", 2: "addr"}) {
+		t.Errorf("no route: addresses %v, want the instance's table", got)
+	}
+}
+
 // The pull path: the suggestion is followed, the commit-offset bit goes only to the master, a
 // dead master sends the pulls to the slave at once (and is avoided for the failover hold), and
 // a slave behind the consumer does not move the offset back.
@@ -136,7 +168,7 @@ func TestPullFollowsSuggestionAndFailsOver(t *testing.T) {
 		t.Helper()
 		res, addr, err := p.pullOnce(qs)
 		if err == nil {
-			p.handlePull(qs, res)
+			p.handlePull(qs, &res)
 		}
 		return addr, err
 	}

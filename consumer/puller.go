@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -102,14 +103,33 @@ type queueState struct {
 	pq *processQueue
 	// The rest is touched only by the queue's pull loop: where the next pull starts, the
 	// broker id the last answer suggested, whether the last pull went to a slave, the
-	// address a pull last failed to reach with when to try it again, and how quickly to
-	// retry after failures (pull_retry.go).
+	// address a pull last failed to reach with when to try it again, how quickly to retry
+	// after failures (pull_retry.go), and the request header.
 	nextOffset  int64
 	brokerID    int64
 	fromSlave   bool
 	failedAddr  string
 	failedUntil time.Time
 	retry       pullRetry
+	pullHeader  protocol.PullMessageRequestHeader // the next pull's, reused
+	// The queue's offset range as the last answer gave it, for MIN_OFFSET and MAX_OFFSET: the
+	// minimum seldom moves, and the maximum not while a backlog is pulled.
+	minOffset, maxOffset offsetString
+}
+
+// offsetString is an offset and its decimal string, kept so that a value seen again costs no
+// allocation.
+type offsetString struct {
+	off int64
+	s   string
+}
+
+// of returns off in decimal.
+func (o *offsetString) of(off int64) string {
+	if o.s == "" || o.off != off {
+		o.off, o.s = off, strconv.FormatInt(off, 10)
+	}
+	return o.s
 }
 
 // consumeRequest is a batch of one queue's messages on its way to a listener or to Poll.

@@ -242,8 +242,9 @@ func (pc *PushConsumer) ConsumeMessageDirectly(body []byte) *remoting.Command {
 		return remoting.NewResponse(remoting.SystemError, "consumer: no listener for topic "+m.Topic)
 	}
 	start := time.Now()
-	markConsumeStart(m, start)
-	res, err := callListener(pc.consumeCtx, sub.direct, []*Message{m})
+	batch := []*Message{m}
+	markConsumeStart(batch, start, nil)
+	res, err := callListener(pc.consumeCtx, sub.direct, batch)
 	out := consumeDirectlyResult{Order: pc.cfg.orderly, AutoCommit: true, SpentTimeMills: time.Since(start).Milliseconds()}
 	switch {
 	case err != nil:

@@ -53,6 +53,10 @@ func (f fakeInstance) TopicRoute(context.Context, string) (*route.TopicRouteData
 	return &route.TopicRouteData{}, nil
 }
 
+// CachedTopicRoute has nothing cached: callers take TopicRoute, which the fakes built on this
+// one answer.
+func (f fakeInstance) CachedTopicRoute(string) *route.TopicRouteData { return nil }
+
 // The consume-from-where table of docs/protocol.md §10.3, for a queue without a stored offset, and a
 // stored offset winning over it.
 func TestStartOffset(t *testing.T) {
@@ -129,7 +133,7 @@ func TestSendBackFailureConsumesAgain(t *testing.T) {
 		m.Topic, m.Queue = "T", mq
 	}
 	qs.pq.put(msgs)
-	pc.consumeConcurrently(consumeRequest{qs: qs, msgs: msgs})
+	pc.consumeConcurrently(consumeRequest{qs: qs, msgs: msgs}, nil)
 	if c, _, _ := qs.pq.stats(); c != 2 {
 		t.Errorf("%d messages cached after the failed send-back, want 2", c)
 	}

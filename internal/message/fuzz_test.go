@@ -92,6 +92,9 @@ func FuzzProperties(f *testing.F) {
 	f.Add([]byte("\x01\x01\x02\x02"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m := UnmarshalProperties(b)
+		if ms := UnmarshalPropertiesString(string(b), 3); !reflect.DeepEqual(m, ms) {
+			t.Fatalf("UnmarshalPropertiesString = %q, UnmarshalProperties = %q", ms, m)
+		}
 		for k, v := range m {
 			got, ok := PropertyValue(b, k)
 			if !ok || string(got) != v {

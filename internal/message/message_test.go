@@ -161,14 +161,24 @@ func TestProperties(t *testing.T) {
 	if diff := cmp.Diff(in, UnmarshalProperties([]byte(s))); diff != "" {
 		t.Fatal(diff)
 	}
-	odd := []byte("a\x01b\x01c\x02x\x01y\x02noval\x02TAGS\x01t")
-	if diff := cmp.Diff(map[string]string{"x": "y", "TAGS": "t"}, UnmarshalProperties(odd)); diff != "" {
+	if diff := cmp.Diff(in, UnmarshalPropertiesString(s, 3)); diff != "" {
 		t.Fatal(diff)
+	}
+	odd := []byte("a\x01b\x01c\x02x\x01y\x02noval\x02TAGS\x01t\x02x\x01z")
+	want := map[string]string{"x": "z", "TAGS": "t"} // the last of a repeated name wins
+	if diff := cmp.Diff(want, UnmarshalProperties(odd)); diff != "" {
+		t.Fatal(diff)
+	}
+	if diff := cmp.Diff(want, UnmarshalPropertiesString(string(odd), 0)); diff != "" {
+		t.Fatal(diff)
+	}
+	if m := UnmarshalPropertiesString("", 3); m == nil || len(m) != 0 {
+		t.Fatalf("empty properties = %#v, want an empty map", m)
 	}
 	for _, c := range []struct {
 		key, want string
 		ok        bool
-	}{{"TAGS", "t", true}, {"x", "y", true}, {"a", "", false}, {"TAG", "", false}} {
+	}{{"TAGS", "t", true}, {"x", "z", true}, {"a", "", false}, {"TAG", "", false}} {
 		v, ok := PropertyValue(odd, c.key)
 		if string(v) != c.want || ok != c.ok {
 			t.Errorf("PropertyValue(%q) = %q,%v", c.key, v, ok)
@@ -203,7 +213,7 @@ func TestTagsHashCode(t *testing.T) {
 func TestOffsetMsgID(t *testing.T) {
 	host := netip.MustParseAddrPort("127.0.0.1:10911")
 	id := OffsetMsgID(host, 100)
-	if id != "7F00000100002A9F0000000000000064" {
+	if id != "7F00000100002A9F0000000000000064" || OffsetMsgIDLen(host) != len(id) {
 		t.Fatalf("id = %s", id)
 	}
 	h, off, err := ParseOffsetMsgID(id)
@@ -212,11 +222,17 @@ func TestOffsetMsgID(t *testing.T) {
 	}
 	h6 := netip.MustParseAddrPort("[2001:db8::2]:10911")
 	id6 := OffsetMsgID(h6, 1<<40)
-	if len(id6) != 56 {
+	if len(id6) != 56 || OffsetMsgIDLen(h6) != 56 {
 		t.Fatalf("v6 id %q", id6)
 	}
 	if h, off, err := ParseOffsetMsgID(id6); err != nil || h != h6 || off != 1<<40 {
 		t.Fatalf("parse v6 = %v %d %v", h, off, err)
+	}
+	// An IPv4-mapped host is written as IPv4, an invalid one as 0.0.0.0.
+	for _, h := range []netip.AddrPort{netip.MustParseAddrPort("[::ffff:10.0.0.1]:1"), {}} {
+		if got := len(OffsetMsgID(h, 7)); got != OffsetMsgIDLen(h) || got != 32 {
+			t.Errorf("%v: id length %d, OffsetMsgIDLen %d", h, got, OffsetMsgIDLen(h))
+		}
 	}
 	for _, bad := range []string{"", "XYZ", "7F00000100002A9F000000000000006G"} {
 		if _, _, err := ParseOffsetMsgID(bad); !errors.Is(err, ErrMsgID) {

@@ -26,6 +26,9 @@ func AppendOffsetMsgID(dst []byte, storeHost netip.AddrPort, phyOffset int64) []
 	return dst
 }
 
+// OffsetMsgIDLen is the length of the offset message id AppendOffsetMsgID writes for storeHost.
+func OffsetMsgIDLen(storeHost netip.AddrPort) int { return 2 * (hostLen(storeHost) + 8) }
+
 // OffsetMsgID returns the offset message id of (storeHost, phyOffset) as a string.
 func OffsetMsgID(storeHost netip.AddrPort, phyOffset int64) string {
 	var buf [56]byte

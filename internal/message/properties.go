@@ -49,6 +49,29 @@ func UnmarshalProperties(b []byte) map[string]string {
 	return m
 }
 
+// UnmarshalPropertiesString is UnmarshalProperties over a string whose names and values the
+// map keeps as substrings, so decoding costs the map and nothing per property. The map is
+// sized for extra more entries, which a caller that adds its own saves a growth with.
+func UnmarshalPropertiesString(s string, extra int) map[string]string {
+	m := make(map[string]string, strings.Count(s, propertySeparator)+1+extra)
+	for len(s) > 0 {
+		var piece string
+		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
+			piece, s = s[:i], s[i+1:]
+		} else {
+			piece, s = s, ""
+		}
+		i := strings.IndexByte(piece, NameValueSeparator)
+		if i < 0 || strings.IndexByte(piece[i+1:], NameValueSeparator) >= 0 {
+			continue
+		}
+		m[piece[:i]] = piece[i+1:]
+	}
+	return m
+}
+
+const propertySeparator = string(rune(PropertySeparator))
+
 // PropertyValue returns the value of key in the encoded properties b without allocating.
 // Pieces are judged as UnmarshalProperties judges them; the last match wins, as in a map.
 func PropertyValue(b []byte, key string) ([]byte, bool) {
