@@ -82,6 +82,21 @@ type SimpleConsumer struct {
 	cancel context.CancelFunc
 	calls  sync.WaitGroup // Receive, Ack, ChangeInvisibleDuration, Subscribe and ack senders in progress
 	acks   ackMerger
+	// lateWarned is when warnLatePop last logged (unix ms).
+	lateWarned atomic.Int64
+}
+
+// latePopWarnEvery bounds the warnings of pops answered as late: one a minute.
+const latePopWarnEvery = time.Minute
+
+// warnLatePop logs a pop the broker answered as late, at most once per latePopWarnEvery.
+func (c *SimpleConsumer) warnLatePop(err error) {
+	now := time.Now().UnixMilli()
+	last := c.lateWarned.Load()
+	if now-last < latePopWarnEvery.Milliseconds() || !c.lateWarned.CompareAndSwap(last, now) {
+		return
+	}
+	c.log.Warn().Err(err).Msg("pop answered as late, read as no messages: check the clocks of this host and the broker's")
 }
 
 // simpleSub is one subscribed topic: its selector and where its pops go next.
@@ -329,6 +344,10 @@ func (c *SimpleConsumer) Receive(ctx context.Context, maxMessageNum int32, invis
 		return nil, fmt.Errorf("consumer: pop %s from broker %s: %w", s.topic, b.name, err)
 	}
 	views, err := readPopAnswer(resp, b.name, s.topic, s.sub.topic, c.cfg.orderly)
+	if errors.Is(err, errLatePop) {
+		c.warnLatePop(err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("consumer: pop %s from broker %s: %w", s.topic, b.name, err)
 	}

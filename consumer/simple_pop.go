@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,19 +19,23 @@ import (
 // once to a pop whose born time plus poll time is over 500 ms past (isTimeoutTooMuch).
 const lateRemark = "pop message is timeout too much"
 
+// errLatePop is a POLLING_TIMEOUT answered at once to a late pop (lateRemark): the broker's
+// clock runs ahead of this client's by more than the poll time plus 500 ms, or the request
+// took that long to arrive (a loaded broker). Receive reads it as no messages, as RocketMQ's
+// clients do, and warns, since clock skew would otherwise empty every receive in silence.
+var errLatePop = errors.New("the broker refused the pop as late (its clock runs ahead of this client's by more than the poll time plus 500 ms, or the request took that long to arrive)")
+
 // readPopAnswer turns a POP_MESSAGE answer from brokerName into views of topic (as the caller
 // subscribed it; wireTopic is the same as brokers know it) with receipt handles. SUCCESS
 // carries messages; POLLING_TIMEOUT and PULL_NOT_FOUND mean none (nil, nil), except a
-// POLLING_TIMEOUT for a late pop (lateRemark), an error; any other code is the broker's error
+// POLLING_TIMEOUT for a late pop (lateRemark), errLatePop; any other code is the broker's error
 // (POLLING_FULL among them: too many pops parked there).
 func readPopAnswer(resp *remoting.Command, brokerName, topic, wireTopic string, order bool) ([]*MessageView, error) {
 	switch resp.Code {
 	case remoting.Success:
 	case remoting.PollingTimeout:
 		if strings.Contains(resp.Remark, lateRemark) {
-			// Answered at once, never parked: a silent "no messages" would hide it for good.
-			return nil, fmt.Errorf("consumer: broker %s refused the pop as late (its clock runs ahead of this client's by more than the poll time plus 500 ms, or the request took that long to arrive): %w",
-				brokerName, remoting.ErrorFromResponse(resp))
+			return nil, fmt.Errorf("%w: broker %s: %w", errLatePop, brokerName, remoting.ErrorFromResponse(resp))
 		}
 		return nil, nil
 	case remoting.PullNotFound:

@@ -90,7 +90,7 @@ func TestReadPopAnswerHandles(t *testing.T) {
 		{"no message in the queue", remoting.NewResponse(remoting.PullNotFound, ""), nil, ""},
 		{"a pop the broker took as late (clock skew)",
 			remoting.NewResponse(remoting.PollingTimeout, "the broker[broker-a] pop message is timeout too much"),
-			nil, "refused the pop as late"},
+			nil, "refused the pop as late"}, // Receive reads errLatePop as no messages, and warns
 		{"polling full", remoting.NewResponse(remoting.PollingFull, "too many parked"), nil, "too many parked"},
 		{"a record that does not decode",
 			func() *remoting.Command {
