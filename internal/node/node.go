@@ -176,6 +176,9 @@ func (n *Node) newEndpoint(role, addr string) *endpoint {
 }
 
 func (n *Node) start() error {
+	if err := n.listenHTTP(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.g, ctx = errgroup.WithContext(ctx)
@@ -488,7 +491,7 @@ func (n *Node) NameServers() []string {
 }
 
 // Close stops the node: listeners first, then in-flight requests drain, then background
-// services. It waits for every goroutine the node started and is safe to call more than once.
+// services, and the HTTP listener (Options.HTTP.Listen) last. It waits for every goroutine the node started and is safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.closing.Store(true)
@@ -519,6 +522,8 @@ func (n *Node) Close() error {
 		if n.unrouteHA != nil {
 			n.unrouteHA()
 		}
+		// Last, so that probes read "closing" for as long as the node takes to close.
+		n.closeErr = errors.Join(n.closeErr, n.closeHTTP())
 		n.log.Info().Msg("closed")
 	})
 	return n.closeErr
