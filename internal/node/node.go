@@ -31,7 +31,9 @@ import (
 type Node struct {
 	opts      Options
 	storeHook func(*storage.Options)
-	log       zerolog.Logger
+	// testHookClosed, if set, runs in Close once all but the HTTP listener has closed.
+	testHookClosed func()
+	log            zerolog.Logger
 
 	nameServer *route.NameServer
 	controller addon.Controller              // nil unless Options.Controller.ID
@@ -521,6 +523,9 @@ func (n *Node) Close() error {
 		}
 		if n.unrouteHA != nil {
 			n.unrouteHA()
+		}
+		if h := n.testHookClosed; h != nil {
+			h()
 		}
 		// Last, so that probes read "closing" for as long as the node takes to close.
 		n.closeErr = errors.Join(n.closeErr, n.closeHTTP())
