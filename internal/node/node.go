@@ -193,7 +193,9 @@ func (n *Node) start() error {
 		n.g.Go(func() error { return n.nameServer.Run(ctx) })
 	}
 	if f, _ := n.opts.aclFile(); f != nil {
-		n.g.Go(func() error { return acl.Watch(ctx, f.Path(), f.Parse, n.opts.Security.ACLWatchInterval, n.acl, n.log) })
+		n.g.Go(func() error {
+			return acl.Watch(ctx, f.Path(), f.Parse, n.opts.Security.ACLWatchInterval, n.acl, n.baseLog())
+		})
 	}
 	timeout := time.NewTimer(n.opts.StartTimeout)
 	defer timeout.Stop()
@@ -473,6 +475,16 @@ func (n *Node) NameServer() *route.NameServer { return n.nameServer }
 func (n *Node) NewTransport() remoting.Transport {
 	return remoting.NewInProcTransport(lookupLocal,
 		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
+}
+
+// baseLog is the logger the node was given, without the node's component, for parts that
+// name their own (a second "component" key would make their lines invalid for strict JSON
+// readers); a no-op logger when the node runs silent.
+func (n *Node) baseLog() zerolog.Logger {
+	if n.opts.Logger == nil {
+		return zerolog.Nop()
+	}
+	return *n.opts.Logger
 }
 
 // Logger is the logger the node was given (nil when it runs silent).
