@@ -139,8 +139,12 @@ func (n *Node) NotReady() string {
 	if n.opts.DisableBroker {
 		return ""
 	}
-	if n.brokerGate.Load() != nil {
-		return "broker restarting for a role change"
+	if gate := n.brokerGate.Load(); gate != nil {
+		select {
+		case <-*gate: // closed: the last swap is over
+		default:
+			return "broker restarting for a role change"
+		}
 	}
 	b := n.broker.Load()
 	if b == nil {

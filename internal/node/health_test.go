@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/storage"
 )
 
@@ -146,4 +147,24 @@ func TestReadyzSlaveFollowsMaster(t *testing.T) {
 	masterUp = true
 	eventually(t, "the slave ready again with its master back", ready(s))
 	wantProbe(t, m.HTTPAddr(), "/readyz", http.StatusOK, "ready")
+}
+
+// While a role change swaps the broker the node is not ready; once the new broker serves it is.
+func TestReadyzDuringBrokerRestart(t *testing.T) {
+	o := haOpts(t, storage.AsyncMaster)
+	o.HTTP.Listen = "127.0.0.1:0"
+	n := startNode(t, o)
+	wantProbe(t, n.HTTPAddr(), "/readyz", http.StatusOK, "ready")
+	swapped := false
+	if err := n.RestartBroker(func(*broker.Options) {
+		wantProbe(t, n.HTTPAddr(), "/readyz", http.StatusServiceUnavailable, "not ready: broker restarting for a role change")
+		wantProbe(t, n.HTTPAddr(), "/healthz", http.StatusOK, "ok: serving")
+		swapped = true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !swapped {
+		t.Fatal("the edit did not run")
+	}
+	wantProbe(t, n.HTTPAddr(), "/readyz", http.StatusOK, "ready")
 }
