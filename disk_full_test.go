@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +113,15 @@ func TestNodeDiskFullRefusesAndRecovers(t *testing.T) {
 		t.Fatalf("send on a full disk: %v", err)
 	}
 	acked := len(sent)
+	// Not ready while writes are refused, with the reason (a load balancer takes the node out).
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		n.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "refusing writes") {
+		t.Fatalf("/readyz on a full disk: %d %q", code, body)
+	}
 
 	// Free space: sends are accepted again once a round measured it.
 	if err := os.Remove(ballast); err != nil {
@@ -127,6 +138,9 @@ func TestNodeDiskFullRefusesAndRecovers(t *testing.T) {
 		if err := send(); err != nil {
 			t.Fatalf("send after space was freed: %v", err)
 		}
+	}
+	if code, body := readyz(); code != http.StatusOK {
+		t.Fatalf("/readyz once space was freed: %d %q", code, body)
 	}
 	t.Logf("%d messages acknowledged before the refusal, %d in all", acked, len(sent))
 

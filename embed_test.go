@@ -119,7 +119,7 @@ func TestMetricsOffWithoutOption(t *testing.T) {
 	if code, body := get("/metrics"); code != http.StatusNotFound || !strings.Contains(body, "github.com/mqgo/mq/metrics") {
 		t.Fatalf("/metrics without Options.HTTP.Metrics: %d %q; want 404 naming the package to import", code, body)
 	}
-	if code, body := get("/healthz"); code != http.StatusOK || body != "ok\n" {
+	if code, body := get("/healthz"); code != http.StatusOK || body != "ok: serving\n" {
 		t.Fatalf("/healthz: %d %q", code, body)
 	}
 	if code, body := get("/"); code != http.StatusOK || !strings.Contains(strings.ToLower(body), "<html") {

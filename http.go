@@ -13,19 +13,24 @@ import (
 // webState is what Handler builds on first use: the dashboard and the admin client it reads
 // the cluster with, over a transport that reaches this node in process. Close releases them.
 type webState struct {
-	mu      sync.Mutex
-	handler http.Handler
-	admin   *admin.Admin
-	tr      remoting.Transport
-	closed  bool
+	mu     sync.Mutex
+	built  bool
+	admin  *admin.Admin
+	tr     remoting.Transport
+	closed bool
 }
 
 // Handler serves the node over HTTP: /metrics in the Prometheus exposition format (the node's
 // own registry, not the global one) when Options.HTTP.Metrics is set, 404 saying how to turn it on
-// otherwise, /healthz (200 once serving, 503 once closing) and the
-// dashboard at /, which reads the whole cluster through the node's name servers, signing with
-// Options.Security.Credentials when ACL is on. It has no authentication of its own: mount it behind the
-// embedding application's, or serve it on a trusted network only. mqnode serves it with -http.
+// otherwise, /healthz (liveness: 200 until Close begins, 503 "closing" after), /readyz
+// (readiness: 200 "ready", or 503 with the reason while the node starts or closes, while a
+// slave has no connection to its master, while its broker restarts for a role change, and
+// while the store refuses writes for disk space) and the dashboard at /, which reads the whole
+// cluster through the node's name servers, signing with Options.Security.Credentials when ACL
+// is on. It has no authentication of its own: mount it behind the embedding application's, or
+// serve it on a trusted network only. Options.HTTP.Listen (mqnode -http) serves it from the
+// start of StartNode to the end of Close; mounted in an application's own server it answers
+// from when the application mounts it.
 //
 // The dashboard's API answers only requests whose Host names the address they reached (the
 // listener's, for a server on every interface the one dialed), localhost with that port when
@@ -36,35 +41,33 @@ func (n *Node) Handler() http.Handler {
 	w := &n.web
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.handler != nil {
-		return w.handler
+	if w.built || w.closed {
+		return n.n.Handler()
 	}
-	mux := http.NewServeMux()
-	own := n.n.Handler()
-	mux.Handle("GET /metrics", own)
-	mux.Handle("GET /healthz", own)
-	if !w.closed {
-		tr := n.n.NewTransport()
-		a, err := admin.New(admin.Options{NameServers: n.n.NameServers(), Transport: tr,
-			Credentials: n.n.Credentials(), Logger: n.logger})
-		if err != nil {
-			// A node always has name servers (its own or Options.NameServers); without them
-			// there is no cluster to show, and the page says so.
-			tr.Close()
-			mux.HandleFunc("/", func(rw http.ResponseWriter, _ *http.Request) {
-				http.Error(rw, "dashboard: "+err.Error(), http.StatusServiceUnavailable)
-			})
-		} else {
-			w.admin, w.tr = a, tr
-			mux.Handle("/", dashboard.Handler(a, dashboard.Options{Logger: n.logger,
-				AllowedHosts: n.n.HTTPOptions().AllowedHosts}))
-		}
+	w.built = true
+	tr := n.n.NewTransport()
+	a, err := admin.New(admin.Options{NameServers: n.n.NameServers(), Transport: tr,
+		Credentials: n.n.Credentials(), Logger: n.logger})
+	if err != nil {
+		// A node always has name servers (its own or Options.NameServers); without them
+		// there is no cluster to show, and the page says so.
+		tr.Close()
+		n.n.SetSite(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+			http.Error(rw, "dashboard: "+err.Error(), http.StatusServiceUnavailable)
+		}))
+	} else {
+		w.admin, w.tr = a, tr
+		n.n.SetSite(dashboard.Handler(a, dashboard.Options{Logger: n.logger,
+			AllowedHosts: n.n.HTTPOptions().AllowedHosts}))
 	}
-	w.handler = mux
-	return mux
+	return n.n.Handler()
 }
 
-// close releases what Handler built; a Handler asked for later serves /metrics and /healthz only.
+// HTTPAddr is the bound address of Options.HTTP.Listen, or "" when the node serves no HTTP of
+// its own.
+func (n *Node) HTTPAddr() string { return n.n.HTTPAddr() }
+
+// close releases what Handler built; a Handler asked for later serves /metrics, /healthz and /readyz only.
 func (w *webState) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -52,7 +52,11 @@ func StartNode(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{n: n, logger: opts.Logger}, nil
+	mn := &Node{n: n, logger: opts.Logger}
+	if opts.HTTP.Listen != "" {
+		mn.Handler() // the dashboard joins /metrics, /healthz and /readyz, served since the start
+	}
+	return mn, nil
 }
 
 // Close stops the node: listeners first, then in-flight requests drain, then background

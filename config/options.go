@@ -391,8 +391,13 @@ type GRPC struct {
 	Service optional.GRPC `flag:"-"`
 }
 
-// HTTP is Node.Handler's dashboard and metrics.
+// HTTP is Node.Handler's dashboard and metrics, and the node's own HTTP listener.
 type HTTP struct {
+	// Listen, when set, is the "host:port" where the node serves Handler itself: bound at the
+	// start of StartNode, so /readyz answers 503 while the store recovers, and closed last by
+	// Close, so it answers 503 while the node closes. Empty (the default): no listener; mount
+	// Handler in the application's own server.
+	Listen string `flag:"http" usage:"serve /metrics (Prometheus), /healthz, /readyz and the dashboard on this HOST:PORT from the start of the node to its end (no authentication: keep it on a trusted network)"`
 	// AllowedHosts are the names, besides the address a request reached (and localhost for a
 	// loopback listener), under which Handler's dashboard API answers: "name" with any port,
 	// "name:port" with that one only. A browser sends the name it dialed in Host; a request

@@ -518,7 +518,7 @@ func (cc *clientConn) serveRequest(req *Command) {
 	case cc.c.serving <- struct{}{}:
 	default:
 		if ok, suppressed := cc.c.refused.allow(); ok {
-			cc.c.log.Warn().Str("addr", cc.addr).Int32("code", req.Code).Bool("oneway", req.IsOneway()).
+			cc.c.log.Warn().Str("addr", cc.addr).Int32("code", req.Code).Str("request", RequestCodeName(req.Code)).Bool("oneway", req.IsOneway()).
 				Int("max_server_requests", cap(cc.c.serving)).Int64("suppressed", suppressed).
 				Msg("server request refused: too many running")
 		}

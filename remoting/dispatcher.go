@@ -636,7 +636,7 @@ func (d *Dispatcher) process(e processorEntry, ch Channel, req *Command, admitte
 func (d *Dispatcher) safeProcess(p Processor, ch Channel, req *Command, admitted bool) (resp *Command, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			d.log.Error().Int32("code", req.Code).Interface("panic", r).Msg("processor panicked")
+			d.log.Error().Int32("code", req.Code).Str("request", RequestCodeName(req.Code)).Interface("panic", r).Msg("processor panicked")
 			resp, err = nil, fmt.Errorf("processor panic: %v", r)
 		}
 	}()
@@ -665,7 +665,7 @@ func (d *Dispatcher) reply(ch Channel, req, resp *Command) {
 	}
 	prepareReply(req, resp)
 	if err := ch.WriteResponse(resp); err != nil {
-		d.log.Debug().Err(err).Int32("code", req.Code).Str("addr", ch.RemoteAddr()).
+		d.log.Debug().Err(err).Int32("code", req.Code).Str("request", RequestCodeName(req.Code)).Str("addr", ch.RemoteAddr()).
 			Msg("response not written")
 	}
 }

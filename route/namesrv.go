@@ -145,7 +145,7 @@ func (n *NameServer) OnConnEvent(ev remoting.ConnEvent) {
 // Run scans for brokers silent longer than BrokerExpiry every ScanInterval until ctx ends, then
 // returns nil.
 func (n *NameServer) Run(ctx context.Context) error {
-	n.log.Info().Dur("scan_interval", n.opts.ScanInterval).Dur("broker_expiry", n.opts.BrokerExpiry).
+	n.log.Info().Int64("scan_interval_ms", n.opts.ScanInterval.Milliseconds()).Int64("broker_expiry_ms", n.opts.BrokerExpiry.Milliseconds()).
 		Msg("name server started")
 	t := time.NewTicker(n.opts.ScanInterval)
 	defer t.Stop()
@@ -166,7 +166,7 @@ func (n *NameServer) scanNotActiveBrokers() int {
 	gone := n.table.expire(n.now(), n.opts.BrokerExpiry)
 	for _, rb := range gone {
 		n.log.Warn().Str("addr", rb.addr).Str("broker", rb.brokerName).Bool("name_removed", rb.nameGone).
-			Dur("expiry", n.opts.BrokerExpiry).Msg("broker expired, routes removed")
+			Int64("expiry_ms", n.opts.BrokerExpiry.Milliseconds()).Msg("broker expired, routes removed")
 		if rb.channel != nil {
 			_ = rb.channel.Close()
 		}

@@ -26,7 +26,6 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -72,13 +71,12 @@ func run(args []string) error {
 	}
 	applyEnv := config.BindFlags(fs, &opts)
 	var (
-		logLevel   = fs.String("log-level", "info", "log level: debug|info|warn|error")
-		aclFile    = fs.String("acl", "", "turn ACL on with RocketMQ's plain_acl.yml `FILE`, reloaded when it changes")
-		accessKey  = fs.String("access-key", "", "account `AK` the broker signs its registrations with (remote name servers with ACL); its secret key comes from $"+secretKeyEnv)
-		tlsCert    = fs.String("tls-cert", "", "server certificate `FILE` (PEM), with -tls-key")
-		tlsKey     = fs.String("tls-key", "", "server private key `FILE` (PEM)")
-		tlsCA      = fs.String("tls-ca", "", "with -tls-client or -ha-tls: trust the certificates of this CA `FILE` (PEM) instead of the system's")
-		httpListen = fs.String("http", "", "serve /metrics (Prometheus), /healthz and the dashboard on this `HOST:PORT` (no authentication: keep it on a trusted network)")
+		logLevel  = fs.String("log-level", "info", "log level: debug|info|warn|error")
+		aclFile   = fs.String("acl", "", "turn ACL on with RocketMQ's plain_acl.yml `FILE`, reloaded when it changes")
+		accessKey = fs.String("access-key", "", "account `AK` the broker signs its registrations with (remote name servers with ACL); its secret key comes from $"+secretKeyEnv)
+		tlsCert   = fs.String("tls-cert", "", "server certificate `FILE` (PEM), with -tls-key")
+		tlsKey    = fs.String("tls-key", "", "server private key `FILE` (PEM)")
+		tlsCA     = fs.String("tls-ca", "", "with -tls-client or -ha-tls: trust the certificates of this CA `FILE` (PEM) instead of the system's")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -90,12 +88,15 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-log-level: %w", err)
 	}
+	// Milliseconds, so that the order of a shutdown's lines can be told; the format is
+	// zerolog's package setting, which a program (not the library) owns.
+	zerolog.TimeFieldFormat = logTimeFormat
 	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
 	opts.Logger = &log
 	if err := securityFlags(&opts, *aclFile, *accessKey, *tlsCert, *tlsKey, *tlsCA); err != nil {
 		return err
 	}
-	opts.HTTP.AllowedHosts = append(opts.HTTP.AllowedHosts, httpAllowedHosts(*httpListen, "")...)
+	opts.HTTP.AllowedHosts = append(opts.HTTP.AllowedHosts, httpAllowedHosts(opts.HTTP.Listen, "")...)
 
 	// Listen for signals before starting, so one sent as soon as the node says it started is
 	// not lost to the default handler.
@@ -105,15 +106,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	web, err := serveHTTP(*httpListen, node, &log)
-	if err != nil {
-		return errors.Join(err, node.Close())
-	}
 	started := log.Info().Str("component", "mqnode").Str("addr", node.Addr()).
 		Str("namesrv_addr", node.NameServerAddr()).Str("broker_addr", node.BrokerAddr()).
 		Str("ha_addr", node.HAAddr())
-	if web != nil {
-		started = started.Str("dashboard", "http://"+web.addr+"/").Str("metrics", "http://"+web.addr+"/metrics")
+	if a := node.HTTPAddr(); a != "" {
+		started = started.Str("dashboard", "http://"+a+"/").Str("metrics", "http://"+a+"/metrics").
+			Str("readyz", "http://"+a+"/readyz")
 	}
 	if a := node.GRPCAddr(); a != "" {
 		started = started.Str("grpc_addr", a)
@@ -126,8 +124,12 @@ func run(args []string) error {
 
 	s := <-sig
 	log.Info().Str("component", "mqnode").Str("signal", s.String()).Msg("shutting down")
-	return errors.Join(web.close(), node.Close())
+	// The node closes its HTTP listener last: probes read 503 "closing" meanwhile.
+	return node.Close()
 }
+
+// logTimeFormat is RFC 3339 with milliseconds, always three digits so that lines sort as text.
+const logTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // warnExposed warns, in controller mode without a cluster secret, that whoever reaches the
 // name-service, controller or HA ports can take over a broker group: RocketMQ's protocol

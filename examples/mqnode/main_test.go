@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,7 +17,8 @@ import (
 )
 
 // The binary starts on a free port, logs where it listens, and exits 0 on SIGINT and SIGTERM;
-// the second run also serves -http, whose /metrics and /healthz answer.
+// the second run also serves -http, whose /metrics, /healthz and /readyz answer. Every line is
+// a JSON object with unique keys and a millisecond timestamp.
 func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
@@ -42,6 +45,10 @@ func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 			if err := json.Unmarshal(lines.Bytes(), &rec); err != nil {
 				t.Fatalf("log line is not JSON: %q", lines.Text())
 			}
+			if err := checkLogLine(lines.Text()); err != nil {
+				cmd.Process.Kill()
+				t.Fatal(err)
+			}
 			if rec["message"] == "mqnode started" {
 				addr, _ = rec["addr"].(string)
 				// Where each part listens: name service, broker, and the master's HA port.
@@ -63,9 +70,16 @@ func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
+		// The shutdown's lines too: their order is what milliseconds are for.
+		bad := make(chan error, 1)
 		go func() {
+			var first error
 			for lines.Scan() {
+				if err := checkLogLine(lines.Text()); err != nil && first == nil {
+					first = err
+				}
 			}
+			bad <- first
 		}()
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -73,6 +87,9 @@ func TestBinaryStartsAndStopsOnSignal(t *testing.T) {
 		case err := <-done:
 			if err != nil {
 				t.Fatalf("exit after %v: %v", sig, err)
+			}
+			if err := <-bad; err != nil {
+				t.Fatal(err)
 			}
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
@@ -90,7 +107,12 @@ func checkHTTP(t *testing.T, cmd *exec.Cmd, rec map[string]any) {
 		cmd.Process.Kill()
 		t.Fatalf("started line names dashboard %q and metrics %q", dash, metrics)
 	}
-	for url, want := range map[string]string{metrics: "rocketmq_topic_number", dash + "healthz": "ok", dash: "<html"} {
+	if ready, _ := rec["readyz"].(string); ready != dash+"readyz" {
+		cmd.Process.Kill()
+		t.Fatalf("started line names readyz %q", ready)
+	}
+	for url, want := range map[string]string{metrics: "rocketmq_topic_number", dash + "healthz": "ok",
+		dash + "readyz": "ready", dash: "<html"} {
 		resp, err := http.Get(url)
 		if err != nil {
 			cmd.Process.Kill()
@@ -103,6 +125,42 @@ func checkHTTP(t *testing.T, cmd *exec.Cmd, rec map[string]any) {
 			t.Fatalf("GET %s: %s, body without %q", url, resp.Status, want)
 		}
 	}
+}
+
+// logTime is the timestamp mqnode writes: RFC 3339 with milliseconds, in UTC or an offset.
+var logTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)$`)
+
+// checkLogLine fails a line that is not a JSON object, repeats a key (strict ingesters refuse
+// it) or has no millisecond timestamp.
+func checkLogLine(line string) error {
+	dec := json.NewDecoder(strings.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("log line is not a JSON object: %q", line)
+	}
+	seen := map[string]bool{}
+	var ts string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("log line %q: %v", line, err)
+		}
+		k := tok.(string)
+		if seen[k] {
+			return fmt.Errorf("log line repeats key %q: %s", k, line)
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("log line %q: %v", line, err)
+		}
+		if k == "time" {
+			_ = json.Unmarshal(v, &ts)
+		}
+	}
+	if !logTime.MatchString(ts) {
+		return fmt.Errorf("log line's time %q is not RFC 3339 with milliseconds: %s", ts, line)
+	}
+	return nil
 }
 
 // buildMqnode builds the binary into a temporary directory of the test.

@@ -269,7 +269,7 @@ func (b *Broker) configPath(name string) string { return b.store.ConfigPath(name
 func (b *Broker) handle(d *remoting.Dispatcher, code int32, p remoting.Processor, ex *remoting.Executor) {
 	fields, ok := reqnames.Fields(code)
 	if !ok {
-		b.log.Warn().Int32("code", code).Msg("processor registered without an entry in requestNames: " +
+		b.log.Warn().Int32("code", code).Str("request", remoting.RequestCodeName(code)).Msg("processor registered without an entry in requestNames: " +
 			"its names are not checked")
 	}
 	b.handleNamed(d, code, fields, p, ex)

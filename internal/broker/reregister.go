@@ -33,7 +33,7 @@ func (cm *clientManager) startReregisterGrace(ctx context.Context) error {
 	}
 	d := cm.opts.Broker.ReregisterGrace
 	cm.regrace.until.Store(time.Now().Add(d).UnixNano())
-	cm.log.Info().Dur("grace", d).Msg("recovered from a crash: consumer lists wait for members to register again")
+	cm.log.Info().Int64("grace_ms", d.Milliseconds()).Msg("recovered from a crash: consumer lists wait for members to register again")
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

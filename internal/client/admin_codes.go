@@ -30,10 +30,10 @@ type ConsumeStatusReporter interface {
 func (i *Instance) processResetOffset(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ResetOffsetRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
-		i.log.Warn().Str("component", "reset-offset").Str("broker", ch.RemoteAddr()).Err(err).Msg("reset offset request unreadable")
+		i.log.Warn().Str("service", "reset-offset").Str("broker", ch.RemoteAddr()).Err(err).Msg("reset offset request unreadable")
 		return nil, nil
 	}
-	log := i.log.With().Str("component", "reset-offset").Str("broker", ch.RemoteAddr()).Str("topic", h.Topic).
+	log := i.log.With().Str("service", "reset-offset").Str("broker", ch.RemoteAddr()).Str("topic", h.Topic).
 		Str("group", h.Group).Int64("timestamp", h.Timestamp).Logger()
 	offsets, err := protocol.DecodeOffsetSerializeWrapper(req.Body)
 	if err != nil {

@@ -32,7 +32,7 @@ func (n *Node) guard() remoting.Guard {
 		if refused := n.secret.Check(req, adminSigned); refused != nil {
 			now := time.Now().UnixNano()
 			if last := lastLog.Load(); now-last >= int64(refusalLogInterval) && lastLog.CompareAndSwap(last, now) {
-				n.log.Warn().Str("addr", ch.RemoteAddr()).Int32("code", req.Code).Str("remark", refused.Remark).
+				n.log.Warn().Str("addr", ch.RemoteAddr()).Int32("code", req.Code).Str("request", remoting.RequestCodeName(req.Code)).Str("remark", refused.Remark).
 					Msg("request refused: cluster secret not proven (further refusals are not logged for a while)")
 			}
 			return refused

@@ -8,18 +8,25 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mqgo/mq/internal/addon"
 	"github.com/mqgo/mq/remoting"
 )
 
 // httpState is what the node serves over HTTP: its metrics (Options.HTTP.Metrics), fed from its
-// dispatchers from the start, and the handler built on first use.
+// dispatchers from the start, the handler built on first use, and the listener of
+// Options.HTTP.Listen (health.go).
 type httpState struct {
 	metrics addon.Metrics // nil unless Options.HTTP.Metrics
 
 	once    sync.Once
 	handler http.Handler
+
+	srv  *http.Server // nil without Options.HTTP.Listen
+	addr string
+	done chan error                   // Serve's result
+	site atomic.Pointer[http.Handler] // SetSite's
 }
 
 // initMetrics builds the registry before any listener exists, so the dispatchers report every
@@ -44,8 +51,9 @@ func (n *Node) initMetrics() {
 }
 
 // Handler serves /metrics (Prometheus exposition format; 404 saying how to turn them on
-// without Options.HTTP.Metrics) and /healthz (200 once the node serves, 503 once it closes);
-// package mq adds the dashboard.
+// without Options.HTTP.Metrics), /healthz (liveness: 200 until Close begins, 503 after) and
+// /readyz (200 while ready, else 503 with the reason: NotReady); every other path goes to
+// SetSite's handler, through which package mq adds the dashboard.
 func (n *Node) Handler() http.Handler {
 	n.http.once.Do(func() {
 		mux := http.NewServeMux()
@@ -55,6 +63,8 @@ func (n *Node) Handler() http.Handler {
 			mux.HandleFunc("GET /metrics", serveMetricsOff)
 		}
 		mux.HandleFunc("GET /healthz", n.serveHealth)
+		mux.HandleFunc("GET /readyz", n.serveReady)
+		mux.HandleFunc("/", n.serveSite)
 		n.http.handler = mux
 	})
 	return n.http.handler
@@ -69,24 +79,6 @@ func serveMetricsOff(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusNotFound)
 	_, _ = w.Write([]byte(metricsOff))
-}
-
-func (n *Node) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	select {
-	case <-n.ready:
-	default:
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("starting\n"))
-		return
-	}
-	if n.closing.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("closing\n"))
-		return
-	}
-	_, _ = w.Write([]byte("ok\n"))
 }
 
 // SetRequestObserver replaces the metrics' observer on every listener (nil: none), for the

@@ -31,7 +31,9 @@ import (
 type Node struct {
 	opts      Options
 	storeHook func(*storage.Options)
-	log       zerolog.Logger
+	// testHookClosed, if set, runs in Close once all but the HTTP listener has closed.
+	testHookClosed func()
+	log            zerolog.Logger
 
 	nameServer *route.NameServer
 	controller addon.Controller              // nil unless Options.Controller.ID
@@ -176,6 +178,9 @@ func (n *Node) newEndpoint(role, addr string) *endpoint {
 }
 
 func (n *Node) start() error {
+	if err := n.listenHTTP(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.g, ctx = errgroup.WithContext(ctx)
@@ -188,7 +193,9 @@ func (n *Node) start() error {
 		n.g.Go(func() error { return n.nameServer.Run(ctx) })
 	}
 	if f, _ := n.opts.aclFile(); f != nil {
-		n.g.Go(func() error { return acl.Watch(ctx, f.Path(), f.Parse, n.opts.Security.ACLWatchInterval, n.acl, n.log) })
+		n.g.Go(func() error {
+			return acl.Watch(ctx, f.Path(), f.Parse, n.opts.Security.ACLWatchInterval, n.acl, n.baseLog())
+		})
 	}
 	timeout := time.NewTimer(n.opts.StartTimeout)
 	defer timeout.Stop()
@@ -470,6 +477,16 @@ func (n *Node) NewTransport() remoting.Transport {
 		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
 }
 
+// baseLog is the logger the node was given, without the node's component, for parts that
+// name their own (a second "component" key would make their lines invalid for strict JSON
+// readers); a no-op logger when the node runs silent.
+func (n *Node) baseLog() zerolog.Logger {
+	if n.opts.Logger == nil {
+		return zerolog.Nop()
+	}
+	return *n.opts.Logger
+}
+
 // Logger is the logger the node was given (nil when it runs silent).
 func (n *Node) Logger() *zerolog.Logger { return n.opts.Logger }
 
@@ -488,7 +505,7 @@ func (n *Node) NameServers() []string {
 }
 
 // Close stops the node: listeners first, then in-flight requests drain, then background
-// services. It waits for every goroutine the node started and is safe to call more than once.
+// services, and the HTTP listener (Options.HTTP.Listen) last. It waits for every goroutine the node started and is safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.closing.Store(true)
@@ -519,6 +536,11 @@ func (n *Node) Close() error {
 		if n.unrouteHA != nil {
 			n.unrouteHA()
 		}
+		if h := n.testHookClosed; h != nil {
+			h()
+		}
+		// Last, so that probes read "closing" for as long as the node takes to close.
+		n.closeErr = errors.Join(n.closeErr, n.closeHTTP())
 		n.log.Info().Msg("closed")
 	})
 	return n.closeErr

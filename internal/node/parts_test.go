@@ -15,7 +15,7 @@ import (
 // are paths in config.Options.
 var nodeOnlyFields = map[string]bool{
 	"Listen": true, "NameServerListen": true, "BrokerListen": true, "DisableNameServer": true,
-	"DisableBroker": true, "NameServers": true, "StartTimeout": true, "Limits.ServerWorkerThreads": true,
+	"DisableBroker": true, "HTTP.Listen": true, "NameServers": true, "StartTimeout": true, "Limits.ServerWorkerThreads": true,
 	"Limits.ServerQueueCapacity": true, "Broker.IP": true, "Logger": true,
 	// Controller mode's periods and priority drive the replicas manager (internal/broker/ha/replicas.go).
 	"ControllerMode.HeartbeatInterval": true, "ControllerMode.SyncBrokerMetadataPeriod": true,

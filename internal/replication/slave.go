@@ -25,6 +25,8 @@ type Slave struct {
 	log   zerolog.Logger
 
 	running atomic.Bool
+	// connected is true from a session's handshake to its end: readiness (/readyz) reads it.
+	connected atomic.Bool
 	// addrChanged (capacity 1) wakes Run when SetMasterAddr changes the address.
 	addrChanged chan struct{}
 
@@ -110,6 +112,9 @@ func (s *Slave) MasterAddr() string {
 	defer s.mu.Unlock()
 	return s.mu.masterAddr
 }
+
+// Connected reports whether the slave has an HA connection to its master past its handshake.
+func (s *Slave) Connected() bool { return s.connected.Load() }
 
 // Run follows the master until ctx ends, then returns nil after its goroutines have exited.
 // After a break it dials again at once if the connection had carried a valid block, and
@@ -204,6 +209,8 @@ func (s *Slave) session(ctx context.Context, addr string) (established bool, err
 		}
 	}
 	s.log.Info().Str("addr", addr).Int64("phy_offset", s.store.MaxPhyOffset()).Msg("connected to master")
+	s.connected.Store(true)
+	defer s.connected.Store(false)
 
 	progress := make(chan struct{}, 1)
 	gone := make(chan struct{})

@@ -73,7 +73,9 @@ type Config struct {
 	MaxMsgSize    int
 	FlushInterval time.Duration
 	SendTimeout   time.Duration
-	Logger        zerolog.Logger
+	// Logger is the owning client's (which names its component): the dispatcher adds
+	// "service":"trace", not a second "component", so its lines keep unique keys.
+	Logger zerolog.Logger
 }
 
 // Dispatcher gathers trace contexts and sends them in batches from one goroutine, so the send
@@ -117,7 +119,7 @@ func NewDispatcher(cfg Config, s Sender) *Dispatcher {
 	d := &Dispatcher{
 		cfg:    cfg,
 		sender: s,
-		log:    cfg.Logger.With().Str("component", "trace").Str("topic", cfg.Topic).Logger(),
+		log:    cfg.Logger.With().Str("service", "trace").Str("topic", cfg.Topic).Logger(),
 		queue:  make(chan *Context, cfg.QueueSize),
 		done:   make(chan struct{}),
 	}

@@ -70,7 +70,7 @@ func (s *Service) processResetOffset(_ context.Context, ch remoting.Channel, req
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	log := s.log.With().Str("component", "reset-offset").Str("topic", h.Topic).Str("group", h.Group).
+	log := s.log.With().Str("service", "reset-offset").Str("topic", h.Topic).Str("group", h.Group).
 		Int64("timestamp", h.Timestamp).Logger()
 	log.Info().Bool("force", h.IsForce).Str("by", ch.RemoteAddr()).Msg("reset offset requested")
 	table, refusal := s.resetOffsetTable(h.Topic, h.Group, h.Timestamp, h.IsForce)
@@ -154,12 +154,12 @@ func (s *Service) askConsumerStatus(ctx context.Context, m clients.Conn, ask *pr
 	defer cancel()
 	resp, err := m.Channel.InvokeSync(ctx, remoting.NewRequest(remoting.GetConsumerStatusFromClient, remoting.EncodeHeader(ask), nil))
 	if err != nil || resp.Code != remoting.Success || resp.Body == nil {
-		s.log.Debug().Str("component", "consumer-status").Str("client", m.ClientID).Err(err).Msg("consumer status not answered")
+		s.log.Debug().Str("service", "consumer-status").Str("client", m.ClientID).Err(err).Msg("consumer status not answered")
 		return nil, false
 	}
 	body, err := protocol.DecodeConsumerStatusBody(resp.Body)
 	if err != nil {
-		s.log.Debug().Str("component", "consumer-status").Str("client", m.ClientID).Err(err).Msg("consumer status unreadable")
+		s.log.Debug().Str("service", "consumer-status").Str("client", m.ClientID).Err(err).Msg("consumer status unreadable")
 		return nil, false
 	}
 	return body.MessageQueueTable, true

@@ -226,6 +226,15 @@ func (s *Service) MasterHAAddr() string {
 	return s.slave.MasterAddr()
 }
 
+// MasterConnected reports whether a slave follows its master over an open HA connection;
+// false on a master, a nil Service and while the slave dials.
+func (s *Service) MasterConnected() bool {
+	return s != nil && s.slave != nil && s.slave.Connected()
+}
+
+// IsSlave reports whether the service follows a master.
+func (s *Service) IsSlave() bool { return s != nil && s.slave != nil }
+
 // ConnectedSlaves is the number of slaves connected to a master's HA listener (0 on a slave).
 func (s *Service) ConnectedSlaves() int {
 	if s.master == nil {
