@@ -180,7 +180,7 @@ func (pc *PushConsumer) stopService() {
 	select {
 	case <-done:
 	case <-t.C:
-		pc.log.Warn().Dur("timeout", pc.cfg.closeTimeout).Msg("listeners still running at close; cancelling them")
+		pc.log.Warn().Int64("timeout_ms", pc.cfg.closeTimeout.Milliseconds()).Msg("listeners still running at close; cancelling them")
 		pc.consumeCancel()
 		<-done
 	}

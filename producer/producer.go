@@ -143,7 +143,7 @@ func (p *Producer) Close() error {
 			select {
 			case <-p.drained:
 			case <-t.C:
-				p.log.Warn().Dur("timeout", p.cfg.closeTimeout).Msg("closing with sends still in flight")
+				p.log.Warn().Int64("timeout_ms", p.cfg.closeTimeout.Milliseconds()).Msg("closing with sends still in flight")
 			}
 			t.Stop()
 		}

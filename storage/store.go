@@ -139,7 +139,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	ev.Bool("clean", s.report.Clean).Int64("min_phy_offset", s.cl.minPhy.Load()).
 		Int64("max_phy_offset", s.cl.maxPhy.Load()).Int("queues", len(s.cqs.all())).
-		Strs("actions", s.report.Actions).Dur("took", s.report.Duration).Msg("store opened")
+		Strs("actions", s.report.Actions).Int64("took_ms", s.report.Duration.Milliseconds()).Msg("store opened")
 	return s, nil
 }
 
