@@ -124,7 +124,7 @@ func run(f flags, log zerolog.Logger) error {
 			}
 		}
 	}
-	log.Info().Dur("took", time.Since(began)).Msg("done")
+	log.Info().Int64("took_ms", time.Since(began).Milliseconds()).Msg("done")
 	fmt.Println()
 	writeHeader(f, ps)
 	fmt.Printf("**%s**\n\n", capitalize(mode(f.split)))
