@@ -1,13 +1,20 @@
-# The whole test suite: the library with the race detector, the interop module (official RocketMQ
-# Go client), then a short run of every fuzz target. `.ci/run` runs `make test`.
+# The whole test suite: the library with the race detector, then the interop module (official
+# RocketMQ Go client, the Node.js 5.x SDK), the side-by-side benchmark's tests and a short run of
+# every fuzz target, two at a time. `.ci/run` runs `make test`.
 GO       ?= go
 FUZZTIME ?= 4s
 # Pinned, run through go run so that neither module's go.mod carries it.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test check test-root test-interop test-bench fuzz bench bench-peers bench-peers-split
+.PHONY: test check test-root test-side test-interop test-bench fuzz bench bench-peers bench-peers-split
 
-test: check test-root test-interop test-bench fuzz
+test: check test-root test-side
+
+# Interop mostly waits (the official clients' fixed timers, Node.js processes, invisible times),
+# so the CPU-bound bench matrix and fuzzing run beside it; each target's output is printed whole
+# when it ends.
+test-side:
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-interop test-bench fuzz
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

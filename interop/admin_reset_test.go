@@ -16,6 +16,7 @@ import (
 // The official push consumer is moved back in time by INVOKE_BROKER_TO_RESET_OFFSET (222): our
 // broker sends it RESET_CONSUMER_CLIENT_OFFSET (220) and it consumes the topic again.
 func TestOfficialPushConsumerResetByBroker(t *testing.T) {
+	t.Parallel() // waits for the official client's 5 s offset persist: side by side with the other waiting tests
 	n := startNode(t)
 	const topic, group, queues = "ResetOfficial", "reset-official-cg", 2
 	start, consumed := consumedOnceByOfficial(t, n, topic, group, queues)

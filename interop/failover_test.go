@@ -204,6 +204,7 @@ func (a *acks) snapshot() ([]string, int) {
 // of the SyncStateSet and the client's route refresh sees it, the same producer's sends
 // succeed again, and the official push consumer receives every acknowledged message.
 func TestOfficialClientsThroughControllerFailover(t *testing.T) {
+	t.Parallel() // mostly waits for the election and the client's route refresh: side by side with the other waiting tests
 	ctl := startControllerNameServer(t)
 	brokers := make([]*mq.Node, 3)
 	for i := range brokers {

@@ -13,12 +13,15 @@ import (
 )
 
 // TestNodeSDK runs the Node.js SDK's producer and consumers against one node, each case on
-// topics and groups of its own.
+// topics and groups of its own, side by side: most of a case is waiting (invisible times,
+// the push consumer's start), so running them together keeps the suite short.
 func TestNodeSDK(t *testing.T) {
+	t.Parallel()
 	nodeJS(t)
 	n := startGRPCNode(t)
 
 	t.Run("NormalSimpleConsumer", func(t *testing.T) {
+		t.Parallel()
 		n.topic(t, "NodeNormal", "NORMAL")
 		c := startScript(t, n, "simple_consumer", "--topic", "NodeNormal", "--group", "node-normal-cg",
 			"--mode", "receive", "--count", "6")
@@ -45,6 +48,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("FIFO", func(t *testing.T) {
+		t.Parallel()
 		n.topic(t, "NodeFifo", "FIFO")
 		n.orderlyGroup(t, "node-fifo-cg")
 		c := startScript(t, n, "simple_consumer", "--topic", "NodeFifo", "--group", "node-fifo-cg",
@@ -66,6 +70,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("Delay", func(t *testing.T) {
+		t.Parallel()
 		n.topic(t, "NodeDelay", "DELAY")
 		c := startScript(t, n, "simple_consumer", "--topic", "NodeDelay", "--group", "node-delay-cg",
 			"--mode", "receive", "--count", "3")
@@ -97,6 +102,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("Transaction", func(t *testing.T) {
+		t.Parallel()
 		n.topic(t, "NodeTx", "TRANSACTION")
 		c := startScript(t, n, "simple_consumer", "--topic", "NodeTx", "--group", "node-tx-cg",
 			"--mode", "receive", "--count", "3")
@@ -125,6 +131,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("InvisibleTime", func(t *testing.T) {
+		t.Parallel()
 		n.topic(t, "NodeInvisible", "NORMAL")
 		// 10 s is the shortest invisible time a receive may ask for (RocketMQ's proxy
 		// minInvisibleTimeMillsForRecv, proxy.DefaultMinInvisibleTimeForRecv).
@@ -140,6 +147,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("ChangeInvisibleDuration", func(t *testing.T) {
+		t.Parallel()
 		n.topic(t, "NodeChange", "NORMAL")
 		// Received invisible for 5 minutes, changed to 2 s: it comes back within the script's
 		// 60 s only through the change.
@@ -154,6 +162,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("Filters", func(t *testing.T) {
+		t.Parallel()
 		// One group selects tag b, another SQL92 over the seq property; the warm-up message
 		// (tag b, seq 0) passes both.
 		n.topic(t, "NodeFilter", "NORMAL")
@@ -175,6 +184,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("UnknownTopic", func(t *testing.T) {
+		t.Parallel()
 		// The SDK creates no topics: its startup fails with the server's TOPIC_NOT_FOUND.
 		e := runScriptFailing(t, n, "producer", "--topic", "NodeNoSuchTopic", "--count", "1")
 		const topicNotFound = 40402 // apache.rocketmq.v2.Code
@@ -184,6 +194,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("PushConsumer", func(t *testing.T) {
+		t.Parallel()
 		n.topic(t, "NodePush", "NORMAL")
 		c := startScript(t, n, "push_consumer", "--topic", "NodePush", "--group", "node-push-cg", "--count", "5")
 		events := consumeAfterWarmUp(t, n, c, "consumed",
@@ -205,6 +216,7 @@ func TestNodeSDK(t *testing.T) {
 // (remoting) and the 5.x Node.js SDK (gRPC) through one node, both ways, with tags, keys and
 // user properties.
 func TestNodeSDKWithOfficialGoClient(t *testing.T) {
+	t.Parallel()
 	nodeJS(t)
 	n := startGRPCNode(t)
 	ns := primitive.NewPassthroughResolver([]string{n.addr})

@@ -28,6 +28,7 @@ func buildMqadmin(t *testing.T) string {
 // The mqadmin CLI's resetOffsetByTime moves the official push consumer back in time, and it
 // consumes the topic again.
 func TestMqadminResetsOfficialPushConsumer(t *testing.T) {
+	t.Parallel() // waits for the official client's 5 s offset persist: side by side with the other waiting tests
 	bin := buildMqadmin(t)
 	n := startNode(t)
 	const topic, group, queues = "MqadminResetOfficial", "mqadmin-reset-official-cg", 2

@@ -43,6 +43,7 @@ var (
 )
 
 func TestBinaryControllerFailover(t *testing.T) {
+	t.Parallel() // child processes that mostly wait: side by side with the other binary tests
 	if testing.Short() {
 		t.Skip("builds a binary and runs six processes")
 	}

@@ -19,6 +19,7 @@ import (
 // and the disk flags make it refuse sends once the disk is nearly full (SERVICE_NOT_AVAILABLE,
 // the broker's disk is full) and accept them once space is freed.
 func TestBinaryDiskFlagsAndFullDisk(t *testing.T) {
+	t.Parallel() // child processes that mostly wait: side by side with the other binary tests
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}

@@ -119,6 +119,7 @@ func maxOffset(t *testing.T, c *remoting.Client, addr, topic string, queueID int
 // the slave's queues, and the slave refuses sends. With a shared HA secret (the master's from
 // -ha-secret, the slave's from MQ_HA_SECRET) too, and then a peer without it gets nothing.
 func TestBinaryMasterSlaveReplicate(t *testing.T) {
+	t.Parallel() // child processes that mostly wait: side by side with the other binary tests
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}

@@ -51,6 +51,7 @@ const (
 )
 
 func TestBinaryKillRestart(t *testing.T) {
+	t.Parallel() // child processes that mostly wait: side by side with the other binary tests
 	if testing.Short() {
 		t.Skip("builds a binary and kills it")
 	}

@@ -20,6 +20,7 @@ import (
 // (ten delivered already, ten not yet due, both counted before the kill) comes back on its store and port and delivers each
 // exactly once, none before its time.
 func TestBinaryTimersSurviveKill(t *testing.T) {
+	t.Parallel() // child processes that mostly wait: side by side with the other binary tests
 	if testing.Short() {
 		t.Skip("builds a binary and kills it")
 	}

@@ -47,6 +47,7 @@ func (l *crashListener) CheckLocalTransaction(_ context.Context, m *producer.Che
 // checks commit both, and every committed message is delivered exactly once, the one committed
 // before the kill included.
 func TestBinaryTransactionSurvivesKill(t *testing.T) {
+	t.Parallel() // child processes that mostly wait: side by side with the other binary tests
 	if testing.Short() {
 		t.Skip("builds a binary and kills it")
 	}
