@@ -49,6 +49,7 @@ func (Factory) NewMetrics(src Sources) addon.Metrics { return New(src) }
 type Metrics struct {
 	reg     *prometheus.Registry
 	rpc     *rpcObserver
+	node    *nodeCollector
 	handler http.Handler
 }
 
@@ -56,10 +57,10 @@ type Metrics struct {
 // collector that reads src at each scrape.
 func New(src Sources) *Metrics {
 	reg := prometheus.NewRegistry()
-	m := &Metrics{reg: reg, rpc: newRPCObserver()}
+	m := &Metrics{reg: reg, rpc: newRPCObserver(), node: newNodeCollector(src)}
 	m.rpc.zeroBusy(src.Listeners)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.rpc.latency, m.rpc.busy, newNodeCollector(src))
+		m.rpc.latency, m.rpc.busy, m.node)
 	opts := promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}
 	if src.Logger != nil {
 		opts.ErrorLog = zerologPrinter{src.Logger}

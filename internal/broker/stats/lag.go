@@ -87,6 +87,11 @@ type LeftOut struct {
 
 type groupTopicKey struct{ group, topic string }
 
+// scrapeCaps are the caps a Service applies (tests lower them).
+type scrapeCaps struct{ groupTopics, queues, storeReads int }
+
+var defaultCaps = scrapeCaps{MaxScrapeGroupTopics, MaxScrapeQueues, MaxScrapeStoreReads}
+
 // groupFigures fills m.Lag, and on a master m.GroupTopics and m.TopicOffsets, for the groups
 // that exist: a deleted group's offsets stay in the offset table (and its retry and dead-letter
 // topics in the topic table), but its series go with it.
@@ -127,9 +132,10 @@ func (s *Service) groupFigures(m *Metrics, groups map[string]broker.Subscription
 		}
 		return keys[i].topic < keys[j].topic
 	})
-	if len(keys) > MaxScrapeGroupTopics {
-		m.LeftOut.GroupTopics = len(keys) - MaxScrapeGroupTopics
-		keys = keys[:MaxScrapeGroupTopics]
+	caps := s.caps
+	if len(keys) > caps.groupTopics {
+		m.LeftOut.GroupTopics = len(keys) - caps.groupTopics
+		keys = keys[:caps.groupTopics]
 	}
 	nowMs := now.UnixMilli()
 	queues, reads := 0, 0
@@ -143,7 +149,7 @@ func (s *Service) groupFigures(m *Metrics, groups map[string]broker.Subscription
 		oldest, lagging := int64(-1), false
 		n := topics.QueueLoopBound(tc.ReadQueueNums)
 		for q := int32(0); q < n; q++ {
-			if queues == MaxScrapeQueues {
+			if queues == caps.queues {
 				m.LeftOut.Queues += int(n - q)
 				g.LatencyKnown = false
 				break
@@ -171,7 +177,7 @@ func (s *Service) groupFigures(m *Metrics, groups map[string]broker.Subscription
 			if at >= maxOff {
 				continue
 			}
-			if reads == MaxScrapeStoreReads {
+			if reads == caps.storeReads {
 				m.LeftOut.StoreReads++
 				g.LatencyKnown = false
 				continue
