@@ -31,7 +31,7 @@ type Metrics struct {
 	LeftOut LeftOut
 
 	Topics, Groups int            // topic configs and subscription groups
-	Consumers      map[string]int // consumer group -> connected members
+	Consumers      map[string]int // consumer group -> connected members, groups that exist only
 	Producers      int            // producer registrations
 
 	Store     storage.Stats
@@ -130,6 +130,11 @@ func (s *Service) metricsAt(now time.Time) Metrics {
 	})
 	s.groupFigures(&m, groups, now)
 	m.Consumers, m.Producers = b.Clients().Counts()
+	for g := range m.Consumers {
+		if _, ok := groups[g]; !ok {
+			delete(m.Consumers, g)
+		}
+	}
 	if m.Master {
 		m.Slaves = slaveLags(b.Seams().SlaveAcks(), m.Store.MaxPhyOffset)
 	}
