@@ -203,24 +203,22 @@ func (s *Service) groupFigures(m *Metrics, groups map[string]broker.Subscription
 	}
 }
 
-// topicOffsets sums each topic's queue ends from the store's list of ConsumeQueues, for the
-// topics the broker holds; a group's retry and dead-letter topics only while the group exists.
+// topicOffsets sums each topic's queue ends from the store's list of ConsumeQueues, for every
+// topic the broker holds (0 before its first message); a group's retry and dead-letter topics
+// only while the group exists.
 func topicOffsets(b *broker.Broker, groups map[string]broker.SubscriptionGroupConfig) []TopicOffset {
+	sums := map[string]int64{}
+	for _, q := range b.Store().Queues() {
+		sums[q.Topic] += q.MaxOffset
+	}
 	var out []TopicOffset
-	for _, q := range b.Store().Queues() { // sorted by topic
-		if n := len(out); n > 0 && out[n-1].Topic == q.Topic {
-			out[n-1].MaxOffset += q.MaxOffset
-			continue
-		}
-		if _, ok := b.Topics().Get(q.Topic); !ok {
-			continue
-		}
-		if g := GroupOf(q.Topic); g != "" {
+	for _, t := range b.Topics().Names() {
+		if g := GroupOf(t); g != "" {
 			if _, ok := groups[g]; !ok {
 				continue
 			}
 		}
-		out = append(out, TopicOffset{Topic: q.Topic, Kind: kindOf(q.Topic), MaxOffset: q.MaxOffset})
+		out = append(out, TopicOffset{Topic: t, Kind: kindOf(t), MaxOffset: sums[t]})
 	}
 	return out
 }

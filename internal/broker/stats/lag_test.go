@@ -227,3 +227,36 @@ func TestSlaveLagsByIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestCountersFromZero: a master reports each topic's put counters and each reported pair's get
+// counters from the start, at 0, so that the first message is an increase; counted ones keep
+// their counts.
+func TestCountersFromZero(t *testing.T) {
+	tb, s := startWithStats(t)
+	const quiet, busy, group = "QuietTopic", "BusyTopic", "zero-group"
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, quiet, 1)
+	wiretest.CreateTopic(t, tb.TCP, tb.Addr, busy, 1)
+	addGroup(t, tb, group)
+	tb.Offsets().Commit(group, quiet, 0, 0)
+	s.CountPut(busy, 2, 64)
+	m := s.Metrics()
+	puts := map[string]TopicTraffic{}
+	for _, p := range m.Puts {
+		if _, dup := puts[p.Topic]; dup {
+			t.Fatalf("%s reported twice", p.Topic)
+		}
+		puts[p.Topic] = p
+	}
+	if p, ok := puts[quiet]; !ok || p.Msgs != 0 || p.Bytes != 0 {
+		t.Errorf("quiet topic's puts %+v (reported: %v), want 0", p, ok)
+	}
+	if p := puts[busy]; p.Msgs != 2 || p.Bytes != 64 {
+		t.Errorf("busy topic's puts %+v", p)
+	}
+	if _, ok := puts[names.TopicSelfTest]; !ok {
+		t.Errorf("the broker's own topics are not reported: %v", puts)
+	}
+	if len(m.Gets) != 1 || m.Gets[0] != (GroupTraffic{Topic: quiet, Group: group}) {
+		t.Errorf("gets %+v, want %s of %s at 0", m.Gets, group, quiet)
+	}
+}

@@ -129,6 +129,9 @@ func (s *Service) metricsAt(now time.Time) Metrics {
 		return true
 	})
 	s.groupFigures(&m, groups, now)
+	if m.Master {
+		zeroTraffic(&m)
+	}
 	m.Consumers, m.Producers = b.Clients().Counts()
 	for g := range m.Consumers {
 		if _, ok := groups[g]; !ok {
@@ -182,4 +185,28 @@ func slaveLags(acks []broker.SlaveAck, end int64) []SlaveLag {
 		return out[i].Host < out[j].Host
 	})
 	return out
+}
+
+// zeroTraffic adds a master's counters that have counted nothing yet, at 0: each topic it holds
+// and each (group, topic) pair it reports, so that a rate or an increase over them counts their
+// first message (a series born at 1 has no increase).
+func zeroTraffic(m *Metrics) {
+	puts := make(map[string]bool, len(m.Puts))
+	for _, p := range m.Puts {
+		puts[p.Topic] = true
+	}
+	for _, t := range m.TopicOffsets {
+		if !puts[t.Topic] {
+			m.Puts = append(m.Puts, TopicTraffic{Topic: t.Topic})
+		}
+	}
+	gets := make(map[groupTopicKey]bool, len(m.Gets))
+	for _, g := range m.Gets {
+		gets[groupTopicKey{g.Group, g.Topic}] = true
+	}
+	for _, g := range m.GroupTopics {
+		if g.Kind != DLQTopic && !gets[groupTopicKey{g.Group, g.Topic}] {
+			m.Gets = append(m.Gets, GroupTraffic{Topic: g.Topic, Group: g.Group})
+		}
+	}
 }
