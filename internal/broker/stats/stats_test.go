@@ -13,7 +13,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-func startWithStats(t *testing.T) (*brokertest.Broker, *Service) {
+func startWithStats(t testing.TB) (*brokertest.Broker, *Service) {
 	t.Helper()
 	var s *Service
 	tb := brokertest.Start(t, brokertest.Config{Attach: func(b *broker.Broker) error {
