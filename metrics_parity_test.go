@@ -3,6 +3,7 @@ package mq_test
 import (
 	"context"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -237,4 +238,34 @@ func TestMetricsExporterParity(t *testing.T) {
 	mqtest.Eventually(t, "the slave drops the deleted group", func() bool {
 		return len(mentions(scrapeNode(t, slave.Current()))) == 0
 	})
+}
+
+// TestMetricsControllerModeNamesSlaveID: in controller mode a slave names its broker id to its
+// master, which labels the slave's replication lag with it; the master's series say broker_id 0
+// and role master whichever replica it is, the slave's its own id.
+func TestMetricsControllerModeNamesSlaveID(t *testing.T) {
+	c := mqtest.StartCluster(t, mqtest.Config{Controllers: 1, ControllerMode: true, SlavesPerGroup: 1,
+		Options: func(o *mq.Options) { o.HTTP.Metrics = metrics.Prometheus() }})
+	var master, slave *mqtest.Node
+	mqtest.Eventually(t, "a master and a slave", func() bool {
+		master = c.Master(0)
+		for _, n := range c.Group(0) {
+			if n != master && n.Running() && n.Current().Broker() != nil && !n.Current().Broker().IsMaster() {
+				slave = n
+			}
+		}
+		return master != nil && slave != nil
+	})
+	slaveID := slave.Current().Broker().Options().Broker.ID
+	if slaveID <= 0 {
+		t.Fatalf("slave broker id %d", slaveID)
+	}
+	mqtest.Eventually(t, "the slave's lag under its broker id", func() bool {
+		s := series(scrapeNode(t, master.Current()), "mq_replication_lag_bytes", map[string]string{"broker_id": "0", "role": "master"})
+		return len(s) == 1 && s[0]["slave_broker_id"] == strconv.FormatInt(slaveID, 10) && s[0]["slave_host"] == "127.0.0.1"
+	})
+	want := map[string]string{"broker_id": strconv.FormatInt(slaveID, 10), "role": "slave"}
+	if s := series(scrapeNode(t, slave.Current()), "rocketmq_brokeruntime_commitlog_maxoffset", want); len(s) != 1 {
+		t.Fatalf("slave's commitlog max offset labelled %v: %v", want, s)
+	}
 }
