@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,12 +28,16 @@ import (
 // maxClientsAsked consumers a round, answers over maxRunningInfoBytes skipped, and only the
 // topics the consumer's group subscribes to on this broker (and its retry topic) read from an
 // answer, with their figures finite and not negative. The scrape that asks waits for the round;
-// the others read the last answers.
+// the others read the last answers. A round keeps at most maxClientRows (consumer, topic)
+// figures, in (group, consumer, topic) order.
 const (
 	clientStatsPeriod   = 30 * time.Second
 	clientStatsTimeout  = 3 * time.Second
 	clientStatsParallel = 8
 	maxClientsAsked     = 256
+	// maxClientRows bounds the (consumer, topic) figures a round keeps: a consumer's group may
+	// subscribe to every topic.
+	maxClientRows       = 4096
 	maxRunningInfoBytes = 1 << 20
 	// minRunningInfoClientVersion is MQVersion.V3_1_8_SNAPSHOT's ordinal, the first client
 	// version RocketMQ relays GET_CONSUMER_RUNNING_INFO to.
@@ -68,14 +73,19 @@ type clientStats struct {
 	mu         sync.Mutex
 	at         time.Time // when the last round started; zero before the first
 	rows       []clientRow
-	leftOut    int
+	leftOut    clientsLeftOut
 	period     time.Duration
 	timeout    time.Duration
 	maxClients int
+	maxRows    int
 }
 
+// clientsLeftOut counts what a round's caps left out.
+type clientsLeftOut struct{ clients, rows int }
+
 func newClientStats(l *zerolog.Logger) *clientStats {
-	c := &clientStats{log: zerolog.Nop(), period: clientStatsPeriod, timeout: clientStatsTimeout, maxClients: maxClientsAsked}
+	c := &clientStats{log: zerolog.Nop(), period: clientStatsPeriod, timeout: clientStatsTimeout,
+		maxClients: maxClientsAsked, maxRows: maxClientRows}
 	if l != nil {
 		c.log = l.With().Str("component", "metrics").Logger()
 	}
@@ -83,9 +93,9 @@ func newClientStats(l *zerolog.Logger) *clientStats {
 }
 
 // read returns the consumers' figures of the groups b still has, asking them first when the
-// last answers are older than the period and no other scrape is asking; leftOut is how many
-// consumers the round did not ask.
-func (c *clientStats) read(b *broker.Broker, now time.Time) (rows []clientRow, leftOut int) {
+// last answers are older than the period and no other scrape is asking; leftOut is what the
+// round's caps left out.
+func (c *clientStats) read(b *broker.Broker, now time.Time) (rows []clientRow, leftOut clientsLeftOut) {
 	c.mu.Lock()
 	stale := c.at.IsZero() || now.Sub(c.at) >= c.period
 	rows, leftOut = c.rows, c.leftOut
@@ -115,7 +125,7 @@ type clientJob struct {
 }
 
 // ask runs one round.
-func (c *clientStats) ask(b *broker.Broker) ([]clientRow, int) {
+func (c *clientStats) ask(b *broker.Broker) ([]clientRow, clientsLeftOut) {
 	counts, _ := b.Clients().Counts()
 	groups := make([]string, 0, len(counts))
 	for g, n := range counts {
@@ -125,7 +135,7 @@ func (c *clientStats) ask(b *broker.Broker) ([]clientRow, int) {
 	}
 	slices.Sort(groups)
 	var jobs []clientJob
-	leftOut := 0
+	var leftOut clientsLeftOut
 	for _, g := range groups {
 		if _, ok := b.Groups().Get(g); !ok {
 			continue
@@ -145,7 +155,7 @@ func (c *clientStats) ask(b *broker.Broker) ([]clientRow, int) {
 			}
 			seen[m.ClientID] = true
 			if len(jobs) == c.maxClients {
-				leftOut++
+				leftOut.clients++
 				continue
 			}
 			jobs = append(jobs, clientJob{group: g, conn: m, topics: topics})
@@ -164,7 +174,7 @@ launch:
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			leftOut += len(jobs) - i
+			leftOut.clients += len(jobs) - i
 			break launch
 		}
 		wg.Go(func() {
@@ -174,8 +184,13 @@ launch:
 	}
 	wg.Wait()
 	var rows []clientRow
-	for _, r := range results {
+	for _, r := range results { // in job order: by group, then the registry's member order
+		slices.SortFunc(r, func(a, b clientRow) int { return strings.Compare(a.topic, b.topic) })
 		rows = append(rows, r...)
+	}
+	if len(rows) > c.maxRows {
+		leftOut.rows = len(rows) - c.maxRows
+		rows = rows[:c.maxRows]
 	}
 	return rows, leftOut
 }
@@ -184,21 +199,23 @@ launch:
 func (c *clientStats) askOne(ctx context.Context, j clientJob) []clientRow {
 	h := protocol.GetConsumerRunningInfoRequestHeader{ConsumerGroup: j.group, ClientID: j.conn.ClientID}
 	resp, err := j.conn.Channel.InvokeSync(ctx, remoting.NewRequest(remoting.GetConsumerRunningInfo, remoting.EncodeHeader(&h), nil))
-	log := c.log.Debug().Str("group", j.group).Str("client", j.conn.ClientID)
+	debug := func() *zerolog.Event {
+		return c.log.Debug().Str("group", j.group).Str("client", j.conn.ClientID)
+	}
 	switch {
 	case err != nil:
-		log.Err(err).Msg("consumer running info not answered")
+		debug().Err(err).Msg("consumer running info not answered")
 		return nil
 	case resp.Code != remoting.Success:
-		log.Int32("code", resp.Code).Str("remark", resp.Remark).Msg("consumer running info refused")
+		debug().Int32("code", resp.Code).Msg("consumer running info refused")
 		return nil
 	case len(resp.Body) > maxRunningInfoBytes:
-		log.Int("bytes", len(resp.Body)).Msg("consumer running info too large")
+		debug().Int("bytes", len(resp.Body)).Msg("consumer running info too large")
 		return nil
 	}
 	info, err := protocol.DecodeConsumerRunningInfo(resp.Body)
 	if err != nil {
-		log.Err(err).Msg("consumer running info unreadable")
+		debug().Err(err).Msg("consumer running info unreadable")
 		return nil
 	}
 	var rows []clientRow

@@ -56,7 +56,7 @@ var (
 	descHoldRefused    = desc("mq_pull_hold_refusals_total", "Pulls refused because the long-poll hold was full.")
 	descPutTPS         = desc("mq_put_tps", "Messages stored per second over the last 10 s (runtime info's putTps).")
 	descGetTPS         = desc("mq_get_tps", "Messages pulled per second over the last 10 s (runtime info's getTransferedTps).")
-	descLeftOut        = desc("mq_metrics_left_out", "What this scrape's caps left out: (group, topic) pairs, queues, store reads of consumer latencies, consumers asked for their rates.", "what")
+	descLeftOut        = desc("mq_metrics_left_out", "What this scrape's caps left out: (group, topic) pairs, queues, store reads of consumer latencies, consumers asked for their rates, (consumer, topic) figures kept of their answers.", "what")
 
 	descConns      = prometheus.NewDesc("mq_connections", "Open remoting connections, per listener.", []string{"listener"}, nil)
 	descACLRefused = prometheus.NewDesc("mq_acl_refusals_total", "Requests refused by the ACL (NO_PERMISSION).", nil, nil)
@@ -121,17 +121,18 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	collectCore(core, &m)
 	exp := emitter{ch, []string{m.Cluster, m.BrokerName, id, role}}
 	collectExporter(exp, &m)
-	clientsLeftOut := 0
+	var clientsLeft clientsLeftOut
 	if m.Master {
 		// Consumers register with every broker; only masters ask them, as the exporter does.
-		rows, left := c.clients.read(b, c.now())
+		var rows []clientRow
+		rows, clientsLeft = c.clients.read(b, c.now())
 		collectClients(exp, rows)
-		clientsLeftOut = left
 	}
 	core.emit(descLeftOut, prometheus.GaugeValue, float64(m.LeftOut.GroupTopics), "group_topics")
 	core.emit(descLeftOut, prometheus.GaugeValue, float64(m.LeftOut.Queues), "queues")
 	core.emit(descLeftOut, prometheus.GaugeValue, float64(m.LeftOut.StoreReads), "store_reads")
-	core.emit(descLeftOut, prometheus.GaugeValue, float64(clientsLeftOut), "clients")
+	core.emit(descLeftOut, prometheus.GaugeValue, float64(clientsLeft.clients), "clients")
+	core.emit(descLeftOut, prometheus.GaugeValue, float64(clientsLeft.rows), "client_topics")
 }
 
 // collectCore emits RocketMQ 5's series and ours.

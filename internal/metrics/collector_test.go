@@ -139,7 +139,7 @@ func TestBrokerSeriesNameTheirBroker(t *testing.T) {
 	if v := one(t, got, "rocketmq_brokeruntime_commitlog_maxoffset", map[string]string{"brokerIP": tb.Addr}); v != float64(tb.Store().MaxPhyOffset()) {
 		t.Errorf("commitlog max offset %v, want %d", v, tb.Store().MaxPhyOffset())
 	}
-	for _, what := range []string{"group_topics", "queues", "store_reads", "clients"} {
+	for _, what := range []string{"group_topics", "queues", "store_reads", "clients", "client_topics"} {
 		if v := one(t, got, "mq_metrics_left_out", map[string]string{"what": what}); v != 0 {
 			t.Errorf("left out %s = %v", what, v)
 		}
@@ -292,6 +292,23 @@ func TestClientsAskedAreCapped(t *testing.T) {
 	}
 	if asked[0].Load() != 1 || asked[1].Load() != 1 || asked[2].Load() != 0 {
 		t.Fatalf("asked %d %d %d, want the first two groups' consumers once", asked[0].Load(), asked[1].Load(), asked[2].Load())
+	}
+
+	// Every consumer asked, but only two (consumer, topic) figures kept: the first groups'.
+	cs := collectorOf(t, m).clients
+	cs.maxClients, cs.maxRows, cs.period = 10, 2, 0
+	got = gather(t, m)
+	if v := one(t, got, "mq_metrics_left_out", map[string]string{"what": "client_topics"}); v != 1 {
+		t.Fatalf("left out %v figures, want 1", v)
+	}
+	if v := one(t, got, "mq_metrics_left_out", map[string]string{"what": "clients"}); v != 0 {
+		t.Fatalf("left out %v clients, want 0", v)
+	}
+	if s := got["rocketmq_client_consume_rt"]; len(s) != 2 || s[0].labels["group"] == "cap-group-c" || s[1].labels["group"] == "cap-group-c" {
+		t.Fatalf("kept %v, want cap-group-a's and cap-group-b's", s)
+	}
+	if asked[2].Load() != 1 {
+		t.Fatalf("the third consumer asked %d times, want 1", asked[2].Load())
 	}
 }
 
