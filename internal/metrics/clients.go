@@ -107,11 +107,14 @@ func (c *clientStats) read(b *broker.Broker, now time.Time) (rows []clientRow, l
 		c.mu.Unlock()
 		c.asking.Store(false)
 	}
-	// A group deleted since the round goes now, not at the next one.
+	// A group or topic deleted since the round goes now, not at the next one.
 	out := make([]clientRow, 0, len(rows))
 	for _, r := range rows {
-		if _, ok := b.Groups().Get(r.group); ok {
-			out = append(out, r)
+		if _, ok := b.Groups().Get(r.group); !ok {
+			continue
+		}
+		if _, ok := b.Topics().Get(r.topic); ok || r.topic == names.RetryTopic(r.group) {
+			out = append(out, r) // a retry topic exists from the group's first send-back only
 		}
 	}
 	return out, leftOut

@@ -264,6 +264,17 @@ func TestConsumerRatesFromRunningInfo(t *testing.T) {
 	}
 
 	col.clients.period = time.Hour
+	del := protocol.DeleteTopicRequestHeader{Topic: topic}
+	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.DeleteTopicInBroker, remoting.EncodeHeader(&del), nil)); resp.Code != remoting.Success {
+		t.Fatalf("delete topic: %d %q", resp.Code, resp.Remark)
+	}
+	got = gather(t, m)
+	if s := find(got, "rocketmq_client_consume_rt", map[string]string{"topic": topic}); len(s) != 0 {
+		t.Fatalf("a deleted topic's consumer figures still exported: %v", s)
+	}
+	if s := find(got, "rocketmq_client_consume_rt", map[string]string{"topic": retry}); len(s) != 1 {
+		t.Fatalf("the retry topic's figures went with another topic: %v", got["rocketmq_client_consume_rt"])
+	}
 	tb.Groups().Delete(group)
 	if s := find(gather(t, m), "rocketmq_client_consume_rt", map[string]string{"group": group}); len(s) != 0 {
 		t.Fatalf("a deleted group's consumer figures still exported: %v", s)
