@@ -2,24 +2,28 @@
 // registry (never the process-global one), so an embedding application's metrics and ours do
 // not collide and two nodes in one process each report their own.
 //
-// Names follow RocketMQ 5's broker metrics (BrokerMetricsConstant, RemotingMetricsConstant)
-// where one exists, with their labels; the figures RocketMQ has no metric for are named mq_*.
+// Three sets of names: RocketMQ 5's broker metrics (BrokerMetricsConstant,
+// RemotingMetricsConstant) where RocketMQ 5 has the metric, with its labels (collector.go);
+// rocketmq-exporter's, for the alerting signals RocketMQ 4.x operators get from it: consumer
+// latency and backlog, retry and dead-letter backlog, offsets, the broker's runtime figures, the
+// consumers' own rates (exporter.go, clients.go); and mq_* for ours. Every broker series names
+// its broker's id and role, so a master and its slaves never export the same series.
+//
 // Request latency is observed as each request is processed (remoting.RequestObserver); the
-// rest is read from the broker when scraped, so the hot paths pay for one histogram
-// observation per request and nothing per scrape.
+// rest is read from the broker when scraped (internal/broker/stats computes the figures, with
+// caps on what one scrape visits), so the hot paths pay for one histogram observation per
+// request and nothing per scrape. The consumers' rates come from GET_CONSUMER_RUNNING_INFO,
+// asked of the connected consumers at most every clientStatsPeriod by a scrape (clients.go).
 package metrics
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/addon"
-	"github.com/mqgo/mq/internal/broker/stats"
-	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -45,6 +49,7 @@ func (Factory) NewMetrics(src Sources) addon.Metrics { return New(src) }
 type Metrics struct {
 	reg     *prometheus.Registry
 	rpc     *rpcObserver
+	node    *nodeCollector
 	handler http.Handler
 }
 
@@ -52,9 +57,10 @@ type Metrics struct {
 // collector that reads src at each scrape.
 func New(src Sources) *Metrics {
 	reg := prometheus.NewRegistry()
-	m := &Metrics{reg: reg, rpc: newRPCObserver()}
+	m := &Metrics{reg: reg, rpc: newRPCObserver(), node: newNodeCollector(src)}
+	m.rpc.zeroBusy(src.Listeners)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.rpc.latency, m.rpc.busy, &nodeCollector{src: src})
+		m.rpc.latency, m.rpc.busy, m.node)
 	opts := promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}
 	if src.Logger != nil {
 		opts.ErrorLog = zerologPrinter{src.Logger}
@@ -194,121 +200,28 @@ func (o *rpcObserver) Rejected(code int32, known bool) {
 	o.busy.WithLabelValues(requestLabel(code, known)).Inc()
 }
 
-// nodeCollector reads the broker and the listeners at each scrape.
-type nodeCollector struct{ src Sources }
-
+// Requests whose busy counters exist from the start at 0, so that a rate or an increase over
+// them counts the first rejection (a counter born at 1 has no increase): the traffic of each
+// role, which is where pools fill. Other codes appear at their first rejection.
 var (
-	brokerLabels = []string{"cluster", "node_type", "node_id"}
-
-	descMessagesIn     = desc("rocketmq_messages_in_total", "Messages stored, per topic sent to.", "topic", "is_system")
-	descThroughputIn   = desc("rocketmq_throughput_in_total", "Bytes stored, per topic sent to.", "topic", "is_system")
-	descMessagesOut    = desc("rocketmq_messages_out_total", "Messages pulled, per topic and consumer group.", "topic", "consumer_group", "is_retry", "is_system")
-	descThroughputOut  = desc("rocketmq_throughput_out_total", "Bytes pulled, per topic and consumer group.", "topic", "consumer_group", "is_retry", "is_system")
-	descLag            = desc("rocketmq_consumer_lag_messages", "Messages a consumer group has not committed, per queue of this broker.", "consumer_group", "topic", "queue_id")
-	descConsumerConns  = desc("rocketmq_consumer_connections", "Consumers connected, per group.", "consumer_group")
-	descProducerConns  = desc("rocketmq_producer_connections", "Producer registrations.")
-	descTopics         = desc("rocketmq_topic_number", "Topics configured on this broker.")
-	descGroups         = desc("rocketmq_consumer_group_number", "Subscription groups configured on this broker.")
-	descStorageSize    = desc("rocketmq_storage_size", "Bytes of CommitLog the store holds (its end minus its start).")
-	descFlushBehind    = desc("rocketmq_storage_flush_behind_bytes", "CommitLog bytes written but not yet flushed to disk.")
-	descDispatchBehind = desc("rocketmq_storage_dispatch_behind_bytes", "CommitLog bytes not yet dispatched to ConsumeQueues and the index.")
-	descDiskRatio      = desc("mq_storage_disk_used_ratio", "Part of the store's file system in use, 0 to 1 (runtime info's commitLogDiskRatio).")
-	descDiskFree       = desc("mq_storage_disk_free_bytes", "Bytes free on the store's file system.")
-	descSegments       = desc("mq_storage_commitlog_segments", "CommitLog segment files.")
-	descFsyncs         = desc("mq_storage_fsyncs_total", "Flushes that synced CommitLog data.")
-	descReplLag        = desc("mq_replication_lag_bytes", "CommitLog bytes a connected slave has not acknowledged (masters only).", "slave")
-	descSlaves         = desc("mq_replication_slaves", "Slaves connected (masters only).")
-	descParked         = desc("mq_pull_parked", "Long-poll pulls parked waiting for messages.")
-	descHoldRefused    = desc("mq_pull_hold_refusals_total", "Pulls refused because the long-poll hold was full.")
-	descPutTPS         = desc("mq_put_tps", "Messages stored per second over the last 10 s (runtime info's putTps).")
-	descGetTPS         = desc("mq_get_tps", "Messages pulled per second over the last 10 s (runtime info's getTransferedTps).")
-
-	descConns      = prometheus.NewDesc("mq_connections", "Open remoting connections, per listener.", []string{"listener"}, nil)
-	descACLRefused = prometheus.NewDesc("mq_acl_refusals_total", "Requests refused by the ACL (NO_PERMISSION).", nil, nil)
+	brokerBusyCodes = []int32{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage,
+		remoting.ConsumerSendMsgBack, remoting.PullMessage, remoting.LitePullMessage, remoting.PopMessage,
+		remoting.HeartBeat, remoting.QueryConsumerOffset, remoting.UpdateConsumerOffset}
+	nameServerBusyCodes = []int32{remoting.GetRouteInfoByTopic, remoting.RegisterBroker}
 )
 
-func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, append(append([]string{}, brokerLabels...), labels...), nil)
-}
-
-func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descMessagesIn, descThroughputIn, descMessagesOut, descThroughputOut,
-		descLag, descConsumerConns, descProducerConns, descTopics, descGroups, descStorageSize, descFlushBehind,
-		descDispatchBehind, descDiskRatio, descDiskFree, descSegments, descFsyncs, descReplLag, descSlaves,
-		descParked, descHoldRefused, descPutTPS, descGetTPS, descConns, descACLRefused} {
-		ch <- d
-	}
-}
-
-func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, l := range c.src.Listeners {
-		ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(l.Conns()), l.Role)
-	}
-	if c.src.ACLRefusals != nil {
-		ch <- prometheus.MustNewConstMetric(descACLRefused, prometheus.CounterValue, float64(c.src.ACLRefusals()))
-	}
-	if c.src.Broker == nil {
-		return
-	}
-	b := c.src.Broker()
-	if b == nil {
-		return
-	}
-	sv := stats.Of(b)
-	if sv == nil {
-		return // a broker without its statistics service has no figures to report
-	}
-	m := sv.Metrics()
-	base := []string{m.Cluster, "broker", m.BrokerName}
-	emit := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, t, v, append(append(make([]string, 0, len(base)+len(labels)), base...), labels...)...)
-	}
-	for _, p := range m.Puts {
-		sys := boolLabel(isSystemTopic(p.Topic))
-		emit(descMessagesIn, prometheus.CounterValue, float64(p.Msgs), p.Topic, sys)
-		emit(descThroughputIn, prometheus.CounterValue, float64(p.Bytes), p.Topic, sys)
-	}
-	for _, g := range m.Gets {
-		retry, sys := boolLabel(names.IsRetryTopic(g.Topic)), boolLabel(isSystemTopic(g.Topic))
-		emit(descMessagesOut, prometheus.CounterValue, float64(g.Msgs), g.Topic, g.Group, retry, sys)
-		emit(descThroughputOut, prometheus.CounterValue, float64(g.Bytes), g.Topic, g.Group, retry, sys)
-	}
-	for _, l := range m.Lag {
-		emit(descLag, prometheus.GaugeValue, float64(max(0, l.BrokerOffset-l.ConsumerOffset)),
-			l.Group, l.Topic, strconv.Itoa(int(l.QueueID)))
-	}
-	for g, n := range m.Consumers {
-		emit(descConsumerConns, prometheus.GaugeValue, float64(n), g)
-	}
-	emit(descProducerConns, prometheus.GaugeValue, float64(m.Producers))
-	emit(descTopics, prometheus.GaugeValue, float64(m.Topics))
-	emit(descGroups, prometheus.GaugeValue, float64(m.Groups))
-	st := m.Store
-	emit(descStorageSize, prometheus.GaugeValue, float64(st.MaxPhyOffset-st.MinPhyOffset))
-	emit(descFlushBehind, prometheus.GaugeValue, float64(max(0, st.MaxPhyOffset-st.FlushedPhyOffset)))
-	emit(descDispatchBehind, prometheus.GaugeValue, float64(max(0, st.MaxPhyOffset-st.DispatchedPhyOffset)))
-	emit(descSegments, prometheus.GaugeValue, float64(st.CommitLogSegments))
-	emit(descFsyncs, prometheus.CounterValue, float64(st.CommitLogFsyncs))
-	if m.DiskKnown {
-		emit(descDiskRatio, prometheus.GaugeValue, m.Disk.UsedRatio())
-		emit(descDiskFree, prometheus.GaugeValue, float64(m.Disk.Free))
-	}
-	if m.BrokerID == 0 {
-		emit(descSlaves, prometheus.GaugeValue, float64(len(m.Slaves)))
-		for _, s := range m.Slaves {
-			emit(descReplLag, prometheus.GaugeValue, float64(s.Bytes), s.Addr)
+// zeroBusy creates the busy counters of the codes the listeners' roles serve.
+func (o *rpcObserver) zeroBusy(listeners []Listener) {
+	for _, l := range listeners {
+		if strings.Contains(l.Role, "broker") {
+			for _, c := range brokerBusyCodes {
+				o.busy.WithLabelValues(remoting.RequestCodeName(c))
+			}
+		}
+		if strings.Contains(l.Role, "namesrv") {
+			for _, c := range nameServerBusyCodes {
+				o.busy.WithLabelValues(remoting.RequestCodeName(c))
+			}
 		}
 	}
-	emit(descParked, prometheus.GaugeValue, float64(m.ParkedPulls))
-	emit(descHoldRefused, prometheus.CounterValue, float64(m.HoldRefusals))
-	emit(descPutTPS, prometheus.GaugeValue, m.PutTPS)
-	emit(descGetTPS, prometheus.GaugeValue, m.GetTPS)
-}
-
-func boolLabel(b bool) string { return strconv.FormatBool(b) }
-
-// isSystemTopic reports the topics RocketMQ 5's metrics label is_system: the broker's own
-// topics, retry and dead-letter topics included.
-func isSystemTopic(topic string) bool {
-	return names.Reserved(topic) || names.IsRetryTopic(topic) || strings.HasPrefix(topic, names.DLQPrefix) || topic == names.TopicTrace
 }

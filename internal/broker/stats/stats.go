@@ -41,7 +41,8 @@ type Service struct {
 
 	tps        tpsSampler
 	groupRates groupRates
-	windows    windows // VIEW_BROKER_STATS_DATA's minute, hour and day (windows.go)
+	windows    windows    // VIEW_BROKER_STATS_DATA's minute, hour and day (windows.go)
+	caps       scrapeCaps // what one scrape of Metrics visits (lag.go)
 
 	mu struct {
 		sync.Mutex
@@ -55,7 +56,7 @@ type Service struct {
 // New builds the service over core and makes it the core's counter. Attach it to core before
 // Run.
 func New(core *broker.Broker) *Service {
-	s := &Service{core: core, start: time.Now(), windows: newWindows()}
+	s := &Service{core: core, start: time.Now(), windows: newWindows(), caps: defaultCaps}
 	s.mu.day = midnight(s.start)
 	core.Seams().SetCounter(s)
 	return s

@@ -13,7 +13,7 @@ import (
 	"github.com/mqgo/mq/remoting"
 )
 
-func startWithStats(t *testing.T) (*brokertest.Broker, *Service) {
+func startWithStats(t testing.TB) (*brokertest.Broker, *Service) {
 	t.Helper()
 	var s *Service
 	tb := brokertest.Start(t, brokertest.Config{Attach: func(b *broker.Broker) error {
@@ -103,16 +103,28 @@ func TestCountsBatchesAndPulls(t *testing.T) {
 	}
 }
 
-// TestMetricsReadTheCore: a scrape names the broker and reads the core's tables.
+// TestMetricsReadTheCore: a scrape names the broker and reads the core's tables; offsets of a
+// group the broker does not have are not reported.
 func TestMetricsReadTheCore(t *testing.T) {
 	tb, s := startWithStats(t)
 	tb.Offsets().Commit("cg", names.TopicSelfTest, 0, 0)
+	if m := s.Metrics(); len(m.Lag) != 0 || len(m.GroupTopics) != 0 {
+		t.Fatalf("a group without a subscription config reported: lag %+v, groups %+v", m.Lag, m.GroupTopics)
+	}
+	if err := tb.Groups().Update(broker.NewSubscriptionGroupConfig("cg")); err != nil {
+		t.Fatal(err)
+	}
 	m := s.Metrics()
 	if m.Cluster != config.DefaultClusterName || m.BrokerName != config.DefaultBrokerName || m.Topics != tb.Topics().Count() ||
-		m.Topics == 0 || m.Groups != len(tb.Groups().All().SubscriptionGroupTable) || m.Store.MaxPhyOffset != tb.Store().MaxPhyOffset() {
+		m.Topics == 0 || m.Groups != len(tb.Groups().All().SubscriptionGroupTable) || m.Store.MaxPhyOffset != tb.Store().MaxPhyOffset() ||
+		!m.Master || m.BrokerID != 0 || m.Addr != tb.Addr {
 		t.Fatalf("metrics %+v", m)
 	}
-	if len(m.Lag) != 1 || m.Lag[0].Group != "cg" || m.Lag[0].Topic != names.TopicSelfTest {
-		t.Errorf("lag %+v", m.Lag)
+	tc, _ := tb.Topics().Get(names.TopicSelfTest)
+	if len(m.Lag) != int(tc.ReadQueueNums) || m.Lag[0].Group != "cg" || m.Lag[0].Topic != names.TopicSelfTest {
+		t.Errorf("lag %+v, want one per read queue of %s (%d)", m.Lag, names.TopicSelfTest, tc.ReadQueueNums)
+	}
+	if len(m.GroupTopics) != 1 || m.GroupTopics[0] != (GroupTopic{Group: "cg", Topic: names.TopicSelfTest, LatencyKnown: true}) {
+		t.Errorf("group topics %+v", m.GroupTopics)
 	}
 }
