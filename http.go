@@ -17,6 +17,8 @@ type webState struct {
 	built  bool
 	admin  *admin.Admin
 	tr     remoting.Transport
+	dash   *dashboard.Server
+	secret string // Options.Security.ClusterSecret, which controllers want proven
 	closed bool
 }
 
@@ -47,7 +49,7 @@ func (n *Node) Handler() http.Handler {
 	w.built = true
 	tr := n.n.NewTransport()
 	a, err := admin.New(admin.Options{NameServers: n.n.NameServers(), Transport: tr,
-		Credentials: n.n.Credentials(), Logger: n.logger})
+		Credentials: n.n.Credentials(), ClusterSecret: w.secret, Logger: n.logger})
 	if err != nil {
 		// A node always has name servers (its own or Options.NameServers); without them
 		// there is no cluster to show, and the page says so.
@@ -57,8 +59,8 @@ func (n *Node) Handler() http.Handler {
 		}))
 	} else {
 		w.admin, w.tr = a, tr
-		n.n.SetSite(dashboard.Handler(a, dashboard.Options{Logger: n.logger,
-			AllowedHosts: n.n.HTTPOptions().AllowedHosts}))
+		w.dash = dashboard.New(a, dashboard.Options{Logger: n.logger, AllowedHosts: n.n.HTTPOptions().AllowedHosts})
+		n.n.SetSite(w.dash)
 	}
 	return n.n.Handler()
 }
@@ -67,11 +69,25 @@ func (n *Node) Handler() http.Handler {
 // its own.
 func (n *Node) HTTPAddr() string { return n.n.HTTPAddr() }
 
+// stopSampling ends the dashboard's sampling of the cluster, before the node closes: the page
+// still answers while the node drains, sampling on demand.
+func (w *webState) stopSampling() {
+	w.mu.Lock()
+	dash := w.dash
+	w.mu.Unlock()
+	if dash != nil {
+		_ = dash.Close() // it only stops a goroutine
+	}
+}
+
 // close releases what Handler built; a Handler asked for later serves /metrics, /healthz and /readyz only.
 func (w *webState) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
+	if w.dash != nil {
+		_ = w.dash.Close()
+	}
 	var err error
 	if w.admin != nil {
 		err = w.admin.Close()

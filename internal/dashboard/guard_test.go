@@ -84,7 +84,7 @@ func TestOwnHostsAllowed(t *testing.T) {
 func TestAllowedHosts(t *testing.T) {
 	e := start(t)
 	l := zerolog.Nop()
-	srv := httptest.NewServer(dashboard.Handler(e.adm, dashboard.Options{Logger: &l,
+	srv := httptest.NewServer(serve(t, e.adm, dashboard.Options{Logger: &l,
 		AllowedHosts: []string{"mq.example.com", " Proxy.Example:8443 ", "[2001:db8::1]:443", "", "mq.example.com."}}))
 	t.Cleanup(srv.Close)
 	for host, want := range map[string]int{
@@ -108,7 +108,7 @@ func TestAllowedHosts(t *testing.T) {
 // names it was given.
 func TestNoListenerAddress(t *testing.T) {
 	e := start(t)
-	h := dashboard.Handler(e.adm, dashboard.Options{AllowedHosts: []string{"ops.example"}})
+	h := serve(t, e.adm, dashboard.Options{AllowedHosts: []string{"ops.example"}})
 	for host, want := range map[string]int{"127.0.0.1:80": http.StatusForbidden, "": http.StatusForbidden, "ops.example": http.StatusOK} {
 		req := httptest.NewRequest("GET", "/api/token", nil)
 		req.Host = host
@@ -149,7 +149,7 @@ func TestWritesNeedTheToken(t *testing.T) {
 		}
 	}
 	// Every handler makes its own token.
-	other := httptest.NewServer(dashboard.Handler(e.adm, dashboard.Options{}))
+	other := httptest.NewServer(serve(t, e.adm, dashboard.Options{}))
 	t.Cleanup(other.Close)
 	if st, msg := call(t, other.URL, "POST", "/api/reset", "", bad, "Content-Type", "application/json", dashboard.TokenHeader, token); st != 403 {
 		t.Errorf("another handler's token: %d %q", st, msg)
