@@ -29,7 +29,10 @@ type webState struct {
 // slave has no connection to its master, while its broker restarts for a role change, and
 // while the store refuses writes for disk space) and the dashboard at /, which reads the whole
 // cluster through the node's name servers, signing with Options.Security.Credentials when ACL
-// is on. It has no authentication of its own: mount it behind the embedding application's, or
+// is on and proving Options.Security.ClusterSecret when set (the controllers' codes want it for
+// the HA view). The first call starts the dashboard's sampling of the cluster (one goroutine,
+// every 2 s, stopped by Close), which keeps the throughput history and the brokers that went
+// down for pages opened later. It has no authentication of its own: mount it behind the embedding application's, or
 // serve it on a trusted network only. Options.HTTP.Listen (mqnode -http) serves it from the
 // start of StartNode to the end of Close; mounted in an application's own server it answers
 // from when the application mounts it.
@@ -37,8 +40,9 @@ type webState struct {
 // The dashboard's API answers only requests whose Host names the address they reached (the
 // listener's, for a server on every interface the one dialed), localhost with that port when
 // it is a loopback one, or a name in Options.HTTP.AllowedHosts; behind an application's mux or
-// a reverse proxy, list the names browsers use there. Writes (offset resets) also need the
-// token the page fetches from GET /api/token, sent back in X-MQ-Token.
+// a reverse proxy, list the names browsers use there. Writes (offset resets, clearing down
+// brokers, re-sending dead letters) also need the token the page fetches from GET /api/token,
+// sent back in X-MQ-Token.
 func (n *Node) Handler() http.Handler {
 	w := &n.web
 	w.mu.Lock()
