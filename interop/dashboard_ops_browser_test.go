@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -67,7 +68,9 @@ func until(t *testing.T, what string, ok func() bool) {
 // opened after traffic has the throughput history at its first poll; the HA view shows the
 // slave caught up; a producer group's connection; a traced message's send; a browse of a topic
 // by time, whose row opens the message; a dead letter re-sent to a consumer of its group; and
-// the slave, stopped, shown down (not removed) until cleared from the page.
+// the slave, stopped, shown down (not removed) until cleared from the page. With
+// MQ_DASHBOARD_OPS_SCREENSHOT=file.png it writes a screenshot of the whole page there while
+// the slave is down (docs/dashboard.png).
 func TestDashboardOperationsInBrowser(t *testing.T) {
 	tab := browser(t, 3*time.Minute)
 	master := startNode(t)
@@ -221,6 +224,19 @@ func TestDashboardOperationsInBrowser(t *testing.T) {
 		t.Fatalf("summary card %q (%v), want 1 down", down, err)
 	}
 	visible(`#ha-body tr[data-addr="` + slaveAddr + `"][data-status="down"]`)
+	if path := os.Getenv("MQ_DASHBOARD_OPS_SCREENSHOT"); path != "" {
+		if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.scrollTo(0, 0); true`)); err != nil {
+			t.Fatal(err)
+		}
+		png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s (%d bytes)", path, len(png))
+	}
 	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`button[data-clear="`+slaveAddr+`"]`))); err != nil {
 		t.Fatal(err)
 	}

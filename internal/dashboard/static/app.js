@@ -31,6 +31,11 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// fill replaces node's children with the given ones, leaving out null and undefined.
+function fill(node, ...children) {
+  node.replaceChildren(...children.filter((c) => c !== null && c !== undefined));
+}
+
 function td(value, cls) {
   return el("td", { class: cls }, value);
 }
@@ -143,17 +148,19 @@ function brokerRow(b) {
 }
 
 async function clearBrokers(what) {
+  const result = $("clear-result");
   try {
-    await apiWrite("/api/brokers/clear", {
+    const r = await apiWrite("/api/brokers/clear", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(what),
     });
-    state.errors.clear = "";
+    result.className = "result ok";
+    result.textContent = r.cleared.length ? `Cleared ${r.cleared.join(", ")}` : "Nothing to clear";
   } catch (e) {
-    state.errors.clear = `clear: ${e.message}`;
+    result.className = "result bad";
+    result.textContent = `Clear failed: ${e.message}`;
   }
-  setStatus();
   await Promise.all([loadOverview(), loadHA()]).catch(() => {});
 }
 
@@ -454,7 +461,7 @@ async function submitProducers(ev) {
   out.replaceChildren(el("p", { class: "muted" }, "Asking the brokers…"));
   try {
     const r = await api(`/api/producers?${q}`);
-    out.replaceChildren(el("table", { class: "compact" },
+    fill(out, el("table", { class: "compact" },
       el("thead", {}, el("tr", {}, el("th", {}, "Client ID"), el("th", {}, "Address"), el("th", {}, "Language"), el("th", { class: "num" }, "Version"))),
       el("tbody", {}, ...r.connections.map((c) => el("tr", { "data-producer": c.clientId },
         td(c.clientId, "mono wrap"), td(c.clientAddr, "mono"), td(c.language), td(c.version, "num"))))),
@@ -508,7 +515,7 @@ async function submitBrowse(ev) {
     if (r.truncated) notes.push(`The first ${r.messages.length} of the window: narrow it, or browse from the last one's time.`);
     if (r.queuesTruncated) notes.push(`Only the first 64 of the topic's ${r.queues} queues were read.`);
     notes.push(...r.errors);
-    out.replaceChildren(el("table", { class: "compact" },
+    fill(out, el("table", { class: "compact" },
       el("thead", {}, el("tr", {}, ...["Message ID", "Tags", "Keys", "Queue", "Offset", "Stored", "Size"].map((h) => el("th", {}, h)))),
       el("tbody", {}, ...(r.messages.length ? messageRows(r.messages, (m) => [td(m.tags || dash), td(m.keys.join(" ") || dash),
         td(`${m.brokerName} / ${m.queueId}`), td(fmtInt(m.queueOffset), "num"), td(fmtTime(m.storeTime)), td(fmtInt(m.bodySize), "num")])
@@ -575,7 +582,7 @@ async function resendDLQ(group, m, button) {
     result.className = `result ${r.consumeResult === "CR_SUCCESS" ? "ok" : "bad"}`;
     result.dataset.result = r.consumeResult;
     result.dataset.msgId = m.msgId;
-    result.replaceChildren(el("div", {}, `${m.msgId} consumed by ${r.clientId}: ${r.consumeResult} in ${r.spentMs} ms`),
+    fill(result, el("div", {}, `${m.msgId} consumed by ${r.clientId}: ${r.consumeResult} in ${r.spentMs} ms`),
       r.remark ? el("div", { class: "muted" }, r.remark) : null);
   } catch (e) {
     result.className = "result bad";
@@ -597,7 +604,7 @@ async function submitTrace(ev) {
   out.replaceChildren(el("p", { class: "muted" }, "Searching the trace topic…"));
   try {
     const r = await api(`/api/trace?${q}`);
-    out.replaceChildren(el("table", { class: "compact" },
+    fill(out, el("table", { class: "compact" },
       el("thead", {}, el("tr", {}, ...["Type", "Group", "Client", "Time", "Cost", "Status", "Topic", "Tags", "Keys"].map((h) => el("th", {}, h)))),
       el("tbody", {}, ...r.records.map((x) => el("tr", { "data-trace-type": x.type, "data-group": x.group },
         td(x.type), td(x.group), td(x.clientHost, "mono"), td(fmtTime(x.time)), td(x.type === "SubBefore" ? dash : `${x.costMs} ms`, "num"),
