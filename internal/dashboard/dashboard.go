@@ -56,12 +56,12 @@ const maxHistorySamples = 1000
 //go:embed static
 var staticFiles embed.FS
 
-// Options configure Handler.
+// Options configure New.
 type Options struct {
 	// Logger receives the dashboard's debug logs (failed admin calls); nil: silent.
 	Logger *zerolog.Logger
-	// Refresh is how often the page polls the API; 0: DefaultRefresh. The server samples
-	// broker counters at most twice per Refresh whatever the number of open pages.
+	// Refresh is how often the page polls the API and the server samples the cluster; 0:
+	// DefaultRefresh. Pages polling add samples, at most two per Refresh whatever their number.
 	Refresh time.Duration
 	// AllowedHosts are the names the API answers under besides the address a request reached
 	// (and, on loopback, localhost): "name" with any port, "name:port" with that one. Give
