@@ -34,7 +34,7 @@ const (
 	maxMsgIDBytes    = 64   // an offset message id or unique key is 32 or 40 hex digits
 	maxKeyResults    = 32   // messages one key lookup returns, mqadmin queryMsgByKey's default
 	maxBodyBytes     = 64 << 10
-	maxResetBody     = 4 << 10
+	maxWriteBody     = 4 << 10
 	parallelRequests = 4
 	errorTextBytes   = 512
 )
@@ -539,12 +539,9 @@ type resetBody struct {
 const maxResetMillis = 253402300799999
 
 func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
-	// The only write: guardAPI (guard.go) let only this node's own page make it.
+	// A write: guardAPI (guard.go) let only this node's own page make it.
 	var req resetRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResetBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "request: "+err.Error())
+	if !decodeBody(w, r, &req) {
 		return
 	}
 	if err := names.CheckGroup(req.Group); err != nil {

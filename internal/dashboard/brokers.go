@@ -198,10 +198,10 @@ func (s *Server) clearBrokers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, clearBody{Cleared: gone})
 }
 
-// decodeBody reads a write's JSON body into v, at most maxResetBody bytes and no unknown
+// decodeBody reads a write's JSON body into v, at most maxWriteBody bytes and no unknown
 // field, answering 400 and returning false when it cannot.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResetBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxWriteBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, "request: "+err.Error())
