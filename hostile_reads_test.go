@@ -32,7 +32,8 @@ import (
 //     CONSUMER_SEND_MSG_BACK;
 //   - the dashboard's API answers only under the node's own hosts, and a write needs the
 //     page's token: a DNS-rebinding POST /api/reset (foreign Host and Origin) and a same-host
-//     POST without the token are refused and leave the offsets as they were.
+//     POST without the token are refused and leave the offsets as they were, and so are the
+//     other writes (POST /api/brokers/clear, /api/dlq/resend).
 //
 // The honest producer and consumer, signing with their account, keep working throughout; the
 // admin account reads what the intruder cannot (so the offsets walked are the messages').
@@ -260,6 +261,18 @@ func hrDashboard(t *testing.T, n *hsNode, admin *remoting.Client) {
 	}
 	if after := hrIdleOffsets(t, n, admin); !equalOffsets(before, after) {
 		t.Fatalf("refused resets moved the offsets: %v -> %v", before, after)
+	}
+	// The other writes (forgetting down brokers, re-sending a dead letter) are refused alike.
+	for path, body := range map[string]string{"/api/brokers/clear": `{"all":true}`,
+		"/api/dlq/resend": fmt.Sprintf(`{"group":%q,"msgId":"7F0000010000000100000000000000AA"}`, hrIdleGroup)} {
+		if st, msg := hrHTTP(t, web, n.httpAddr, "POST", path, rebind, body, map[string]string{
+			"Content-Type": "application/json", "Origin": "http://" + rebind}); st != http.StatusForbidden || !strings.Contains(msg, hrRebindHost) {
+			t.Errorf("DNS-rebinding POST %s: %d %q, want 403", path, st, msg)
+		}
+		if st, msg := hrHTTP(t, web, n.httpAddr, "POST", path, "", body, map[string]string{
+			"Content-Type": "application/json"}); st != http.StatusForbidden || !strings.Contains(msg, "X-MQ-Token") {
+			t.Errorf("same-host POST %s without the token: %d %q, want 403", path, st, msg)
+		}
 	}
 
 	// The page's way: the token (here fetched under the name -http-allowed-hosts gave), then

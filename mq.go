@@ -53,6 +53,7 @@ func StartNode(opts Options) (*Node, error) {
 		return nil, err
 	}
 	mn := &Node{n: n, logger: opts.Logger}
+	mn.web.secret = opts.Security.ClusterSecret
 	if opts.HTTP.Listen != "" {
 		mn.Handler() // the dashboard joins /metrics, /healthz and /readyz, served since the start
 	}
@@ -61,7 +62,10 @@ func StartNode(opts Options) (*Node, error) {
 
 // Close stops the node: listeners first, then in-flight requests drain, then background
 // services. It waits for every goroutine the node started and is safe to call more than once.
-func (n *Node) Close() error { return errors.Join(n.n.Close(), n.web.close()) }
+func (n *Node) Close() error {
+	n.web.stopSampling()
+	return errors.Join(n.n.Close(), n.web.close())
+}
 
 // Addr is the address of the node's first listener: the shared one, or the name service's when
 // the roles listen apart. Give it to RocketMQ clients as their name server.

@@ -3,6 +3,7 @@ package mq
 import (
 	"context"
 	"errors"
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -141,6 +142,38 @@ func TestNodeCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNoModuleGoroutines(t)
+}
+
+// The dashboard samples the cluster in a goroutine of its own from the node's start (with
+// HTTP.Listen); Close stops it with everything else.
+func TestNodeCloseStopsDashboardSampling(t *testing.T) {
+	opts := testOptions(t)
+	opts.HTTP.Listen = "127.0.0.1:0"
+	n, err := StartNode(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/api/overview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("overview: %d", resp.StatusCode)
+	}
+	if !strings.Contains(moduleStacks(), "internal/dashboard.(*sampler).run") {
+		t.Fatal("no sampling goroutine while the node runs")
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoModuleGoroutines(t)
+}
+
+// moduleStacks is the stacks of every goroutine.
+func moduleStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
 }
 
 // assertNoModuleGoroutines fails if a goroutine running this module's code (other than tests)

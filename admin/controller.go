@@ -69,3 +69,28 @@ func (a *Admin) ElectMaster(ctx context.Context, addr, cluster, brokerName strin
 	}
 	return out, nil
 }
+
+// BrokerReplicasInfo is a controller's answer to CONTROLLER_GET_SYNC_STATE_DATA: per broker
+// name, the group's master, epochs and replicas in and out of the SyncStateSet.
+type BrokerReplicasInfo = protocol.BrokerReplicasInfo
+
+// SyncStateData asks the controller leader at addr for the replicas of the named broker groups
+// (CONTROLLER_GET_SYNC_STATE_DATA, the body of mqadmin getSyncStateSet). A controller that
+// does not lead answers CONTROLLER_NOT_LEADER, whose remark names the leader; a name server
+// that runs no controller, REQUEST_CODE_NOT_SUPPORTED. Groups the controller does not know
+// are absent from the answer.
+func (a *Admin) SyncStateData(ctx context.Context, addr string, brokerNames []string) (*BrokerReplicasInfo, error) {
+	body, err := json.Marshal(brokerNames)
+	if err != nil {
+		return nil, fmt.Errorf("admin: sync state data from %s: %w", addr, err)
+	}
+	resp, err := a.invokeOK(ctx, addr, remoting.NewRequest(remoting.ControllerGetSyncStateData, nil, body))
+	if err != nil {
+		return nil, fmt.Errorf("admin: sync state data from %s: %w", addr, err)
+	}
+	var info BrokerReplicasInfo
+	if err := json.Unmarshal(resp.Body, &info); err != nil {
+		return nil, fmt.Errorf("admin: sync state data from %s: %w", addr, err)
+	}
+	return &info, nil
+}

@@ -205,3 +205,33 @@ func (a *Admin) PullMessages(ctx context.Context, mq MessageQueue, offset int64,
 	}
 	return msgs, rh.NextBeginOffset, nil
 }
+
+// SearchOffset returns the offset of the first message of mq stored at or after t, asked of
+// mq's master (SEARCH_OFFSET_BY_TIMESTAMP); a time past every message gives the queue's end.
+func (a *Admin) SearchOffset(ctx context.Context, mq MessageQueue, t time.Time) (int64, error) {
+	what := fmt.Sprintf("search offset of %s at %d", mq, t.UnixMilli())
+	r, err := a.TopicRoute(ctx, mq.Topic)
+	if err != nil {
+		return 0, fmt.Errorf("admin: %s: %w", what, err)
+	}
+	var addr string
+	for _, m := range masters(r) {
+		if m.name == mq.BrokerName {
+			addr = m.addr
+		}
+	}
+	if addr == "" {
+		return 0, fmt.Errorf("admin: %s: broker %s has no master in the topic's route", what, mq.BrokerName)
+	}
+	req := remoting.NewRequest(remoting.SearchOffsetByTimestamp, remoting.EncodeHeader(&protocol.SearchOffsetRequestHeader{
+		Topic: mq.Topic, QueueID: int32(mq.QueueID), Timestamp: t.UnixMilli()}), nil)
+	resp, err := a.invokeOK(ctx, addr, req)
+	if err != nil {
+		return 0, fmt.Errorf("admin: %s: %w", what, err)
+	}
+	var h protocol.OffsetHeader
+	if err := h.Decode(resp.ExtFields); err != nil {
+		return 0, fmt.Errorf("admin: %s: %w", what, err)
+	}
+	return h.Offset, nil
+}

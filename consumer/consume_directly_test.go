@@ -1,7 +1,9 @@
 package consumer
 
 import (
+	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mqgo/mq/internal/protocol"
@@ -62,5 +64,46 @@ func TestConsumeMessageDirectlyThroughBroker(t *testing.T) {
 	}
 	if s.count() != 2 {
 		t.Fatalf("listener called %d times, want 2", s.count())
+	}
+}
+
+// A dead letter consumed directly (RocketMQ dashboard's re-send of a DLQ message) reaches the
+// listener of the topic it was first sent to: the record's topic is %DLQ%<group>, which the
+// group does not subscribe to, and RETRY_TOPIC names the original.
+func TestConsumeDeadLetterDirectly(t *testing.T) {
+	n := testNode(t)
+	a := newAdmin(t, n)
+	const topic, group = "DirectDead", "direct-dead-g"
+	a.createTopic(topic, 1)
+	var failing atomic.Bool
+	failing.Store(true)
+	var s seen
+	pc := startConsumer(t, topic, "*", func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
+		s.add("c", msgs)
+		if failing.Load() {
+			return ConsumeRetryLater, nil
+		}
+		return ConsumeSuccess, nil
+	}, append(fastOptions(t, n, nil, group, "direct-dead"), WithMaxReconsumeTimes(0))...)
+	a.send(topic, 0, "TagX", "", "dead-body")
+
+	var dead seen
+	startConsumer(t, DLQTopic(group), "*", dead.recorder("ops"), fastOptions(t, n, nil, "direct-dead-ops", "direct-dead-ops")...)
+	eventually(t, "the dead letter", func() bool { return dead.count() == 1 })
+	letter := dead.snapshot()[0].msg
+	failing.Store(false)
+
+	resp := a.invoke(n.BrokerAddr(), remoting.NewRequest(remoting.ConsumeMessageDirectly, remoting.EncodeHeader(
+		&protocol.ConsumeMessageDirectlyRequestHeader{ConsumerGroup: group, ClientID: pc.ClientID(), MsgID: letter.OffsetMsgID}), nil))
+	if resp.Code != remoting.Success {
+		t.Fatalf("consume the dead letter directly: %d %s", resp.Code, resp.Remark)
+	}
+	var result struct{ ConsumeResult int }
+	if err := json.Unmarshal(resp.Body, &result); err != nil || result.ConsumeResult != 0 {
+		t.Fatalf("answer %q (%v), want CR_SUCCESS (0)", resp.Body, err)
+	}
+	msgs := s.snapshot()
+	if len(msgs) != 2 || msgs[1].body != "dead-body" || msgs[1].msg.Topic != topic || msgs[1].msg.Tags != "TagX" {
+		t.Fatalf("listener saw %d messages, the last %+v; want the dead letter under topic %s", len(msgs), msgs[len(msgs)-1], topic)
 	}
 }

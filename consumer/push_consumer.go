@@ -238,6 +238,14 @@ func (pc *PushConsumer) ConsumeMessageDirectly(body []byte) *remoting.Command {
 	restoreRetryTopic(m, RetryTopic(pc.p.cfg.group))
 	m.Topic = names.WithoutNamespace(pc.p.cfg.namespace, m.Topic)
 	sub := pc.p.subscriptionOf(m.Topic)
+	if sub == nil {
+		// One of the group's dead letters, which RocketMQ's dashboard re-sends this way: it goes
+		// to the listener of the topic it was first sent to (RETRY_TOPIC), as Java's one
+		// listener for every topic would take it.
+		restoreRetryTopic(m, DLQTopic(pc.p.cfg.group))
+		m.Topic = names.WithoutNamespace(pc.p.cfg.namespace, m.Topic)
+		sub = pc.p.subscriptionOf(m.Topic)
+	}
 	if sub == nil || sub.direct == nil {
 		return remoting.NewResponse(remoting.SystemError, "consumer: no listener for topic "+m.Topic)
 	}

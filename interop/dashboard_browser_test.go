@@ -108,6 +108,46 @@ func startCountingConsumer(t *testing.T, n *mq.Node, group, topic string) (*coun
 	return got, c
 }
 
+// watchPage makes every exception, console error and browser-log error (a CSP refusal, a
+// failed request) of the tab fail the test at its end, opens url, and returns a wait for a
+// visible element.
+func watchPage(t *testing.T, tab context.Context, url string) func(sel string) {
+	t.Helper()
+	if err := chromedp.Do(tab); err != nil { // starts the browser and opens the tab
+		t.Fatal(err)
+	}
+	consoleCtx, stopConsole := context.WithCancel(tab)
+	messages := chromedp.Console(consoleCtx)
+	var pageErrors []string
+	var console sync.WaitGroup
+	console.Go(func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError {
+				pageErrors = append(pageErrors, m.String())
+			}
+		}
+	})
+	t.Cleanup(func() {
+		stopConsole()
+		console.Wait()
+		if len(pageErrors) > 0 {
+			t.Errorf("the page reported errors:\n%s", strings.Join(pageErrors, "\n"))
+		}
+	})
+	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	return func(sel string) {
+		t.Helper()
+		if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+			t.Fatalf("waiting for %s: %v", sel, err)
+		}
+	}
+}
+
 // The dashboard in a real browser: it shows a topic the test created, a group's lag rising
 // while nobody consumes and falling to 0 when its consumer runs, finds a message by key, and
 // resets the group's offsets so that its consumer consumes again. With
@@ -170,41 +210,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		send(m)
 	}
 
-	visible := func(sel string) {
-		t.Helper()
-		if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-			t.Fatalf("waiting for %s: %v", sel, err)
-		}
-	}
-	// Every exception, console error and browser-log error (a CSP refusal, a failed request)
-	// fails the test at its end.
-	if err := chromedp.Do(tab); err != nil { // starts the browser and opens the tab
-		t.Fatal(err)
-	}
-	consoleCtx, stopConsole := context.WithCancel(tab)
-	messages := chromedp.Console(consoleCtx)
-	var pageErrors []string
-	var console sync.WaitGroup
-	console.Go(func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.IsException() || m.Type == chromedp.ConsoleError {
-				pageErrors = append(pageErrors, m.String())
-			}
-		}
-	})
-	t.Cleanup(func() {
-		stopConsole()
-		console.Wait()
-		if len(pageErrors) > 0 {
-			t.Errorf("the page reported errors:\n%s", strings.Join(pageErrors, "\n"))
-		}
-	})
-	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/")); err != nil {
-		t.Fatal(err)
-	}
+	visible := watchPage(t, tab, srv.URL+"/")
 	visible(`tr[data-broker="` + mq.DefaultBrokerName + `"]`)
 	if name, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#cluster-name"))); err != nil || name != mq.DefaultClusterName {
 		t.Fatalf("header cluster %q (%v)", name, err)

@@ -34,7 +34,7 @@ const (
 	maxMsgIDBytes    = 64   // an offset message id or unique key is 32 or 40 hex digits
 	maxKeyResults    = 32   // messages one key lookup returns, mqadmin queryMsgByKey's default
 	maxBodyBytes     = 64 << 10
-	maxResetBody     = 4 << 10
+	maxWriteBody     = 4 << 10
 	parallelRequests = 4
 	errorTextBytes   = 512
 )
@@ -55,7 +55,7 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 }
 
 // upstream answers a failed admin call: the cluster, not the request, is at fault.
-func (s *server) upstream(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) upstream(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Debug().Err(err).Str("path", r.URL.Path).Msg("admin call failed")
 	status := http.StatusBadGateway
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -103,7 +103,7 @@ type overviewBody struct {
 	SampledAt     int64               `json:"sampledAt"`
 }
 
-func (s *server) overview(w http.ResponseWriter, r *http.Request) {
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	snap, history, err := s.rates.current(r.Context())
 	if err != nil {
 		s.upstream(w, r, fmt.Errorf("cluster info: %w", err))
@@ -144,7 +144,7 @@ func systemTopic(topic string, clusterOrBroker map[string]bool) bool {
 		clusterOrBroker[topic]
 }
 
-func (s *server) topics(w http.ResponseWriter, r *http.Request) {
+func (s *Server) topics(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	withSystem := r.URL.Query().Get("system") == "1"
 	list, err := s.src.TopicList(ctx)
@@ -249,7 +249,7 @@ type groupsBody struct {
 	Truncated bool       `json:"truncated"`
 }
 
-func (s *server) groups(w http.ResponseWriter, r *http.Request) {
+func (s *Server) groups(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	list, err := s.src.ConsumerGroups(ctx)
 	if err != nil {
@@ -271,7 +271,7 @@ func (s *server) groups(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-func (s *server) fillGroup(ctx context.Context, row *groupRow) {
+func (s *Server) fillGroup(ctx context.Context, row *groupRow) {
 	cc, err := s.src.ConsumerConnection(ctx, row.Group)
 	var re *remoting.ResponseError
 	switch {
@@ -333,7 +333,7 @@ type consumeMark struct {
 // consumeRate derives a group's consume rate from the rise of its committed offsets between
 // polls at least Refresh/2 apart (pages polling together share the marks); nil until two
 // polls have been seen, and after offsets moved back (a reset).
-func (s *server) consumeRate(group string, consumed int64, now time.Time) *float64 {
+func (s *Server) consumeRate(group string, consumed int64, now time.Time) *float64 {
 	s.marksMu.Lock()
 	defer s.marksMu.Unlock()
 	prev, ok := s.marks[group]
@@ -429,7 +429,7 @@ func validMsgID(id string) bool {
 	return true
 }
 
-func (s *server) message(w http.ResponseWriter, r *http.Request) {
+func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	id, topic, key := strings.TrimSpace(q.Get("id")), strings.TrimSpace(q.Get("topic")), q.Get("key")
 	if topic != "" {
@@ -498,7 +498,7 @@ func (s *server) message(w http.ResponseWriter, r *http.Request) {
 // messageByOffsetID looks an offset message id up on the broker it names, when that broker is
 // one of the cluster's: the id is a request's text, and the dashboard dials no address a
 // visitor makes up (a unique key, read as an offset id, names some other host).
-func (s *server) messageByOffsetID(ctx context.Context, id string) (*consumer.Message, error) {
+func (s *Server) messageByOffsetID(ctx context.Context, id string) (*consumer.Message, error) {
 	host, _, err := message.ParseOffsetMsgID(id)
 	if err != nil {
 		return nil, fmt.Errorf("not an offset message id: %w", err)
@@ -538,13 +538,10 @@ type resetBody struct {
 // maxResetMillis is 9999-12-31, the last instant a date-time input can name.
 const maxResetMillis = 253402300799999
 
-func (s *server) reset(w http.ResponseWriter, r *http.Request) {
-	// The only write: guardAPI (guard.go) let only this node's own page make it.
+func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
+	// A write: guardAPI (guard.go) let only this node's own page make it.
 	var req resetRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResetBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "request: "+err.Error())
+	if !decodeBody(w, r, &req) {
 		return
 	}
 	if err := names.CheckGroup(req.Group); err != nil {

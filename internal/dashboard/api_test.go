@@ -44,7 +44,7 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	srv := httptest.NewServer(dashboard.Handler(a, dashboard.Options{Logger: &l, Refresh: 20 * time.Millisecond}))
+	srv := httptest.NewServer(serve(t, a, dashboard.Options{Logger: &l, Refresh: 20 * time.Millisecond}))
 	t.Cleanup(srv.Close)
 	p, err := producer.New(producer.WithNameServers(n.Addr()), producer.WithLogger(&l))
 	if err != nil {
@@ -52,6 +52,13 @@ func start(t *testing.T) *env {
 	}
 	t.Cleanup(func() { p.Close() })
 	return &env{node: n, url: srv.URL, adm: a, prod: p}
+}
+
+// serve is a dashboard over a, closed at the test's end.
+func serve(t *testing.T, a *admin.Admin, opts dashboard.Options) *dashboard.Server {
+	d := dashboard.New(a, opts)
+	t.Cleanup(func() { d.Close() })
+	return d
 }
 
 func (e *env) createTopic(t *testing.T, topic string, queues int) {

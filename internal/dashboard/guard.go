@@ -74,7 +74,7 @@ var loopbackNames = map[string]bool{"localhost": true, "127.0.0.1": true, "::1":
 // request reached (the listener's host and port as bound; for a listener on every interface,
 // the interface the client dialed), a loopback name with that port when the listener is on
 // loopback, or one of the allowed hosts.
-func (s *server) hostAllowed(r *http.Request) bool {
+func (s *Server) hostAllowed(r *http.Request) bool {
 	name, port := splitHost(r.Host)
 	if name == "" {
 		return false
@@ -116,7 +116,7 @@ func safeMethod(m string) bool {
 // guardAPI answers the /api/ requests another site could have sent and reports whether it did:
 // a foreign Host, and for a request that changes something, a body that is not JSON, a foreign
 // Origin or a missing or wrong token.
-func (s *server) guardAPI(w http.ResponseWriter, r *http.Request) bool {
+func (s *Server) guardAPI(w http.ResponseWriter, r *http.Request) bool {
 	if !s.hostAllowed(r) {
 		writeError(w, http.StatusForbidden, "Host "+quoteHost(r.Host)+" is not this node's: add it to the allowed hosts"+
 			" (mqnode -http-allowed-hosts, mq.Options.HTTPAllowedHosts)")
@@ -159,6 +159,6 @@ type tokenBody struct {
 
 // tokenAnswer serves GET /api/token: the token the page sends back on every write. Only a page
 // of this node's own origin can read the answer.
-func (s *server) tokenAnswer(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) tokenAnswer(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, tokenBody{Token: s.token, Header: TokenHeader})
 }

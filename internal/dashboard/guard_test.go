@@ -44,15 +44,19 @@ func TestForeignHostRefused(t *testing.T) {
 	token := e.token(t)
 	port := mustURL(t, e.url).Port()
 	evil := "rebind.evil.example:" + port
-	for _, path := range []string{"/api/overview", "/api/topics", "/api/groups", "/api/token", "/api/message?topic=T&key=k", "/api/nope"} {
+	for _, path := range []string{"/api/overview", "/api/topics", "/api/groups", "/api/token", "/api/message?topic=T&key=k", "/api/nope",
+		"/api/ha", "/api/producers?group=g&topic=T", "/api/browse?topic=T&begin=0", "/api/dlq", "/api/dlq?group=g", "/api/trace?id=AB"} {
 		if st, msg := call(t, e.url, "GET", path, evil, ""); st != http.StatusForbidden || !strings.Contains(msg, `Host "rebind.evil.example:`) {
 			t.Errorf("GET %s with a foreign Host: %d %q", path, st, msg)
 		}
 	}
-	st, msg := call(t, e.url, "POST", "/api/reset", evil, `{"group":"g","topic":"T","timestamp":0}`,
-		"Content-Type", "application/json", "Origin", "http://"+evil, dashboard.TokenHeader, token)
-	if st != http.StatusForbidden || !strings.Contains(msg, "allowed hosts") {
-		t.Errorf("POST /api/reset with a foreign Host and Origin: %d %q", st, msg)
+	for path, body := range map[string]string{"/api/reset": `{"group":"g","topic":"T","timestamp":0}`,
+		"/api/brokers/clear": `{"all":true}`, "/api/dlq/resend": `{"group":"g","msgId":"AB"}`} {
+		st, msg := call(t, e.url, "POST", path, evil, body,
+			"Content-Type", "application/json", "Origin", "http://"+evil, dashboard.TokenHeader, token)
+		if st != http.StatusForbidden || !strings.Contains(msg, "allowed hosts") {
+			t.Errorf("POST %s with a foreign Host and Origin: %d %q", path, st, msg)
+		}
 	}
 	// The page itself holds nothing: a foreign Host still loads it, and its API calls fail.
 	if st, _ := call(t, e.url, "GET", "/", evil, ""); st != http.StatusOK {
@@ -84,7 +88,7 @@ func TestOwnHostsAllowed(t *testing.T) {
 func TestAllowedHosts(t *testing.T) {
 	e := start(t)
 	l := zerolog.Nop()
-	srv := httptest.NewServer(dashboard.Handler(e.adm, dashboard.Options{Logger: &l,
+	srv := httptest.NewServer(serve(t, e.adm, dashboard.Options{Logger: &l,
 		AllowedHosts: []string{"mq.example.com", " Proxy.Example:8443 ", "[2001:db8::1]:443", "", "mq.example.com."}}))
 	t.Cleanup(srv.Close)
 	for host, want := range map[string]int{
@@ -108,7 +112,7 @@ func TestAllowedHosts(t *testing.T) {
 // names it was given.
 func TestNoListenerAddress(t *testing.T) {
 	e := start(t)
-	h := dashboard.Handler(e.adm, dashboard.Options{AllowedHosts: []string{"ops.example"}})
+	h := serve(t, e.adm, dashboard.Options{AllowedHosts: []string{"ops.example"}})
 	for host, want := range map[string]int{"127.0.0.1:80": http.StatusForbidden, "": http.StatusForbidden, "ops.example": http.StatusOK} {
 		req := httptest.NewRequest("GET", "/api/token", nil)
 		req.Host = host
@@ -120,8 +124,9 @@ func TestNoListenerAddress(t *testing.T) {
 	}
 }
 
-// A write needs the token of this handler, a JSON body and no foreign Origin; with all three
-// it reaches the handler, which then judges the body.
+// A write (an offset reset, clearing down brokers, re-sending a dead letter) needs the token
+// of this handler, a JSON body and no foreign Origin; with all three it reaches the handler,
+// which then judges the body.
 func TestWritesNeedTheToken(t *testing.T) {
 	e := start(t)
 	token := e.token(t)
@@ -143,13 +148,15 @@ func TestWritesNeedTheToken(t *testing.T) {
 		{"own origin", []string{"Content-Type", "application/json", "Origin", own, dashboard.TokenHeader, token}, 400, "request"},
 		{"no origin (a tool)", []string{"Content-Type", "application/json; charset=utf-8", dashboard.TokenHeader, token}, 400, "request"},
 	} {
-		st, msg := call(t, e.url, "POST", "/api/reset", "", bad, c.headers...)
-		if st != c.status || !strings.Contains(msg, c.says) {
-			t.Errorf("%s: %d %q, want %d saying %q", c.name, st, msg, c.status, c.says)
+		for _, path := range []string{"/api/reset", "/api/brokers/clear", "/api/dlq/resend"} {
+			st, msg := call(t, e.url, "POST", path, "", bad, c.headers...)
+			if st != c.status || !strings.Contains(msg, c.says) {
+				t.Errorf("%s %s: %d %q, want %d saying %q", path, c.name, st, msg, c.status, c.says)
+			}
 		}
 	}
 	// Every handler makes its own token.
-	other := httptest.NewServer(dashboard.Handler(e.adm, dashboard.Options{}))
+	other := httptest.NewServer(serve(t, e.adm, dashboard.Options{}))
 	t.Cleanup(other.Close)
 	if st, msg := call(t, other.URL, "POST", "/api/reset", "", bad, "Content-Type", "application/json", dashboard.TokenHeader, token); st != 403 {
 		t.Errorf("another handler's token: %d %q", st, msg)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/route"
+	"github.com/rs/zerolog"
 )
 
 // maxBrokers bounds how many broker addresses one sample asks for runtime info: a name server's
@@ -46,6 +47,15 @@ type brokerRow struct {
 	StoreBytes *int64   `json:"storeBytes"`
 	BootTime   *int64   `json:"bootTime"` // unix ms
 	Error      string   `json:"error,omitempty"`
+	// Status is "up" (registered and answering) or "down" (registered but not answering, or
+	// seen before and no longer registered), until an operator clears it (brokers.go).
+	Status string `json:"status"`
+	// Registered says the name servers' cluster table lists it.
+	Registered bool `json:"registered"`
+	// DownSince is when this dashboard first saw it down, LastSeen when it last answered
+	// (unix ms, 0 = never).
+	DownSince int64 `json:"downSince,omitempty"`
+	LastSeen  int64 `json:"lastSeen,omitempty"`
 }
 
 // point is one sample of the cluster's throughput, in messages per second.
@@ -65,9 +75,11 @@ type snapshot struct {
 }
 
 // sampler takes cluster snapshots for the overview, at most one per minInterval whatever the
-// number of pages polling, and keeps the cluster throughput of the last window in a ring. It
-// samples when asked (the page's polls) rather than in a goroutine of its own, so Handler owns
-// nothing to stop; the chart has gaps while no page is open.
+// number of pages polling, keeps the cluster throughput of the last window in a ring, and
+// remembers the brokers it has seen so that one that stops is shown down rather than dropped.
+// Server's loop (run) samples every Refresh, so a page opened later finds the history and the
+// brokers that went down meanwhile; a page's poll samples too when the last sample is older
+// than minInterval.
 type sampler struct {
 	src         source
 	minInterval time.Duration
@@ -75,13 +87,31 @@ type sampler struct {
 
 	// turn is held by the one request sampling; the others wait on it or on their context.
 	turn    chan struct{}
-	mu      sync.Mutex // guards last and history
+	mu      sync.Mutex // guards last, history and seen
 	last    *snapshot
 	history []point
+	seen    map[string]*seenBroker // by address, at most maxSeenBrokers (brokers.go)
 }
 
 func newSampler(src source, minInterval, window time.Duration) *sampler {
-	return &sampler{src: src, minInterval: minInterval, window: window, turn: make(chan struct{}, 1)}
+	return &sampler{src: src, minInterval: minInterval, window: window, turn: make(chan struct{}, 1),
+		seen: map[string]*seenBroker{}}
+}
+
+// run samples every period until ctx ends; a failed sample is retried at the next tick.
+func (s *sampler) run(ctx context.Context, period time.Duration, log zerolog.Logger) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		if _, _, err := s.current(ctx); err != nil && ctx.Err() == nil {
+			log.Debug().Err(err).Msg("cluster sample failed")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // current returns a snapshot no older than minInterval, sampling if needed, and the history.
@@ -127,7 +157,7 @@ func (s *sampler) sample(ctx context.Context, prev *snapshot) (*snapshot, error)
 				role = "MASTER"
 			}
 			snap.brokers = append(snap.brokers, brokerRow{Cluster: bd.Cluster, BrokerName: name,
-				BrokerID: id, Role: role, Addr: bd.BrokerAddrs[id]})
+				BrokerID: id, Role: role, Addr: bd.BrokerAddrs[id], Registered: true, Status: statusUp})
 		}
 	}
 	infos := make([]map[string]string, len(snap.brokers))
@@ -139,7 +169,7 @@ func (s *sampler) sample(ctx context.Context, prev *snapshot) (*snapshot, error)
 	for i := range snap.brokers {
 		b := &snap.brokers[i]
 		if errs[i] != nil {
-			b.Error = errs[i].Error()
+			b.Error, b.Status = truncate(errs[i].Error(), errorTextBytes), statusDown
 			continue
 		}
 		fillRuntime(b, infos[i])
@@ -201,8 +231,9 @@ func parseCount(v string) *int64 {
 	return &n
 }
 
-// record makes snap the last snapshot and adds the cluster's throughput to the history: put
-// on masters (a slave's copy is not a put), get on every broker (slaves serve reads too).
+// record makes snap the last snapshot, with the brokers seen before and no longer registered
+// added as down, and adds the cluster's throughput to the history: put on masters (a slave's
+// copy is not a put), get on every broker (slaves serve reads too).
 func (s *sampler) record(snap *snapshot) {
 	var p point
 	known := false
@@ -219,6 +250,7 @@ func (s *sampler) record(snap *snapshot) {
 	p.T = snap.at.UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reconcile(snap)
 	s.last = snap
 	if !known {
 		return

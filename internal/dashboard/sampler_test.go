@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -21,6 +22,7 @@ type fakeCluster struct {
 	source
 	mu      sync.Mutex
 	info    map[string]map[string]string // addr -> runtime info
+	addrs   map[int64]string             // broker-a's table; nil: m:1 and s:1
 	fail    error
 	samples int
 }
@@ -32,11 +34,27 @@ func (f *fakeCluster) ClusterInfo(context.Context) (*route.ClusterInfo, error) {
 		return nil, f.fail
 	}
 	f.samples++
+	addrs := map[int64]string{0: "m:1", 1: "s:1"}
+	if f.addrs != nil {
+		addrs = maps.Clone(f.addrs)
+	}
 	return &route.ClusterInfo{
-		BrokerAddrTable: map[string]route.BrokerData{"broker-a": {Cluster: "c1", BrokerName: "broker-a",
-			BrokerAddrs: map[int64]string{0: "m:1", 1: "s:1"}}},
+		BrokerAddrTable:  map[string]route.BrokerData{"broker-a": {Cluster: "c1", BrokerName: "broker-a", BrokerAddrs: addrs}},
 		ClusterAddrTable: map[string][]string{"c1": {"broker-a"}},
 	}, nil
+}
+
+// table sets broker-a's addresses by id.
+func (f *fakeCluster) table(addrs map[int64]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.addrs = addrs
+}
+
+func (f *fakeCluster) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.samples
 }
 
 func (f *fakeCluster) BrokerRuntimeInfo(_ context.Context, addr string) (map[string]string, error) {
@@ -51,6 +69,13 @@ func (f *fakeCluster) BrokerRuntimeInfo(_ context.Context, addr string) (map[str
 		out[k] = v
 	}
 	return out, nil
+}
+
+// drop makes addr stop answering.
+func (f *fakeCluster) drop(addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.info, addr)
 }
 
 func (f *fakeCluster) set(addr string, kv ...string) {

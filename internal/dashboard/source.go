@@ -23,6 +23,12 @@ type source interface {
 	QueryMessageByID(ctx context.Context, msgID string) (*consumer.Message, error)
 	QueryMessageByUniqueKey(ctx context.Context, topic, uniqKey string) (*consumer.Message, error)
 	QueryMessageByKey(ctx context.Context, topic, key string, max int, begin, end time.Time) ([]*consumer.Message, error)
+	NameServers() []string
+	SyncStateData(ctx context.Context, addr string, brokerNames []string) (*admin.BrokerReplicasInfo, error)
+	ProducerConnection(ctx context.Context, group, topic string) ([]admin.Connection, error)
+	SearchOffset(ctx context.Context, mq admin.MessageQueue, t time.Time) (int64, error)
+	PullMessages(ctx context.Context, mq admin.MessageQueue, offset int64, maxNums int) ([]*consumer.Message, int64, error)
+	ConsumeMessageDirectly(ctx context.Context, group, clientID, msgID string) (*admin.ConsumeDirectlyResult, error)
 }
 
 var _ source = (*admin.Admin)(nil)

@@ -9,6 +9,7 @@ const state = {
   topics: [],
   groups: [],
   selectedGroup: "",
+  selectedDLQ: "",
   history: [],
   errors: {},
 };
@@ -28,6 +29,11 @@ function el(tag, attrs, ...children) {
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return e;
+}
+
+// fill replaces node's children with the given ones, leaving out null and undefined.
+function fill(node, ...children) {
+  node.replaceChildren(...children.filter((c) => c !== null && c !== undefined));
 }
 
 function td(value, cls) {
@@ -93,7 +99,10 @@ async function loadOverview() {
   const clusters = Object.keys(o.clusters || {}).sort();
   $("cluster-name").textContent = clusters.length ? clusters.join(", ") : dash;
   document.title = clusters.length ? `${clusters.join(", ")} · mq dashboard` : "mq dashboard";
+  const down = o.brokers.filter((b) => b.status === "down");
   $("card-brokers").textContent = fmtInt(o.brokers.length);
+  $("card-down").textContent = down.length ? `${down.length} down` : "";
+  document.body.dataset.historyPoints = String(state.history.length);
   let put = null, get = null;
   for (const b of o.brokers) {
     if (b.putTps !== null && b.role === "MASTER") put = (put || 0) + b.putTps;
@@ -102,14 +111,32 @@ async function loadOverview() {
   $("card-put").textContent = fmtRate(put);
   $("card-get").textContent = fmtRate(get);
   $("footer-refresh").textContent = `refreshing every ${(state.refreshMs / 1000).toFixed(1)} s`;
-  replaceRows($("brokers-body"), o.brokers.map((b) => el("tr", { "data-broker": b.brokerName, "data-broker-id": b.brokerId, "data-addr": b.addr },
+  $("clear-down").hidden = !down.some((b) => !b.registered);
+  replaceRows($("brokers-body"), o.brokers.map(brokerRow), 14, "no broker registered");
+  $("brokers-note").textContent = down.length
+    ? "A down broker that is still registered stays until the name servers drop it (it unregisters when it stops; one that died is dropped after 120 s without heartbeat); then clear it."
+    : "";
+  drawChart();
+}
+
+function brokerRow(b) {
+  const down = b.status === "down";
+  let error = b.error;
+  if (down) error = `${b.error || "down"} · down since ${fmtTime(b.downSince)}, last answered ${fmtTime(b.lastSeen)}`;
+  const clear = down && !b.registered
+    ? el("button", { type: "button", class: "secondary small", "data-clear": b.addr }, "Clear")
+    : null;
+  if (clear) clear.addEventListener("click", () => clearBrokers({ addr: b.addr }));
+  return el("tr", { class: down ? "down" : undefined, "data-broker": b.brokerName, "data-broker-id": b.brokerId,
+    "data-addr": b.addr, "data-status": b.status, "data-registered": b.registered ? "true" : "false" },
     td(b.cluster),
     td(b.brokerName),
     td(b.brokerId, "num"),
     el("td", {}, el("span", { class: `badge ${b.role === "MASTER" ? "master" : "slave"}` }, b.role)),
+    el("td", {}, el("span", { class: `badge ${down ? "down" : "up"}` }, down ? "down" : "up")),
     td(b.addr, "mono"),
-    b.error ? el("td", { class: "error", colspan: 7 }, b.error) : td(b.version || dash),
-    ...(b.error ? [] : [
+    error ? el("td", { class: "error", colspan: 7 }, error) : td(b.version || dash),
+    ...(error ? [] : [
       td(fmtRate(b.putTps), "num"),
       td(fmtRate(b.getTps), "num"),
       td(fmtInt(b.putTotal), "num"),
@@ -117,8 +144,59 @@ async function loadOverview() {
       td(fmtBytes(b.storeBytes), "num"),
       td(b.diskRatio === null ? dash : `${(b.diskRatio * 100).toFixed(1)} %`, "num"),
     ]),
-  )), 12, "no broker registered");
-  drawChart();
+    el("td", {}, clear));
+}
+
+async function clearBrokers(what) {
+  const result = $("clear-result");
+  try {
+    const r = await apiWrite("/api/brokers/clear", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(what),
+    });
+    result.className = "result ok";
+    result.textContent = r.cleared.length ? `Cleared ${r.cleared.join(", ")}` : "Nothing to clear";
+  } catch (e) {
+    result.className = "result bad";
+    result.textContent = `Clear failed: ${e.message}`;
+  }
+  await Promise.all([loadOverview(), loadHA()]).catch(() => {});
+}
+
+// ---- high availability ----
+
+async function loadHA() {
+  const h = await api("/api/ha");
+  const rows = [];
+  for (const g of h.groups) {
+    const parts = [`${g.cluster} / ${g.brokerName}`];
+    if (g.maxLagBytes !== null) parts.push(`slaves at most ${fmtBytes(g.maxLagBytes)} behind`);
+    if (g.controller) {
+      const c = g.controller;
+      parts.push(`master ${c.masterBrokerId}, epoch ${c.masterEpoch}`, `SyncStateSet {${c.syncStateSet.join(", ")}} (epoch ${c.syncStateSetEpoch})`);
+    }
+    rows.push(el("tr", { class: "group-head", "data-ha-group": g.brokerName }, el("td", { colspan: 9 }, parts.join(" · "))));
+    for (const m of g.members) {
+      const down = m.status === "down";
+      const yesNo = (v, yes, no, cls) => (v === null ? dash : el("span", { class: `badge ${v ? cls[0] : cls[1]}` }, v ? yes : no));
+      rows.push(el("tr", { class: down ? "down" : undefined, "data-ha-broker": g.brokerName, "data-ha-id": m.brokerId,
+        "data-addr": m.addr, "data-status": m.status, "data-lag": m.lagBytes === null ? "" : m.lagBytes },
+        td(""),
+        td(m.brokerId, "num"),
+        el("td", {}, el("span", { class: `badge ${m.role === "MASTER" ? "master" : "slave"}` }, m.role)),
+        el("td", { title: m.error || "" }, el("span", { class: `badge ${down ? "down" : "up"}` }, down ? "down" : "up")),
+        td(m.addr, "mono"),
+        td(fmtInt(m.maxOffset), "num"),
+        td(m.role === "MASTER" ? dash : (m.lagBytes === null ? dash : fmtBytes(m.lagBytes)), `num${m.lagBytes > 0 ? " lag-bad" : ""}`),
+        el("td", {}, yesNo(m.inSync, "in sync", "not in sync", ["insync", "outsync"])),
+        el("td", {}, yesNo(m.alive, "alive", "not alive", ["up", "down"]))));
+    }
+  }
+  replaceRows($("ha-body"), rows, 9, "no broker group");
+  $("ha-note").textContent = h.controllerError ? `Controller: ${h.controllerError}`
+    : h.controller ? `Controller mode: the SyncStateSet as the controller leader at ${h.controller} keeps it.`
+      : "Lag is the master's CommitLog max offset less the slave's, from the same sample.";
 }
 
 // ---- throughput chart, drawn on a canvas ----
@@ -373,6 +451,174 @@ function renderMessage(m) {
     el("pre", { class: "msg-body", "data-encoding": m.bodyEncoding }, m.body));
 }
 
+// ---- producers ----
+
+async function submitProducers(ev) {
+  ev.preventDefault();
+  const out = $("prod-result");
+  const q = new URLSearchParams({ group: $("prod-group").value.trim(), topic: $("prod-topic").value.trim() });
+  out.dataset.state = "loading";
+  out.replaceChildren(el("p", { class: "muted" }, "Asking the brokers…"));
+  try {
+    const r = await api(`/api/producers?${q}`);
+    fill(out, el("table", { class: "compact" },
+      el("thead", {}, el("tr", {}, el("th", {}, "Client ID"), el("th", {}, "Address"), el("th", {}, "Language"), el("th", { class: "num" }, "Version"))),
+      el("tbody", {}, ...r.connections.map((c) => el("tr", { "data-producer": c.clientId },
+        td(c.clientId, "mono wrap"), td(c.clientAddr, "mono"), td(c.language), td(c.version, "num"))))),
+      r.truncated ? el("p", { class: "note" }, "More connections than shown.") : null);
+    out.dataset.state = "found";
+  } catch (e) {
+    out.replaceChildren(el("p", { class: "bad" }, e.message));
+    out.dataset.state = "error";
+  }
+}
+
+// ---- browse a topic by time ----
+
+function messageRows(msgs, extra) {
+  return msgs.map((m) => {
+    const row = el("tr", { class: "clickable", "data-msg-id": m.msgId, "data-offset-msg-id": m.offsetMsgId, "data-topic": m.topic },
+      td(m.msgId, "mono"), ...extra(m));
+    row.addEventListener("click", (ev) => {
+      if (ev.target.closest("button")) return;
+      showMessage(m.topic, m.offsetMsgId);
+    });
+    return row;
+  });
+}
+
+// showMessage opens a listed message in the lookup above, by its offset message id.
+function showMessage(topic, offsetMsgId) {
+  $("msg-topic").value = topic;
+  $("msg-id").value = offsetMsgId;
+  $("msg-key").value = "";
+  $("lookup").scrollIntoView({ block: "start" });
+  submitLookup(new Event("submit"));
+}
+
+async function submitBrowse(ev) {
+  ev.preventDefault();
+  const out = $("browse-result");
+  const begin = new Date($("browse-begin").value).getTime();
+  const end = $("browse-end").value ? new Date($("browse-end").value).getTime() : null;
+  if (Number.isNaN(begin) || Number.isNaN(end)) {
+    out.replaceChildren(el("p", { class: "bad" }, "Choose a time to browse from."));
+    return;
+  }
+  const q = new URLSearchParams({ topic: $("browse-topic").value.trim(), begin: String(begin), max: $("browse-max").value || "32" });
+  if (end !== null) q.set("end", String(end));
+  out.dataset.state = "loading";
+  out.replaceChildren(el("p", { class: "muted" }, "Reading the queues…"));
+  try {
+    const r = await api(`/api/browse?${q}`);
+    const notes = [];
+    if (r.truncated) notes.push(`The first ${r.messages.length} of the window: narrow it, or browse from the last one's time.`);
+    if (r.queuesTruncated) notes.push(`Only the first 64 of the topic's ${r.queues} queues were read.`);
+    notes.push(...r.errors);
+    fill(out, el("table", { class: "compact" },
+      el("thead", {}, el("tr", {}, ...["Message ID", "Tags", "Keys", "Queue", "Offset", "Stored", "Size"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, ...(r.messages.length ? messageRows(r.messages, (m) => [td(m.tags || dash), td(m.keys.join(" ") || dash),
+        td(`${m.brokerName} / ${m.queueId}`), td(fmtInt(m.queueOffset), "num"), td(fmtTime(m.storeTime)), td(fmtInt(m.bodySize), "num")])
+        : [el("tr", {}, el("td", { class: "empty", colspan: 7 }, "no message stored in that window"))]))),
+    ...notes.map((n) => el("p", { class: "note" }, n)));
+    out.dataset.state = "found";
+    out.dataset.count = r.messages.length;
+  } catch (e) {
+    out.replaceChildren(el("p", { class: "bad" }, e.message));
+    out.dataset.state = "error";
+  }
+}
+
+// ---- dead letters ----
+
+async function loadDLQ() {
+  const d = await api("/api/dlq");
+  replaceRows($("dlq-body"), d.groups.map((g) => {
+    const row = el("tr", { class: `clickable${g.group === state.selectedDLQ ? " selected" : ""}`, "data-dlq-group": g.group, "data-messages": g.messages },
+      td(g.group), td(g.topic, "mono"),
+      g.error ? el("td", { class: "error", colspan: 2 }, g.error) : td(fmtInt(g.messages), "num"),
+      g.error ? null : td(fmtTime(g.lastPut)));
+    row.addEventListener("click", () => selectDLQ(g.group));
+    return row;
+  }), 4, "no dead letters: no group has a dead-letter topic");
+}
+
+async function selectDLQ(group) {
+  state.selectedDLQ = group;
+  for (const tr of $("dlq-body").querySelectorAll("tr[data-dlq-group]")) tr.classList.toggle("selected", tr.dataset.dlqGroup === group);
+  const detail = $("dlq-detail");
+  detail.hidden = false;
+  detail.dataset.group = group;
+  $("dlq-name").textContent = group;
+  $("dlq-result").textContent = "";
+  $("dlq-result").className = "result";
+  try {
+    const r = await api(`/api/dlq?${new URLSearchParams({ group, max: "128" })}`);
+    replaceRows($("dlq-messages"), messageRows(r.messages, (m) => {
+      const resend = el("button", { type: "button", class: "small", "data-resend": m.offsetMsgId }, "Re-send");
+      resend.addEventListener("click", () => resendDLQ(group, m, resend));
+      return [td(m.originTopic || dash), td(m.tags || dash), td(m.keys.join(" ") || dash), td(m.reconsumeTimes, "num"),
+        td(fmtTime(m.storeTime)), td(fmtInt(m.bodySize), "num"), el("td", {}, resend)];
+    }), 8, "no dead letter in this group's topic");
+    $("dlq-note").textContent = [r.truncated ? `The oldest ${r.messages.length} dead letters.` : "", ...r.errors].filter(Boolean).join(" ");
+    detail.dataset.state = "loaded";
+  } catch (e) {
+    replaceRows($("dlq-messages"), [], 8, e.message);
+    detail.dataset.state = "error";
+  }
+}
+
+async function resendDLQ(group, m, button) {
+  const result = $("dlq-result");
+  button.disabled = true;
+  result.className = "result";
+  result.textContent = "Re-sending…";
+  try {
+    const r = await apiWrite("/api/dlq/resend", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ group, msgId: m.offsetMsgId }),
+    });
+    result.className = `result ${r.consumeResult === "CR_SUCCESS" ? "ok" : "bad"}`;
+    result.dataset.result = r.consumeResult;
+    result.dataset.msgId = m.msgId;
+    fill(result, el("div", {}, `${m.msgId} consumed by ${r.clientId}: ${r.consumeResult} in ${r.spentMs} ms`),
+      r.remark ? el("div", { class: "muted" }, r.remark) : null);
+  } catch (e) {
+    result.className = "result bad";
+    result.dataset.result = "error";
+    result.textContent = `Re-send failed: ${e.message}`;
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// ---- message trace ----
+
+async function submitTrace(ev) {
+  ev.preventDefault();
+  const out = $("trace-result");
+  const q = new URLSearchParams({ id: $("trace-id").value.trim() });
+  if ($("trace-topic").value.trim()) q.set("topic", $("trace-topic").value.trim());
+  out.dataset.state = "loading";
+  out.replaceChildren(el("p", { class: "muted" }, "Searching the trace topic…"));
+  try {
+    const r = await api(`/api/trace?${q}`);
+    fill(out, el("table", { class: "compact" },
+      el("thead", {}, el("tr", {}, ...["Type", "Group", "Client", "Time", "Cost", "Status", "Topic", "Tags", "Keys"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, ...r.records.map((x) => el("tr", { "data-trace-type": x.type, "data-group": x.group },
+        td(x.type), td(x.group), td(x.clientHost, "mono"), td(fmtTime(x.time)), td(x.type === "SubBefore" ? dash : `${x.costMs} ms`, "num"),
+        el("td", {}, x.type === "SubBefore" ? dash : el("span", { class: `badge ${x.success ? "up" : "down"}` }, x.success ? "success" : "failed")),
+        td(x.topic || dash), td(x.tags || dash), td(x.keys || dash))))),
+    r.truncated ? el("p", { class: "note" }, "More records than shown.") : null,
+    r.undecodable ? el("p", { class: "note" }, `${r.undecodable} trace messages held a record that could not be read.`) : null);
+    out.dataset.state = "found";
+  } catch (e) {
+    out.replaceChildren(el("p", { class: "bad" }, e.message));
+    out.dataset.state = "error";
+  }
+}
+
 // ---- polling ----
 
 function setStatus() {
@@ -383,7 +629,7 @@ function setStatus() {
 }
 
 async function poll() {
-  const parts = { overview: loadOverview, topics: loadTopics, groups: loadGroups };
+  const parts = { overview: loadOverview, ha: loadHA, topics: loadTopics, groups: loadGroups, dlq: loadDLQ };
   await Promise.all(Object.entries(parts).map(async ([name, load]) => {
     try { await load(); state.errors[name] = ""; } catch (e) { state.errors[name] = e.message; }
   }));
@@ -397,6 +643,15 @@ document.addEventListener("DOMContentLoaded", () => {
   $("topic-filter").addEventListener("input", (e) => { state.filter = e.target.value; renderTopics(); });
   $("reset-form").addEventListener("submit", submitReset);
   $("msg-form").addEventListener("submit", submitLookup);
+  $("prod-form").addEventListener("submit", submitProducers);
+  $("browse-form").addEventListener("submit", submitBrowse);
+  $("trace-form").addEventListener("submit", submitTrace);
+  $("dlq-refresh").addEventListener("click", () => {
+    loadDLQ().catch(() => {});
+    if (state.selectedDLQ) selectDLQ(state.selectedDLQ);
+  });
+  $("clear-down").addEventListener("click", () => clearBrokers({ all: true }));
+  if (!$("browse-begin").value) $("browse-begin").value = localInputValue(Date.now() - 60 * 60 * 1000);
   window.addEventListener("resize", drawChart);
   poll();
 });
