@@ -139,15 +139,17 @@ func hostString(a netip.AddrPort) string {
 	return a.String()
 }
 
-// printMessage prints one message as mqadmin's queryMsgById does, with the body inline
-// instead of in a file under /tmp.
-func printMessage(b *strings.Builder, m *consumer.Message) {
+// printMessage prints one message as mqadmin's queryMsgById does (queryMsgByUniqueKey without
+// the OffsetID line), with the body inline instead of in a file under /tmp.
+func printMessage(b *strings.Builder, m *consumer.Message, offsetID bool) {
 	props := make([]string, 0, len(m.Properties))
 	for _, k := range slices.Sorted(maps.Keys(m.Properties)) {
 		props = append(props, k+"="+m.Properties[k])
 	}
 	row := func(name string, v any) { fmt.Fprintf(b, "%-20s %v\n", name, v) }
-	row("OffsetID:", m.OffsetMsgID)
+	if offsetID {
+		row("OffsetID:", m.OffsetMsgID)
+	}
 	row("Topic:", m.Topic)
 	row("Tags:", "["+m.Tags+"]")
 	row("Keys:", "["+strings.Join(m.Keys, " ")+"]")

@@ -65,6 +65,8 @@ type env struct {
 	tlsConfig   *tls.Config
 	timeout     time.Duration
 	admin       *admin.Admin
+	// stderr takes what a command reports beside its result (a member that did not answer).
+	stderr io.Writer
 }
 
 // str returns an option's value, trimmed as mqadmin trims it; "" when not given.
@@ -225,7 +227,7 @@ func findCommand(name string) *command {
 func parse(cmd *command, args []string, stderr io.Writer) (*env, error) {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	e := &env{cmd: cmd, values: map[string]*string{}, bools: map[string]*bool{}}
+	e := &env{cmd: cmd, values: map[string]*string{}, bools: map[string]*bool{}, stderr: stderr}
 	for _, o := range append(slices.Clone(commonOptions), cmd.options...) {
 		if o.boolean {
 			b := new(bool)
@@ -345,7 +347,15 @@ func (e *env) adminClient() (*admin.Admin, error) {
 
 func printCommands(w io.Writer) {
 	fmt.Fprintf(w, "The most commonly used mqadmin commands are:\n")
-	for _, c := range commands {
+	listed := slices.Clone(commands)
+	rank := func(name string) int {
+		if i := slices.Index(listOrder, name); i >= 0 {
+			return i
+		}
+		return len(listOrder)
+	}
+	slices.SortStableFunc(listed, func(x, y command) int { return rank(x.name) - rank(y.name) })
+	for _, c := range listed {
 		fmt.Fprintf(w, "   %-20s %s\n", c.name, c.desc)
 	}
 	fmt.Fprintf(w, "\nSee 'mqadmin help <command>' for more information on a specific command.\n")

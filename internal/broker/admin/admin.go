@@ -17,7 +17,7 @@
 // consume_directly.go (CONSUME_MESSAGE_DIRECTLY), config.go (GET_BROKER_CONFIG and
 // UPDATE_BROKER_CONFIG), ops.go (GET_BROKER_CONSUME_STATS, CLONE_GROUP_OFFSET,
 // QUERY_CONSUME_QUEUE, CLEAN_EXPIRED_CONSUMEQUEUE, QUERY_TOPIC_CONSUME_BY_WHO,
-// QUERY_TOPICS_BY_CONSUMER).
+// QUERY_TOPICS_BY_CONSUMER), maintenance.go (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG).
 package admin
 
 import (
@@ -117,6 +117,8 @@ func (s *Service) Handlers() []broker.Handler {
 		h(remoting.QueryTopicConsumeByWho, topic, s.processTopicConsumeByWho),
 		h(remoting.ViewBrokerStatsData, nil, s.processViewBrokerStatsData),
 		h(remoting.QueryTopicsByConsumer, []reqnames.Field{reqnames.GroupField("group")}, s.processTopicsByConsumer),
+		h(remoting.CleanUnusedTopic, nil, s.processCleanUnusedTopic),
+		h(remoting.DeleteExpiredCommitLog, nil, s.processDeleteExpiredCommitLog),
 	}
 }
 

@@ -57,6 +57,12 @@ func (s *Service) processDeleteSubscriptionGroup(_ context.Context, _ remoting.C
 	if s.core.Groups().Delete(h.GroupName) {
 		s.log.Info().Str("group", h.GroupName).Msg("subscription group deleted")
 	}
+	// RocketMQ 4.9.3's removeOffset: without it the group's lag stays on show.
+	if h.RemoveOffset {
+		if n := s.core.Offsets().RemoveGroup(h.GroupName); n > 0 {
+			s.log.Info().Str("group", h.GroupName).Int("topics", n).Msg("consumer offsets of deleted group removed")
+		}
+	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
