@@ -228,7 +228,7 @@ func parse(cmd *command, args []string, stderr io.Writer) (*env, error) {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	e := &env{cmd: cmd, values: map[string]*string{}, bools: map[string]*bool{}, stderr: stderr}
-	for _, o := range append(slices.Clone(commonOptions), cmd.options...) {
+	for _, o := range allOptions(cmd) {
 		if o.boolean {
 			b := new(bool)
 			e.bools[o.short] = b
@@ -361,9 +361,23 @@ func printCommands(w io.Writer) {
 	fmt.Fprintf(w, "\nSee 'mqadmin help <command>' for more information on a specific command.\n")
 }
 
+// allOptions are a command's options and the common ones. Where a command's long name is a
+// common option's (updateAclConfig's --accessKey is the account it creates, as in RocketMQ,
+// not the credentials), the command's keeps it and the common option is left its short name.
+func allOptions(cmd *command) []option {
+	out := slices.Clone(cmd.options)
+	for _, o := range commonOptions {
+		if o.long != "" && slices.ContainsFunc(cmd.options, func(c option) bool { return c.long == o.long }) {
+			o.long = ""
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 func printUsage(w io.Writer, cmd *command) {
 	fmt.Fprintf(w, "usage: mqadmin %s [options]\n%s\n", cmd.name, cmd.desc)
-	for _, o := range append(slices.Clone(cmd.options), commonOptions...) {
+	for _, o := range allOptions(cmd) {
 		name := "-" + o.short
 		if o.long != "" {
 			name += ",--" + o.long
