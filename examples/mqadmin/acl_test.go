@@ -39,7 +39,9 @@ func TestACLCommands(t *testing.T) {
 	}
 	defer n.Close()
 	ns, addr := n.Addr(), n.BrokerAddr()
-	asAdmin := func(args ...string) []string { return append(args, "-n", ns, "-ak", "cliAdmin1", "-sk", "cliAdminSecret") }
+	asAdmin := func(args ...string) []string {
+		return append(args, "-n", ns, "-ak", "cliAdmin1", "-sk", "cliAdminSecret")
+	}
 
 	// A non-admin account may not administer the ACL.
 	if code, _, errOut := runCmd(t, "updateAclConfig", "-n", ns, "-ak", "cliUser01", "-sk", "cliUserSecret", "-b", addr,
