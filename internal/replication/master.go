@@ -380,6 +380,7 @@ func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) err
 			}
 			next += int64(n)
 			lastWrite = time.Now()
+			sc.flow.add(n, lastWrite)
 			continue
 		}
 		idle := time.Since(lastWrite)
@@ -416,11 +417,7 @@ func (m *Master) sendBlock(sc *slaveConn, hdr []byte, offset int64) (int, error)
 	putHeader(hdr, offset, len(v.Data))
 	// Before the write: a fast slave may report the block before writeAll returns.
 	sc.sent.Store(offset + int64(len(v.Data)))
-	if err := writeAll(sc.conn, net.Buffers{hdr, v.Data}, m.opts.HousekeepingInterval); err != nil {
-		return 0, err
-	}
-	sc.flow.add(len(v.Data), time.Now())
-	return len(v.Data), nil
+	return len(v.Data), writeAll(sc.conn, net.Buffers{hdr, v.Data}, m.opts.HousekeepingInterval)
 }
 
 // readFull reads len(b) bytes within timeout.

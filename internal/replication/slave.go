@@ -290,7 +290,8 @@ func (s *Slave) receive(c net.Conn, progress chan<- struct{}) (established bool,
 		if err := readFull(c, hdr, s.opts.HousekeepingInterval); err != nil {
 			return established, err
 		}
-		s.lastRead.Store(time.Now().UnixMilli())
+		read := time.Now()
+		s.lastRead.Store(read.UnixMilli())
 		off, size := parseHeader(hdr)
 		if err := checkHeader(s.store.MaxPhyOffset(), off, size); err != nil {
 			return established, err
@@ -309,7 +310,7 @@ func (s *Slave) receive(c net.Conn, progress chan<- struct{}) (established bool,
 			// Not a network fault (a closed store, a full disk): back off before retrying.
 			return false, fmt.Errorf("append block at %d: %w", off, err)
 		}
-		s.flow.add(int(size), time.Now())
+		s.flow.add(int(size), read)
 		select {
 		case progress <- struct{}{}:
 		default:
