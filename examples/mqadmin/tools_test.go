@@ -496,7 +496,13 @@ func TestDeleteSubGroupRemovesOffsetsAndTopics(t *testing.T) {
 	ns := n.Addr()
 	mustRun(t, "updateTopic", "-n", ns, "-b", n.BrokerAddr(), "-t", "DelGT", "-r", "1", "-w", "1")
 	mustRun(t, "sendMessage", "-n", ns, "-t", "DelGT", "-p", "m1")
-	mustRun(t, "updateSubGroup", "-n", ns, "-b", n.BrokerAddr(), "-g", "delG", "-m", "false", "-a", "false")
+	out := mustRun(t, "updateSubGroup", "-n", ns, "-b", n.BrokerAddr(), "-g", "delG", "-m", "false", "-a", "false")
+	if !strings.Contains(out, "consumeFromMinEnable=false") || !strings.Contains(out, "notifyConsumerIdsChangedEnable=false]") {
+		t.Errorf("updateSubGroup -m false -a false:\n%s", out)
+	}
+	if code, _, _ := runCmd(t, "updateSubGroup", "-n", ns, "-b", n.BrokerAddr(), "-g", "delG", "-m", "sometimes"); code != exitUsage {
+		t.Errorf("updateSubGroup -m sometimes: exit %d", code)
+	}
 	d, stop := startConsumer(t, n, "DelGT", "delG")
 	eventually(t, "delG to consume", func() bool {
 		p, ok := progressOf(t, ns, "delG")
@@ -517,7 +523,7 @@ func TestDeleteSubGroupRemovesOffsetsAndTopics(t *testing.T) {
 	if topicsOf() == 0 {
 		t.Fatal("deleteSubGroup without -r removed the offsets")
 	}
-	out := mustRun(t, "deleteSubGroup", "-n", ns, "-c", mq.DefaultClusterName, "-g", "delG", "-r", "true")
+	out = mustRun(t, "deleteSubGroup", "-n", ns, "-c", mq.DefaultClusterName, "-g", "delG", "-r", "true")
 	for _, want := range []string{"delete subscription group [delG] from broker [" + n.BrokerAddr() + "] in cluster [" + mq.DefaultClusterName + "] success.\n",
 		"delete topic [%RETRY%delG] from cluster [" + mq.DefaultClusterName + "] success.\n"} {
 		if !strings.Contains(out, want) {
