@@ -81,6 +81,11 @@ type SubscriptionGroupConfig struct {
 	BrokerID                     int64
 	WhichBrokerWhenConsumeSlowly int64
 	ConsumeMessageOrderly        bool
+	// DisableConsumeFromMin and DisableNotifyConsumerIdsChanged send RocketMQ's
+	// consumeFromMinEnable and notifyConsumerIdsChangedEnable as false (both true by default,
+	// as in RocketMQ; mqadmin updateSubGroup -m and -a).
+	DisableConsumeFromMin           bool
+	DisableNotifyConsumerIdsChanged bool
 }
 
 // OffsetWrapper is one queue's progress in ConsumeStats.

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
 
-// What the tools ask about clients: a producer group's connections, as RocketMQ's mqadmin
-// producerConnection and the dashboard's producer view ask.
+// What the tools ask about clients: a producer group's connections and one consumer's
+// running state, as RocketMQ's mqadmin producerConnection and consumerStatus do.
 
 // ErrNoConnection is the error of ProducerConnection when no broker of the topic knows the
 // group: RocketMQ's "Not found the producer group connection".
@@ -53,4 +56,76 @@ func (a *Admin) ProducerConnection(ctx context.Context, group, topic string) ([]
 		return nil, fmt.Errorf("%w: %w", ErrNoConnection, lastErr)
 	}
 	return nil, ErrNoConnection
+}
+
+// ProcessQueueInfo is one queue a consumer holds (RocketMQ's ProcessQueueInfo).
+type ProcessQueueInfo = protocol.ProcessQueueInfo
+
+// ConsumeStatus is a consumer's rates on one topic (RocketMQ's ConsumeStatus).
+type ConsumeStatus = protocol.ConsumeStatus
+
+// RunningSubscription is one subscription of a consumer's running info.
+type RunningSubscription struct {
+	Topic           string
+	SubString       string
+	ClassFilterMode bool
+	TagsSet         []string
+	ExpressionType  string
+}
+
+// ConsumerRunningInfo is what one consumer reports of its group (GET_CONSUMER_RUNNING_INFO):
+// its properties (PROP_CONSUME_TYPE, PROP_CONSUMER_START_TIMESTAMP, ...), subscriptions sorted
+// by topic, held queues, per-topic rates and, when asked and the client can, a stack dump.
+type ConsumerRunningInfo struct {
+	Properties    map[string]string
+	Subscriptions []RunningSubscription
+	Queues        map[MessageQueue]ProcessQueueInfo
+	Status        map[string]ConsumeStatus // by topic
+	Jstack        string
+}
+
+// ConsumerRunningInfo asks one consumer of group (clientID, as ConsumerConnection lists it)
+// for its running info, through the first master of the group's retry topic, which relays the
+// request. As RocketMQ's admin does, it waits three times Options.Timeout: the broker waits
+// for the client.
+func (a *Admin) ConsumerRunningInfo(ctx context.Context, group, clientID string, jstack bool) (*ConsumerRunningInfo, error) {
+	what := fmt.Sprintf("running info of consumer %s of group %s", clientID, group)
+	ms, err := a.routeMasters(ctx, names.RetryTopic(group), what)
+	if err != nil {
+		return nil, err
+	}
+	req := remoting.NewRequest(remoting.GetConsumerRunningInfo, remoting.EncodeHeader(
+		&protocol.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: clientID, JstackEnable: jstack}), nil)
+	resp, err := a.invokeFor(ctx, ms[0].addr, req, 3*a.opts.Timeout)
+	if err == nil {
+		err = remoting.ErrorFromResponse(resp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("admin: %s on broker %s: %w", what, ms[0].addr, err)
+	}
+	raw, err := protocol.DecodeConsumerRunningInfo(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("admin: %s on broker %s: %w", what, ms[0].addr, err)
+	}
+	info := &ConsumerRunningInfo{Properties: raw.Properties, Queues: raw.MQTable, Status: raw.StatusTable, Jstack: raw.Jstack}
+	for _, s := range raw.SubscriptionSet {
+		info.Subscriptions = append(info.Subscriptions, RunningSubscription{Topic: s.Topic, SubString: s.SubString,
+			ClassFilterMode: s.ClassFilterMode, TagsSet: s.TagsSet, ExpressionType: s.ExpressionType})
+	}
+	slices.SortFunc(info.Subscriptions, func(x, y RunningSubscription) int { return strings.Compare(x.Topic, y.Topic) })
+	return info, nil
+}
+
+// invokeFor is invoke with its own bound d instead of Options.Timeout, for requests a broker
+// relays to a client and answers only once the client did.
+func (a *Admin) invokeFor(ctx context.Context, addr string, req *remoting.Command, d time.Duration) (*remoting.Command, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if a.prover != nil {
+		a.prover.Prove(req)
+	}
+	if a.signer != nil {
+		a.signer.Sign(req)
+	}
+	return a.transport.InvokeSync(ctx, addr, req)
 }

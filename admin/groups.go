@@ -44,10 +44,11 @@ func (a *Admin) CreateSubscriptionGroup(ctx context.Context, brokerAddr string, 
 		return errors.New("admin: create subscription group: no group name")
 	}
 	body, err := json.Marshal(subscriptionGroupBody{GroupName: cfg.GroupName, ConsumeEnable: cfg.ConsumeEnable,
-		ConsumeFromMinEnable: true, ConsumeBroadcastEnable: cfg.ConsumeBroadcastEnable,
+		ConsumeFromMinEnable: !cfg.DisableConsumeFromMin, ConsumeBroadcastEnable: cfg.ConsumeBroadcastEnable,
 		ConsumeMessageOrderly: cfg.ConsumeMessageOrderly, RetryQueueNums: cfg.RetryQueueNums,
 		RetryMaxTimes: cfg.RetryMaxTimes, BrokerID: cfg.BrokerID,
-		WhichBrokerWhenConsumeSlowly: cfg.WhichBrokerWhenConsumeSlowly, NotifyConsumerIdsChangedEnable: true})
+		WhichBrokerWhenConsumeSlowly:   cfg.WhichBrokerWhenConsumeSlowly,
+		NotifyConsumerIdsChangedEnable: !cfg.DisableNotifyConsumerIdsChanged})
 	if err == nil {
 		_, err = a.invokeOK(ctx, brokerAddr, remoting.NewRequest(remoting.UpdateAndCreateSubscription, nil, body))
 	}
@@ -58,14 +59,10 @@ func (a *Admin) CreateSubscriptionGroup(ctx context.Context, brokerAddr string, 
 }
 
 // DeleteSubscriptionGroup deletes a consumer group's settings from one broker
-// (DELETE_SUBSCRIPTIONGROUP); its offsets stay, as with RocketMQ's admin.
+// (DELETE_SUBSCRIPTIONGROUP); its offsets stay, as with RocketMQ's admin unless asked
+// (RemoveSubscriptionGroup).
 func (a *Admin) DeleteSubscriptionGroup(ctx context.Context, brokerAddr, group string) error {
-	req := remoting.NewRequest(remoting.DeleteSubscriptionGroup,
-		remoting.EncodeHeader(&protocol.DeleteSubscriptionGroupRequestHeader{GroupName: group}), nil)
-	if _, err := a.invokeOK(ctx, brokerAddr, req); err != nil {
-		return fmt.Errorf("admin: delete subscription group %s on broker %s: %w", group, brokerAddr, err)
-	}
-	return nil
+	return a.RemoveSubscriptionGroup(ctx, brokerAddr, group, false)
 }
 
 // ConsumerGroups returns the consumer groups that have a retry topic, sorted: the groups
@@ -142,35 +139,47 @@ func (a *Admin) ConsumerConnection(ctx context.Context, group string) (*Consumer
 	}
 	var lastErr error
 	for _, m := range ms {
-		req := remoting.NewRequest(remoting.GetConsumerConnectionList,
-			remoting.EncodeHeader(&protocol.ConsumerGroupHeader{ConsumerGroup: group}), nil)
-		resp, err := a.invokeOK(ctx, m.addr, req)
+		cc, err := a.ConsumerConnectionAt(ctx, group, m.addr)
 		if err != nil {
-			lastErr = fmt.Errorf("admin: %s on broker %s: %w", what, m.addr, err)
+			lastErr = err
 			continue
 		}
-		var body consumerConnectionBody
-		if err := json.Unmarshal(resp.Body, &body); err != nil {
-			return nil, fmt.Errorf("admin: %s on broker %s: %w", what, m.addr, err)
-		}
-		cc := &ConsumerConnection{ConsumeType: body.ConsumeType, MessageModel: body.MessageModel,
-			ConsumeFromWhere: body.ConsumeFromWhere}
-		for _, c := range body.ConnectionSet {
-			cc.Connections = append(cc.Connections, Connection{ClientID: c.ClientID, ClientAddr: c.ClientAddr,
-				Language: c.Language, Version: c.Version})
-		}
-		slices.SortFunc(cc.Connections, func(x, y Connection) int { return strings.Compare(x.ClientID, y.ClientID) })
-		for topic, s := range body.SubscriptionTable {
-			typ := s.ExpressionType
-			if typ == "" {
-				typ = protocol.ExpressionTag
-			}
-			cc.Subscriptions = append(cc.Subscriptions, Subscription{Topic: topic, Expression: s.SubString, Type: typ})
-		}
-		slices.SortFunc(cc.Subscriptions, func(x, y Subscription) int { return strings.Compare(x.Topic, y.Topic) })
 		return cc, nil
 	}
 	return nil, lastErr
+}
+
+// ConsumerConnectionAt returns a group's online members and subscriptions as one broker knows
+// them (GET_CONSUMER_CONNECTION_LIST); a group with nobody online there is CONSUMER_NOT_ONLINE,
+// a *remoting.ResponseError.
+func (a *Admin) ConsumerConnectionAt(ctx context.Context, group, brokerAddr string) (*ConsumerConnection, error) {
+	what := "consumer connection of group " + group
+	req := remoting.NewRequest(remoting.GetConsumerConnectionList,
+		remoting.EncodeHeader(&protocol.ConsumerGroupHeader{ConsumerGroup: group}), nil)
+	resp, err := a.invokeOK(ctx, brokerAddr, req)
+	if err != nil {
+		return nil, fmt.Errorf("admin: %s on broker %s: %w", what, brokerAddr, err)
+	}
+	var body consumerConnectionBody
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
+		return nil, fmt.Errorf("admin: %s on broker %s: %w", what, brokerAddr, err)
+	}
+	cc := &ConsumerConnection{ConsumeType: body.ConsumeType, MessageModel: body.MessageModel,
+		ConsumeFromWhere: body.ConsumeFromWhere}
+	for _, c := range body.ConnectionSet {
+		cc.Connections = append(cc.Connections, Connection{ClientID: c.ClientID, ClientAddr: c.ClientAddr,
+			Language: c.Language, Version: c.Version})
+	}
+	slices.SortFunc(cc.Connections, func(x, y Connection) int { return strings.Compare(x.ClientID, y.ClientID) })
+	for topic, s := range body.SubscriptionTable {
+		typ := s.ExpressionType
+		if typ == "" {
+			typ = protocol.ExpressionTag
+		}
+		cc.Subscriptions = append(cc.Subscriptions, Subscription{Topic: topic, Expression: s.SubString, Type: typ})
+	}
+	slices.SortFunc(cc.Subscriptions, func(x, y Subscription) int { return strings.Compare(x.Topic, y.Topic) })
+	return cc, nil
 }
 
 // ResetOffsetByTime moves a group's offsets of topic to the first message stored at or after

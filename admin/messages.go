@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mqgo/mq/consumer"
@@ -30,6 +31,9 @@ var ErrMessageNotFound = errors.New("admin: message not found")
 // the CommitLog offset, docs/protocol.md §9.5), read with VIEW_MESSAGE_BY_ID from that broker.
 func (a *Admin) QueryMessageByID(ctx context.Context, msgID string) (*consumer.Message, error) {
 	host, offset, err := message.ParseOffsetMsgID(msgID)
+	if err == nil && (host.Port() == 0 || host.Addr().IsUnspecified()) {
+		err = fmt.Errorf("%w: it names no broker (%s)", message.ErrMsgID, host)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("admin: message %s: %w", msgID, err)
 	}
@@ -96,6 +100,17 @@ func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, max in
 // QueryMessageByUniqueKey returns the message whose UNIQ_KEY (the message id a producer
 // returns) is uniqKey, the earliest stored when a retry stored it twice.
 func (a *Admin) QueryMessageByUniqueKey(ctx context.Context, topic, uniqKey string) (*consumer.Message, error) {
+	msgs, err := a.QueryMessagesByUniqueKey(ctx, topic, uniqKey)
+	if err != nil {
+		return nil, err
+	}
+	return msgs[0], nil
+}
+
+// QueryMessagesByUniqueKey returns every stored copy (at most 32 per broker, as RocketMQ's
+// admin asks) of the message whose UNIQ_KEY is uniqKey, sorted by store time: a send retried
+// after a timeout may have stored it more than once. None is ErrMessageNotFound.
+func (a *Admin) QueryMessagesByUniqueKey(ctx context.Context, topic, uniqKey string) ([]*consumer.Message, error) {
 	h := &protocol.QueryMessageRequestHeader{Topic: topic, Key: uniqKey, MaxNum: uniqueKeyQueryMaxNum,
 		EndTimestamp: math.MaxInt64, UniqueKeyQuery: true}
 	msgs, err := a.queryMessage(ctx, h, func(m *consumer.Message) bool {
@@ -107,7 +122,7 @@ func (a *Admin) QueryMessageByUniqueKey(ctx context.Context, topic, uniqKey stri
 	if err != nil {
 		return nil, fmt.Errorf("admin: query topic %s by unique key %s: %w", topic, uniqKey, err)
 	}
-	return msgs[0], nil
+	return msgs, nil
 }
 
 // queryMessage asks every master of h.Topic and keeps the messages keep accepts, sorted by
@@ -169,10 +184,45 @@ func (a *Admin) QueryMessageByOffset(ctx context.Context, mq MessageQueue, offse
 // No message there (the end of the queue, or an offset out of its range) is no error: the
 // messages are then nil and next is where the broker suggests reading.
 func (a *Admin) PullMessages(ctx context.Context, mq MessageQueue, offset int64, maxNums int) (msgs []*consumer.Message, next int64, err error) {
+	r, err := a.Pull(ctx, mq, protocol.SubAll, offset, maxNums)
+	if err != nil {
+		return nil, 0, err
+	}
+	return r.Messages, r.NextBeginOffset, nil
+}
+
+// Pull statuses, as RocketMQ's PullStatus names them.
+const (
+	PullFound         = "FOUND"
+	PullNoNewMsg      = "NO_NEW_MSG"
+	PullNoMatchedMsg  = "NO_MATCHED_MSG"
+	PullOffsetIllegal = "OFFSET_ILLEGAL"
+)
+
+// PullResult is one pull's answer: its status (PullFound, ...), the messages found and where
+// to read next.
+type PullResult struct {
+	Status          string
+	Messages        []*consumer.Message
+	NextBeginOffset int64
+	MinOffset       int64
+	MaxOffset       int64
+}
+
+// Pull reads up to maxNums (at most MaxPullNums) messages of mq from offset on that match a tag
+// expression ("*" or "TagA || TagB"), from mq's master, as the group ToolsConsumerGroup,
+// committing nothing (RocketMQ's DefaultMQPullConsumer.pull, which mqadmin printMsg uses). The
+// broker filters by tag hash; as RocketMQ's client, the tags of what it returns are checked
+// again, so a hash collision is not printed.
+func (a *Admin) Pull(ctx context.Context, mq MessageQueue, expression string, offset int64, maxNums int) (*PullResult, error) {
 	what := fmt.Sprintf("pull at offset %d of %s", offset, mq)
+	tags, err := tagSet(expression)
+	if err != nil {
+		return nil, fmt.Errorf("admin: %s: %w", what, err)
+	}
 	r, err := a.TopicRoute(ctx, mq.Topic)
 	if err != nil {
-		return nil, 0, fmt.Errorf("admin: %s: %w", what, err)
+		return nil, fmt.Errorf("admin: %s: %w", what, err)
 	}
 	var addr string
 	for _, m := range masters(r) {
@@ -181,29 +231,63 @@ func (a *Admin) PullMessages(ctx context.Context, mq MessageQueue, offset int64,
 		}
 	}
 	if addr == "" {
-		return nil, 0, fmt.Errorf("admin: %s: broker %s has no master in the topic's route", what, mq.BrokerName)
+		return nil, fmt.Errorf("admin: %s: broker %s has no master in the topic's route", what, mq.BrokerName)
+	}
+	if tags == nil {
+		expression = protocol.SubAll
 	}
 	h := &protocol.PullMessageRequestHeader{ConsumerGroup: ToolsConsumerGroup, Topic: mq.Topic, QueueID: int32(mq.QueueID),
 		QueueOffset: offset, MaxMsgNums: int32(min(max(maxNums, 1), MaxPullNums)),
-		SysFlag: protocol.BuildPullSysFlag(false, false, true, false), Subscription: protocol.SubAll,
+		SysFlag: protocol.BuildPullSysFlag(false, false, true, false), Subscription: expression,
 		ExpressionType: protocol.ExpressionTag, BrokerName: mq.BrokerName}
 	resp, err := a.invokeOK(ctx, addr, remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil),
 		remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved)
 	if err != nil {
-		return nil, 0, fmt.Errorf("admin: %s: %w", what, err)
+		return nil, fmt.Errorf("admin: %s: %w", what, err)
 	}
 	var rh protocol.PullMessageResponseHeader
 	if err := rh.Decode(resp.ExtFields); err != nil {
-		return nil, 0, fmt.Errorf("admin: %s: %w", what, err)
+		return nil, fmt.Errorf("admin: %s: %w", what, err)
 	}
-	if resp.Code != remoting.Success {
-		return nil, rh.NextBeginOffset, nil
+	res := &PullResult{NextBeginOffset: rh.NextBeginOffset, MinOffset: rh.MinOffset, MaxOffset: rh.MaxOffset}
+	switch resp.Code {
+	case remoting.PullNotFound:
+		res.Status = PullNoNewMsg
+		return res, nil
+	case remoting.PullRetryImmediately:
+		res.Status = PullNoMatchedMsg
+		return res, nil
+	case remoting.PullOffsetMoved:
+		res.Status = PullOffsetIllegal
+		return res, nil
 	}
-	msgs, err = consumer.DecodeMessages(resp.Body, mq.BrokerName)
+	msgs, err := consumer.DecodeMessages(resp.Body, mq.BrokerName)
 	if err != nil {
-		return nil, 0, fmt.Errorf("admin: %s: %w", what, err)
+		return nil, fmt.Errorf("admin: %s: %w", what, err)
 	}
-	return msgs, rh.NextBeginOffset, nil
+	if tags != nil {
+		msgs = slices.DeleteFunc(msgs, func(m *consumer.Message) bool { return !slices.Contains(tags, m.Tags) })
+	}
+	res.Status, res.Messages = PullFound, msgs
+	return res, nil
+}
+
+// tagSet reads a tag expression: nil for "*" or "", else its tags ("TagA || TagB").
+func tagSet(expression string) ([]string, error) {
+	expression = strings.TrimSpace(expression)
+	if expression == "" || expression == protocol.SubAll {
+		return nil, nil
+	}
+	var tags []string
+	for t := range strings.SplitSeq(expression, "||") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	if len(tags) == 0 {
+		return nil, fmt.Errorf("tag expression %q names no tag", expression)
+	}
+	return tags, nil
 }
 
 // SearchOffset returns the offset of the first message of mq stored at or after t, asked of

@@ -79,6 +79,16 @@ const (
 	GetNamesrvConfig         int32 = 319
 	AddWritePermOfBroker     int32 = 327
 	QueryTopicsByConsumer    int32 = 343
+	CleanUnusedTopic         int32 = 316
+	DeleteExpiredCommitLog   int32 = 329
+	GetBrokerHAStatus        int32 = 907
+
+	// RocketMQ 4.9's plain ACL administration (mqadmin updateAclConfig and the like).
+	UpdateAndCreateACLConfig     int32 = 50
+	DeleteACLConfig              int32 = 51
+	GetBrokerClusterACLInfo      int32 = 52
+	UpdateGlobalWhiteAddrsConfig int32 = 53
+	GetBrokerClusterACLConfig    int32 = 54
 
 	// RocketMQ 5's controller (automatic failover): brokers in controller mode and admin tools.
 	BrokerHeartbeat             int32 = 904
@@ -301,6 +311,14 @@ var requestCodeNames = map[int32]string{
 	GetNamesrvConfig:               "GET_NAMESRV_CONFIG",
 	AddWritePermOfBroker:           "ADD_WRITE_PERM_OF_BROKER",
 	QueryTopicsByConsumer:          "QUERY_TOPICS_BY_CONSUMER",
+	CleanUnusedTopic:               "CLEAN_UNUSED_TOPIC",
+	DeleteExpiredCommitLog:         "DELETE_EXPIRED_COMMITLOG",
+	GetBrokerHAStatus:              "GET_BROKER_HA_STATUS",
+	UpdateAndCreateACLConfig:       "UPDATE_AND_CREATE_ACL_CONFIG",
+	DeleteACLConfig:                "DELETE_ACL_CONFIG",
+	GetBrokerClusterACLInfo:        "GET_BROKER_CLUSTER_ACL_INFO",
+	UpdateGlobalWhiteAddrsConfig:   "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG",
+	GetBrokerClusterACLConfig:      "GET_BROKER_CLUSTER_ACL_CONFIG",
 
 	BrokerHeartbeat:             "BROKER_HEARTBEAT",
 	ControllerAlterSyncStateSet: "CONTROLLER_ALTER_SYNC_STATE_SET",

@@ -1,6 +1,10 @@
 package remoting
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // Executor is a bounded worker pool: a fixed number of workers draining a bounded queue, the Go
 // shape of the processor executors in RocketMQ's processorTable. A full queue refuses work, which
@@ -8,7 +12,12 @@ import "sync"
 type Executor struct {
 	name    string
 	workers int
-	queue   chan func()
+	queue   chan task
+	// takenAt is when the task a worker took last was queued (ns since epoch), which HeadWait
+	// measures from. Padded: workers write it while submitters read queue.
+	_       [64]byte
+	takenAt atomic.Int64
+	_       [56]byte
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -24,11 +33,33 @@ func NewExecutor(name string, workers, queueSize int) *Executor {
 	if queueSize < 0 {
 		queueSize = 0
 	}
-	return &Executor{name: name, workers: workers, queue: make(chan func(), queueSize)}
+	return &Executor{name: name, workers: workers, queue: make(chan task, queueSize)}
 }
 
-// Name is the pool's name, for logs.
-func (e *Executor) Name() string { return e.name }
+// task is one queued function with the time it was queued (monotonic ns since epoch).
+type task struct {
+	run func()
+	at  int64
+}
+
+// epoch is the origin of task times: time.Since reads the monotonic clock.
+var epoch = time.Now()
+
+// QueueLen is how many tasks wait for a worker (RocketMQ's thread pool queue size).
+func (e *Executor) QueueLen() int { return len(e.queue) }
+
+// HeadWait is how long the task at the head of the queue has waited at most (RocketMQ's
+// headSlowTimeMills): 0 when none waits, else the time since the task a worker took last was
+// queued. A channel cannot be peeked; the head was queued after that task, so this is an upper
+// bound, close under a steady flow and large when the workers are stuck, which is what it is
+// read for.
+func (e *Executor) HeadWait() time.Duration {
+	at := e.takenAt.Load()
+	if len(e.queue) == 0 || at == 0 {
+		return 0
+	}
+	return max(0, time.Since(epoch)-time.Duration(at))
+}
 
 func (e *Executor) start() {
 	e.startOnce.Do(func() {
@@ -36,8 +67,9 @@ func (e *Executor) start() {
 		for range e.workers {
 			go func() {
 				defer e.wg.Done()
-				for task := range e.queue {
-					task()
+				for t := range e.queue {
+					e.takenAt.Store(t.at)
+					t.run()
 				}
 			}()
 		}
@@ -45,9 +77,9 @@ func (e *Executor) start() {
 }
 
 // trySubmit queues task, or reports false when the queue is full. Must not be called after stop.
-func (e *Executor) trySubmit(task func()) bool {
+func (e *Executor) trySubmit(run func()) bool {
 	select {
-	case e.queue <- task:
+	case e.queue <- task{run: run, at: int64(time.Since(epoch))}:
 		return true
 	default:
 		return false

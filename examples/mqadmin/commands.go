@@ -26,12 +26,29 @@ const (
 	defaultConsumeMessages = 128 // consumeMessage -c
 )
 
-// commands are mqadmin's, in its order of listing.
+// commands are mqadmin's; each file's init appends its own, and help lists them in
+// listOrder.
 var commands []command
 
+// listOrder is the order RocketMQ's mqadmin lists its commands in (4.9's MQAdminStartup, then
+// RocketMQ 5's haStatus, getAclConfig and controller commands); a command not named here is
+// listed after them.
+var listOrder = []string{"updateTopic", "deleteTopic", "updateSubGroup", "deleteSubGroup", "updateBrokerConfig",
+	"updateTopicPerm", "topicRoute", "topicStatus", "topicClusterList", "brokerStatus", "queryMsgById", "queryMsgByKey",
+	"queryMsgByUniqueKey", "queryMsgByOffset", "queryMsgTraceById", "printMsg", "printMsgByQueue", "sendMsgStatus",
+	"brokerConsumeStats", "producerConnection", "consumerConnection", "consumerProgress", "consumerStatus",
+	"cloneGroupOffset", "clusterList", "topicList", "updateKvConfig", "deleteKvConfig", "wipeWritePerm", "addWritePerm",
+	"resetOffsetByTime", "skipAccumulatedMessage", "updateOrderConf", "cleanExpiredCQ", "deleteExpiredCommitLog",
+	"cleanUnusedTopic", "statsAll", "allocateMQ", "checkMsgSendRT", "clusterRT", "getNamesrvConfig",
+	"updateNamesrvConfig", "getBrokerConfig", "queryCq", "sendMessage", "consumeMessage", "updateAclConfig",
+	"deleteAclConfig", "clusterAclConfigVersion", "updateGlobalWhiteAddr", "getAclConfig", "haStatus",
+	"getControllerMetaData", "electMaster"}
+
 func init() {
-	commands = []command{
-		{name: "clusterList", desc: "List all of clusters", exec: clusterList},
+	commands = append(commands, []command{
+		{name: "clusterList", desc: "List all of clusters", exec: clusterList,
+			options: []option{{short: "m", long: "moreStats", usage: "Print more stats", boolean: true},
+				{short: "i", long: "interval", usage: "specify intervals numbers, it is in seconds"}}},
 		{name: "brokerStatus", desc: "Fetch broker runtime status data", exec: brokerStatus,
 			options: []option{{short: "b", long: "brokerAddr", usage: "Broker address"},
 				{short: "c", long: "clusterName", usage: "which cluster"}},
@@ -61,17 +78,20 @@ func init() {
 				{short: "c", long: "clusterName", usage: "create subscription group to which cluster"},
 				{short: "g", long: "groupName", usage: "consumer group name", required: true},
 				{short: "s", long: "consumeEnable", usage: "consume enable"},
+				{short: "m", long: "consumeFromMinEnable", usage: "from min offset"},
 				{short: "d", long: "consumeBroadcastEnable", usage: "broadcast"},
 				{short: "o", long: "consumeMessageOrderly", usage: "consume message orderly"},
 				{short: "q", long: "retryQueueNums", usage: "retry queue nums"},
 				{short: "r", long: "retryMaxTimes", usage: "retry max times"},
 				{short: "i", long: "brokerId", usage: "consumer from which broker id"},
-				{short: "w", long: "whichBrokerWhenConsumeSlowly", usage: "which broker id when consume slowly"}},
+				{short: "w", long: "whichBrokerWhenConsumeSlowly", usage: "which broker id when consume slowly"},
+				{short: "a", long: "notifyConsumerIdsChanged", usage: "notify consumerId changed"}},
 			check: oneOf("b", "c")},
 		{name: "deleteSubGroup", desc: "Delete subscription group from broker.", exec: deleteSubGroup,
 			options: []option{{short: "b", long: "brokerAddr", usage: "delete subscription group from which broker"},
 				{short: "c", long: "clusterName", usage: "delete subscription group from which cluster"},
-				{short: "g", long: "groupName", usage: "subscription group name", required: true}},
+				{short: "g", long: "groupName", usage: "subscription group name", required: true},
+				{short: "r", long: "removeOffset", usage: "remove offset (true|false, default false)"}},
 			check: oneOf("b", "c")},
 		{name: "consumerProgress", desc: "Query consumers's progress, speed", exec: consumerProgress,
 			options: []option{{short: "g", long: "groupName", usage: "consumer group name"}}},
@@ -86,7 +106,9 @@ func init() {
 			options: []option{{short: "i", long: "msgId", usage: "Message Id (offset id; with -t also a unique key); several separated by commas", required: true},
 				{short: "t", long: "topic", usage: "topic, to look up message ids that are unique keys"},
 				{short: "g", long: "consumerGroup", usage: "consumer group name, with -d: have that consumer consume the message directly"},
-				{short: "d", long: "clientId", usage: "the consumer's client id (consumerConnection lists them)"}},
+				{short: "d", long: "clientId", usage: "the consumer's client id (consumerConnection lists them)"},
+				{short: "s", long: "sendMessage", usage: "resend message (true|false): each message is sent again to its topic"},
+				{short: "u", long: "unitName", usage: "unit name (accepted; mq has no units)"}},
 			check: func(e *env) error {
 				if e.has("g") != e.has("d") {
 					return usageErrorf("-g and -d go together")
@@ -129,7 +151,7 @@ func init() {
 				{short: "b", long: "brokerId", usage: "The id of the broker which requires to become master", required: true},
 				{short: "bn", long: "brokerName", usage: "The broker name of the replicas that require to be manipulated (mqadmin's -n, which here is the name server)", required: true},
 				{short: "c", long: "clusterName", usage: "the clusterName of broker", required: true}}},
-	}
+	}...)
 }
 
 // oneOf requires exactly one of two options (a broker or a cluster).
@@ -170,14 +192,61 @@ type clusterRow struct {
 	Error      string            `json:"error,omitempty"`
 }
 
+// clusterList is RocketMQ's clusterList: a row per broker of every cluster, its runtime
+// figures (-m: the messages in and out yesterday and today instead); with -i the table again
+// every -i seconds until interrupted (-json prints one table).
 func clusterList(ctx context.Context, e *env) (any, func(io.Writer), error) {
+	interval, err := e.int("i", 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if interval < 0 {
+		return nil, nil, usageErrorf("-i: %d seconds", interval)
+	}
 	a, err := e.adminClient()
 	if err != nil {
 		return nil, nil, err
 	}
-	ci, err := a.ClusterInfo(ctx)
+	more := e.has("m")
+	rows, err := clusterRows(ctx, a)
 	if err != nil {
 		return nil, nil, err
+	}
+	print := func(w io.Writer, rows []clusterRow) {
+		var b strings.Builder
+		if more {
+			printClusterMoreStats(&b, rows)
+		} else {
+			printClusterBaseInfo(&b, rows, time.Now())
+		}
+		io.WriteString(w, b.String())
+	}
+	if !e.has("i") || e.json {
+		return rows, func(w io.Writer) { print(w, rows) }, nil
+	}
+	return nil, func(w io.Writer) {
+		for {
+			print(w, rows)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Duration(interval) * time.Second):
+			}
+			next, err := clusterRows(ctx, a)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "mqadmin clusterList: %v\n", err)
+				continue
+			}
+			rows = next
+		}
+	}, nil
+}
+
+// clusterRows asks the cluster info and each broker's runtime figures.
+func clusterRows(ctx context.Context, a *admin.Admin) ([]clusterRow, error) {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var rows []clusterRow
 	for _, cluster := range slices.Sorted(maps.Keys(ci.ClusterAddrTable)) {
@@ -196,23 +265,59 @@ func clusterList(ctx context.Context, e *env) (any, func(io.Writer), error) {
 			}
 		}
 	}
-	return rows, text(func(b *strings.Builder) {
-		const format = "%-16s  %-22s  %-4s  %-22s %-16s %19s %19s %10s %5s %6s\n"
-		fmt.Fprintf(b, format, "#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
-			"#OutTPS(LOAD)", "#PCWait(ms)", "#Hour", "#SPACE")
-		for _, r := range rows {
-			kv := r.Runtime
-			hour := 0.0
-			if ms, err := strconv.ParseInt(kv["earliestMessageTimeStamp"], 10, 64); err == nil && ms > 0 {
-				hour = float64(time.Now().UnixMilli()-ms) / 1000 / 60 / 60
-			}
-			space, _ := strconv.ParseFloat(kv["commitLogDiskRatio"], 64)
-			fmt.Fprintf(b, format, r.Cluster, r.BrokerName, strconv.FormatInt(r.BrokerID, 10), r.Addr, kv["brokerVersionDesc"],
-				fmt.Sprintf("%9.2f(%s,%sms)", firstFloat(kv["putTps"]), kv["sendThreadPoolQueueSize"], kv["sendThreadPoolQueueHeadWaitTimeMills"]),
-				fmt.Sprintf("%9.2f(%s,%sms)", firstFloat(kv["getTransferedTps"]), kv["pullThreadPoolQueueSize"], kv["pullThreadPoolQueueHeadWaitTimeMills"]),
-				kv["pageCacheLockTimeMills"], fmt.Sprintf("%2.2f", hour), fmt.Sprintf("%.4f", space))
+	return rows, nil
+}
+
+// orNA is a runtime figure as a table cell: a broker that did not report it (or is down) gets
+// "N/A", never an empty cell, so that every row splits into the same columns.
+func orNA(s string) string {
+	if s = strings.TrimSpace(s); s == "" {
+		return "N/A"
+	}
+	return strings.ReplaceAll(s, " ", "_")
+}
+
+func printClusterBaseInfo(b *strings.Builder, rows []clusterRow, now time.Time) {
+	const format = "%-16s  %-22s  %-4s  %-22s %-16s %19s %19s %10s %5s %6s\n"
+	fmt.Fprintf(b, format, "#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
+		"#OutTPS(LOAD)", "#PCWait(ms)", "#Hour", "#SPACE")
+	for _, r := range rows {
+		kv := r.Runtime
+		hour := 0.0
+		if ms, err := strconv.ParseInt(kv["earliestMessageTimeStamp"], 10, 64); err == nil && ms > 0 {
+			hour = float64(now.UnixMilli()-ms) / 1000 / 60 / 60
 		}
-	}), nil
+		space, _ := strconv.ParseFloat(kv["commitLogDiskRatio"], 64)
+		fmt.Fprintf(b, format, r.Cluster, r.BrokerName, strconv.FormatInt(r.BrokerID, 10), r.Addr, orNA(kv["brokerVersionDesc"]),
+			fmt.Sprintf("%9.2f(%s,%sms)", firstFloat(kv["putTps"]), orNA(kv["sendThreadPoolQueueSize"]),
+				orNA(kv["sendThreadPoolQueueHeadWaitTimeMills"])),
+			fmt.Sprintf("%9.2f(%s,%sms)", firstFloat(kv["getTransferedTps"]), orNA(kv["pullThreadPoolQueueSize"]),
+				orNA(kv["pullThreadPoolQueueHeadWaitTimeMills"])),
+			orNA(kv["pageCacheLockTimeMills"]), fmt.Sprintf("%2.2f", hour), fmt.Sprintf("%.4f", space))
+	}
+}
+
+// printClusterMoreStats is clusterList -m: per broker, the messages put and got yesterday and
+// today, from the day marks of its runtime figures (0 where a broker did not report them).
+func printClusterMoreStats(b *strings.Builder, rows []clusterRow) {
+	fmt.Fprintf(b, "%-16s  %-32s %14s %14s %14s %14s\n", "#Cluster Name", "#Broker Name", "#InTotalYest",
+		"#OutTotalYest", "#InTotalToday", "#OutTotalToday")
+	for _, r := range rows {
+		var marks [6]int64
+		ok := true
+		for i, k := range []string{"msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning", "msgPutTotalTodayNow",
+			"msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning", "msgGetTotalTodayNow"} {
+			v, err := strconv.ParseInt(r.Runtime[k], 10, 64)
+			ok = ok && err == nil
+			marks[i] = v
+		}
+		var inYest, outYest, inToday, outToday int64
+		if ok { // as RocketMQ: one figure missing and the row shows zeros
+			inYest, outYest = marks[1]-marks[0], marks[4]-marks[3]
+			inToday, outToday = marks[2]-marks[1], marks[5]-marks[4]
+		}
+		fmt.Fprintf(b, "%-16s  %-32s %14d %14d %14d %14d\n", r.Cluster, r.BrokerName, inYest, outYest, inToday, outToday)
+	}
 }
 
 // firstFloat reads the first of the space-separated figures RocketMQ's TPS keys hold (the
@@ -271,12 +376,21 @@ type topicClusterRow struct {
 	Group   string `json:"consumerGroup"`
 }
 
-func topicList(ctx context.Context, e *env) (any, func(io.Writer), error) {
+// adminAndTopics is the admin client and every topic the name servers know.
+func adminAndTopics(ctx context.Context, e *env) (*admin.Admin, []string, error) {
 	a, err := e.adminClient()
 	if err != nil {
 		return nil, nil, err
 	}
 	topics, err := a.TopicList(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, topics, nil
+}
+
+func topicList(ctx context.Context, e *env) (any, func(io.Writer), error) {
+	a, topics, err := adminAndTopics(ctx, e)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -287,24 +401,6 @@ func topicList(ctx context.Context, e *env) (any, func(io.Writer), error) {
 			}
 		}), nil
 	}
-	// Which groups consume a topic: from each group's progress (mqadmin asks brokers
-	// QUERY_TOPIC_CONSUME_BY_WHO, which this project's broker does not serve).
-	consumedBy := map[string][]string{}
-	groups, err := a.ConsumerGroups(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, g := range groups {
-		if stats, err := a.ConsumeStats(ctx, g, ""); err == nil {
-			seen := map[string]bool{}
-			for mq := range stats.Offsets {
-				if !seen[mq.Topic] {
-					seen[mq.Topic] = true
-					consumedBy[mq.Topic] = append(consumedBy[mq.Topic], g)
-				}
-			}
-		}
-	}
 	var rows []topicClusterRow
 	for _, t := range topics {
 		if names.IsRetryTopic(t) || strings.HasPrefix(t, names.DLQPrefix) {
@@ -314,8 +410,8 @@ func topicList(ctx context.Context, e *env) (any, func(io.Writer), error) {
 		if r, err := a.TopicRoute(ctx, t); err == nil && len(r.BrokerDatas) > 0 {
 			cluster = r.BrokerDatas[0].Cluster
 		}
-		gs := consumedBy[t]
-		slices.Sort(gs)
+		// As RocketMQ: the brokers' QUERY_TOPIC_CONSUME_BY_WHO, nobody where it fails.
+		gs, _ := a.TopicConsumedBy(ctx, t)
 		if len(gs) == 0 {
 			gs = []string{""}
 		}
@@ -547,6 +643,15 @@ func updateSubGroup(ctx context.Context, e *env) (any, func(io.Writer), error) {
 	if cfg.WhichBrokerWhenConsumeSlowly, err = e.int("w", cfg.WhichBrokerWhenConsumeSlowly); err != nil {
 		return nil, nil, err
 	}
+	fromMin, err := e.bool("m", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	notify, err := e.bool("a", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.DisableConsumeFromMin, cfg.DisableNotifyConsumerIdsChanged = !fromMin, !notify
 	a, err := e.adminClient()
 	if err != nil {
 		return nil, nil, err
@@ -559,12 +664,20 @@ func updateSubGroup(ctx context.Context, e *env) (any, func(io.Writer), error) {
 		for _, d := range done {
 			fmt.Fprintf(b, "create subscription group to %s success.\n", d.Addr)
 		}
-		fmt.Fprintf(b, "SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=true, consumeBroadcastEnable=%t, consumeMessageOrderly=%t, retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, notifyConsumerIdsChangedEnable=true]\n",
-			cfg.GroupName, cfg.ConsumeEnable, cfg.ConsumeBroadcastEnable, cfg.ConsumeMessageOrderly, cfg.RetryQueueNums, cfg.RetryMaxTimes, cfg.BrokerID, cfg.WhichBrokerWhenConsumeSlowly)
+		fmt.Fprintf(b, "SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=%t, consumeBroadcastEnable=%t, consumeMessageOrderly=%t, retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, notifyConsumerIdsChangedEnable=%t]\n",
+			cfg.GroupName, cfg.ConsumeEnable, fromMin, cfg.ConsumeBroadcastEnable, cfg.ConsumeMessageOrderly, cfg.RetryQueueNums, cfg.RetryMaxTimes, cfg.BrokerID, cfg.WhichBrokerWhenConsumeSlowly, notify)
 	}), nil
 }
 
+// deleteSubGroup is RocketMQ's deleteSubGroup: the group's settings go from -b or from every
+// master of -c, with its offsets there too under -r true; with -c its retry and dead-letter
+// topics are deleted from the cluster as well (a failure there is reported, as RocketMQ prints
+// it, without failing the command).
 func deleteSubGroup(ctx context.Context, e *env) (any, func(io.Writer), error) {
+	removeOffset, err := e.bool("r", false)
+	if err != nil {
+		return nil, nil, err
+	}
 	a, err := e.adminClient()
 	if err != nil {
 		return nil, nil, err
@@ -573,17 +686,36 @@ func deleteSubGroup(ctx context.Context, e *env) (any, func(io.Writer), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	group := e.str("g")
+	group, cluster := e.str("g"), e.str("c")
 	for _, addr := range addrs {
-		if err := a.DeleteSubscriptionGroup(ctx, addr, group); err != nil {
+		if err := a.RemoveSubscriptionGroup(ctx, addr, group, removeOffset); err != nil {
 			return nil, nil, err
 		}
 	}
-	return map[string]any{"group": group, "brokerAddrs": addrs}, text(func(b *strings.Builder) {
-		for _, addr := range addrs {
-			fmt.Fprintf(b, "delete subscription group [%s] from broker [%s] success.\n", group, addr)
+	var deletedTopics []string
+	if cluster != "" {
+		for _, topic := range []string{names.RetryTopic(group), names.DLQPrefix + group} {
+			if err := a.DeleteTopic(ctx, cluster, topic); err != nil {
+				fmt.Fprintf(e.stderr, "mqadmin deleteSubGroup: delete topic %s: %v\n", topic, err)
+				continue
+			}
+			deletedTopics = append(deletedTopics, topic)
 		}
-	}), nil
+	}
+	return map[string]any{"group": group, "brokerAddrs": addrs, "removeOffset": removeOffset, "deletedTopics": deletedTopics},
+		text(func(b *strings.Builder) {
+			for _, addr := range addrs {
+				if cluster != "" {
+					fmt.Fprintf(b, "delete subscription group [%s] from broker [%s] in cluster [%s] success.\n", group, addr, cluster)
+					continue
+				}
+				fmt.Fprintf(b, "delete subscription group [%s] from broker [%s] success.\n", group, addr)
+			}
+			for _, topic := range deletedTopics {
+				fmt.Fprintf(b, "delete topic [%s] from cluster [%s] success.\n", topic, cluster)
+				fmt.Fprintf(b, "delete topic [%s] from NameServer success.\n", topic)
+			}
+		}), nil
 }
 
 type progressRow struct {
@@ -774,23 +906,69 @@ func queryMsgByID(ctx context.Context, e *env) (any, func(io.Writer), error) {
 	if e.has("g") {
 		return consumeDirectly(ctx, a, e.str("g"), e.str("d"), ids)
 	}
+	resend, err := e.bool("s", false)
+	if err != nil {
+		return nil, nil, err
+	}
 	topic := e.str("t")
 	var msgs []*consumer.Message
 	for _, id := range ids {
 		m, err := lookupID(ctx, a, topic, id)
 		if err != nil {
+			if topic == "" {
+				err = errNotOffsetID(id, err)
+			}
 			return nil, nil, err
 		}
 		msgs = append(msgs, m)
 	}
+	if e.has("s") {
+		return resendMessages(ctx, e, ids, msgs, resend)
+	}
+	tracks := messageTracks(ctx, e, a, msgs)
 	return messagesJSON(msgs), text(func(b *strings.Builder) {
 		for i, m := range msgs {
 			if i > 0 {
 				b.WriteByte('\n')
 			}
-			printMessage(b, m)
+			printMessage(b, m, true)
+			printTracks(b, tracks[i])
 		}
 	}), nil
+}
+
+type resendRow struct {
+	MsgID  string `json:"originalMsgId"`
+	Result string `json:"sendResult"`
+}
+
+// resendMessages is queryMsgById -s: with true each message is sent again (RocketMQ's "prepare
+// resend msg" and the SendResult, a line each); with false nothing happens, as in RocketMQ.
+func resendMessages(ctx context.Context, e *env, ids []string, msgs []*consumer.Message, resend bool) (any, func(io.Writer), error) {
+	rows := []resendRow{}
+	if !resend {
+		return rows, text(func(*strings.Builder) {}), nil
+	}
+	p, err := probeProducer(e, "ReSendMsgById")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer p.Close()
+	out := func() func(io.Writer) {
+		return text(func(b *strings.Builder) {
+			for _, r := range rows {
+				fmt.Fprintf(b, "prepare resend msg. originalMsgId=%s\n%s\n", r.MsgID, r.Result)
+			}
+		})
+	}
+	for i, m := range msgs {
+		res, err := resendMessage(ctx, p, m)
+		if err != nil {
+			return nil, out(), fmt.Errorf("resend %s: %w", ids[i], err)
+		}
+		rows = append(rows, resendRow{MsgID: ids[i], Result: javaSendResult(res)})
+	}
+	return rows, out(), nil
 }
 
 // consumeDirectly has one consumer run its listener on each message (mqadmin queryMsgById -g -d)
@@ -896,7 +1074,7 @@ func queryMsgByOffset(ctx context.Context, e *env) (any, func(io.Writer), error)
 	if err != nil {
 		return nil, nil, err
 	}
-	return toMessageJSON(m), text(func(b *strings.Builder) { printMessage(b, m) }), nil
+	return toMessageJSON(m), text(func(b *strings.Builder) { printMessage(b, m, true) }), nil
 }
 
 type sendRow struct {

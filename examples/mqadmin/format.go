@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/protocol"
 )
 
 // humanTime formats like RocketMQ's UtilAll.timeMillisToHumanString2, in local time.
@@ -57,51 +58,7 @@ func front(s string, n int) string {
 }
 
 // versionDesc names a client version as RocketMQ's MQVersion.getVersionDesc does.
-func versionDesc(v int) string {
-	if v < 0 {
-		return versionNames[0]
-	}
-	if v >= len(versionNames) {
-		return versionNames[len(versionNames)-1]
-	}
-	return versionNames[v]
-}
-
-// versionNames are RocketMQ's MQVersion.Version constants in ordinal order: the irregular
-// 3.x series, then a SNAPSHOT and a release of every 4.x.y and 5.x.y.
-var versionNames = func() []string {
-	v := []string{"V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1"}
-	for i := 1; i <= 9; i++ {
-		if i >= 6 {
-			v = append(v, fmt.Sprintf("V3_0_0_BETA%d_SNAPSHOT", i))
-		}
-		v = append(v, fmt.Sprintf("V3_0_0_BETA%d", i))
-	}
-	v = append(v, "V3_0_0_FINAL")
-	pair := func(major, minor, patch int) {
-		v = append(v, fmt.Sprintf("V%d_%d_%d_SNAPSHOT", major, minor, patch), fmt.Sprintf("V%d_%d_%d", major, minor, patch))
-	}
-	for p := 1; p <= 15; p++ {
-		pair(3, 0, p)
-	}
-	for minor := 1; minor <= 9; minor++ {
-		first := 1
-		if minor <= 2 {
-			first = 0
-		}
-		for p := first; p <= 9; p++ {
-			pair(3, minor, p)
-		}
-	}
-	for major := 4; major <= 5; major++ {
-		for minor := 0; minor <= 9; minor++ {
-			for p := 0; p <= 9; p++ {
-				pair(major, minor, p)
-			}
-		}
-	}
-	return append(v, "HIGHER_VERSION")
-}()
+func versionDesc(v int) string { return protocol.VersionDesc(v) }
 
 // messageJSON is a message as -json prints it.
 type messageJSON struct {
@@ -139,15 +96,17 @@ func hostString(a netip.AddrPort) string {
 	return a.String()
 }
 
-// printMessage prints one message as mqadmin's queryMsgById does, with the body inline
-// instead of in a file under /tmp.
-func printMessage(b *strings.Builder, m *consumer.Message) {
+// printMessage prints one message as mqadmin's queryMsgById does (queryMsgByUniqueKey without
+// the OffsetID line), with the body inline instead of in a file under /tmp.
+func printMessage(b *strings.Builder, m *consumer.Message, offsetID bool) {
 	props := make([]string, 0, len(m.Properties))
 	for _, k := range slices.Sorted(maps.Keys(m.Properties)) {
 		props = append(props, k+"="+m.Properties[k])
 	}
 	row := func(name string, v any) { fmt.Fprintf(b, "%-20s %v\n", name, v) }
-	row("OffsetID:", m.OffsetMsgID)
+	if offsetID {
+		row("OffsetID:", m.OffsetMsgID)
+	}
 	row("Topic:", m.Topic)
 	row("Tags:", "["+m.Tags+"]")
 	row("Keys:", "["+strings.Join(m.Keys, " ")+"]")

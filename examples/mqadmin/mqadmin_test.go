@@ -13,6 +13,7 @@ import (
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/rs/zerolog"
 )
 
@@ -391,8 +392,8 @@ func TestVersionDescLikeMQVersion(t *testing.T) {
 			t.Errorf("versionDesc(%d) = %s, want %s", v, got, want)
 		}
 	}
-	if len(versionNames) != 613 {
-		t.Errorf("%d version names, want 613", len(versionNames))
+	if n := protocol.VersionNames(); n != 613 {
+		t.Errorf("%d version names, want 613", n)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +56,8 @@ func init() {
 				{short: "c", long: "count", usage: "how many."},
 				{short: "b", long: "broker", usage: "broker addr."},
 				{short: "g", long: "consumer", usage: "consumer group."}}},
-		command{name: "cleanExpiredCQ", desc: "Clean expired ConsumeQueue on broker.", exec: cleanExpiredCQ,
+		command{name: "cleanExpiredCQ", desc: "Clean expired ConsumeQueue on broker.", exec: onBrokers("cleanExpiredCQ",
+			func(a *admin.Admin) func(context.Context, string) error { return a.CleanExpiredConsumeQueue }),
 			options: []option{{short: "b", long: "brokerAddr", usage: "Broker address"},
 				{short: "c", long: "cluster", usage: "clustername"}}},
 		command{name: "topicClusterList", desc: "Get cluster info for topic.", exec: topicClusterList,
@@ -403,38 +403,6 @@ func queryCq(ctx context.Context, e *env) (any, func(io.Writer), error) {
 	}), nil
 }
 
-func cleanExpiredCQ(ctx context.Context, e *env) (any, func(io.Writer), error) {
-	a, err := e.adminClient()
-	if err != nil {
-		return nil, nil, err
-	}
-	addrs := []string{e.str("b")}
-	if addrs[0] == "" {
-		// As RocketMQ: every broker of the cluster, or of every cluster without -c.
-		if addrs, err = a.ClusterBrokers(ctx, e.str("c")); err != nil {
-			return nil, nil, err
-		}
-	}
-	ok := true
-	var firstErr error
-	for _, addr := range addrs {
-		if err := a.CleanExpiredConsumeQueue(ctx, addr); err != nil {
-			ok = false
-			if firstErr == nil {
-				firstErr = err
-			}
-		}
-	}
-	out := text(func(b *strings.Builder) { b.WriteString(strconv.FormatBool(ok) + "\n") })
-	if ok {
-		out = text(func(b *strings.Builder) { b.WriteString("success\n") })
-	}
-	if firstErr != nil {
-		return nil, out, firstErr
-	}
-	return map[string]any{"brokers": addrs, "result": ok}, out, nil
-}
-
 func topicClusterList(ctx context.Context, e *env) (any, func(io.Writer), error) {
 	a, err := e.adminClient()
 	if err != nil {
@@ -466,11 +434,7 @@ type statsRow struct {
 // summed over the topic's masters. As RocketMQ, a topic or group whose figures cannot be had
 // is printed without them, and a topic that fails altogether is skipped.
 func statsAll(ctx context.Context, e *env) (any, func(io.Writer), error) {
-	a, err := e.adminClient()
-	if err != nil {
-		return nil, nil, err
-	}
-	topics, err := a.TopicList(ctx)
+	a, topics, err := adminAndTopics(ctx, e)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -65,6 +65,8 @@ type env struct {
 	tlsConfig   *tls.Config
 	timeout     time.Duration
 	admin       *admin.Admin
+	// stderr takes what a command reports beside its result (a member that did not answer).
+	stderr io.Writer
 }
 
 // str returns an option's value, trimmed as mqadmin trims it; "" when not given.
@@ -225,8 +227,8 @@ func findCommand(name string) *command {
 func parse(cmd *command, args []string, stderr io.Writer) (*env, error) {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	e := &env{cmd: cmd, values: map[string]*string{}, bools: map[string]*bool{}}
-	for _, o := range append(slices.Clone(commonOptions), cmd.options...) {
+	e := &env{cmd: cmd, values: map[string]*string{}, bools: map[string]*bool{}, stderr: stderr}
+	for _, o := range allOptions(cmd) {
 		if o.boolean {
 			b := new(bool)
 			e.bools[o.short] = b
@@ -345,15 +347,37 @@ func (e *env) adminClient() (*admin.Admin, error) {
 
 func printCommands(w io.Writer) {
 	fmt.Fprintf(w, "The most commonly used mqadmin commands are:\n")
-	for _, c := range commands {
+	listed := slices.Clone(commands)
+	rank := func(name string) int {
+		if i := slices.Index(listOrder, name); i >= 0 {
+			return i
+		}
+		return len(listOrder)
+	}
+	slices.SortStableFunc(listed, func(x, y command) int { return rank(x.name) - rank(y.name) })
+	for _, c := range listed {
 		fmt.Fprintf(w, "   %-20s %s\n", c.name, c.desc)
 	}
 	fmt.Fprintf(w, "\nSee 'mqadmin help <command>' for more information on a specific command.\n")
 }
 
+// allOptions are a command's options and the common ones. Where a command's long name is a
+// common option's (updateAclConfig's --accessKey is the account it creates, as in RocketMQ,
+// not the credentials), the command's keeps it and the common option is left its short name.
+func allOptions(cmd *command) []option {
+	out := slices.Clone(cmd.options)
+	for _, o := range commonOptions {
+		if o.long != "" && slices.ContainsFunc(cmd.options, func(c option) bool { return c.long == o.long }) {
+			o.long = ""
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 func printUsage(w io.Writer, cmd *command) {
 	fmt.Fprintf(w, "usage: mqadmin %s [options]\n%s\n", cmd.name, cmd.desc)
-	for _, o := range append(slices.Clone(cmd.options), commonOptions...) {
+	for _, o := range allOptions(cmd) {
 		name := "-" + o.short
 		if o.long != "" {
 			name += ",--" + o.long

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mqgo/mq/internal/names"
@@ -26,6 +27,9 @@ const (
 type Checker struct {
 	global   []addrPattern
 	accounts map[string]*account
+	// cfg is a copy of what was compiled, for the admin reads (GET_BROKER_CLUSTER_ACL_CONFIG)
+	// and the changes made from it (admin.go).
+	cfg Config
 }
 
 // account is a compiled Account.
@@ -48,7 +52,7 @@ func New(cfg *Config) (*Checker, error) {
 	if cfg == nil {
 		return nil, errors.New("acl: no config")
 	}
-	c := &Checker{accounts: make(map[string]*account, len(cfg.Accounts))}
+	c := &Checker{accounts: make(map[string]*account, len(cfg.Accounts)), cfg: CloneConfig(cfg)}
 	for i, s := range cfg.GlobalWhiteRemoteAddresses {
 		p, err := compileAddrPattern(s)
 		if err != nil {
@@ -258,13 +262,24 @@ func (p *lazyPeer) addr() (netip.Addr, bool) {
 type Guard struct {
 	checker atomic.Pointer[Checker]
 	refused atomic.Uint64
+	// version counts the configurations put in effect (admin.go).
+	version versionState
 }
 
 // Refused is how many requests the guard has refused.
 func (g *Guard) Refused() uint64 { return g.refused.Load() }
 
-// Store puts c in effect for every request checked from now on; nil turns ACL off.
-func (g *Guard) Store(c *Checker) { g.checker.Store(c) }
+// Store puts c in effect for every request checked from now on; nil turns ACL off. A
+// configuration other than the one in effect counts a new version (Version).
+func (g *Guard) Store(c *Checker) {
+	g.version.mu.Lock()
+	defer g.version.mu.Unlock()
+	if old := g.checker.Load(); old == nil || c == nil || !sameConfig(&old.cfg, &c.cfg) {
+		g.version.counter++
+		g.version.at = time.Now()
+	}
+	g.checker.Store(c)
+}
 
 // SignedByAdmin is Checker.SignedByAdmin with the Checker in effect; false when ACL is off.
 func (g *Guard) SignedByAdmin(req *remoting.Command) bool {

@@ -231,6 +231,7 @@ func TestAdminCodes(t *testing.T) {
 		remoting.UpdateAndCreateSubscription, remoting.DeleteSubscriptionGroup,
 		remoting.InvokeBrokerToResetOffset, codeCleanExpiredConsumeQueue, codeCleanUnusedTopic,
 		codeUpdateAndCreateACLConfig, codeDeleteACLConfig, codeUpdateGlobalWhiteAddrsConfig, codeGetBrokerClusterACLInfo,
+		codeGetBrokerClusterACLConfig,
 		codeTriggerDeleteFiles, codeCloneGroupOffset, codeDeleteExpiredCommitLog,
 		remoting.PutKVConfig, remoting.DeleteKVConfig, remoting.RegisterBroker, remoting.UnregisterBroker,
 		remoting.WipeWritePermOfBroker, remoting.DeleteTopicInNamesrv, remoting.RegisterTopicInNamesrv,
@@ -443,5 +444,38 @@ func BenchmarkRequestSignatureSendV2(b *testing.B) {
 		if !remoting.SignatureEqual(req.ExtFields[remoting.ExtSignature], remoting.RequestSignature(secret, req)) {
 			b.Fatal("signature")
 		}
+	}
+}
+
+// TestGuardVersion: a configuration other than the one in effect counts a new version; the
+// same one again (a file read twice) does not; Snapshot copies.
+func TestGuardVersion(t *testing.T) {
+	var g Guard
+	if _, _, _, ok := g.Snapshot(); ok {
+		t.Fatal("a Guard with no Checker reports a configuration")
+	}
+	cfg := Config{GlobalWhiteRemoteAddresses: []string{"10.0.0.*"}, Accounts: []Account{{AccessKey: "admin12",
+		SecretKey: "secret12", Admin: true, TopicPerms: []string{"T=PUB"}}}}
+	store := func(cfg Config) {
+		c, err := New(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Store(c)
+	}
+	store(cfg)
+	got, n, at, ok := g.Snapshot()
+	if !ok || n != 1 || at.IsZero() || got.Accounts[0].TopicPerms[0] != "T=PUB" {
+		t.Fatalf("first: %+v %d %v %v", got, n, at, ok)
+	}
+	got.Accounts[0].TopicPerms[0] = "changed"
+	store(cfg)
+	if again, n, _, _ := g.Snapshot(); n != 1 || again.Accounts[0].TopicPerms[0] != "T=PUB" {
+		t.Errorf("the same configuration again: version %d, %+v", n, again)
+	}
+	cfg.Accounts[0].DefaultTopicPerm = "SUB"
+	store(cfg)
+	if _, n, _, _ := g.Snapshot(); n != 2 {
+		t.Errorf("a changed configuration: version %d, want 2", n)
 	}
 }

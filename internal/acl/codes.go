@@ -15,6 +15,7 @@ const (
 	codeDeleteACLConfig              int32 = 51
 	codeGetBrokerClusterACLInfo      int32 = 52
 	codeUpdateGlobalWhiteAddrsConfig int32 = 53
+	codeGetBrokerClusterACLConfig    int32 = 54
 	codeGetSystemTopicListFromNS     int32 = 304
 	codeCleanExpiredConsumeQueue     int32 = 306
 	codeGetHasUnitSubTopicList       int32 = 312
@@ -75,10 +76,12 @@ func classify(code int32) codeClass {
 		return classAdmin
 
 	// Not in RocketMQ 4.9: broker requests that change what other clients see (offsets reset
-	// or cloned, files and topics cleaned, the ACL itself) or read the ACL configuration.
+	// or cloned, files and topics cleaned, the ACL itself) or read the ACL configuration
+	// (RocketMQ 5's GET_BROKER_CLUSTER_ACL_CONFIG answers every account's secret key).
 	case remoting.InvokeBrokerToResetOffset, codeCleanExpiredConsumeQueue, codeCleanUnusedTopic,
 		codeUpdateAndCreateACLConfig, codeDeleteACLConfig, codeUpdateGlobalWhiteAddrsConfig,
-		codeGetBrokerClusterACLInfo, codeTriggerDeleteFiles, codeCloneGroupOffset, codeDeleteExpiredCommitLog:
+		codeGetBrokerClusterACLInfo, codeGetBrokerClusterACLConfig, codeTriggerDeleteFiles, codeCloneGroupOffset,
+		codeDeleteExpiredCommitLog:
 		return classAdmin
 	}
 	return classSigned

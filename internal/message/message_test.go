@@ -234,7 +234,9 @@ func TestOffsetMsgID(t *testing.T) {
 			t.Errorf("%v: id length %d, OffsetMsgIDLen %d", h, got, OffsetMsgIDLen(h))
 		}
 	}
-	for _, bad := range []string{"", "XYZ", "7F00000100002A9F000000000000006G"} {
+	// A unique key (IP, process id, 0, time, counter) is as long as an offset id; its process
+	// id lands in the port's high bits.
+	for _, bad := range []string{"", "XYZ", "7F00000100002A9F000000000000006G", "C000020230390000000001D2C6A90007"} {
 		if _, _, err := ParseOffsetMsgID(bad); !errors.Is(err, ErrMsgID) {
 			t.Errorf("ParseOffsetMsgID(%q) err = %v", bad, err)
 		}

@@ -46,6 +46,11 @@ func ParseOffsetMsgID(id string) (netip.AddrPort, int64, error) {
 		return netip.AddrPort{}, 0, fmt.Errorf("%w: %v", ErrMsgID, err)
 	}
 	hl := n - 8
+	// The port is written as an int32: high bits set mean another kind of id (a unique key's
+	// process id sits there), which would otherwise read as a port cut to 16 bits.
+	if port := binary.BigEndian.Uint32(buf[hl-4 : hl]); port > 0xFFFF {
+		return netip.AddrPort{}, 0, fmt.Errorf("%w: port field %d out of range", ErrMsgID, port)
+	}
 	host := getHost(buf[:hl], hl)
 	return host, int64(binary.BigEndian.Uint64(buf[hl:n])), nil
 }

@@ -276,7 +276,7 @@ func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 	if err != nil {
 		return fmt.Errorf("mq: %w", err)
 	}
-	if err := services.Attach(b, services.Deps{}); err != nil {
+	if err := services.Attach(b, n.serviceDeps()); err != nil {
 		return fmt.Errorf("mq: %w", errors.Join(err, b.Close()))
 	}
 	n.broker.Store(b)

@@ -5,6 +5,106 @@ package protocol
 import "github.com/mqgo/mq/remoting"
 
 // Encode implements remoting.Header.
+func (h *CreateAccessConfigRequestHeader) Encode(ext map[string]string) {
+	ext["accessKey"] = h.AccessKey
+	if h.SecretKey != "" {
+		ext["secretKey"] = h.SecretKey
+	}
+	if h.WhiteRemoteAddress != "" {
+		ext["whiteRemoteAddress"] = h.WhiteRemoteAddress
+	}
+	remoting.PutBool(ext, "admin", h.Admin)
+	if h.DefaultTopicPerm != "" {
+		ext["defaultTopicPerm"] = h.DefaultTopicPerm
+	}
+	if h.DefaultGroupPerm != "" {
+		ext["defaultGroupPerm"] = h.DefaultGroupPerm
+	}
+	if h.TopicPerms != "" {
+		ext["topicPerms"] = h.TopicPerms
+	}
+	if h.GroupPerms != "" {
+		ext["groupPerms"] = h.GroupPerms
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *CreateAccessConfigRequestHeader) ExtFieldsCap() int { return 8 }
+
+// Decode implements remoting.Header.
+func (h *CreateAccessConfigRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.AccessKey = r.String("accessKey", true)
+	h.SecretKey = r.String("secretKey", false)
+	h.WhiteRemoteAddress = r.String("whiteRemoteAddress", false)
+	h.Admin = r.Bool("admin", false)
+	h.DefaultTopicPerm = r.String("defaultTopicPerm", false)
+	h.DefaultGroupPerm = r.String("defaultGroupPerm", false)
+	h.TopicPerms = r.String("topicPerms", false)
+	h.GroupPerms = r.String("groupPerms", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *DeleteAccessConfigRequestHeader) Encode(ext map[string]string) {
+	ext["accessKey"] = h.AccessKey
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *DeleteAccessConfigRequestHeader) ExtFieldsCap() int { return 1 }
+
+// Decode implements remoting.Header.
+func (h *DeleteAccessConfigRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.AccessKey = r.String("accessKey", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) Encode(ext map[string]string) {
+	ext["globalWhiteAddrs"] = h.GlobalWhiteAddrs
+	if h.AclFileFullPath != "" {
+		ext["aclFileFullPath"] = h.AclFileFullPath
+	}
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) ExtFieldsCap() int { return 2 }
+
+// Decode implements remoting.Header.
+func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.GlobalWhiteAddrs = r.String("globalWhiteAddrs", true)
+	h.AclFileFullPath = r.String("aclFileFullPath", false)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
+func (h *GetBrokerAclConfigResponseHeader) Encode(ext map[string]string) {
+	ext["version"] = h.Version
+	if h.AllAclFileVersion != "" {
+		ext["allAclFileVersion"] = h.AllAclFileVersion
+	}
+	ext["brokerName"] = h.BrokerName
+	ext["brokerAddr"] = h.BrokerAddr
+	ext["clusterName"] = h.ClusterName
+}
+
+// ExtFieldsCap implements remoting.SizedHeader.
+func (h *GetBrokerAclConfigResponseHeader) ExtFieldsCap() int { return 5 }
+
+// Decode implements remoting.Header.
+func (h *GetBrokerAclConfigResponseHeader) Decode(ext map[string]string) error {
+	r := remoting.NewFieldReader(ext)
+	h.Version = r.String("version", true)
+	h.AllAclFileVersion = r.String("allAclFileVersion", false)
+	h.BrokerName = r.String("brokerName", true)
+	h.BrokerAddr = r.String("brokerAddr", true)
+	h.ClusterName = r.String("clusterName", true)
+	return r.Err()
+}
+
+// Encode implements remoting.Header.
 func (h *GetConsumeStatsRequestHeader) Encode(ext map[string]string) {
 	ext["consumerGroup"] = h.ConsumerGroup
 	if h.Topic != "" {

@@ -120,6 +120,10 @@ var goldenHeaders = []goldenHeader{
 	golden[QueryConsumeQueueRequestHeader]("QueryConsumeQueueRequestHeader"),
 	golden[ViewBrokerStatsDataRequestHeader]("ViewBrokerStatsDataRequestHeader"),
 	golden[QueryTopicsByConsumerRequestHeader]("QueryTopicsByConsumerRequestHeader"),
+	golden[CreateAccessConfigRequestHeader]("CreateAccessConfigRequestHeader"),
+	golden[DeleteAccessConfigRequestHeader]("DeleteAccessConfigRequestHeader"),
+	golden[UpdateGlobalWhiteAddrsConfigRequestHeader]("UpdateGlobalWhiteAddrsConfigRequestHeader"),
+	golden[GetBrokerAclConfigResponseHeader]("GetBrokerAclConfigResponseHeader"),
 }
 
 func TestHeadersGolden(t *testing.T) {

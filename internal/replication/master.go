@@ -61,6 +61,10 @@ type slaveConn struct {
 	sent atomic.Int64
 	// brokerID is the slave's identity (RequireIdentity), 0 without one.
 	brokerID int64
+	// from is the slave's first report, where the transfer began (transferFromWhere).
+	from atomic.Int64
+	// flow counts the block bytes written to the slave.
+	flow flow
 }
 
 // SlaveInfo describes one connected slave.
@@ -68,6 +72,10 @@ type SlaveInfo struct {
 	Addr      string // remote address of the HA connection
 	AckOffset int64  // the slave's CommitLog end, as last reported
 	BrokerID  int64  // the broker id it named (RequireIdentity), else 0
+	// TransferFrom is the offset the transfer to it began at (its first report).
+	TransferFrom int64
+	// BytesPerSecond is what the master wrote to it in the last whole second.
+	BytesPerSecond int64
 }
 
 // peerLogBurst and peerLogPeriod rate-limit per-connection logs: a few per period pass.
@@ -228,7 +236,8 @@ func (m *Master) Slaves() []SlaveInfo {
 	defer m.mu.RUnlock()
 	out := make([]SlaveInfo, 0, len(m.mu.conns))
 	for sc := range m.mu.conns {
-		out = append(out, SlaveInfo{Addr: sc.addr, AckOffset: sc.ack.Load(), BrokerID: sc.brokerID})
+		out = append(out, SlaveInfo{Addr: sc.addr, AckOffset: sc.ack.Load(), BrokerID: sc.brokerID,
+			TransferFrom: sc.from.Load(), BytesPerSecond: sc.flow.perSecond(time.Now())})
 	}
 	return out
 }
@@ -304,6 +313,7 @@ func (m *Master) serve(ctx context.Context, raw net.Conn) {
 	}
 	sc.ack.Store(from)
 	sc.sent.Store(from)
+	sc.from.Store(from)
 	m.mu.Lock()
 	m.mu.conns[sc] = struct{}{}
 	m.mu.Unlock()
@@ -370,6 +380,7 @@ func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) err
 			}
 			next += int64(n)
 			lastWrite = time.Now()
+			sc.flow.add(n, lastWrite)
 			continue
 		}
 		idle := time.Since(lastWrite)

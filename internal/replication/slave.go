@@ -27,6 +27,10 @@ type Slave struct {
 	running atomic.Bool
 	// connected is true from a session's handshake to its end: readiness (/readyz) reads it.
 	connected atomic.Bool
+	// lastRead and lastWrite are when the slave last read from and wrote to its master (unix
+	// ms, 0 never); flow counts the block bytes received. The HA status reports them.
+	lastRead, lastWrite atomic.Int64
+	flow                flow
 	// addrChanged (capacity 1) wakes Run when SetMasterAddr changes the address.
 	addrChanged chan struct{}
 
@@ -115,6 +119,28 @@ func (s *Slave) MasterAddr() string {
 
 // Connected reports whether the slave has an HA connection to its master past its handshake.
 func (s *Slave) Connected() bool { return s.connected.Load() }
+
+// SlaveStatus is what a slave reports of its HA connection (RocketMQ's HAClientRuntimeInfo).
+type SlaveStatus struct {
+	MasterAddr string
+	// LastRead and LastWrite are when it last read a block or heartbeat from its master and
+	// last sent it a report; the zero time for never.
+	LastRead, LastWrite time.Time
+	// BytesPerSecond is what it received in the last whole second.
+	BytesPerSecond int64
+}
+
+// Status reports the slave's HA connection.
+func (s *Slave) Status() SlaveStatus {
+	ms := func(v int64) time.Time {
+		if v == 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(v)
+	}
+	return SlaveStatus{MasterAddr: s.MasterAddr(), LastRead: ms(s.lastRead.Load()), LastWrite: ms(s.lastWrite.Load()),
+		BytesPerSecond: s.flow.perSecond(time.Now())}
+}
 
 // Run follows the master until ctx ends, then returns nil after its goroutines have exited.
 // After a break it dials again at once if the connection had carried a valid block, and
@@ -241,6 +267,7 @@ func (s *Slave) report(c net.Conn, progress <-chan struct{}, gone <-chan struct{
 		if err := writeAll(c, net.Buffers{buf[:]}, s.opts.HousekeepingInterval); err != nil {
 			return err
 		}
+		s.lastWrite.Store(time.Now().UnixMilli())
 		select {
 		case <-gone:
 			return nil
@@ -263,6 +290,8 @@ func (s *Slave) receive(c net.Conn, progress chan<- struct{}) (established bool,
 		if err := readFull(c, hdr, s.opts.HousekeepingInterval); err != nil {
 			return established, err
 		}
+		read := time.Now()
+		s.lastRead.Store(read.UnixMilli())
 		off, size := parseHeader(hdr)
 		if err := checkHeader(s.store.MaxPhyOffset(), off, size); err != nil {
 			return established, err
@@ -281,6 +310,7 @@ func (s *Slave) receive(c net.Conn, progress chan<- struct{}) (established bool,
 			// Not a network fault (a closed store, a full disk): back off before retrying.
 			return false, fmt.Errorf("append block at %d: %w", off, err)
 		}
+		s.flow.add(int(size), read)
 		select {
 		case progress <- struct{}{}:
 		default:

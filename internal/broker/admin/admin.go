@@ -17,7 +17,8 @@
 // consume_directly.go (CONSUME_MESSAGE_DIRECTLY), config.go (GET_BROKER_CONFIG and
 // UPDATE_BROKER_CONFIG), ops.go (GET_BROKER_CONSUME_STATS, CLONE_GROUP_OFFSET,
 // QUERY_CONSUME_QUEUE, CLEAN_EXPIRED_CONSUMEQUEUE, QUERY_TOPIC_CONSUME_BY_WHO,
-// QUERY_TOPICS_BY_CONSUMER).
+// QUERY_TOPICS_BY_CONSUMER), maintenance.go (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG),
+// acl.go (the ACL administration codes, over the node's ACL).
 package admin
 
 import (
@@ -60,6 +61,8 @@ type DelayOffsets interface {
 type Deps struct {
 	Stats  Stats
 	Delays DelayOffsets
+	// ACL is the node's ACL for the ACL administration codes (acl.go); nil with ACL off.
+	ACL ACLAdmin
 }
 
 // Service serves the admin requests over a broker core.
@@ -117,6 +120,13 @@ func (s *Service) Handlers() []broker.Handler {
 		h(remoting.QueryTopicConsumeByWho, topic, s.processTopicConsumeByWho),
 		h(remoting.ViewBrokerStatsData, nil, s.processViewBrokerStatsData),
 		h(remoting.QueryTopicsByConsumer, []reqnames.Field{reqnames.GroupField("group")}, s.processTopicsByConsumer),
+		h(remoting.CleanUnusedTopic, nil, s.processCleanUnusedTopic),
+		h(remoting.DeleteExpiredCommitLog, nil, s.processDeleteExpiredCommitLog),
+		h(remoting.UpdateAndCreateACLConfig, nil, s.processUpdateACL),
+		h(remoting.DeleteACLConfig, nil, s.processDeleteACL),
+		h(remoting.GetBrokerClusterACLInfo, nil, s.processACLVersion),
+		h(remoting.UpdateGlobalWhiteAddrsConfig, nil, s.processUpdateGlobalWhiteAddrs),
+		h(remoting.GetBrokerClusterACLConfig, nil, s.processACLConfig),
 	}
 }
 

@@ -190,30 +190,9 @@ func (s *Service) processQueryConsumeQueue(_ context.Context, _ remoting.Channel
 // processCleanExpiredConsumeQueue handles CLEAN_EXPIRED_CONSUMEQUEUE (306): the ConsumeQueues
 // of topics the broker no longer has are deleted (DefaultMessageStore
 // .cleanExpiredConsumerQueue; the files behind the CommitLog's start go with each retention
-// round already). The broker's own topics are kept whatever the table says. A slave answers
-// without deleting: its topic table is a copy that may lag its master's.
+// round already), as CLEAN_UNUSED_TOPIC does (maintenance.go).
 func (s *Service) processCleanExpiredConsumeQueue(_ context.Context, ch remoting.Channel, _ *remoting.Command) (*remoting.Command, error) {
-	if !s.core.IsMaster() {
-		return remoting.NewResponse(remoting.Success, "a slave keeps its ConsumeQueues: its topic table follows its master's"), nil
-	}
-	var gone []string
-	for _, q := range s.core.Store().Queues() {
-		if _, ok := s.core.Topics().Get(q.Topic); ok || names.Reserved(q.Topic) {
-			continue
-		}
-		if len(gone) == 0 || gone[len(gone)-1] != q.Topic {
-			gone = append(gone, q.Topic)
-		}
-	}
-	slices.Sort(gone)
-	gone = slices.Compact(gone)
-	if len(gone) > 0 {
-		if err := s.core.Store().DeleteTopics(gone...); err != nil {
-			return remoting.NewResponse(remoting.SystemError, "delete consume queues: "+err.Error()), nil
-		}
-	}
-	s.log.Info().Int("topics", len(gone)).Str("client", ch.RemoteAddr()).Msg("expired consume queues cleaned")
-	return remoting.NewResponse(remoting.Success, ""), nil
+	return s.cleanGoneTopics(ch, "expired consume queues cleaned"), nil
 }
 
 // processTopicConsumeByWho handles QUERY_TOPIC_CONSUME_BY_WHO (300): the groups online on the

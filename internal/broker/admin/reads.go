@@ -57,6 +57,12 @@ func (s *Service) processDeleteSubscriptionGroup(_ context.Context, _ remoting.C
 	if s.core.Groups().Delete(h.GroupName) {
 		s.log.Info().Str("group", h.GroupName).Msg("subscription group deleted")
 	}
+	// RocketMQ 4.9.3's removeOffset: without it the group's lag stays on show.
+	if h.RemoveOffset {
+		if n := s.core.Offsets().RemoveGroup(h.GroupName); n > 0 {
+			s.log.Info().Str("group", h.GroupName).Int("topics", n).Msg("consumer offsets of deleted group removed")
+		}
+	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
@@ -143,8 +149,12 @@ func (s *Service) processConsumeStats(_ context.Context, _ remoting.Channel, req
 	return resp, nil
 }
 
-// brokerVersionDesc names this broker in GET_BROKER_RUNTIME_INFO.
-const brokerVersionDesc = "mq (RocketMQ 4.x protocol)"
+// brokerVersionDesc names this broker's version in GET_BROKER_RUNTIME_INFO as RocketMQ's do,
+// by the protocol version it speaks ("V4_9_3"): one word, which mqadmin clusterList prints in
+// a column of its own. brokerImplementation says it is mq.
+var brokerVersionDesc = protocol.VersionDesc(int(remoting.ProtocolVersion))
+
+const brokerImplementation = "mq"
 
 // processRuntimeInfo handles GET_BROKER_RUNTIME_INFO (28): a KVTable with the RocketMQ keys we
 // can fill (prepareRuntimeInfo and DefaultMessageStore.getRuntimeInfo).
@@ -156,7 +166,7 @@ func (s *Service) processRuntimeInfo(context.Context, remoting.Channel, *remotin
 
 func (s *Service) runtimeInfo(now time.Time) map[string]string {
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
-	store, opts := s.core.Store(), s.core.Options()
+	store, opts, pools := s.core.Store(), s.core.Options(), s.core.Pools()
 	st := store.Stats()
 	var put, putToday, putYesterday, get, getToday, getYesterday int64
 	boot := now
@@ -167,6 +177,7 @@ func (s *Service) runtimeInfo(now time.Time) map[string]string {
 	up := now.Sub(boot)
 	t := map[string]string{
 		"brokerVersionDesc":           brokerVersionDesc,
+		"brokerImplementation":        brokerImplementation,
 		"brokerVersion":               i64(int64(remoting.ProtocolVersion)),
 		"msgPutTotalTodayNow":         i64(put),
 		"msgPutTotalTodayMorning":     i64(putToday),
@@ -181,6 +192,15 @@ func (s *Service) runtimeInfo(now time.Time) map[string]string {
 		"bootTimestamp":               i64(boot.UnixMilli()),
 		"runtime": fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", int(up.Hours())/24,
 			int(up.Hours())%24, int(up.Minutes())%60, int(up.Seconds())%60),
+		// The request pools' backlog, as RocketMQ's thread pools report theirs, and the
+		// CommitLog append lock's hold (clusterList's #InTPS(LOAD), #OutTPS(LOAD), #PCWait).
+		"sendThreadPoolQueueSize":               strconv.Itoa(pools.Send.QueueLen()),
+		"sendThreadPoolQueueHeadWaitTimeMills":  i64(pools.Send.HeadWait().Milliseconds()),
+		"pullThreadPoolQueueSize":               strconv.Itoa(pools.Pull.QueueLen()),
+		"pullThreadPoolQueueHeadWaitTimeMills":  i64(pools.Pull.HeadWait().Milliseconds()),
+		"queryThreadPoolQueueSize":              strconv.Itoa(pools.Query.QueueLen()),
+		"queryThreadPoolQueueHeadWaitTimeMills": i64(pools.Query.HeadWait().Milliseconds()),
+		"pageCacheLockTimeMills":                i64(store.LockTimeMills(now.UnixMilli())),
 		// Ours, not RocketMQ's.
 		"commitLogSegments": strconv.Itoa(st.CommitLogSegments),
 		"consumeQueues":     strconv.Itoa(st.ConsumeQueues),

@@ -152,7 +152,9 @@ func TestAdminRuntimeInfo(t *testing.T) {
 			for k, want := range map[string]string{"msgPutTotalTodayNow": "1", "msgGetTotalTodayNow": "2",
 				"msgPutTotalTodayMorning": "0", "commitLogMinOffset": "0",
 				"commitLogMaxOffset":      strconv.FormatInt(tb.Store().MaxPhyOffset(), 10),
-				"scheduleMessageOffset_5": "0,0"} {
+				"scheduleMessageOffset_5": "0,0", "brokerVersionDesc": "V4_9_3", "sendThreadPoolQueueSize": "0",
+				"sendThreadPoolQueueHeadWaitTimeMills": "0", "pullThreadPoolQueueSize": "0",
+				"pullThreadPoolQueueHeadWaitTimeMills": "0", "pageCacheLockTimeMills": "0"} {
 				if kv.Table[k] != want {
 					t.Errorf("%s = %q, want %q", k, kv.Table[k], want)
 				}

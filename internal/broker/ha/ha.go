@@ -153,10 +153,11 @@ func Of(b *broker.Broker) *Service {
 	return s
 }
 
-// Handlers serves GET_BROKER_EPOCH_CACHE.
+// Handlers serves GET_BROKER_EPOCH_CACHE and GET_BROKER_HA_STATUS (status.go).
 func (s *Service) Handlers() []broker.Handler {
 	return []broker.Handler{{Code: remoting.GetBrokerEpochCache,
-		Proc: remoting.ProcessorFunc(s.processEpochCache), Pool: s.core.Pools().Admin}}
+		Proc: remoting.ProcessorFunc(s.processEpochCache), Pool: s.core.Pools().Admin},
+		{Code: remoting.GetBrokerHAStatus, Proc: remoting.ProcessorFunc(s.processHAStatus), Pool: s.core.Pools().Admin}}
 }
 
 // Run runs a slave's metadata sync until ctx ends; a master has nothing to run here (its

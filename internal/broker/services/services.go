@@ -16,7 +16,10 @@ import (
 )
 
 // Deps are what the services need from the node beyond the core.
-type Deps struct{}
+type Deps struct {
+	// ACL is the node's ACL, which the admin service's ACL codes administer; nil with ACL off.
+	ACL admin.ACLAdmin
+}
 
 // Attach builds every service over b, in the order they must start, and attaches it.
 func Attach(b *broker.Broker, deps Deps) error {
@@ -45,7 +48,7 @@ func Attach(b *broker.Broker, deps Deps) error {
 		return err
 	}
 	b.Attach(h)
-	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched}))
+	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched, ACL: deps.ACL}))
 	p, err := pop.New(b)
 	if err != nil {
 		return err

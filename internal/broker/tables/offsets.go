@@ -111,6 +111,24 @@ func (m *Offsets) RemoveTopic(topic string) {
 	}
 }
 
+// RemoveGroup drops a group's offsets of every topic (ConsumerOffsetManager.removeOffset) and
+// returns how many topics it had offsets in.
+func (m *Offsets) RemoveGroup(group string) int {
+	m.mu.Lock()
+	removed := 0
+	for k := range m.table {
+		if _, g, ok := strings.Cut(k, topicGroupSeparator); ok && g == group {
+			delete(m.table, k)
+			removed++
+		}
+	}
+	m.mu.Unlock()
+	if removed > 0 {
+		m.w.markDirty(fileOffsets)
+	}
+	return removed
+}
+
 // Snapshot copies the whole table (slaves sync it from their master).
 func (m *Offsets) Snapshot() map[string]map[int32]int64 {
 	m.mu.RLock()
