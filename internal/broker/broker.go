@@ -13,6 +13,7 @@ import (
 	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/broker/tables"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -61,11 +62,8 @@ type Broker struct {
 	removeListener func()
 
 	registrar *registrar.Registrar // REGISTER_BROKER with every name server (registration.go)
-	// perm is brokerPermission (permission.go); configMu serializes writes of
-	// broker.properties.
-	perm      atomic.Int32
-	configMu  sync.Mutex
-	ready     chan struct{} // closed by Run once it serves (Ready)
+	perm      atomic.Int32         // brokerPermission (registration.go)
+	ready     chan struct{}        // closed by Run once it serves (Ready)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -102,10 +100,8 @@ func New(opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
+	b.perm.Store(route.PermReadWrite)
 	b.registrar = newRegistrar(b)
-	if err := b.loadRuntimeConfig(); err != nil {
-		return nil, errors.Join(err, store.Close())
-	}
 	if err := b.loadMetadata(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}

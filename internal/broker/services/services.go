@@ -45,7 +45,11 @@ func Attach(b *broker.Broker, deps Deps) error {
 		return err
 	}
 	b.Attach(h)
-	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched}))
+	ad, err := admin.New(b, admin.Deps{Stats: st, Delays: sched})
+	if err != nil {
+		return err
+	}
+	b.Attach(ad)
 	p, err := pop.New(b)
 	if err != nil {
 		return err
