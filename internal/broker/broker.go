@@ -176,7 +176,6 @@ const topicWriteWaitTimeout = 2 * registrar.Timeout
 // takes them out again.
 func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.send.register(d)
-	(&topicAdmin{b}).register(d)
 	b.clients.registerClients(d)
 	b.pull.registerPull(d)
 	b.send.registerRetry(d)

@@ -15,15 +15,14 @@
 //	                notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the member-list grace after a
 //	                crash
 //	querier         query.go: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
-//	topicAdmin      topic_admin.go: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
-//	                GET_ALL_TOPIC_CONFIG
 //
 // Services (below) reach the core through a narrow interface (issue 27: the store, dispatcher
 // registration, the topic and group registry, client channels, the logger) made of a few small
 // views the core hands out rather than methods on Broker (methods_test.go keeps every type
 // under 60); services read the time themselves:
 //
-//	b.Topics()      view_tables.go: Get, Count, AddSystem, QueueLoopBound, InstallMaster
+//	b.Topics()      view_tables.go: Get, All, Count, Update, Delete, AddSystem, QueueLoopBound,
+//	                InstallMaster
 //	b.Groups()      view_tables.go: All, Find, Update, Delete, InstallMaster
 //	b.Offsets()     view_tables.go: All, Query, Commit, TopicsOf, InstallMaster
 //	b.Clients()     view_clients.go: Members, Member, ConsumerGroup, Producers, ProducerConns,
@@ -39,15 +38,16 @@
 // Files by concern:
 //
 //	broker.go, options.go        lifecycle (New, Register, Run, Close) and settings
+//	registration.go              the registrar over the topic table; brokerPermission
 //	service.go                   the seam for services in packages of their own
 //	topic_create.go              topic auto-creation on the send path and its refusals
 //	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
 //	tickets/                     the rounds topic changes wait on (registration, the topics file)
-//	registrar/, reqnames/        name-server registration (registration.go); request names (names.go)
+//	registrar/, reqnames/        name-server registration; request names (names.go)
 //	tables/                      the topics, groups and offsets, their files and metadata writer
 //	filter/, clients/, longpoll/ subscriptions (tag and SQL92 filtering); the client groups and
 //	                             queue locks; the parked pulls (the processors above use them)
-//	send*.go, topic_admin.go     the sender and topic admin (above)
+//	send*.go                     the sender (above)
 //	view_*.go, seams.go          the views services use and the seams they plug into (above)
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
 //	core_svc.go                  the seams of reply and stats (RequestNoter, Counter) and the
@@ -71,6 +71,12 @@
 //	stats.go, tps.go, metrics.go -> internal/broker/stats
 //	admin.go                     -> internal/broker/admin (reads.go); QUERY_MESSAGE and
 //	                                VIEW_MESSAGE_BY_ID stay here (query.go)
+//	topic_admin.go               -> internal/broker/admin (topics.go), over Topics' Update,
+//	                                Delete and All
+//	permission.go                -> broker.properties to internal/broker/admin
+//	                                (config_file.go), the registered topics' overlay to
+//	                                registrar/ (withPermission); the permission stays
+//	                                (registration.go)
 //	reset_offset.go, consumer_connection.go, consume_directly.go
 //	                             -> internal/broker/admin (reset_offset.go, connections.go,
 //	                                consume_directly.go)

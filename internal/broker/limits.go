@@ -28,9 +28,6 @@ const (
 // loaded topics would cut delay levels off.
 const minMaxQueueNums = tables.ScheduleTopicQueues
 
-// maxPermValue bounds a topic's perm: PermName.isValid accepts 0 <= perm < PERM_PRIORITY.
-const maxPermValue = route.PermPriority - 1
-
 func (o Options) limitDefaults() Options {
 	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower
 	// lowers both.

@@ -98,12 +98,8 @@ var requestNames = func() map[int32][]Field {
 		remoting.GetConsumerListByGroup: {{"consumerGroup", "consumerGroup", Group}},
 		remoting.LockBatchMQ:            nil, // body: CheckLock
 		remoting.UnlockBatchMQ:          nil, // body: CheckLock
-
-		remoting.UpdateAndCreateTopic: {{"topic", "topic", Topic}, {"defaultTopic", "defaultTopic", Topic}},
-		remoting.DeleteTopicInBroker:  topic,
-		remoting.GetAllTopicConfig:    nil,
-		// The reply and admin services declare their codes' names in their Handlers
-		// (internal/broker/reply, internal/broker/admin).
+		// The services declare their codes' names in their Handlers (internal/broker/reply,
+		// internal/broker/admin, ...).
 	}
 }()
 
