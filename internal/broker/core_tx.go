@@ -41,9 +41,6 @@ type Transactions interface {
 // PutStored reports whether a put status means the message was written.
 func PutStored(st storage.PutStatus) bool { return putStored(st) }
 
-// RemoveProperty returns the encoded properties props without the pieces named key.
-func RemoveProperty(props, key string) string { return removeProperty(props, key) }
-
 // RecordCopy is the stored record rec to be stored again under topic and queue with the
 // encoded properties props: same body, flags, times, hosts and reconsume times.
 func RecordCopy(rec *message.Record, topic string, queueID int32, props string) *storage.Message {
@@ -65,6 +62,3 @@ func RecordCopy(rec *message.Record, topic string, queueID int32, props string) 
 // OwnTopic is the topic a stored record belongs to: its REAL_TOPIC when it waits in a topic that
 // holds other topics' messages (delayed, timer, half), else its topic (what ACL checks name).
 func OwnTopic(rec *message.Record) string { return ownTopic(rec) }
-
-// DelayLevel is a message's DELAY property as a level, 0 when absent or not a number.
-func DelayLevel(props string) int { return delayLevel(props) }

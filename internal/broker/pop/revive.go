@@ -163,7 +163,7 @@ func (s *Service) reviveOne(c *checkpoint) error {
 		}
 		props := string(rec.Properties)
 		if _, ok := message.PropertyValueString(props, propertyFirstPopTime); !ok {
-			props = broker.SetProperty(props, propertyFirstPopTime, strconv.FormatInt(c.key.popTime, 10))
+			props = message.SetProperty(props, propertyFirstPopTime, strconv.FormatInt(c.key.popTime, 10))
 		}
 		target := retryTopic
 		// A group and topic too long together for a retry topic name go to the dead letters.
