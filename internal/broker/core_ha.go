@@ -20,7 +20,7 @@ import (
 // HA.TLS stands for. Zero values mean plaintext and internal/replication's defaults.
 type HAConn struct {
 	// AdvertisedIP is the host a master advertises its HA listener under (RocketMQ brokerIP2,
-	// which defaults to brokerIP1); empty means the listener's own host (AdvertisedAddr).
+	// which defaults to brokerIP1); empty means the listener's own host (config.AdvertisedAddr).
 	AdvertisedIP string
 	// HandshakeTimeout bounds the shared-secret and TLS handshakes,
 	// replication.DefaultHandshakeTimeout (3 s).
