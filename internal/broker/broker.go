@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -113,31 +112,18 @@ func New(opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// onDispatch is the store's dispatch hook: wake held pulls, then the services' hooks (the HA
-// writers among them, which stream at once what the log grew by).
-// slowestConsumedOffsets is the store's ConsumedOffsets: by topic and queue, the lowest
-// offset a group committed. The store calls it only after a round deleted unexpired segments.
+// slowestConsumedOffsets is the store's ConsumedOffsets (tables.Offsets.Slowest). The store
+// calls it only after a round deleted unexpired segments, never before New has loaded the
+// offsets, but a nil table answers none.
 func (b *Broker) slowestConsumedOffsets() map[string]map[int32]int64 {
-	out := map[string]map[int32]int64{}
 	if b.offsets == nil {
-		return out
+		return nil
 	}
-	for k, qs := range b.offsets.Snapshot() {
-		topic, _, _ := strings.Cut(k, "@")
-		m := out[topic]
-		if m == nil {
-			m = map[int32]int64{}
-			out[topic] = m
-		}
-		for id, off := range qs {
-			if cur, ok := m[id]; !ok || off < cur {
-				m[id] = off
-			}
-		}
-	}
-	return out
+	return b.offsets.Slowest()
 }
 
+// onDispatch is the store's dispatch hook: wake held pulls, then the services' hooks (the HA
+// writers among them, which stream at once what the log grew by).
 func (b *Broker) onDispatch(e storage.DispatchEvent) {
 	b.pull.onMessageArriving(e)
 	b.hooks.dispatched(e)
