@@ -28,6 +28,10 @@ type Scheduler interface {
 	// Stored says that m, moved by Schedule or Delay, is in the store: the scheduler looks at
 	// its queues now rather than at its next poll. It must not block.
 	Stored(m *storage.Message)
+	// RecallHandle is the recall handle (RECALL_MESSAGE) the answer to the send of m carries:
+	// m is a single message Schedule moved to the timer topic, now stored. "" when m cannot be
+	// recalled.
+	RecallHandle(m *storage.Message) string
 }
 
 // Transactions take prepared sends. Without them (SetTransactions never called) a half message
