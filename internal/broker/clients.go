@@ -84,9 +84,6 @@ func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
-// topicSysFlagUnitSub is RocketMQ's TopicSysFlag for a unit-mode group's retry topic.
-const topicSysFlagUnitSub = 1 << 1
-
 // ensureConsumerGroups makes sure each group's settings and %RETRY% topic exist and reports,
 // per group, whether its members want NOTIFY_CONSUMER_IDS_CHANGED. What it creates is handed
 // to the metadata writer as one change, and the new topics to the name servers in one

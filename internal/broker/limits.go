@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker/tables"
@@ -76,17 +75,4 @@ func (b *Broker) queueNumsRemark(field string, n, lowest int32) string {
 // path that installs configs (slave sync) let a larger one in.
 func (b *Broker) queueLoopBound(n int32) int32 {
 	return max(0, min(n, b.opts.Limits.MaxQueueNums))
-}
-
-// logLimiter lets a repeating warning through at most once per period, so a client hammering
-// a limit cannot flood the log from a hot path.
-type logLimiter struct{ next atomic.Int64 }
-
-// allow reports whether a warning may be logged now; concurrent callers race for one pass.
-func (l *logLimiter) allow(now time.Time, every time.Duration) bool {
-	n := l.next.Load()
-	if now.UnixNano() < n {
-		return false
-	}
-	return l.next.CompareAndSwap(n, now.Add(every).UnixNano())
 }

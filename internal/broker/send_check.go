@@ -14,10 +14,12 @@ import (
 	"github.com/mqgo/mq/route"
 )
 
-// Topic system flags (RocketMQ TopicSysFlag), set on topics auto-created by unit-mode sends.
+// Topic system flags (RocketMQ TopicSysFlag), set on the topics unit-mode clients make the
+// broker create: FLAG_UNIT on a topic a send creates, FLAG_UNIT_SUB on a retry topic a send or
+// a heartbeat creates.
 const (
-	sendSysFlagUnitTopic    int32 = 0x1
-	sendSysFlagUnitSubTopic int32 = 0x2
+	topicSysFlagUnit    int32 = 0x1
+	topicSysFlagUnitSub int32 = 0x2
 )
 
 // notAllowedSendTopics may not be the target of a send (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET):

@@ -47,10 +47,6 @@ func (s *sender) redirect(req *remoting.Command, h *protocol.SendMessageRequestH
 	return txID, nil
 }
 
-// sendDLQQueueNums is the queue count of a dead-letter topic the send path creates
-// (DLQ_NUMS_PER_GROUP).
-const sendDLQQueueNums = 1
-
 // handleRetryAndDLQ redirects a message sent to %RETRY%<group> to %DLQ%<group> (one queue,
 // read-write) once its reconsume times reach reconsumeLimit (RocketMQ handleRetryAndDLQ). A message
 // going to the DLQ loses its DELAY property, so it lands there at once rather than after the
@@ -68,7 +64,7 @@ func (s *sender) handleRetryAndDLQ(req *remoting.Command, h *protocol.SendMessag
 		return nil
 	}
 	dlq := names.DLQTopic(group)
-	if _, err := s.topics.CreateIfAbsent(dlq, sendDLQQueueNums, dlqPerm, 0); err != nil {
+	if _, err := s.topics.CreateIfAbsent(dlq, dlqQueueNums, dlqPerm, 0); err != nil {
 		return sendResponse(remoting.TopicNotExist, s.topicsFullRemark(dlq))
 	}
 	m.Topic = dlq
