@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"time"
 
 	"github.com/mqgo/mq/route"
@@ -29,25 +28,6 @@ type HAConn struct {
 	// with TLS. RocketMQ's HA connection is plaintext.
 	MasterTLS *tls.Config
 	SlaveTLS  *tls.Config
-}
-
-// haDefaults fills the role from the broker id and the HA group's defaults.
-func (o Options) haDefaults() Options {
-	if o.Broker.Role == "" {
-		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
-	}
-	o.HA.EnsureDefaults()
-	return o
-}
-
-func (o Options) haValidate() error {
-	if err := o.Broker.Role.Check(o.Broker.ID); err != nil {
-		return fmt.Errorf("broker: %w", err)
-	}
-	if o.AccessMessageInMemoryMaxBytes < 0 {
-		return fmt.Errorf("broker: AccessMessageInMemoryMaxBytes %d is negative", o.AccessMessageInMemoryMaxBytes)
-	}
-	return nil
 }
 
 // Role is the broker's role.

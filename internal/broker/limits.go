@@ -27,13 +27,6 @@ const (
 // loaded topics would cut delay levels off.
 const minMaxQueueNums = tables.ScheduleTopicQueues
 
-func (o Options) limitDefaults() Options {
-	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower
-	// lowers both.
-	o.Limits.MaxHeldPullsPerConnection = min(o.Limits.MaxHeldPullsPerConnection, o.Limits.MaxHeldPulls)
-	return o
-}
-
 func (o Options) limitsValidate() error {
 	var errs []error
 	if o.Limits.MaxQueueNums < minMaxQueueNums {
