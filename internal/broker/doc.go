@@ -12,8 +12,7 @@
 //	puller          pull*.go, offset_processor.go: PULL_MESSAGE and LITE_PULL_MESSAGE, long
 //	                polling, the offset requests
 //	clientManager   clients.go, reregister.go: heartbeats, producer and consumer groups, expiry,
-//	                notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the member-list grace after a
-//	                crash
+//	                notifications, the member-list grace after a crash
 //	querier         query.go: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
 //
 // Services (below) reach the core through a narrow interface (issue 27: the store, dispatcher
@@ -45,8 +44,8 @@
 //	tickets/                     the rounds topic changes wait on (registration, the topics file)
 //	registrar/, reqnames/        name-server registration; request names (names.go)
 //	tables/                      the topics, groups and offsets, their files and metadata writer
-//	filter/, clients/, longpoll/ subscriptions (tag and SQL92 filtering); the client groups and
-//	                             queue locks; the parked pulls (the processors above use them)
+//	filter/, clients/, longpoll/ subscriptions (tag and SQL92 filtering); the client groups;
+//	                             the parked pulls (the processors above use them)
 //	send*.go                     the sender (above)
 //	view_*.go, seams.go          the views services use and the seams they plug into (above)
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
@@ -71,6 +70,8 @@
 //	stats.go, tps.go, metrics.go -> internal/broker/stats
 //	admin.go                     -> internal/broker/admin (reads.go); QUERY_MESSAGE and
 //	                                VIEW_MESSAGE_BY_ID stay here (query.go)
+//	clients/locks.go, LOCK_BATCH_MQ and UNLOCK_BATCH_MQ
+//	                             -> internal/broker/locks (table.go, service.go)
 //	topic_admin.go               -> internal/broker/admin (topics.go), over Topics' Update,
 //	                                Delete and All
 //	permission.go                -> broker.properties to internal/broker/admin
@@ -88,9 +89,8 @@
 // puller.onMessageArriving, which wakes pulls parked on that queue; a pull reads the stored
 // records and lends them to the response without copying.
 //
-// Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls)
-// is a leaf: none is held while calling another manager, the store or a transport. The
-// processor types add no lock: sender and querier hold no mutable state, the registrar's tickets
-// and puller's hold have their own leaf mutex, clientManager's state is the consumer manager's
-// and the lock manager's.
+// Locks: every manager's mutex (topics, groups, offsets, consumers, parked pulls) is a leaf:
+// none is held while calling another manager, the store or a transport. The processor types
+// add no lock: sender and querier hold no mutable state, the registrar's tickets and puller's
+// hold have their own leaf mutex, clientManager's state is the consumer manager's.
 package broker

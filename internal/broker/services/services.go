@@ -8,6 +8,7 @@ import (
 	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/assignment"
 	"github.com/mqgo/mq/internal/broker/ha"
+	"github.com/mqgo/mq/internal/broker/locks"
 	"github.com/mqgo/mq/internal/broker/pop"
 	"github.com/mqgo/mq/internal/broker/reply"
 	"github.com/mqgo/mq/internal/broker/schedule"
@@ -34,6 +35,7 @@ func Attach(b *broker.Broker, deps Deps) error {
 	st := stats.New(b)
 	b.Attach(st)
 	b.Attach(reply.New(b))
+	b.Attach(locks.New(b))
 	// Before HA: a slave's metadata sync installs the master's request modes in it.
 	as, err := assignment.New(b)
 	if err != nil {
