@@ -22,8 +22,8 @@ const (
 	// timerGroup owns the timer service's cursor (ours: RocketMQ keeps a TimerCheckpoint file).
 	timerGroup = "CID_RMQ_SYS_WHEEL_TIMER"
 
-	PropertyTimerDelaySec   = "TIMER_DELAY_SEC"
-	PropertyTimerDelayMS    = "TIMER_DELAY_MS"
+	PropertyTimerDelaySec   = message.PropertyTimerDelaySec
+	PropertyTimerDelayMS    = message.PropertyTimerDelayMS
 	PropertyTimerOutMS      = "TIMER_OUT_MS"
 	PropertyTimerEnqueueMS  = "TIMER_ENQUEUE_MS"
 	PropertyTimerDequeueMS  = "TIMER_DEQUEUE_MS"
