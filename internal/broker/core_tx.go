@@ -45,24 +45,6 @@ type Transactions interface {
 // PutStored reports whether a put status means the message was written.
 func PutStored(st storage.PutStatus) bool { return putStored(st) }
 
-// RecordCopy is the stored record rec to be stored again under topic and queue with the
-// encoded properties props: same body, flags, times, hosts and reconsume times.
-func RecordCopy(rec *message.Record, topic string, queueID int32, props string) *storage.Message {
-	return &storage.Message{
-		Topic:                     topic,
-		QueueID:                   queueID,
-		Flag:                      rec.Flag,
-		Body:                      rec.Body,
-		Properties:                props,
-		SysFlag:                   rec.SysFlag,
-		BornTimestamp:             rec.BornTimestamp,
-		BornHost:                  rec.BornHost,
-		StoreHost:                 rec.StoreHost,
-		ReconsumeTimes:            rec.ReconsumeTimes,
-		PreparedTransactionOffset: rec.PreparedTransactionOffset,
-	}
-}
-
 // OwnTopic is the topic a stored record belongs to: its REAL_TOPIC when it waits in a topic that
 // holds other topics' messages (delayed, timer, half), else its topic (what ACL checks name).
 func OwnTopic(rec *message.Record) string { return ownTopic(rec) }
