@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -47,6 +48,10 @@ func TestCoreWithoutSchedulerOrTransactions(t *testing.T) {
 	half := &storage.Message{Topic: "T", Properties: message.SetProperty("", "TRAN_MSG", "true")}
 	if b.seams.prepareHalf(half) || half.Topic != "T" {
 		t.Errorf("half message without Transactions was prepared (now in %s)", half.Topic)
+	}
+	timer := &storage.Message{Topic: names.TopicTimer, Properties: message.SetProperty(props, message.PropertyRealTopic, "T")}
+	if h := b.seams.recallHandle(timer); h != "" {
+		t.Errorf("recall handle %q without a Scheduler", h)
 	}
 	if f := b.seams.retentionFloor(); f != 1<<63-1 {
 		t.Errorf("retention floor without a service: %d", f)
