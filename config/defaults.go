@@ -11,6 +11,7 @@ import (
 
 	aclcheck "github.com/mqgo/mq/internal/acl"
 	"github.com/mqgo/mq/internal/clusterauth"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -131,6 +132,7 @@ func (b *Broker) EnsureDefaults() {
 }
 
 // Validate checks the broker's identity; in controller mode the controllers decide the role.
+// Call it after EnsureDefaults: an empty name is no topic.
 func (b *Broker) Validate(controllerMode bool) error {
 	var errs []error
 	if b.IP != "" {
@@ -143,6 +145,17 @@ func (b *Broker) Validate(controllerMode bool) error {
 	} else if !controllerMode {
 		if err := b.Role.Check(b.ID); err != nil {
 			errs = append(errs, fmt.Errorf("mq: %w", err))
+		}
+	}
+	// Like RocketMQ, the broker serves topics named after its cluster and itself (and
+	// <cluster>_REPLY_TOPIC), and name servers refuse a registration whose topic table holds
+	// an invalid name, so a broker named otherwise would never be routable.
+	for _, c := range []struct{ field, topic string }{
+		{"Broker.ClusterName", b.ClusterName}, {"Broker.Name", b.Name}, {"Broker.ClusterName", b.ClusterName + names.ReplyTopicSuffix},
+	} {
+		if err := names.CheckTopic(c.topic); err != nil {
+			errs = append(errs, fmt.Errorf("mq: %s must make a valid topic name: %w", c.field, err))
+			break
 		}
 	}
 	return errors.Join(errs...)
@@ -215,6 +228,9 @@ func (l *Limits) EnsureDefaults() {
 	setPositive(&l.MaxTopics, DefaultMaxTopics)
 	setPositive(&l.AutoCreateTopicBurst, DefaultAutoCreateTopicBurst)
 	setPositive(&l.AutoCreateTopicRate, DefaultAutoCreateTopicRate)
+	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower
+	// lowers both.
+	l.MaxHeldPullsPerConnection = min(l.MaxHeldPullsPerConnection, l.MaxHeldPulls)
 	// ServerWorkerThreads and ServerQueueCapacity take the default when not positive: a pool
 	// of no workers would never answer.
 	if l.ServerWorkerThreads < 0 {

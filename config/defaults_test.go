@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,36 @@ func TestEnsureDefaultsNegative(t *testing.T) {
 		if c[0] != c[1] {
 			t.Errorf("%s = %v, want %v", name, c[0], c[1])
 		}
+	}
+}
+
+// TestBrokerNamesMustMakeTopics: the broker serves topics named after its cluster and itself,
+// so names no name server would route are refused with the field named.
+func TestBrokerNamesMustMakeTopics(t *testing.T) {
+	for _, c := range []struct{ cluster, broker, field string }{
+		{"DefaultCluster", "broker.a", "Broker.Name"},
+		{"my cluster", "broker-a", "Broker.ClusterName"},
+		{strings.Repeat("c", 116), "broker-a", "Broker.ClusterName"}, // + _REPLY_TOPIC is 128 bytes
+	} {
+		b := Broker{ClusterName: c.cluster, Name: c.broker}
+		b.EnsureDefaults()
+		if err := b.Validate(false); err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("cluster %q broker %q: %v, want an error naming %s", c.cluster, c.broker, err, c.field)
+		}
+	}
+	b := Broker{}
+	b.EnsureDefaults()
+	if err := b.Validate(false); err != nil {
+		t.Errorf("the default names: %v", err)
+	}
+}
+
+// TestHeldPullsPerConnectionFollowsTheWhole: lowering only MaxHeldPulls lowers the
+// per-connection cap with it.
+func TestHeldPullsPerConnectionFollowsTheWhole(t *testing.T) {
+	l := Limits{MaxHeldPulls: 10}
+	l.EnsureDefaults()
+	if l.MaxHeldPullsPerConnection != 10 {
+		t.Errorf("MaxHeldPullsPerConnection %d with MaxHeldPulls 10, want 10", l.MaxHeldPullsPerConnection)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/broker/tables"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -61,11 +61,8 @@ type Broker struct {
 	removeListener func()
 
 	registrar *registrar.Registrar // REGISTER_BROKER with every name server (registration.go)
-	// perm is brokerPermission (permission.go); configMu serializes writes of
-	// broker.properties.
-	perm      atomic.Int32
-	configMu  sync.Mutex
-	ready     chan struct{} // closed by Run once it serves (Ready)
+	perm      atomic.Int32         // brokerPermission (registration.go)
+	ready     chan struct{}        // closed by Run once it serves (Ready)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -102,10 +99,8 @@ func New(opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = store
+	b.perm.Store(route.PermReadWrite)
 	b.registrar = newRegistrar(b)
-	if err := b.loadRuntimeConfig(); err != nil {
-		return nil, errors.Join(err, store.Close())
-	}
 	if err := b.loadMetadata(); err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
@@ -117,31 +112,18 @@ func New(opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// onDispatch is the store's dispatch hook: wake held pulls, then the services' hooks (the HA
-// writers among them, which stream at once what the log grew by).
-// slowestConsumedOffsets is the store's ConsumedOffsets: by topic and queue, the lowest
-// offset a group committed. The store calls it only after a round deleted unexpired segments.
+// slowestConsumedOffsets is the store's ConsumedOffsets (tables.Offsets.Slowest). The store
+// calls it only after a round deleted unexpired segments, never before New has loaded the
+// offsets, but a nil table answers none.
 func (b *Broker) slowestConsumedOffsets() map[string]map[int32]int64 {
-	out := map[string]map[int32]int64{}
 	if b.offsets == nil {
-		return out
+		return nil
 	}
-	for k, qs := range b.offsets.Snapshot() {
-		topic, _, _ := strings.Cut(k, "@")
-		m := out[topic]
-		if m == nil {
-			m = map[int32]int64{}
-			out[topic] = m
-		}
-		for id, off := range qs {
-			if cur, ok := m[id]; !ok || off < cur {
-				m[id] = off
-			}
-		}
-	}
-	return out
+	return b.offsets.Slowest()
 }
 
+// onDispatch is the store's dispatch hook: wake held pulls, then the services' hooks (the HA
+// writers among them, which stream at once what the log grew by).
 func (b *Broker) onDispatch(e storage.DispatchEvent) {
 	b.pull.onMessageArriving(e)
 	b.hooks.dispatched(e)
@@ -180,7 +162,6 @@ const topicWriteWaitTimeout = 2 * registrar.Timeout
 // takes them out again.
 func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.send.register(d)
-	(&topicAdmin{b}).register(d)
 	b.clients.registerClients(d)
 	b.pull.registerPull(d)
 	b.send.registerRetry(d)

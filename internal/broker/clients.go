@@ -15,36 +15,33 @@ import (
 )
 
 // clientManager is the client side of the broker (RocketMQ's ClientManageProcessor with its
-// ProducerManager, ConsumerManager and RebalanceLockManager): heartbeats, the producer and
-// consumer groups, their expiry and notifications, and the queue locks. Its own state sits in
-// internal/broker/clients' tables, consumers and locks, each behind its own mutex.
+// ProducerManager and ConsumerManager): heartbeats, the producer and consumer groups, their
+// expiry and notifications. Its own state sits in internal/broker/clients' Manager, behind its
+// own mutex. The queue locks of orderly consumers are a service (internal/broker/locks).
 type clientManager struct {
 	*Broker
 	consumers *clients.Manager
-	locks     *clients.Locks
 	now       func() time.Time
 	// regrace holds member lists back after a crash (reregister.go).
 	regrace reregisterGrace
 }
 
 func newClientManager(b *Broker) *clientManager {
-	cm := &clientManager{Broker: b, locks: clients.NewLocks(), now: time.Now}
+	cm := &clientManager{Broker: b, now: time.Now}
 	// Through cm.now, so a test that sets a fake clock there moves expiry too.
 	cm.consumers = clients.NewManager(func() time.Time { return cm.now() })
 	b.addRunner(cm.runClientHousekeeping)
 	return cm
 }
 
-// registerClients installs HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
-// CHECK_CLIENT_CONFIG, LOCK_BATCH_MQ and UNLOCK_BATCH_MQ. Heartbeats get their own pool, as in
-// RocketMQ, so they are never queued behind offset or lock traffic.
+// registerClients installs HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP and
+// CHECK_CLIENT_CONFIG. Heartbeats get their own pool, as in RocketMQ, so they are never queued
+// behind offset or lock traffic.
 func (cm *clientManager) registerClients(d *remoting.Dispatcher) {
 	cm.handle(d, remoting.HeartBeat, remoting.ProcessorFunc(cm.processHeartbeat), cm.heartbeatEx)
 	cm.handle(d, remoting.UnregisterClient, remoting.ProcessorFunc(cm.processUnregisterClient), cm.heartbeatEx)
 	cm.handle(d, remoting.CheckClientConfig, remoting.ProcessorFunc(cm.processCheckClientConfig), cm.heartbeatEx)
 	cm.handle(d, remoting.GetConsumerListByGroup, remoting.ProcessorFunc(cm.processGetConsumerList), cm.clientEx)
-	cm.handle(d, remoting.LockBatchMQ, remoting.ProcessorFunc(cm.processLockBatch), cm.clientEx)
-	cm.handle(d, remoting.UnlockBatchMQ, remoting.ProcessorFunc(cm.processUnlockBatch), cm.clientEx)
 }
 
 // processHeartbeat registers a client's producer and consumer groups on the channel (RocketMQ
@@ -83,9 +80,6 @@ func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel
 	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
-
-// topicSysFlagUnitSub is RocketMQ's TopicSysFlag for a unit-mode group's retry topic.
-const topicSysFlagUnitSub = 1 << 1
 
 // ensureConsumerGroups makes sure each group's settings and %RETRY% topic exist and reports,
 // per group, whether its members want NOTIFY_CONSUMER_IDS_CHANGED. What it creates is handed
@@ -222,48 +216,9 @@ func (cm *clientManager) processGetConsumerList(_ context.Context, ch remoting.C
 	return resp, nil
 }
 
-// decodeLockBody decodes a LOCK_BATCH_MQ or UNLOCK_BATCH_MQ body and checks its names.
-func decodeLockBody(req *remoting.Command) (*protocol.LockBatchRequestBody, error) {
-	var body protocol.LockBatchRequestBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: "lock body: " + err.Error()}
-	}
-	if err := reqnames.CheckLock(&body); err != nil {
-		return nil, err
-	}
-	return &body, nil
-}
-
-// processLockBatch answers LOCK_BATCH_MQ with the requested queues the caller now holds.
-func (cm *clientManager) processLockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	body, err := decodeLockBody(req)
-	if err != nil {
-		return nil, err
-	}
-	locked := cm.locks.TryLock(body.ConsumerGroup, body.ClientID, body.MQSet, cm.now(),
-		cm.opts.Periods.RebalanceLockMaxLiveTime)
-	out, err := json.Marshal(protocol.LockBatchResponseBody{LockOKMQSet: locked})
-	if err != nil {
-		return nil, err
-	}
-	resp := remoting.NewResponse(remoting.Success, "")
-	resp.Body = out
-	return resp, nil
-}
-
-// processUnlockBatch releases the caller's locks among the requested queues.
-func (cm *clientManager) processUnlockBatch(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-	body, err := decodeLockBody(req)
-	if err != nil {
-		return nil, err
-	}
-	cm.locks.Unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
-	return remoting.NewResponse(remoting.Success, ""), nil
-}
-
 // onConnEvent drops a closed, broken or idle connection's producers and consumers, notifies the
-// groups it left, and drops its parked pulls and reply routes. Its queue locks stay until they expire, as in
-// RocketMQ.
+// groups it left, and drops its parked pulls and reply routes. Its queue locks stay until they
+// expire, as in RocketMQ (internal/broker/locks).
 func (cm *clientManager) onConnEvent(ev remoting.ConnEvent) {
 	switch ev.Type {
 	case remoting.ConnClose, remoting.ConnException, remoting.ConnIdle:
@@ -294,10 +249,9 @@ func (cm *clientManager) runClientHousekeeping(ctx context.Context) error {
 	}
 }
 
-// scanNotActiveChannels forgets expired queue locks, expires stale registrations, notifies the groups that lost members and
+// scanNotActiveChannels expires stale registrations, notifies the groups that lost members and
 // closes the connections left with no registration.
 func (cm *clientManager) scanNotActiveChannels() {
-	cm.locks.Expire(cm.now(), cm.opts.Periods.RebalanceLockMaxLiveTime)
 	changes, closeList := cm.consumers.Expire(cm.opts.Periods.ClientChannelExpiredTime)
 	for _, c := range changes {
 		cm.log.Info().Str("group", c.Group).Msg("consumer registration expired")

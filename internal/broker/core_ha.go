@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"time"
 
 	"github.com/mqgo/mq/route"
@@ -20,7 +19,7 @@ import (
 // HA.TLS stands for. Zero values mean plaintext and internal/replication's defaults.
 type HAConn struct {
 	// AdvertisedIP is the host a master advertises its HA listener under (RocketMQ brokerIP2,
-	// which defaults to brokerIP1); empty means the listener's own host (AdvertisedAddr).
+	// which defaults to brokerIP1); empty means the listener's own host (config.AdvertisedAddr).
 	AdvertisedIP string
 	// HandshakeTimeout bounds the shared-secret and TLS handshakes,
 	// replication.DefaultHandshakeTimeout (3 s).
@@ -29,25 +28,6 @@ type HAConn struct {
 	// with TLS. RocketMQ's HA connection is plaintext.
 	MasterTLS *tls.Config
 	SlaveTLS  *tls.Config
-}
-
-// haDefaults fills the role from the broker id and the HA group's defaults.
-func (o Options) haDefaults() Options {
-	if o.Broker.Role == "" {
-		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
-	}
-	o.HA.EnsureDefaults()
-	return o
-}
-
-func (o Options) haValidate() error {
-	if err := o.Broker.Role.Check(o.Broker.ID); err != nil {
-		return fmt.Errorf("broker: %w", err)
-	}
-	if o.AccessMessageInMemoryMaxBytes < 0 {
-		return fmt.Errorf("broker: AccessMessageInMemoryMaxBytes %d is negative", o.AccessMessageInMemoryMaxBytes)
-	}
-	return nil
 }
 
 // Role is the broker's role.

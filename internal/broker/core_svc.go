@@ -41,6 +41,3 @@ func SendResponse(code int32, remark string) *remoting.Command { return sendResp
 
 // BornHost is the connection's peer address, or 0.0.0.0:0 when it does not parse.
 func BornHost(ch remoting.Channel) netip.AddrPort { return bornHost(ch) }
-
-// SetProperty returns props with key set to value.
-func SetProperty(props, key, value string) string { return setProperty(props, key, value) }

@@ -28,6 +28,10 @@ type Scheduler interface {
 	// Stored says that m, moved by Schedule or Delay, is in the store: the scheduler looks at
 	// its queues now rather than at its next poll. It must not block.
 	Stored(m *storage.Message)
+	// RecallHandle is the recall handle (RECALL_MESSAGE) the answer to the send of m carries:
+	// m is a single message Schedule moved to the timer topic, now stored. "" when m cannot be
+	// recalled.
+	RecallHandle(m *storage.Message) string
 }
 
 // Transactions take prepared sends. Without them (SetTransactions never called) a half message
@@ -41,30 +45,6 @@ type Transactions interface {
 // PutStored reports whether a put status means the message was written.
 func PutStored(st storage.PutStatus) bool { return putStored(st) }
 
-// RemoveProperty returns the encoded properties props without the pieces named key.
-func RemoveProperty(props, key string) string { return removeProperty(props, key) }
-
-// RecordCopy is the stored record rec to be stored again under topic and queue with the
-// encoded properties props: same body, flags, times, hosts and reconsume times.
-func RecordCopy(rec *message.Record, topic string, queueID int32, props string) *storage.Message {
-	return &storage.Message{
-		Topic:                     topic,
-		QueueID:                   queueID,
-		Flag:                      rec.Flag,
-		Body:                      rec.Body,
-		Properties:                props,
-		SysFlag:                   rec.SysFlag,
-		BornTimestamp:             rec.BornTimestamp,
-		BornHost:                  rec.BornHost,
-		StoreHost:                 rec.StoreHost,
-		ReconsumeTimes:            rec.ReconsumeTimes,
-		PreparedTransactionOffset: rec.PreparedTransactionOffset,
-	}
-}
-
 // OwnTopic is the topic a stored record belongs to: its REAL_TOPIC when it waits in a topic that
 // holds other topics' messages (delayed, timer, half), else its topic (what ACL checks name).
 func OwnTopic(rec *message.Record) string { return ownTopic(rec) }
-
-// DelayLevel is a message's DELAY property as a level, 0 when absent or not a number.
-func DelayLevel(props string) int { return delayLevel(props) }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -32,8 +34,8 @@ func checkOptions(o *Options) {
 func TestCoreWithoutSchedulerOrTransactions(t *testing.T) {
 	b := &Broker{storeHost: netip.MustParseAddrPort("10.0.0.1:10911")}
 	b.send = newSender(b)
-	props := SetProperty("", "DELAY", "3")
-	props = SetProperty(props, "TIMER_DELAY_SEC", "10")
+	props := message.SetProperty("", "DELAY", "3")
+	props = message.SetProperty(props, "TIMER_DELAY_SEC", "10")
 	m := &storage.Message{Topic: "T", QueueID: 2, Properties: props}
 	if resp := b.seams.schedule(m); resp != nil || m.Topic != "T" || m.QueueID != 2 || m.Properties != props {
 		t.Errorf("Schedule without a Scheduler: %v, message now %s/%d %q", resp, m.Topic, m.QueueID, m.Properties)
@@ -43,9 +45,13 @@ func TestCoreWithoutSchedulerOrTransactions(t *testing.T) {
 		t.Errorf("delay without a Scheduler moved the message to %s/%d %q", m.Topic, m.QueueID, m.Properties)
 	}
 	// The sender refuses it with RejectTransactionMessage's answer (send_props.go).
-	half := &storage.Message{Topic: "T", Properties: SetProperty("", "TRAN_MSG", "true")}
+	half := &storage.Message{Topic: "T", Properties: message.SetProperty("", "TRAN_MSG", "true")}
 	if b.seams.prepareHalf(half) || half.Topic != "T" {
 		t.Errorf("half message without Transactions was prepared (now in %s)", half.Topic)
+	}
+	timer := &storage.Message{Topic: names.TopicTimer, Properties: message.SetProperty(props, message.PropertyRealTopic, "T")}
+	if h := b.seams.recallHandle(timer); h != "" {
+		t.Errorf("recall handle %q without a Scheduler", h)
 	}
 	if f := b.seams.retentionFloor(); f != 1<<63-1 {
 		t.Errorf("retention floor without a service: %d", f)

@@ -12,18 +12,16 @@
 //	puller          pull*.go, offset_processor.go: PULL_MESSAGE and LITE_PULL_MESSAGE, long
 //	                polling, the offset requests
 //	clientManager   clients.go, reregister.go: heartbeats, producer and consumer groups, expiry,
-//	                notifications, LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, the member-list grace after a
-//	                crash
+//	                notifications, the member-list grace after a crash
 //	querier         query.go: QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
-//	topicAdmin      topic_admin.go: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
-//	                GET_ALL_TOPIC_CONFIG
 //
 // Services (below) reach the core through a narrow interface (issue 27: the store, dispatcher
 // registration, the topic and group registry, client channels, the logger) made of a few small
 // views the core hands out rather than methods on Broker (methods_test.go keeps every type
 // under 60); services read the time themselves:
 //
-//	b.Topics()      view_tables.go: Get, Count, AddSystem, QueueLoopBound, InstallMaster
+//	b.Topics()      view_tables.go: Get, All, Count, Update, Delete, AddSystem, QueueLoopBound,
+//	                InstallMaster
 //	b.Groups()      view_tables.go: All, Find, Update, Delete, InstallMaster
 //	b.Offsets()     view_tables.go: All, Query, Commit, TopicsOf, InstallMaster
 //	b.Clients()     view_clients.go: Members, Member, ConsumerGroup, Producers, ProducerConns,
@@ -36,44 +34,51 @@
 //	b.Hooks(), b.Pools(), Attach   service.go: dispatch, heartbeat and close hooks; executors
 //	b.Store(), b.Logger(), b.Options()   the store, the node's logger, the settings
 //
-// Files by concern:
+// Files by concern (every file of the package):
 //
 //	broker.go, options.go        lifecycle (New, Register, Run, Close) and settings
-//	service.go                   the seam for services in packages of their own
-//	topic_create.go              topic auto-creation on the send path and its refusals
-//	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
-//	tickets/                     the rounds topic changes wait on (registration, the topics file)
-//	registrar/, reqnames/        name-server registration (registration.go); request names (names.go)
-//	tables/                      the topics, groups and offsets, their files and metadata writer
-//	filter/, clients/, longpoll/ subscriptions (tag and SQL92 filtering); the client groups and
-//	                             queue locks; the parked pulls (the processors above use them)
-//	send*.go, topic_admin.go     the sender and topic admin (above)
-//	view_*.go, seams.go          the views services use and the seams they plug into (above)
+//	registration.go              the registrar over the topic table; brokerPermission
+//	service.go, seams.go,        the seam for services (Service, Hooks, Pools), the seams they
+//	view_*.go                    plug into and the views they use (above)
+//	send.go, send_check.go,      the sender (above); topic_create.go: topic auto-creation on
+//	send_props.go, send_put.go   the send path and its refusals
 //	retry.go                     CONSUMER_SEND_MSG_BACK, retry and dead-letter topics
-//	core_svc.go                  the seams of reply and stats (RequestNoter, Counter) and the
-//	                             send-path helpers reply shares (SendResponse, BornHost, ...)
-//	core_tx.go                   the Scheduler and Transactions the send, retry and commit paths
-//	                             call, and the record helpers those services share
-//	limits.go                    caps on suspend time, parked pulls and queue counts
-//	core_ha.go                   HA settings and the Replicator seam (HA address, SYNC_MASTER
-//	                             wait, in-sync refusal, REGISTER_BROKER answers); the checked
-//	                             installs of a master's tables on a slave are in view_tables.go
-//	                             (tables/install.go);
-//	                             slave_read.go: suggestWhichBrokerId
+//	pull.go, pull_body.go,       the puller: checks, reads and parking; the records lent to the
+//	pull_hold.go, slave_read.go  answer; parked pulls' deadlines; suggestWhichBrokerId
+//	offset_processor.go          the offset requests
+//	clients.go, reregister.go    the clientManager (above)
+//	query.go                     the querier (above)
+//	names.go, read_check.go      the checks of names in requests; ReadCheck on what is read
+//	limits.go                    caps on suspend time and queue counts
+//	core_svc.go, core_tx.go,     what the core declares for its services: the seams of reply
+//	core_ha.go                   and stats (RequestNoter, Counter) and the send-path helpers
+//	                             reply shares; the Scheduler and Transactions; HA connection
+//	                             settings and the Replicator (HA address, SYNC_MASTER wait,
+//	                             in-sync refusal, REGISTER_BROKER answers)
+//
+// The packages below the core: tables/ (the topics, groups and offsets, their files and
+// metadata writer; a slave's checked installs of a master's tables), clients/ (the client
+// groups), longpoll/ (the parked pulls), filter/ (tag and SQL92 subscriptions), registrar/
+// (name-server registration), reqnames/ (the names requests carry), tickets/ (the rounds topic
+// changes wait on).
 //
 // Moved to packages of their own, the services (issue 27; service.go, internal/broker/services):
 //
 //	ha.go, slave_sync.go, controller_mode.go -> internal/broker/ha (with internal/node's
 //	                             replicas.go: the replicas manager)
 //	transaction.go               -> internal/broker/transaction
-//	schedule.go, timer.go        -> internal/broker/schedule (delay levels, delayOffset.json, timers)
+//	schedule.go, timer.go        -> internal/broker/schedule (delay levels, delayOffset.json,
+//	                                timers, the recall handles of timer messages)
 //	reply.go, reply_route.go     -> internal/broker/reply (reply.go, route.go)
 //	stats.go, tps.go, metrics.go -> internal/broker/stats
-//	admin.go                     -> internal/broker/admin (reads.go); QUERY_MESSAGE and
+//	admin.go, topic_admin.go, reset_offset.go, consumer_connection.go, consume_directly.go
+//	                             -> internal/broker/admin (reads.go, topics.go, reset_offset.go,
+//	                                connections.go, consume_directly.go); QUERY_MESSAGE and
 //	                                VIEW_MESSAGE_BY_ID stay here (query.go)
-//	reset_offset.go, consumer_connection.go, consume_directly.go
-//	                             -> internal/broker/admin (reset_offset.go, connections.go,
-//	                                consume_directly.go)
+//	permission.go                -> broker.properties to internal/broker/admin (config_file.go),
+//	                                the registered topics' overlay to registrar/; the
+//	                                permission itself stays (registration.go)
+//	LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, clients/locks.go -> internal/broker/locks
 //
 // One message: sender.processSend (send.go) decodes the header; sendOne checks it (check,
 // send_check.go), builds the stored message, sets its properties and target (redirect,
@@ -82,9 +87,8 @@
 // puller.onMessageArriving, which wakes pulls parked on that queue; a pull reads the stored
 // records and lends them to the response without copying.
 //
-// Locks: every manager's mutex (topics, groups, offsets, consumers, queue locks, parked pulls)
-// is a leaf: none is held while calling another manager, the store or a transport. The
-// processor types add no lock: sender and querier hold no mutable state, the registrar's tickets
-// and puller's hold have their own leaf mutex, clientManager's state is the consumer manager's
-// and the lock manager's.
+// Locks: every manager's mutex (topics, groups, offsets, consumers, parked pulls) is a leaf:
+// none is held while calling another manager, the store or a transport. The processor types
+// add no lock: sender and querier hold no mutable state, the registrar's tickets and puller's
+// hold have their own leaf mutex, clientManager's state is the consumer manager's.
 package broker

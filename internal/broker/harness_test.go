@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -8,7 +9,9 @@ import (
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/names"
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
@@ -98,5 +101,31 @@ func TestBrokerStartsAndRestarts(t *testing.T) {
 	}
 	if off := tb2.offsets.Query("g", "Kept", 1); off != 42 {
 		t.Fatalf("offset after restart %d, want 42", off)
+	}
+}
+
+// goAdminCreate is UPDATE_AND_CREATE_TOPIC with the Go admin's defaults (docs/protocol.md §6.1).
+func goAdminCreate(topic string) *protocol.CreateTopicRequestHeader {
+	return &protocol.CreateTopicRequestHeader{Topic: topic, DefaultTopic: "defaultTopic", ReadQueueNums: 8,
+		WriteQueueNums: 8, Perm: 6, TopicFilterType: route.FilterSingleTag}
+}
+
+func allTopicConfig(t *testing.T, tr remoting.Transport, addr string) route.TopicConfigSerializeWrapper {
+	t.Helper()
+	resp := invoke(t, tr, addr, remoting.NewRequest(remoting.GetAllTopicConfig, nil, nil))
+	if resp.Code != remoting.Success {
+		t.Fatalf("GET_ALL_TOPIC_CONFIG: %d %q", resp.Code, resp.Remark)
+	}
+	var w route.TopicConfigSerializeWrapper
+	if err := json.Unmarshal(resp.Body, &w); err != nil {
+		t.Fatalf("GET_ALL_TOPIC_CONFIG body %q: %v", resp.Body, err)
+	}
+	return w
+}
+
+func wantOK(t *testing.T, resp *remoting.Command) {
+	t.Helper()
+	if resp.Code != remoting.Success {
+		t.Fatalf("response %d %q", resp.Code, resp.Remark)
 	}
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker/tables"
@@ -27,16 +26,6 @@ const (
 // (SCHEDULE_TOPIC_XXXX has 18 queues, the cluster's topic 16) must fit under it, or clamping
 // loaded topics would cut delay levels off.
 const minMaxQueueNums = tables.ScheduleTopicQueues
-
-// maxPermValue bounds a topic's perm: PermName.isValid accepts 0 <= perm < PERM_PRIORITY.
-const maxPermValue = route.PermPriority - 1
-
-func (o Options) limitDefaults() Options {
-	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower
-	// lowers both.
-	o.Limits.MaxHeldPullsPerConnection = min(o.Limits.MaxHeldPullsPerConnection, o.Limits.MaxHeldPulls)
-	return o
-}
 
 func (o Options) limitsValidate() error {
 	var errs []error
@@ -79,17 +68,4 @@ func (b *Broker) queueNumsRemark(field string, n, lowest int32) string {
 // path that installs configs (slave sync) let a larger one in.
 func (b *Broker) queueLoopBound(n int32) int32 {
 	return max(0, min(n, b.opts.Limits.MaxQueueNums))
-}
-
-// logLimiter lets a repeating warning through at most once per period, so a client hammering
-// a limit cannot flood the log from a hot path.
-type logLimiter struct{ next atomic.Int64 }
-
-// allow reports whether a warning may be logged now; concurrent callers race for one pass.
-func (l *logLimiter) allow(now time.Time, every time.Duration) bool {
-	n := l.next.Load()
-	if now.UnixNano() < n {
-		return false
-	}
-	return l.next.CompareAndSwap(n, now.Add(every).UnixNano())
 }

@@ -12,7 +12,7 @@ import (
 
 // maxMethods is how many methods one type of the package may declare (issue 27: no type over
 // about 60), Broker included, so that a new request family becomes a type of its own (sender,
-// puller, clientManager, querier, topicAdmin) or a service package, and what services
+// puller, clientManager, querier) or a service package, and what services
 // need of the core goes on a view (Topics, Groups, Offsets, Clients, Messages, Seams), not more
 // methods on Broker.
 const maxMethods = 60

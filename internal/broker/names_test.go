@@ -416,3 +416,9 @@ func BenchmarkGuardSend(b *testing.B) {
 		}
 	}
 }
+
+// lockCmd is a LOCK_BATCH_MQ or UNLOCK_BATCH_MQ of mqs (internal/broker/locks serves them).
+func lockCmd(code int32, group, client string, mqs ...protocol.MessageQueue) *remoting.Command {
+	body, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: group, ClientID: client, MQSet: mqs})
+	return remoting.NewRequest(code, nil, body)
+}

@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"time"
 
@@ -115,19 +114,15 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Broker.ClusterName == "" {
-		o.Broker.ClusterName = config.DefaultClusterName
-	}
-	if o.Broker.Name == "" {
-		o.Broker.Name = config.DefaultBrokerName
-	}
 	// The node's groups carry their own defaults, config's, which take a negative value as
-	// unset wherever the broker reads it (HA's are applied by haDefaults).
+	// unset wherever the broker reads it.
+	o.Broker.EnsureDefaults()
 	o.Limits.EnsureDefaults()
 	o.Periods.EnsureDefaults()
 	o.Timers.EnsureDefaults()
 	o.Transactions.EnsureDefaults()
 	o.Types.EnsureDefaults()
+	o.HA.EnsureDefaults()
 	if o.DefaultTopicQueueNums <= 0 {
 		o.DefaultTopicQueueNums = DefaultTopicQueueNums
 	}
@@ -139,12 +134,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ScanConnectionInterval <= 0 {
 		o.ScanConnectionInterval = DefaultScanConnectionInterval
-	}
-	if o.Broker.ReregisterGrace == 0 {
-		o.Broker.ReregisterGrace = config.DefaultReregisterGrace
-	}
-	if o.Broker.Role == "" {
-		o.Broker.Role = storage.DefaultRole(o.Broker.ID)
 	}
 	if o.SendThreads <= 0 {
 		o.SendThreads = 16 // group commit needs several senders waiting on one fsync
@@ -165,7 +154,7 @@ func (o Options) withDefaults() Options {
 		l := zerolog.Nop()
 		o.Logger = &l
 	}
-	return o.limitDefaults().haDefaults()
+	return o
 }
 
 func (o Options) validate() error {
@@ -179,41 +168,11 @@ func (o Options) validate() error {
 	if len(o.NameServers) > 0 && o.Transport == nil {
 		errs = append(errs, errors.New("broker: a Transport is required to reach name servers"))
 	}
-	if o.Broker.ID < 0 {
-		errs = append(errs, fmt.Errorf("broker: Broker.ID %d is negative", o.Broker.ID))
+	if o.AccessMessageInMemoryMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("broker: AccessMessageInMemoryMaxBytes %d is negative", o.AccessMessageInMemoryMaxBytes))
 	}
-	errs = append(errs, o.haValidate())
-	errs = append(errs, o.limitsValidate())
-	errs = append(errs, o.namesValidate())
+	// The broker's role is always decided by now: in controller mode the node sets it before
+	// it builds the broker.
+	errs = append(errs, o.Broker.Validate(false), o.limitsValidate())
 	return errors.Join(errs...)
-}
-
-// AdvertisedAddr is the "ip:port" a listener bound to listen is known by, for the broker's own
-// address and a master's HA address alike: ip (RocketMQ brokerIP1), else the listener's host,
-// else, for a wildcard listener, this machine's first non-loopback IPv4 address.
-func AdvertisedAddr(listen, ip string) (string, error) {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", fmt.Errorf("listener address %q: %w", listen, err)
-	}
-	if ip == "" {
-		ip = host
-		if a, err := netip.ParseAddr(host); err != nil || a.IsUnspecified() {
-			ip = firstIPv4()
-		}
-	}
-	return net.JoinHostPort(ip, port), nil
-}
-
-// firstIPv4 is this machine's first non-loopback IPv4 address, or 127.0.0.1 without one.
-func firstIPv4() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }

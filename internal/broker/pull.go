@@ -9,6 +9,7 @@ import (
 	"github.com/mqgo/mq/internal/broker/filter"
 	"github.com/mqgo/mq/internal/broker/longpoll"
 	"github.com/mqgo/mq/internal/broker/reqnames"
+	"github.com/mqgo/mq/internal/broker/tables"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -30,14 +31,10 @@ type puller struct {
 	hold *longpoll.Hold
 	// d re-dispatches woken pulls onto the pull pool; set by registerPull.
 	d atomic.Pointer[remoting.Dispatcher]
-	// refused counts pulls answered SYSTEM_BUSY because the hold was full; refusedLog keeps
-	// the warning about it to one per minute.
-	refused    atomic.Int64
-	refusedLog logLimiter
+	// refused counts pulls answered SYSTEM_BUSY because the hold was full and keeps the
+	// warning about them to one a minute.
+	refused tables.Refusals
 }
-
-// holdFullLogPeriod spaces the warnings about pulls refused by a full hold.
-const holdFullLogPeriod = time.Minute
 
 func newPuller(b *Broker) *puller {
 	pu := &puller{Broker: b, hold: longpoll.New(b.opts.Limits.MaxHeldPullsPerConnection, b.opts.Limits.MaxHeldPulls)}
@@ -286,8 +283,7 @@ func (pu *puller) holdFullResponse(ch remoting.Channel, res longpoll.ParkResult)
 	if res == longpoll.ChannelFull {
 		limit, value = "MaxHeldPullsPerConnection", pu.opts.Limits.MaxHeldPullsPerConnection
 	}
-	refused := pu.refused.Add(1)
-	if now := time.Now(); pu.refusedLog.allow(now, holdFullLogPeriod) {
+	if refused, logIt := pu.refused.Note(time.Now()); logIt {
 		pu.log.Warn().Str("addr", ch.RemoteAddr()).Str("limit", limit).Int("max", value).Int64("refused_total", refused).
 			Msg("parked pulls at their limit; answering pulls SYSTEM_BUSY")
 	}

@@ -26,6 +26,10 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 		// -race on a loaded machine can take longer, and an expired group answers
 		// SUBSCRIPTION_NOT_EXIST instead of parking. Expiry is not what this test measures.
 		o.Periods.ClientChannelExpiredTime = time.Hour
+		// Nor is the pulls' deadline: under -race on a loaded machine a case can take longer
+		// than a pull's 20 s, and pulls woken then would be answered into ch, whose one-slot
+		// buffer would block the workers and the broker's stop.
+		o.Limits.MaxLongPollingSuspend = time.Hour
 	})
 	addTopic(tb, "T", 8)
 	long := strings.Repeat("g", 120) // a consumer group's longest (its retry topic must fit)
@@ -83,7 +87,7 @@ func TestParkedPullRetainsItsSlots(t *testing.T) {
 				// Decoded here as off the wire: what the pull keeps of its request is the
 				// hold's, the rest garbage.
 				h := shaped()
-				h.QueueID = int32(i % 8)
+				h.QueueID, h.SuspendTimeoutMillis = int32(i%8), time.Hour.Milliseconds()
 				if resp, err := tb.pull.processPull(context.Background(), ch, pullCmd(h)); resp != nil || err != nil {
 					t.Fatalf("pull %d not parked: %v %v", i, resp, err)
 				}

@@ -124,7 +124,7 @@ func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *re
 		s.seams.delay(m, level) // the send path's DELAY redirection (core_tx.go)
 	}
 	res, err := s.store.PutMessage(m)
-	if err != nil && !storedAnyway(res.Status) {
+	if err != nil && !putStored(res.Status) {
 		s.log.Warn().Err(err).Str("group", h.Group).Str("status", res.Status.String()).Msg("send back failed")
 		return remoting.NewResponse(remoting.SystemError, res.Status.String()), nil
 	}
@@ -171,13 +171,4 @@ func (s *sender) sendBackCopy(rec *message.Record, h *protocol.ConsumerSendMsgBa
 func decodeInto(raw []byte, rec *message.Record) error {
 	_, err := message.DecodeRecord(raw, rec, false)
 	return err
-}
-
-// storedAnyway reports whether a put that returned an error still stored the message.
-func storedAnyway(st storage.PutStatus) bool {
-	switch st {
-	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
-		return true
-	}
-	return false
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
@@ -108,6 +109,15 @@ func (s *Seams) afterPut(m *storage.Message, r *storage.PutResult) {
 	if s.sched != nil && putStored(r.Status) {
 		s.sched.Stored(m)
 	}
+}
+
+// recallHandle is the recall handle of m, a single message just stored: the Scheduler's when it
+// made m a timer message (RocketMQ 5's attachRecallHandle), else "".
+func (s *Seams) recallHandle(m *storage.Message) string {
+	if s.sched == nil || m.Topic != names.TopicTimer {
+		return ""
+	}
+	return s.sched.RecallHandle(m)
 }
 
 // noteRequest shows a plain send to the reply service.

@@ -160,7 +160,7 @@ func (s *sender) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 	if message.TransactionType(h.SysFlag) != message.TransactionNotType {
 		return sendResponse(remoting.MessageIllegal, "batch message does not support transaction")
 	}
-	if delayLevel(h.Properties) > 0 {
+	if message.DelayLevel(h.Properties) > 0 {
 		return sendResponse(remoting.MessageIllegal, "batch message does not support delay level")
 	}
 	if len(req.Body) > s.opts.Limits.MaxMessageBytes {
@@ -173,7 +173,7 @@ func (s *sender) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 	if len(elems) == 0 {
 		return sendResponse(remoting.MessageIllegal, "the batch message is empty")
 	}
-	batchProps := setProperty(h.Properties, message.PropertyCluster, s.opts.Broker.ClusterName)
+	batchProps := message.SetProperty(h.Properties, message.PropertyCluster, s.opts.Broker.ClusterName)
 	born := bornHost(ch)
 	sysFlag := storedSysFlag(h.SysFlag, tc)
 	store := make([]storage.Message, len(elems))
@@ -181,10 +181,10 @@ func (s *sender) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 	for i, e := range elems {
 		m := &store[i]
 		*m = storage.Message{Topic: h.Topic, QueueID: queueID, Flag: e.Flag, Body: e.Body,
-			Properties: joinProperties(e.Properties, batchProps), SysFlag: sysFlag,
+			Properties: message.JoinProperties(e.Properties, batchProps), SysFlag: sysFlag,
 			BornTimestamp: h.BornTimestamp, BornHost: born, StoreHost: s.storeHost,
 			ReconsumeTimes: h.ReconsumeTimes}
-		if delayLevel(m.Properties) > 0 {
+		if message.DelayLevel(m.Properties) > 0 {
 			return sendResponse(remoting.MessageIllegal, "batch message does not support delay level")
 		}
 		if len(m.Properties) > message.MaxPropertiesBytes {

@@ -14,10 +14,12 @@ import (
 	"github.com/mqgo/mq/route"
 )
 
-// Topic system flags (RocketMQ TopicSysFlag), set on topics auto-created by unit-mode sends.
+// Topic system flags (RocketMQ TopicSysFlag), set on the topics unit-mode clients make the
+// broker create: FLAG_UNIT on a topic a send creates, FLAG_UNIT_SUB on a retry topic a send or
+// a heartbeat creates.
 const (
-	sendSysFlagUnitTopic    int32 = 0x1
-	sendSysFlagUnitSubTopic int32 = 0x2
+	topicSysFlagUnit    int32 = 0x1
+	topicSysFlagUnitSub int32 = 0x2
 )
 
 // notAllowedSendTopics may not be the target of a send (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET):
@@ -131,32 +133,8 @@ func topicConfigString(tc TopicConfig) string {
 		route.PermString(tc.Perm), ft, tc.TopicSysFlag, tc.Order)
 }
 
-// Message properties that make a send's type (RocketMQ 5's MessageConst): a timer message's
-// delays, and a FIFO message's group, the key 5.x's clients and proxy set (4.x's SHARDING_KEY
-// was renamed).
-const (
-	propTimerDelaySec  = "TIMER_DELAY_SEC"
-	propTimerDelayMS   = "TIMER_DELAY_MS"
-	messageTypeRemarkf = "TopicMessageType validate failed, the expected type is %s, but actual type is %s"
-)
-
-// sendMessageType is the type a send's properties make it (TopicMessageType
-// .parseFromMessageProperty): TRANSACTION for a half message, DELAY for a delay level or a
-// timer, FIFO for a message group, else NORMAL.
-func sendMessageType(props string) string {
-	if v, _ := message.PropertyValueString(props, message.PropertyTransactionPrepared); v == "true" {
-		return tables.TypeTransaction
-	}
-	for _, k := range []string{message.PropertyDelayTimeLevel, message.PropertyTimerDeliverMS, propTimerDelaySec, propTimerDelayMS} {
-		if _, ok := message.PropertyValueString(props, k); ok {
-			return tables.TypeDelay
-		}
-	}
-	if _, ok := message.PropertyValueString(props, message.PropertyMessageGroup); ok {
-		return tables.TypeFIFO
-	}
-	return tables.TypeNormal
-}
+// messageTypeRemarkf refuses a send whose type is not its topic's (RocketMQ 5's remark).
+const messageTypeRemarkf = "TopicMessageType validate failed, the expected type is %s, but actual type is %s"
 
 // checkMessageType refuses a send whose type is not its topic's message.type, as RocketMQ 5
 // refuses it (its proxy's DefaultTopicMessageTypeValidator, on by default with
@@ -174,7 +152,7 @@ func (s *sender) checkMessageType(tc TopicConfig, h *protocol.SendMessageRequest
 	if _, ok := message.PropertyValueString(h.Properties, message.PropertyTransferFlag); ok {
 		return nil
 	}
-	if got := sendMessageType(h.Properties); got != want {
+	if got := tables.MessageTypeOf(h.Properties); got != want {
 		return sendResponse(remoting.MessageIllegal, fmt.Sprintf(messageTypeRemarkf, want, got))
 	}
 	return nil

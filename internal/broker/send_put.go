@@ -2,12 +2,9 @@ package broker
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"strconv"
 
 	"github.com/mqgo/mq/internal/message"
-	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -27,40 +24,14 @@ func (s *sender) put(ctx context.Context, ch remoting.Channel, req *remoting.Com
 		topic := h.Topic
 		s.store.PutMessageAsync(m, func(r storage.PutResult, err error) {
 			s.seams.afterPut(m, &r)
-			_ = remoting.AnswerLater(ch, req, s.putResponse(&r, err, topic, queueID, false, txID, s.recallHandle(m)))
+			_ = remoting.AnswerLater(ch, req, s.putResponse(&r, err, topic, queueID, false, txID, s.seams.recallHandle(m)))
 		})
 		return nil
 	}
 	r, err := s.store.PutMessage(m)
 	s.seams.waitForSlave(ctx, &r)
 	s.seams.afterPut(m, &r)
-	return s.putResponse(&r, err, h.Topic, queueID, false, txID, s.recallHandle(m))
-}
-
-// recallHandle is RocketMQ 5's recall handle of a single message stored as a timer message
-// (SendMessageProcessor.attachRecallHandle): base64url of "v1 <real topic> <broker name>
-// <TIMER_OUT_MS + 1> <UNIQ_KEY>", the +1 so the deletion it asks for lands no earlier than
-// the message; "" for any other message, and for retries.
-func (s *sender) recallHandle(m *storage.Message) string {
-	if m.Topic != names.TopicTimer {
-		return ""
-	}
-	out, ok1 := message.PropertyValueString(m.Properties, propTimerOutMS)
-	real, ok2 := message.PropertyValueString(m.Properties, message.PropertyRealTopic)
-	ms, err := strconv.ParseInt(out, 10, 64)
-	if !ok1 || !ok2 || err != nil || names.IsRetryTopic(real) {
-		return ""
-	}
-	uniq, _ := message.PropertyValueString(m.Properties, message.PropertyUniqKey)
-	return RecallHandle(real, s.opts.Broker.Name, strconv.FormatInt(ms+1, 10), uniq)
-}
-
-// propTimerOutMS is the delivery time the schedule service writes into a timer message.
-const propTimerOutMS = "TIMER_OUT_MS"
-
-// RecallHandle builds a recall handle (RecallMessageHandle.HandleV1.buildHandle).
-func RecallHandle(topic, brokerName, timestamp, uniqKey string) string {
-	return base64.URLEncoding.EncodeToString([]byte("v1 " + topic + " " + brokerName + " " + timestamp + " " + uniqKey))
+	return s.putResponse(&r, err, h.Topic, queueID, false, txID, s.seams.recallHandle(m))
 }
 
 // sendResponse is a send response with RocketMQ's MSG_REGION and TRACE_ON fields, which the

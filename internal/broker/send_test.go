@@ -424,25 +424,3 @@ func TestRejectTransactionMessage(t *testing.T) {
 	h = wiretest.SendHeader("Tx", 0, map[string]string{"UNIQ_KEY": "U3"})
 	wiretest.WantSendOK(t, invoke(t, tb.TCP, tb.Addr, wiretest.SendRequest(remoting.SendMessageV2, &h, []byte("plain"), remoting.SerializeJSON)))
 }
-
-func TestSetProperty(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"", "K\x01v\x02"},
-		{"A\x011\x02", "A\x011\x02K\x01v\x02"},
-		{"A\x011", "A\x011\x02K\x01v\x02"},
-		{"K\x01v\x02A\x011\x02", "K\x01v\x02A\x011\x02"},
-		{"K\x01old\x02A\x011\x02K\x01x\x02", "A\x011\x02K\x01v\x02"},
-		{"KK\x011\x02", "KK\x011\x02K\x01v\x02"},
-	}
-	for _, c := range cases {
-		if got := setProperty(c.in, "K", "v"); got != c.want {
-			t.Errorf("setProperty(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-	if got := removeProperty("A\x011\x02DELAY\x013\x02B\x012", "DELAY"); got != "A\x011\x02B\x012" {
-		t.Errorf("removeProperty = %q", got)
-	}
-	if got := joinProperties([]byte("A\x011"), "C\x01c\x02"); got != "A\x011\x02C\x01c\x02" {
-		t.Errorf("joinProperties = %q", got)
-	}
-}

@@ -41,9 +41,9 @@ func (b *Broker) autoCreateTopic(ch remoting.Channel, h *protocol.SendMessageReq
 	retry := strings.HasPrefix(h.Topic, names.RetryPrefix)
 	var sysFlag int32
 	if h.UnitMode {
-		sysFlag = sendSysFlagUnitTopic
+		sysFlag = topicSysFlagUnit
 		if retry {
-			sysFlag = sendSysFlagUnitSubTopic
+			sysFlag = topicSysFlagUnitSub
 		}
 	}
 	var tc TopicConfig

@@ -21,12 +21,7 @@ func (v Clients) Members(group string) []clients.Conn {
 
 // Member is the registration of one client in a consumer group.
 func (v Clients) Member(group, clientID string) (clients.Conn, bool) {
-	for _, c := range v.Members(group) {
-		if c.ClientID == clientID {
-			return c, true
-		}
-	}
-	return clients.Conn{}, false
+	return v.b.clients.consumers.Member(group, clientID)
 }
 
 // ConsumerGroup copies a consumer group's members and subscriptions.
@@ -54,5 +49,5 @@ func (v Clients) ProducerConns(group string) []clients.ProducerConn {
 
 // PullHolds are the pulls parked now and the parks refused since the start, for metrics.
 func (v Clients) PullHolds() (parked int, refused int64) {
-	return v.b.pull.hold.Count(), v.b.pull.refused.Load()
+	return v.b.pull.hold.Count(), v.b.pull.refused.Total()
 }

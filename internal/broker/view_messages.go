@@ -26,11 +26,7 @@ func (v Messages) StoreHost() netip.AddrPort { return v.b.storeHost }
 // or the send answer refusing it.
 func (v Messages) CheckSend(ch remoting.Channel, h *protocol.SendMessageRequestHeader, bodyLen int) (queueID, sysFlag int32, refusal *remoting.Command) {
 	b := v.b
-	tc, resp := b.send.checkSend(ch, h)
-	if resp != nil {
-		return 0, 0, resp
-	}
-	queueID, resp = pickQueue(h.QueueID, tc)
+	tc, queueID, resp := b.send.check(ch, h)
 	if resp != nil {
 		return 0, 0, resp
 	}

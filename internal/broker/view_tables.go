@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/broker/tables"
 	"github.com/mqgo/mq/internal/protocol"
@@ -46,6 +49,51 @@ func (v Topics) AddSystem(topic string, queueNums int32) { v.b.topics.AddSystemT
 
 // QueueLoopBound is n capped at MaxQueueNums: what an admin read visits of a stored count.
 func (v Topics) QueueLoopBound(n int32) int32 { return v.b.queueLoopBound(n) }
+
+// All copies the topic table with its data version.
+func (v Topics) All() route.TopicConfigSerializeWrapper { return v.b.topics.Snapshot() }
+
+// maxPermValue bounds a topic's perm: PermName.isValid accepts 0 <= perm < PERM_PRIORITY.
+const maxPermValue = route.PermPriority - 1
+
+// Update creates or replaces a topic with the attribute modifications mods
+// (tables.ParseAttributes) and returns once the name servers have it. It refuses queue counts
+// outside [1, MaxQueueNums] and a perm outside PermName.isValid's [0, 8): RocketMQ's broker
+// stores whatever arrives and leaves the checks to its tools; we refuse because every later
+// admin read loops over the queue counts and every client that routes to the topic allocates
+// that many queues. The error is the refusal, with RocketMQ's code and a remark naming the
+// field.
+func (v Topics) Update(tc TopicConfig, mods map[string]string) error {
+	remark := v.b.queueNumsRemark("readQueueNums", tc.ReadQueueNums, 1)
+	if remark == "" {
+		remark = v.b.queueNumsRemark("writeQueueNums", tc.WriteQueueNums, 1)
+	}
+	if remark == "" && (tc.Perm < 0 || tc.Perm > maxPermValue) {
+		remark = fmt.Sprintf("perm %d is out of range [0, %d]", tc.Perm, maxPermValue)
+	}
+	if remark != "" {
+		return &remoting.ResponseError{Code: remoting.SystemError, Remark: "topic[" + tc.TopicName + "]: " + remark}
+	}
+	if err := v.b.topics.UpdateAttributes(tc, mods); err != nil {
+		// RocketMQ 5 answers a refused modification with SYSTEM_ERROR and the reason.
+		var ae *tables.AttributeError
+		if errors.As(err, &ae) {
+			return &remoting.ResponseError{Code: remoting.SystemError, Remark: ae.Error()}
+		}
+		return &remoting.ResponseError{Code: remoting.SystemError, Remark: v.b.topicsFullRemark(tc.TopicName)}
+	}
+	return nil
+}
+
+// Delete removes a topic's config, every group's offsets in it, its counters and its
+// ConsumeQueues, and reports whether it had a config. The records stay in the CommitLog until
+// retention removes them.
+func (v Topics) Delete(topic string) (existed bool, err error) {
+	existed = v.b.topics.Delete(topic)
+	v.b.offsets.RemoveTopic(topic)
+	v.b.seams.forgetTopicCounters(topic)
+	return existed, v.b.store.DeleteTopics(topic)
+}
 
 // Groups is the subscription group table as services see it.
 type Groups struct{ b *Broker }

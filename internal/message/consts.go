@@ -61,7 +61,11 @@ const (
 	PropertyShardingKey                = "SHARDING_KEY"
 	// PropertyMessageGroup is RocketMQ 5's PROPERTY_SHARDING_KEY: a FIFO message's group, by
 	// which 5.x's clients pick its queue and its broker checks a FIFO topic's sends.
-	PropertyMessageGroup  = "__SHARDINGKEY"
+	PropertyMessageGroup = "__SHARDINGKEY"
+	// PropertyTimerDelaySec and PropertyTimerDelayMS are RocketMQ 5's timer delays, relative
+	// to the send (PropertyTimerDeliverMS is the absolute time).
+	PropertyTimerDelaySec = "TIMER_DELAY_SEC"
+	PropertyTimerDelayMS  = "TIMER_DELAY_MS"
 	PropertyCluster       = "CLUSTER"
 	PropertyCorrelationID = "CORRELATION_ID"
 	PropertyReplyToClient = "REPLY_TO_CLIENT"

@@ -2,7 +2,8 @@
 // clients: the stored record (docs/protocol.md §9.1) with IPv4 and IPv6 hosts, the sysFlag bits
 // (§9.2), the properties string (§9.3) and its well-known keys (§9.4), offset message ids
 // (§9.5), the SEND_BATCH_MESSAGE element encoding (§9.6), the Java tag hash code (§9.8) and the
-// body CRC (§9.9).
+// body CRC (§9.9). Properties strings are also edited in place, without a map (SetProperty,
+// RemoveProperty, JoinProperties in properties.go), as the broker's send path and services do.
 //
 // The stored record, all integers big-endian (IPv4 hosts shown; an IPv6 host is 16+4 bytes
 // instead of 4+4):

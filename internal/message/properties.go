@@ -2,6 +2,7 @@ package message
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -126,4 +127,73 @@ func indexByte(b []byte, c byte) int {
 		}
 	}
 	return -1
+}
+
+// Editing encoded properties strings ("name 0x01 value 0x02" pairs, docs/protocol.md §9.3) without
+// decoding them into a map: the broker's send path adds CLUSTER to every message, so the common
+// case is one concatenation.
+
+// SetProperty returns props with key set to value. When key is absent (the common case) the pair
+// is appended; otherwise every piece named key is dropped first, so the result parses to the
+// same map with key replaced.
+func SetProperty(props, key, value string) string {
+	if v, ok := PropertyValueString(props, key); ok {
+		if v == value {
+			return props
+		}
+		props = RemoveProperty(props, key)
+	}
+	if props != "" && props[len(props)-1] != PropertySeparator {
+		return props + string(PropertySeparator) + key + string(NameValueSeparator) + value +
+			string(PropertySeparator)
+	}
+	return props + key + string(NameValueSeparator) + value + string(PropertySeparator)
+}
+
+// RemoveProperty returns props without the pieces named key. Other pieces are kept byte for
+// byte, malformed ones included.
+func RemoveProperty(props, key string) string {
+	if !strings.Contains(props, key) {
+		return props
+	}
+	var sb strings.Builder
+	sb.Grow(len(props))
+	for rest := props; rest != ""; {
+		piece := rest
+		if i := strings.IndexByte(rest, PropertySeparator); i >= 0 {
+			piece, rest = rest[:i+1], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		if len(piece) > len(key) && piece[len(key)] == NameValueSeparator && piece[:len(key)] == key {
+			continue
+		}
+		sb.WriteString(piece)
+	}
+	return sb.String()
+}
+
+// JoinProperties appends a batch's wrapper properties to one element's, as RocketMQ 4.9's batch
+// encoder does, adding the separator the element may lack.
+func JoinProperties(elem []byte, batch string) string {
+	if batch == "" {
+		return string(elem)
+	}
+	if len(elem) > 0 && elem[len(elem)-1] != PropertySeparator {
+		return string(elem) + string(PropertySeparator) + batch
+	}
+	return string(elem) + batch
+}
+
+// DelayLevel returns the DELAY property as a level, or 0 when absent or not a number.
+func DelayLevel(props string) int {
+	v, ok := PropertyValueString(props, PropertyDelayTimeLevel)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

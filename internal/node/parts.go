@@ -69,7 +69,7 @@ func (o Options) storeOptions() storage.Options {
 // brokerOptions are the broker's settings. bound is its listener's bound address; the broker
 // reaches nameServers through tr.
 func (o Options) brokerOptions(bound string, nameServers []string, tr remoting.Transport) (broker.Options, error) {
-	addr, err := broker.AdvertisedAddr(bound, o.Broker.IP)
+	addr, err := config.AdvertisedAddr(bound, o.Broker.IP)
 	if err != nil {
 		return broker.Options{}, fmt.Errorf("mq: %w", err)
 	}

@@ -55,7 +55,11 @@ func startACL(t *testing.T, f ACLAdmin) *env {
 	e.Broker = brokertest.Start(t, brokertest.Config{Attach: func(b *broker.Broker) error {
 		e.stats = stats.New(b)
 		b.Attach(e.stats)
-		b.Attach(New(b, Deps{Stats: e.stats, ACL: f}))
+		s, err := New(b, Deps{Stats: e.stats, ACL: f})
+		if err != nil {
+			return err
+		}
+		b.Attach(s)
 		return nil
 	}})
 	return e

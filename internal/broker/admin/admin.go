@@ -1,29 +1,33 @@
-// Package admin is the broker's admin request processors (RocketMQ's AdminBrokerProcessor,
-// less the topic admin, which stays with the core's topic registry): the admin reads
-// (GET_BROKER_RUNTIME_INFO, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_CONSUMER_OFFSET,
+// Package admin is the broker's admin request processors (RocketMQ's AdminBrokerProcessor): the
+// topic admin (UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG), the admin
+// reads (GET_BROKER_RUNTIME_INFO, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_CONSUMER_OFFSET,
 // GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG), subscription group admin
 // (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP), the connection lists
-// (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST), and the requests relayed to a
+// (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST), the requests relayed to a
 // group's consumers (INVOKE_BROKER_TO_RESET_OFFSET, INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
-// GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
+// GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY) and the broker's configuration
+// (GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG).
 //
-// It holds no files or loops of its own, and no state but GET_BROKER_CONFIG's version counter:
+// It holds no loops of its own, one file (broker.properties: the settings UPDATE_BROKER_CONFIG
+// changed, given back to the core by New) and no state but GET_BROKER_CONFIG's version counter:
 // every processor reads and writes the core through its views (Topics, Groups, Offsets,
 // Clients, Messages, and the store), the statistics through Stats and the delay cursors through
-// DelayOffsets. Its requests run on the core's admin pool. It takes no lock; the core's managers take theirs, one at a time.
+// DelayOffsets. Its requests run on the core's admin pool. Its one lock, configMu, is held only
+// while broker.properties is rewritten; the core's managers take theirs, one at a time.
 //
-// Files: admin.go (the service and its handlers), reads.go (admin reads and subscription group
-// admin), connections.go (the connection lists), reset_offset.go (the relays to consumers),
-// consume_directly.go (CONSUME_MESSAGE_DIRECTLY), config.go (GET_BROKER_CONFIG and
-// UPDATE_BROKER_CONFIG), ops.go (GET_BROKER_CONSUME_STATS, CLONE_GROUP_OFFSET,
-// QUERY_CONSUME_QUEUE, CLEAN_EXPIRED_CONSUMEQUEUE, QUERY_TOPIC_CONSUME_BY_WHO,
-// QUERY_TOPICS_BY_CONSUMER), maintenance.go (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG),
-// acl.go (the ACL administration codes, over the node's ACL).
+// Files: admin.go (the service and its handlers), topics.go (the topic admin), reads.go (admin
+// reads and subscription group admin), connections.go (the connection lists), reset_offset.go
+// (the relays to consumers), consume_directly.go (CONSUME_MESSAGE_DIRECTLY), config.go
+// (GET_BROKER_CONFIG and UPDATE_BROKER_CONFIG), config_file.go (broker.properties), ops.go
+// (GET_BROKER_CONSUME_STATS, CLONE_GROUP_OFFSET, QUERY_CONSUME_QUEUE, CLEAN_EXPIRED_CONSUMEQUEUE,
+// QUERY_TOPIC_CONSUME_BY_WHO, QUERY_TOPICS_BY_CONSUMER), maintenance.go (CLEAN_UNUSED_TOPIC,
+// DELETE_EXPIRED_COMMITLOG), acl.go (the ACL administration codes, over the node's ACL).
 package admin
 
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,14 +77,20 @@ type Service struct {
 	// configVersion and configVersionAt are GET_BROKER_CONFIG's DataVersion: updates counted
 	// since start, and the time of the last (or of the start).
 	configVersion, configVersionAt atomic.Int64
+	// configMu serializes writes of broker.properties (config_file.go).
+	configMu sync.Mutex
 }
 
-// New builds the service over core. Attach it to core before Register.
-func New(core *broker.Broker, deps Deps) *Service {
+// New builds the service over core and gives the core the settings UPDATE_BROKER_CONFIG
+// persisted (config_file.go). Attach it to core before Register.
+func New(core *broker.Broker, deps Deps) (*Service, error) {
 	s := &Service{core: core, deps: deps,
 		log: core.Logger().With().Str("component", "admin").Str("broker", core.Options().Broker.Name).Logger()}
 	s.configVersionAt.Store(time.Now().UnixMilli())
-	return s
+	if err := s.loadRuntimeConfig(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Handlers are the admin codes with the header fields that carry names, all on the admin pool.
@@ -95,6 +105,10 @@ func (s *Service) Handlers() []broker.Handler {
 		return broker.Handler{Code: code, Names: names, Proc: f, Pool: pool}
 	}
 	return []broker.Handler{
+		h(remoting.UpdateAndCreateTopic, []reqnames.Field{reqnames.TopicField("topic"), reqnames.TopicField("defaultTopic")},
+			s.processUpdateAndCreateTopic),
+		h(remoting.DeleteTopicInBroker, topic, s.processDeleteTopic),
+		h(remoting.GetAllTopicConfig, nil, s.processAllTopicConfig),
 		h(remoting.GetBrokerRuntimeInfo, nil, s.processRuntimeInfo),
 		h(remoting.GetTopicStatsInfo, topic, s.processTopicStats),
 		h(remoting.GetConsumeStats, groupTopic, s.processConsumeStats),

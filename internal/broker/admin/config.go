@@ -50,7 +50,7 @@ func (s *Service) brokerConfig() map[string]string {
 		"brokerIP1":                      host,
 		"listenPort":                     port,
 		"namesrvAddr":                    strings.Join(o.NameServers, ";"),
-		broker.KeyBrokerPermission:       strconv.Itoa(int(s.core.Permission())),
+		KeyBrokerPermission:              strconv.Itoa(int(s.core.Permission())),
 		"autoCreateTopicEnable":          strconv.FormatBool(!b.DisableAutoCreateTopic),
 		"autoCreateSubscriptionGroup":    strconv.FormatBool(!o.DisableAutoCreateSubscriptionGroup),
 		"forceRegister":                  strconv.FormatBool(!b.DisableForceRegister),
@@ -170,16 +170,16 @@ func (s *Service) processUpdateBrokerConfig(_ context.Context, ch remoting.Chann
 	}
 	var refused []string
 	for _, k := range slices.Sorted(maps.Keys(props)) {
-		if k != broker.KeyBrokerPermission {
+		if k != KeyBrokerPermission {
 			refused = append(refused, names.Quote(k, len(k)))
 		}
 	}
 	if len(refused) > 0 {
 		return remoting.NewResponse(remoting.NoPermission, fmt.Sprintf(
 			"cannot change %s at run time: the broker changes only %s (set the others when starting the node)",
-			route.ListSome(refused), broker.KeyBrokerPermission)), nil
+			route.ListSome(refused), KeyBrokerPermission)), nil
 	}
-	v, ok := props[broker.KeyBrokerPermission]
+	v, ok := props[KeyBrokerPermission]
 	if !ok {
 		return remoting.NewResponse(remoting.Success, ""), nil
 	}
@@ -189,13 +189,16 @@ func (s *Service) processUpdateBrokerConfig(_ context.Context, ch remoting.Chann
 	}
 	if err != nil {
 		return remoting.NewResponse(remoting.SystemError,
-			fmt.Sprintf("%s=%s: %v", broker.KeyBrokerPermission, names.Quote(v, len(v)), err)), nil
+			fmt.Sprintf("%s=%s: %v", KeyBrokerPermission, names.Quote(v, len(v)), err)), nil
+	}
+	if err := s.persistConfig(map[string]string{KeyBrokerPermission: strconv.Itoa(int(p))}); err != nil {
+		return remoting.NewResponse(remoting.SystemError, fmt.Sprintf("persist %s: %v", BrokerConfigFile, err)), nil
 	}
 	if err := s.core.SetPermission(int32(p)); err != nil {
 		return remoting.NewResponse(remoting.SystemError, err.Error()), nil
 	}
 	s.configVersion.Add(1)
 	s.configVersionAt.Store(time.Now().UnixMilli())
-	s.log.Info().Str("client", ch.RemoteAddr()).Int64(broker.KeyBrokerPermission, p).Msg("broker config updated")
+	s.log.Info().Str("client", ch.RemoteAddr()).Int64(KeyBrokerPermission, p).Msg("broker config updated")
 	return remoting.NewResponse(remoting.Success, ""), nil
 }

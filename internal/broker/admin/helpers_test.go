@@ -29,7 +29,11 @@ func start(t testing.TB, mutate func(*broker.Options), delays DelayOffsets) *env
 	e.Broker = brokertest.Start(t, brokertest.Config{Mutate: mutate, Attach: func(b *broker.Broker) error {
 		e.stats = stats.New(b)
 		b.Attach(e.stats)
-		b.Attach(New(b, Deps{Stats: e.stats, Delays: delays}))
+		s, err := New(b, Deps{Stats: e.stats, Delays: delays})
+		if err != nil {
+			return err
+		}
+		b.Attach(s)
 		return nil
 	}})
 	return e

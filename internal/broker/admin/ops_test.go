@@ -70,7 +70,7 @@ func TestAdminBrokerConfig(t *testing.T) {
 	if kv["brokerPermission"] != "4" || version2 == version {
 		t.Fatalf("after update: perm %s, version %s (was %s)", kv["brokerPermission"], version2, version)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "config", broker.BrokerConfigFile))
+	data, err := os.ReadFile(filepath.Join(dir, "config", BrokerConfigFile))
 	if err != nil || string(data) != "brokerPermission=4\n" {
 		t.Fatalf("persisted %q: %v", data, err)
 	}
@@ -78,7 +78,7 @@ func TestAdminBrokerConfig(t *testing.T) {
 	tb.Stop(t)
 	tb = startIn(t, dir)
 	if tb.Permission() != route.PermRead {
-		t.Fatalf("after a restart the permission is %d, want 4 from %s", tb.Permission(), broker.BrokerConfigFile)
+		t.Fatalf("after a restart the permission is %d, want 4 from %s", tb.Permission(), BrokerConfigFile)
 	}
 	wantOK(t, update("brokerPermission=6"))
 	if tb.Permission() != route.PermReadWrite {
@@ -91,7 +91,11 @@ func startIn(t *testing.T, dir string) *env {
 	e.Broker = brokertest.StartIn(t, dir, brokertest.Config{Attach: func(b *broker.Broker) error {
 		e.stats = stats.New(b)
 		b.Attach(e.stats)
-		b.Attach(New(b, Deps{Stats: e.stats}))
+		s, err := New(b, Deps{Stats: e.stats})
+		if err != nil {
+			return err
+		}
+		b.Attach(s)
 		return nil
 	}})
 	return e
@@ -263,6 +267,37 @@ func TestAdminViewBrokerStatsData(t *testing.T) {
 		resp, _ := view(c[0], c[1])
 		if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "not exist") {
 			t.Errorf("%v: %d %q", c, resp.Code, resp.Remark)
+		}
+	}
+}
+
+// TestAdminBrokerConfigFileRefused: a broker.properties whose brokerPermission a broker may not
+// take stops the start with an error naming the file and the key, and leaves the permission
+// alone.
+func TestAdminBrokerConfigFileRefused(t *testing.T) {
+	for _, bad := range []string{"brokerPermission=7\n", "brokerPermission=x\n"} {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "config"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config", BrokerConfigFile), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts := brokertest.Options(t, dir)
+		opts.BrokerAddr = "127.0.0.1:10911"
+		b, err := broker.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(b, Deps{})
+		if err == nil || !strings.Contains(err.Error(), BrokerConfigFile) || !strings.Contains(err.Error(), KeyBrokerPermission) {
+			t.Errorf("%q: New returned %v, want an error naming the file and the key", bad, err)
+		}
+		if p := b.Permission(); p != route.PermReadWrite {
+			t.Errorf("%q: permission %d after a refused file", bad, p)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // GET_ALL_SUBSCRIPTIONGROUP_CONFIG through broker.SubscriptionGroupWrapper, GET_ALL_CONSUMER_OFFSET
 // through protocol.ConsumerOffsetSerializeWrapper, GET_ALL_DELAY_OFFSET through
 // protocol.DelayOffsetSerializeWrapper (GET_ALL_TOPIC_CONFIG, route.TopicConfigSerializeWrapper,
-// is the core's topic admin).
+// is topics.go's).
 
 // processAllSubscriptionGroups handles GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), docs/protocol.md §6.3.
 func (s *Service) processAllSubscriptionGroups(context.Context, remoting.Channel, *remoting.Command) (*remoting.Command, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
@@ -21,7 +22,7 @@ func attach(b *broker.Broker) error {
 		return err
 	}
 	b.Attach(s)
-	return nil
+	return attachAdmin(b)
 }
 
 func start(t *testing.T, mutate func(*broker.Options)) *brokertest.Broker {
@@ -275,4 +276,14 @@ func TestMessageRequestModesPersist(t *testing.T) {
 	if got := ids(query(t, tb2.TCP, tb2.Addr, q), "POP"); !cmp.Equal(got, []int{-1}) {
 		t.Errorf("g0 after restart: %v", got)
 	}
+}
+
+// attachAdmin attaches the admin service, whose topic admin the tests create topics with.
+func attachAdmin(b *broker.Broker) error {
+	s, err := admin.New(b, admin.Deps{})
+	if err != nil {
+		return err
+	}
+	b.Attach(s)
+	return nil
 }

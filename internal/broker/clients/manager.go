@@ -1,10 +1,10 @@
 // Package clients is the broker's registry of its clients (RocketMQ's broker.client package):
 // the producer and consumer groups heartbeats register, by connection, with their
 // subscriptions, expiry and the snapshots admin reads (Manager: ConsumerManager and
-// ProducerManager), and the queue locks of orderly consumers (Locks: RebalanceLockManager).
-// Each is a leaf behind its own mutex: nothing under it does I/O or calls another manager. The
-// core's clientManager answers the requests (HEART_BEAT, UNREGISTER_CLIENT, LOCK_BATCH_MQ, ...)
-// and notifies the groups these tables report changed.
+// ProducerManager), a leaf behind its own mutex: nothing under it does I/O or calls another
+// manager. The core's clientManager answers the requests (HEART_BEAT, UNREGISTER_CLIENT, ...)
+// and notifies the groups the Manager reports changed. The queue locks of orderly consumers
+// are a service of their own (internal/broker/locks).
 package clients
 
 import (

@@ -105,3 +105,22 @@ func TestExpireCountsFromRecording(t *testing.T) {
 		t.Fatalf("past the timeout: changes %+v close %v producers %v", changes, closeList, m.ProducerChannels("p"))
 	}
 }
+
+// TestMember: a group's member is found by client id, not in another group, and not once its
+// connection closed.
+func TestMember(t *testing.T) {
+	m := NewManager(time.Now)
+	a, b := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}
+	m.RegisterConsumer(ChannelInfo{Channel: a, ClientID: "A", Version: 7}, &protocol.ConsumerData{GroupName: "g"})
+	m.RegisterConsumer(ChannelInfo{Channel: b, ClientID: "B"}, &protocol.ConsumerData{GroupName: "h"})
+	if c, ok := m.Member("g", "A"); !ok || c.Channel != a || c.Version != 7 {
+		t.Errorf("Member(g, A) = %+v, %t", c, ok)
+	}
+	if c, ok := m.Member("g", "B"); ok {
+		t.Errorf("Member(g, B) found %+v from another group", c)
+	}
+	_ = a.Close()
+	if c, ok := m.Member("g", "A"); ok {
+		t.Errorf("Member(g, A) found %+v after its connection closed", c)
+	}
+}

@@ -36,6 +36,20 @@ func (m *Manager) Members(group string) []Conn {
 	return out
 }
 
+// Member is the open connection of one client in a consumer group.
+func (m *Manager) Member(group, clientID string) (Conn, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if g := m.consumers[group]; g != nil {
+		for _, c := range g.channels {
+			if c.ClientID == clientID && !c.Channel.Closed() {
+				return Conn{Channel: c.Channel, ClientID: c.ClientID, Language: c.Language, Version: c.Version}, true
+			}
+		}
+	}
+	return Conn{}, false
+}
+
 // Producers are a producer group's open connections sorted by client id and address;
 // ok is false when nobody registered the group.
 func (m *Manager) Producers(group string) (conns []Conn, ok bool) {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/internal/replication"
@@ -193,7 +194,7 @@ func (s *Service) Start(ctx context.Context, run func(func() error)) error {
 	case <-ctx.Done():
 		return nil
 	}
-	addr, err := broker.AdvertisedAddr(m.Addr(), s.opts.HAConn.AdvertisedIP)
+	addr, err := config.AdvertisedAddr(m.Addr(), s.opts.HAConn.AdvertisedIP)
 	if err != nil {
 		return fmt.Errorf("broker: HA listener: %w", err)
 	}

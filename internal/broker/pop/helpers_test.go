@@ -7,6 +7,7 @@ import (
 
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
@@ -43,7 +44,7 @@ func start(t testing.TB, dir string, mutate func(*broker.Options)) *env {
 		}
 		e.svc = s
 		b.Attach(s)
-		return nil
+		return attachAdmin(b)
 	}})
 	e.tr = e.TCP
 	return e
@@ -153,3 +154,13 @@ func (e *env) popAll(t testing.TB, h *protocol.PopMessageRequestHeader, n int) [
 }
 
 func itoa32(v int32) string { return strconv.Itoa(int(v)) }
+
+// attachAdmin attaches the admin service, whose topic admin the tests create topics with.
+func attachAdmin(b *broker.Broker) error {
+	s, err := admin.New(b, admin.Deps{})
+	if err != nil {
+		return err
+	}
+	b.Attach(s)
+	return nil
+}

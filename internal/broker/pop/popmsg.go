@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/filter"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
@@ -245,7 +244,7 @@ func appendWithProperty(dst, raw []byte, key, value string) []byte {
 	if _, err := message.DecodeRecord(raw, &rec, false); err != nil {
 		return append(dst, raw...)
 	}
-	m := broker.RecordCopy(&rec, string(rec.Topic), rec.QueueID, broker.SetProperty(string(rec.Properties), key, value))
+	m := storage.RecordCopy(&rec, string(rec.Topic), rec.QueueID, message.SetProperty(string(rec.Properties), key, value))
 	m.BodyCRC = rec.BodyCRC
 	size, err := message.RecordSize((*message.Message)(m))
 	if err != nil {

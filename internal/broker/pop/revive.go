@@ -163,7 +163,7 @@ func (s *Service) reviveOne(c *checkpoint) error {
 		}
 		props := string(rec.Properties)
 		if _, ok := message.PropertyValueString(props, propertyFirstPopTime); !ok {
-			props = broker.SetProperty(props, propertyFirstPopTime, strconv.FormatInt(c.key.popTime, 10))
+			props = message.SetProperty(props, propertyFirstPopTime, strconv.FormatInt(c.key.popTime, 10))
 		}
 		target := retryTopic
 		// A group and topic too long together for a retry topic name go to the dead letters.
@@ -171,7 +171,7 @@ func (s *Service) reviveOne(c *checkpoint) error {
 			target = names.DLQTopic(c.key.group)
 		}
 		s.b.Topics().AddSystem(target, 1)
-		m := broker.RecordCopy(&rec, target, 0, props)
+		m := storage.RecordCopy(&rec, target, 0, props)
 		m.ReconsumeTimes = rec.ReconsumeTimes + 1
 		m.StoreHost = s.b.Messages().StoreHost()
 		m.BodyCRC = rec.BodyCRC

@@ -2,7 +2,8 @@
 // BrokerController's registration schedule): REGISTER_BROKER rounds, periodic and woken by
 // topic changes, QUERY_DATA_VERSION before a periodic round when forced registration is off,
 // and UNREGISTER_BROKER when the broker stops. It knows the broker only through Config (its
-// identity, its name servers, its topic table's registration snapshots, its HA address), so
+// identity, its name servers, its topic table's registration snapshots, its permission, its HA
+// address), so
 // the broker's core imports it and it imports nothing of the core.
 package registrar
 
@@ -57,6 +58,10 @@ type Config struct {
 	// IncrementTopics returns the named topics under a data version of their own, for an
 	// incremental registration.
 	IncrementTopics func(names []string) route.TopicConfigSerializeWrapper
+	// Permission is the broker's permission (RocketMQ's brokerPermission), read for every
+	// registration: when it is not read and write, every topic is registered with it instead
+	// of its own (withPermission). Nil means read and write.
+	Permission func() int32
 	// HAAddr is the HA address a master advertises, "" when none; read for every registration
 	// since the listener is bound after the registrar is built.
 	HAAddr func() string
@@ -116,11 +121,30 @@ func (r *Registrar) RegisterChanged() {
 // "unchanged" holds a registration that carries it.
 func (r *Registrar) registerRound(ctx context.Context, force bool) {
 	upTo := r.reg.Begin()
-	topics := r.cfg.WholeTopics()
+	topics := r.withPermission(r.cfg.WholeTopics())
 	if force || r.needRegister(ctx, topics.DataVersion) {
 		r.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: topics})
 	}
 	r.reg.Finish(upTo)
+}
+
+// withPermission is a registration's topic table as RocketMQ's registerBrokerAll sends it: when
+// the broker is not both readable and writable, every topic carries the broker's permission, so
+// producers (not writable) or consumers (not readable) leave the broker at their next route
+// refresh while its own table keeps each topic's permission.
+func (r *Registrar) withPermission(w route.TopicConfigSerializeWrapper) route.TopicConfigSerializeWrapper {
+	if r.cfg.Permission == nil {
+		return w
+	}
+	p := r.cfg.Permission()
+	if route.IsReadable(p) && route.IsWritable(p) {
+		return w
+	}
+	for name, tc := range w.TopicConfigTable {
+		tc.Perm = p
+		w.TopicConfigTable[name] = tc
+	}
+	return w
 }
 
 // SplitSize caps the topics one incremental REGISTER_BROKER carries (RocketMQ 5's
@@ -137,7 +161,7 @@ func (r *Registrar) registerIncrementRound(ctx context.Context) {
 	pending := r.cfg.TakePendingTopics()
 	for len(pending) > 0 {
 		n := min(len(pending), SplitSize)
-		w := r.cfg.IncrementTopics(pending[:n])
+		w := r.withPermission(r.cfg.IncrementTopics(pending[:n]))
 		pending = pending[n:]
 		if len(w.TopicConfigTable) > 0 {
 			r.registerAll(ctx, route.RegisterBrokerBody{TopicConfigSerializeWrapper: w})

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -246,5 +247,79 @@ func TestRegistrarWithoutNameServers(t *testing.T) {
 	}
 	if got := ns.take(); len(got) != 0 {
 		t.Errorf("sent %+v without name servers", got)
+	}
+}
+
+// permsSeen is a name server that records the permissions REGISTER_BROKER bodies give topics.
+type permsSeen struct {
+	recordingNameServers
+	mu    sync.Mutex
+	perms map[int32]int // permission -> topics registered with it
+}
+
+func (n *permsSeen) InvokeSync(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	if req.Code == remoting.RegisterBroker {
+		var h protocol.RegisterBrokerRequestHeader
+		if err := h.Decode(req.ExtFields); err != nil {
+			return nil, err
+		}
+		body, err := route.DecodeRegisterBrokerBody(req.Body, h.Compressed)
+		if err != nil {
+			return nil, err
+		}
+		n.mu.Lock()
+		for _, tc := range body.TopicConfigSerializeWrapper.TopicConfigTable {
+			n.perms[tc.Perm]++
+		}
+		n.mu.Unlock()
+	}
+	return n.recordingNameServers.InvokeSync(ctx, addr, req)
+}
+
+func (n *permsSeen) take() map[int32]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := n.perms
+	n.perms = map[int32]int{}
+	return out
+}
+
+// TestRegistrarBrokerPermission: a broker that is not both readable and writable registers
+// every topic with its own permission, in whole and incremental rounds alike; read and write
+// (or no Permission) registers each topic's own.
+func TestRegistrarBrokerPermission(t *testing.T) {
+	ns := &permsSeen{perms: map[int32]int{}}
+	whole, pending, increment, _ := table(3)
+	var perm atomic.Int32
+	perm.Store(route.PermRead)
+	r := New(Config{ClusterName: "c", BrokerName: "b", BrokerAddr: "127.0.0.1:10911",
+		NameServers: []string{"ns1:9876"}, Transport: ns, Schedule: NewSchedule(time.Hour, time.Hour),
+		Log: zerolog.Nop(), WholeTopics: whole, TakePendingTopics: pending, IncrementTopics: increment,
+		Permission: perm.Load, HAAddr: func() string { return "" }, Registered: func(*route.RegisterBrokerResult) {}})
+	r.RegisterFirst(t.Context())
+	if got := ns.take(); got[route.PermRead] != 3 || len(got) != 1 {
+		t.Fatalf("whole round registered permissions %v, want 3 topics at %d", got, route.PermRead)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	perm.Store(route.PermWrite)
+	r.RegisterChanged()
+	if got := ns.take(); got[route.PermWrite] != 3 || len(got) != 1 {
+		t.Errorf("incremental round registered permissions %v, want 3 topics at %d", got, route.PermWrite)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	tables := route.TopicConfigSerializeWrapper{TopicConfigTable: map[string]route.TopicConfig{
+		"A": {TopicName: "A", Perm: route.PermRead}, "B": {TopicName: "B", Perm: route.PermReadWrite | route.PermInherit}}}
+	for _, p := range []func() int32{nil, func() int32 { return route.PermReadWrite }} {
+		r := New(Config{Permission: p})
+		got := r.withPermission(route.TopicConfigSerializeWrapper{TopicConfigTable: maps.Clone(tables.TopicConfigTable)})
+		if got.TopicConfigTable["A"].Perm != route.PermRead || got.TopicConfigTable["B"].Perm != route.PermReadWrite|route.PermInherit {
+			t.Errorf("a read-write broker changed its topics' permissions: %v", got.TopicConfigTable)
+		}
 	}
 }

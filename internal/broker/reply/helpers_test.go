@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 )
@@ -21,7 +22,7 @@ func start(t testing.TB, mutate func(*broker.Options)) *env {
 	e.Broker = brokertest.Start(t, brokertest.Config{Mutate: mutate, Attach: func(b *broker.Broker) error {
 		e.svc = New(b)
 		b.Attach(e.svc)
-		return nil
+		return attachAdmin(b)
 	}})
 	return e
 }
@@ -30,4 +31,14 @@ func start(t testing.TB, mutate func(*broker.Options)) *env {
 func createTopic(t testing.TB, tb *env, topic string, queues int32) {
 	t.Helper()
 	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, queues)
+}
+
+// attachAdmin attaches the admin service, whose topic admin the tests create topics with.
+func attachAdmin(b *broker.Broker) error {
+	s, err := admin.New(b, admin.Deps{})
+	if err != nil {
+		return err
+	}
+	b.Attach(s)
+	return nil
 }

@@ -219,7 +219,7 @@ func (s *Service) pushReply(ctx context.Context, from remoting.Channel, h *proto
 		SysFlag:               h.SysFlag,
 		BornTimestamp:         h.BornTimestamp,
 		Flag:                  h.Flag,
-		Properties:            broker.SetProperty(h.Properties, propertyPushReplyTime, strconv.FormatInt(now, 10)),
+		Properties:            message.SetProperty(h.Properties, propertyPushReplyTime, strconv.FormatInt(now, 10)),
 		ReconsumeTimes:        h.ReconsumeTimes,
 		UnitMode:              h.UnitMode,
 		BornHost:              broker.BornHost(from).String(),

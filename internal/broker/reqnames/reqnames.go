@@ -7,7 +7,7 @@
 // Header fields are listed per request code here (Fields); the services list their own codes'
 // in their Handlers. Names in bodies are checked where the body is decoded: HEART_BEAT
 // (CheckHeartbeat, internal/broker/clients.go), LOCK_BATCH_MQ and UNLOCK_BATCH_MQ (CheckLock,
-// decodeLockBody), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (CheckGroupField, Groups.Update in
+// internal/broker/locks), UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (CheckGroupField, Groups.Update in
 // internal/broker/view_tables.go).
 //
 // A refused name answers SYSTEM_ERROR (RocketMQ 4.x's code for every validation failure outside
@@ -96,14 +96,8 @@ var requestNames = func() map[int32][]Field {
 			{"consumerGroup", "consumerGroup", Group}},
 		remoting.CheckClientConfig:      nil, // body: only its expression type is read
 		remoting.GetConsumerListByGroup: {{"consumerGroup", "consumerGroup", Group}},
-		remoting.LockBatchMQ:            nil, // body: CheckLock
-		remoting.UnlockBatchMQ:          nil, // body: CheckLock
-
-		remoting.UpdateAndCreateTopic: {{"topic", "topic", Topic}, {"defaultTopic", "defaultTopic", Topic}},
-		remoting.DeleteTopicInBroker:  topic,
-		remoting.GetAllTopicConfig:    nil,
-		// The reply and admin services declare their codes' names in their Handlers
-		// (internal/broker/reply, internal/broker/admin).
+		// The services declare their codes' names in their Handlers (internal/broker/reply,
+		// internal/broker/admin, ...).
 	}
 }()
 

@@ -334,9 +334,9 @@ func (s *delayService) realMessage(rec *message.Record) (*storage.Message, error
 // ConsumeQueue tag code; deliverLevel moves it back when that time comes.
 func (s *delayService) toScheduleTopic(m *storage.Message, level int) {
 	level = max(min(level, len(s.levels)), 1)
-	props := broker.SetProperty(m.Properties, message.PropertyRealTopic, m.Topic)
-	props = broker.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
-	m.Properties = broker.SetProperty(props, message.PropertyDelayTimeLevel, strconv.Itoa(level))
+	props := message.SetProperty(m.Properties, message.PropertyRealTopic, m.Topic)
+	props = message.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	m.Properties = message.SetProperty(props, message.PropertyDelayTimeLevel, strconv.Itoa(level))
 	m.Topic = names.TopicSchedule
 	m.QueueID = int32(level - 1)
 }

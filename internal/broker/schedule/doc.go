@@ -12,13 +12,15 @@
 // CID_RMQ_SYS_WHEEL_TIMER, saved by the core), the store's retention floor, and three loops
 // (Run): the delivery of each kind, on a master only, and the writer of delayOffset.json. It
 // serves one request code, RocketMQ 5's RECALL_MESSAGE (recall.go), which stores a deletion
-// marker for a timer message; GET_ALL_DELAY_OFFSET and the runtime info are the admin
+// marker for a timer message, and writes the recall handle a timer message's send answer
+// carries (RecallHandle, through the core's Scheduler; recall.go reads it back); GET_ALL_DELAY_OFFSET and the runtime info are the admin
 // service's (internal/broker/admin), reading DelayOffsets; a slave's sync (internal/broker/ha)
 // installs its master's cursors through SetDelayOffsets.
 //
 // Files: service.go (the Scheduler and the Service), delay.go (delay levels), timer.go
-// (timers). Locks: delayService.mu guards the level cursors and is a leaf; the timer's wheel
-// is owned by its loop alone, and what others read of it (pending, cursor) is atomic.
+// (timers), recall.go (recall handles and RECALL_MESSAGE). Locks: delayService.mu guards the
+// level cursors and is a leaf; the timer's wheel is owned by its loop alone, and what others
+// read of it (pending, cursor) is atomic.
 //
 // Delayed delivery (RocketMQ ScheduleMessageService).
 //

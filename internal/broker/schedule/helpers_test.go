@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/message"
@@ -32,7 +33,7 @@ func startIn(t testing.TB, dir string, mutate func(*broker.Options)) *schedBroke
 			return err
 		}
 		b.Attach(tb.s)
-		return nil
+		return attachAdmin(b)
 	}})
 	return tb
 }
@@ -88,4 +89,14 @@ func readAt(t *testing.T, tb *schedBroker, topic string, qid int32, off int64) s
 	}
 	rec.Props = message.UnmarshalProperties(rec.Properties)
 	return rec
+}
+
+// attachAdmin attaches the admin service, whose topic admin the tests create topics with.
+func attachAdmin(b *broker.Broker) error {
+	s, err := admin.New(b, admin.Deps{})
+	if err != nil {
+		return err
+	}
+	b.Attach(s)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/internal/message"
+	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -39,6 +40,28 @@ const (
 
 // recallHandle is a decoded recall handle, version 1.
 type recallHandle struct{ topic, brokerName, timestamp, msgID string }
+
+// RecallHandle is the recall handle of m, a single message stored as a timer message (RocketMQ
+// 5's SendMessageProcessor.attachRecallHandle): "v1 <real topic> <broker name> <TIMER_OUT_MS +
+// 1> <UNIQ_KEY>", the +1 so the deletion it asks for lands no earlier than the message; "" for a
+// retry, which is not the producer's to recall, and for a message without those properties.
+func (s *Service) RecallHandle(m *storage.Message) string {
+	out, ok1 := message.PropertyValueString(m.Properties, PropertyTimerOutMS)
+	real, ok2 := message.PropertyValueString(m.Properties, message.PropertyRealTopic)
+	ms, err := strconv.ParseInt(out, 10, 64)
+	if !ok1 || !ok2 || err != nil || names.IsRetryTopic(real) {
+		return ""
+	}
+	uniq, _ := message.PropertyValueString(m.Properties, message.PropertyUniqKey)
+	return encodeRecallHandle(recallHandle{topic: real, brokerName: s.b.Options().Broker.Name,
+		timestamp: strconv.FormatInt(ms+1, 10), msgID: uniq})
+}
+
+// encodeRecallHandle writes h as RecallMessageHandle.HandleV1.buildHandle does: base64url of
+// its fields after "v1", separated by spaces.
+func encodeRecallHandle(h recallHandle) string {
+	return base64.URLEncoding.EncodeToString([]byte("v1 " + h.topic + " " + h.brokerName + " " + h.timestamp + " " + h.msgID))
+}
 
 // decodeRecallHandle reads RecallMessageHandle.decodeHandle's form: base64url of
 // "v1 topic brokerName timestamp messageId" (fields after the fifth are ignored, as Java

@@ -121,3 +121,11 @@ func TestRecallRefusals(t *testing.T) {
 		t.Errorf("plain send answered recall handle %q", h.RecallHandle)
 	}
 }
+
+// TestRecallHandleRoundTrip: the handle a send is answered with decodes to its own fields.
+func TestRecallHandleRoundTrip(t *testing.T) {
+	h := recallHandle{topic: "T", brokerName: "broker-a", timestamp: "1700000000001", msgID: "0A0B0C"}
+	if got, ok := decodeRecallHandle(encodeRecallHandle(h)); !ok || got != h {
+		t.Errorf("decode(encode(%+v)) = %+v, %t", h, got, ok)
+	}
+}

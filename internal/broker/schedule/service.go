@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -50,7 +51,7 @@ func (s *Service) Close() error { return s.delay.persist() }
 // Schedule moves m to SCHEDULE_TOPIC_XXXX for a DELAY level, else to the timer topic for a
 // future timer time; a DELAY level wins, as in RocketMQ 5's HookUtils.handleScheduleMessage.
 func (s *Service) Schedule(m *storage.Message) *remoting.Command {
-	if level := broker.DelayLevel(m.Properties); level > 0 {
+	if level := message.DelayLevel(m.Properties); level > 0 {
 		s.delay.toScheduleTopic(m, level)
 		return nil
 	}

@@ -22,8 +22,8 @@ const (
 	// timerGroup owns the timer service's cursor (ours: RocketMQ keeps a TimerCheckpoint file).
 	timerGroup = "CID_RMQ_SYS_WHEEL_TIMER"
 
-	PropertyTimerDelaySec   = "TIMER_DELAY_SEC"
-	PropertyTimerDelayMS    = "TIMER_DELAY_MS"
+	PropertyTimerDelaySec   = message.PropertyTimerDelaySec
+	PropertyTimerDelayMS    = message.PropertyTimerDelayMS
 	PropertyTimerOutMS      = "TIMER_OUT_MS"
 	PropertyTimerEnqueueMS  = "TIMER_ENQUEUE_MS"
 	PropertyTimerDequeueMS  = "TIMER_DEQUEUE_MS"
@@ -101,9 +101,9 @@ func (s *timerService) toTimerTopic(m *storage.Message) *remoting.Command {
 	if deliverMs-now > s.maxDelay.Milliseconds() {
 		return illegal
 	}
-	props := broker.SetProperty(m.Properties, PropertyTimerOutMS, strconv.FormatInt(deliverMs, 10))
-	props = broker.SetProperty(props, message.PropertyRealTopic, m.Topic)
-	m.Properties = broker.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	props := message.SetProperty(m.Properties, PropertyTimerOutMS, strconv.FormatInt(deliverMs, 10))
+	props = message.SetProperty(props, message.PropertyRealTopic, m.Topic)
+	m.Properties = message.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
 	m.Topic = names.TopicTimer
 	m.QueueID = 0
 	s.b.Topics().AddSystem(names.TopicTimer, 1)
@@ -368,11 +368,11 @@ func (s *timerService) deliver(e timerEntry) error {
 	if e.queueOffset < s.checkBelow && e.deliverMs <= s.startMs && s.deliveredBefore(topic, raw) {
 		return nil
 	}
-	raw = broker.RemoveProperty(raw, message.PropertyRealTopic)
-	raw = broker.RemoveProperty(raw, message.PropertyRealQueueID)
-	raw = broker.SetProperty(raw, PropertyTimerEnqueueMS, strconv.FormatInt(rec.StoreTimestamp, 10))
-	raw = broker.SetProperty(raw, PropertyTimerDequeueMS, strconv.FormatInt(time.Now().UnixMilli(), 10))
-	m := broker.RecordCopy(&rec, topic, int32(qid), raw)
+	raw = message.RemoveProperty(raw, message.PropertyRealTopic)
+	raw = message.RemoveProperty(raw, message.PropertyRealQueueID)
+	raw = message.SetProperty(raw, PropertyTimerEnqueueMS, strconv.FormatInt(rec.StoreTimestamp, 10))
+	raw = message.SetProperty(raw, PropertyTimerDequeueMS, strconv.FormatInt(time.Now().UnixMilli(), 10))
+	m := storage.RecordCopy(&rec, topic, int32(qid), raw)
 	m.StoreHost = s.b.Messages().StoreHost()
 	r, err := s.b.Store().PutMessage(m)
 	switch {

@@ -8,6 +8,7 @@ import (
 	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/assignment"
 	"github.com/mqgo/mq/internal/broker/ha"
+	"github.com/mqgo/mq/internal/broker/locks"
 	"github.com/mqgo/mq/internal/broker/pop"
 	"github.com/mqgo/mq/internal/broker/reply"
 	"github.com/mqgo/mq/internal/broker/schedule"
@@ -37,6 +38,7 @@ func Attach(b *broker.Broker, deps Deps) error {
 	st := stats.New(b)
 	b.Attach(st)
 	b.Attach(reply.New(b))
+	b.Attach(locks.New(b))
 	// Before HA: a slave's metadata sync installs the master's request modes in it.
 	as, err := assignment.New(b)
 	if err != nil {
@@ -48,7 +50,11 @@ func Attach(b *broker.Broker, deps Deps) error {
 		return err
 	}
 	b.Attach(h)
-	b.Attach(admin.New(b, admin.Deps{Stats: st, Delays: sched, ACL: deps.ACL}))
+	ad, err := admin.New(b, admin.Deps{Stats: st, Delays: sched, ACL: deps.ACL})
+	if err != nil {
+		return err
+	}
+	b.Attach(ad)
 	p, err := pop.New(b)
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ func findPair(m Metrics, group, topic string) (GroupTopic, bool) {
 func TestGroupLagAndLatency(t *testing.T) {
 	tb, s := startWithStats(t)
 	const topic, group = "LagTopic", "lag-group"
-	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, 2)
+	createTopic(t, tb, topic, 2)
 	addGroup(t, tb, group)
 	host := tb.Messages().StoreHost()
 	wiretest.PutMsgs(t, tb.Store(), host, topic, 0, 5, "", "q0")
@@ -96,7 +96,7 @@ func TestRetryAndDeadLetterBacklog(t *testing.T) {
 	retry, dlq := names.RetryTopic(group), names.DLQTopic(group)
 	tb.Topics().AddSystem(retry, 1)
 	tb.Topics().AddSystem(dlq, 1)
-	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, 1)
+	createTopic(t, tb, topic, 1)
 	host := tb.Messages().StoreHost()
 	wiretest.PutMsgs(t, tb.Store(), host, retry, 0, 2, "", "r")
 	wiretest.PutMsgs(t, tb.Store(), host, dlq, 0, 3, "", "d")
@@ -162,7 +162,7 @@ func TestRetryAndDeadLetterBacklog(t *testing.T) {
 func TestScrapeCaps(t *testing.T) {
 	tb, s := startWithStats(t)
 	const topic = "CapTopic"
-	wiretest.CreateTopic(t, tb.TCP, tb.Addr, topic, 2)
+	createTopic(t, tb, topic, 2)
 	host := tb.Messages().StoreHost()
 	wiretest.PutMsgs(t, tb.Store(), host, topic, 0, 2, "", "a")
 	wiretest.PutMsgs(t, tb.Store(), host, topic, 1, 2, "", "b")
@@ -235,8 +235,8 @@ func TestSlaveLagsByIdentity(t *testing.T) {
 func TestCountersFromZero(t *testing.T) {
 	tb, s := startWithStats(t)
 	const quiet, busy, group = "QuietTopic", "BusyTopic", "zero-group"
-	wiretest.CreateTopic(t, tb.TCP, tb.Addr, quiet, 1)
-	wiretest.CreateTopic(t, tb.TCP, tb.Addr, busy, 1)
+	createTopic(t, tb, quiet, 1)
+	createTopic(t, tb, busy, 1)
 	addGroup(t, tb, group)
 	tb.Offsets().Commit(group, quiet, 0, 0)
 	s.CountPut(busy, 2, 64)
@@ -267,7 +267,7 @@ func TestCountersFromZero(t *testing.T) {
 func BenchmarkMetricsScrape(b *testing.B) {
 	tb, s := startWithStats(b)
 	const topic = "BenchScrape"
-	wiretest.CreateTopic(b, tb.TCP, tb.Addr, topic, 4)
+	createTopic(b, tb, topic, 4)
 	for q := range int32(4) {
 		wiretest.PutMsgs(b, tb.Store(), tb.Messages().StoreHost(), topic, q, 20, "", "b")
 	}
@@ -286,5 +286,14 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		if m := s.Metrics(); len(m.GroupTopics) != 200 {
 			b.Fatalf("%d pairs", len(m.GroupTopics))
 		}
+	}
+}
+
+// createTopic creates a topic through the core's view: the topic admin is the admin service's,
+// which imports this package.
+func createTopic(t testing.TB, tb *brokertest.Broker, topic string, queues int32) {
+	t.Helper()
+	if err := tb.Topics().Update(broker.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: 6}, nil); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
 	}
 }

@@ -40,11 +40,10 @@ func topicPuts(s *Service, topic string) (msgs, bytes int64) {
 // topic, the pull path counts what a group got, and deleting the topic forgets its counters.
 func TestCountsBatchesAndPulls(t *testing.T) {
 	tb, s := startWithStats(t)
-	create := protocol.CreateTopicRequestHeader{Topic: "Batch", DefaultTopic: names.TopicAutoCreate, ReadQueueNums: 1,
-		WriteQueueNums: 1, Perm: 6}
-	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.UpdateAndCreateTopic,
-		remoting.EncodeHeader(&create), nil)); resp.Code != remoting.Success {
-		t.Fatalf("create topic: %d %q", resp.Code, resp.Remark)
+	// The topic admin is the admin service's, which imports this package: the core's view
+	// creates and deletes the topic here.
+	if err := tb.Topics().Update(broker.TopicConfig{TopicName: "Batch", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}, nil); err != nil {
+		t.Fatalf("create topic: %v", err)
 	}
 	var body []byte
 	for i := range 3 {
@@ -89,9 +88,8 @@ func TestCountsBatchesAndPulls(t *testing.T) {
 		t.Errorf("counted %d messages got by cg, want 3", got)
 	}
 
-	del := protocol.DeleteTopicRequestHeader{Topic: "Batch"}
-	if resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.DeleteTopicInBroker, remoting.EncodeHeader(&del), nil)); resp.Code != remoting.Success {
-		t.Fatalf("delete: %d %q", resp.Code, resp.Remark)
+	if _, err := tb.Topics().Delete("Batch"); err != nil {
+		t.Fatalf("delete: %v", err)
 	}
 	if n, _ := topicPuts(s, "Batch"); n != 0 {
 		t.Errorf("a deleted topic keeps %d counted puts", n)

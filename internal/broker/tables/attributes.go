@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/route"
 )
 
@@ -161,6 +162,26 @@ func MessageType(tc route.TopicConfig) (string, bool) {
 		return TypeNormal, false
 	}
 	return t, true
+}
+
+// MessageTypeOf is the message.type a message's properties make it (TopicMessageType
+// .parseFromMessageProperty), which a send to a typed topic must match: TRANSACTION for a half
+// message, DELAY for a delay level or a timer, FIFO for a message group (the key 5.x's clients
+// and proxy set; 4.x's SHARDING_KEY was renamed), else NORMAL.
+func MessageTypeOf(props string) string {
+	if v, _ := message.PropertyValueString(props, message.PropertyTransactionPrepared); v == "true" {
+		return TypeTransaction
+	}
+	for _, k := range []string{message.PropertyDelayTimeLevel, message.PropertyTimerDeliverMS,
+		message.PropertyTimerDelaySec, message.PropertyTimerDelayMS} {
+		if _, ok := message.PropertyValueString(props, k); ok {
+			return TypeDelay
+		}
+	}
+	if _, ok := message.PropertyValueString(props, message.PropertyMessageGroup); ok {
+		return TypeFIFO
+	}
+	return TypeNormal
 }
 
 // scrubAttributes drops from a topic what a request could not have set — unknown keys, values

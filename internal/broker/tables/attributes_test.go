@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/route"
 )
 
@@ -159,6 +160,33 @@ func TestAttributesSlaveSyncAndLoad(t *testing.T) {
 	for topic, want := range map[string]string{"F": TypeFIFO, "G": TypeDelay} {
 		if tc, _ := tb2.Topics.Get(topic); tc.Attributes[AttrMessageType] != want {
 			t.Errorf("%s after reload: %+v, want %s", topic, tc, want)
+		}
+	}
+}
+
+// TestMessageTypeOf: a send's properties make its type as RocketMQ 5 parses them, a half
+// message first, then any delay, then a message group.
+func TestMessageTypeOf(t *testing.T) {
+	props := func(kv ...string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return message.MarshalProperties(m)
+	}
+	for _, c := range []struct{ props, want string }{
+		{"", TypeNormal},
+		{props("TAGS", "a"), TypeNormal},
+		{props("TRAN_MSG", "true", "DELAY", "3"), TypeTransaction},
+		{props("TRAN_MSG", "false"), TypeNormal},
+		{props("DELAY", "3", "__SHARDINGKEY", "g"), TypeDelay},
+		{props("TIMER_DELIVER_MS", "1"), TypeDelay},
+		{props("TIMER_DELAY_SEC", "1"), TypeDelay},
+		{props("TIMER_DELAY_MS", "1"), TypeDelay},
+		{props("__SHARDINGKEY", "g"), TypeFIFO},
+	} {
+		if got := MessageTypeOf(c.props); got != c.want {
+			t.Errorf("MessageTypeOf(%q) = %s, want %s", c.props, got, c.want)
 		}
 	}
 }

@@ -13,13 +13,14 @@ import (
 // refuse and how); here are the per-connection bucket and the refusal counters they use.
 
 // Refusals counts refusals of one kind and keeps their warning to one per RefusalLogPeriod, so
-// a client hammering a limit cannot flood the log from the send path.
+// a client hammering a limit cannot flood the log from the send or pull path (the topic
+// creations refused here, sends refused by a full topic table, pulls a full hold refused).
 type Refusals struct {
 	count atomic.Int64
 	next  atomic.Int64 // unix nanoseconds before which no warning is let through
 }
 
-// RefusalLogPeriod spaces the warnings about refused creations.
+// RefusalLogPeriod spaces the warnings about one kind of refusal.
 const RefusalLogPeriod = time.Minute
 
 // Note counts a refusal made at now and returns the refusals so far and whether this one may
@@ -32,6 +33,9 @@ func (r *Refusals) Note(now time.Time) (total int64, logIt bool) {
 	}
 	return total, r.next.CompareAndSwap(n, now.Add(RefusalLogPeriod).UnixNano())
 }
+
+// Total is how many refusals were noted.
+func (r *Refusals) Total() int64 { return r.count.Load() }
 
 // CreateLimiter is the per-connection token bucket of topic auto-creation. Buckets live in a
 // map by connection id; one that has refilled is the same as none, so the map is swept of

@@ -144,6 +144,29 @@ func (m *Offsets) Snapshot() map[string]map[int32]int64 {
 	return out
 }
 
+// Slowest is, by topic and queue, the lowest offset any group committed: the store's
+// ConsumedOffsets, against which a retention round that deleted unexpired segments counts the
+// messages it took before a group consumed them.
+func (m *Offsets) Slowest() map[string]map[int32]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := map[string]map[int32]int64{}
+	for k, qs := range m.table {
+		topic, _, _ := strings.Cut(k, topicGroupSeparator)
+		low := out[topic]
+		if low == nil {
+			low = make(map[int32]int64, len(qs))
+			out[topic] = low
+		}
+		for id, off := range qs {
+			if cur, ok := low[id]; !ok || off < cur {
+				low[id] = off
+			}
+		}
+	}
+	return out
+}
+
 // persist writes consumerOffset.json; only the metadata writer and FlushAll call it.
 func (m *Offsets) persist() error {
 	return storage.WriteJSONFile(m.path, offsetFile{OffsetTable: m.Snapshot()})

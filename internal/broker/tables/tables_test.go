@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/route"
@@ -121,5 +122,19 @@ func TestLoadClampsQueueNums(t *testing.T) {
 	}
 	if gc, _ := tb2.Groups.Get("g"); gc.RetryQueueNums != cfg.MaxQueueNums {
 		t.Errorf("group loaded with retryQueueNums %d", gc.RetryQueueNums)
+	}
+}
+
+// TestOffsetsSlowest: the store's ConsumedOffsets is, per topic and queue, the lowest offset of
+// every group that committed one; a queue only one group committed keeps that group's.
+func TestOffsetsSlowest(t *testing.T) {
+	tb := load(t, testConfig(t, t.TempDir()))
+	tb.Offsets.Commit("g1", "T", 0, 10)
+	tb.Offsets.Commit("g2", "T", 0, 4)
+	tb.Offsets.Commit("g2", "T", 1, 7)
+	tb.Offsets.Commit("g1", "U", 3, 2)
+	want := map[string]map[int32]int64{"T": {0: 4, 1: 7}, "U": {3: 2}}
+	if diff := cmp.Diff(want, tb.Offsets.Slowest()); diff != "" {
+		t.Errorf("Slowest (-want +got):\n%s", diff)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/broker/schedule"
@@ -34,7 +35,7 @@ func startIn(t *testing.T, dir string, mutate func(*broker.Options)) *txBroker {
 			return err
 		}
 		b.Attach(tb.tx)
-		return nil
+		return attachAdmin(b)
 	}})
 	return tb
 }
@@ -86,4 +87,14 @@ func bodies(t *testing.T, tb *txBroker, topic string, queueID int32) []string {
 		out = append(out, string(r.Body))
 	}
 	return out
+}
+
+// attachAdmin attaches the admin service, whose topic admin the tests create topics with.
+func attachAdmin(b *broker.Broker) error {
+	s, err := admin.New(b, admin.Deps{})
+	if err != nil {
+		return err
+	}
+	b.Attach(s)
+	return nil
 }

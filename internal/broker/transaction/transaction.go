@@ -154,8 +154,8 @@ func (s *Service) opHalfOffsets(u storage.CQUnit) []int64 {
 // Prepare turns a prepared send into a half message (TransactionalMessageBridge
 // parseHalfMessageInner).
 func (s *Service) Prepare(m *storage.Message) {
-	props := broker.SetProperty(m.Properties, message.PropertyRealTopic, m.Topic)
-	m.Properties = broker.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	props := message.SetProperty(m.Properties, message.PropertyRealTopic, m.Topic)
+	m.Properties = message.SetProperty(props, message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
 	m.SysFlag &^= transactionBits
 	m.Topic = names.TopicTransHalf
 	m.QueueID = 0
@@ -311,9 +311,9 @@ func (s *Service) committedMessage(rec *message.Record, props map[string]string)
 		return nil, errors.New("the prepared message names no real topic and queue")
 	}
 	raw := string(rec.Properties)
-	raw = broker.RemoveProperty(raw, message.PropertyRealTopic)
-	raw = broker.RemoveProperty(raw, message.PropertyRealQueueID)
-	raw = broker.RemoveProperty(raw, message.PropertyTransactionPrepared)
+	raw = message.RemoveProperty(raw, message.PropertyRealTopic)
+	raw = message.RemoveProperty(raw, message.PropertyRealQueueID)
+	raw = message.RemoveProperty(raw, message.PropertyTransactionPrepared)
 	m := &storage.Message{
 		Topic:                     topic,
 		QueueID:                   int32(qid),
@@ -338,8 +338,8 @@ func (s *Service) committedMessage(rec *message.Record, props map[string]string)
 // (TransactionalMessageBridge.addRemoveTagInTransactionOp).
 func (s *Service) putOp(halfOffset int64) error {
 	s.b.Topics().AddSystem(names.TopicTransOpHalf, 1)
-	props := broker.SetProperty("", message.PropertyTags, opRemoveTag)
-	props = broker.SetProperty(props, message.PropertyWaitStoreMsgOK, "true")
+	props := message.SetProperty("", message.PropertyTags, opRemoveTag)
+	props = message.SetProperty(props, message.PropertyWaitStoreMsgOK, "true")
 	m := &storage.Message{
 		Topic:         names.TopicTransOpHalf,
 		Body:          strconv.AppendInt(nil, halfOffset, 10),
@@ -435,8 +435,8 @@ func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUni
 	if checks >= s.opts.Transactions.CheckMax {
 		return s.discardHalf(off, &rec)
 	}
-	raw := broker.SetProperty(string(rec.Properties), message.PropertyTransactionCheckTimes, strconv.Itoa(checks+1))
-	c := broker.RecordCopy(&rec, names.TopicTransHalf, 0, raw)
+	raw := message.SetProperty(string(rec.Properties), message.PropertyTransactionCheckTimes, strconv.Itoa(checks+1))
+	c := storage.RecordCopy(&rec, names.TopicTransHalf, 0, raw)
 	r, err := s.b.Messages().Put(c)
 	if !broker.PutStored(r.Status) {
 		s.log.Warn().Err(err).Str("status", r.Status.String()).Int64("offset", off).Msg("half message not re-put, check round ended")
@@ -456,7 +456,7 @@ func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUni
 // TRANS_CHECK_MAX_TIME_TOPIC (DefaultTransactionalMessageCheckListener.resolveDiscardMsg).
 func (s *Service) discardHalf(off int64, rec *message.Record) bool {
 	s.b.Topics().AddSystem(names.TopicTransCheckMaxTime, 1)
-	m := broker.RecordCopy(rec, names.TopicTransCheckMaxTime, 0, string(rec.Properties))
+	m := storage.RecordCopy(rec, names.TopicTransCheckMaxTime, 0, string(rec.Properties))
 	r, err := s.b.Messages().Put(m)
 	if !broker.PutStored(r.Status) {
 		s.log.Warn().Err(err).Str("status", r.Status.String()).Int64("offset", off).Msg("half message not discarded, check round ended")

@@ -1,14 +1,17 @@
-package broker
+package admin
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/names"
-
-	"github.com/google/go-cmp/cmp"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -22,7 +25,7 @@ func goAdminCreate(topic string) *protocol.CreateTopicRequestHeader {
 
 func allTopicConfig(t *testing.T, tr remoting.Transport, addr string) route.TopicConfigSerializeWrapper {
 	t.Helper()
-	resp := invoke(t, tr, addr, remoting.NewRequest(remoting.GetAllTopicConfig, nil, nil))
+	resp := brokertest.Invoke(t, tr, addr, remoting.NewRequest(remoting.GetAllTopicConfig, nil, nil))
 	if resp.Code != remoting.Success {
 		t.Fatalf("GET_ALL_TOPIC_CONFIG: %d %q", resp.Code, resp.Remark)
 	}
@@ -33,18 +36,23 @@ func allTopicConfig(t *testing.T, tr remoting.Transport, addr string) route.Topi
 	return w
 }
 
+// topicNames are the core's topics, sorted.
+func topicNames(tb *env) []string {
+	return slices.Sorted(maps.Keys(tb.Topics().All().TopicConfigTable))
+}
+
 func TestTopicAdmin(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := start(t, nil, nil)
 	for trName, tr := range tb.Transports() {
 		t.Run(trName, func(t *testing.T) {
 			topic := "Admin_" + trName
 			h := goAdminCreate(topic)
 			h.WriteQueueNums, h.Order = 4, true
-			resp := invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil))
+			resp := brokertest.Invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.UpdateAndCreateTopic, remoting.EncodeHeader(h), nil))
 			if resp.Code != remoting.Success {
 				t.Fatalf("create: %d %q", resp.Code, resp.Remark)
 			}
-			want := TopicConfig{TopicName: topic, ReadQueueNums: 8, WriteQueueNums: 4, Perm: 6,
+			want := broker.TopicConfig{TopicName: topic, ReadQueueNums: 8, WriteQueueNums: 4, Perm: 6,
 				TopicFilterType: route.FilterSingleTag, Order: true}
 			before := allTopicConfig(t, tr, tb.Addr)
 			if diff := cmp.Diff(want, before.TopicConfigTable[topic]); diff != "" {
@@ -56,11 +64,11 @@ func TestTopicAdmin(t *testing.T) {
 
 			// Store a message and an offset, then delete: config, offsets and queues go.
 			sh := wiretest.SendHeader(topic, 3, nil)
-			wiretest.WantSendOK(t, invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &sh, []byte("x"), remoting.SerializeJSON)))
+			wiretest.WantSendOK(t, brokertest.Invoke(t, tr, tb.Addr, wiretest.SendRequest(remoting.SendMessage, &sh, []byte("x"), remoting.SerializeJSON)))
 			wiretest.StoredRecord(t, tb.Store(), topic, 3, 0)
-			tb.offsets.Commit("g", topic, 3, 1)
+			tb.Offsets().Commit("g", topic, 3, 1)
 			del := remoting.EncodeHeader(&protocol.DeleteTopicRequestHeader{Topic: topic})
-			if resp := invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.DeleteTopicInBroker, del, nil)); resp.Code != remoting.Success {
+			if resp := brokertest.Invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.DeleteTopicInBroker, del, nil)); resp.Code != remoting.Success {
 				t.Fatalf("delete: %d %q", resp.Code, resp.Remark)
 			}
 			after := allTopicConfig(t, tr, tb.Addr)
@@ -70,7 +78,7 @@ func TestTopicAdmin(t *testing.T) {
 			if after.DataVersion.Counter <= before.DataVersion.Counter {
 				t.Errorf("data version %d did not advance past %d", after.DataVersion.Counter, before.DataVersion.Counter)
 			}
-			if off := tb.offsets.Query("g", topic, 3); off != -1 {
+			if off := tb.Offsets().Query("g", topic, 3); off != -1 {
 				t.Errorf("offset %d kept for a deleted topic", off)
 			}
 			if n := tb.Store().MaxOffsetInQueue(topic, 3); n != 0 {
@@ -81,7 +89,7 @@ func TestTopicAdmin(t *testing.T) {
 }
 
 func TestTopicAdminRefused(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := start(t, nil, nil)
 	cases := []struct {
 		name   string
 		code   int32
@@ -108,24 +116,17 @@ func TestTopicAdminRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := tb.topics.Names()
-			resp := invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(c.code, c.ext, nil))
+			before := topicNames(tb)
+			resp := brokertest.Invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(c.code, c.ext, nil))
 			if resp.Code != c.want || !strings.Contains(resp.Remark, c.remark) {
 				t.Errorf("response %d %q, want %d containing %q", resp.Code, resp.Remark, c.want, c.remark)
 			}
-			if diff := cmp.Diff(before, tb.topics.Names()); diff != "" {
+			if diff := cmp.Diff(before, topicNames(tb)); diff != "" {
 				t.Errorf("topics changed by a refused request (-before +after):\n%s", diff)
 			}
 		})
 	}
-	if tc, _ := tb.topics.Get(names.TopicAutoCreate); !route.IsInherited(tc.Perm) {
+	if tc, _ := tb.Topics().Get(names.TopicAutoCreate); !route.IsInherited(tc.Perm) {
 		t.Errorf("TBW102 changed: %+v", tc)
-	}
-}
-
-func wantOK(t *testing.T, resp *remoting.Command) {
-	t.Helper()
-	if resp.Code != remoting.Success {
-		t.Fatalf("response %d %q", resp.Code, resp.Remark)
 	}
 }

@@ -1,4 +1,4 @@
-package clients
+package locks
 
 import (
 	"sync"
@@ -13,23 +13,23 @@ type lockEntry struct {
 	lastUpdate time.Time
 }
 
-// Locks holds the queue locks of orderly consumers (RocketMQ RebalanceLockManager): a lock
+// Table holds the queue locks of orderly consumers (RocketMQ RebalanceLockManager): a lock
 // is owned by (group, client id), granted when free, expired or already owned by the caller
 // (a renewal), and expires maxLive after its last renewal. Locks survive their owner's
 // connection; they only expire.
-type Locks struct {
+type Table struct {
 	mu     sync.Mutex
 	groups map[string]map[protocol.MessageQueue]*lockEntry
 }
 
-// NewLocks returns a table without locks.
-func NewLocks() *Locks {
-	return &Locks{groups: map[string]map[protocol.MessageQueue]*lockEntry{}}
+// NewTable returns a table without locks.
+func NewTable() *Table {
+	return &Table{groups: map[string]map[protocol.MessageQueue]*lockEntry{}}
 }
 
 // TryLock locks what it can of mqs for clientID and returns the queues now held by it, in
 // request order.
-func (m *Locks) TryLock(group, clientID string, mqs []protocol.MessageQueue, now time.Time, maxLive time.Duration) []protocol.MessageQueue {
+func (m *Table) TryLock(group, clientID string, mqs []protocol.MessageQueue, now time.Time, maxLive time.Duration) []protocol.MessageQueue {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[group]
@@ -56,7 +56,7 @@ func (m *Locks) TryLock(group, clientID string, mqs []protocol.MessageQueue, now
 }
 
 // Unlock releases the queues of mqs that clientID holds.
-func (m *Locks) Unlock(group, clientID string, mqs []protocol.MessageQueue) {
+func (m *Table) Unlock(group, clientID string, mqs []protocol.MessageQueue) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[group]
@@ -71,7 +71,7 @@ func (m *Locks) Unlock(group, clientID string, mqs []protocol.MessageQueue) {
 }
 
 // Expire forgets locks not renewed for maxLive (they are free already; this bounds memory).
-func (m *Locks) Expire(now time.Time, maxLive time.Duration) {
+func (m *Table) Expire(now time.Time, maxLive time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for group, g := range m.groups {
@@ -87,7 +87,7 @@ func (m *Locks) Expire(now time.Time, maxLive time.Duration) {
 }
 
 // owner returns the client holding a live lock on mq, if any.
-func (m *Locks) owner(group string, mq protocol.MessageQueue, now time.Time, maxLive time.Duration) (string, bool) {
+func (m *Table) owner(group string, mq protocol.MessageQueue, now time.Time, maxLive time.Duration) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.groups[group][mq]; e != nil && now.Sub(e.lastUpdate) <= maxLive {

@@ -1,4 +1,4 @@
-package broker
+package locks
 
 import (
 	"encoding/json"
@@ -6,9 +6,20 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
+
+// start starts a broker core with the lock service; mutate may change its options.
+func start(t *testing.T, mutate func(*broker.Options)) *brokertest.Broker {
+	t.Helper()
+	return brokertest.Start(t, brokertest.Config{Mutate: mutate, Attach: func(b *broker.Broker) error {
+		b.Attach(New(b))
+		return nil
+	}})
+}
 
 func lockCmd(code int32, group, client string, mqs ...protocol.MessageQueue) *remoting.Command {
 	body, _ := json.Marshal(protocol.LockBatchRequestBody{ConsumerGroup: group, ClientID: client, MQSet: mqs})
@@ -17,7 +28,7 @@ func lockCmd(code int32, group, client string, mqs ...protocol.MessageQueue) *re
 
 func lockMQ(t *testing.T, tr remoting.Transport, addr, group, client string, mqs ...protocol.MessageQueue) []protocol.MessageQueue {
 	t.Helper()
-	resp := invoke(t, tr, addr, lockCmd(remoting.LockBatchMQ, group, client, mqs...))
+	resp := brokertest.Invoke(t, tr, addr, lockCmd(remoting.LockBatchMQ, group, client, mqs...))
 	if resp.Code != remoting.Success {
 		t.Fatalf("lock code %d %s", resp.Code, resp.Remark)
 	}
@@ -30,13 +41,13 @@ func lockMQ(t *testing.T, tr remoting.Transport, addr, group, client string, mqs
 
 func unlockMQ(t *testing.T, tr remoting.Transport, addr, group, client string, mqs ...protocol.MessageQueue) {
 	t.Helper()
-	if resp := invoke(t, tr, addr, lockCmd(remoting.UnlockBatchMQ, group, client, mqs...)); resp.Code != remoting.Success {
+	if resp := brokertest.Invoke(t, tr, addr, lockCmd(remoting.UnlockBatchMQ, group, client, mqs...)); resp.Code != remoting.Success {
 		t.Fatalf("unlock code %d", resp.Code)
 	}
 }
 
 func TestQueueLocks(t *testing.T) {
-	tb := startTestBroker(t, func(o *Options) { o.Periods.RebalanceLockMaxLiveTime = 500 * time.Millisecond })
+	tb := start(t, func(o *broker.Options) { o.Periods.RebalanceLockMaxLiveTime = 500 * time.Millisecond })
 	q := func(id int) protocol.MessageQueue {
 		return protocol.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: id}
 	}
@@ -63,7 +74,7 @@ func TestQueueLocks(t *testing.T) {
 		t.Fatalf("B lock after A's unlock: %v", got)
 	}
 	// A's q(1) lock expires without renewal; renewing keeps B's.
-	eventually(t, "A's lock expired", func() bool {
+	brokertest.Eventually(t, "A's lock expired", func() bool {
 		lockMQ(t, b, tb.Addr, "g", "B", q(0), q(2))
 		return len(lockMQ(t, b, tb.Addr, "g", "B", q(1))) == 1
 	})
@@ -75,7 +86,7 @@ func TestQueueLocks(t *testing.T) {
 	if got := lockMQ(t, a, tb.Addr, "g", "A", q(0)); len(got) != 0 {
 		t.Fatalf("lock released on close: %v", got)
 	}
-	if resp := invoke(t, a, tb.Addr, remoting.NewRequest(remoting.LockBatchMQ, nil, []byte("x"))); resp.Code != remoting.SystemError {
+	if resp := brokertest.Invoke(t, a, tb.Addr, remoting.NewRequest(remoting.LockBatchMQ, nil, []byte("x"))); resp.Code != remoting.SystemError {
 		t.Errorf("bad body code %d", resp.Code)
 	}
 }

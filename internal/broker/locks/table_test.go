@@ -1,4 +1,4 @@
-package clients
+package locks
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestLockManagerExpire(t *testing.T) {
-	m := NewLocks()
+	m := NewTable()
 	now := time.Now()
 	q := protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}
 	m.TryLock("g", "A", []protocol.MessageQueue{q}, now.Add(-time.Minute), time.Second)
