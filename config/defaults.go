@@ -213,6 +213,7 @@ func (l *Limits) EnsureDefaults() {
 	setPositive(&l.MaxHeldPulls, DefaultMaxHeldPulls)
 	setPositive(&l.MaxQueueNums, route.DefaultMaxQueueNums)
 	setPositive(&l.MaxTopics, DefaultMaxTopics)
+	setPositive(&l.MaxSubscriptionGroups, DefaultMaxSubscriptionGroups)
 	setPositive(&l.AutoCreateTopicBurst, DefaultAutoCreateTopicBurst)
 	setPositive(&l.AutoCreateTopicRate, DefaultAutoCreateTopicRate)
 	// ServerWorkerThreads and ServerQueueCapacity take the default when not positive: a pool
