@@ -88,9 +88,10 @@ func TestUpdateConsumerOffsetChecks(t *testing.T) {
 // TestGroupsPastMaxSubscriptionGroups: with MaxSubscriptionGroups 2, every request that would
 // create a third group is answered SUBSCRIPTION_GROUP_NOT_EXIST naming the limit and creates
 // nothing: a heartbeat (its groups within the limit are registered, with their retry topics;
-// the others are not), a pull, a pop, a send-back, a send to a new group's retry topic and
-// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP. The groups held keep working, and the operator's tools
-// (TOOLS_CONSUMER) still pull.
+// the others are not), a pull, a pop, a send-back, a send to a new group's retry topic,
+// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and CLONE_GROUP_OFFSET. The groups held keep working, and the operator's tools
+// (TOOLS_CONSUMER) still pull. Offsets cloned to a new group (CLONE_GROUP_OFFSET) are refused
+// alike; to a held group they are cloned.
 func TestGroupsPastMaxSubscriptionGroups(t *testing.T) {
 	tb := startTestBroker(t, func(o *Options) { o.Limits.MaxSubscriptionGroups = 2 })
 	addTopic(tb, "T", 2)
@@ -144,6 +145,11 @@ func TestGroupsPastMaxSubscriptionGroups(t *testing.T) {
 		remoting.SubscriptionGroupNotExist, limit, "new-admin")
 	wantAnswer(t, "commit of a refused group", updateOffset(t, tb.TCP, tb.Addr, "c", "T", 0, 1),
 		remoting.SubscriptionGroupNotExist, "Group c not exist!")
+	clone := func(dest string) *remoting.Command {
+		return invoke(t, tb.TCP, tb.Addr, remoting.NewRequest(remoting.CloneGroupOffset, remoting.EncodeHeader(
+			&protocol.CloneGroupOffsetRequestHeader{SrcGroup: "a", DestGroup: dest, Topic: "T", Offline: true}), nil))
+	}
+	wantAnswer(t, "offsets cloned to a new group", clone("new-clone"), remoting.SubscriptionGroupNotExist, limit, "new-clone")
 
 	// What the broker holds keeps working: a held group pulls and commits, an admin update of
 	// it is taken, and the tools' group is never refused.
@@ -152,6 +158,10 @@ func TestGroupsPastMaxSubscriptionGroups(t *testing.T) {
 	}
 	if resp := updateOffset(t, tb.TCP, tb.Addr, "a", "T", 0, 1); resp.Code != remoting.Success {
 		t.Errorf("commit of held group a: %s %q", remoting.ResponseCodeName(resp.Code), resp.Remark)
+	}
+	if resp := clone("b"); resp.Code != remoting.Success || tb.offsets.Query("b", "T", 0) != 1 {
+		t.Errorf("offsets of a cloned to held group b: %s %q, b's offset %d", remoting.ResponseCodeName(resp.Code),
+			resp.Remark, tb.offsets.Query("b", "T", 0))
 	}
 	upd := NewSubscriptionGroupConfig("b")
 	upd.RetryMaxTimes = 3
