@@ -24,7 +24,8 @@
 // under 60); services read the time themselves:
 //
 //	b.Topics()      view_tables.go: Get, Count, AddSystem, QueueLoopBound, InstallMaster
-//	b.Groups()      view_tables.go: All, Find, Update, Delete, InstallMaster
+//	b.Groups()      view_tables.go: All, Find, Lookup (with GroupRemark), Get, Update, Delete,
+//	                InstallMaster
 //	b.Offsets()     view_tables.go: All, Query, Commit, TopicsOf, InstallMaster
 //	b.Clients()     view_clients.go: Members, Member, ConsumerGroup, Producers, ProducerConns,
 //	                Counts, PullHolds
