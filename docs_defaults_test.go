@@ -80,6 +80,7 @@ func codeDefaults(t *testing.T) map[string]any {
 		"config.DefaultMaxHeldPullsPerConnection":              config.DefaultMaxHeldPullsPerConnection,
 		"config.DefaultMaxHeldPulls":                           config.DefaultMaxHeldPulls,
 		"config.DefaultMaxTopics":                              config.DefaultMaxTopics,
+		"config.DefaultMaxSubscriptionGroups":                  config.DefaultMaxSubscriptionGroups,
 		"config.DefaultAutoCreateTopicBurst":                   config.DefaultAutoCreateTopicBurst,
 		"config.DefaultAutoCreateTopicRate":                    config.DefaultAutoCreateTopicRate,
 		"route.DefaultMaxQueueNums":                            route.DefaultMaxQueueNums,

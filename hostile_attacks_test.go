@@ -37,6 +37,8 @@ func hsRows() []hsRow {
 		{name: "9-malformed-frames", attack: hsAttackMalformedFrames},
 		{name: "10-rocketmq5-types", attack: hsAttackTypes},
 		{name: "11-operator-codes", attack: hsAttackOpsCodes},
+		{name: "12-offsets-for-20000-unknown-queues", attack: hsAttackUnknownOffsets},
+		{name: "13-groups-past-the-cap", attack: hsAttackGroupCap},
 	}
 }
 

@@ -300,6 +300,12 @@ func hrIdleSetup(t *testing.T, n *hsNode, admin *remoting.Client) map[int32]int6
 	t.Helper()
 	out := map[int32]int64{}
 	moved := false
+	// A commit needs its group (RocketMQ 5): the operator creates the idle group.
+	created := hsInvoke(t, admin, n.addr, remoting.NewRequest(remoting.UpdateAndCreateSubscription, nil,
+		[]byte(`{"groupName":"`+hrIdleGroup+`","consumeEnable":true}`)))
+	if created.Code != remoting.Success {
+		t.Fatalf("create the idle group: %d %q", created.Code, created.Remark)
+	}
 	for q := range int32(4) {
 		maxResp := hsInvoke(t, admin, n.addr, remoting.NewRequest(remoting.GetMaxOffset, remoting.EncodeHeader(
 			&protocol.QueueHeader{Topic: hsHonestTopic, QueueID: q}), nil))

@@ -80,6 +80,7 @@ type hsNodeConfig struct {
 	allowedHosts []string
 	cluster      hsClusterConfig // the cluster suite's roles and secrets (hostile_cluster_test.go)
 	maxTopics    int             // MaxTopics / -max-topics (0: the default)
+	maxGroups    int             // MaxSubscriptionGroups / -max-subscription-groups (0: the default)
 	grpc         bool            // the 5.x SDKs' endpoint on 127.0.0.1:0 (-grpc-listen; hostile_grpc_test.go)
 }
 
@@ -249,6 +250,7 @@ func hsStartInProc(t *testing.T, n *hsNode, cfg hsNodeConfig) {
 			MaxLongPollingSuspend: time.Second,
 			MaxConnections:        cfg.maxConns,
 			MaxTopics:             cfg.maxTopics,
+			MaxSubscriptionGroups: cfg.maxGroups,
 		},
 		HA: config.HA{
 			Listen: "127.0.0.1:0",
@@ -302,6 +304,9 @@ func hsStartBinary(t *testing.T, bin string, n *hsNode, cfg hsNodeConfig) {
 	}
 	if cfg.maxTopics > 0 {
 		args = append(args, "-max-topics", strconv.Itoa(cfg.maxTopics))
+	}
+	if cfg.maxGroups > 0 {
+		args = append(args, "-max-subscription-groups", strconv.Itoa(cfg.maxGroups))
 	}
 	if cfg.syncMaster {
 		args = append(args, "-role", "sync-master")

@@ -27,6 +27,14 @@ const (
 	// creates has up to 8 queues, and Linux allows 65,530 mappings per process unless
 	// vm.max_map_count is raised: 5,000 topics are at most 40,000 mappings.
 	DefaultMaxTopics = 5000
+	// DefaultMaxSubscriptionGroups (ours) is well above the consumer groups of one broker in
+	// real deployments (tens to a few thousand) and twice DefaultMaxTopics, since a topic is
+	// often read by several groups. A group costs little by itself (one entry of
+	// subscriptionGroup.json, a few hundred bytes, rewritten whole at each change), but it
+	// brings a %RETRY% topic (MaxTopics), offsets per queue it commits and a (group, topic)
+	// pair for every scrape of the metrics to visit: 10,000 keeps the file under a few MiB
+	// and each of those within their own caps.
+	DefaultMaxSubscriptionGroups = 10000
 	// DefaultAutoCreateTopicBurst and DefaultAutoCreateTopicRate (ours) let one connection
 	// create a thousand topics at once and a hundred a second after that: an application
 	// creating its topics at start never meets them, a flood of new names meets MaxTopics only

@@ -226,6 +226,7 @@ func (l *Limits) EnsureDefaults() {
 	setPositive(&l.MaxHeldPulls, DefaultMaxHeldPulls)
 	setPositive(&l.MaxQueueNums, route.DefaultMaxQueueNums)
 	setPositive(&l.MaxTopics, DefaultMaxTopics)
+	setPositive(&l.MaxSubscriptionGroups, DefaultMaxSubscriptionGroups)
 	setPositive(&l.AutoCreateTopicBurst, DefaultAutoCreateTopicBurst)
 	setPositive(&l.AutoCreateTopicRate, DefaultAutoCreateTopicRate)
 	// A connection can never hold more than the whole hold; setting only MaxHeldPulls lower

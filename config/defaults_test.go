@@ -16,7 +16,7 @@ import (
 func TestEnsureDefaultsNegative(t *testing.T) {
 	o := Options{
 		Limits: Limits{MaxMessageBytes: -1, MaxLongPollingSuspend: -time.Second, MaxHeldPullsPerConnection: -1,
-			MaxHeldPulls: -1, MaxQueueNums: -1, MaxTopics: -1, AutoCreateTopicBurst: -1, AutoCreateTopicRate: -1,
+			MaxHeldPulls: -1, MaxQueueNums: -1, MaxTopics: -1, MaxSubscriptionGroups: -1, AutoCreateTopicBurst: -1, AutoCreateTopicRate: -1,
 			MaxFrameBytes: 1 << 20},
 		Periods: Periods{RegisterNameServerPeriod: -1, RegisterNameServerPeriodMin: -1,
 			FlushConsumerOffsetInterval: -1, ClientChannelExpiredTime: -1, RebalanceLockMaxLiveTime: -1},
@@ -34,6 +34,7 @@ func TestEnsureDefaultsNegative(t *testing.T) {
 		"Limits.MaxHeldPulls":                 {o.Limits.MaxHeldPulls, DefaultMaxHeldPulls},
 		"Limits.MaxQueueNums":                 {o.Limits.MaxQueueNums, int32(route.DefaultMaxQueueNums)},
 		"Limits.MaxTopics":                    {o.Limits.MaxTopics, DefaultMaxTopics},
+		"Limits.MaxSubscriptionGroups":        {o.Limits.MaxSubscriptionGroups, DefaultMaxSubscriptionGroups},
 		"Limits.AutoCreateTopicBurst":         {o.Limits.AutoCreateTopicBurst, DefaultAutoCreateTopicBurst},
 		"Limits.AutoCreateTopicRate":          {o.Limits.AutoCreateTopicRate, DefaultAutoCreateTopicRate},
 		"Limits.MaxFrameBytes":                {o.Limits.MaxFrameBytes, 1 << 20},

@@ -64,7 +64,7 @@ func TestBindFlagsDefaults(t *testing.T) {
 		t.Fatalf("broker id 1 defaults to role %q", o.Broker.Role)
 	}
 	for name, def := range map[string]string{"store": DefaultStoreDir, "listen": DefaultListen,
-		"max-topics": "5000", "transaction-timeout": "6s", "cluster": "DefaultCluster"} {
+		"max-topics": "5000", "max-subscription-groups": "10000", "transaction-timeout": "6s", "cluster": "DefaultCluster"} {
 		if got := fs.Lookup(name).DefValue; got != def {
 			t.Errorf("-%s default %q, want %q", name, got, def)
 		}

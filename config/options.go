@@ -176,6 +176,12 @@ type Limits struct {
 	// requests, send-backs and heartbeats that would are refused too; the broker's own system
 	// topics are never refused. Default 5,000.
 	MaxTopics int `flag:"max-topics" usage:"most topics the broker holds; sends that would create more are refused (ours)"`
+	// MaxSubscriptionGroups caps the consumer groups the broker holds (RocketMQ has no cap):
+	// a heartbeat, pull, pop or send-back naming a new group past it does not create one and
+	// is answered SUBSCRIPTION_GROUP_NOT_EXIST with a remark naming the limit, and so is an
+	// admin UPDATE_AND_CREATE_SUBSCRIPTIONGROUP; RocketMQ's predefined groups (TOOLS_CONSUMER,
+	// CID_RMQ_SYS_TRANS, ...) are never refused. Default 10,000.
+	MaxSubscriptionGroups int `flag:"max-subscription-groups" usage:"most consumer groups the broker holds; requests that would create more are refused (ours)"`
 	// AutoCreateTopicBurst and AutoCreateTopicRate bound the topics one connection's sends
 	// may create (autoCreateTopicEnable on): bursts of AutoCreateTopicBurst, then
 	// AutoCreateTopicRate a second. A send past them is answered SYSTEM_BUSY with a remark

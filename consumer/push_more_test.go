@@ -98,7 +98,13 @@ func TestOffsetIllegalCorrects(t *testing.T) {
 	a.createTopic("moved", 1)
 	a.sendN("moved", 1, 4, "m")
 	mq := MessageQueue{Topic: "moved", BrokerName: "broker-a", QueueID: 0}
-	// The group's stored offset lies past the end of the queue.
+	// The group's stored offset lies past the end of the queue. The broker takes a commit
+	// only for a group it holds (RocketMQ 5): an operator creates it first.
+	created := a.invoke(n.BrokerAddr(), remoting.NewRequest(remoting.UpdateAndCreateSubscription, nil,
+		[]byte(`{"groupName":"g-moved","consumeEnable":true}`)))
+	if created.Code != remoting.Success {
+		t.Fatalf("create group: %d %s", created.Code, created.Remark)
+	}
 	resp := a.invoke(n.BrokerAddr(), updateOffsetRequest("g-moved", mq, 100))
 	if resp.Code != remoting.Success {
 		t.Fatalf("update offset: %d %s", resp.Code, resp.Remark)

@@ -142,6 +142,7 @@ func (b *Broker) loadMetadata() error {
 		DefaultTopicQueueNums:              o.DefaultTopicQueueNums,
 		DisableAutoCreateSubscriptionGroup: o.DisableAutoCreateSubscriptionGroup,
 		MaxTopics:                          o.Limits.MaxTopics,
+		MaxSubscriptionGroups:              o.Limits.MaxSubscriptionGroups,
 		MaxQueueNums:                       o.Limits.MaxQueueNums,
 		FlushInterval:                      o.Periods.FlushConsumerOffsetInterval,
 		TopicWriteWait:                     topicWriteWaitTimeout,

@@ -3,11 +3,14 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker/clients"
 	"github.com/mqgo/mq/internal/broker/filter"
 	"github.com/mqgo/mq/internal/broker/reqnames"
+	"github.com/mqgo/mq/internal/broker/tables"
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -60,8 +63,11 @@ func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel
 	// however long ensureConsumerGroups takes, it cannot expire what this heartbeat registers.
 	info := clients.ChannelInfo{Channel: ch, ClientID: hb.ClientID, Language: req.Language, Version: req.Version,
 		AccessKey: req.ExtFields[remoting.ExtAccessKey]}
-	notify := cm.ensureConsumerGroups(hb.ConsumerDataSet)
+	notify, refused, full := cm.ensureConsumerGroups(hb.ConsumerDataSet)
 	for i := range hb.ConsumerDataSet {
+		if refused != nil && refused[i] {
+			continue // as RocketMQ 5 for a group it has no settings for: no member registered
+		}
 		data := &hb.ConsumerDataSet[i]
 		changed, members := cm.consumers.RegisterConsumer(info, data)
 		if changed {
@@ -78,6 +84,9 @@ func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel
 	if len(hb.ProducerDataSet)+len(hb.ConsumerDataSet) > 0 {
 		cm.hooks.heartbeat(ch, hb.ClientID)
 	}
+	if full != nil {
+		return remoting.NewResponse(remoting.SubscriptionGroupNotExist, full.Error()), nil
+	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
@@ -87,14 +96,28 @@ func (cm *clientManager) processHeartbeat(_ context.Context, ch remoting.Channel
 // registration round that it waits for: a heartbeat bringing N new groups costs about one
 // write per file and one round, not N (RocketMQ writes and registers once per group). Members
 // are notified only after it returns, so the routes of their retry topics exist by then.
-func (cm *clientManager) ensureConsumerGroups(set []protocol.ConsumerData) []bool {
-	notify := make([]bool, len(set))
+//
+// A new group the table has no room for (MaxSubscriptionGroups) is refused: refused marks it
+// (nil when none was) and full is the refusal, naming the first such group and how many more
+// there were, for the heartbeat's answer.
+func (cm *clientManager) ensureConsumerGroups(set []protocol.ConsumerData) (notify, refused []bool, full error) {
+	notify = make([]bool, len(set))
 	var newGroups, newTopics bool
+	var first error
+	n := 0
 	for i := range set {
-		cfg, ok, created := cm.groups.FindOrAdd(set[i].GroupName)
+		cfg, created, err := cm.groups.FindOrAdd(set[i].GroupName)
+		if errors.Is(err, tables.ErrTooManyGroups) {
+			if refused == nil {
+				refused, first = make([]bool, len(set)), err
+			}
+			refused[i] = true
+			n++
+			continue
+		}
 		newGroups = newGroups || created
-		notify[i] = !ok || cfg.NotifyConsumerIdsChangedEnable
-		if ok && cm.addRetryTopic(set[i].GroupName, cfg.RetryQueueNums, set[i].UnitMode) {
+		notify[i] = err != nil || cfg.NotifyConsumerIdsChangedEnable
+		if err == nil && cm.addRetryTopic(set[i].GroupName, cfg.RetryQueueNums, set[i].UnitMode) {
 			newTopics = true
 		}
 	}
@@ -104,7 +127,10 @@ func (cm *clientManager) ensureConsumerGroups(set []protocol.ConsumerData) []boo
 	if newTopics {
 		cm.topics.Changed()
 	}
-	return notify
+	if n > 1 {
+		first = fmt.Errorf("%w (and %d more groups of this heartbeat)", first, n-1)
+	}
+	return notify, refused, first
 }
 
 // addRetryTopic adds %RETRY%group unless it exists (topics.AddIfAbsent: the caller registers)

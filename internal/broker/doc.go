@@ -22,7 +22,8 @@
 //
 //	b.Topics()      view_tables.go: Get, All, Count, Update, Delete, AddSystem, QueueLoopBound,
 //	                InstallMaster
-//	b.Groups()      view_tables.go: All, Find, Update, Delete, InstallMaster
+//	b.Groups()      view_tables.go: All, Find, Lookup (with GroupRemark), Get, Update, Delete,
+//	                InstallMaster
 //	b.Offsets()     view_tables.go: All, Query, Commit, TopicsOf, InstallMaster
 //	b.Clients()     view_clients.go: Members, Member, ConsumerGroup, Producers, ProducerConns,
 //	                Counts, PullHolds

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -66,10 +67,28 @@ func (pu *puller) firstMessageInStore(topic string, queueID int32) bool {
 }
 
 // processUpdateConsumerOffset stores a group's offset (the answer is discarded by clients).
+// As RocketMQ 5's ConsumerManageProcessor the group and the topic must exist, neither created
+// here; ours, the queue id must be one of the topic's: each commit may add an entry to the
+// offset table and consumerOffset.json, so without the checks one client could grow both
+// without bound with names and queue ids of its choosing.
 func (pu *puller) processUpdateConsumerOffset(_ context.Context, _ remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.UpdateConsumerOffsetRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
+	}
+	if _, ok := pu.groups.Get(h.ConsumerGroup); !ok {
+		return remoting.NewResponse(remoting.SubscriptionGroupNotExist, "Group "+h.ConsumerGroup+" not exist!"), nil
+	}
+	tc, ok := pu.topics.Get(h.Topic)
+	if !ok {
+		return remoting.NewResponse(remoting.TopicNotExist, "Topic "+h.Topic+" not exist!"), nil
+	}
+	// Either count: a queue being shrunk away is still read (readQueueNums) while producers no
+	// longer write it, and a queue being added is written before it is read.
+	if n := max(tc.ReadQueueNums, tc.WriteQueueNums); h.QueueID < 0 || h.QueueID >= n {
+		return remoting.NewResponse(remoting.InvalidParameter, fmt.Sprintf(
+			"queueId[%d] is illegal, topic:[%s] has %d queues (max of readQueueNums %d and writeQueueNums %d)",
+			h.QueueID, h.Topic, n, tc.ReadQueueNums, tc.WriteQueueNums)), nil
 	}
 	pu.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	return remoting.NewResponse(remoting.Success, ""), nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -50,6 +51,8 @@ func TestConsumerOffsets(t *testing.T) {
 			if code, off := queryOffset(t, tr, tb.Addr, group, "T", 1); code != remoting.Success || off != 0 {
 				t.Errorf("empty queue: code %d offset %d", code, off)
 			}
+			// A commit needs its group (RocketMQ 5): the consumer's heartbeat creates it.
+			wiretest.Heartbeat(t, tr, tb.Addr, "c@"+name, group, wiretest.Sub("T", "*"))
 			resp := invoke(t, tr, tb.Addr, remoting.NewRequest(remoting.UpdateConsumerOffset,
 				remoting.EncodeHeader(&protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: "T",
 					QueueID: 0, CommitOffset: 2}), nil))

@@ -150,9 +150,10 @@ func (pu *puller) pullSubscription(h *protocol.PullMessageRequestHeader, cfg Sub
 // pullMessage checks a pull, reads the store and answers, or parks the pull when it may wait
 // for messages. It returns nil when the pull was parked.
 func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *protocol.PullMessageRequestHeader, allowSuspend bool) *remoting.Command {
-	cfg, ok := pu.groups.Find(h.ConsumerGroup)
-	if !ok {
-		return pullError(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.ConsumerGroup)
+	cfg, err := pu.groups.Lookup(h.ConsumerGroup)
+	if err != nil {
+		return pullError(remoting.SubscriptionGroupNotExist, "%s",
+			GroupRemark(err, "subscription group ["+h.ConsumerGroup+"] does not exist"))
 	}
 	if !cfg.ConsumeEnable {
 		return pullError(remoting.NoPermission, "subscription group no permission, %s", h.ConsumerGroup)

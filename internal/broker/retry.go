@@ -69,10 +69,10 @@ func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *re
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
-	cfg, ok := s.groups.Find(h.Group)
-	if !ok {
+	cfg, err := s.groups.Lookup(h.Group)
+	if err != nil {
 		return remoting.NewResponse(remoting.SubscriptionGroupNotExist,
-			"subscription group not exist, "+h.Group), nil
+			GroupRemark(err, "subscription group not exist, "+h.Group)), nil
 	}
 	if !s.IsMaster() {
 		return remoting.NewResponse(remoting.ServiceNotAvailable,

@@ -56,9 +56,9 @@ func (s *sender) handleRetryAndDLQ(req *remoting.Command, h *protocol.SendMessag
 		return nil
 	}
 	group := h.Topic[len(names.RetryPrefix):]
-	gc, ok := s.groups.Find(group)
-	if !ok {
-		return sendResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+	gc, err := s.groups.Lookup(group)
+	if err != nil {
+		return sendResponse(remoting.SubscriptionGroupNotExist, GroupRemark(err, "subscription group not exist, "+group))
 	}
 	if h.ReconsumeTimes < reconsumeLimit(req, h.MaxReconsumeTimes, gc.RetryMaxTimes) {
 		return nil

@@ -117,14 +117,34 @@ func (v Groups) Update(c SubscriptionGroupConfig) error {
 	if remark := v.b.queueNumsRemark("retryQueueNums", c.RetryQueueNums, 0); remark != "" {
 		return &remoting.ResponseError{Code: remoting.SystemError, Remark: "subscription group[" + c.GroupName + "]: " + remark}
 	}
-	v.b.groups.Update(c)
+	if err := v.b.groups.Update(c); err != nil {
+		// Past MaxSubscriptionGroups: the code a request creating a group gets (GroupRemark).
+		return &remoting.ResponseError{Code: remoting.SubscriptionGroupNotExist, Remark: err.Error()}
+	}
 	return nil
 }
 
 // Find returns a group's settings, creating RocketMQ's defaults for an unknown group unless
 // the broker does not auto-create subscription groups (SubscriptionGroupManager
-// .findSubscriptionGroupConfig); ok is false when the group has none.
+// .findSubscriptionGroupConfig) or holds MaxSubscriptionGroups groups; ok is false when the
+// group has none.
 func (v Groups) Find(group string) (SubscriptionGroupConfig, bool) { return v.b.groups.Find(group) }
+
+// Lookup is Find with the reason it found nothing, for the request's answer: a request
+// refused for it answers SUBSCRIPTION_GROUP_NOT_EXIST with GroupRemark(err, its own remark).
+func (v Groups) Lookup(group string) (SubscriptionGroupConfig, error) {
+	return v.b.groups.Lookup(group)
+}
+
+// GroupRemark is the remark of a SUBSCRIPTION_GROUP_NOT_EXIST answering err, an error of
+// Groups.Lookup: the one naming MaxSubscriptionGroups when the table was full, else notExist,
+// the request's own (RocketMQ's) remark for an unknown group.
+func GroupRemark(err error, notExist string) string {
+	if errors.Is(err, tables.ErrTooManyGroups) {
+		return err.Error()
+	}
+	return notExist
+}
 
 // Get returns the group's settings without creating them.
 func (v Groups) Get(group string) (SubscriptionGroupConfig, bool) { return v.b.groups.Get(group) }

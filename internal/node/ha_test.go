@@ -174,7 +174,13 @@ func TestHAMasterSlave(t *testing.T) {
 	})
 
 	t.Run("metadata sync", func(t *testing.T) {
-		// The topic HA was created on the master by the first send; commit an offset there.
+		// The topic HA was created on the master by the first send; commit an offset there, for
+		// a group created first (a commit needs its group, as in RocketMQ 5).
+		created := invoke(t, m, m.BrokerAddr(), remoting.NewRequest(remoting.UpdateAndCreateSubscription, nil,
+			[]byte(`{"groupName":"cg","consumeEnable":true}`)))
+		if created.Code != remoting.Success {
+			t.Fatalf("create group cg: %d %s", created.Code, created.Remark)
+		}
 		h := &protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "cg", Topic: "HA", QueueID: 1, CommitOffset: 7}
 		resp := invoke(t, m, m.BrokerAddr(), remoting.NewRequest(remoting.UpdateConsumerOffset, remoting.EncodeHeader(h), nil))
 		if resp.Code != remoting.Success {

@@ -99,6 +99,13 @@ func (s *Service) processCloneGroupOffset(_ context.Context, ch remoting.Channel
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
 	}
+	// The destination group is created as a heartbeat would create it (RocketMQ clones to any
+	// name): it may be new, which is what cloning is for, but each clone to a new name adds
+	// offsets, so the name must fit in the group table (MaxSubscriptionGroups) as a group.
+	if _, err := s.core.Groups().Lookup(h.DestGroup); err != nil {
+		return remoting.NewResponse(remoting.SubscriptionGroupNotExist,
+			broker.GroupRemark(err, "Group "+h.DestGroup+" not exist!")), nil
+	}
 	topics := []string{h.Topic}
 	if h.Topic == "" {
 		topics = s.core.Offsets().TopicsOf(h.SrcGroup)

@@ -118,8 +118,9 @@ func (s *Service) setMessageRequestMode(_ context.Context, ch remoting.Channel, 
 	if _, ok := s.core.Topics().Get(b.Topic); !ok {
 		return nil, &remoting.ResponseError{Code: remoting.TopicNotExist, Remark: "topic[" + b.Topic + "] not exist"}
 	}
-	if _, ok := s.core.Groups().Find(b.ConsumerGroup); !ok {
-		return nil, &remoting.ResponseError{Code: remoting.SubscriptionGroupNotExist, Remark: "subscription group does not exist"}
+	if _, err := s.core.Groups().Lookup(b.ConsumerGroup); err != nil {
+		return nil, &remoting.ResponseError{Code: remoting.SubscriptionGroupNotExist,
+			Remark: broker.GroupRemark(err, "subscription group does not exist")}
 	}
 	if err := s.modes.set(b); err != nil {
 		return nil, &remoting.ResponseError{Code: remoting.SystemError, Remark: err.Error()}

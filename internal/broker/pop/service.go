@@ -189,9 +189,10 @@ func (s *Service) readableTopic(ch remoting.Channel, topic string, qid int32, an
 
 // consumableGroup checks the group as PopMessageProcessor does.
 func (s *Service) consumableGroup(group string) (broker.SubscriptionGroupConfig, *remoting.Command) {
-	cfg, ok := s.b.Groups().Find(group)
-	if !ok {
-		return cfg, refuse(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", group)
+	cfg, err := s.b.Groups().Lookup(group)
+	if err != nil {
+		return cfg, refuse(remoting.SubscriptionGroupNotExist, "%s",
+			broker.GroupRemark(err, "subscription group ["+group+"] does not exist"))
 	}
 	if !cfg.ConsumeEnable {
 		return cfg, refuse(remoting.NoPermission, "subscription group no permission, %s", group)

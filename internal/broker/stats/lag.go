@@ -14,9 +14,9 @@ import (
 // store time of the oldest unconsumed message, one store read per lagging queue. Nothing is
 // walked message by message.
 //
-// Topics are bounded by Limits.MaxTopics and queues by Limits.MaxQueueNums, but consumer groups
-// are not (any heartbeat may create one while autoCreateSubscriptionGroup is on), so a scrape
-// visits at most these many of each; what they leave out is counted in Metrics.LeftOut, so
+// Topics are bounded by Limits.MaxTopics, queues by Limits.MaxQueueNums and consumer groups by
+// Limits.MaxSubscriptionGroups, but their product is not, so a scrape visits at most these
+// many of each; what they leave out is counted in Metrics.LeftOut, so
 // the cut shows instead of passing for a smaller cluster. Pairs are visited in (group, topic)
 // order, so the same ones are reported from scrape to scrape.
 const (

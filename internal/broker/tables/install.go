@@ -98,7 +98,8 @@ func (m *Offsets) InstallMaster(offsets map[string]map[int32]int64) error {
 }
 
 // InstallMaster replaces the subscription group table with a master's, unless it holds
-// that version.
+// that version. A table larger than MaxSubscriptionGroups (and the system groups) is not
+// installed, as Topics.InstallMaster does for MaxTopics.
 func (m *Groups) InstallMaster(w SubscriptionGroupWrapper) error {
 	m.mu.RLock()
 	same := m.version == w.DataVersion
@@ -121,6 +122,10 @@ func (m *Groups) InstallMaster(w SubscriptionGroupWrapper) error {
 	if drops.count > 0 || clamped > 0 {
 		drops.log(m.log.Warn().Str("source", "master").Int("clamped", clamped).Int32("max_queue_nums", m.maxQueueNums),
 			"slave sync: master's subscription groups with invalid names left out, retryQueueNums clamped")
+	}
+	if n := len(w.SubscriptionGroupTable); n > m.maxGroups+len(systemGroups) {
+		return fmt.Errorf("broker: the master sent %d subscription groups, more than Limits.MaxSubscriptionGroups %d: "+
+			"kept the groups held", n, m.maxGroups)
 	}
 	m.mu.Lock()
 	m.table = make(map[string]SubscriptionGroupConfig, len(w.SubscriptionGroupTable))

@@ -38,6 +38,9 @@ type Config struct {
 	DefaultTopicQueueNums int32
 	// DisableAutoCreateSubscriptionGroup refuses groups that were not created first.
 	DisableAutoCreateSubscriptionGroup bool
+	// MaxSubscriptionGroups caps the groups auto-creation and Groups.Update may take the
+	// table to (system groups aside, IsSystemGroup).
+	MaxSubscriptionGroups int
 	// MaxTopics caps the topics a send, a send-back or an admin request may take the table
 	// to; MaxQueueNums caps the queue counts loaded from disk or copied from a master.
 	MaxTopics    int
@@ -107,6 +110,6 @@ func (t *Tables) clampLoadedQueueNums(cfg Config) {
 		cfg.Log.Error().Str("group", name).Int32("retry_queues", gc.RetryQueueNums).Int32("max_queue_nums", limit).
 			Msg("loaded subscription group has retryQueueNums out of range; clamped")
 		gc.RetryQueueNums = n
-		t.Groups.Update(gc)
+		_ = t.Groups.Update(gc) // an existing group: MaxSubscriptionGroups never refuses it
 	}
 }

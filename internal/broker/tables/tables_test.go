@@ -23,6 +23,7 @@ func testConfig(t testing.TB, dir string) Config {
 		DefaultTopicQueueNums: 8,
 		MaxTopics:             config.DefaultMaxTopics,
 		MaxQueueNums:          route.DefaultMaxQueueNums,
+		MaxSubscriptionGroups: config.DefaultMaxSubscriptionGroups,
 		FlushInterval:         config.DefaultFlushConsumerOffsetInterval,
 		TopicWriteWait:        time.Minute,
 	}
