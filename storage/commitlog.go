@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -44,6 +45,13 @@ type commitLog struct {
 	// the list. Lock order: mu -> nextMu -> segmentList.mu.
 	nextMu sync.Mutex
 	next   *segment
+	// allocWake is signalled (non-blocking) when an appender moves to a new segment or
+	// crosses a prefaultChunk boundary, so the allocator creates the next segment and
+	// prefaults ahead of the writer at once rather than at its next tick.
+	allocWake chan struct{}
+	// warmTo is the log offset up to which the allocator has prefaulted (written by the
+	// allocator only).
+	warmTo atomic.Int64
 }
 
 func newCommitLog(opts *Options, log zerolog.Logger) *commitLog {
@@ -58,6 +66,21 @@ func newCommitLog(opts *Options, log zerolog.Logger) *commitLog {
 		},
 		queueOffsets: make(map[string]map[int32]int64),
 		wake:         make(chan struct{}, 1),
+		allocWake:    make(chan struct{}, 1),
+	}
+}
+
+func (c *commitLog) wakeAllocator() {
+	select {
+	case c.allocWake <- struct{}{}:
+	default:
+	}
+}
+
+// advanced wakes the allocator when the log's end moved from old into a new prefaultChunk.
+func (c *commitLog) advanced(old, end int64) {
+	if old/prefaultChunk != end/prefaultChunk {
+		c.wakeAllocator()
 	}
 }
 
@@ -99,6 +122,7 @@ func (c *commitLog) activeLocked() (*segment, error) {
 	if s != nil {
 		c.log.Info().Str("segment", filepath.Base(ns.path)).Msg("commitlog segment roll")
 	}
+	c.wakeAllocator()
 	if c.segs.len() == 1 {
 		c.minPhy.Store(ns.start)
 	}
@@ -123,28 +147,70 @@ func (c *commitLog) takeOrCreate(start int64) (*segment, error) {
 	return c.segs.add(start)
 }
 
-// preallocate creates the segment after the active one once the active one is half full,
-// so that a roll does not create files under the append lock (RocketMQ
-// AllocateMappedFileService).
+// preallocate creates the segment after the active one, so that a roll does not create
+// files under the append lock. Like RocketMQ's AllocateMappedFileService, the next file
+// always exists (one segment of disk reserved ahead): waiting until the active one is half
+// full left a fast writer rolling onto a file created under its lock.
 func (c *commitLog) preallocate() error {
 	last := c.segs.last()
-	if last == nil || last.wrote.Load() < last.size/2 {
+	if last == nil {
 		return nil
 	}
 	c.nextMu.Lock()
-	defer c.nextMu.Unlock()
 	if c.next != nil || c.segs.last() != last {
+		c.nextMu.Unlock()
 		return nil
 	}
 	if err := os.MkdirAll(c.segs.dir, 0o755); err != nil {
+		c.nextMu.Unlock()
 		return err
 	}
 	n, err := createSegment(c.segs.dir, last.end(), c.segs.segSize, c.segs.ops, true)
 	if err != nil {
+		c.nextMu.Unlock()
 		return err
 	}
 	c.next = n
+	c.nextMu.Unlock()
 	return nil
+}
+
+// Prefaulting: the allocator keeps the pages of the log's next warmAhead bytes (in the active
+// segment and, near its end, the pre-created next one) in the page cache and the page tables
+// (fileOps.prefault), prefaultChunk at a time, so that appends do not allocate and zero pages
+// on first touch. A window rather than the whole next segment: the memory it holds ahead of
+// the writer stays small whatever the segment size.
+const (
+	warmAhead     = 32 << 20
+	prefaultChunk = 4 << 20
+)
+
+// warm prefaults [end of the log, + warmAhead) where not done yet. It stops at ctx's end.
+func (c *commitLog) warm(ctx context.Context) {
+	end := c.maxPhy.Load()
+	from := max(c.warmTo.Load(), end)
+	to := end + warmAhead
+	for from < to && ctx.Err() == nil {
+		s := c.segs.find(from)
+		if s == nil {
+			c.nextMu.Lock()
+			if n := c.next; n != nil && n.start <= from && from < n.end() && n.acquire() {
+				s = n
+			}
+			c.nextMu.Unlock()
+		}
+		if s == nil {
+			break // the next segment is not created yet: the next wake-up goes on
+		}
+		stop := min(to, s.end(), (from/prefaultChunk+1)*prefaultChunk)
+		err := s.ops.prefault(s.data[from-s.start : stop-s.start])
+		s.release()
+		if err != nil {
+			break // only a lost optimisation: the writer faults the pages in itself
+		}
+		from = stop
+	}
+	c.warmTo.Store(from)
 }
 
 // dropNext deletes an unused pre-created segment (at Close: it holds no data).
@@ -237,6 +303,7 @@ func (c *commitLog) append(msgs []*Message, sizes []int, total int, storeTs int6
 	c.maxPhy.Store(s.start + pos)
 	c.lockedAt.Store(0)
 	c.mu.Unlock()
+	c.advanced(r.PhyOffset, s.start+pos)
 	r.WroteBytes = total
 	r.StoreTimestamp = storeTs
 	return nil
@@ -263,6 +330,7 @@ func (c *commitLog) appendRaw(phyOffset int64, b []byte) error {
 		b = b[n:]
 		s.wrote.Store(pos + int64(n))
 		c.maxPhy.Store(s.start + pos + int64(n))
+		c.advanced(s.start+pos, s.start+pos+int64(n))
 	}
 	c.notify()
 	return nil

@@ -66,7 +66,12 @@
 //   - retention: measures the disk, refuses appends above DiskSpaceWarningLevelRatio (until a
 //     round measures less), deletes expired segments (above DiskSpaceCleanForciblyRatio the
 //     oldest, expired or not) and the ConsumeQueue and index files behind them;
-//   - the allocator: creates the next CommitLog segment once the active one is half full.
+//   - the allocator: keeps the next CommitLog segment created (RocketMQ's
+//     AllocateMappedFileService: at each roll it creates the one after), and keeps the log's
+//     next 32 MiB ahead of the writer prefaulted: read-populated (MADV_POPULATE_READ), so
+//     appends find the pages in the page cache and the page tables instead of having the
+//     kernel allocate and zero them under the append lock; the pages stay clean, nothing is
+//     written to disk for them. Woken by the appenders at a roll and every 4 MiB.
 //
 // # Recovery
 //
@@ -113,8 +118,9 @@
 //	takes createMu without dispatchMu, and the append lock only before, never with it)
 //	Store.ckptMu -> segmentList.mu, indexService.mu; Store.dispatchMu -> Store.ckptMu (DeleteTopics)
 //
-// Under commitLog.mu the only I/O is page faults, and on a roll creating the next segment
-// (about 3 ms for 1 GiB: fallocate and mmap) if the allocator has not created it already. fsync runs outside every lock. OnDispatch is
+// Under commitLog.mu the only I/O is page faults (write-protect faults on prefaulted pages;
+// first-touch faults where the writer outruns the allocator), and on a roll creating the next
+// segment (about 3 ms for 1 GiB: fallocate and mmap) if the allocator could not create it. fsync runs outside every lock. OnDispatch is
 // called with dispatchMu held, never with the append lock, on the dispatcher goroutine or on
 // an appender's after its append (dispatchAfterAppend); Close's final dispatch may call it
 // after Run has returned.

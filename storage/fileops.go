@@ -21,6 +21,9 @@ type fileOps struct {
 	// zeroFill writes zeros over [off, off+n) of f with write calls, which reserve the
 	// blocks (segment.reserveTo).
 	zeroFill func(f *os.File, off, n int64) error
+	// prefault brings the pages of part of a mapping into the page cache and the page
+	// tables without dirtying them (segment.prefault); a no-op where it cannot.
+	prefault func(data []byte) error
 }
 
 func defaultFileOps() *fileOps {
@@ -32,6 +35,7 @@ func defaultFileOps() *fileOps {
 		},
 		zero:     zeroRange,
 		zeroFill: writeZeros,
+		prefault: populateRead,
 	}
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 func datasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
@@ -20,6 +21,30 @@ func preallocate(f *os.File, off, n int64) error {
 			return extendTo(f, off+n)
 		}
 		return err
+	}
+}
+
+// populateRead maps data's pages readable (MADV_POPULATE_READ, Linux 5.14): the kernel
+// allocates and zeroes the page-cache pages of an unwritten (fallocated) range now, so the
+// writer's first store into each is a write-protect fault on a page already there rather than
+// an allocation and a zeroing. The pages stay clean: nothing is written to disk for them, unlike
+// populating for write, which the next fdatasync of the segment would write out whole. An
+// older kernel (EINVAL) is left as it was.
+func populateRead(data []byte) error {
+	const madvPopulateRead = 22
+	if len(data) == 0 {
+		return nil
+	}
+	for {
+		_, _, e := syscall.Syscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), madvPopulateRead)
+		switch e {
+		case 0, syscall.EINVAL:
+			return nil
+		case syscall.EINTR, syscall.EAGAIN:
+			continue
+		default:
+			return e
+		}
 	}
 }
 

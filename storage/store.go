@@ -291,7 +291,9 @@ func (s *Store) flushQueuesAndCheckpoint(thorough bool) error {
 // cqPageBytes is the page FlushConsumeQueueLeastPages counts (RocketMQ's OS_PAGE_SIZE).
 const cqPageBytes = 4 << 10
 
-// runAllocator creates the next CommitLog segment ahead of need.
+// runAllocator creates the next CommitLog segment ahead of need and prefaults ahead of the
+// writer (commitLog.warm): woken by the appenders (a roll, a prefaultChunk crossed), and on a
+// tick (the segment loaded at Open, a retry after a failure).
 func (s *Store) runAllocator(ctx context.Context) error {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
@@ -300,13 +302,15 @@ func (s *Store) runAllocator(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
-			if err := s.cl.preallocate(); err != nil && time.Since(lastErr) > 10*time.Second {
-				// The appender will try again itself and report the failure.
-				s.log.Warn().Err(err).Msg("cannot create the next commitlog segment ahead")
-				lastErr = time.Now()
-			}
+		case <-s.cl.allocWake:
+		case <-t.C: // retries after a failure (a full disk)
 		}
+		if err := s.cl.preallocate(); err != nil && time.Since(lastErr) > 10*time.Second {
+			// The appender will try again itself and report the failure.
+			s.log.Warn().Err(err).Msg("cannot create the next commitlog segment ahead")
+			lastErr = time.Now()
+		}
+		s.cl.warm(ctx)
 	}
 }
 
