@@ -16,10 +16,10 @@ func nextSegment(s *Store) *segment {
 	return s.cl.next
 }
 
-// TestNextSegmentCreatedAhead: the segment after the active one exists as soon as the active
-// one does, without waiting for the allocator's tick (synctest's clock does not move); a roll
-// takes it, and the allocator creates the one after at once. An unused pre-created segment
-// does not outlive Close.
+// TestNextSegmentCreatedAhead: the segment after the active one is created once the active
+// one is half written, without waiting for the allocator's tick (synctest's clock does not
+// move); a roll takes it, and the allocator creates the one after once the new active segment
+// is half written in turn. An unused pre-created segment does not outlive Close.
 func TestNextSegmentCreatedAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		opts := testOptions(t, "")
@@ -27,9 +27,16 @@ func TestNextSegmentCreatedAhead(t *testing.T) {
 		runStoreInBubble(t, s)
 		mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
 		synctest.Wait()
+		if next := nextSegment(s); next != nil {
+			t.Fatalf("next segment created after one small append (an idle node reserves one segment): %+v", next)
+		}
+		for s.cl.maxPhy.Load() < testSegBytes/2 {
+			mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
+		}
+		synctest.Wait()
 		next := nextSegment(s)
 		if next == nil || next.start != testSegBytes {
-			t.Fatalf("next segment after the first append: %+v", next)
+			t.Fatalf("next segment once the first is half written: %+v", next)
 		}
 		for s.cl.segs.len() < 2 {
 			mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
@@ -37,9 +44,12 @@ func TestNextSegmentCreatedAhead(t *testing.T) {
 		if s.cl.segs.last() != next {
 			t.Fatal("the roll did not take the pre-created segment")
 		}
+		for s.cl.maxPhy.Load() < testSegBytes+testSegBytes/2 {
+			mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
+		}
 		synctest.Wait()
 		if n := nextSegment(s); n == nil || n.start != 2*testSegBytes {
-			t.Fatalf("next segment after the roll: %+v", n)
+			t.Fatalf("next segment once the second is half written: %+v", n)
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -76,18 +86,33 @@ func TestPrefaultAheadOfWriter(t *testing.T) {
 		runStoreInBubble(t, s)
 		mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
 		synctest.Wait()
-		// Both segments are warm: the rest of the first, all of the pre-created second.
+		first := s.MaxPhyOffset()
+		prefaulted := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			total := 0
+			for _, sp := range spans {
+				total += sp.n
+			}
+			return total
+		}
+		// The first segment is warm from where the writer was when the allocator woke (at the
+		// segment's creation or after the append) to its end; no next segment exists yet.
+		firstWarm := prefaulted()
+		if s.cl.warmTo.Load() != testSegBytes || firstWarm < int(testSegBytes-first) || firstWarm > testSegBytes {
+			t.Fatalf("warmed to %d, %d bytes prefaulted; want %d and %d to %d (from the writer to the segment's end)",
+				s.cl.warmTo.Load(), firstWarm, testSegBytes, testSegBytes-first, testSegBytes)
+		}
+		for s.cl.maxPhy.Load() < testSegBytes/2 {
+			mustPut(t, s, testMsg("T", 0, body(0, 1000), nil))
+		}
+		synctest.Wait()
+		// Half written: the pre-created second segment is warm too, nothing prefaulted twice.
 		if want := nextSegment(s).end(); s.cl.warmTo.Load() != want {
 			t.Fatalf("warmed to %d, want %d (the end of the pre-created segment)", s.cl.warmTo.Load(), want)
 		}
-		mu.Lock()
-		total := 0
-		for _, sp := range spans {
-			total += sp.n
-		}
-		mu.Unlock()
-		if first := s.MaxPhyOffset(); total != int(2*testSegBytes-first) {
-			t.Fatalf("prefaulted %d bytes, want %d (from the writer to the end of the next segment)", total, 2*testSegBytes-first)
+		if total := prefaulted(); total != firstWarm+testSegBytes {
+			t.Fatalf("prefaulted %d bytes, want %d (the first segment's %d and all of the next)", total, firstWarm+testSegBytes, firstWarm)
 		}
 	})
 }
@@ -107,12 +132,10 @@ func TestCrashWithNextSegmentPreCreated(t *testing.T) {
 		want = append(want, written{r.PhyOffset, r.PhyOffset + int64(r.WroteBytes), "T", m.QueueID, r.QueueOffset, string(m.Body)})
 	}
 	i := 0
-	for s.cl.segs.len() < 2 {
+	for s.cl.maxPhy.Load() < testSegBytes+testSegBytes/2 { // the second segment half written
 		put(s, i)
 		i++
 	}
-	put(s, i)
-	i++
 	waitFor(t, 5*time.Second, func() bool { n := nextSegment(s); return n != nil && s.cl.warmTo.Load() >= n.end() })
 	pre := filepath.Join(dir, "commitlog", segmentName(2*testSegBytes))
 	crash(s)
@@ -177,8 +200,12 @@ func TestFullDiskWhilePreallocating(t *testing.T) {
 	fail = true
 	mu.Unlock()
 	runStore(t, s)
-	waitFor(t, 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return refused > 0 })
 	n := 1
+	for s.cl.maxPhy.Load() < testSegBytes/2 { // where the allocator makes the next segment
+		mustPut(t, s, testMsg("T", 0, body(n, 1000), nil))
+		n++
+	}
+	waitFor(t, 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return refused > 0 })
 	for s.cl.segs.last().wrote.Load()+2*1100 < testSegBytes {
 		mustPut(t, s, testMsg("T", 0, body(n, 1000), nil))
 		n++

@@ -77,9 +77,11 @@ func (c *commitLog) wakeAllocator() {
 	}
 }
 
-// advanced wakes the allocator when the log's end moved from old into a new prefaultChunk.
+// advanced wakes the allocator when the log's end moved from old into a new prefaultChunk, or
+// past the middle of a segment (where preallocate makes the next one).
 func (c *commitLog) advanced(old, end int64) {
-	if old/prefaultChunk != end/prefaultChunk {
+	half := c.opts.SegmentBytes / 2
+	if old/prefaultChunk != end/prefaultChunk || (old+half)/c.opts.SegmentBytes != (end+half)/c.opts.SegmentBytes {
 		c.wakeAllocator()
 	}
 }
@@ -148,12 +150,14 @@ func (c *commitLog) takeOrCreate(start int64) (*segment, error) {
 }
 
 // preallocate creates the segment after the active one, so that a roll does not create
-// files under the append lock. Like RocketMQ's AllocateMappedFileService, the next file
-// always exists (one segment of disk reserved ahead): waiting until the active one is half
-// full left a fast writer rolling onto a file created under its lock.
+// files under the append lock. RocketMQ's AllocateMappedFileService keeps the next file from
+// the first append on; here it is created once the active segment is half written, so that an
+// idle or embedded node (a test's, on a shared disk) reserves one segment of disk, not two.
+// The appenders wake the allocator every prefaultChunk, so a fast writer still finds the next
+// segment made half a segment before it needs it.
 func (c *commitLog) preallocate() error {
 	last := c.segs.last()
-	if last == nil {
+	if last == nil || last.wrote.Load() < last.size/2 {
 		return nil
 	}
 	c.nextMu.Lock()

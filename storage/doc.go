@@ -66,8 +66,8 @@
 //   - retention: measures the disk, refuses appends above DiskSpaceWarningLevelRatio (until a
 //     round measures less), deletes expired segments (above DiskSpaceCleanForciblyRatio the
 //     oldest, expired or not) and the ConsumeQueue and index files behind them;
-//   - the allocator: keeps the next CommitLog segment created (RocketMQ's
-//     AllocateMappedFileService: at each roll it creates the one after), and keeps the log's
+//   - the allocator: creates the next CommitLog segment once the active one is half written
+//     (RocketMQ's AllocateMappedFileService keeps it from the first append), and keeps the log's
 //     next 32 MiB ahead of the writer prefaulted: read-populated (MADV_POPULATE_READ), so
 //     appends find the pages in the page cache and the page tables instead of having the
 //     kernel allocate and zero them under the append lock; the pages stay clean, nothing is
