@@ -639,7 +639,11 @@ func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
 		Bool("cut", cut).Int64("cut_at", point).Msg("role change")
 	err := r.n.RestartBroker(func(bo *broker.Options) {
 		r.roleOptions(bo, st)
-		if cut {
+		if st.masterID != r.id {
+			// Cut at the point even when the end read above did not reach past it: until its
+			// broker stopped, this one went on storing sends (as the old epoch's master) or
+			// replicated bytes, which the new master lacks. Opening a log that ends at the
+			// point cuts nothing.
 			bo.Store.Truncate, bo.Store.TruncateTo = true, point
 		}
 	})
