@@ -40,8 +40,11 @@ func klBody(seed int64, sender, seq int) []byte {
 	b := make([]byte, len(id)+1+n)
 	copy(b, id)
 	b[len(id)] = '|'
-	for i := len(id) + 1; i < len(b); i++ {
-		b[i] = byte(r.Uint32())
+	for p := b[len(id)+1:]; len(p) > 0; {
+		v := r.Uint64()
+		for i := 0; i < 8 && len(p) > 0; i++ {
+			p[0], p, v = byte(v), p[1:], v>>8
+		}
 	}
 	return b
 }
@@ -97,10 +100,11 @@ func copyTree(src, dst string) error {
 
 // storeCheck is what verifyKilledStore found in the copy of one killed store.
 type storeCheck struct {
-	kill    int
-	err     error
-	scanned int  // records crash recovery validated
-	cut     bool // recovery cut the CommitLog (a torn tail)
+	kill         int
+	copied, took time.Duration
+	err          error
+	scanned      int  // records crash recovery validated
+	cut          bool // recovery cut the CommitLog (a torn tail)
 }
 
 // klRecord is where the CommitLog holds one message of the topic.
@@ -238,13 +242,13 @@ func checkStore(s *storage.Store, seed int64, hold []ackedMsg, checkOffsets bool
 		}
 	}
 
-	if lost := lostMessages(hold, func(q int) []string {
-		ids := make([]string, len(byQueue[q]))
-		for i, r := range byQueue[q] {
-			ids[i] = r.id
+	ids := make(map[int][]string, len(byQueue))
+	for q, recs := range byQueue {
+		for _, r := range recs {
+			ids[q] = append(ids[q], r.id)
 		}
-		return ids
-	}); lost != "" {
+	}
+	if lost := lostMessages(hold, func(q int) []string { return ids[q] }); lost != "" {
 		return nil, errors.New(lost)
 	}
 	// A sample of the acknowledged messages through the key index, newest included.

@@ -29,10 +29,13 @@ func (l *killLoop) runSyncFlush() {
 		node = l.restart(args, dir, opts, l.ackedSnapshot, true)
 		back := time.Now()
 		l.quiesce()
+		parked := time.Now()
 		l.checkMaster("the restarted node", node.broker)
+		read := time.Now()
 		l.collect()
-		t.Logf("kill %d: started again %v after, checked in %v", l.kills, back.Sub(killed).Round(time.Millisecond),
-			time.Since(back).Round(time.Millisecond))
+		t.Logf("kill %d: started again %v after, senders parked in %v, read back in %v, store copy checked %v later",
+			l.kills, back.Sub(killed).Round(time.Millisecond), parked.Sub(back).Round(time.Millisecond),
+			read.Sub(parked).Round(time.Millisecond), time.Since(read).Round(time.Millisecond))
 	}
 	l.finish("sync-flush")
 }

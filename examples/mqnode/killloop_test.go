@@ -288,6 +288,7 @@ func (l *killLoop) kill(n *loggedNode, dir string, opts storage.Options, hold []
 	t.Helper()
 	n.kill(t)
 	l.kills++
+	began := time.Now()
 	cp := filepath.Join(l.scratch, fmt.Sprint("kill-", l.kills))
 	if err := copyTree(dir, cp); err != nil {
 		t.Fatalf("kill %d: copy the killed store: %v", l.kills, err)
@@ -295,10 +296,11 @@ func (l *killLoop) kill(n *loggedNode, dir string, opts storage.Options, hold []
 	opts.Dir = cp
 	done := make(chan storeCheck, 1)
 	l.verifying = append(l.verifying, done)
-	kill := l.kills
+	kill, copied := l.kills, time.Since(began)
 	go func() {
+		began := time.Now()
 		c := verifyKilledStore(opts, l.seed, hold, checkOffsets)
-		c.kill = kill
+		c.kill, c.copied, c.took = kill, copied, time.Since(began)
 		if c.err == nil {
 			c.err = os.RemoveAll(cp)
 		}
@@ -315,6 +317,7 @@ func (l *killLoop) collect() {
 			l.t.Fatalf("kill %d: the killed store: %v", c.kill, c.err)
 		}
 		l.scanned += c.scanned
+		l.t.Logf("kill %d: the killed store copied in %v, checked in %v", c.kill, c.copied.Round(time.Millisecond), c.took.Round(time.Millisecond))
 		if c.cut {
 			l.cuts++
 		}
@@ -388,10 +391,12 @@ type sendGate struct {
 func (g *sendGate) pass() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for g.closed && !g.stopped {
+	if g.closed && !g.stopped {
 		g.parked++
-		g.cond.Broadcast()
-		g.cond.Wait()
+		g.cond.Broadcast() // for closeAndWait; parked senders only check and wait again
+		for g.closed && !g.stopped {
+			g.cond.Wait()
+		}
 		g.parked--
 	}
 	return !g.stopped
