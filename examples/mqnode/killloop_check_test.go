@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mqgo/mq/admin"
@@ -136,8 +137,12 @@ func verifyKilledStore(opts storage.Options, seed int64, hold []ackedMsg, checkO
 		c.err = fmt.Errorf("%w (recovery: %+v)", err, rep)
 		return c
 	}
-	// The recovered store reopens as cleanly closed, with the same queues.
+	// The recovered store reopens as cleanly closed, with the same queues. Under ForkLock: a
+	// child this process is starting (a restart) holds the first open's lock file from its fork
+	// until its exec, and its flock with it, which would refuse the reopen.
+	syscall.ForkLock.RLock()
 	s, err = storage.Open(opts)
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		c.err = fmt.Errorf("it does not reopen after recovery: %w", err)
 		return c
