@@ -95,3 +95,82 @@ func TestDemotedMasterCutsWhatItStoredDuringTheChange(t *testing.T) {
 		t.Fatalf("the old master's log ends at %d after the change, want the cut at %d", end, point)
 	}
 }
+
+// restartNode is the node a Replicas drives here: its RestartBroker starts the broker again on
+// its store with the edited options.
+type restartNode struct {
+	t  *testing.T
+	tb *brokertest.Broker
+}
+
+func (n *restartNode) Broker() *broker.Broker { return n.tb.Broker }
+
+func (n *restartNode) RestartBroker(edit func(*broker.Options)) error {
+	n.tb.Stop(n.t)
+	n.tb = brokertest.StartIn(n.t, n.tb.Dir, brokertest.Config{Attach: attach, Mutate: edit})
+	return nil
+}
+
+// A slave that starts following a master while behind the start of the master's last epoch
+// takes that epoch into its history once replication brought its log there. The kill loops
+// (examples/mqnode TestBinaryKillLoop, controller mode) found such a slave, promoted later,
+// without the epoch: its history credited the epoch's records to the epoch before, and the old
+// master, returning, compared histories with it and cut its store at the start of that epoch,
+// acknowledged messages included, which it then had to fetch again.
+func TestSlaveTakesTheMastersEpochsAsItsLogReachesThem(t *testing.T) {
+	mdir := t.TempDir()
+	m := controllerMaster(t, mdir, 2, 1)
+	for i := range 3 {
+		if resp := syncSend(t, m, fmt.Sprint("e1-", i)); resp.Code != remoting.Success {
+			t.Fatalf("send: %d %s", resp.Code, resp.Remark)
+		}
+	}
+	m.Stop(t)
+	m = controllerMaster(t, mdir, 2, 2)
+	for i := range 3 {
+		if resp := syncSend(t, m, fmt.Sprint("e2-", i)); resp.Code != remoting.Success {
+			t.Fatalf("send: %d %s", resp.Code, resp.Remark)
+		}
+	}
+	history, end := m.Store().Epochs(), m.Store().MaxPhyOffset()
+	if len(history) != 2 || history[1].StartOffset == 0 || history[1].StartOffset >= end {
+		t.Fatalf("master's history %v, log end %d", history, end)
+	}
+
+	// The slave starts with an empty log: behind epoch 2's start.
+	f := brokertest.Start(t, brokertest.Config{Attach: attach, Mutate: func(o *broker.Options) {
+		o.ControllerMode, o.ReplicaID, o.Broker.ID, o.Broker.Role = true, 3, 3, storage.Slave
+	}})
+	n := &restartNode{t: t, tb: f}
+	r := ha.NewReplicas(ha.ReplicasOptions{BrokerID: 3}, m.TCP, f.Addr, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.ChangeRole(ctx, 2, m.Addr, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.tb.Store().Epochs(); !slices.Equal(got, history[:1]) {
+		t.Fatalf("an empty slave's history %v, want %v", got, history[:1])
+	}
+	// Replication: the master's log, byte for byte, at the same offsets.
+	for off := int64(0); off < end; {
+		v, err := m.Store().ReadCommitLog(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = n.tb.Store().AppendRaw(off, v.Data)
+		off += int64(len(v.Data))
+		v.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.FollowEpochs()
+	got := n.tb.Store().Epochs()
+	if !slices.Equal(got, history) {
+		t.Fatalf("the caught-up slave's history %v, want the master's %v", got, history)
+	}
+	// Compared with the master's, the slave's history parts nowhere before the logs' end.
+	if p, ok := storage.ConsistentPoint(got, history, n.tb.Store().MaxPhyOffset(), end); !ok || p != end {
+		t.Fatalf("consistent point %d (%v), want the log end %d", p, ok, end)
+	}
+}
