@@ -6,7 +6,7 @@ FUZZTIME ?= 4s
 # Pinned, run through go run so that neither module's go.mod carries it.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test check test-root test-side test-interop test-bench fuzz bench bench-peers bench-peers-split
+.PHONY: test check test-root test-side test-interop test-bench fuzz bench bench-peers bench-peers-split soak
 
 test: check test-root test-side
 
@@ -59,3 +59,15 @@ bench-peers:
 # that need the node in this process (in-process send, node start) are left out.
 bench-peers-split:
 	cd bench && $(GO) run ./cmd/peers -split $(BENCH_PEERS_FLAGS)
+
+# The kill loops at length (issue 32): examples/mqnode's TestBinaryKillLoop SIGKILLs mqnode
+# processes KILLS times in each mode (one node with SYNC_FLUSH, a SYNC_MASTER and its slave,
+# three brokers in controller mode) under load, restarting them, and checks after every restart
+# that nothing acknowledged was lost. test-root runs it with 3 kills a mode. SOAK_FLAGS passes
+# more, e.g. SOAK_FLAGS='-killseed 42 -killtime 30m -nodelogs /tmp/logs'.
+KILLS ?= 100
+# It also runs the topic-name flood at its acceptance size (50,000 names against the default
+# MaxTopics, 5,000; make test runs 15,000 against 1,500).
+soak:
+	$(GO) test -count=1 -timeout 4h -v -run '^TestBinaryKillLoop$$' ./examples/mqnode -args -kills $(KILLS) $(SOAK_FLAGS)
+	MQ_FLOOD_TOPICS=50000 MQ_FLOOD_MAX_TOPICS=5000 $(GO) test -count=1 -timeout 1h -run '^TestHostileFlood$$' .

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,14 +160,20 @@ func TestBinaryControllerFailover(t *testing.T) {
 	checkReadable(t, adm, acked)
 }
 
-// masterIndex returns which of brokers the topic's route names as master (id 0), waiting for
-// the route to name a live one.
+// masterIndex returns which of brokers the route of ctlTopic names as master (id 0), waiting
+// for the route to name a live one.
 func masterIndex(t *testing.T, adm *admin.Admin, brokers []*loggedNode) int {
+	t.Helper()
+	return topicMasterIndex(t, adm, ctlTopic, brokers)
+}
+
+// topicMasterIndex is masterIndex for any topic.
+func topicMasterIndex(t *testing.T, adm *admin.Admin, topic string, brokers []*loggedNode) int {
 	t.Helper()
 	deadline := time.Now().Add(ctlWait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		r, err := adm.TopicRoute(ctx, ctlTopic)
+		r, err := adm.TopicRoute(ctx, topic)
 		cancel()
 		if err == nil {
 			for _, bd := range r.BrokerDatas {
@@ -176,7 +185,7 @@ func masterIndex(t *testing.T, adm *admin.Admin, brokers []*loggedNode) int {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no live master in the route of %s after %v (last error: %v)", ctlTopic, ctlWait, err)
+			t.Fatalf("no live master in the route of %s after %v (last error: %v)", topic, ctlWait, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -233,12 +242,17 @@ func waitSameMaxOffsets(t *testing.T, c *remoting.Client, want, addr string) {
 	}
 }
 
-// queueMaxOffsets asks one broker, master or slave, for the topic's max offsets by queue
-// (GET_TOPIC_STATS_INFO; admin.TopicStats asks masters only).
+// queueMaxOffsets asks one broker, master or slave, for ctlTopic's max offsets by queue.
 func queueMaxOffsets(c *remoting.Client, addr string) (map[int]int64, error) {
+	return topicMaxOffsets(c, addr, ctlTopic)
+}
+
+// topicMaxOffsets asks one broker, master or slave, for a topic's max offsets by queue
+// (GET_TOPIC_STATS_INFO; admin.TopicStats asks masters only).
+func topicMaxOffsets(c *remoting.Client, addr, topic string) (map[int]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req := remoting.NewRequest(remoting.GetTopicStatsInfo, remoting.EncodeHeader(&protocol.TopicHeader{Topic: ctlTopic}), nil)
+	req := remoting.NewRequest(remoting.GetTopicStatsInfo, remoting.EncodeHeader(&protocol.TopicHeader{Topic: topic}), nil)
 	resp, err := c.InvokeSync(ctx, addr, req)
 	if err == nil {
 		err = remoting.ErrorFromResponse(resp)
@@ -288,6 +302,15 @@ type loggedNode struct {
 // the test ends: SIGINT, then SIGKILL after 30 s.
 func startLoggedNode(t *testing.T, bin string, args ...string) *loggedNode {
 	t.Helper()
+	n := spawnLoggedNode(t, bin, args...)
+	n.awaitStarted(t)
+	return n
+}
+
+// spawnLoggedNode is startLoggedNode without the wait: the kill loops kill some nodes before
+// they say they started.
+func spawnLoggedNode(t *testing.T, bin string, args ...string) *loggedNode {
+	t.Helper()
 	n := &loggedNode{args: args, cmd: exec.Command(bin, args...), more: make(chan struct{}), exited: make(chan struct{})}
 	dieWithParent(n.cmd)
 	stderr, err := n.cmd.StderrPipe()
@@ -315,13 +338,18 @@ func startLoggedNode(t *testing.T, bin string, args ...string) *loggedNode {
 		close(n.exited)
 	}()
 	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+// awaitStarted waits for the "mqnode started" line and takes the addresses it names.
+func (n *loggedNode) awaitStarted(t *testing.T) {
+	t.Helper()
 	started := n.await(t, 0, "mqnode started", func(rec map[string]any) bool { return rec["message"] == "mqnode started" })
 	n.namesrv, _ = started["namesrv_addr"].(string)
 	n.broker, _ = started["broker_addr"].(string)
-	if n.broker == "" && !slices.Contains(args, "-no-broker") || n.namesrv == "" && !slices.Contains(args, "-no-namesrv") {
-		t.Fatalf("mqnode %v started without its addresses: %v", args, started)
+	if n.broker == "" && !slices.Contains(n.args, "-no-broker") || n.namesrv == "" && !slices.Contains(n.args, "-no-namesrv") {
+		t.Fatalf("mqnode %v started without its addresses: %v", n.args, started)
 	}
-	return n
 }
 
 // await returns the first JSON log line from index from on that match accepts, failing the
@@ -386,9 +414,18 @@ func (n *loggedNode) stop(t *testing.T) {
 			t.Errorf("mqnode %v still running 30 s after SIGINT", n.args)
 		}
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if *nodeLogDir != "" {
+		name := filepath.Join(*nodeLogDir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), n.cmd.Process.Pid))
+		log := fmt.Sprintf("mqnode %v\n%s\n", n.args, strings.Join(n.lines, "\n"))
+		if err := os.WriteFile(name, []byte(log), 0o644); err != nil {
+			t.Errorf("-nodelogs: %v", err)
+		}
+	}
 	if t.Failed() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
 		t.Logf("mqnode %v, last log lines:\n%s", n.args, strings.Join(n.lines[max(0, len(n.lines)-40):], "\n"))
 	}
 }
+
+var nodeLogDir = flag.String("nodelogs", "", "write the whole log of every mqnode the tests started with startLoggedNode to this directory")

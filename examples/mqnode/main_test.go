@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -163,14 +164,38 @@ func checkLogLine(line string) error {
 	return nil
 }
 
-// buildMqnode builds the binary into a temporary directory of the test.
+// mqnodeBin is the binary the tests run, built once per test binary run: a build links for
+// seconds, and most tests here need one.
+var mqnodeBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// buildMqnode builds the binary into a temporary directory (the first call) that TestMain
+// removes, and returns its path.
 func buildMqnode(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mqnode")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("build: %v", err)
+	mqnodeBin.once.Do(func() {
+		mqnodeBin.dir, mqnodeBin.err = os.MkdirTemp("", "mqnode-test-")
+		if mqnodeBin.err != nil {
+			return
+		}
+		mqnodeBin.path = filepath.Join(mqnodeBin.dir, "mqnode")
+		build := exec.Command("go", "build", "-o", mqnodeBin.path, ".")
+		build.Stderr = os.Stderr
+		mqnodeBin.err = build.Run()
+	})
+	if mqnodeBin.err != nil {
+		t.Fatalf("build: %v", mqnodeBin.err)
 	}
-	return bin
+	return mqnodeBin.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if mqnodeBin.dir != "" {
+		os.RemoveAll(mqnodeBin.dir)
+	}
+	os.Exit(code)
 }

@@ -27,13 +27,18 @@ func freeAddr(t *testing.T) string {
 
 // controllerNode starts a name service that runs a one-member controller, with test periods.
 func controllerNode(t *testing.T) *Node {
+	return controllerNodeTimeout(t, time.Second)
+}
+
+// controllerNodeTimeout is controllerNode with the controller's BrokerHeartbeatTimeout.
+func controllerNodeTimeout(t *testing.T, heartbeatTimeout time.Duration) *Node {
 	o := haOpts(t, "")
 	o.DisableBroker = true
 	raft := freeAddr(t)
 	o.Controller.ID, o.Controller.Peers, o.Controller.RaftListen = "n0", map[string]string{"n0": raft}, raft
 	o.Controller.Impl = optional.NewController(controller.Factory{})
 	o.Controller.ScanInterval = 50 * time.Millisecond
-	o.Controller.BrokerHeartbeatTimeout = time.Second
+	o.Controller.BrokerHeartbeatTimeout = heartbeatTimeout
 	o.Controller.RaftTimeout = 100 * time.Millisecond
 	o.Periods.ScanNotActiveBrokerInterval = 100 * time.Millisecond
 	o.Periods.BrokerChannelExpiredTime = time.Second
@@ -157,6 +162,56 @@ func TestControllerModeFailover(t *testing.T) {
 	equalCommitLogs(t, next.Broker().Store(), back.Broker().Store())
 	if back.Broker().Role() != storage.Slave {
 		t.Fatalf("role %s", back.Broker().Role())
+	}
+}
+
+// A master that stops and starts again before the controllers miss its heartbeats (a crash
+// and a restart by a supervisor within BrokerHeartbeatTimeout) is still the group's master of
+// the same epoch: it starts, keeps its epoch history and every acknowledged message, and takes
+// sends. The kill loops (examples/mqnode TestBinaryKillLoop, controller mode) found it
+// refusing to start: it appended its epoch again at the log's end, behind the entry that
+// already started the epoch.
+func TestControllerModeMasterReturnsBeforeFailover(t *testing.T) {
+	// Long enough that the controller cannot elect anyone (or drop the master) meanwhile.
+	ctl := controllerNodeTimeout(t, time.Minute)
+	dir := t.TempDir()
+	n, err := Start(replicatedOpts(t, ctl, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.Broker().IsMaster() {
+		t.Fatal("the only broker is not master")
+	}
+	for i := range 20 {
+		if resp := send(t, n, n.BrokerAddr(), "ReturnT", 0, fmt.Sprint("m-", i)); resp.Code != remoting.Success {
+			t.Fatalf("send %d: %d %s", i, resp.Code, resp.Remark)
+		}
+	}
+	before, _ := groupOf(ctl)
+	epochs := n.Broker().Store().Epochs()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Start(replicatedOpts(t, ctl, dir))
+	if err != nil {
+		t.Fatalf("the master returning within the heartbeat timeout: %v", err)
+	}
+	t.Cleanup(func() { back.Close() })
+	if !back.Broker().IsMaster() {
+		t.Fatal("the returning master is not master")
+	}
+	after, _ := groupOf(ctl)
+	if after.MasterEpoch != before.MasterEpoch {
+		t.Fatalf("epoch %d after the return, %d before: the controller was not to notice", after.MasterEpoch, before.MasterEpoch)
+	}
+	if got := back.Broker().Store().Epochs(); fmt.Sprint(got) != fmt.Sprint(epochs) {
+		t.Fatalf("epoch history %v after the return, %v before", got, epochs)
+	}
+	if resp := send(t, back, back.BrokerAddr(), "ReturnT", 0, "after"); resp.Code != remoting.Success {
+		t.Fatalf("send after the return: %d %s", resp.Code, resp.Remark)
+	}
+	if resp, h := pull(t, back, back.BrokerAddr(), "ReturnT", 0, 0, 64); resp.Code != remoting.Success || h.MaxOffset != 21 {
+		t.Fatalf("after the return: pull %d, max offset %d, want 21", resp.Code, h.MaxOffset)
 	}
 }
 

@@ -16,9 +16,20 @@ import (
 
 // appendEpoch appends a master's epoch to the store's epoch file before it takes writes: the
 // epoch's history starts at the log's end after recovery, a record boundary.
+//
+// A master that stopped and started again before the controllers replaced it (a crash and a
+// restart within their heartbeat timeout) is given the epoch its history already ends with:
+// what it wrote since that entry is the epoch's, so the history stays as it is. RocketMQ's
+// changeToMaster moves the epoch's start to the log's end instead, which credits the epoch's
+// earlier records to the epoch before; storage refuses a second entry of one epoch.
 func (s *Service) appendEpoch() error {
 	if !s.opts.ControllerMode || !s.core.IsMaster() || s.opts.MasterEpoch <= 0 {
 		return nil
+	}
+	if h := s.store.Epochs(); len(h) > 0 {
+		if last := h[len(h)-1]; last.Epoch == s.opts.MasterEpoch && last.StartOffset <= s.store.MaxPhyOffset() {
+			return nil
+		}
 	}
 	if err := s.store.AppendEpoch(s.opts.MasterEpoch, s.store.MaxPhyOffset()); err != nil {
 		return fmt.Errorf("broker: epoch %d: %w", s.opts.MasterEpoch, err)

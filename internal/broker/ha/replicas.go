@@ -102,6 +102,9 @@ type Replicas struct {
 	id       int64 // this broker's id in its group
 	state    replicaState
 	isMaster bool
+	// following is, on a slave, its master's epoch history: the store takes each entry once
+	// its log reaches the entry's start (followEpochs). nil on a master.
+	following []storage.EpochEntry
 	// caughtUp is when each slave last had what the master had one heartbeat before;
 	// lastEnd is the master's log end at the previous tracking tick.
 	caughtUp map[int64]time.Time
@@ -484,20 +487,43 @@ func (r *Replicas) started(st replicaState, adopt []storage.EpochEntry) {
 	r.isMaster = st.masterID == r.id
 	r.caughtUp = map[int64]time.Time{}
 	r.lastEnd = b.Store().MaxPhyOffset()
+	r.following = nil
+	if !r.isMaster {
+		r.following = adopt
+	}
 	r.mu.Unlock()
 	if st.masterID == r.id {
 		r.setSyncStateSet(st.set.SyncStateSet)
 		r.log.Info().Int32("epoch", st.epoch).Ints64("sync_state_set", st.set.SyncStateSet).Msg("serving as master")
 		return
 	}
-	if adopt != nil {
-		end := b.Store().MaxPhyOffset()
-		h := slices.DeleteFunc(slices.Clone(adopt), func(e storage.EpochEntry) bool { return e.StartOffset > end })
-		if err := b.Store().SetEpochs(h); err != nil {
-			r.log.Warn().Err(err).Msg("master's epochs not adopted")
-		}
-	}
+	r.followEpochs()
 	r.log.Info().Int32("epoch", st.epoch).Str("master", st.masterAddr).Msg("serving as slave")
+}
+
+// followEpochs gives a slave's store the entries of its master's history that its log has
+// reached. The store keeps only entries within its log, so one that starts past the end when
+// the slave starts (it was behind when the master's epoch began) is added on a later call, once
+// replication brought the slave there: without it, the history would credit that epoch's
+// records to the epoch before, and a comparison with the next master's history would cut the
+// store deeper than where they part, acknowledged messages included. Called when the slave
+// starts, on every heartbeat tick, and before a role change compares histories.
+func (r *Replicas) followEpochs() {
+	r.mu.Lock()
+	h := r.following
+	r.mu.Unlock()
+	b := r.n.Broker()
+	if h == nil || b == nil {
+		return
+	}
+	end := b.Store().MaxPhyOffset()
+	want := slices.DeleteFunc(slices.Clone(h), func(e storage.EpochEntry) bool { return e.StartOffset > end })
+	if slices.Equal(b.Store().Epochs(), want) {
+		return
+	}
+	if err := b.Store().SetEpochs(want); err != nil {
+		r.log.Warn().Err(err).Msg("master's epochs not adopted")
+	}
 }
 
 // OnNotify handles NOTIFY_BROKER_ROLE_CHANGED as a hint: any peer this broker connected to could
@@ -527,6 +553,7 @@ func (r *Replicas) Run(ctx context.Context) error {
 		case <-hb.C:
 			r.heartbeat(ctx)
 			r.trackCatchUp()
+			r.followEpochs()
 		case <-sync.C:
 			r.syncReplicaInfo(ctx)
 		case <-r.notified:
@@ -621,6 +648,9 @@ func (r *Replicas) reconcile(ctx context.Context, st replicaState) {
 
 // changeRole restarts the broker in the role st gives it.
 func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
+	// A slave's history first takes what its log reached of its master's: it is compared with
+	// the next master's below, or continued by this broker's own epoch if it becomes master.
+	r.followEpochs()
 	var adopt []storage.EpochEntry
 	var cut bool
 	var point int64
@@ -639,7 +669,11 @@ func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
 		Bool("cut", cut).Int64("cut_at", point).Msg("role change")
 	err := r.n.RestartBroker(func(bo *broker.Options) {
 		r.roleOptions(bo, st)
-		if cut {
+		if st.masterID != r.id {
+			// Cut at the point even when the end read above did not reach past it: until its
+			// broker stopped, this one went on storing sends (as the old epoch's master) or
+			// replicated bytes, which the new master lacks. Opening a log that ends at the
+			// point cuts nothing.
 			bo.Store.Truncate, bo.Store.TruncateTo = true, point
 		}
 	})
