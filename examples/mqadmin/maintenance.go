@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -75,7 +76,7 @@ func updateTopicPerm(ctx context.Context, e *env) (any, func(io.Writer), error) 
 			}
 		}
 		if brokerName == "" {
-			return nil, nil, fmt.Errorf("updateTopicPerm error broker not exit or broker is not master!")
+			return nil, nil, errors.New("updateTopicPerm error broker not exit or broker is not master") // RocketMQ's words, less the "!"
 		}
 		var old int32
 		for _, qd := range r.QueueDatas {
