@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mqgo/mq/acl"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
@@ -125,8 +126,12 @@ func (a *Admin) ACLVersionOf(ctx context.Context, brokerAddr string) (*ACLVersio
 }
 
 // ACLConfig is a broker's ACL: its global white addresses and every account, secret keys
-// included (GET_BROKER_CLUSTER_ACL_CONFIG, RocketMQ 5's).
-type ACLConfig = protocol.AclConfigBody
+// included (GET_BROKER_CLUSTER_ACL_CONFIG, RocketMQ 5's GetBrokerClusterAclConfigResponseBody;
+// the JSON names are RocketMQ's).
+type ACLConfig struct {
+	GlobalWhiteAddrs   []string      `json:"globalWhiteAddrs"`
+	PlainAccessConfigs []acl.Account `json:"plainAccessConfigs"`
+}
 
 // ACLConfigOf reads one broker's ACL.
 func (a *Admin) ACLConfigOf(ctx context.Context, brokerAddr string) (*ACLConfig, error) {

@@ -58,11 +58,35 @@ func (a *Admin) ProducerConnection(ctx context.Context, group, topic string) ([]
 	return nil, ErrNoConnection
 }
 
-// ProcessQueueInfo is one queue a consumer holds (RocketMQ's ProcessQueueInfo).
-type ProcessQueueInfo = protocol.ProcessQueueInfo
+// ProcessQueueInfo is one queue a consumer holds (RocketMQ's ProcessQueueInfo; the JSON names
+// are RocketMQ's, Droped's spelling included).
+type ProcessQueueInfo struct {
+	CommitOffset            int64 `json:"commitOffset"`
+	CachedMsgMinOffset      int64 `json:"cachedMsgMinOffset"`
+	CachedMsgMaxOffset      int64 `json:"cachedMsgMaxOffset"`
+	CachedMsgCount          int32 `json:"cachedMsgCount"`
+	CachedMsgSizeInMiB      int32 `json:"cachedMsgSizeInMiB"`
+	TransactionMsgMinOffset int64 `json:"transactionMsgMinOffset"`
+	TransactionMsgMaxOffset int64 `json:"transactionMsgMaxOffset"`
+	TransactionMsgCount     int32 `json:"transactionMsgCount"`
+	Locked                  bool  `json:"locked"`
+	TryUnlockTimes          int64 `json:"tryUnlockTimes"`
+	LastLockTimestamp       int64 `json:"lastLockTimestamp"`
+	Droped                  bool  `json:"droped"`
+	LastPullTimestamp       int64 `json:"lastPullTimestamp"`
+	LastConsumeTimestamp    int64 `json:"lastConsumeTimestamp"`
+}
 
-// ConsumeStatus is a consumer's rates on one topic (RocketMQ's ConsumeStatus).
-type ConsumeStatus = protocol.ConsumeStatus
+// ConsumeStatus is a consumer's rates on one topic (RocketMQ's ConsumeStatus): round trips in
+// milliseconds, rates per second.
+type ConsumeStatus struct {
+	PullRT            float64 `json:"pullRT"`
+	PullTPS           float64 `json:"pullTPS"`
+	ConsumeRT         float64 `json:"consumeRT"`
+	ConsumeOKTPS      float64 `json:"consumeOKTPS"`
+	ConsumeFailedTPS  float64 `json:"consumeFailedTPS"`
+	ConsumeFailedMsgs int64   `json:"consumeFailedMsgs"`
+}
 
 // RunningSubscription is one subscription of a consumer's running info.
 type RunningSubscription struct {
@@ -107,7 +131,19 @@ func (a *Admin) ConsumerRunningInfo(ctx context.Context, group, clientID string,
 	if err != nil {
 		return nil, fmt.Errorf("admin: %s on broker %s: %w", what, ms[0].addr, err)
 	}
-	info := &ConsumerRunningInfo{Properties: raw.Properties, Queues: raw.MQTable, Status: raw.StatusTable, Jstack: raw.Jstack}
+	info := &ConsumerRunningInfo{Properties: raw.Properties, Jstack: raw.Jstack}
+	if raw.MQTable != nil {
+		info.Queues = make(map[MessageQueue]ProcessQueueInfo, len(raw.MQTable))
+		for mq, pq := range raw.MQTable {
+			info.Queues[mq] = ProcessQueueInfo(pq)
+		}
+	}
+	if raw.StatusTable != nil {
+		info.Status = make(map[string]ConsumeStatus, len(raw.StatusTable))
+		for topic, st := range raw.StatusTable {
+			info.Status[topic] = ConsumeStatus(st)
+		}
+	}
 	for _, s := range raw.SubscriptionSet {
 		info.Subscriptions = append(info.Subscriptions, RunningSubscription{Topic: s.Topic, SubString: s.SubString,
 			ClassFilterMode: s.ClassFilterMode, TagsSet: s.TagsSet, ExpressionType: s.ExpressionType})

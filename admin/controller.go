@@ -71,8 +71,29 @@ func (a *Admin) ElectMaster(ctx context.Context, addr, cluster, brokerName strin
 }
 
 // BrokerReplicasInfo is a controller's answer to CONTROLLER_GET_SYNC_STATE_DATA: per broker
-// name, the group's master, epochs and replicas in and out of the SyncStateSet.
-type BrokerReplicasInfo = protocol.BrokerReplicasInfo
+// name, the group's master, epochs and replicas in and out of the SyncStateSet (the JSON names
+// are RocketMQ's).
+type BrokerReplicasInfo struct {
+	ReplicasInfoTable map[string]ReplicasInfo `json:"replicasInfoTable"`
+}
+
+// ReplicasInfo is one broker group of a BrokerReplicasInfo.
+type ReplicasInfo struct {
+	MasterBrokerID    int64             `json:"masterBrokerId"`
+	MasterAddress     string            `json:"masterAddress"`
+	MasterEpoch       int32             `json:"masterEpoch"`
+	SyncStateSetEpoch int32             `json:"syncStateSetEpoch"`
+	InSyncReplicas    []ReplicaIdentity `json:"inSyncReplicas"`
+	NotInSyncReplicas []ReplicaIdentity `json:"notInSyncReplicas"`
+}
+
+// ReplicaIdentity is one broker of a ReplicasInfo.
+type ReplicaIdentity struct {
+	BrokerName    string `json:"brokerName"`
+	BrokerID      int64  `json:"brokerId"`
+	BrokerAddress string `json:"brokerAddress"`
+	Alive         bool   `json:"alive"`
+}
 
 // SyncStateData asks the controller leader at addr for the replicas of the named broker groups
 // (CONTROLLER_GET_SYNC_STATE_DATA, the body of mqadmin getSyncStateSet). A controller that

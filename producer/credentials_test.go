@@ -12,6 +12,7 @@ import (
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/consumer"
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/services"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -96,6 +97,9 @@ func startACLNode(t *testing.T) *aclNode {
 	b, err := broker.New(broker.Options{BrokerAddr: n.addr, NameServers: []string{n.addr}, Transport: self,
 		Store: storage.Options{Dir: t.TempDir(), SegmentBytes: 4 << 20}, HA: config.HA{Listen: "127.0.0.1:0"},
 		Timers: config.Timers{DelayLevels: levels}, Logger: &l})
+	if err == nil {
+		err = services.Attach(b, services.Deps{})
+	}
 	if err != nil {
 		cancel()
 		t.Fatal(errors.Join(err, g.Wait()))

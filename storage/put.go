@@ -32,25 +32,6 @@ type Message struct {
 // which this conversion checks at compile time.
 func (m *Message) record() *message.Message { return (*message.Message)(m) }
 
-// RecordCopy is the stored record rec to be stored again under topic and queue with the
-// encoded properties props: same body, flags, times, hosts and reconsume times (the broker's
-// services move records so: a delayed message to its topic, a half message to the op topic).
-func RecordCopy(rec *message.Record, topic string, queueID int32, props string) *Message {
-	return &Message{
-		Topic:                     topic,
-		QueueID:                   queueID,
-		Flag:                      rec.Flag,
-		Body:                      rec.Body,
-		Properties:                props,
-		SysFlag:                   rec.SysFlag,
-		BornTimestamp:             rec.BornTimestamp,
-		BornHost:                  rec.BornHost,
-		StoreHost:                 rec.StoreHost,
-		ReconsumeTimes:            rec.ReconsumeTimes,
-		PreparedTransactionOffset: rec.PreparedTransactionOffset,
-	}
-}
-
 // PutStatus is the outcome of an append (RocketMQ PutMessageStatus).
 type PutStatus int
 

@@ -8,7 +8,7 @@ import (
 	"github.com/mqgo/mq/internal/message"
 )
 
-// TestRecordCopy: a stored record copied under another topic and queue is stored again with the
+// TestRecordCopy: a stored record copied (message.Record.Copy) under another topic and queue is stored again with the
 // same body, flag, sysFlag, times, hosts and reconsume times, and the properties given.
 func TestRecordCopy(t *testing.T) {
 	s := openStore(t, testOptions(t, t.TempDir()))
@@ -28,10 +28,10 @@ func TestRecordCopy(t *testing.T) {
 	if _, err := message.DecodeRecord(raw, &rec, false); err != nil {
 		t.Fatal(err)
 	}
-	got := RecordCopy(&rec, "U", 4, "B\x012\x02")
+	got := (*Message)(rec.Copy("U", 4, "B\x012\x02"))
 	want := *in
 	want.Topic, want.QueueID, want.Properties, want.BodyCRC = "U", 4, "B\x012\x02", 0
 	if diff := cmp.Diff(&want, got, cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })); diff != "" {
-		t.Errorf("RecordCopy (-want +got):\n%s", diff)
+		t.Errorf("Record.Copy (-want +got):\n%s", diff)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/admin"
-	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
 
@@ -81,10 +80,10 @@ func TestHAController(t *testing.T) {
 	f := &fakeControllers{fakeCluster: &fakeCluster{}, ns: []string{"ns:1", "ns:2"}}
 	f.set("m:1", keyCommitLogMax, "10")
 	f.set("s:1", keyCommitLogMax, "10")
-	info := &admin.BrokerReplicasInfo{ReplicasInfoTable: map[string]protocol.ReplicasInfo{"broker-a": {
+	info := &admin.BrokerReplicasInfo{ReplicasInfoTable: map[string]admin.ReplicasInfo{"broker-a": {
 		MasterBrokerID: 1, MasterAddress: "m:1", MasterEpoch: 3, SyncStateSetEpoch: 7,
-		InSyncReplicas:    []protocol.ReplicaIdentity{{BrokerID: 1, BrokerAddress: "m:1", Alive: true}},
-		NotInSyncReplicas: []protocol.ReplicaIdentity{{BrokerID: 2, BrokerAddress: "s:1", Alive: true}, {BrokerID: 3, BrokerAddress: "x:1"}},
+		InSyncReplicas:    []admin.ReplicaIdentity{{BrokerID: 1, BrokerAddress: "m:1", Alive: true}},
+		NotInSyncReplicas: []admin.ReplicaIdentity{{BrokerID: 2, BrokerAddress: "s:1", Alive: true}, {BrokerID: 3, BrokerAddress: "x:1"}},
 	}}}
 	f.answers = map[string]any{
 		"ns:1": &remoting.ResponseError{Code: remoting.ControllerNotLeader, Remark: "not leader"},
@@ -111,11 +110,11 @@ func TestHAController(t *testing.T) {
 		t.Fatalf("refused: %+v", h)
 	}
 
-	var many []protocol.ReplicaIdentity
+	var many []admin.ReplicaIdentity
 	for i := range 5000 {
-		many = append(many, protocol.ReplicaIdentity{BrokerID: int64(i), BrokerAddress: fmt.Sprintf("h:%d", i)})
+		many = append(many, admin.ReplicaIdentity{BrokerID: int64(i), BrokerAddress: fmt.Sprintf("h:%d", i)})
 	}
-	f.answers["ns:2"] = &admin.BrokerReplicasInfo{ReplicasInfoTable: map[string]protocol.ReplicasInfo{"broker-a": {NotInSyncReplicas: many}}}
+	f.answers["ns:2"] = &admin.BrokerReplicasInfo{ReplicasInfoTable: map[string]admin.ReplicasInfo{"broker-a": {NotInSyncReplicas: many}}}
 	if g := haOf(t, f).Groups[0]; len(g.Members) > maxBrokers+2 {
 		t.Fatalf("%d members from a controller's table", len(g.Members))
 	}

@@ -172,6 +172,26 @@ type Record struct {
 	Properties                []byte
 }
 
+// Copy is r to be stored again under topic and queue with the encoded properties props: same
+// body, flags, times, hosts and reconsume times (the broker's services move records so: a
+// delayed message to its topic, a half message to the op topic). The store's Message has the
+// same fields, so a caller converts the result to it.
+func (r *Record) Copy(topic string, queueID int32, props string) *Message {
+	return &Message{
+		Topic:                     topic,
+		QueueID:                   queueID,
+		Flag:                      r.Flag,
+		Body:                      r.Body,
+		Properties:                props,
+		SysFlag:                   r.SysFlag,
+		BornTimestamp:             r.BornTimestamp,
+		BornHost:                  r.BornHost,
+		StoreHost:                 r.StoreHost,
+		ReconsumeTimes:            r.ReconsumeTimes,
+		PreparedTransactionOffset: r.PreparedTransactionOffset,
+	}
+}
+
 // DecodeRecord decodes the record at the start of b into r and returns its size. It checks
 // the magic code, that TOTALSIZE fits in b and equals the sum of the field widths, and, when
 // checkCRC is set, the body CRC. A blank end-of-file record is reported as ErrMagic with

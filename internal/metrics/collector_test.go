@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/broker/admin"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
 	"github.com/mqgo/mq/internal/broker/stats"
@@ -22,7 +23,14 @@ import (
 func startMetrics(t *testing.T) (*brokertest.Broker, *Metrics) {
 	t.Helper()
 	tb := brokertest.Start(t, brokertest.Config{Attach: func(b *broker.Broker) error {
-		b.Attach(stats.New(b))
+		st := stats.New(b)
+		b.Attach(st)
+		// Topic and group administration, which the tests use to set up, is the admin service's.
+		ad, err := admin.New(b, admin.Deps{Stats: st})
+		if err != nil {
+			return err
+		}
+		b.Attach(ad)
 		return nil
 	}})
 	m := New(Sources{Broker: func() *broker.Broker { return tb.Broker },

@@ -1,5 +1,7 @@
 package protocol
 
+import "github.com/mqgo/mq/acl"
+
 // The plain ACL's administration (RocketMQ 4.9's AdminBrokerProcessor: mqadmin updateAclConfig,
 // deleteAclConfig, clusterAclConfigVersion, updateGlobalWhiteAddr; RocketMQ 5's getAclConfig).
 
@@ -41,17 +43,8 @@ type GetBrokerAclConfigResponseHeader struct {
 }
 
 // PlainAccessConfig is one account in GET_BROKER_CLUSTER_ACL_CONFIG's body (RocketMQ's
-// PlainAccessConfig).
-type PlainAccessConfig struct {
-	AccessKey          string   `json:"accessKey"`
-	SecretKey          string   `json:"secretKey"`
-	WhiteRemoteAddress string   `json:"whiteRemoteAddress"`
-	Admin              bool     `json:"admin"`
-	DefaultTopicPerm   string   `json:"defaultTopicPerm"`
-	DefaultGroupPerm   string   `json:"defaultGroupPerm"`
-	TopicPerms         []string `json:"topicPerms"`
-	GroupPerms         []string `json:"groupPerms"`
-}
+// PlainAccessConfig): the public acl.Account, whose JSON names are RocketMQ's.
+type PlainAccessConfig = acl.Account
 
 // AclConfigBody is the body answering GET_BROKER_CLUSTER_ACL_CONFIG (54), RocketMQ 5's
 // GetBrokerClusterAclConfigResponseBody.

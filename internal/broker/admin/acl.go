@@ -195,9 +195,8 @@ func (s *Service) processACLConfig(context.Context, remoting.Channel, *remoting.
 	body := protocol.AclConfigBody{GlobalWhiteAddrs: orEmpty(cfg.GlobalWhiteRemoteAddresses),
 		PlainAccessConfigs: make([]protocol.PlainAccessConfig, 0, len(cfg.Accounts))}
 	for _, a := range cfg.Accounts {
-		body.PlainAccessConfigs = append(body.PlainAccessConfigs, protocol.PlainAccessConfig{AccessKey: a.AccessKey,
-			SecretKey: a.SecretKey, WhiteRemoteAddress: a.WhiteRemoteAddress, Admin: a.Admin, DefaultTopicPerm: a.DefaultTopicPerm,
-			DefaultGroupPerm: a.DefaultGroupPerm, TopicPerms: orEmpty(a.TopicPerms), GroupPerms: orEmpty(a.GroupPerms)})
+		a.TopicPerms, a.GroupPerms = orEmpty(a.TopicPerms), orEmpty(a.GroupPerms)
+		body.PlainAccessConfigs = append(body.PlainAccessConfigs, a)
 	}
 	return jsonResponse(body)
 }

@@ -244,9 +244,9 @@ func appendWithProperty(dst, raw []byte, key, value string) []byte {
 	if _, err := message.DecodeRecord(raw, &rec, false); err != nil {
 		return append(dst, raw...)
 	}
-	m := storage.RecordCopy(&rec, string(rec.Topic), rec.QueueID, message.SetProperty(string(rec.Properties), key, value))
+	m := rec.Copy(string(rec.Topic), rec.QueueID, message.SetProperty(string(rec.Properties), key, value))
 	m.BodyCRC = rec.BodyCRC
-	size, err := message.RecordSize((*message.Message)(m))
+	size, err := message.RecordSize(m)
 	if err != nil {
 		return append(dst, raw...)
 	}

@@ -171,7 +171,7 @@ func (s *Service) reviveOne(c *checkpoint) error {
 			target = names.DLQTopic(c.key.group)
 		}
 		s.b.Topics().AddSystem(target, 1)
-		m := storage.RecordCopy(&rec, target, 0, props)
+		m := (*storage.Message)(rec.Copy(target, 0, props))
 		m.ReconsumeTimes = rec.ReconsumeTimes + 1
 		m.StoreHost = s.b.Messages().StoreHost()
 		m.BodyCRC = rec.BodyCRC

@@ -372,7 +372,7 @@ func (s *timerService) deliver(e timerEntry) error {
 	raw = message.RemoveProperty(raw, message.PropertyRealQueueID)
 	raw = message.SetProperty(raw, PropertyTimerEnqueueMS, strconv.FormatInt(rec.StoreTimestamp, 10))
 	raw = message.SetProperty(raw, PropertyTimerDequeueMS, strconv.FormatInt(time.Now().UnixMilli(), 10))
-	m := storage.RecordCopy(&rec, topic, int32(qid), raw)
+	m := (*storage.Message)(rec.Copy(topic, int32(qid), raw))
 	m.StoreHost = s.b.Messages().StoreHost()
 	r, err := s.b.Store().PutMessage(m)
 	switch {

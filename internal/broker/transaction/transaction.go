@@ -436,7 +436,7 @@ func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUni
 		return s.discardHalf(off, &rec)
 	}
 	raw := message.SetProperty(string(rec.Properties), message.PropertyTransactionCheckTimes, strconv.Itoa(checks+1))
-	c := storage.RecordCopy(&rec, names.TopicTransHalf, 0, raw)
+	c := (*storage.Message)(rec.Copy(names.TopicTransHalf, 0, raw))
 	r, err := s.b.Messages().Put(c)
 	if !broker.PutStored(r.Status) {
 		s.log.Warn().Err(err).Str("status", r.Status.String()).Int64("offset", off).Msg("half message not re-put, check round ended")
@@ -456,7 +456,7 @@ func (s *Service) checkUndecided(ctx context.Context, off int64, u storage.CQUni
 // TRANS_CHECK_MAX_TIME_TOPIC (DefaultTransactionalMessageCheckListener.resolveDiscardMsg).
 func (s *Service) discardHalf(off int64, rec *message.Record) bool {
 	s.b.Topics().AddSystem(names.TopicTransCheckMaxTime, 1)
-	m := storage.RecordCopy(rec, names.TopicTransCheckMaxTime, 0, string(rec.Properties))
+	m := (*storage.Message)(rec.Copy(names.TopicTransCheckMaxTime, 0, string(rec.Properties)))
 	r, err := s.b.Messages().Put(m)
 	if !broker.PutStored(r.Status) {
 		s.log.Warn().Err(err).Str("status", r.Status.String()).Int64("offset", off).Msg("half message not discarded, check round ended")
