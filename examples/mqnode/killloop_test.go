@@ -120,6 +120,9 @@ func TestBinaryKillLoop(t *testing.T) {
 	}{{"sync-flush", (*killLoop).runSyncFlush}, {"sync-master", (*killLoop).runSyncMaster},
 		{"controller", (*killLoop).runController}} {
 		t.Run(m.name, func(t *testing.T) {
+			// The modes share nothing but the binary, and mostly wait (on restarts, elections,
+			// the load's pace): side by side they take the time of the longest.
+			t.Parallel()
 			t.Cleanup(func() {
 				if t.Failed() {
 					t.Logf("replay: go test -run 'TestBinaryKillLoop/%s' ./examples/mqnode -args -killseed %d -kills %d",
