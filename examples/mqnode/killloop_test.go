@@ -63,14 +63,16 @@ import (
 //
 //	go test -run 'TestBinaryKillLoop/controller' ./examples/mqnode -args -kills 100 -killseed 42
 //
-// Controller mode found three bugs, each fixed with a regression test of its own: a master
+// Controller mode found four bugs, each fixed with a regression test of its own: a master
 // restarted before the controllers missed it refused to start (internal/node
 // TestControllerModeMasterReturnsBeforeFailover); a demoted master kept what it stored while
 // it changed role, so its log parted from the new master's (internal/broker/ha
 // TestDemotedMasterCutsWhatItStoredDuringTheChange); a slave that started behind its master's
 // last epoch never took that epoch into its history, so a returning old master compared with
 // it, once promoted, cut acknowledged messages from its own store (internal/broker/ha
-// TestSlaveTakesTheMastersEpochsAsItsLogReachesThem).
+// TestSlaveTakesTheMastersEpochsAsItsLogReachesThem); a slave followed whatever master a name
+// server's registration answer named, the replaced one included, and took records the new
+// master lacked (internal/broker/ha TestControllerSlaveFollowsOnlyTheControllersMaster).
 
 var (
 	loopKills = flag.Int("kills", 3, "SIGKILLs per mode of TestBinaryKillLoop (make soak runs 100)")

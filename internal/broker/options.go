@@ -102,6 +102,9 @@ type Options struct {
 	MasterEpoch          int32
 	MinInSyncReplicas    int
 	AllAckInSyncStateSet bool
+	// ControllerMaster, on a slave in controller mode, is the broker address of the master the
+	// controllers named: the only one whose HA address it takes from REGISTER_BROKER answers.
+	ControllerMaster string
 
 	// ReadCheck, when set (the node runs ACL), decides after a request has read stored
 	// messages whether its peer may see them (read_check.go); nil reads without a check.
