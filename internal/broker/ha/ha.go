@@ -101,6 +101,12 @@ func New(core *broker.Broker, deps Deps) (*Service, error) {
 	if err := s.appendEpoch(); err != nil {
 		return nil, err
 	}
+	// The SyncStateSet bounds what consumers see from the first send: until the replicas
+	// manager applies it once the broker serves, a send stored meanwhile would be dispatched
+	// at once, and a consumer could read a message the next master lacks.
+	if s.master != nil && opts.ControllerMode && len(opts.SyncStateSet) > 0 {
+		s.SetSyncStateSet(opts.SyncStateSet)
+	}
 	core.Seams().SetReplicator(s)
 	return s, nil
 }

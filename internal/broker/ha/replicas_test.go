@@ -199,3 +199,28 @@ func TestControllerSlaveFollowsOnlyTheControllersMaster(t *testing.T) {
 		t.Fatalf("after the controllers' master's answer: master %q, HA %q", got, ha)
 	}
 }
+
+// A controller-mode master with all-ack bounds what consumers see by its SyncStateSet from
+// the moment it serves: a message stored before every member has it stays out of the
+// ConsumeQueues. The kill loops (examples/mqnode TestBinaryKillLoop, controller mode) found a
+// master restarted in its own epoch serving sends before its replicas manager told it the set:
+// a send stored then was visible at once, a consumer read and committed past it, and the next
+// master, which lacked it, held the group's offset past its queue's end.
+func TestControllerMasterBoundsReadsBySyncStateSetFromTheStart(t *testing.T) {
+	tb, _ := start(t, func(o *broker.Options) {
+		o.ControllerMode, o.ReplicaID, o.MasterEpoch, o.AllAckInSyncStateSet = true, 1, 1, true
+		o.Broker.Role = storage.SyncMaster
+		o.SyncStateSet = []int64{1, 2} // broker 2 never connects
+		o.HA.SyncFlushTimeout = 100 * time.Millisecond
+	})
+	resp := syncSend(t, tb, "not on broker 2")
+	if resp.Code == remoting.Success {
+		t.Fatalf("send acknowledged without broker 2: %d %s", resp.Code, resp.Remark)
+	}
+	if tb.Store().MaxPhyOffset() == 0 {
+		t.Fatal("the message was not stored")
+	}
+	if n := tb.Store().MaxOffsetInQueue("SYNC", 0); n != 0 {
+		t.Fatalf("queue SYNC/0 shows %d messages that not every member of the SyncStateSet has", n)
+	}
+}
