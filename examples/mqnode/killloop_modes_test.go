@@ -118,9 +118,11 @@ func (l *killLoop) runController() {
 	for i := range brokers {
 		// Fixed ports: a killed broker returns on the addresses its group knows.
 		stores[i] = t.TempDir()
+		// A demoted master's restart waits for the sends it holds to stop waiting for replicas
+		// that left (-ha-sync-flush-timeout, 5 s by default): 1 s keeps make test's run short.
 		args[i] = append(append([]string{"-no-namesrv", "-namesrv", ns, "-controller", ns, "-broker-id", fmt.Sprint(i + 1),
-			"-listen", reserveAddr(t), "-ha-listen", reserveAddr(t), "-store", stores[i], "-ha-reconnect-interval", "100ms"},
-			ctlBrokerArgs...), klStoreArgs...)
+			"-listen", reserveAddr(t), "-ha-listen", reserveAddr(t), "-store", stores[i], "-ha-reconnect-interval", "100ms",
+			"-ha-sync-flush-timeout", "1s"}, ctlBrokerArgs...), klStoreArgs...)
 		brokers[i] = startLoggedNode(t, l.bin, args[i]...)
 	}
 	opts := klStoreOptions(storage.AsyncFlush, false)

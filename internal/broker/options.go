@@ -101,6 +101,13 @@ type Options struct {
 	MasterEpoch          int32
 	MinInSyncReplicas    int
 	AllAckInSyncStateSet bool
+	// ControllerMaster, on a slave in controller mode, is the broker address of the master the
+	// controllers named: the only one whose HA address it takes from REGISTER_BROKER answers.
+	ControllerMaster string
+	// SyncStateSet, on a master in controller mode, is the set the controllers named (broker
+	// ids, its own included): with AllAckInSyncStateSet it bounds what consumers see from the
+	// first send on, before the replicas manager confirms it.
+	SyncStateSet []int64
 
 	// ReadCheck, when set (the node runs ACL), decides after a request has read stored
 	// messages whether its peer may see them (read_check.go); nil reads without a check.

@@ -85,6 +85,9 @@ func New(core *broker.Broker, deps Deps) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
+		if m := opts.ControllerMaster; opts.ControllerMode && m != "" {
+			s.masterAddr.Store(&m)
+		}
 	} else {
 		mo := masterOptions(opts)
 		mo.OnAck = s.confirmAck()
@@ -98,6 +101,12 @@ func New(core *broker.Broker, deps Deps) (*Service, error) {
 	}
 	if err := s.appendEpoch(); err != nil {
 		return nil, err
+	}
+	// The SyncStateSet bounds what consumers see from the first send: until the replicas
+	// manager applies it once the broker serves, a send stored meanwhile would be dispatched
+	// at once, and a consumer could read a message the next master lacks.
+	if s.master != nil && opts.ControllerMode && len(opts.SyncStateSet) > 0 {
+		s.SetSyncStateSet(opts.SyncStateSet)
 	}
 	core.Seams().SetReplicator(s)
 	return s, nil
@@ -270,9 +279,17 @@ func (s *Service) Slaves() []broker.SlaveAck {
 
 // Registered applies a name server's REGISTER_BROKER answer: a slave learns its master's
 // broker address (for metadata sync) and, unless HA.MasterAddr fixes it, its HA address
-// (RocketMQ updateMasterHAServerAddrPeriodically).
+// (RocketMQ updateMasterHAServerAddrPeriodically). In controller mode only an answer that names
+// the master the controllers named counts: a name server can still list the master they
+// replaced, and the HA connection compares no epochs, so following it would take records the
+// new master lacks.
 func (s *Service) Registered(res *route.RegisterBrokerResult) {
 	if s.slave == nil || res == nil {
+		return
+	}
+	if s.opts.ControllerMode && s.opts.ControllerMaster != "" && res.MasterAddr != s.opts.ControllerMaster {
+		s.log.Debug().Str("answer_master", res.MasterAddr).Str("controller_master", s.opts.ControllerMaster).
+			Msg("registration answer names another master: ignored")
 		return
 	}
 	if res.MasterAddr != "" && res.MasterAddr != s.MasterAddr() {

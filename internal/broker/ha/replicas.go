@@ -378,6 +378,7 @@ func (r *Replicas) roleOptions(bo *broker.Options, st replicaState) {
 	bo.MinInSyncReplicas, bo.AllAckInSyncStateSet = r.o.MinInSyncReplicas, r.o.AllAckInSyncStateSet
 	if st.masterID == r.id {
 		bo.Broker.ID, bo.MasterEpoch = 0, st.epoch
+		bo.SyncStateSet = slices.Clone(st.set.SyncStateSet)
 		bo.Broker.Role = storage.AsyncMaster
 		if r.o.AllAckInSyncStateSet {
 			bo.Broker.Role = storage.SyncMaster
@@ -385,6 +386,7 @@ func (r *Replicas) roleOptions(bo *broker.Options, st replicaState) {
 		return
 	}
 	bo.Broker.ID, bo.Broker.Role, bo.MasterEpoch = r.id, storage.Slave, 0
+	bo.ControllerMaster = st.masterAddr
 }
 
 // followPoint compares this store's history with the master's (GET_BROKER_EPOCH_CACHE) and

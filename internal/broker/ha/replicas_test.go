@@ -11,6 +11,7 @@ import (
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/ha"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 )
 
@@ -172,5 +173,54 @@ func TestSlaveTakesTheMastersEpochsAsItsLogReachesThem(t *testing.T) {
 	// Compared with the master's, the slave's history parts nowhere before the logs' end.
 	if p, ok := storage.ConsistentPoint(got, history, n.tb.Store().MaxPhyOffset(), end); !ok || p != end {
 		t.Fatalf("consistent point %d (%v), want the log end %d", p, ok, end)
+	}
+}
+
+// In controller mode a slave follows the master the controllers named, whatever a name
+// server's REGISTER_BROKER answer says: a name server can still list a master the controllers
+// replaced (one that returned for a moment in its old epoch), and a slave that streamed from it
+// would take records the new master lacks, with no epoch comparison on the HA connection. The
+// kill loops (examples/mqnode TestBinaryKillLoop, controller mode) found a slave that had
+// followed such an answer holding four records the new master did not.
+func TestControllerSlaveFollowsOnlyTheControllersMaster(t *testing.T) {
+	_, s := start(t, func(o *broker.Options) {
+		o.ControllerMode, o.ReplicaID, o.Broker.ID, o.Broker.Role = true, 3, 3, storage.Slave
+		o.ControllerMaster = "127.0.0.1:10911"
+	})
+	if got := s.MasterAddr(); got != "127.0.0.1:10911" {
+		t.Fatalf("master broker address %q before any registration, want the controllers' master", got)
+	}
+	s.Registered(&route.RegisterBrokerResult{MasterAddr: "127.0.0.1:20911", HAServerAddr: "127.0.0.1:20912"})
+	if got, ha := s.MasterAddr(), s.MasterHAAddr(); got != "127.0.0.1:10911" || ha != "" {
+		t.Fatalf("after an answer naming another master: master %q, HA %q", got, ha)
+	}
+	s.Registered(&route.RegisterBrokerResult{MasterAddr: "127.0.0.1:10911", HAServerAddr: "127.0.0.1:10912"})
+	if got, ha := s.MasterAddr(), s.MasterHAAddr(); got != "127.0.0.1:10911" || ha != "127.0.0.1:10912" {
+		t.Fatalf("after the controllers' master's answer: master %q, HA %q", got, ha)
+	}
+}
+
+// A controller-mode master with all-ack bounds what consumers see by its SyncStateSet from
+// the moment it serves: a message stored before every member has it stays out of the
+// ConsumeQueues. The kill loops (examples/mqnode TestBinaryKillLoop, controller mode) found a
+// master restarted in its own epoch serving sends before its replicas manager told it the set:
+// a send stored then was visible at once, a consumer read and committed past it, and the next
+// master, which lacked it, held the group's offset past its queue's end.
+func TestControllerMasterBoundsReadsBySyncStateSetFromTheStart(t *testing.T) {
+	tb, _ := start(t, func(o *broker.Options) {
+		o.ControllerMode, o.ReplicaID, o.MasterEpoch, o.AllAckInSyncStateSet = true, 1, 1, true
+		o.Broker.Role = storage.SyncMaster
+		o.SyncStateSet = []int64{1, 2} // broker 2 never connects
+		o.HA.SyncFlushTimeout = 100 * time.Millisecond
+	})
+	resp := syncSend(t, tb, "not on broker 2")
+	if resp.Code == remoting.Success {
+		t.Fatalf("send acknowledged without broker 2: %d %s", resp.Code, resp.Remark)
+	}
+	if tb.Store().MaxPhyOffset() == 0 {
+		t.Fatal("the message was not stored")
+	}
+	if n := tb.Store().MaxOffsetInQueue("SYNC", 0); n != 0 {
+		t.Fatalf("queue SYNC/0 shows %d messages that not every member of the SyncStateSet has", n)
 	}
 }
