@@ -227,12 +227,13 @@ func writeFileAtomic(path string, b []byte) error {
 		return fmt.Errorf("storage: write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(b)
+	ops := metaOps(path)
+	_, err = ops.writeAt(f, b, 0)
 	if err == nil {
 		err = f.Chmod(0o644)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = ops.sync(f)
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
 		os.Remove(tmp)

@@ -104,8 +104,7 @@ func (m *Master) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return errors.New("replication: Master.Run called twice")
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", m.opts.ListenAddr)
+	ln, err := m.listen(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -152,6 +151,33 @@ func (m *Master) Run(ctx context.Context) error {
 	wg.Wait()
 	m.log.Info().Str("addr", addr).Err(runErr).Msg("HA listener stopped")
 	return runErr
+}
+
+// ListenFunc opens the HA listener on addr, as net.ListenConfig.Listen does for "tcp".
+type ListenFunc = func(ctx context.Context, addr string) (net.Listener, error)
+
+// routedListens holds, by store, what RouteListen installed.
+var routedListens sync.Map // *storage.Store -> *listenRoute
+
+// listenRoute is a pointer so that remove deletes its own entry only (funcs do not compare).
+type listenRoute struct{ listen ListenFunc }
+
+// RouteListen makes the master serving store listen through listen instead of TCP, until
+// remove is called: the simulation (internal/sim) serves HA over its in-memory network this
+// way, since a socket cannot run on a testing/synctest bubble's clock. Install it before Run.
+func RouteListen(store *storage.Store, listen ListenFunc) (remove func()) {
+	r := &listenRoute{listen: listen}
+	routedListens.Store(store, r)
+	return func() { routedListens.CompareAndDelete(store, r) }
+}
+
+// listen opens the HA listener: through RouteListen's route for the store, else TCP.
+func (m *Master) listen(ctx context.Context) (net.Listener, error) {
+	if r, ok := routedListens.Load(m.store); ok {
+		return r.(*listenRoute).listen(ctx, m.opts.ListenAddr)
+	}
+	var lc net.ListenConfig
+	return lc.Listen(ctx, "tcp", m.opts.ListenAddr)
 }
 
 // Ready is closed once the listener is bound; Addr is valid from then on.
