@@ -120,7 +120,9 @@ func (nw raftNet) withDefaults() raftNet {
 		nw.listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
 	}
 	if nw.dial == nil {
-		nw.dial = func(addr string, timeout time.Duration) (net.Conn, error) { return net.DialTimeout("tcp", addr, timeout) }
+		nw.dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
 	}
 	return nw
 }
