@@ -18,7 +18,7 @@ func (p *puller) pullLoop(qs *queueState) {
 			sleep(p.ctx, pq.done, d)
 			continue
 		}
-		begin := time.Now()
+		begin, asked := time.Now(), qs.nextOffset
 		res, addr, err := p.pullOnce(qs)
 		if pq.isDropped() || p.isClosing() {
 			return
@@ -39,10 +39,28 @@ func (p *puller) pullLoop(qs *queueState) {
 		if !keep {
 			return
 		}
+		if p.slaveBehind(qs, &res, asked) {
+			sleep(p.ctx, pq.done, p.cfg.pullErrorDelay)
+			continue
+		}
 		if found && p.cfg.pullInterval > 0 {
 			sleep(p.ctx, pq.done, p.cfg.pullInterval)
 		}
 	}
+}
+
+// slaveBehind reports whether a slave answered at once that it does not hold the offset asked
+// yet (PULL_RETRY_IMMEDIATELY, or an offset before it), the queue did not move, and the next pull
+// would go to a slave again, no master being in the route: the slave has nothing to give until
+// replication brings it the offset, which it may never do while the master is away, so pulling
+// it again at once would only spin, one round trip after another. RocketMQ's client pulls again
+// at once (docs/rocketmq-differences.md); the loop then waits the pull error delay instead.
+func (p *puller) slaveBehind(qs *queueState, res *pullResult, asked int64) bool {
+	if !qs.fromSlave || res.code == remoting.Success || res.code == remoting.PullNotFound || qs.nextOffset != asked {
+		return false
+	}
+	_, slave := p.pullTarget(qs)
+	return slave
 }
 
 // pullPause returns how long to wait before the next pull: flow control while the queue's

@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
 )
 
@@ -84,4 +85,20 @@ func (n *Node) raftNet() (listen func(string) (net.Listener, error), dial func(s
 		defer cancel()
 		return d(ctx, "tcp", addr)
 	}
+}
+
+// InspectBroker runs f with the node's broker, unless there is none or a restart is swapping
+// it (then it reports false without calling f): the simulation reads a broker's store between
+// its steps, and a store being closed by RestartBroker must not be read.
+func (n *Node) InspectBroker(f func(b *broker.Broker)) bool {
+	if !n.restartMu.TryLock() {
+		return false
+	}
+	defer n.restartMu.Unlock()
+	b := n.broker.Load()
+	if b == nil || n.closing.Load() {
+		return false
+	}
+	f(b)
+	return true
 }
