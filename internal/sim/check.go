@@ -62,15 +62,15 @@ func (o *observations) violate(kind, format string, args ...any) {
 
 // Invariants, as violations name them.
 const (
-	invLost      = "lost"      // an acknowledged message gone
-	invStuck     = "stuck"     // an acknowledged message stored but never delivered
-	invHistory   = "history"   // two messages at one offset of a queue
-	invAhead     = "ahead"     // a committed offset past the data
-	invBack      = "back"      // a committed offset lower than before with no fault between
-	invReplica   = "replica"   // a replica's log not a prefix of the master's
-	invLiveness  = "liveness"  // the healed cluster takes no sends, or a node cannot start
-	invHarness   = "harness"   // the simulation itself failed
-	invSetUp     = "setup"     // the cluster did not come up before any fault
+	invLost     = "lost"     // an acknowledged message gone
+	invStuck    = "stuck"    // an acknowledged message stored but never delivered
+	invHistory  = "history"  // two messages at one offset of a queue
+	invAhead    = "ahead"    // a committed offset past the data
+	invBack     = "back"     // a committed offset lower than before with no fault between
+	invReplica  = "replica"  // a replica's log not a prefix of the master's
+	invLiveness = "liveness" // the healed cluster takes no sends, or a node cannot start
+	invHarness  = "harness"  // the simulation itself failed
+	invSetUp    = "setup"    // the cluster did not come up before any fault
 )
 
 func (o *observations) sent(n int) {
