@@ -313,3 +313,43 @@ func TestPullGoesToMasterAfterLaggingSlave(t *testing.T) {
 		t.Fatalf("next pull to %q (slave %v), want the master", next, slave)
 	}
 }
+
+// A dead master and an unreachable slave both fail a pull at once. The first failure moves to
+// the other address at once; the second, failing too, waits the failed-pull delay: moving on at
+// once every time spun between the two with no wait at all (internal/sim, seed 11: the
+// simulated clock stood still while the master was down and the consumer cut from the slave).
+func TestPullBetweenFailingAddressesWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int32]int64{}},
+			dead: map[string]bool{"m": true, "s": true}, suggest: map[string]int64{}, next: map[string]int64{}}
+		mq := MessageQueue{Topic: "T", BrokerName: "b"}
+		qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: 5}
+		spin := &spinLimit{pullTransport: tr, limit: 1000, stop: qs.pq.drop}
+		cfg := defaultConfig()
+		cfg.group, cfg.pullErrorDelay = "g", time.Second
+		p := startedPuller(t, cfg.pullerConfig, idleService{}, routeInstance{fakeInstance{tr: spin}})
+		p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.pullLoop(qs)
+		}()
+		time.Sleep(10 * time.Second)
+		qs.pq.drop()
+		<-done
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		// Failed pulls wait 20 ms doubling to 500 ms: about 25 waits in 10 s, each after a
+		// pull of one address or, right after a first failure, of both.
+		if n := len(tr.pulls); n > 60 {
+			t.Fatalf("%d pulls in 10 s between two addresses that fail at once: it spins", n)
+		}
+		seen := map[string]bool{}
+		for _, pl := range tr.pulls {
+			seen[pl.Addr] = true
+		}
+		if !seen["m"] || !seen["s"] {
+			t.Fatalf("pulls went to %v: want both addresses tried", seen)
+		}
+	})
+}

@@ -279,7 +279,7 @@ func (s *Store) afterAppend(r PutResult, props string) (PutResult, error) {
 // mustWaitFlush reports whether an append with these properties is answered only once durable:
 // in SyncFlush mode, unless the message says WAIT=false (then the flusher is only woken).
 func (s *Store) mustWaitFlush(props string) bool {
-	if s.opts.FlushDiskType != SyncFlush {
+	if s.opts.FlushDiskType != SyncFlush || simBugAckBeforeFlush {
 		return false
 	}
 	if v, ok := message.PropertyValueString(props, message.PropertyWaitStoreMsgOK); ok && v == "false" {

@@ -146,7 +146,7 @@ func run(t *testing.T, seed uint64, opts Options) Result {
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0x51e5eed))
 	cfg := newConfig(r, opts.Chaos)
-	root := t.TempDir()
+	root := simDir(t)
 	log := newEventLog(root)
 	log.seedf("seed %d: %s", seed, cfg)
 	logs := newRing(300)
@@ -186,6 +186,19 @@ func run(t *testing.T, seed uint64, opts Options) Result {
 	res.Events, hashed = log.snapshot()
 	res.Digest = digest(hashed)
 	return res
+}
+
+// simDir is the run's directory: in /dev/shm where the machine has one, since the simulated
+// disk decides what is durable and a real fsync (a directory's, bbolt's commits) would only
+// cost wall time; else the test's temporary directory.
+func simDir(t *testing.T) string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "mqsim-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
 }
 
 func deliveredAcked(o *observations) int {

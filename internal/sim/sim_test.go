@@ -97,6 +97,7 @@ var regressions = []struct {
 	found string
 }{
 	{2, "a push consumer on a slave that lacks the offset, with the master away, pulled it again at once forever (consumer/pull.go, slaveBehind)"},
+	{11, "a push consumer whose master was down and whose slave was cut off pulled one then the other at once, forever (consumer/pull_addr.go, pullFailed)"},
 }
 
 func TestSimRegressions(t *testing.T) {
