@@ -325,12 +325,12 @@ func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 // 5 switches roles in place; mq restarts the broker part, which also cuts the store where a
 // new master's history parts from it). Requests for broker codes wait meanwhile and are then
 // served by the new broker; clients keep their connections. It returns once the new broker is
-// Ready. On error the node is left without a broker and the error says why.
+// Ready. On error the node is left without a broker (Broker returns nil) and the error says
+// why; the next RestartBroker starts one.
 func (n *Node) RestartBroker(edit func(*broker.Options)) error {
 	n.restartMu.Lock()
 	defer n.restartMu.Unlock()
-	old := n.broker.Load()
-	if old == nil {
+	if n.opts.DisableBroker {
 		return errors.New("mq: no broker to restart")
 	}
 	gate := make(chan struct{})
@@ -339,13 +339,8 @@ func (n *Node) RestartBroker(edit func(*broker.Options)) error {
 		close(gate)
 	}()
 	ep := n.endpointOf("broker")
-	old.Unregister(ep.d)
-	n.brokerRun.cancel()
-	if err := <-n.brokerRun.done; err != nil {
-		return fmt.Errorf("mq: stopping the broker: %w", err)
-	}
-	if err := old.Close(); err != nil {
-		return fmt.Errorf("mq: closing the broker: %w", err)
+	if err := n.stopBroker(ep); err != nil {
+		return err
 	}
 	bo, err := n.opts.brokerOptions(ep.srv.Addr(), n.brokerNameServers(), n.brokerTr)
 	if err != nil {
@@ -358,6 +353,28 @@ func (n *Node) RestartBroker(edit func(*broker.Options)) error {
 		return err
 	}
 	return n.waitRestarted()
+}
+
+// stopBroker stops and closes the running broker, if any, and leaves the node without one: a
+// restart that fails after this point (the new broker's store does not open) must not leave
+// the next one waiting for a Run that ended long ago. n.restartMu must be held.
+func (n *Node) stopBroker(ep *endpoint) error {
+	old := n.broker.Load()
+	if old == nil {
+		return nil
+	}
+	old.Unregister(ep.d)
+	n.brokerRun.cancel()
+	runErr := <-n.brokerRun.done
+	n.broker.Store(nil)
+	n.brokerRun.cancel, n.brokerRun.done = nil, nil
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("mq: closing the broker: %w", errors.Join(runErr, err))
+	}
+	if runErr != nil {
+		return fmt.Errorf("mq: stopping the broker: %w", runErr)
+	}
+	return nil
 }
 
 // waitRestarted waits until the restarted broker is Ready, its Run failed, the node closes,
@@ -435,10 +452,11 @@ func (n *Node) addrOf(role string) string {
 // HAAddr is the advertised address of a master's HA listener, or "" for a slave or a node
 // without a broker.
 func (n *Node) HAAddr() string {
-	if n.broker.Load() == nil {
+	b := n.broker.Load()
+	if b == nil {
 		return ""
 	}
-	return n.broker.Load().HAAddr()
+	return b.HAAddr()
 }
 
 // loadACL compiles the ACL of Options.Security.ACL or Options.Security.ACLFile, when either is set.
