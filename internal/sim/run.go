@@ -64,7 +64,7 @@ func Run(t *testing.T, seed uint64, opts Options) Result {
 	var res Result
 	wall := time.Now()
 	var beat atomic.Int64
-	stopWatch := watchdog(seed, &beat)
+	stopWatch := watchdog(seed, &beat, int64((opts.Chaos + maxSettle).Seconds()))
 	defer stopWatch()
 	synctest.Test(t, func(t *testing.T) {
 		done := make(chan struct{})
@@ -98,9 +98,15 @@ func heartbeat(beat *atomic.Int64, done <-chan struct{}) {
 	}
 }
 
+// maxSettle bounds the simulated time a run may take past its chaos: setting up, settling
+// (restarts, the settle's wait, its checks) and closing take a few minutes; a run past it waits
+// for something that never comes (a Close that never returns).
+const maxSettle = 30 * time.Minute
+
 // watchdog ends the process, naming the seed and showing every goroutine, once the run's
-// heartbeat stops for stallAfter of wall time: the bubble would never finish.
-func watchdog(seed uint64, beat *atomic.Int64) (stop func()) {
+// heartbeat stops for stallAfter of wall time, or passes limit simulated seconds: either way
+// the bubble would never finish.
+func watchdog(seed uint64, beat *atomic.Int64, limit int64) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		last, since := beat.Load(), time.Now()
@@ -112,7 +118,14 @@ func watchdog(seed uint64, beat *atomic.Int64) (stop func()) {
 				return
 			case <-t.C:
 			}
-			if b := beat.Load(); b != last {
+			b := beat.Load()
+			if b > limit {
+				fmt.Fprintf(os.Stderr, "sim: seed %d ran %d simulated seconds, past its %d: something waits forever "+
+					"(a Close that does not return, a restart that never ends); replay: make sim SEED=%d\n", seed, b, limit, seed)
+				pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+				os.Exit(2)
+			}
+			if b != last {
 				last, since = b, time.Now()
 				continue
 			}
@@ -121,7 +134,7 @@ func watchdog(seed uint64, beat *atomic.Int64) (stop func()) {
 			}
 			fmt.Fprintf(os.Stderr, "sim: seed %d stalled: simulated time has not moved for %v of wall time, so a goroutine "+
 				"keeps running at one simulated instant (a loop that never waits); replay: make sim SEED=%d\n", seed, stallAfter, seed)
-			pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 			os.Exit(2)
 		}
 	}()

@@ -97,8 +97,8 @@ var regressions = []struct {
 	found string
 }{
 	{2, "a push consumer on a slave that lacks the offset, with the master away, pulled it again at once forever (consumer/pull.go, slaveBehind)"},
-	{22, "a controller-mode broker whose restart for a role change failed (its store did not open on a failing disk) waited forever in the next restart, and its node's Close never returned (internal/node/node.go, RestartBroker)"},
 	{11, "a push consumer whose master was down and whose slave was cut off pulled one then the other at once, forever (consumer/pull_addr.go, pullFailed)"},
+	{22, "a controller-mode broker whose restart for a role change failed (its store did not open on a failing disk) waited forever in the next restart, and its node's Close never returned (internal/node/node.go, RestartBroker)"},
 }
 
 func TestSimRegressions(t *testing.T) {
