@@ -144,43 +144,50 @@ type offsetSample struct {
 	master string
 }
 
-// checkOffsets checks the group's committed offsets on the master against the data: never
-// ahead of the queue's end, and never lower than at the last check unless a fault or a
-// consumer change came between.
+// offsetRow is one queue's committed offset and end on the master.
+type offsetRow struct {
+	queue          int
+	offset, maxOff int64
+}
+
+// checkOffsets checks the group's committed offsets on the master against the data (judge).
 func (c *cluster) checkOffsets(o *observations, w *offsetWatch, epoch int, final bool) {
 	m := c.master()
 	if m == nil {
 		return
 	}
-	type row struct {
-		q           int
-		off, maxOff int64
-	}
-	var rows []row
+	var rows []offsetRow
 	inspect(m, func(b *broker.Broker) {
 		for q := range c.cfg.Queues {
-			rows = append(rows, row{q, b.Offsets().Query(group, topic, int32(q)), b.Store().MaxOffsetInQueue(topic, int32(q))})
+			rows = append(rows, offsetRow{q, b.Offsets().Query(group, topic, int32(q)), b.Store().MaxOffsetInQueue(topic, int32(q))})
 		}
 	})
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, r := range rows {
-		if r.off < 0 {
-			continue
-		}
-		// After a power cut the broker may hold offsets persisted past data the cut erased,
-		// until the group commits again: only the end of the run must have no such offset.
-		if r.off > r.maxOff && (!c.cfg.PowerLoss || final) {
-			o.violate(invAhead, "offset ahead of the data: group %s queue %d committed %d on %s, the queue ends at %d",
-				group, r.q, r.off, m.name, r.maxOff)
-		}
-		prev, ok := w.last[r.q]
-		if ok && prev.epoch == epoch && prev.master == m.name && r.off < prev.offset {
-			o.violate(invBack, "offset went back without a fault: group %s queue %d committed %d on %s, %d at the last check",
-				group, r.q, r.off, m.name, prev.offset)
-		}
-		w.last[r.q] = offsetSample{offset: r.off, epoch: epoch, master: m.name}
+		o.judgeOffset(w, r, epoch, m.name, final)
 	}
+}
+
+// judgeOffset checks one committed offset: never ahead of the queue's end, and never lower
+// than at the last check on the same master unless a fault or a consumer change (epoch) came
+// between. o.mu must be held.
+func (o *observations) judgeOffset(w *offsetWatch, r offsetRow, epoch int, master string, final bool) {
+	if r.offset < 0 {
+		return
+	}
+	// After a power cut the broker may hold offsets persisted past data the cut erased, until
+	// the group commits again: only the end of the run must have no such offset.
+	if r.offset > r.maxOff && (!o.cfg.PowerLoss || final) {
+		o.violate(invAhead, "offset ahead of the data: group %s queue %d committed %d on %s, the queue ends at %d",
+			group, r.queue, r.offset, master, r.maxOff)
+	}
+	prev, ok := w.last[r.queue]
+	if ok && prev.epoch == epoch && prev.master == master && r.offset < prev.offset {
+		o.violate(invBack, "offset went back without a fault: group %s queue %d committed %d on %s, %d at the last check",
+			group, r.queue, r.offset, master, prev.offset)
+	}
+	w.last[r.queue] = offsetSample{offset: r.offset, epoch: epoch, master: master}
 }
 
 // undelivered are the acknowledged keys no consumer took successfully, sorted.
