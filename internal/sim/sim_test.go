@@ -99,6 +99,7 @@ var regressions = []struct {
 	{2, "a push consumer on a slave that lacks the offset, with the master away, pulled it again at once forever (consumer/pull.go, slaveBehind)"},
 	{11, "a push consumer whose master was down and whose slave was cut off pulled one then the other at once, forever (consumer/pull_addr.go, pullFailed)"},
 	{22, "a controller-mode broker whose restart for a role change failed (its store did not open on a failing disk) waited forever in the next restart, and its node's Close never returned (internal/node/node.go, RestartBroker)"},
+	{56, "a controller-mode broker left without a broker by a failed role change read the missing broker's store at the next role change and crashed the process; a failed role change also took the new state, so it was not tried again (internal/broker/ha/replicas.go, changeRole)"},
 }
 
 func TestSimRegressions(t *testing.T) {

@@ -96,6 +96,9 @@ type Replicas struct {
 	notified chan struct{}
 	// adopt are the master's epochs a broker starting as slave adopts once it serves.
 	adopt []storage.EpochEntry
+	// storeOpts are the store's options as PrepareStart saw them: a role change after a
+	// failed one, with no broker running, reads the store's history through them.
+	storeOpts storage.Options
 
 	mu       sync.Mutex
 	leader   string
@@ -440,6 +443,7 @@ func (r *Replicas) PrepareStart(ctx context.Context, bo *broker.Options) error {
 	r.mu.Unlock()
 	r.roleOptions(bo, st)
 	r.adopt = nil
+	r.storeOpts = bo.Store
 	if st.masterID == r.id {
 		return nil
 	}
@@ -619,22 +623,22 @@ func (r *Replicas) reconcile(ctx context.Context, st replicaState) {
 	}
 }
 
-// changeRole restarts the broker in the role st gives it.
+// changeRole restarts the broker in the role st gives it. Only once the broker serves in it
+// does st become the state the manager goes by: a restart that failed (the new broker's store
+// did not open) leaves the old state, so the next look at the controllers' view tries again.
 func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
 	var adopt []storage.EpochEntry
 	var cut bool
 	var point int64
 	if st.masterID != r.id {
-		b := r.n.Broker()
-		local, end := b.Store().Epochs(), b.Store().MaxPhyOffset()
-		var err error
+		local, end, err := r.localHistory()
+		if err != nil {
+			return err
+		}
 		if point, cut, adopt, err = r.followPoint(ctx, st.masterAddr, local, end); err != nil {
 			return err
 		}
 	}
-	r.mu.Lock()
-	r.state = st
-	r.mu.Unlock()
 	r.log.Info().Int64("master", st.masterID).Str("master_addr", st.masterAddr).Int32("epoch", st.epoch).
 		Bool("cut", cut).Int64("cut_at", point).Msg("role change")
 	err := r.n.RestartBroker(func(bo *broker.Options) {
@@ -646,8 +650,22 @@ func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
 	if err != nil {
 		return err
 	}
+	r.mu.Lock()
+	r.state = st
+	r.mu.Unlock()
 	r.started(st, adopt)
 	return nil
+}
+
+// localHistory is the store's epochs and log end: the running broker's, or, when a role
+// change failed and left the node without one, read from the store on disk.
+func (r *Replicas) localHistory() ([]storage.EpochEntry, int64, error) {
+	if b := r.n.Broker(); b != nil {
+		return b.Store().Epochs(), b.Store().MaxPhyOffset(), nil
+	}
+	so := r.storeOpts
+	so.Truncate, so.TruncateTo = false, 0
+	return storeHistory(so)
 }
 
 // trackCatchUp notes, on a master, which slaves hold what the master held one heartbeat ago.
