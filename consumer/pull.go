@@ -39,7 +39,7 @@ func (p *puller) pullLoop(qs *queueState) {
 		if !keep {
 			return
 		}
-		if p.slaveBehind(qs, &res, asked) {
+		if p.pullsAgainInVain(qs, &res, asked, addr) {
 			sleep(p.ctx, pq.done, p.cfg.pullErrorDelay)
 			continue
 		}
@@ -49,18 +49,20 @@ func (p *puller) pullLoop(qs *queueState) {
 	}
 }
 
-// slaveBehind reports whether a slave answered at once that it does not hold the offset asked
-// yet (PULL_RETRY_IMMEDIATELY, or an offset before it), the queue did not move, and the next pull
-// would go to a slave again, no master being in the route: the slave has nothing to give until
-// replication brings it the offset, which it may never do while the master is away, so pulling
-// it again at once would only spin, one round trip after another. RocketMQ's client pulls again
-// at once (docs/rocketmq-differences.md); the loop then waits the pull error delay instead.
-func (p *puller) slaveBehind(qs *queueState, res *pullResult, asked int64) bool {
-	if !qs.fromSlave || res.code == remoting.Success || res.code == remoting.PullNotFound || qs.nextOffset != asked {
+// pullsAgainInVain reports whether a broker answered at once that it cannot serve the offset
+// asked yet (PULL_RETRY_IMMEDIATELY, or a slave's answer before the offset), the queue did not
+// move, and the next pull would go to the same address again: a slave that lacks the offset
+// with no master in the route to ask instead, or a master that just became a slave and stays
+// the queue's master in the route until the next route refresh. Pulling again at once would
+// only spin, one round trip after another, until replication or the route changes. RocketMQ's
+// client pulls again at once (docs/rocketmq-differences.md); the loop then waits the pull
+// error delay instead.
+func (p *puller) pullsAgainInVain(qs *queueState, res *pullResult, asked int64, addr string) bool {
+	if res.code == remoting.Success || res.code == remoting.PullNotFound || qs.nextOffset != asked {
 		return false
 	}
-	_, slave := p.pullTarget(qs)
-	return slave
+	next, _ := p.pullTarget(qs)
+	return next == addr
 }
 
 // pullPause returns how long to wait before the next pull: flow control while the queue's

@@ -306,7 +306,7 @@ func TestPullGoesToMasterAfterLaggingSlave(t *testing.T) {
 		t.Fatalf("first pull to %q: %v", addr, err)
 	}
 	p.handlePull(qs, &res)
-	if p.slaveBehind(qs, &res, 5) {
+	if p.pullsAgainInVain(qs, &res, 5, addr) {
 		t.Fatal("the queue waits although the master is in the route")
 	}
 	if next, slave := p.pullTarget(qs); next != "m" || slave {
@@ -350,6 +350,45 @@ func TestPullBetweenFailingAddressesWaits(t *testing.T) {
 		}
 		if !seen["m"] || !seen["s"] {
 			t.Fatalf("pulls went to %v: want both addresses tried", seen)
+		}
+	})
+}
+
+// masterOnlyInstance routes broker "b" to "m" alone, as its master.
+type masterOnlyInstance struct{ fakeInstance }
+
+func (masterOnlyInstance) TopicRoute(context.Context, string) (*route.TopicRouteData, error) {
+	return &route.TopicRouteData{BrokerDatas: []route.BrokerData{{BrokerName: "b", BrokerAddrs: map[int64]string{0: "m"}}}}, nil
+}
+
+// A master that just became a slave (controller mode) stays the queue's master in the route
+// until the next refresh, and answers PULL_RETRY_IMMEDIATELY for an offset its copy does not
+// hold: the queue waits the pull error delay between pulls rather than asking it again at once
+// (internal/sim, seed 76: the spin stopped the simulated clock, so the route never refreshed).
+func TestPullWaitsForDemotedMaster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int32]int64{}}, dead: map[string]bool{},
+			suggest: map[string]int64{"m": 0}, next: map[string]int64{},
+			code: map[string]int32{"m": remoting.PullRetryImmediately}}
+		mq := MessageQueue{Topic: "T", BrokerName: "b"}
+		qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: 2}
+		spin := &spinLimit{pullTransport: tr, limit: 100, stop: qs.pq.drop}
+		cfg := defaultConfig()
+		cfg.group, cfg.pullErrorDelay = "g", time.Second
+		p := startedPuller(t, cfg.pullerConfig, idleService{}, masterOnlyInstance{fakeInstance{tr: spin}})
+		p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.pullLoop(qs)
+		}()
+		time.Sleep(10*time.Second - time.Millisecond)
+		qs.pq.drop()
+		<-done
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		if len(tr.pulls) != 10 {
+			t.Fatalf("%d pulls in 10 s of a master answering PULL_RETRY_IMMEDIATELY, want one per pull error delay (10)", len(tr.pulls))
 		}
 	})
 }

@@ -282,9 +282,12 @@ func (s *Store) Epochs() []EpochEntry {
 
 // AppendEpoch records that the master of epoch wrote the log from startOffset on (a broker
 // becoming master appends its epoch and MaxPhyOffset). The epoch must be greater than the last
-// one and start at or after it; appending the last entry again is a no-op. An epoch starting
-// where the last one starts replaces it, since the last one then holds no data (RocketMQ's
-// changeToMaster drops such an entry by truncating at the log's end before appending).
+// one and start at or after it; appending the last epoch again, at or after its start, is a
+// no-op: the master of that epoch restarted, and what it wrote since the entry's start is still
+// its epoch's (RocketMQ's changeToMaster replaces the entry with one starting at the log's end,
+// which gives that data to the epoch before). An epoch starting where the last one starts
+// replaces it, since the last one then holds no data (RocketMQ's changeToMaster drops such an
+// entry by truncating at the log's end before appending).
 func (s *Store) AppendEpoch(epoch int32, startOffset int64) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -294,7 +297,7 @@ func (s *Store) AppendEpoch(epoch int32, startOffset int64) error {
 	h := slices.Clone(s.epochs.entries)
 	if n := len(h); n > 0 {
 		last := h[n-1]
-		if last.Epoch == epoch && last.StartOffset == startOffset {
+		if last.Epoch == epoch && startOffset >= last.StartOffset {
 			return nil
 		}
 		if epoch > last.Epoch && startOffset == last.StartOffset {

@@ -73,9 +73,10 @@ func TestEpochHistory(t *testing.T) {
 	}{
 		{1, 0, nil},
 		{1, 0, nil},              // the same entry again: no-op
-		{1, 50, ErrEpochOrder},   // same epoch, other start
+		{1, 50, nil},             // same epoch, later: its master restarted; no-op
 		{0, 60, ErrEpochOrder},   // lower epoch
 		{2, 100, nil},            // next master
+		{2, 40, ErrEpochOrder},   // same epoch, earlier start
 		{3, 100, nil},            // epoch 2 held nothing: replaced
 		{4, 90, ErrEpochOrder},   // starts before the last
 		{5, end, nil},            // at the log end

@@ -97,11 +97,15 @@ type Options struct {
 	// master's HA listener; MasterEpoch, on a master, is appended to the store's epoch file
 	// at open (where this epoch's writes start); MinInSyncReplicas refuses sends while the
 	// SyncStateSet is smaller; AllAckInSyncStateSet makes a SYNC_MASTER wait for every member.
+	// ControllerMaster, on a slave, is the broker address of the master the controllers named,
+	// whose history the replicas manager compared with this store's: the slave follows no
+	// other master the name servers may still route.
 	ControllerMode       bool
 	ReplicaID            int64
 	MasterEpoch          int32
 	MinInSyncReplicas    int
 	AllAckInSyncStateSet bool
+	ControllerMaster     string
 
 	// ReadCheck, when set (the node runs ACL), decides after a request has read stored
 	// messages whether its peer may see them (read_check.go); nil reads without a check.

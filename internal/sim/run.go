@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -29,6 +30,10 @@ import (
 type Options struct {
 	// Chaos is how long faults are injected, in simulated time; default DefaultChaos.
 	Chaos time.Duration
+	// LogTo, when set, receives every log line of the nodes and clients at LogLevel (default
+	// info), for a seed under study; Result.NodeLogs keeps the last warnings either way.
+	LogTo    io.Writer
+	LogLevel zerolog.Level
 }
 
 // DefaultChaos is how long a seed injects faults: simulated minutes, the length the issue asks
@@ -163,7 +168,13 @@ func run(t *testing.T, seed uint64, opts Options) Result {
 	log := newEventLog(root)
 	log.seedf("seed %d: %s", seed, cfg)
 	logs := newRing(300)
-	zlog := zerolog.New(logs).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+	var w io.Writer = zerolog.LevelWriterAdapter{Writer: logs}
+	level := zerolog.WarnLevel
+	if opts.LogTo != nil {
+		level = opts.LogLevel
+		w = zerolog.MultiLevelWriter(&minLevel{logs, zerolog.WarnLevel}, opts.LogTo)
+	}
+	zlog := zerolog.New(w).Level(level).With().Timestamp().Logger()
 	c, err := newCluster(cfg, seed, root, log, zlog)
 	if err != nil {
 		t.Fatalf("sim: %v", err)
@@ -212,6 +223,21 @@ func simDir(t *testing.T) string {
 		}
 	}
 	return t.TempDir()
+}
+
+// minLevel passes on only the lines at min or above.
+type minLevel struct {
+	w   io.Writer
+	min zerolog.Level
+}
+
+func (m *minLevel) Write(p []byte) (int, error) { return m.w.Write(p) }
+
+func (m *minLevel) WriteLevel(l zerolog.Level, p []byte) (int, error) {
+	if l < m.min {
+		return len(p), nil
+	}
+	return m.w.Write(p)
 }
 
 func deliveredAcked(o *observations) int {

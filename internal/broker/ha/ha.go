@@ -268,9 +268,16 @@ func (s *Service) Slaves() []broker.SlaveAck {
 
 // Registered applies a name server's REGISTER_BROKER answer: a slave learns its master's
 // broker address (for metadata sync) and, unless HA.MasterAddr fixes it, its HA address
-// (RocketMQ updateMasterHAServerAddrPeriodically).
+// (RocketMQ updateMasterHAServerAddrPeriodically). In controller mode only an answer naming the
+// master the controllers named counts: a deposed master cut off from the controllers still
+// registers as master, and a slave that followed it would stream its log onto a history that
+// parted from its own (RocketMQ's AutoSwitchHA compares epochs on every connection; mq compares
+// them once, with the master the controllers named, before the slave follows it).
 func (s *Service) Registered(res *route.RegisterBrokerResult) {
 	if s.slave == nil || res == nil {
+		return
+	}
+	if s.opts.ControllerMode && res.MasterAddr != s.opts.ControllerMaster {
 		return
 	}
 	if res.MasterAddr != "" && res.MasterAddr != s.MasterAddr() {

@@ -385,6 +385,7 @@ func (r *Replicas) roleOptions(bo *broker.Options, st replicaState) {
 		return
 	}
 	bo.Broker.ID, bo.Broker.Role, bo.MasterEpoch = r.id, storage.Slave, 0
+	bo.ControllerMaster = st.masterAddr
 }
 
 // followPoint compares this store's history with the master's (GET_BROKER_EPOCH_CACHE) and
