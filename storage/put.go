@@ -325,5 +325,8 @@ func (s *Store) AppendRaw(phyOffset int64, b []byte) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if err := s.epochsBefore(phyOffset + int64(len(b))); err != nil {
+		return err
+	}
 	return s.cl.appendRaw(phyOffset, b)
 }

@@ -391,7 +391,13 @@ func (r *Replicas) roleOptions(bo *broker.Options, st replicaState) {
 // followPoint compares this store's history with the master's (GET_BROKER_EPOCH_CACHE) and
 // returns where the store must be cut to follow it, and the master's epochs to adopt. cut is
 // false when the store already agrees.
-func (r *Replicas) followPoint(ctx context.Context, masterAddr string, local []storage.EpochEntry, localMax int64) (point int64, cut bool, remote []storage.EpochEntry, err error) {
+//
+// The master's history must end with masterEpoch, the epoch the controllers named it master
+// of: a master still restarting into its role answers the history before it, and a slave that
+// adopted that would count what the master writes in its new epoch as the epoch before, and
+// later compare histories wrongly (a deposed master's writes of that older epoch would look
+// like a prefix of them).
+func (r *Replicas) followPoint(ctx context.Context, masterAddr string, masterEpoch int32, local []storage.EpochEntry, localMax int64) (point int64, cut bool, remote []storage.EpochEntry, err error) {
 	resp, err := r.invoke(ctx, masterAddr, remoting.NewRequest(remoting.GetBrokerEpochCache, nil, nil))
 	if err == nil {
 		err = remoting.ErrorFromResponse(resp)
@@ -405,6 +411,9 @@ func (r *Replicas) followPoint(ctx context.Context, masterAddr string, local []s
 	}
 	for _, e := range cache.Entries {
 		remote = append(remote, storage.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	if len(remote) == 0 || remote[len(remote)-1].Epoch != masterEpoch {
+		return 0, false, nil, fmt.Errorf("master %s has not taken epoch %d yet (its history: %v): following it later", masterAddr, masterEpoch, remote)
 	}
 	if len(local) == 0 {
 		// A replica that never had an epoch holds a prefix of the first master's log, or
@@ -452,7 +461,7 @@ func (r *Replicas) PrepareStart(ctx context.Context, bo *broker.Options) error {
 	if err != nil {
 		return err
 	}
-	point, cut, remote, err := r.followPoint(ctx, st.masterAddr, local, end)
+	point, cut, remote, err := r.followPoint(ctx, st.masterAddr, st.epoch, local, end)
 	if err != nil {
 		return err
 	}
@@ -496,9 +505,7 @@ func (r *Replicas) started(st replicaState, adopt []storage.EpochEntry) {
 		return
 	}
 	if adopt != nil {
-		end := b.Store().MaxPhyOffset()
-		h := slices.DeleteFunc(slices.Clone(adopt), func(e storage.EpochEntry) bool { return e.StartOffset > end })
-		if err := b.Store().SetEpochs(h); err != nil {
+		if err := b.Store().SetEpochs(adopt); err != nil {
 			r.log.Warn().Err(err).Msg("master's epochs not adopted")
 		}
 	}
@@ -636,7 +643,7 @@ func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
 		if err != nil {
 			return err
 		}
-		if point, cut, adopt, err = r.followPoint(ctx, st.masterAddr, local, end); err != nil {
+		if point, cut, adopt, err = r.followPoint(ctx, st.masterAddr, st.epoch, local, end); err != nil {
 			return err
 		}
 	}

@@ -1,11 +1,13 @@
 package ha
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"testing"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
 
@@ -52,5 +54,36 @@ func TestRoleChangeWithoutBroker(t *testing.T) {
 	}
 	if f.restarts != 1 || r.state.epoch != 1 || r.state.masterID != 1 {
 		t.Fatalf("after a failed role change: %d restarts, state %+v; want one restart and the old state", f.restarts, r.state)
+	}
+}
+
+// epochCacheTransport answers GET_BROKER_EPOCH_CACHE with a history and a log end.
+type epochCacheTransport struct {
+	remoting.Transport
+	body []byte
+}
+
+func (e epochCacheTransport) InvokeSync(_ context.Context, _ string, req *remoting.Command) (*remoting.Command, error) {
+	if req.Code != remoting.GetBrokerEpochCache {
+		return nil, errors.New("unexpected request")
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = e.body
+	return resp, nil
+}
+
+// A replica follows a master only once the master's history ends with the epoch the
+// controllers named it master of: a master still restarting into its role answers the history
+// before, which a replica must not adopt (internal/sim, seed 76).
+func TestFollowPointWaitsForTheMastersEpoch(t *testing.T) {
+	body := []byte(`{"clusterName":"c","brokerName":"b","brokerId":2,"epochList":[{"epoch":1,"startOffset":0,"endOffset":500}],"maxOffset":500}`)
+	r := NewReplicas(ReplicasOptions{BrokerName: "b"}, epochCacheTransport{body: body}, "10.0.0.3:10911", &failingRestarter{})
+	local := []storage.EpochEntry{{Epoch: 1, StartOffset: 0}}
+	if _, _, _, err := r.followPoint(t.Context(), "10.0.0.2:10911", 2, local, 400); err == nil {
+		t.Fatal("followed a master whose history lacks the epoch it was named master of")
+	}
+	point, cut, remote, err := r.followPoint(t.Context(), "10.0.0.2:10911", 1, local, 400)
+	if err != nil || cut || point != 400 || len(remote) != 1 {
+		t.Fatalf("followPoint of the same epoch: %d %v %v %v", point, cut, remote, err)
 	}
 }
