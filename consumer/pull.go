@@ -86,7 +86,7 @@ func (p *puller) pullOnce(qs *queueState) (pullResult, string, error) {
 		return pullResult{}, "", ErrNoSubscription
 	}
 	addr, slave := p.pullTarget(qs)
-	qs.fromSlave = slave
+	qs.fromSlave, qs.pulledFrom = slave, addr
 	var commit int64
 	if p.cfg.model == Clustering && !slave {
 		if off, ok := p.store.read(mq); ok && off > 0 {
@@ -143,7 +143,7 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) (found, keep bool) 
 	case remoting.PullOffsetMoved:
 		qs.nextOffset = res.header.NextBeginOffset
 		p.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Int64("offset", qs.nextOffset).
-			Msg("pull offset illegal; dropping the queue and correcting its offset")
+			Str("broker", qs.pulledFrom).Msg("pull offset illegal; dropping the queue and correcting its offset")
 		pq.drop()
 		if sleep(p.ctx, nil, p.cfg.offsetIllegalDelay) {
 			p.store.update(mq, qs.nextOffset, false)

@@ -383,9 +383,18 @@ func (m *Master) readReports(sc *slaveConn) error {
 // writeBlocks streams the CommitLog from offset next in blocks of at most
 // TransferBatchBytes, and an empty block after SendHeartbeatInterval without one. It
 // returns when a write fails, the report reader exits or ctx ends.
+//
+// A slave that named itself (controller mode) gets the master's confirm offset after every
+// header, and an empty block as soon as it moved, so that it shows its consumers no more than
+// the master does.
 func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) error {
-	hdr := make([]byte, headerBytes)
+	n := headerBytes
+	if sc.brokerID > 0 {
+		n += confirmBytes
+	}
+	hdr := make([]byte, n)
 	lastWrite := time.Now()
+	lastConfirm := int64(-1)
 	timer := time.NewTimer(m.opts.TransferWaitInterval)
 	defer timer.Stop()
 	for {
@@ -399,8 +408,13 @@ func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) err
 			continue
 		}
 		idle := time.Since(lastWrite)
-		if idle >= m.opts.SendHeartbeatInterval {
+		confirm := m.store.ConfirmOffset()
+		if idle >= m.opts.SendHeartbeatInterval || sc.brokerID > 0 && confirm != lastConfirm {
 			putHeader(hdr, next, 0)
+			if sc.brokerID > 0 {
+				putConfirm(hdr[headerBytes:], confirm)
+				lastConfirm = confirm
+			}
 			if err := writeAll(sc.conn, net.Buffers{hdr}, m.opts.HousekeepingInterval); err != nil {
 				return err
 			}
@@ -430,6 +444,9 @@ func (m *Master) sendBlock(sc *slaveConn, hdr []byte, offset int64) (int, error)
 		return 0, fmt.Errorf("%w: CommitLog empty at %d below its end %d", ErrProtocol, offset, m.store.MaxPhyOffset())
 	}
 	putHeader(hdr, offset, len(v.Data))
+	if len(hdr) > headerBytes {
+		putConfirm(hdr[headerBytes:], m.store.ConfirmOffset())
+	}
 	// Before the write: a fast slave may report the block before writeAll returns.
 	sc.sent.Store(offset + int64(len(v.Data)))
 	return len(v.Data), writeAll(sc.conn, net.Buffers{hdr, v.Data}, m.opts.HousekeepingInterval)
