@@ -349,15 +349,16 @@ func (c *cluster) kill(n *simNode, power bool) error {
 			}
 		}
 		c.mu.Unlock()
-		if err == nil {
-			if err = os.RemoveAll(n.dir); err == nil {
-				err = os.Rename(img, n.dir)
+		swapErr := err
+		if swapErr == nil {
+			if swapErr = os.RemoveAll(n.dir); swapErr == nil {
+				swapErr = os.Rename(img, n.dir)
 			}
 		}
 		n.mu.Lock()
 		n.state = down
-		if err != nil {
-			n.lastErr = err
+		if swapErr != nil {
+			n.lastErr = swapErr
 		}
 		n.mu.Unlock()
 	})

@@ -85,8 +85,10 @@ func Run(t *testing.T, seed uint64, opts Options) Result {
 
 // stallAfter is how long the wall clock may run while the simulated clock stands still before
 // the run is declared stuck. Simulated time moves whenever every goroutine of the bubble
-// waits; it stands still while one keeps running, so a goroutine looping without waiting (a
-// busy retry loop, which outside the simulation would burn a core) stops it for good.
+// waits durably (on a channel, a timer, a condition); it stands still while one keeps running,
+// so a goroutine looping without waiting (a busy retry loop, which outside the simulation
+// would burn a core) stops it for good, and so does one waiting for a mutex whose holder waits
+// for the clock.
 const stallAfter = time.Minute
 
 // heartbeat records the simulated time every simulated second, for the watchdog.
@@ -137,8 +139,9 @@ func watchdog(seed uint64, beat *atomic.Int64, limit int64) (stop func()) {
 			if time.Since(since) < stallAfter {
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "sim: seed %d stalled: simulated time has not moved for %v of wall time, so a goroutine "+
-				"keeps running at one simulated instant (a loop that never waits); replay: make sim SEED=%d\n", seed, stallAfter, seed)
+			fmt.Fprintf(os.Stderr, "sim: seed %d stalled: simulated time has not moved for %v of wall time: a goroutine "+
+				"keeps running at one simulated instant (a loop that never waits), or waits for a mutex held by one that "+
+				"waits for the clock (a mutex wait does not let a synctest bubble's clock move); replay: make sim SEED=%d\n", seed, stallAfter, seed)
 			pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 			os.Exit(2)
 		}
