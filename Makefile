@@ -5,9 +5,9 @@ FUZZTIME ?= 4s
 # Pinned, run through go run so that neither module's go.mod carries it.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test check test-root test-interop test-bench fuzz bench bench-peers bench-peers-split sim
+.PHONY: test check test-root test-sim test-interop test-bench fuzz bench bench-peers bench-peers-split sim
 
-test: check test-root test-interop test-bench fuzz
+test: check test-root test-sim test-interop test-bench fuzz
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -20,6 +20,11 @@ check:
 
 test-root:
 	$(GO) test -race -count=1 ./...
+
+# The simulation's seeds without the race detector (test-root runs the package with it, and there
+# one short seed): a few seeds and every regression seed, about a minute (internal/sim, ciSeeds).
+test-sim:
+	$(GO) test -count=1 -run '^TestSim(Regressions)?$$' ./internal/sim
 
 # Without -race: the official client races with itself when a consumer shuts down while a
 # rebalance it started on NOTIFY_CONSUMER_IDS_CHANGED is still running (its rmqClient.Shutdown

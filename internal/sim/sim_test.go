@@ -20,10 +20,19 @@ var (
 	flagLevel = flag.String("sim.loglevel", "info", "level of -sim.log")
 )
 
-// ciSeeds is how many seeds `make test` runs.
-const ciSeeds = 3
+// ciSeeds is how many seeds `make test` runs (make test-sim, without the race detector), with
+// the regression seeds: about a minute on a 2-core CI machine.
+const ciSeeds = 6
+
+// skipUnderRace skips a test of whole seeds under the race detector unless a seed was asked for.
+func skipUnderRace(t *testing.T) {
+	if raceEnabled && *flagSeeds == 0 && *flagSeed == 0 {
+		t.Skip("seeds run without the race detector (make test-sim, make sim); TestSimUnderRace runs a short one with it")
+	}
+}
 
 func TestSim(t *testing.T) {
+	skipUnderRace(t)
 	opts := Options{Chaos: *flagChaos}
 	if *flagLog != "" {
 		f, err := os.Create(*flagLog)
@@ -122,11 +131,21 @@ var regressions = []struct {
 }
 
 func TestSimRegressions(t *testing.T) {
+	skipUnderRace(t)
 	for _, r := range regressions {
 		res := Run(t, r.seed, Options{})
 		if len(res.Violations) > 0 {
 			t.Errorf("regression seed %d (%s) fails again", r.seed, r.found)
 			report(t, res)
 		}
+	}
+}
+
+// TestSimUnderRace runs one seed with a short chaos, so that the harness itself (the disk, the
+// network, the kills, the checks) runs under the race detector in the module's race run.
+func TestSimUnderRace(t *testing.T) {
+	res := Run(t, 1, Options{Chaos: 20 * time.Second})
+	if len(res.Violations) > 0 {
+		report(t, res)
 	}
 }
