@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ type observations struct {
 	nNotOK    int            // stored, but a durability step timed out (not acknowledged)
 	acked     map[string]pos // SEND_OK: acknowledged, must be delivered
 	delivered map[string]int // successful consumptions by key
+	retried   map[string]int // consumptions that asked for the message again later, by key
 	nConsumed int
 	history   map[pos]seen
 	// divergences are history conflicts a power cut allows: a consumer read a message the
@@ -48,7 +50,7 @@ type observations struct {
 }
 
 func newObservations(cfg Config, log *eventLog) *observations {
-	return &observations{cfg: cfg, log: log, acked: make(map[string]pos), delivered: make(map[string]int),
+	return &observations{cfg: cfg, log: log, acked: make(map[string]pos), delivered: make(map[string]int), retried: make(map[string]int),
 		history: make(map[pos]seen), kinds: make(map[string]bool)}
 }
 
@@ -102,6 +104,8 @@ func (o *observations) consumed(m *consumer.Message, key string, ok bool) {
 	o.nConsumed++
 	if ok {
 		o.delivered[key]++
+	} else {
+		o.retried[key]++
 	}
 	if m.Queue.Topic == topic {
 		o.place(pos{m.Queue.QueueID, m.QueueOffset}, seen{key: key})
@@ -219,12 +223,13 @@ func (c *cluster) finalChecks(o *observations) {
 				lost = append(lost, k)
 			}
 		}
+		where := c.whereStored(missing[:min(len(missing), 10)])
 		o.mu.Lock()
 		if len(lost) > 0 {
-			o.violate(invLost, "%d acknowledged messages lost (not in the master's store, never consumed): %s", len(lost), sample(lost))
+			o.violate(invLost, "%d acknowledged messages lost (not in the master's store, never consumed): %s", len(lost), o.describe(lost, where))
 		}
 		if len(stuck) > 0 {
-			o.violate(invStuck, "%d acknowledged messages stored but never consumed: %s", len(stuck), sample(stuck))
+			o.violate(invStuck, "%d acknowledged messages stored but never consumed: %s", len(stuck), o.describe(stuck, where))
 		}
 		o.mu.Unlock()
 	}
@@ -232,11 +237,55 @@ func (c *cluster) finalChecks(o *observations) {
 	c.checkReplicas(o)
 }
 
+// describe lists up to ten keys with where they were acknowledged and, for those a listener
+// asked for again, how often. o.mu must be held.
+func (o *observations) describe(keys []string, where map[string][]string) string {
+	var parts []string
+	for _, k := range keys[:min(len(keys), 10)] {
+		p := o.acked[k]
+		d := fmt.Sprintf("%s (queue %d offset %d", k, p.queue, p.offset)
+		if n := o.retried[k]; n > 0 {
+			d += fmt.Sprintf(", asked for again %d times", n)
+		}
+		if w := where[k]; len(w) > 0 {
+			d += ", in the master's " + strings.Join(w, " and ")
+		}
+		parts = append(parts, d+")")
+	}
+	if len(keys) > 10 {
+		parts = append(parts, "...")
+	}
+	return strings.Join(parts, ", ")
+}
+
 func sample(keys []string) string {
 	if len(keys) > 10 {
 		return strings.Join(keys[:10], " ") + " ..."
 	}
 	return strings.Join(keys, " ")
+}
+
+// whereStored tells, for each key, the topics the master's store holds a message with it in
+// (by its index): the topic itself, or on its way back to a consumer (the group's retry topic,
+// a delay level's schedule topic), or given up on (the dead-letter topic).
+func (c *cluster) whereStored(keys []string) map[string][]string {
+	out := map[string][]string{}
+	m := c.master()
+	if m == nil {
+		return out
+	}
+	topics := []string{topic, "%RETRY%" + group, "SCHEDULE_TOPIC_XXXX", "%DLQ%" + group}
+	inspect(m, func(b *broker.Broker) {
+		for _, k := range keys {
+			for _, tp := range topics {
+				r, err := b.Store().QueryMessage(tp, k, 8, 0, math.MaxInt64)
+				if err == nil && len(r.Messages) > 0 {
+					out[k] = append(out[k], fmt.Sprintf("%s (%d)", tp, len(r.Messages)))
+				}
+			}
+		}
+	})
+	return out
 }
 
 // storedKeys are the keys of the messages of the topic in the master's store.

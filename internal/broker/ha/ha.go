@@ -63,6 +63,9 @@ type Service struct {
 	// inSync is how many members the replicas manager last told a master its SyncStateSet
 	// has, the master included; it starts at 1 (the master alone).
 	inSync atomic.Int32
+	// pendingDelays are a controller-mode slave's delay cursors waiting for its log to reach
+	// what they count (slave_sync.go).
+	pendingDelays atomic.Pointer[pendingDelays]
 }
 
 var _ broker.Service = (*Service)(nil)
