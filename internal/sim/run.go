@@ -197,6 +197,19 @@ func run(t *testing.T, seed uint64, opts Options) Result {
 	}
 	x.tearDown()
 
+	for _, n := range c.nodes() {
+		n.mu.Lock()
+		starts := n.starts
+		n.mu.Unlock()
+		if n.disk != nil {
+			n.disk.mu.Lock()
+			injected := n.disk.injected
+			n.disk.mu.Unlock()
+			log.addf("%s: %d starts, %d disk faults injected", n.name, starts, injected)
+		} else {
+			log.addf("%s: %d starts", n.name, starts)
+		}
+	}
 	res := Result{Seed: seed, Config: cfg, Simulated: time.Since(start), NodeLogs: logs.tail()}
 	obs.mu.Lock()
 	res.Violations = append([]string(nil), obs.violations...)
