@@ -71,6 +71,14 @@ func Run(t *testing.T, seed uint64, opts Options) Result {
 	var beat atomic.Int64
 	stopWatch := watchdog(seed, &beat, int64((opts.Chaos + maxSettle).Seconds()))
 	defer stopWatch()
+	defer func() {
+		// synctest.Test panics when goroutines are left in the bubble after the run closed
+		// everything: name the seed before the panic goes on.
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "sim: seed %d: %v\nreplay: make sim SEED=%d\n", seed, r, seed)
+			panic(r)
+		}
+	}()
 	synctest.Test(t, func(t *testing.T) {
 		done := make(chan struct{})
 		var hb sync.WaitGroup
