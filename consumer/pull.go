@@ -18,7 +18,7 @@ func (p *puller) pullLoop(qs *queueState) {
 			sleep(p.ctx, pq.done, d)
 			continue
 		}
-		begin := time.Now()
+		begin, asked := time.Now(), qs.nextOffset
 		res, addr, err := p.pullOnce(qs)
 		if pq.isDropped() || p.isClosing() {
 			return
@@ -39,10 +39,30 @@ func (p *puller) pullLoop(qs *queueState) {
 		if !keep {
 			return
 		}
+		if p.pullsAgainInVain(qs, &res, asked, addr) {
+			sleep(p.ctx, pq.done, p.cfg.pullErrorDelay)
+			continue
+		}
 		if found && p.cfg.pullInterval > 0 {
 			sleep(p.ctx, pq.done, p.cfg.pullInterval)
 		}
 	}
+}
+
+// pullsAgainInVain reports whether a broker answered at once that it cannot serve the offset
+// asked yet (PULL_RETRY_IMMEDIATELY, or a slave's answer before the offset), the queue did not
+// move, and the next pull would go to the same address again: a slave that lacks the offset
+// with no master in the route to ask instead, or a master that just became a slave and stays
+// the queue's master in the route until the next route refresh. Pulling again at once would
+// only spin, one round trip after another, until replication or the route changes. RocketMQ's
+// client pulls again at once (docs/rocketmq-differences.md); the loop then waits the pull
+// error delay instead.
+func (p *puller) pullsAgainInVain(qs *queueState, res *pullResult, asked int64, addr string) bool {
+	if res.code == remoting.Success || res.code == remoting.PullNotFound || qs.nextOffset != asked {
+		return false
+	}
+	next, _ := p.pullTarget(qs)
+	return next == addr
 }
 
 // pullPause returns how long to wait before the next pull: flow control while the queue's
@@ -66,7 +86,7 @@ func (p *puller) pullOnce(qs *queueState) (pullResult, string, error) {
 		return pullResult{}, "", ErrNoSubscription
 	}
 	addr, slave := p.pullTarget(qs)
-	qs.fromSlave = slave
+	qs.fromSlave, qs.pulledFrom = slave, addr
 	var commit int64
 	if p.cfg.model == Clustering && !slave {
 		if off, ok := p.store.read(mq); ok && off > 0 {
@@ -123,7 +143,7 @@ func (p *puller) handlePull(qs *queueState, res *pullResult) (found, keep bool) 
 	case remoting.PullOffsetMoved:
 		qs.nextOffset = res.header.NextBeginOffset
 		p.log.Warn().Str("topic", mq.Topic).Int("queue_id", mq.QueueID).Int64("offset", qs.nextOffset).
-			Msg("pull offset illegal; dropping the queue and correcting its offset")
+			Str("broker", qs.pulledFrom).Msg("pull offset illegal; dropping the queue and correcting its offset")
 		pq.drop()
 		if sleep(p.ctx, nil, p.cfg.offsetIllegalDelay) {
 			p.store.update(mq, qs.nextOffset, false)

@@ -111,11 +111,22 @@ func (p *puller) pullTarget(qs *queueState) (addr string, slave bool) {
 
 // pullFailed records that a pull to addr failed with err. It reports whether another address
 // of the broker name is worth trying at once (a transport error with an alternative).
+//
+// Only the first failure moves on at once: when the address that just failed was itself the
+// way around another one that failed within its hold, every address of the broker name is
+// failing, and the loop waits its failed-pull delay before the next try. Moving on at once
+// every time would spin between addresses that fail at once (a dead master refusing, a slave
+// cut off), with no wait at all, for as long as they stay down.
 func (p *puller) pullFailed(qs *queueState, addr string, err error) bool {
 	if !isTransportError(err) || addr == "" {
 		return false
 	}
-	qs.failedAddr, qs.failedUntil = addr, time.Now().Add(p.cfg.failoverHold)
+	now := time.Now()
+	around := qs.failedAddr != "" && qs.failedAddr != addr && now.Before(qs.failedUntil)
+	qs.failedAddr, qs.failedUntil = addr, now.Add(p.cfg.failoverHold)
+	if around {
+		return false
+	}
 	next, _ := selectPullAddr(p.brokerAddrsOf(qs.mq, qs.brokerID), qs.brokerID, addr)
 	return next != "" && next != addr
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -78,6 +79,7 @@ type pullTransport struct {
 	dead    map[string]bool
 	suggest map[string]int64
 	next    map[string]int64 // nextBeginOffset answered
+	code    map[string]int32 // the answer's code, PULL_NOT_FOUND when absent
 	pulls   []pullSeen
 }
 
@@ -101,7 +103,11 @@ func (f *pullTransport) InvokeSync(ctx context.Context, addr string, req *remoti
 	if f.dead[addr] {
 		return nil, fmt.Errorf("dial tcp %s: connect: connection refused", addr)
 	}
-	resp := remoting.NewResponse(remoting.PullNotFound, "")
+	code, ok := f.code[addr]
+	if !ok {
+		code = remoting.PullNotFound
+	}
+	resp := remoting.NewResponse(code, "")
 	next, ok := f.next[addr]
 	if !ok {
 		next = h.QueueOffset
@@ -211,4 +217,178 @@ func TestPullFollowsSuggestionAndFailsOver(t *testing.T) {
 	if diff := cmp.Diff(want, tr.pulls); diff != "" {
 		t.Errorf("pulls (-want +got):\n%s", diff)
 	}
+}
+
+// slaveOnlyInstance routes broker "b" to its slave "s" alone: the master is away.
+type slaveOnlyInstance struct{ fakeInstance }
+
+func (slaveOnlyInstance) TopicRoute(context.Context, string) (*route.TopicRouteData, error) {
+	return &route.TopicRouteData{BrokerDatas: []route.BrokerData{{BrokerName: "b", BrokerAddrs: map[int64]string{1: "s"}}}}, nil
+}
+
+// idleService is a queue service that never holds pulls back.
+type idleService struct{ queueService }
+
+func (idleService) pullHold(*queueState, int64) time.Duration { return 0 }
+
+// A slave that does not hold the offset asked yet answers PULL_RETRY_IMMEDIATELY at once and
+// suggests the master. With the master in the route the next pull goes there at once; with
+// the master away, pulling the slave again at once would spin for as long as the master stays
+// away, so the queue waits the pull error delay between pulls. internal/sim found the spin
+// (seed 2: a consumer left on a lagging slave stopped the simulated clock).
+func TestPullWaitsForLaggingSlaveWithoutMaster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int32]int64{}}, dead: map[string]bool{},
+			suggest: map[string]int64{"s": 0}, next: map[string]int64{},
+			code: map[string]int32{"s": remoting.PullRetryImmediately}}
+		mq := MessageQueue{Topic: "T", BrokerName: "b"}
+		qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: 5, brokerID: 1}
+		// A loop that spins never lets the simulated clock move: end it after far more pulls
+		// than the 10 s can hold, so the count below fails instead of the test hanging.
+		spin := &spinLimit{pullTransport: tr, limit: 100, stop: qs.pq.drop}
+		cfg := defaultConfig()
+		cfg.group, cfg.pullErrorDelay = "g", time.Second
+		p := startedPuller(t, cfg.pullerConfig, idleService{}, slaveOnlyInstance{fakeInstance{tr: spin}})
+		p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.pullLoop(qs)
+		}()
+		time.Sleep(10*time.Second - time.Millisecond)
+		qs.pq.drop()
+		<-done
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		if len(tr.pulls) != 10 {
+			t.Fatalf("%d pulls of the lagging slave in 10 s, want one per pull error delay (10)", len(tr.pulls))
+		}
+		for _, pl := range tr.pulls {
+			if pl.Addr != "s" || pl.Offset != 5 {
+				t.Fatalf("pull %+v: want the slave at offset 5", pl)
+			}
+		}
+	})
+}
+
+// spinLimit calls stop once more than limit pulls went through it.
+type spinLimit struct {
+	*pullTransport
+	limit int
+	stop  func()
+}
+
+func (s *spinLimit) InvokeSync(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	resp, err := s.pullTransport.InvokeSync(ctx, addr, req)
+	s.mu.Lock()
+	n := len(s.pulls)
+	s.mu.Unlock()
+	if n > s.limit {
+		s.stop()
+	}
+	return resp, err
+}
+
+// With the master in the route, the slave's PULL_RETRY_IMMEDIATELY sends the next pull to the
+// master at once, as RocketMQ's client does.
+func TestPullGoesToMasterAfterLaggingSlave(t *testing.T) {
+	tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int32]int64{}}, dead: map[string]bool{},
+		suggest: map[string]int64{"s": 0, "m": 0}, next: map[string]int64{},
+		code: map[string]int32{"s": remoting.PullRetryImmediately}}
+	cfg := defaultConfig()
+	cfg.group = "g"
+	p := startedPuller(t, cfg.pullerConfig, idleService{}, routeInstance{fakeInstance{tr: tr}})
+	p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
+	mq := MessageQueue{Topic: "T", BrokerName: "b"}
+	qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: 5, brokerID: 1}
+	res, addr, err := p.pullOnce(qs)
+	if err != nil || addr != "s" {
+		t.Fatalf("first pull to %q: %v", addr, err)
+	}
+	p.handlePull(qs, &res)
+	if p.pullsAgainInVain(qs, &res, 5, addr) {
+		t.Fatal("the queue waits although the master is in the route")
+	}
+	if next, slave := p.pullTarget(qs); next != "m" || slave {
+		t.Fatalf("next pull to %q (slave %v), want the master", next, slave)
+	}
+}
+
+// A dead master and an unreachable slave both fail a pull at once. The first failure moves to
+// the other address at once; the second, failing too, waits the failed-pull delay: moving on at
+// once every time spun between the two with no wait at all (internal/sim, seed 11: the
+// simulated clock stood still while the master was down and the consumer cut from the slave).
+func TestPullBetweenFailingAddressesWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int32]int64{}},
+			dead: map[string]bool{"m": true, "s": true}, suggest: map[string]int64{}, next: map[string]int64{}}
+		mq := MessageQueue{Topic: "T", BrokerName: "b"}
+		qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: 5}
+		spin := &spinLimit{pullTransport: tr, limit: 1000, stop: qs.pq.drop}
+		cfg := defaultConfig()
+		cfg.group, cfg.pullErrorDelay = "g", time.Second
+		p := startedPuller(t, cfg.pullerConfig, idleService{}, routeInstance{fakeInstance{tr: spin}})
+		p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.pullLoop(qs)
+		}()
+		time.Sleep(10 * time.Second)
+		qs.pq.drop()
+		<-done
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		// Failed pulls wait 20 ms doubling to 500 ms: about 25 waits in 10 s, each after a
+		// pull of one address or, right after a first failure, of both.
+		if n := len(tr.pulls); n > 60 {
+			t.Fatalf("%d pulls in 10 s between two addresses that fail at once: it spins", n)
+		}
+		seen := map[string]bool{}
+		for _, pl := range tr.pulls {
+			seen[pl.Addr] = true
+		}
+		if !seen["m"] || !seen["s"] {
+			t.Fatalf("pulls went to %v: want both addresses tried", seen)
+		}
+	})
+}
+
+// masterOnlyInstance routes broker "b" to "m" alone, as its master.
+type masterOnlyInstance struct{ fakeInstance }
+
+func (masterOnlyInstance) TopicRoute(context.Context, string) (*route.TopicRouteData, error) {
+	return &route.TopicRouteData{BrokerDatas: []route.BrokerData{{BrokerName: "b", BrokerAddrs: map[int64]string{0: "m"}}}}, nil
+}
+
+// A master that just became a slave (controller mode) stays the queue's master in the route
+// until the next refresh, and answers PULL_RETRY_IMMEDIATELY for an offset its copy does not
+// hold: the queue waits the pull error delay between pulls rather than asking it again at once
+// (internal/sim, seed 76: the spin stopped the simulated clock, so the route never refreshed).
+func TestPullWaitsForDemotedMaster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &pullTransport{fakeTransport: fakeTransport{answers: map[int32]int64{}}, dead: map[string]bool{},
+			suggest: map[string]int64{"m": 0}, next: map[string]int64{},
+			code: map[string]int32{"m": remoting.PullRetryImmediately}}
+		mq := MessageQueue{Topic: "T", BrokerName: "b"}
+		qs := &queueState{mq: mq, pq: newProcessQueue(mq), nextOffset: 2}
+		spin := &spinLimit{pullTransport: tr, limit: 100, stop: qs.pq.drop}
+		cfg := defaultConfig()
+		cfg.group, cfg.pullErrorDelay = "g", time.Second
+		p := startedPuller(t, cfg.pullerConfig, idleService{}, masterOnlyInstance{fakeInstance{tr: spin}})
+		p.mu.subs = map[string]*subscription{"T": newSubscription("T", "*", nil)}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.pullLoop(qs)
+		}()
+		time.Sleep(10*time.Second - time.Millisecond)
+		qs.pq.drop()
+		<-done
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		if len(tr.pulls) != 10 {
+			t.Fatalf("%d pulls in 10 s of a master answering PULL_RETRY_IMMEDIATELY, want one per pull error delay (10)", len(tr.pulls))
+		}
+	})
 }

@@ -108,6 +108,7 @@ type queueState struct {
 	nextOffset  int64
 	brokerID    int64
 	fromSlave   bool
+	pulledFrom  string // the address of the last pull
 	failedAddr  string
 	failedUntil time.Time
 	retry       pullRetry

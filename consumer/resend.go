@@ -106,10 +106,9 @@ func (pc *PushConsumer) resendOnce(ctx context.Context, h *protocol.SendMessageR
 	if err != nil {
 		return err
 	}
-	switch resp.Code {
-	case remoting.Success, remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout, remoting.SlaveNotAvailable:
-		return nil // stored; the rest is the broker's durability, as for a producer's send
-	}
+	// Only SEND_OK hands the message over: stored but not yet flushed or replicated, the copy
+	// may be lost with its broker, and nobody would hold the message any more. The listener
+	// then gets it again, as after a failed send-back.
 	return remoting.ErrorFromResponse(resp)
 }
 

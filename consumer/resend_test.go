@@ -18,8 +18,9 @@ import (
 // broker that cannot take them would, while asked to.
 type sendBackSpy struct {
 	remoting.Transport
-	refuse        atomic.Bool // answer send-backs SYSTEM_ERROR
-	refuseResends atomic.Bool // answer sends to retry topics SYSTEM_ERROR
+	refuse        atomic.Bool  // answer send-backs SYSTEM_ERROR
+	refuseResends atomic.Bool  // answer sends to retry topics SYSTEM_ERROR
+	resendAnswer  atomic.Int32 // when set, answer sends to retry topics with this code
 
 	mu      sync.Mutex
 	backs   []protocol.ConsumerSendMsgBackRequestHeader
@@ -46,6 +47,9 @@ func (s *sendBackSpy) InvokeSync(ctx context.Context, addr string, req *remoting
 			s.mu.Unlock()
 			if s.refuseResends.Load() {
 				return remoting.NewResponse(remoting.SystemError, "resend refused by the test"), nil
+			}
+			if code := s.resendAnswer.Load(); code != 0 {
+				return remoting.NewResponse(code, "answered by the test"), nil
 			}
 		}
 	}
@@ -205,6 +209,34 @@ func TestResendFailureConsumesAgain(t *testing.T) {
 		off, ok := pc.p.store.read(mq)
 		return ok && off == 1
 	})
+}
+
+// A resend answered FLUSH_SLAVE_TIMEOUT (stored, not yet on a slave) does not hand the message
+// over: the copy may go with its broker, so the message is consumed again locally. It used to
+// count as handed over, as a producer's send with that status is stored (internal/sim, seed 54:
+// a message asked for again was lost in a failover).
+func TestResendNotReplicatedConsumesAgain(t *testing.T) {
+	n := testNode(t)
+	a := newAdmin(t, n)
+	a.createTopic("unsure", 1)
+	spy := spyFor(t, "inproc", n)
+	spy.refuse.Store(true)
+	spy.resendAnswer.Store(remoting.FlushSlaveTimeout)
+	var got seen
+	listener := func(_ context.Context, msgs []*Message) (ConsumeResult, error) {
+		got.add("c", msgs)
+		if got.count() == 1 {
+			return ConsumeRetryLater, nil
+		}
+		return ConsumeSuccess, nil
+	}
+	opts := append(fastOptions(t, n, spy, "g-unsure", "unsure"), WithSendBackRetryDelay(50*time.Millisecond))
+	startConsumer(t, "unsure", "*", listener, opts...)
+	a.sendN("unsure", 1, 1, "s")
+	eventually(t, "consumed again locally", func() bool { return got.count() >= 2 })
+	if again := got.snapshot()[1].msg; again.Queue.Topic != "unsure" {
+		t.Errorf("second delivery from %q, want the local cache of unsure", again.Queue.Topic)
+	}
 }
 
 // A message whose listener call outlives the consume timeout is sent back with delay level 3

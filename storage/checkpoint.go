@@ -84,7 +84,7 @@ func writeCheckpoint(path string, c checkpoint, ops *fileOps) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteAt(c.encode(), 0)
+	_, err = ops.writeAt(f, c.encode(), 0)
 	if err == nil {
 		err = ops.sync(f)
 	}

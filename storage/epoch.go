@@ -48,6 +48,11 @@ type epochFile struct {
 	mu      sync.Mutex
 	path    string
 	entries []EpochEntry // mu guards
+	// pending are entries of a master's history that start past the log's end (SetEpochs):
+	// AppendRaw adds each to entries before it writes the first byte of its epoch, so that no
+	// replicated byte is ever counted in the epoch before its own. Not on disk: a replica that
+	// restarts takes its master's history again before it follows it. mu guards.
+	pending []EpochEntry
 }
 
 // ConsistentPoint is RocketMQ's findConsistentPoint: the CommitLog offset up to which a
@@ -227,12 +232,13 @@ func writeFileAtomic(path string, b []byte) error {
 		return fmt.Errorf("storage: write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(b)
+	ops := metaOps(path)
+	_, err = ops.writeAt(f, b, 0)
 	if err == nil {
 		err = f.Chmod(0o644)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = ops.sync(f)
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
 		os.Remove(tmp)
@@ -281,19 +287,23 @@ func (s *Store) Epochs() []EpochEntry {
 
 // AppendEpoch records that the master of epoch wrote the log from startOffset on (a broker
 // becoming master appends its epoch and MaxPhyOffset). The epoch must be greater than the last
-// one and start at or after it; appending the last entry again is a no-op. An epoch starting
-// where the last one starts replaces it, since the last one then holds no data (RocketMQ's
-// changeToMaster drops such an entry by truncating at the log's end before appending).
+// one and start at or after it; appending the last epoch again, at or after its start, is a
+// no-op: the master of that epoch restarted, and what it wrote since the entry's start is still
+// its epoch's (RocketMQ's changeToMaster replaces the entry with one starting at the log's end,
+// which gives that data to the epoch before). An epoch starting where the last one starts
+// replaces it, since the last one then holds no data (RocketMQ's changeToMaster drops such an
+// entry by truncating at the log's end before appending).
 func (s *Store) AppendEpoch(epoch int32, startOffset int64) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
 	s.epochs.mu.Lock()
 	defer s.epochs.mu.Unlock()
+	s.epochs.pending = nil // a master writes its own epoch from now on
 	h := slices.Clone(s.epochs.entries)
 	if n := len(h); n > 0 {
 		last := h[n-1]
-		if last.Epoch == epoch && last.StartOffset == startOffset {
+		if last.Epoch == epoch && startOffset >= last.StartOffset {
 			return nil
 		}
 		if epoch > last.Epoch && startOffset == last.StartOffset {
@@ -311,8 +321,9 @@ func (s *Store) AppendEpoch(epoch int32, startOffset int64) error {
 	return nil
 }
 
-// SetEpochs replaces the history with h, minus the entries starting past MaxPhyOffset (a slave
-// adopts its master's history as far as its own log goes; the later entries follow the data).
+// SetEpochs replaces the history with h (a slave adopts its master's history). The entries that
+// start past MaxPhyOffset hold none of this log's data yet: they wait, and AppendRaw adds each
+// before it writes the first byte past its start.
 func (s *Store) SetEpochs(h []EpochEntry) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -322,12 +333,37 @@ func (s *Store) SetEpochs(h []EpochEntry) error {
 	}
 	end := s.MaxPhyOffset()
 	keep := slices.Clone(h)
+	var pending []EpochEntry
 	for len(keep) > 0 && keep[len(keep)-1].StartOffset > end {
+		pending = append([]EpochEntry{keep[len(keep)-1]}, pending...)
 		keep = keep[:len(keep)-1]
 	}
 	s.epochs.mu.Lock()
 	defer s.epochs.mu.Unlock()
-	return s.setEpochsLocked(keep)
+	if err := s.setEpochsLocked(keep); err != nil {
+		return err
+	}
+	s.epochs.pending = pending
+	return nil
+}
+
+// epochsBefore adds to the history the pending entries that start before to, the end of bytes
+// about to be written.
+func (s *Store) epochsBefore(to int64) error {
+	s.epochs.mu.Lock()
+	defer s.epochs.mu.Unlock()
+	for len(s.epochs.pending) > 0 && s.epochs.pending[0].StartOffset < to {
+		h := append(slices.Clone(s.epochs.entries), s.epochs.pending[0])
+		if err := checkEpochOrder(h); err != nil {
+			return err
+		}
+		if err := s.setEpochsLocked(h); err != nil {
+			return err
+		}
+		s.log.Info().Int32("epoch", s.epochs.pending[0].Epoch).Int64("start_offset", s.epochs.pending[0].StartOffset).Msg("epoch reached by replication")
+		s.epochs.pending = s.epochs.pending[1:]
+	}
+	return nil
 }
 
 // TruncateEpochs drops the entries starting at or after endOffset, as RocketMQ's
@@ -342,6 +378,7 @@ func (s *Store) TruncateEpochs(endOffset int64) error {
 }
 
 func (s *Store) truncateEpochsLocked(endOffset int64) error {
+	s.epochs.pending = nil
 	h := s.epochs.entries
 	n := len(h)
 	for n > 0 && h[n-1].StartOffset >= endOffset {

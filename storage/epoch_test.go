@@ -73,9 +73,10 @@ func TestEpochHistory(t *testing.T) {
 	}{
 		{1, 0, nil},
 		{1, 0, nil},              // the same entry again: no-op
-		{1, 50, ErrEpochOrder},   // same epoch, other start
+		{1, 50, nil},             // same epoch, later: its master restarted; no-op
 		{0, 60, ErrEpochOrder},   // lower epoch
 		{2, 100, nil},            // next master
+		{2, 40, ErrEpochOrder},   // same epoch, earlier start
 		{3, 100, nil},            // epoch 2 held nothing: replaced
 		{4, 90, ErrEpochOrder},   // starts before the last
 		{5, end, nil},            // at the log end
@@ -238,4 +239,62 @@ func FuzzDecodeEpochFile(f *testing.F) {
 			t.Fatalf("round trip: %v %v", again, err)
 		}
 	})
+}
+
+// A slave adopts its master's whole history; the entries past its log's end wait, and each
+// joins the history just before replication writes the first byte of its epoch, so that no
+// replicated byte is ever counted in the epoch before its own. They used to be dropped: a
+// replica then counted everything it replicated afterwards in its older epoch, and a deposed
+// master's writes of that epoch looked like a prefix of it (internal/sim, seed 76).
+func TestReplicatedEpochsFollowTheData(t *testing.T) {
+	master := openStore(t, testOptions(t, ""))
+	runStore(t, master)
+	for i := range 60 {
+		mustPut(t, master, testMsg("E", 0, body(i, 200), nil))
+	}
+	end := master.MaxPhyOffset()
+	history := []EpochEntry{{1, 0}, {2, end / 3}, {3, end / 2}}
+	slaveOpts := testOptions(t, "")
+	slaveOpts.Slave = true
+	slave := openStore(t, slaveOpts)
+	runStore(t, slave)
+	if err := slave.SetEpochs(history); err != nil {
+		t.Fatal(err)
+	}
+	if got := slave.Epochs(); !slices.Equal(got, history[:1]) {
+		t.Fatalf("adopted by an empty slave: %v, want %v", got, history[:1])
+	}
+	for off := int64(0); off < end; {
+		v, err := master.ReadCommitLog(off, 700)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := slave.AppendRaw(off, v.Data); err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(v.Data))
+		v.Release()
+		var want []EpochEntry
+		for _, e := range history {
+			if e.StartOffset < off {
+				want = append(want, e)
+			}
+		}
+		if got := slave.Epochs(); !slices.Equal(got, want) {
+			t.Fatalf("log at %d: history %v, want %v", off, got, want)
+		}
+	}
+	// A slave that becomes master writes its own epoch: nothing waits any more.
+	if err := slave.SetEpochs(append(history, EpochEntry{4, end + 100})); err != nil {
+		t.Fatal(err)
+	}
+	if err := slave.AppendEpoch(5, end); err != nil {
+		t.Fatal(err)
+	}
+	if err := slave.epochsBefore(end + 1000); err != nil {
+		t.Fatal(err)
+	}
+	if got := slave.Epochs(); !slices.Equal(got, append(slices.Clone(history), EpochEntry{5, end})) {
+		t.Fatalf("after AppendEpoch: %v", got)
+	}
 }

@@ -66,11 +66,12 @@ func AppendJournal(path string, valid int64, records [][]byte) (int64, error) {
 	if err == nil && fi.Size() != valid {
 		err = f.Truncate(valid)
 	}
+	ops := metaOps(path)
 	if err == nil {
-		_, err = f.WriteAt(buf, valid)
+		_, err = ops.writeAt(f, buf, valid)
 	}
 	if err == nil {
-		err = datasync(f)
+		err = ops.sync(f)
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
 		return valid, fmt.Errorf("storage: append to journal %s: %w", path, err)
@@ -95,12 +96,13 @@ func ResetJournal(path string, first []byte) (int64, error) {
 	}
 	tmp := f.Name()
 	buf := append(append([]byte(nil), first...), '\n')
-	_, err = f.Write(buf)
+	ops := metaOps(path)
+	_, err = ops.writeAt(f, buf, 0)
 	if err == nil {
 		err = f.Chmod(0o644)
 	}
 	if err == nil {
-		err = datasync(f)
+		err = ops.sync(f)
 	}
 	if err = errors.Join(err, f.Close()); err == nil {
 		err = os.Rename(tmp, path)

@@ -214,7 +214,7 @@ func writeManifestFile(path string, b []byte, ops *fileOps, syncParent bool) err
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b)
+	_, err = ops.writeAt(f, b, 0)
 	if err == nil {
 		err = ops.sync(f)
 	}

@@ -236,11 +236,15 @@ func (o Options) withDefaults() Options {
 		nop := zerolog.Nop()
 		o.Logger = &nop
 	}
+	if o.ops == nil {
+		var clock func() time.Time
+		o.ops, clock = hookedFileOps(o.Dir)
+		if o.clock == nil {
+			o.clock = clock
+		}
+	}
 	if o.clock == nil {
 		o.clock = time.Now
-	}
-	if o.ops == nil {
-		o.ops = defaultFileOps()
 	}
 	if o.dispatchPoll == 0 {
 		o.dispatchPoll = 100 * time.Millisecond

@@ -279,7 +279,7 @@ func (s *Store) afterAppend(r PutResult, props string) (PutResult, error) {
 // mustWaitFlush reports whether an append with these properties is answered only once durable:
 // in SyncFlush mode, unless the message says WAIT=false (then the flusher is only woken).
 func (s *Store) mustWaitFlush(props string) bool {
-	if s.opts.FlushDiskType != SyncFlush {
+	if s.opts.FlushDiskType != SyncFlush || simBugAckBeforeFlush {
 		return false
 	}
 	if v, ok := message.PropertyValueString(props, message.PropertyWaitStoreMsgOK); ok && v == "false" {
@@ -324,6 +324,9 @@ func (s *Store) PutMessageAsync(m *Message, done func(PutResult, error)) {
 func (s *Store) AppendRaw(phyOffset int64, b []byte) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if err := s.epochsBefore(phyOffset + int64(len(b))); err != nil {
+		return err
 	}
 	return s.cl.appendRaw(phyOffset, b)
 }

@@ -165,7 +165,7 @@ func (s *segment) acquire() bool {
 // release drops a reference; the last one unmaps and closes the file.
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
-		s.data.Unmap()
+		s.ops.unmap(s.f, s.data)
 		s.f.Close()
 	}
 }

@@ -11,6 +11,7 @@ package addon
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
 	"time"
 
@@ -115,6 +116,11 @@ type ControllerOptions struct {
 	// Secret is the deployment's cluster secret (mq.Options.Security.ClusterSecret): when set, only
 	// peers that prove it reach Raft, and only requests that prove it reach the controller.
 	Secret string
+
+	// Listen and Dial replace TCP for Raft's connections when set: the simulation
+	// (internal/sim) runs controllers over its in-memory network. Nil means TCP.
+	Listen func(addr string) (net.Listener, error)
+	Dial   func(addr string, timeout time.Duration) (net.Conn, error)
 
 	// Logger receives the controller's and Raft's logs (component "controller"); nil is silent.
 	Logger *zerolog.Logger

@@ -102,7 +102,8 @@ type Options struct {
 	MinInSyncReplicas    int
 	AllAckInSyncStateSet bool
 	// ControllerMaster, on a slave in controller mode, is the broker address of the master the
-	// controllers named: the only one whose HA address it takes from REGISTER_BROKER answers.
+	// controllers named, whose history the replicas manager compared with this store's: the
+	// only one whose HA address it takes from REGISTER_BROKER answers.
 	ControllerMaster string
 	// SyncStateSet, on a master in controller mode, is the set the controllers named (broker
 	// ids, its own included): with AllAckInSyncStateSet it bounds what consumers see from the

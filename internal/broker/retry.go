@@ -64,7 +64,7 @@ func (s *sender) registerRetry(d *remoting.Dispatcher) {
 }
 
 // processSendBack handles CONSUMER_SEND_MSG_BACK (36), docs/protocol.md §5.7.
-func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
+func (s *sender) processSendBack(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.ConsumerSendMsgBackRequestHeader
 	if err := h.Decode(req.ExtFields); err != nil {
 		return nil, err
@@ -130,13 +130,21 @@ func (s *sender) processSendBack(_ context.Context, ch remoting.Channel, req *re
 	}
 	s.seams.countPut(m.Topic, 1, res.WroteBytes)
 	s.seams.afterPut(m, &res)
+	// The consumer counts the message as handed back once this answers: the copy must be as
+	// durable as a send is, or a crash or a failover loses a message nobody holds any more.
+	s.seams.waitForSlave(ctx, &res)
+	if res.Status != storage.PutOK {
+		return remoting.NewResponse(remoting.SystemError,
+			fmt.Sprintf("send back stored but not yet durable (%s): consume it again", res.Status)), nil
+	}
 	return remoting.NewResponse(remoting.Success, ""), nil
 }
 
 // sendBackCopy builds the copy of rec a send-back stores, and its properties (the caller sets
 // the topic and queue): same body, flag, born time and host, reconsume times + 1, RETRY_TOPIC
-// and ORIGIN_MESSAGE_ID set if absent, the transaction bits cleared, and WAIT=false as
-// RocketMQ sets it (the consumer does not wait for a flush).
+// and ORIGIN_MESSAGE_ID set if absent, the transaction bits cleared. RocketMQ also sets
+// WAIT=false, so that the send-back waits for neither the flush nor a slave; mq leaves it out
+// (docs/rocketmq-differences.md).
 func (s *sender) sendBackCopy(rec *message.Record, h *protocol.ConsumerSendMsgBackRequestHeader) (*storage.Message, map[string]string) {
 	props := message.UnmarshalProperties(rec.Properties)
 	if _, ok := props[message.PropertyRetryTopic]; !ok {
@@ -154,7 +162,7 @@ func (s *sender) sendBackCopy(rec *message.Record, h *protocol.ConsumerSendMsgBa
 		}
 		props[message.PropertyOriginMessageID] = id
 	}
-	props[message.PropertyWaitStoreMsgOK] = "false"
+	delete(props, message.PropertyWaitStoreMsgOK) // the send-back waits for durability (processSendBack)
 	m := &storage.Message{
 		Flag:           rec.Flag,
 		Body:           rec.Body,

@@ -290,3 +290,27 @@ func TestSendBackSlaveAndDisabledRetries(t *testing.T) {
 		t.Error("a group without retry queues got a retry topic or a stored copy")
 	}
 }
+
+// A send-back is answered SUCCESS only once its copy is as durable as a send: on a SYNC_MASTER
+// with no slave to hold it, the copy is stored but the consumer is told to consume the message
+// again. RocketMQ stores the copy with WAIT=false and answers at once; a crash or a failover
+// then lost a message the consumer had handed back (internal/sim, seed 54).
+func TestSendBackWaitsForReplication(t *testing.T) {
+	tb := startTestBroker(t, func(o *Options) {
+		sbWithDelays(o)
+		o.Broker.Role = storage.SyncMaster
+		o.HA.SyncFlushTimeout = 100 * time.Millisecond
+	})
+	tr := tb.Transports()["tcp"]
+	orig := sbPut(t, tb, "T", 0, "hello", map[string]string{message.PropertyUniqKey: "U1", message.PropertyWaitStoreMsgOK: "false"}, 0)
+	schedBefore := tb.Store().MaxOffsetInQueue(names.TopicSchedule, 2)
+	resp := sbSendBack(t, tr, tb, protocol.ConsumerSendMsgBackRequestHeader{Group: "cg", Offset: orig.PhyOffset,
+		OriginMsgID: "U1", OriginTopic: "T", MaxReconsumeTimes: 16, BrokerName: "broker-a"})
+	if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "SLAVE_NOT_AVAILABLE") {
+		t.Fatalf("send-back with no slave: %d %q, want SYSTEM_ERROR naming SLAVE_NOT_AVAILABLE", resp.Code, resp.Remark)
+	}
+	copyRec := sbRead(t, tb, names.TopicSchedule, 2, schedBefore)
+	if _, ok := copyRec.Props[message.PropertyWaitStoreMsgOK]; ok {
+		t.Fatalf("the copy carries WAIT=%s: its put would not wait for durability", copyRec.Props[message.PropertyWaitStoreMsgOK])
+	}
+}

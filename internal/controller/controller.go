@@ -50,7 +50,7 @@ type Controller struct {
 	ready atomic.Bool
 	// decideMu serialises the decisions that read the state and then propose a change, so two
 	// of them never decide from the same state (RocketMQ runs them on one event thread).
-	decideMu sync.Mutex
+	decideMu decideLock
 
 	mu        sync.Mutex // guards running and closed, so Close waits for a Run that started
 	running   bool
@@ -60,6 +60,15 @@ type Controller struct {
 	done      chan struct{}
 	closeErr  error
 }
+
+// decideLock is a mutex whose waiters wait on a channel. A decision holds it across a Raft
+// apply, which waits up to ApplyTimeout; a goroutine waiting for a sync.Mutex is not durably
+// blocked in a testing/synctest bubble, so there the clock stopped for good and the apply never
+// timed out (the simulation, internal/sim, seed 224), while one waiting on a channel is.
+type decideLock chan struct{}
+
+func (l decideLock) Lock()   { l <- struct{}{} }
+func (l decideLock) Unlock() { <-l }
 
 // New starts the Raft member (it joins elections at once); Run starts the leader's duties.
 func New(opts Options) (*Controller, error) {
@@ -72,7 +81,7 @@ func New(opts Options) (*Controller, error) {
 		log = *opts.Logger
 	}
 	log = log.With().Str("component", "controller").Str("controllerId", opts.ID).Logger()
-	c := &Controller{opts: opts, log: log, fsm: newFSM(), live: newLiveTable(),
+	c := &Controller{opts: opts, log: log, fsm: newFSM(), live: newLiveTable(), decideMu: make(decideLock, 1),
 		done: make(chan struct{})}
 	if err := c.startRaft(); err != nil {
 		return nil, err

@@ -71,7 +71,7 @@ func (c *Controller) newTransport(advertise *net.TCPAddr, hl hclog.Logger) (*raf
 	if c.opts.Secret != "" && len(c.opts.Secret) < MinSecretBytes {
 		return nil, fmt.Errorf("controller: the cluster secret is %d bytes; it must have at least %d", len(c.opts.Secret), MinSecretBytes)
 	}
-	s, err := newAuthStream(c.opts.RaftListen, advertise, []byte(c.opts.Secret), c.log)
+	s, err := newAuthStream(raftNet{listen: c.opts.Listen, dial: c.opts.Dial}, c.opts.RaftListen, advertise, []byte(c.opts.Secret), c.log)
 	if err != nil {
 		return nil, fmt.Errorf("controller: raft listen %s: %w", c.opts.RaftListen, err)
 	}
@@ -86,6 +86,7 @@ func (c *Controller) newTransport(advertise *net.TCPAddr, hl hclog.Logger) (*raf
 // them, and returns once its own goroutines have.
 type authStream struct {
 	ln        net.Listener
+	dial      func(addr string, timeout time.Duration) (net.Conn, error)
 	advertise net.Addr
 	secret    []byte
 	log       zerolog.Logger
@@ -107,10 +108,30 @@ type authStream struct {
 	perHost map[string]int
 }
 
+// raftNet is how Raft's stream listens and dials: TCP, or what Options.Listen and Options.Dial
+// give (the simulation's in-memory network).
+type raftNet struct {
+	listen func(addr string) (net.Listener, error)
+	dial   func(addr string, timeout time.Duration) (net.Conn, error)
+}
+
+func (nw raftNet) withDefaults() raftNet {
+	if nw.listen == nil {
+		nw.listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	if nw.dial == nil {
+		nw.dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
+	}
+	return nw
+}
+
 // newAuthStream listens on listen; peers dial advertise (nil: the bound address). It accepts
 // nothing until start.
-func newAuthStream(listen string, advertise *net.TCPAddr, secret []byte, log zerolog.Logger) (*authStream, error) {
-	ln, err := net.Listen("tcp", listen)
+func newAuthStream(nw raftNet, listen string, advertise *net.TCPAddr, secret []byte, log zerolog.Logger) (*authStream, error) {
+	nw = nw.withDefaults()
+	ln, err := nw.listen(listen)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +143,7 @@ func newAuthStream(listen string, advertise *net.TCPAddr, secret []byte, log zer
 		return nil, fmt.Errorf("%s is not an address peers can dial", advertise)
 	}
 	s := &authStream{
-		ln: ln, advertise: advertise, secret: bytes.Clone(secret), log: log,
+		ln: ln, dial: nw.dial, advertise: advertise, secret: bytes.Clone(secret), log: log,
 		timeout: raftHandshakeTimeout, maxShakes: maxRaftHandshakes, maxPerHost: maxRaftHandshakesPerHost,
 		accepted: make(chan net.Conn), done: make(chan struct{}),
 		refused: refusalLog{log: log, period: refusedLogPeriod},
@@ -151,7 +172,7 @@ func (s *authStream) Addr() net.Addr { return s.advertise }
 
 // Dial connects to a peer and authenticates both ends before Raft writes anything.
 func (s *authStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	raw, err := net.DialTimeout("tcp", string(address), timeout)
+	raw, err := s.dial(string(address), timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ lines:
 func newTestStream(t *testing.T, secret string, tune ...func(*authStream)) (*authStream, *logLines) {
 	t.Helper()
 	logs := &logLines{}
-	s, err := newAuthStream("127.0.0.1:0", nil, []byte(secret), zerolog.New(logs).Level(zerolog.WarnLevel))
+	s, err := newAuthStream(raftNet{}, "127.0.0.1:0", nil, []byte(secret), zerolog.New(logs).Level(zerolog.WarnLevel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestAuthStreamOptions(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "at least 16") {
 		t.Fatalf("a 5-byte secret: %v", err)
 	}
-	if _, err := newAuthStream("127.0.0.1:0", &net.TCPAddr{IP: net.IPv4zero, Port: 1}, []byte(testSecret), zerolog.Nop()); err == nil {
+	if _, err := newAuthStream(raftNet{}, "127.0.0.1:0", &net.TCPAddr{IP: net.IPv4zero, Port: 1}, []byte(testSecret), zerolog.Nop()); err == nil {
 		t.Fatal("an unspecified advertised address was accepted")
 	}
 }

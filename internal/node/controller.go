@@ -21,6 +21,7 @@ func (n *Node) startController() error {
 		return fmt.Errorf("mq: ControllerID needs the name service: it serves on its listener")
 	}
 	co := o.controllerOptions(ep.srv.Addr())
+	co.Listen, co.Dial = n.raftNet()
 	if err := os.MkdirAll(co.Dir, 0o755); err != nil {
 		return fmt.Errorf("mq: controller: %w", err)
 	}

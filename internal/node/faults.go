@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"net"
 	"sync"
 
 	"github.com/mqgo/mq/internal/broker"
@@ -45,18 +47,37 @@ func (n *Node) faultTransport() {
 	}
 }
 
-// faultHA routes the HA dials of b's slave through the node's binding, if any, before b runs;
-// the route of a broker b replaces goes.
+// faultHA routes the HA dials of b's slave through the node's binding, if any, and in a
+// simulation b's HA listener and dials through its network, before b runs; the routes of a
+// broker b replaces go.
 func (n *Node) faultHA(b *broker.Broker) {
 	if n.unrouteHA != nil {
 		n.unrouteHA()
 		n.unrouteHA = nil
 	}
 	fb := n.faults()
-	if fb == nil {
+	if fb == nil && n.sim == nil {
 		return
 	}
-	n.unrouteHA = replication.RouteDials(b.Store(), func(next replication.DialFunc) replication.DialFunc {
-		return fb.f.Dialer(fb.self, next)
+	var unlisten func()
+	if sim := n.sim; sim != nil {
+		unlisten = replication.RouteListen(b.Store(), func(_ context.Context, addr string) (net.Listener, error) {
+			return sim.Listen(addr)
+		})
+	}
+	undial := replication.RouteDials(b.Store(), func(next replication.DialFunc) replication.DialFunc {
+		if n.sim != nil {
+			next = n.sim.Dial
+		}
+		if fb != nil {
+			return fb.f.Dialer(fb.self, next)
+		}
+		return next
 	})
+	n.unrouteHA = func() {
+		undial()
+		if unlisten != nil {
+			unlisten()
+		}
+	}
 }

@@ -31,6 +31,7 @@ import (
 type Node struct {
 	opts      Options
 	storeHook func(*storage.Options)
+	sim       *Sim // nil unless started by StartSim
 	// testHookClosed, if set, runs in Close once all but the HTTP listener has closed.
 	testHookClosed func()
 	log            zerolog.Logger
@@ -71,7 +72,7 @@ type Node struct {
 type endpoint struct {
 	role string // "namesrv", "broker" or "namesrv+broker"
 	d    *remoting.Dispatcher
-	srv  *remoting.Server
+	srv  listener
 }
 
 // Start builds and starts a node, returning once every listener is bound. On error nothing
@@ -81,11 +82,16 @@ func Start(opts Options) (*Node, error) { return start(opts, nil) }
 // start is Start with a hook that adjusts the store's options before it opens: the package's
 // tests shrink the preallocated files with it when they create many queues.
 func start(opts Options, storeHook func(*storage.Options)) (*Node, error) {
+	return startWith(opts, storeHook, nil)
+}
+
+// startWith is start inside a simulation when sim is not nil (StartSim).
+func startWith(opts Options, storeHook func(*storage.Options), sim *Sim) (*Node, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	n, err := newNode(opts)
+	n, err := newNode(opts, sim)
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +102,12 @@ func start(opts Options, storeHook func(*storage.Options)) (*Node, error) {
 	return n, nil
 }
 
-func newNode(opts Options) (*Node, error) {
+func newNode(opts Options, sim *Sim) (*Node, error) {
 	l := zerolog.Nop()
 	if opts.Logger != nil {
 		l = *opts.Logger
 	}
-	n := &Node{opts: opts, ready: make(chan struct{}), log: l.With().Str("component", "node").Logger()}
+	n := &Node{opts: opts, sim: sim, ready: make(chan struct{}), log: l.With().Str("component", "node").Logger()}
 	if err := n.loadACL(); err != nil {
 		return nil, err
 	}
@@ -109,16 +115,24 @@ func newNode(opts Options) (*Node, error) {
 		n.secret = clusterauth.NewGuard(opts.Security.ClusterSecret)
 	}
 	separate := opts.NameServerListen != "" && opts.BrokerListen != ""
+	var roles [][2]string // role, address
 	switch {
 	case !opts.DisableNameServer && !opts.DisableBroker && !separate:
-		n.servers = append(n.servers, n.newEndpoint("namesrv+broker", opts.Listen))
+		roles = append(roles, [2]string{"namesrv+broker", opts.Listen})
 	default:
 		if !opts.DisableNameServer {
-			n.servers = append(n.servers, n.newEndpoint("namesrv", firstNonEmpty(opts.NameServerListen, opts.Listen)))
+			roles = append(roles, [2]string{"namesrv", firstNonEmpty(opts.NameServerListen, opts.Listen)})
 		}
 		if !opts.DisableBroker {
-			n.servers = append(n.servers, n.newEndpoint("broker", firstNonEmpty(opts.BrokerListen, opts.Listen)))
+			roles = append(roles, [2]string{"broker", firstNonEmpty(opts.BrokerListen, opts.Listen)})
 		}
+	}
+	for _, r := range roles {
+		ep, err := n.newEndpoint(r[0], r[1])
+		if err != nil {
+			return nil, err
+		}
+		n.servers = append(n.servers, ep)
 	}
 	if !opts.DisableNameServer {
 		n.nameServer = route.NewNameServer(opts.nameServerOptions())
@@ -132,12 +146,21 @@ func newNode(opts Options) (*Node, error) {
 	return n, nil
 }
 
-func (n *Node) newEndpoint(role, addr string) *endpoint {
+func (n *Node) newEndpoint(role, addr string) (*endpoint, error) {
 	d := remoting.NewDispatcher(n.opts.Logger)
 	if g := n.guard(); g != nil {
 		d.SetGuard(g)
 	}
-	srv := remoting.NewServer(d, n.opts.serverOptions(addr))
+	var srv listener
+	if n.sim != nil {
+		sl, err := newSimListener(addr)
+		if err != nil {
+			return nil, err
+		}
+		srv = sl
+	} else {
+		srv = remoting.NewServer(d, n.opts.serverOptions(addr))
+	}
 	// Codes nobody serves: while the node starts (the broker registers its processors once
 	// the listener is bound and the store recovered) or swaps its broker (RestartBroker), a
 	// request waits for the broker and is dispatched again, as if it had come then: a
@@ -174,7 +197,7 @@ func (n *Node) newEndpoint(role, addr string) *endpoint {
 		d.DispatchAdmitted(ch, req)
 		return nil, nil
 	}), ex)
-	return &endpoint{role: role, d: d, srv: srv}
+	return &endpoint{role: role, d: d, srv: srv}, nil
 }
 
 func (n *Node) start() error {
@@ -240,7 +263,11 @@ func (n *Node) startBroker(ctx context.Context) error {
 		copts.TLSConfig = n.opts.clientTLS()
 	}
 	copts.Hooks = n.opts.proveHooks()
-	n.brokerTr = remoting.NewInProcTransport(lookupLocal, remoting.NewClient(copts), 0)
+	if n.sim != nil {
+		n.brokerTr = LocalTransport() // no sockets in a simulation
+	} else {
+		n.brokerTr = remoting.NewInProcTransport(lookupLocal, remoting.NewClient(copts), 0)
+	}
 	// The broker's requests to nodes of this process (its own name service among them) pass
 	// their guards; those over TCP (registration, controllers, the master's metadata and
 	// epochs) carry the cluster proof and are signed with Options.Credentials.
@@ -298,12 +325,12 @@ func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 // 5 switches roles in place; mq restarts the broker part, which also cuts the store where a
 // new master's history parts from it). Requests for broker codes wait meanwhile and are then
 // served by the new broker; clients keep their connections. It returns once the new broker is
-// Ready. On error the node is left without a broker and the error says why.
+// Ready. On error the node is left without a broker (Broker returns nil) and the error says
+// why; the next RestartBroker starts one.
 func (n *Node) RestartBroker(edit func(*broker.Options)) error {
 	n.restartMu.Lock()
 	defer n.restartMu.Unlock()
-	old := n.broker.Load()
-	if old == nil {
+	if n.opts.DisableBroker {
 		return errors.New("mq: no broker to restart")
 	}
 	gate := make(chan struct{})
@@ -312,13 +339,8 @@ func (n *Node) RestartBroker(edit func(*broker.Options)) error {
 		close(gate)
 	}()
 	ep := n.endpointOf("broker")
-	old.Unregister(ep.d)
-	n.brokerRun.cancel()
-	if err := <-n.brokerRun.done; err != nil {
-		return fmt.Errorf("mq: stopping the broker: %w", err)
-	}
-	if err := old.Close(); err != nil {
-		return fmt.Errorf("mq: closing the broker: %w", err)
+	if err := n.stopBroker(ep); err != nil {
+		return err
 	}
 	bo, err := n.opts.brokerOptions(ep.srv.Addr(), n.brokerNameServers(), n.brokerTr)
 	if err != nil {
@@ -331,6 +353,28 @@ func (n *Node) RestartBroker(edit func(*broker.Options)) error {
 		return err
 	}
 	return n.waitRestarted()
+}
+
+// stopBroker stops and closes the running broker, if any, and leaves the node without one: a
+// restart that fails after this point (the new broker's store does not open) must not leave
+// the next one waiting for a Run that ended long ago. n.restartMu must be held.
+func (n *Node) stopBroker(ep *endpoint) error {
+	old := n.broker.Load()
+	if old == nil {
+		return nil
+	}
+	old.Unregister(ep.d)
+	n.brokerRun.cancel()
+	runErr := <-n.brokerRun.done
+	n.broker.Store(nil)
+	n.brokerRun.cancel, n.brokerRun.done = nil, nil
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("mq: closing the broker: %w", errors.Join(runErr, err))
+	}
+	if runErr != nil {
+		return fmt.Errorf("mq: stopping the broker: %w", runErr)
+	}
+	return nil
 }
 
 // waitRestarted waits until the restarted broker is Ready, its Run failed, the node closes,
@@ -408,10 +452,11 @@ func (n *Node) addrOf(role string) string {
 // HAAddr is the advertised address of a master's HA listener, or "" for a slave or a node
 // without a broker.
 func (n *Node) HAAddr() string {
-	if n.broker.Load() == nil {
+	b := n.broker.Load()
+	if b == nil {
 		return ""
 	}
-	return n.broker.Load().HAAddr()
+	return b.HAAddr()
 }
 
 // loadACL compiles the ACL of Options.Security.ACL or Options.Security.ACLFile, when either is set.
@@ -473,6 +518,9 @@ func (n *Node) NameServer() *route.NameServer { return n.nameServer }
 // NewTransport returns a transport that reaches nodes of this process in-process (no socket, no
 // encoding) and every other address over TCP. The caller closes it.
 func (n *Node) NewTransport() remoting.Transport {
+	if n.sim != nil {
+		return LocalTransport()
+	}
 	return remoting.NewInProcTransport(lookupLocal,
 		remoting.NewClient(remoting.ClientOptions{Logger: n.opts.Logger}), 0)
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/remoting"
@@ -121,4 +122,39 @@ func TestRestartBrokerPromotesSlave(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A restart whose new broker cannot be built (its store does not open: in the simulation a
+// disk that failed a write) leaves the node without a broker, and the next RestartBroker starts
+// one. It used to wait for the old broker's Run a second time, forever, so the replicas
+// manager stuck in it kept the node's Close from returning (internal/sim, seed 22).
+func TestRestartBrokerAfterAFailedRestart(t *testing.T) {
+	n := startNode(t, haOpts(t, storage.AsyncMaster))
+	if resp := send(t, n, n.BrokerAddr(), "FailT", 0, "before"); resp.Code != remoting.Success {
+		t.Fatalf("send: %d %s", resp.Code, resp.Remark)
+	}
+	err := n.RestartBroker(func(o *broker.Options) { o.Store.SegmentBytes = 1 })
+	if err == nil {
+		t.Fatal("a broker with 1-byte segments started")
+	}
+	if n.Broker() != nil {
+		t.Fatal("a failed restart left a broker in place")
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.RestartBroker(nil) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("restart after a failed one: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the restart after a failed one did not return within 30 s")
+	}
+	if resp := send(t, n, n.BrokerAddr(), "FailT", 0, "after"); resp.Code != remoting.Success {
+		t.Fatalf("send after the restarts: %d %s", resp.Code, resp.Remark)
+	}
+	resp, h := pull(t, n, n.BrokerAddr(), "FailT", 0, 0, 64)
+	if resp.Code != remoting.Success || h.MaxOffset != 2 {
+		t.Fatalf("pull %d, max offset %d, want 2: the store kept what was sent before", resp.Code, h.MaxOffset)
+	}
 }

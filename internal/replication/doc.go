@@ -88,6 +88,12 @@
 // that named that id. RocketMQ 5 carries the same facts in its AutoSwitch HA handshake, which
 // this is not.
 //
+// To a slave that named itself every block header, heartbeats included, is followed by the
+// master's confirm offset (8 bytes; math.MaxInt64 unbounded), and the master sends a heartbeat
+// as soon as the offset moves: the slave bounds what its consumers see by it, as the master
+// does (Store.SetConfirmOffset), so a consumer never reads from a slave what a new master
+// elected from the set may lack.
+//
 // # Types
 //
 // Master (NewMaster, Run) listens, serves each slave with two goroutines (report reader,

@@ -112,8 +112,7 @@ func (m *Master) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
 		return errors.New("replication: Master.Run called twice")
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", m.opts.ListenAddr)
+	ln, err := m.listen(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -160,6 +159,33 @@ func (m *Master) Run(ctx context.Context) error {
 	wg.Wait()
 	m.log.Info().Str("addr", addr).Err(runErr).Msg("HA listener stopped")
 	return runErr
+}
+
+// ListenFunc opens the HA listener on addr, as net.ListenConfig.Listen does for "tcp".
+type ListenFunc = func(ctx context.Context, addr string) (net.Listener, error)
+
+// routedListens holds, by store, what RouteListen installed.
+var routedListens sync.Map // *storage.Store -> *listenRoute
+
+// listenRoute is a pointer so that remove deletes its own entry only (funcs do not compare).
+type listenRoute struct{ listen ListenFunc }
+
+// RouteListen makes the master serving store listen through listen instead of TCP, until
+// remove is called: the simulation (internal/sim) serves HA over its in-memory network this
+// way, since a socket cannot run on a testing/synctest bubble's clock. Install it before Run.
+func RouteListen(store *storage.Store, listen ListenFunc) (remove func()) {
+	r := &listenRoute{listen: listen}
+	routedListens.Store(store, r)
+	return func() { routedListens.CompareAndDelete(store, r) }
+}
+
+// listen opens the HA listener: through RouteListen's route for the store, else TCP.
+func (m *Master) listen(ctx context.Context) (net.Listener, error) {
+	if r, ok := routedListens.Load(m.store); ok {
+		return r.(*listenRoute).listen(ctx, m.opts.ListenAddr)
+	}
+	var lc net.ListenConfig
+	return lc.Listen(ctx, "tcp", m.opts.ListenAddr)
 }
 
 // Ready is closed once the listener is bound; Addr is valid from then on.
@@ -367,9 +393,18 @@ func (m *Master) readReports(sc *slaveConn) error {
 // writeBlocks streams the CommitLog from offset next in blocks of at most
 // TransferBatchBytes, and an empty block after SendHeartbeatInterval without one. It
 // returns when a write fails, the report reader exits or ctx ends.
+//
+// A slave that named itself (controller mode) gets the master's confirm offset after every
+// header, and an empty block as soon as it moved, so that it shows its consumers no more than
+// the master does.
 func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) error {
-	hdr := make([]byte, headerBytes)
+	n := headerBytes
+	if sc.brokerID > 0 {
+		n += confirmBytes
+	}
+	hdr := make([]byte, n)
 	lastWrite := time.Now()
+	lastConfirm := int64(-1)
 	timer := time.NewTimer(m.opts.TransferWaitInterval)
 	defer timer.Stop()
 	for {
@@ -384,8 +419,13 @@ func (m *Master) writeBlocks(ctx context.Context, sc *slaveConn, next int64) err
 			continue
 		}
 		idle := time.Since(lastWrite)
-		if idle >= m.opts.SendHeartbeatInterval {
+		confirm := m.store.ConfirmOffset()
+		if idle >= m.opts.SendHeartbeatInterval || sc.brokerID > 0 && confirm != lastConfirm {
 			putHeader(hdr, next, 0)
+			if sc.brokerID > 0 {
+				putConfirm(hdr[headerBytes:], confirm)
+				lastConfirm = confirm
+			}
 			if err := writeAll(sc.conn, net.Buffers{hdr}, m.opts.HousekeepingInterval); err != nil {
 				return err
 			}
@@ -415,6 +455,9 @@ func (m *Master) sendBlock(sc *slaveConn, hdr []byte, offset int64) (int, error)
 		return 0, fmt.Errorf("%w: CommitLog empty at %d below its end %d", ErrProtocol, offset, m.store.MaxPhyOffset())
 	}
 	putHeader(hdr, offset, len(v.Data))
+	if len(hdr) > headerBytes {
+		putConfirm(hdr[headerBytes:], m.store.ConfirmOffset())
+	}
 	// Before the write: a fast slave may report the block before writeAll returns.
 	sc.sent.Store(offset + int64(len(v.Data)))
 	return len(v.Data), writeAll(sc.conn, net.Buffers{hdr, v.Data}, m.opts.HousekeepingInterval)

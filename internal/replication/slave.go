@@ -280,8 +280,15 @@ func (s *Slave) report(c net.Conn, progress <-chan struct{}, gone <-chan struct{
 // receive reads blocks and appends them until the connection fails, the master is silent
 // for HousekeepingInterval, or a block is invalid. A block is appended only once its whole
 // body has arrived, so a broken connection never leaves part of one in the log.
+//
+// A slave that names itself (controller mode) reads its master's confirm offset after every
+// header and bounds what its consumers see by it, once the block is appended.
 func (s *Slave) receive(c net.Conn, progress chan<- struct{}) (established bool, err error) {
-	hdr := make([]byte, headerBytes)
+	n := headerBytes
+	if s.opts.BrokerID > 0 {
+		n += confirmBytes
+	}
+	hdr := make([]byte, n)
 	var body []byte
 	for {
 		if h := s.testHookBeforeRead; h != nil {
@@ -296,8 +303,17 @@ func (s *Slave) receive(c net.Conn, progress chan<- struct{}) (established bool,
 		if err := checkHeader(s.store.MaxPhyOffset(), off, size); err != nil {
 			return established, err
 		}
+		confirm := int64(-1)
+		if n > headerBytes {
+			if confirm, err = parseConfirm(hdr[headerBytes:]); err != nil {
+				return established, err
+			}
+		}
 		established = true
 		if size == 0 {
+			if confirm >= 0 {
+				s.store.SetConfirmOffset(confirm)
+			}
 			continue // heartbeat
 		}
 		if cap(body) < int(size) {
@@ -311,6 +327,9 @@ func (s *Slave) receive(c net.Conn, progress chan<- struct{}) (established bool,
 			return false, fmt.Errorf("append block at %d: %w", off, err)
 		}
 		s.flow.add(int(size), read)
+		if confirm >= 0 {
+			s.store.SetConfirmOffset(confirm)
+		}
 		select {
 		case progress <- struct{}{}:
 		default:

@@ -14,6 +14,11 @@ const (
 	// identityBytes is the size of a slave's identity (ours, controller mode): the magic
 	// "MQID" and its broker id.
 	identityBytes = 12
+	// confirmBytes follow the block header to a slave that named itself (ours, controller
+	// mode): the master's confirm offset, below which every member of its SyncStateSet holds
+	// the log. The slave shows its consumers nothing past it, as the master does (RocketMQ 5's
+	// AutoSwitchHA header carries it too).
+	confirmBytes = 8
 )
 
 // identityMagic starts a slave's identity, so a slave that sends none (its first report
@@ -53,6 +58,18 @@ func parseReport(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
 func putHeader(b []byte, offset int64, size int) {
 	binary.BigEndian.PutUint64(b, uint64(offset))
 	binary.BigEndian.PutUint32(b[8:], uint32(size))
+}
+
+// putConfirm encodes the confirm offset that follows a block header to a named slave.
+func putConfirm(b []byte, confirm int64) { binary.BigEndian.PutUint64(b, uint64(confirm)) }
+
+// parseConfirm decodes it; a negative one is garbage, and is a protocol error.
+func parseConfirm(b []byte) (int64, error) {
+	c := int64(binary.BigEndian.Uint64(b))
+	if c < 0 {
+		return 0, fmt.Errorf("%w: confirm offset %d", ErrProtocol, c)
+	}
+	return c, nil
 }
 
 // parseHeader decodes a block header from b[:headerBytes].

@@ -7,6 +7,3 @@ import "context"
 func (r *Replicas) ChangeRole(ctx context.Context, masterID int64, masterAddr string, epoch int32) error {
 	return r.changeRole(ctx, replicaState{masterID: masterID, masterAddr: masterAddr, epoch: epoch})
 }
-
-// FollowEpochs runs a heartbeat tick's update of a slave's epoch history.
-func (r *Replicas) FollowEpochs() { r.followEpochs() }

@@ -64,6 +64,9 @@ type Service struct {
 	// inSync is how many members the replicas manager last told a master its SyncStateSet
 	// has, the master included; it starts at 1 (the master alone).
 	inSync atomic.Int32
+	// pendingDelays are a controller-mode slave's delay cursors waiting for its log to reach
+	// what they count (slave_sync.go).
+	pendingDelays atomic.Pointer[pendingDelays]
 }
 
 var _ broker.Service = (*Service)(nil)
@@ -279,15 +282,16 @@ func (s *Service) Slaves() []broker.SlaveAck {
 
 // Registered applies a name server's REGISTER_BROKER answer: a slave learns its master's
 // broker address (for metadata sync) and, unless HA.MasterAddr fixes it, its HA address
-// (RocketMQ updateMasterHAServerAddrPeriodically). In controller mode only an answer that names
-// the master the controllers named counts: a name server can still list the master they
-// replaced, and the HA connection compares no epochs, so following it would take records the
-// new master lacks.
+// (RocketMQ updateMasterHAServerAddrPeriodically). In controller mode only an answer naming the
+// master the controllers named counts: a deposed master cut off from the controllers still
+// registers as master, and a slave that followed it would stream its log onto a history that
+// parted from its own (RocketMQ's AutoSwitchHA compares epochs on every connection; mq compares
+// them once, with the master the controllers named, before the slave follows it).
 func (s *Service) Registered(res *route.RegisterBrokerResult) {
 	if s.slave == nil || res == nil {
 		return
 	}
-	if s.opts.ControllerMode && s.opts.ControllerMaster != "" && res.MasterAddr != s.opts.ControllerMaster {
+	if s.opts.ControllerMode && res.MasterAddr != s.opts.ControllerMaster {
 		s.log.Debug().Str("answer_master", res.MasterAddr).Str("controller_master", s.opts.ControllerMaster).
 			Msg("registration answer names another master: ignored")
 		return

@@ -21,6 +21,7 @@ import (
 	"github.com/mqgo/mq/internal/names"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/route"
 	"github.com/mqgo/mq/storage"
 )
 
@@ -226,4 +227,23 @@ func (w *warnWriter) got() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.lines...)
+}
+
+// A slave in controller mode follows only the master the controllers named: a REGISTER_BROKER
+// answer naming another (a deposed master cut off from the controllers still registers as
+// master) changes neither its master broker address nor its HA address. It used to follow
+// it, and stream a log that parted from its own onto its store (internal/sim, seed 76).
+func TestControllerModeSlaveFollowsOnlyTheNamedMaster(t *testing.T) {
+	_, s := start(t, func(o *broker.Options) {
+		o.Broker.Role, o.Broker.ID = storage.Slave, 2
+		o.ControllerMode, o.ReplicaID, o.ControllerMaster = true, 2, "10.0.0.2:10911"
+	})
+	s.Registered(&route.RegisterBrokerResult{MasterAddr: "10.0.0.1:10911", HAServerAddr: "10.0.0.1:10912"})
+	if s.MasterAddr() != "" || s.MasterHAAddr() != "" {
+		t.Fatalf("followed a master the controllers did not name: %q, HA %q", s.MasterAddr(), s.MasterHAAddr())
+	}
+	s.Registered(&route.RegisterBrokerResult{MasterAddr: "10.0.0.2:10911", HAServerAddr: "10.0.0.2:10912"})
+	if s.MasterAddr() != "10.0.0.2:10911" || s.MasterHAAddr() != "10.0.0.2:10912" {
+		t.Fatalf("did not follow the named master: %q, HA %q", s.MasterAddr(), s.MasterHAAddr())
+	}
 }

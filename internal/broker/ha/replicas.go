@@ -96,15 +96,15 @@ type Replicas struct {
 	notified chan struct{}
 	// adopt are the master's epochs a broker starting as slave adopts once it serves.
 	adopt []storage.EpochEntry
+	// storeOpts are the store's options as PrepareStart saw them: a role change after a
+	// failed one, with no broker running, reads the store's history through them.
+	storeOpts storage.Options
 
 	mu       sync.Mutex
 	leader   string
 	id       int64 // this broker's id in its group
 	state    replicaState
 	isMaster bool
-	// following is, on a slave, its master's epoch history: the store takes each entry once
-	// its log reaches the entry's start (followEpochs). nil on a master.
-	following []storage.EpochEntry
 	// caughtUp is when each slave last had what the master had one heartbeat before;
 	// lastEnd is the master's log end at the previous tracking tick.
 	caughtUp map[int64]time.Time
@@ -392,7 +392,13 @@ func (r *Replicas) roleOptions(bo *broker.Options, st replicaState) {
 // followPoint compares this store's history with the master's (GET_BROKER_EPOCH_CACHE) and
 // returns where the store must be cut to follow it, and the master's epochs to adopt. cut is
 // false when the store already agrees.
-func (r *Replicas) followPoint(ctx context.Context, masterAddr string, local []storage.EpochEntry, localMax int64) (point int64, cut bool, remote []storage.EpochEntry, err error) {
+//
+// The master's history must end with masterEpoch, the epoch the controllers named it master
+// of: a master still restarting into its role answers the history before it, and a slave that
+// adopted that would count what the master writes in its new epoch as the epoch before, and
+// later compare histories wrongly (a deposed master's writes of that older epoch would look
+// like a prefix of them).
+func (r *Replicas) followPoint(ctx context.Context, masterAddr string, masterEpoch int32, local []storage.EpochEntry, localMax int64) (point int64, cut bool, remote []storage.EpochEntry, err error) {
 	resp, err := r.invoke(ctx, masterAddr, remoting.NewRequest(remoting.GetBrokerEpochCache, nil, nil))
 	if err == nil {
 		err = remoting.ErrorFromResponse(resp)
@@ -406,6 +412,9 @@ func (r *Replicas) followPoint(ctx context.Context, masterAddr string, local []s
 	}
 	for _, e := range cache.Entries {
 		remote = append(remote, storage.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	if len(remote) == 0 || remote[len(remote)-1].Epoch != masterEpoch {
+		return 0, false, nil, fmt.Errorf("master %s has not taken epoch %d yet (its history: %v): following it later", masterAddr, masterEpoch, remote)
 	}
 	if len(local) == 0 {
 		// A replica that never had an epoch holds a prefix of the first master's log, or
@@ -445,6 +454,7 @@ func (r *Replicas) PrepareStart(ctx context.Context, bo *broker.Options) error {
 	r.mu.Unlock()
 	r.roleOptions(bo, st)
 	r.adopt = nil
+	r.storeOpts = bo.Store
 	if st.masterID == r.id {
 		return nil
 	}
@@ -452,7 +462,7 @@ func (r *Replicas) PrepareStart(ctx context.Context, bo *broker.Options) error {
 	if err != nil {
 		return err
 	}
-	point, cut, remote, err := r.followPoint(ctx, st.masterAddr, local, end)
+	point, cut, remote, err := r.followPoint(ctx, st.masterAddr, st.epoch, local, end)
 	if err != nil {
 		return err
 	}
@@ -489,43 +499,18 @@ func (r *Replicas) started(st replicaState, adopt []storage.EpochEntry) {
 	r.isMaster = st.masterID == r.id
 	r.caughtUp = map[int64]time.Time{}
 	r.lastEnd = b.Store().MaxPhyOffset()
-	r.following = nil
-	if !r.isMaster {
-		r.following = adopt
-	}
 	r.mu.Unlock()
 	if st.masterID == r.id {
 		r.setSyncStateSet(st.set.SyncStateSet)
 		r.log.Info().Int32("epoch", st.epoch).Ints64("sync_state_set", st.set.SyncStateSet).Msg("serving as master")
 		return
 	}
-	r.followEpochs()
+	if adopt != nil {
+		if err := b.Store().SetEpochs(adopt); err != nil {
+			r.log.Warn().Err(err).Msg("master's epochs not adopted")
+		}
+	}
 	r.log.Info().Int32("epoch", st.epoch).Str("master", st.masterAddr).Msg("serving as slave")
-}
-
-// followEpochs gives a slave's store the entries of its master's history that its log has
-// reached. The store keeps only entries within its log, so one that starts past the end when
-// the slave starts (it was behind when the master's epoch began) is added on a later call, once
-// replication brought the slave there: without it, the history would credit that epoch's
-// records to the epoch before, and a comparison with the next master's history would cut the
-// store deeper than where they part, acknowledged messages included. Called when the slave
-// starts, on every heartbeat tick, and before a role change compares histories.
-func (r *Replicas) followEpochs() {
-	r.mu.Lock()
-	h := r.following
-	r.mu.Unlock()
-	b := r.n.Broker()
-	if h == nil || b == nil {
-		return
-	}
-	end := b.Store().MaxPhyOffset()
-	want := slices.DeleteFunc(slices.Clone(h), func(e storage.EpochEntry) bool { return e.StartOffset > end })
-	if slices.Equal(b.Store().Epochs(), want) {
-		return
-	}
-	if err := b.Store().SetEpochs(want); err != nil {
-		r.log.Warn().Err(err).Msg("master's epochs not adopted")
-	}
 }
 
 // OnNotify handles NOTIFY_BROKER_ROLE_CHANGED as a hint: any peer this broker connected to could
@@ -555,7 +540,6 @@ func (r *Replicas) Run(ctx context.Context) error {
 		case <-hb.C:
 			r.heartbeat(ctx)
 			r.trackCatchUp()
-			r.followEpochs()
 		case <-sync.C:
 			r.syncReplicaInfo(ctx)
 		case <-r.notified:
@@ -648,25 +632,22 @@ func (r *Replicas) reconcile(ctx context.Context, st replicaState) {
 	}
 }
 
-// changeRole restarts the broker in the role st gives it.
+// changeRole restarts the broker in the role st gives it. Only once the broker serves in it
+// does st become the state the manager goes by: a restart that failed (the new broker's store
+// did not open) leaves the old state, so the next look at the controllers' view tries again.
 func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
-	// A slave's history first takes what its log reached of its master's: it is compared with
-	// the next master's below, or continued by this broker's own epoch if it becomes master.
-	r.followEpochs()
 	var adopt []storage.EpochEntry
 	var cut bool
 	var point int64
 	if st.masterID != r.id {
-		b := r.n.Broker()
-		local, end := b.Store().Epochs(), b.Store().MaxPhyOffset()
-		var err error
-		if point, cut, adopt, err = r.followPoint(ctx, st.masterAddr, local, end); err != nil {
+		local, end, err := r.localHistory()
+		if err != nil {
+			return err
+		}
+		if point, cut, adopt, err = r.followPoint(ctx, st.masterAddr, st.epoch, local, end); err != nil {
 			return err
 		}
 	}
-	r.mu.Lock()
-	r.state = st
-	r.mu.Unlock()
 	r.log.Info().Int64("master", st.masterID).Str("master_addr", st.masterAddr).Int32("epoch", st.epoch).
 		Bool("cut", cut).Int64("cut_at", point).Msg("role change")
 	err := r.n.RestartBroker(func(bo *broker.Options) {
@@ -682,8 +663,22 @@ func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
 	if err != nil {
 		return err
 	}
+	r.mu.Lock()
+	r.state = st
+	r.mu.Unlock()
 	r.started(st, adopt)
 	return nil
+}
+
+// localHistory is the store's epochs and log end: the running broker's, or, when a role
+// change failed and left the node without one, read from the store on disk.
+func (r *Replicas) localHistory() ([]storage.EpochEntry, int64, error) {
+	if b := r.n.Broker(); b != nil {
+		return b.Store().Epochs(), b.Store().MaxPhyOffset(), nil
+	}
+	so := r.storeOpts
+	so.Truncate, so.TruncateTo = false, 0
+	return storeHistory(so)
 }
 
 // trackCatchUp notes, on a master, which slaves hold what the master held one heartbeat ago.

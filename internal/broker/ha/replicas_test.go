@@ -165,7 +165,6 @@ func TestSlaveTakesTheMastersEpochsAsItsLogReachesThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.FollowEpochs()
 	got := n.tb.Store().Epochs()
 	if !slices.Equal(got, history) {
 		t.Fatalf("the caught-up slave's history %v, want the master's %v", got, history)

@@ -59,7 +59,7 @@ func (s *Service) syncFromMaster(ctx context.Context, addr string) error {
 			}
 			return s.core.Offsets().InstallMaster(w)
 		}),
-		s.syncOne(ctx, addr, remoting.GetAllDelayOffset, s.installDelayOffsets),
+		s.syncDelayOffsets(ctx, addr),
 		s.syncOne(ctx, addr, remoting.GetAllSubscriptionGroupConfig, func(body []byte) error {
 			var w broker.SubscriptionGroupWrapper
 			if err := json.Unmarshal(body, &w); err != nil {
@@ -89,15 +89,59 @@ func (s *Service) syncRequestModes(ctx context.Context, addr string) error {
 	return err
 }
 
-func (s *Service) installDelayOffsets(body []byte) error {
-	w, err := protocol.DecodeDelayOffsetSerializeWrapper(body)
-	if err != nil {
-		return err
-	}
+// syncDelayOffsets copies the master's delay cursors. A cursor counts a scheduled message as
+// delivered once the master stored its real copy, which reaches this slave only later by
+// replication: in controller mode, where this slave may become master, the cursors are installed
+// only once the slave's log holds the master's log as it was when they were read, so that a
+// promoted slave never skips a message whose delivered copy it lacks (it may deliver one twice).
+// A fixed-role slave never delivers, and installs them at once, as RocketMQ does.
+func (s *Service) syncDelayOffsets(ctx context.Context, addr string) error {
 	if s.delays == nil {
 		return nil
 	}
-	return s.delays.SetDelayOffsets(*w)
+	if err := s.installPendingDelays(); err != nil {
+		return err
+	}
+	var w *protocol.DelayOffsetSerializeWrapper
+	err := s.syncOne(ctx, addr, remoting.GetAllDelayOffset, func(body []byte) error {
+		var err error
+		w, err = protocol.DecodeDelayOffsetSerializeWrapper(body)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !s.opts.ControllerMode {
+		return s.delays.SetDelayOffsets(*w)
+	}
+	var end int64
+	err = s.syncOne(ctx, addr, remoting.GetBrokerEpochCache, func(body []byte) error {
+		cache, err := DecodeEpochCache(body)
+		end = cache.MaxOffset
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.pendingDelays.Store(&pendingDelays{w: *w, end: end})
+	return s.installPendingDelays()
+}
+
+// pendingDelays are delay cursors read from the master, and its log end right after.
+type pendingDelays struct {
+	w   protocol.DelayOffsetSerializeWrapper
+	end int64
+}
+
+// installPendingDelays installs the pending cursors once the store holds the master's log up
+// to where it ended when they were read.
+func (s *Service) installPendingDelays() error {
+	p := s.pendingDelays.Load()
+	if p == nil || s.store.MaxPhyOffset() < p.end {
+		return nil
+	}
+	s.pendingDelays.CompareAndSwap(p, nil)
+	return s.delays.SetDelayOffsets(p.w)
 }
 
 func (s *Service) syncOne(ctx context.Context, addr string, code int32, install func([]byte) error) error {

@@ -172,3 +172,51 @@ func getJSON(t *testing.T, tb *brokertest.Broker, code int32, v any) {
 		t.Fatalf("request %d: %v", code, err)
 	}
 }
+
+// A slave in controller mode installs its master's delay cursors only once its log holds the
+// master's log as it ended when they were read: a cursor counts a message as delivered once the
+// master stored its copy, and a slave promoted with a cursor ahead of its log skipped messages
+// whose copies it never got (internal/sim, seed 39: a retried message stayed in
+// SCHEDULE_TOPIC_XXXX for good). A fixed-role slave installs them at once.
+func TestControllerModeSlaveDelayCursorsWaitForTheLog(t *testing.T) {
+	epochCache := func(end int64) string {
+		return `{"clusterName":"c","brokerName":"broker-a","brokerId":1,"epochList":[{"epoch":1,"startOffset":0,"endOffset":9223372036854775807}],"maxOffset":` +
+			strconv.FormatInt(end, 10) + `}`
+	}
+	for _, c := range []struct {
+		name       string
+		controller bool
+		masterEnd  int64
+		want       int64
+	}{
+		{"controller mode, log behind the master", true, 5000, 0},
+		{"controller mode, log caught up", true, 0, 4},
+		{"fixed roles", false, 5000, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			master := fakeMaster(t, map[int32]string{
+				remoting.GetAllTopicConfig:             `{"topicConfigTable":{},"dataVersion":{"timestamp":1,"counter":1}}`,
+				remoting.GetAllSubscriptionGroupConfig: `{"subscriptionGroupTable":{},"dataVersion":{"timestamp":1,"counter":1}}`,
+				remoting.GetAllConsumerOffset:          `{"offsetTable":{}}`,
+				remoting.GetAllDelayOffset:             `{"offsetTable":{1:4}}`,
+				remoting.GetBrokerEpochCache:           epochCache(c.masterEnd),
+			})
+			slave := brokertest.Start(t, brokertest.Config{Mutate: func(o *broker.Options) {
+				o.Broker.ID = 1
+				o.ControllerMode, o.ReplicaID = c.controller, 2
+				o.Timers.DelayLevels = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
+				o.Transport = master
+			}, Attach: func(b *broker.Broker) error { return services.Attach(b, services.Deps{}) }})
+			if err := ha.Of(slave.Broker).SyncFromMaster(context.Background(), fakeMasterAddr); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			delays, err := protocol.DecodeDelayOffsetSerializeWrapper(get(t, slave, remoting.GetAllDelayOffset))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := delays.OffsetTable[1]; got != c.want {
+				t.Fatalf("delay level 1 cursor %d, want %d", got, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/producer"
+)
+
+func ackOf(q int, off int64) *producer.SendResult {
+	return &producer.SendResult{Status: producer.SendOK, Queue: producer.MessageQueue{Topic: topic, QueueID: q}, QueueOffset: off}
+}
+
+func msgAt(q int, off int64) *consumer.Message {
+	return &consumer.Message{Queue: consumer.MessageQueue{Topic: topic, QueueID: q}, QueueOffset: off}
+}
+
+// The history invariant: one message per offset of a queue, whoever saw it there; a power cut
+// may erase what no producer was told was stored, and nothing else.
+func TestHistoryInvariant(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		powerLoss bool
+		run       func(o *observations)
+		want      []string // kinds broken
+	}{
+		{"one message seen by both", false, func(o *observations) {
+			o.sendResult([]string{"a"}, ackOf(0, 5), nil)
+			o.consumed(msgAt(0, 5), "a", true)
+		}, nil},
+		{"two acknowledged at one offset", true, func(o *observations) {
+			o.sendResult([]string{"a"}, ackOf(0, 5), nil)
+			o.sendResult([]string{"b"}, ackOf(0, 5), nil)
+		}, []string{invHistory}},
+		{"a batch overlapping a message", false, func(o *observations) {
+			o.sendResult([]string{"a", "b", "c"}, ackOf(1, 7), nil)
+			o.consumed(msgAt(1, 9), "d", true)
+		}, []string{invHistory}},
+		{"acknowledged, then another consumed there", true, func(o *observations) {
+			o.sendResult([]string{"a"}, ackOf(0, 5), nil)
+			o.consumed(msgAt(0, 5), "b", true)
+		}, []string{invHistory}},
+		{"unacknowledged replaced, no power cuts", false, func(o *observations) {
+			o.consumed(msgAt(0, 5), "a", true)
+			o.consumed(msgAt(0, 5), "b", true)
+		}, []string{invHistory}},
+		{"unacknowledged replaced after a power cut", true, func(o *observations) {
+			o.consumed(msgAt(0, 5), "a", true)
+			o.consumed(msgAt(0, 5), "b", true)
+		}, nil},
+		{"another queue, another offset", false, func(o *observations) {
+			o.sendResult([]string{"a"}, ackOf(0, 5), nil)
+			o.consumed(msgAt(1, 5), "b", true)
+			o.consumed(msgAt(0, 6), "c", true)
+		}, nil},
+		{"retry topic offsets are not the topic's", false, func(o *observations) {
+			o.sendResult([]string{"a"}, ackOf(0, 0), nil)
+			m := msgAt(0, 0)
+			m.Queue.Topic = "%RETRY%" + group
+			o.consumed(m, "b", true)
+		}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := newObservations(Config{PowerLoss: c.powerLoss}, newEventLog(""))
+			c.run(o)
+			var got []string
+			for k := range o.kinds {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("broken %v, want %v; %v", got, c.want, o.violations)
+			}
+		})
+	}
+}
+
+// Delivery counts successful consumptions only, and only of acknowledged messages.
+func TestUndelivered(t *testing.T) {
+	o := newObservations(Config{}, newEventLog(""))
+	o.sendResult([]string{"a"}, ackOf(0, 0), nil)
+	o.sendResult([]string{"b"}, ackOf(0, 1), nil)
+	o.sendResult([]string{"c"}, &producer.SendResult{Status: producer.SendFlushDiskTimeout}, nil)
+	o.consumed(msgAt(0, 0), "a", false) // asked again later
+	o.consumed(msgAt(0, 1), "b", true)
+	if got := o.undelivered(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("undelivered %v, want [a]", got)
+	}
+	o.consumed(msgAt(0, 0), "a", true)
+	if got := o.undelivered(); len(got) != 0 {
+		t.Fatalf("undelivered %v after a's success", got)
+	}
+}
+
+// The offset invariants: a committed offset never past the queue's end (after a power cut, not
+// until the end of the run), never lower than at the last check unless a fault came between
+// or the master changed.
+func TestOffsetInvariant(t *testing.T) {
+	type step struct {
+		row    offsetRow
+		epoch  int
+		master string
+		final  bool
+	}
+	for _, c := range []struct {
+		name      string
+		powerLoss bool
+		steps     []step
+		want      []string
+	}{
+		{"rising within the data", false, []step{{offsetRow{0, 3, 5}, 1, "b0", false}, {offsetRow{0, 5, 9}, 1, "b0", false}}, nil},
+		{"ahead of the data", false, []step{{offsetRow{0, 6, 5}, 1, "b0", false}}, []string{invAhead}},
+		{"ahead after a power cut, mid-run", true, []step{{offsetRow{0, 6, 5}, 1, "b0", false}}, nil},
+		{"ahead after a power cut, at the end", true, []step{{offsetRow{0, 6, 5}, 1, "b0", true}}, []string{invAhead}},
+		{"back with no fault between", false, []step{{offsetRow{0, 5, 9}, 1, "b0", false}, {offsetRow{0, 4, 9}, 1, "b0", false}}, []string{invBack}},
+		{"back across a fault", false, []step{{offsetRow{0, 5, 9}, 1, "b0", false}, {offsetRow{0, 4, 9}, 2, "b0", false}}, nil},
+		{"back on a new master", false, []step{{offsetRow{0, 5, 9}, 1, "b0", false}, {offsetRow{0, 4, 9}, 1, "b1", false}}, nil},
+		{"none committed", false, []step{{offsetRow{0, -1, 0}, 1, "b0", true}}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := newObservations(Config{PowerLoss: c.powerLoss}, newEventLog(""))
+			w := &offsetWatch{last: map[int]offsetSample{}}
+			for _, s := range c.steps {
+				o.judgeOffset(w, s.row, s.epoch, s.master, s.final)
+			}
+			var got []string
+			for k := range o.kinds {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("broken %v, want %v; %v", got, c.want, o.violations)
+			}
+		})
+	}
+}
