@@ -454,19 +454,26 @@ func (c *SimpleConsumer) Ack(ctx context.Context, v *MessageView) error {
 	}
 	defer end()
 	r := v.handle.Load()
-	ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
-	defer cancel()
 	addr, err := c.handleAddr(ctx, v, r)
 	if err == nil {
 		err = c.mergedAck(ctx, addr, v, r)
 		if err == errAckAlone {
-			_, err = c.invokeAt(ctx, addr, remoting.AckMessage, ackHeader(c.group, v.wireTopic, r), nil)
+			err = c.ackAlone(ctx, addr, v, r)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("consumer: ack %s: %w", v.MsgID, err)
 	}
 	return nil
+}
+
+// ackAlone sends the ack of v with handle r to addr as an ACK_MESSAGE of its own, bounded by
+// ctx, the request timeout and the consumer's life.
+func (c *SimpleConsumer) ackAlone(ctx context.Context, addr string, v *MessageView, r *receipt) error {
+	ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
+	defer cancel()
+	_, err := c.invokeAt(ctx, addr, remoting.AckMessage, ackHeader(c.group, v.wireTopic, r), nil)
+	return err
 }
 
 // ChangeInvisibleDuration hides v for d from now instead of until its current invisible time
@@ -511,12 +518,15 @@ func (c *SimpleConsumer) invokeHandle(ctx context.Context, v *MessageView, r *re
 	return c.invokeAt(ctx, addr, code, h, nil)
 }
 
-// handleAddr is the address of the master of the broker of handle r.
+// handleAddr is the address of the master of the broker of handle r; a route it must look up
+// anew is bounded by ctx, the request timeout and the consumer's life.
 func (c *SimpleConsumer) handleAddr(ctx context.Context, v *MessageView, r *receipt) (string, error) {
 	addr := c.inst.MasterAddr(r.info.BrokerName)
 	if addr == "" {
 		// The routes no longer name the broker's master (it is down, or the route changed):
 		// a fresh look may.
+		ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
+		defer cancel()
 		if _, err := c.inst.TopicRoute(ctx, v.wireTopic); err == nil {
 			addr = c.inst.MasterAddr(r.info.BrokerName)
 		}
@@ -530,11 +540,17 @@ func (c *SimpleConsumer) handleAddr(ctx context.Context, v *MessageView, r *rece
 // invokeAt sends a request with header h (none when nil) and body to addr and returns its
 // SUCCESS answer, or the error.
 func (c *SimpleConsumer) invokeAt(ctx context.Context, addr string, code int32, h remoting.Header, body []byte) (*remoting.Command, error) {
+	return c.invokeUntil(ctx, addr, code, h, body, time.Time{})
+}
+
+// invokeUntil is invokeAt bounded also by until (none when zero), without a context of its own
+// when the transport takes a deadline apart from its context.
+func (c *SimpleConsumer) invokeUntil(ctx context.Context, addr string, code int32, h remoting.Header, body []byte, until time.Time) (*remoting.Command, error) {
 	var fields map[string]string
 	if h != nil {
 		fields = remoting.EncodeHeader(h)
 	}
-	resp, err := c.inst.Transport().InvokeSync(ctx, addr, remoting.NewRequest(code, fields, body))
+	resp, err := remoting.InvokeSyncUntil(ctx, c.inst.Transport(), addr, remoting.NewRequest(code, fields, body), until)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,10 @@ package pop
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,6 +142,10 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 	return resp
 }
 
+// popCKRoom is about what POP_CK adds to a message: its name, separators and a handle of
+// typical offsets and times.
+const popCKRoom = 96
+
 // popOut collects what one pop took.
 type popOut struct {
 	popTime   int64
@@ -224,6 +230,11 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 		return
 	}
 	marker := protocol.PopRetryMarker(topic)
+	room := 0
+	for _, raw := range res.Messages {
+		room += len(raw) + popCKRoom
+	}
+	out.body = slices.Grow(out.body, room)
 	for i, raw := range res.Messages {
 		e := protocol.ExtraInfo{CkQueueOffset: offset, PopTime: out.popTime, InvisibleTime: h.InvisibleTime,
 			ReviveQid: out.reviveQid, Retry: marker, BrokerName: s.brokerName, QueueID: qid, QueueOffset: res.QueueOffsets[i]}
@@ -239,13 +250,48 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 }
 
 // appendWithProperty appends the stored record raw to dst with key=value set in its
-// properties; a record that does not decode is appended unchanged.
+// properties; a record that does not decode, or whose properties would outgrow the record
+// format, is appended unchanged. The properties end the record, so a key it does not hold yet
+// (the case of every pop: POP_CK is never stored) is appended in place with the two length
+// fields rewritten; a key it holds is replaced by re-encoding the record.
 func appendWithProperty(dst, raw []byte, key, value string) []byte {
 	var rec message.Record
-	if _, err := message.DecodeRecord(raw, &rec, false); err != nil {
+	size, err := message.DecodeRecord(raw, &rec, false)
+	if err != nil {
 		return append(dst, raw...)
 	}
-	m := broker.RecordCopy(&rec, string(rec.Topic), rec.QueueID, broker.SetProperty(string(rec.Properties), key, value))
+	raw = raw[:size]
+	if _, ok := message.PropertyValue(rec.Properties, key); ok {
+		return reencodeWithProperty(dst, raw, &rec, key, value)
+	}
+	sep := len(rec.Properties) > 0 && rec.Properties[len(rec.Properties)-1] != message.PropertySeparator
+	add := len(key) + len(value) + 2
+	if sep {
+		add++
+	}
+	propLen := len(rec.Properties) + add
+	if propLen > message.MaxPropertiesBytes || size+add > math.MaxInt32 {
+		return append(dst, raw...)
+	}
+	n := len(dst)
+	dst = append(dst, raw...)
+	if sep {
+		dst = append(dst, message.PropertySeparator)
+	}
+	dst = append(dst, key...)
+	dst = append(dst, message.NameValueSeparator)
+	dst = append(dst, value...)
+	dst = append(dst, message.PropertySeparator)
+	rec2 := dst[n:]
+	binary.BigEndian.PutUint32(rec2[message.OffTotalSize:], uint32(size+add))
+	binary.BigEndian.PutUint16(rec2[size-len(rec.Properties)-2:], uint16(propLen))
+	return dst
+}
+
+// reencodeWithProperty appends rec, decoded from raw, re-encoded with key=value set in its
+// properties (replacing the pieces named key), or raw unchanged when that does not fit.
+func reencodeWithProperty(dst, raw []byte, rec *message.Record, key, value string) []byte {
+	m := broker.RecordCopy(rec, string(rec.Topic), rec.QueueID, broker.SetProperty(string(rec.Properties), key, value))
 	m.BodyCRC = rec.BodyCRC
 	size, err := message.RecordSize((*message.Message)(m))
 	if err != nil {
