@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -11,18 +12,17 @@ import (
 )
 
 // Acks to one broker are merged, as 5.x's proxy merges its SDKs' acks before they reach the
-// broker: an Ack joins the batch of acks waiting for that broker, and one of up to
-// maxAcksInFlight sender goroutines of that broker sends each batch as one request (an
-// ACK_MESSAGE for a lone ack, a BATCH_ACK_MESSAGE for more). Acks made while every sender has
-// a request on the wire wait and leave together once one is answered, so a batch of messages
-// acknowledged from a goroutine each costs a request or two, and a few goroutines acking one
-// message after the other pay one request each. Each Ack returns once the broker answered the
-// request that carried it, so the API's meaning is unchanged: a nil error means the broker has
-// the ack.
+// broker: an Ack joins the batch of acks waiting for that broker, and the broker's sender
+// goroutine sends each batch as one request (an ACK_MESSAGE for a lone ack, a
+// BATCH_ACK_MESSAGE for more). Acks made while a request is on the wire wait and leave together
+// once it is answered; before it sends a lone ack the sender yields once, so that the acks of a
+// batch of messages acknowledged from a goroutine each, made runnable together, leave in one
+// request. Each Ack returns once the broker answered the request that carried it, so the API's
+// meaning is unchanged: a nil error means the broker has the ack.
 //
 // An Ack derives no context and starts no timer of its own: its request is bounded by the
 // consumer's life and by the request timeout counted from the batch's first Ack, and it waits
-// for its batch's answer or its own context, whichever comes first. Senders outlive their
+// for its batch's answer or its own context, whichever comes first. The sender outlives its
 // batches by ackSenderIdle, so that a steady stream of acks does not start a goroutine (and
 // grow its stack) per request.
 
@@ -31,8 +31,9 @@ import (
 const maxAckBatch = 1024
 
 // maxAcksInFlight is how many ack requests to one broker may be on the wire at once before
-// further Acks wait to be merged.
-const maxAcksInFlight = 4
+// further Acks wait to be merged: one, so that every Ack made meanwhile joins the next batch
+// (a request costs both ends more than the acks it carries).
+const maxAcksInFlight = 1
 
 // ackSenderIdle is how long a sender goroutine waits for the next batch before it ends.
 const ackSenderIdle = time.Second
@@ -139,6 +140,7 @@ func (c *SimpleConsumer) sendAcks(addr string, q *ackQueue) {
 	defer c.calls.Done()
 	m := &c.acks
 	var idle *time.Timer
+	yielded := false
 	for {
 		m.mu.Lock()
 		if len(q.batches) == 0 {
@@ -163,6 +165,15 @@ func (c *SimpleConsumer) sendAcks(addr string, q *ackQueue) {
 			}
 			continue
 		}
+		if !yielded && len(q.batches) == 1 && len(q.batches[0].acks) == 1 {
+			// A lone ack: other goroutines made runnable with it (a batch acknowledged from a
+			// goroutine each) get to join it before it leaves.
+			yielded = true
+			m.mu.Unlock()
+			runtime.Gosched()
+			continue
+		}
+		yielded = false
 		b := q.batches[0]
 		q.batches[0] = nil
 		q.batches = q.batches[1:]

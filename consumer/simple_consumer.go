@@ -60,9 +60,10 @@ var ErrNotStarted = errors.New("consumer: not started")
 // WithCredentials, WithTLS, WithLogger, ...) and the simple consumer's own WithAwaitDuration and
 // WithRequestTimeout; pull and listener settings do not apply.
 //
-// Methods are safe for concurrent use; the consumer runs a goroutine of its own only while
-// acks to a broker are on their way (Ack merges them; the client instance's route and
-// heartbeat loops are shared). Close waits for calls in progress, whose context it cancels.
+// Methods are safe for concurrent use; the consumer runs a goroutine of its own per broker it
+// acknowledges to, while acks are on their way and for a second after (Ack merges them; the
+// client instance's route and heartbeat loops are shared). Close waits for calls in progress,
+// whose context it cancels.
 type SimpleConsumer struct {
 	cfg   config
 	group string // as brokers know it

@@ -10,6 +10,7 @@ import (
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 )
@@ -69,6 +70,58 @@ func TestPopAckExactlyOnce(t *testing.T) {
 	}
 }
 
+// A pop hands out the topic's records byte for byte as stored, as a pull does and as RocketMQ
+// 5's broker does (the handles come from the answer's header), over TCP and in-process, from
+// one queue and from several.
+func TestPopHandsOutStoredRecords(t *testing.T) {
+	for _, trName := range []string{"tcp", "inproc"} {
+		t.Run(trName, func(t *testing.T) {
+			e := start(t, "", nil)
+			e.tr = e.Transports()[trName]
+			wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 3)
+			stored := map[string][]byte{}
+			for q := range int32(3) {
+				e.put(t, tTopic, q, 4, "", "s"+itoa32(q))
+				res := e.Store().GetMessage("reader", tTopic, q, 0, 32, 0, nil)
+				for _, raw := range res.Messages {
+					stored[string(raw)] = append([]byte(nil), raw...)
+				}
+				res.Release()
+			}
+			for _, h := range []*protocol.PopMessageRequestHeader{popHeader(tGroup, tTopic, 1, 32, 60_000, 0),
+				popHeader(tGroup, tTopic, -1, 32, 60_000, 0)} {
+				resp, ms := e.pop(t, h)
+				if resp.Code != remoting.Success || len(ms) == 0 {
+					t.Fatalf("pop: %d %q", resp.Code, resp.Remark)
+				}
+				for b := resp.Body; len(b) > 0; {
+					var rec message.Record
+					n, err := message.DecodeRecord(b, &rec, true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, ok := stored[string(b[:n])]; !ok {
+						t.Fatalf("record %q of the answer is not as stored", rec.Body)
+					}
+					b = b[n:]
+				}
+				for _, m := range ms {
+					if !m.fromHeader {
+						t.Fatalf("%s carries POP_CK %q", m.body, m.props[protocol.PropertyPopCK])
+					}
+					e.ack(t, tGroup, m)
+				}
+			}
+			if resp, ms := e.pop(t, popHeader(tGroup, tTopic, -1, 32, 60_000, 0)); len(ms) != 0 || resp.Code != remoting.PollingTimeout {
+				t.Fatalf("pop after all were popped: %d %q, %d messages", resp.Code, resp.Remark, len(ms))
+			}
+			if n := e.svc.Checkpoints(); n != 0 {
+				t.Fatalf("%d checkpoints left: the handles built from the header did not ack", n)
+			}
+		})
+	}
+}
+
 func TestUnackedReturnAfterInvisibleTime(t *testing.T) {
 	e := start(t, "", nil)
 	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
@@ -87,6 +140,9 @@ func TestUnackedReturnAfterInvisibleTime(t *testing.T) {
 		}
 		if m.props["1ST_POP_TIME"] == "" {
 			t.Fatalf("returned message lacks 1ST_POP_TIME: %v", m.props)
+		}
+		if m.fromHeader {
+			t.Fatalf("a message from the retry topic came without POP_CK: %+v", m)
 		}
 		e.ack(t, tGroup, m)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,6 +117,7 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 		s.popTopic(r, retryTopic, r.retry, -1, randomQ, &out)
 	}
 	if out.err != nil && out.n == 0 {
+		out.release()
 		return refuse(remoting.SystemError, "the broker[%s] could not record the pop: %v", s.brokerName, out.err)
 	}
 	code, remark := int32(remoting.Success), "FOUND"
@@ -137,7 +137,7 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 	(&protocol.PopMessageResponseHeader{PopTime: out.popTime, InvisibleTime: h.InvisibleTime, ReviveQid: out.reviveQid,
 		RestNum: out.rest, StartOffsetInfo: out.startInfo, MsgOffsetInfo: out.msgInfo, OrderCountInfo: out.orderInfo}).Encode(resp.ExtFields)
 	if out.n > 0 {
-		resp.Body = out.body
+		out.setBody(resp)
 	}
 	return resp
 }
@@ -146,13 +146,17 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 // typical offsets and times.
 const popCKRoom = 96
 
-// popOut collects what one pop took.
+// popOut collects what one pop took: the answer's body in pieces (body.go), the header's
+// offset information.
 type popOut struct {
 	popTime   int64
 	reviveQid int32
 	n         int
 	rest      int64
-	body      []byte
+	pieces    [][]byte
+	size      int
+	encoded   bool                 // a piece is re-encoded: the body is copied
+	held      []*storage.GetResult // lent from by pieces
 	startInfo string
 	msgInfo   string
 	orderInfo string
@@ -210,7 +214,12 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 	}
 	offset := s.popOffset(h.ConsumerGroup, topic, qid, h.InitMode)
 	res := st.GetMessage(h.ConsumerGroup, topic, qid, offset, want, 0, r.sub.Filter())
-	defer res.Release()
+	lent := false
+	defer func() {
+		if !lent {
+			res.Release()
+		}
+	}()
 	next := res.NextBeginOffset
 	commit := func() {
 		if next != offset {
@@ -230,15 +239,20 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 		return
 	}
 	marker := protocol.PopRetryMarker(topic)
-	room := 0
-	for _, raw := range res.Messages {
-		room += len(raw) + popCKRoom
-	}
-	out.body = slices.Grow(out.body, room)
-	for i, raw := range res.Messages {
-		e := protocol.ExtraInfo{CkQueueOffset: offset, PopTime: out.popTime, InvisibleTime: h.InvisibleTime,
-			ReviveQid: out.reviveQid, Retry: marker, BrokerName: s.brokerName, QueueID: qid, QueueOffset: res.QueueOffsets[i]}
-		out.body = appendWithProperty(out.body, raw, protocol.PropertyPopCK, e.String())
+	if marker == protocol.PopRetryNone {
+		out.lend(res)
+		lent = true
+	} else {
+		// A revived message's handle names the retry topic it lies in, which its record's
+		// topic does not tell a client that reads it as the original (RocketMQ 5's broker
+		// renames it; ours leaves the client to): the handle goes with it as POP_CK.
+		buf := make([]byte, 0, res.TotalBytes+len(res.Messages)*popCKRoom)
+		for i, raw := range res.Messages {
+			e := protocol.ExtraInfo{CkQueueOffset: offset, PopTime: out.popTime, InvisibleTime: h.InvisibleTime,
+				ReviveQid: out.reviveQid, Retry: marker, BrokerName: s.brokerName, QueueID: qid, QueueOffset: res.QueueOffsets[i]}
+			buf = appendWithProperty(buf, raw, protocol.PropertyPopCK, e.String())
+		}
+		out.addEncoded(buf)
 	}
 	out.n += len(res.Messages)
 	out.startInfo = protocol.AppendOffsetInfo(out.startInfo, topic, qid, strconv.FormatInt(offset, 10))
