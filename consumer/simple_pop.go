@@ -88,11 +88,7 @@ func readPopAnswer(resp *remoting.Command, brokerName, topic, wireTopic string, 
 		// a 5.x broker shows it unless popResponseReturnActualRetryTopic.
 		m.Topic = topic
 		v := &MessageView{Message: m, wireTopic: wireTopic}
-		if text == "" {
-			v.handle.Store(newReceipt(info))
-		} else {
-			v.handle.Store(&receipt{info: info, text: text})
-		}
+		v.handle.Store(&receipt{info: info, text: text})
 		views = append(views, v)
 	}
 	return views, nil
@@ -196,14 +192,14 @@ func parseOrderCounts(s string) map[string]int64 {
 // group: the topic is the retry topic when the handle says the message came from there.
 func ackHeader(group, wireTopic string, r *receipt) *protocol.AckMessageRequestHeader {
 	return &protocol.AckMessageRequestHeader{ConsumerGroup: group, Topic: r.info.RealTopic(wireTopic, group),
-		QueueID: r.info.QueueID, ExtraInfo: r.text, Offset: r.info.QueueOffset, BrokerName: r.info.BrokerName}
+		QueueID: r.info.QueueID, ExtraInfo: r.String(), Offset: r.info.QueueOffset, BrokerName: r.info.BrokerName}
 }
 
 // changeInvisibleHeader is the CHANGE_MESSAGE_INVISIBLETIME header that hides the message of
 // handle r for invisibleMs from now.
 func changeInvisibleHeader(group, wireTopic string, r *receipt, invisibleMs int64) *protocol.ChangeInvisibleTimeRequestHeader {
 	return &protocol.ChangeInvisibleTimeRequestHeader{ConsumerGroup: group, Topic: r.info.RealTopic(wireTopic, group),
-		QueueID: r.info.QueueID, ExtraInfo: r.text, Offset: r.info.QueueOffset, InvisibleTime: invisibleMs,
+		QueueID: r.info.QueueID, ExtraInfo: r.String(), Offset: r.info.QueueOffset, InvisibleTime: invisibleMs,
 		BrokerName: r.info.BrokerName}
 }
 
