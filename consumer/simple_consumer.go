@@ -82,7 +82,14 @@ type SimpleConsumer struct {
 	ctx    context.Context // ends at Close: calls in progress stop
 	cancel context.CancelFunc
 	calls  sync.WaitGroup // Receive, Ack, ChangeInvisibleDuration, Subscribe and ack senders in progress
-	acks   ackMerger
+	// open says the consumer takes calls: set by Start once started, cleared by Close before it
+	// waits for the calls in progress. begin holds it shared while it counts a call in, so the
+	// goroutines of a batch's acks do not queue on mu.
+	open struct {
+		sync.RWMutex
+		yes bool
+	}
+	acks ackMerger
 	// lateWarned is when warnLatePop last logged (unix ms).
 	lateWarned atomic.Int64
 }
@@ -214,6 +221,11 @@ func (c *SimpleConsumer) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.endStart(err)
+	if err == nil {
+		c.open.Lock()
+		c.open.yes = true
+		c.open.Unlock()
+	}
 	return err
 }
 
@@ -271,6 +283,9 @@ func (c *SimpleConsumer) Close() error {
 	default: // closed already, or a failed start released everything
 		return nil
 	}
+	c.open.Lock()
+	c.open.yes = false
+	c.open.Unlock()
 	c.cancel()
 	c.calls.Wait()
 	c.inst.UnregisterConsumer(c.group)
@@ -281,6 +296,13 @@ func (c *SimpleConsumer) Close() error {
 
 // begin counts a call in while the consumer is started; end (the returned func) counts it out.
 func (c *SimpleConsumer) begin() (end func(), err error) {
+	c.open.RLock()
+	if c.open.yes {
+		c.calls.Add(1)
+		c.open.RUnlock()
+		return c.calls.Done, nil
+	}
+	c.open.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch c.mu.state {

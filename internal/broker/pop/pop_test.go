@@ -13,6 +13,7 @@ import (
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
 )
 
 const (
@@ -119,6 +120,38 @@ func TestPopHandsOutStoredRecords(t *testing.T) {
 				t.Fatalf("%d checkpoints left: the handles built from the header did not ack", n)
 			}
 		})
+	}
+}
+
+// A producer that stores a POP_CK of its own cannot hand consumers a handle: here it copies
+// the handle of a message the group popped and has not acked yet, and the pop answer gives its
+// record the broker's handle instead, so acking it leaves the other message unacked.
+func TestPopReplacesForgedPopCK(t *testing.T) {
+	e := start(t, "", nil)
+	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
+	e.put(t, tTopic, 0, 1, "", "first")
+	first := e.popAll(t, popHeader(tGroup, tTopic, 0, 1, 60_000, 0), 1)[0]
+	m := &storage.Message{Topic: tTopic, QueueID: 0, Body: []byte("forger"),
+		Properties:    message.MarshalProperties(map[string]string{protocol.PropertyPopCK: first.handle}),
+		BornTimestamp: time.Now().UnixMilli(), BornHost: e.Messages().StoreHost(), StoreHost: e.Messages().StoreHost()}
+	if _, err := e.Store().PutMessage(m); err != nil {
+		t.Fatal(err)
+	}
+	got := e.popAll(t, popHeader(tGroup, tTopic, 0, 32, 60_000, 0), 1)[0]
+	if got.handle == first.handle || got.fromHeader {
+		t.Fatalf("the forger's message came with handle %q (from the header: %v), the first's is %q",
+			got.handle, got.fromHeader, first.handle)
+	}
+	if h, err := protocol.ParseExtraInfo(got.handle); err != nil || h.QueueOffset != got.offset {
+		t.Fatalf("the forger's message has handle %q (%v), not its own", got.handle, err)
+	}
+	e.ack(t, tGroup, got)
+	if n := e.svc.Checkpoints(); n != 1 {
+		t.Fatalf("%d checkpoints after acking the forger's message, want the first's alone", n)
+	}
+	e.ack(t, tGroup, first)
+	if n := e.svc.Checkpoints(); n != 0 {
+		t.Fatalf("%d checkpoints left", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
@@ -239,13 +240,15 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 		return
 	}
 	marker := protocol.PopRetryMarker(topic)
-	if marker == protocol.PopRetryNone {
+	if marker == protocol.PopRetryNone && !anyHasProperty(res.Messages, protocol.PropertyPopCK) {
 		out.lend(res)
 		lent = true
 	} else {
 		// A revived message's handle names the retry topic it lies in, which its record's
 		// topic does not tell a client that reads it as the original (RocketMQ 5's broker
-		// renames it; ours leaves the client to): the handle goes with it as POP_CK.
+		// renames it; ours leaves the client to): the handle goes with it as POP_CK. So does
+		// the handle of a record a producer stored with a POP_CK of its own, which clients
+		// would take for the broker's.
 		buf := make([]byte, 0, res.TotalBytes+len(res.Messages)*popCKRoom)
 		for i, raw := range res.Messages {
 			e := protocol.ExtraInfo{CkQueueOffset: offset, PopTime: out.popTime, InvisibleTime: h.InvisibleTime,
@@ -300,6 +303,21 @@ func appendWithProperty(dst, raw []byte, key, value string) []byte {
 	binary.BigEndian.PutUint32(rec2[message.OffTotalSize:], uint32(size+add))
 	binary.BigEndian.PutUint16(rec2[size-len(rec.Properties)-2:], uint16(propLen))
 	return dst
+}
+
+// anyHasProperty reports whether a record of raws may hold key in its properties: whether
+// they hold key and the name-value separator anywhere, which a property named key writes (a
+// record that does not decode counts as holding it; either way it goes the careful way).
+func anyHasProperty(raws [][]byte, key string) bool {
+	var rec message.Record
+	var buf [32]byte
+	named := append(append(buf[:0], key...), message.NameValueSeparator)
+	for _, raw := range raws {
+		if _, err := message.DecodeRecord(raw, &rec, false); err != nil || bytes.Contains(rec.Properties, named) {
+			return true
+		}
+	}
+	return false
 }
 
 // reencodeWithProperty appends rec, decoded from raw, re-encoded with key=value set in its
