@@ -4,8 +4,10 @@ package pop
 // master under ASYNC_FLUSH and ASYNC_MASTER an ack only sets its message's bit in the
 // checkpoint held in memory, and flushAcks writes each checkpoint's acks as one record once
 // they waited half of popCkStayBufferTime (the revive loop's flush tick comes every half of it,
-// so none waits a whole stay time). A batch acked from a goroutine per message thus costs one
-// "bAck" record, not one "ack" per message, and no ack waits for the store.
+// so none waits a whole stay time unless a revive round holds the loop longer). A batch acked
+// from a goroutine per message thus costs one "bAck" record, not one "ack" per message, and no
+// ack waits for the store. The flush shares the revive loop's goroutine so that it never
+// writes a checkpoint's acks while the revive loop re-puts that checkpoint's messages.
 //
 // Unlike RocketMQ's, the checkpoint record itself is still written at the pop, before the pop
 // is answered: a kill -9 loses at most the acks of the last stay time (500 ms, the store's
