@@ -97,7 +97,6 @@ type ackMerger struct {
 // (the ack may still reach the broker, as a cancelled request may).
 func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageView, r *receipt) error {
 	m := &c.acks
-	now := time.Now()
 	m.mu.Lock()
 	if m.queues == nil {
 		m.queues = map[string]*ackQueue{}
@@ -111,7 +110,7 @@ func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageV
 	if n := len(q.batches); n > 0 && len(q.batches[n-1].acks) < maxAckBatch {
 		b = q.batches[n-1]
 	} else {
-		b = &ackBatch{first: now, done: make(chan struct{})}
+		b = &ackBatch{first: time.Now(), done: make(chan struct{})}
 		q.batches = append(q.batches, b)
 	}
 	i := len(b.acks)

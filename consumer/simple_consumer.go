@@ -294,13 +294,15 @@ func (c *SimpleConsumer) Close() error {
 	return err
 }
 
-// begin counts a call in while the consumer is started; end (the returned func) counts it out.
-func (c *SimpleConsumer) begin() (end func(), err error) {
+// begin counts a call in while the consumer is started; the caller counts it out with
+// c.calls.Done once it returned nil (a method value handed back would cost every call an
+// allocation).
+func (c *SimpleConsumer) begin() error {
 	c.open.RLock()
 	if c.open.yes {
 		c.calls.Add(1)
 		c.open.RUnlock()
-		return c.calls.Done, nil
+		return nil
 	}
 	c.open.RUnlock()
 	c.mu.Lock()
@@ -308,13 +310,13 @@ func (c *SimpleConsumer) begin() (end func(), err error) {
 	switch c.mu.state {
 	case stateStarted:
 		c.calls.Add(1)
-		return c.calls.Done, nil
+		return nil
 	case stateClosed:
-		return nil, ErrClosed
+		return ErrClosed
 	case stateStartFailed:
-		return nil, fmt.Errorf("%w: %w", ErrStartFailed, c.mu.startErr)
+		return fmt.Errorf("%w: %w", ErrStartFailed, c.mu.startErr)
 	}
-	return nil, ErrNotStarted
+	return ErrNotStarted
 }
 
 // callContext bounds a call by ctx, d and the consumer's life.
@@ -341,11 +343,10 @@ func (c *SimpleConsumer) Receive(ctx context.Context, maxMessageNum int32, invis
 	if invisibleDuration < time.Millisecond {
 		return nil, fmt.Errorf("consumer: invisible duration must be at least 1ms, got %v", invisibleDuration)
 	}
-	end, err := c.begin()
-	if err != nil {
+	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	defer end()
+	defer c.calls.Done()
 	s := c.nextTopic()
 	if s == nil {
 		return nil, ErrNoSubscription
@@ -471,11 +472,10 @@ func (c *SimpleConsumer) Ack(ctx context.Context, v *MessageView) error {
 	if v == nil || v.handle.Load() == nil {
 		return errors.New("consumer: ack of a message view the simple consumer did not receive")
 	}
-	end, err := c.begin()
-	if err != nil {
+	if err := c.begin(); err != nil {
 		return err
 	}
-	defer end()
+	defer c.calls.Done()
 	r := v.handle.Load()
 	addr, err := c.handleAddr(ctx, v, r)
 	if err == nil {
@@ -509,11 +509,10 @@ func (c *SimpleConsumer) ChangeInvisibleDuration(ctx context.Context, v *Message
 	if d < time.Millisecond {
 		return fmt.Errorf("consumer: invisible duration must be at least 1ms, got %v", d)
 	}
-	end, err := c.begin()
-	if err != nil {
+	if err := c.begin(); err != nil {
 		return err
 	}
-	defer end()
+	defer c.calls.Done()
 	r := v.handle.Load()
 	ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
 	defer cancel()
