@@ -74,6 +74,8 @@ func codeDefaults(t *testing.T) map[string]any {
 		"config.DefaultPopPollingSize":                         config.DefaultPopPollingSize,
 		"config.DefaultPopCkMaxBufferSize":                     config.DefaultPopCkMaxBufferSize,
 		"config.DefaultPopMaxInvisibleTime":                    config.DefaultPopMaxInvisibleTime,
+		"!mq.Options.Pop.DisableBufferMerge":                   !mq.Options{}.Pop.DisableBufferMerge,
+		"config.DefaultPopCkStayBufferTime":                    config.DefaultPopCkStayBufferTime,
 		"config.DefaultTimerPrecision":                         config.DefaultTimerPrecision,
 		"config.DefaultTimerMaxDelay":                          config.DefaultTimerMaxDelay,
 		"config.DefaultMaxLongPollingSuspend":                  config.DefaultMaxLongPollingSuspend,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -42,42 +43,9 @@ func TestPopSurvivesKill(t *testing.T) {
 			t.Fatalf("send %d: %v %v", i, err, resp)
 		}
 	}
-	popReq := func(invisibleMs int64) *remoting.Command {
-		h := &protocol.PopMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: -1, MaxMsgNums: 32,
-			InvisibleTime: invisibleMs, BornTime: time.Now().UnixMilli(), InitMode: protocol.PopInitModeMin}
-		return remoting.NewRequest(remoting.PopMessage, remoting.EncodeHeader(h), nil)
-	}
-	type msg struct {
-		body, handle string
-		qid          int32
-		offset       int64
-	}
-	popSome := func(c *hsConn, invisibleMs int64) []msg {
-		t.Helper()
-		resp, err := c.invoke(popReq(invisibleMs))
-		if err != nil {
-			t.Fatalf("pop: %v", err)
-		}
-		if resp.Code == remoting.PollingTimeout {
-			return nil
-		}
-		if resp.Code != remoting.Success {
-			t.Fatalf("pop: %d %q", resp.Code, resp.Remark)
-		}
-		var out []msg
-		for b := resp.Body; len(b) > 0; {
-			var rec message.Record
-			n, err := message.DecodeRecord(b, &rec, true)
-			if err != nil {
-				t.Fatalf("pop body: %v", err)
-			}
-			ck, _ := message.PropertyValue(rec.Properties, protocol.PropertyPopCK)
-			out = append(out, msg{string(rec.Body), string(ck), rec.QueueID, rec.QueueOffset})
-			b = b[n:]
-		}
-		return out
-	}
-	var got []msg
+	popReq := func(invisibleMs int64) *remoting.Command { return hsPopRequest(group, topic, invisibleMs) }
+	popSome := func(c *hsConn, invisibleMs int64) []hsPopped { return hsPop(t, c, group, topic, invisibleMs) }
+	var got []hsPopped
 	for deadline := time.Now().Add(hsTimeout); len(got) < 6 && time.Now().Before(deadline); {
 		got = append(got, popSome(c, invisible)...)
 	}
@@ -146,6 +114,83 @@ func TestPopSurvivesKill(t *testing.T) {
 		t.Fatalf("send after the attacks: %v %v", err, resp)
 	}
 	second.kill()
+}
+
+// hsPopRequest is a POP_MESSAGE of up to 32 messages of any queue, from the first offset.
+func hsPopRequest(group, topic string, invisibleMs int64) *remoting.Command {
+	h := &protocol.PopMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: -1, MaxMsgNums: 32,
+		InvisibleTime: invisibleMs, BornTime: time.Now().UnixMilli(), InitMode: protocol.PopInitModeMin}
+	return remoting.NewRequest(remoting.PopMessage, remoting.EncodeHeader(h), nil)
+}
+
+// hsPopped is a popped message with its receipt handle.
+type hsPopped struct {
+	body, handle string
+	qid          int32
+	offset       int64
+}
+
+// hsPop pops on c; none when the broker has none now.
+func hsPop(t *testing.T, c *hsConn, group, topic string, invisibleMs int64) []hsPopped {
+	t.Helper()
+	resp, err := c.invoke(hsPopRequest(group, topic, invisibleMs))
+	if err != nil {
+		t.Fatalf("pop: %v", err)
+	}
+	if resp.Code == remoting.PollingTimeout {
+		return nil
+	}
+	if resp.Code != remoting.Success {
+		t.Fatalf("pop: %d %q", resp.Code, resp.Remark)
+	}
+	var h protocol.PopMessageResponseHeader
+	if err := h.Decode(resp.ExtFields); err != nil {
+		t.Fatalf("pop answer: %v", err)
+	}
+	var out []hsPopped
+	for b := resp.Body; len(b) > 0; {
+		var rec message.Record
+		n, err := message.DecodeRecord(b, &rec, true)
+		if err != nil {
+			t.Fatalf("pop body: %v", err)
+		}
+		ck, ok := message.PropertyValue(rec.Properties, protocol.PropertyPopCK)
+		if !ok {
+			// A message of the topic itself comes as stored: its handle is built from the
+			// answer's header, as 5.x's clients build it.
+			ck = []byte(popHandleFromHeader(t, &h, rec.QueueID, rec.QueueOffset))
+		}
+		out = append(out, hsPopped{string(rec.Body), string(ck), rec.QueueID, rec.QueueOffset})
+		b = b[n:]
+	}
+	return out
+}
+
+// hsAck acknowledges m, popped for group from topic, and fails on a refusal.
+func hsAck(t *testing.T, c *hsConn, group, topic string, m hsPopped) {
+	t.Helper()
+	h := &protocol.AckMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: m.qid, ExtraInfo: m.handle, Offset: m.offset}
+	if resp, err := c.invoke(remoting.NewRequest(remoting.AckMessage, remoting.EncodeHeader(h), nil)); err != nil || resp.Code != remoting.Success {
+		t.Fatalf("ack of %s: %v %v", m.body, err, resp)
+	}
+}
+
+// popHandleFromHeader is the receipt handle of the message at offset of queue qid of a pop
+// answer's topic, as a 5.x client builds it from the answer's header.
+func popHandleFromHeader(t *testing.T, h *protocol.PopMessageResponseHeader, qid int32, offset int64) string {
+	t.Helper()
+	for _, entry := range strings.Split(h.StartOffsetInfo, ";") {
+		if f := strings.Fields(entry); len(f) == 3 && f[0] == protocol.PopRetryNone && f[1] == fmt.Sprint(qid) {
+			var start int64
+			if _, err := fmt.Sscan(f[2], &start); err != nil {
+				t.Fatalf("startOffsetInfo %q: %v", h.StartOffsetInfo, err)
+			}
+			return protocol.ExtraInfo{CkQueueOffset: start, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime,
+				ReviveQid: h.ReviveQid, Retry: protocol.PopRetryNone, BrokerName: mq.DefaultBrokerName, QueueID: qid, QueueOffset: offset}.String()
+		}
+	}
+	t.Fatalf("startOffsetInfo %q names no offset of queue %d", h.StartOffsetInfo, qid)
+	return ""
 }
 
 // mutatePop sets one extension field of a POP request as a hostile client writes it.

@@ -13,6 +13,11 @@ const (
 	DefaultPopReviveQueueNum       int32 = 8 // reviveQueueNum
 )
 
+// DefaultPopCkStayBufferTime is how long acks merged in memory wait to be written (RocketMQ 5's
+// popCkStayBufferTime is 10 s, for whole checkpoints): the store's default async flush interval,
+// so that a kill -9 under ASYNC_FLUSH loses only acks of the last flush interval.
+const DefaultPopCkStayBufferTime = 500 * time.Millisecond
+
 // Pop is RocketMQ 5's POP consumption: the checkpoints that hide popped messages, the revive
 // loop that brings unacknowledged ones back, and the parked pops (internal/broker/pop).
 type Pop struct {
@@ -34,6 +39,18 @@ type Pop struct {
 	// MaxInvisibleTime bounds a pop's and a change's invisible time (default 12 h, the
 	// proxy's maxInvisibleTimeMills); larger is refused with INVALID_PARAMETER.
 	MaxInvisibleTime time.Duration `flag:"pop-max-invisible-time" rocketmq:"maxInvisibleTimeMills" usage:"longest invisible time a pop may ask"`
+	// DisableBufferMerge writes every ack to the revive topic before it is answered. By
+	// default (unlike RocketMQ 5, whose enablePopBufferMerge is off) a master under
+	// ASYNC_FLUSH and ASYNC_MASTER merges acks in memory against their checkpoints and writes
+	// each checkpoint's acks as one record at most CkStayBufferTime later: an ack then costs
+	// no append, and a kill -9 loses only acks of the last CkStayBufferTime, which come back
+	// after their invisible time (SYNC_FLUSH and SYNC_MASTER always write acks through).
+	DisableBufferMerge bool `flag:"no-pop-buffer-merge" rocketmq:"enablePopBufferMerge=false" usage:"write each POP ack before answering it instead of merging acks in memory (ASYNC_FLUSH masters)"`
+	// CkStayBufferTime is how long merged acks stay in memory before they are written
+	// (default 500 ms, the store's default async flush interval; RocketMQ 5's 10 s is how long
+	// it keeps whole checkpoints). Longer than the store's flushIntervalCommitLog, a kill -9 may
+	// lose acks older than a flush interval.
+	CkStayBufferTime time.Duration `flag:"pop-ck-stay-buffer-time" rocketmq:"popCkStayBufferTime" usage:"how long merged POP acks stay in memory before they are written"`
 }
 
 // EnsureDefaults writes POP's defaults, in place of negative values too.
@@ -46,4 +63,5 @@ func (p *Pop) EnsureDefaults() {
 	setPositive(&p.PollingSize, DefaultPopPollingSize)
 	setPositive(&p.CkMaxBufferSize, DefaultPopCkMaxBufferSize)
 	setPositive(&p.MaxInvisibleTime, DefaultPopMaxInvisibleTime)
+	setPositive(&p.CkStayBufferTime, DefaultPopCkStayBufferTime)
 }

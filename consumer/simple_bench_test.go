@@ -128,6 +128,11 @@ func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int,
 	var got atomic.Int64
 	var failed atomic.Pointer[error]
 	var last atomic.Int64 // when the last Ack returned, in ns since start
+	// fail keeps the first error; the error escapes only here, not with every Ack.
+	fail := func(err error) {
+		failed.CompareAndSwap(nil, &err)
+		cancel()
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range simpleBenchWorkers {
@@ -138,7 +143,7 @@ func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int,
 				views, err := sc.Receive(ctx, MaxReceiveMessageNum, time.Minute)
 				if err != nil {
 					if got.Load() < int64(count) {
-						failed.CompareAndSwap(nil, &err)
+						fail(err)
 					}
 					cancel()
 					return
@@ -150,8 +155,7 @@ func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int,
 						go func() {
 							defer acks.Done()
 							if err := sc.Ack(ctx, v); err != nil {
-								failed.CompareAndSwap(nil, &err)
-								cancel()
+								fail(err)
 							}
 						}()
 					}
@@ -162,8 +166,7 @@ func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int,
 				} else {
 					for _, v := range views {
 						if err := sc.Ack(ctx, v); err != nil {
-							failed.CompareAndSwap(nil, &err)
-							cancel()
+							fail(err)
 							return
 						}
 					}

@@ -60,9 +60,10 @@ var ErrNotStarted = errors.New("consumer: not started")
 // WithCredentials, WithTLS, WithLogger, ...) and the simple consumer's own WithAwaitDuration and
 // WithRequestTimeout; pull and listener settings do not apply.
 //
-// Methods are safe for concurrent use; the consumer runs a goroutine of its own only while
-// acks to a broker are on their way (Ack merges them; the client instance's route and
-// heartbeat loops are shared). Close waits for calls in progress, whose context it cancels.
+// Methods are safe for concurrent use; the consumer runs a goroutine of its own per broker it
+// acknowledges to, while acks are on their way and for a second after (Ack merges them; the
+// client instance's route and heartbeat loops are shared). Close waits for calls in progress,
+// whose context it cancels.
 type SimpleConsumer struct {
 	cfg   config
 	group string // as brokers know it
@@ -81,7 +82,14 @@ type SimpleConsumer struct {
 	ctx    context.Context // ends at Close: calls in progress stop
 	cancel context.CancelFunc
 	calls  sync.WaitGroup // Receive, Ack, ChangeInvisibleDuration, Subscribe and ack senders in progress
-	acks   ackMerger
+	// open says the consumer takes calls: set by Start once started, cleared by Close before it
+	// waits for the calls in progress. begin holds it shared while it counts a call in, so the
+	// goroutines of a batch's acks do not queue on mu.
+	open struct {
+		sync.RWMutex
+		yes bool
+	}
+	acks ackMerger
 	// lateWarned is when warnLatePop last logged (unix ms).
 	lateWarned atomic.Int64
 }
@@ -213,6 +221,11 @@ func (c *SimpleConsumer) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.endStart(err)
+	if err == nil {
+		c.open.Lock()
+		c.open.yes = true
+		c.open.Unlock()
+	}
 	return err
 }
 
@@ -270,6 +283,9 @@ func (c *SimpleConsumer) Close() error {
 	default: // closed already, or a failed start released everything
 		return nil
 	}
+	c.open.Lock()
+	c.open.yes = false
+	c.open.Unlock()
 	c.cancel()
 	c.calls.Wait()
 	c.inst.UnregisterConsumer(c.group)
@@ -278,20 +294,29 @@ func (c *SimpleConsumer) Close() error {
 	return err
 }
 
-// begin counts a call in while the consumer is started; end (the returned func) counts it out.
-func (c *SimpleConsumer) begin() (end func(), err error) {
+// begin counts a call in while the consumer is started; the caller counts it out with
+// c.calls.Done once it returned nil (a method value handed back would cost every call an
+// allocation).
+func (c *SimpleConsumer) begin() error {
+	c.open.RLock()
+	if c.open.yes {
+		c.calls.Add(1)
+		c.open.RUnlock()
+		return nil
+	}
+	c.open.RUnlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch c.mu.state {
 	case stateStarted:
 		c.calls.Add(1)
-		return c.calls.Done, nil
+		return nil
 	case stateClosed:
-		return nil, ErrClosed
+		return ErrClosed
 	case stateStartFailed:
-		return nil, fmt.Errorf("%w: %w", ErrStartFailed, c.mu.startErr)
+		return fmt.Errorf("%w: %w", ErrStartFailed, c.mu.startErr)
 	}
-	return nil, ErrNotStarted
+	return ErrNotStarted
 }
 
 // callContext bounds a call by ctx, d and the consumer's life.
@@ -318,11 +343,10 @@ func (c *SimpleConsumer) Receive(ctx context.Context, maxMessageNum int32, invis
 	if invisibleDuration < time.Millisecond {
 		return nil, fmt.Errorf("consumer: invisible duration must be at least 1ms, got %v", invisibleDuration)
 	}
-	end, err := c.begin()
-	if err != nil {
+	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	defer end()
+	defer c.calls.Done()
 	s := c.nextTopic()
 	if s == nil {
 		return nil, ErrNoSubscription
@@ -448,25 +472,31 @@ func (c *SimpleConsumer) Ack(ctx context.Context, v *MessageView) error {
 	if v == nil || v.handle.Load() == nil {
 		return errors.New("consumer: ack of a message view the simple consumer did not receive")
 	}
-	end, err := c.begin()
-	if err != nil {
+	if err := c.begin(); err != nil {
 		return err
 	}
-	defer end()
+	defer c.calls.Done()
 	r := v.handle.Load()
-	ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
-	defer cancel()
 	addr, err := c.handleAddr(ctx, v, r)
 	if err == nil {
 		err = c.mergedAck(ctx, addr, v, r)
 		if err == errAckAlone {
-			_, err = c.invokeAt(ctx, addr, remoting.AckMessage, ackHeader(c.group, v.wireTopic, r), nil)
+			err = c.ackAlone(ctx, addr, v, r)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("consumer: ack %s: %w", v.MsgID, err)
 	}
 	return nil
+}
+
+// ackAlone sends the ack of v with handle r to addr as an ACK_MESSAGE of its own, bounded by
+// ctx, the request timeout and the consumer's life.
+func (c *SimpleConsumer) ackAlone(ctx context.Context, addr string, v *MessageView, r *receipt) error {
+	ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
+	defer cancel()
+	_, err := c.invokeAt(ctx, addr, remoting.AckMessage, ackHeader(c.group, v.wireTopic, r), nil)
+	return err
 }
 
 // ChangeInvisibleDuration hides v for d from now instead of until its current invisible time
@@ -479,11 +509,10 @@ func (c *SimpleConsumer) ChangeInvisibleDuration(ctx context.Context, v *Message
 	if d < time.Millisecond {
 		return fmt.Errorf("consumer: invisible duration must be at least 1ms, got %v", d)
 	}
-	end, err := c.begin()
-	if err != nil {
+	if err := c.begin(); err != nil {
 		return err
 	}
-	defer end()
+	defer c.calls.Done()
 	r := v.handle.Load()
 	ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
 	defer cancel()
@@ -511,12 +540,15 @@ func (c *SimpleConsumer) invokeHandle(ctx context.Context, v *MessageView, r *re
 	return c.invokeAt(ctx, addr, code, h, nil)
 }
 
-// handleAddr is the address of the master of the broker of handle r.
+// handleAddr is the address of the master of the broker of handle r; a route it must look up
+// anew is bounded by ctx, the request timeout and the consumer's life.
 func (c *SimpleConsumer) handleAddr(ctx context.Context, v *MessageView, r *receipt) (string, error) {
 	addr := c.inst.MasterAddr(r.info.BrokerName)
 	if addr == "" {
 		// The routes no longer name the broker's master (it is down, or the route changed):
 		// a fresh look may.
+		ctx, cancel := c.callContext(ctx, c.cfg.requestTimeout)
+		defer cancel()
 		if _, err := c.inst.TopicRoute(ctx, v.wireTopic); err == nil {
 			addr = c.inst.MasterAddr(r.info.BrokerName)
 		}
@@ -530,11 +562,17 @@ func (c *SimpleConsumer) handleAddr(ctx context.Context, v *MessageView, r *rece
 // invokeAt sends a request with header h (none when nil) and body to addr and returns its
 // SUCCESS answer, or the error.
 func (c *SimpleConsumer) invokeAt(ctx context.Context, addr string, code int32, h remoting.Header, body []byte) (*remoting.Command, error) {
+	return c.invokeUntil(ctx, addr, code, h, body, time.Time{})
+}
+
+// invokeUntil is invokeAt bounded also by until (none when zero), without a context of its own
+// when the transport takes a deadline apart from its context.
+func (c *SimpleConsumer) invokeUntil(ctx context.Context, addr string, code int32, h remoting.Header, body []byte, until time.Time) (*remoting.Command, error) {
 	var fields map[string]string
 	if h != nil {
 		fields = remoting.EncodeHeader(h)
 	}
-	resp, err := c.inst.Transport().InvokeSync(ctx, addr, remoting.NewRequest(code, fields, body))
+	resp, err := remoting.InvokeSyncUntil(ctx, c.inst.Transport(), addr, remoting.NewRequest(code, fields, body), until)
 	if err != nil {
 		return nil, err
 	}

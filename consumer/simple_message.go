@@ -24,17 +24,27 @@ type MessageView struct {
 	handle    atomic.Pointer[receipt]
 }
 
-// receipt is one receipt handle: parsed, and as the broker wants it back.
+// receipt is one receipt handle: parsed, and the broker's text of it (POP_CK) when it sent one.
 type receipt struct {
 	info protocol.ExtraInfo
 	text string
 }
 
-func newReceipt(info protocol.ExtraInfo) *receipt { return &receipt{info: info, text: info.String()} }
+// newReceipt is the handle info; its text is written when it is first needed (most acks leave
+// in batches, which name handles by their fields).
+func newReceipt(info protocol.ExtraInfo) *receipt { return &receipt{info: info} }
+
+// String is the handle as brokers read it: the broker's own text when it sent one (POP_CK).
+func (r *receipt) String() string {
+	if r.text != "" {
+		return r.text
+	}
+	return r.info.String()
+}
 
 // ReceiptHandle is the message's current receipt handle: RocketMQ 5's extraInfo (POP_CK), eight
 // space-separated fields naming the broker, queue, offsets and pop time.
-func (v *MessageView) ReceiptHandle() string { return v.handle.Load().text }
+func (v *MessageView) ReceiptHandle() string { return v.handle.Load().String() }
 
 // MessageGroup is the message's group when a producer sent it as a FIFO message (property
 // __SHARDINGKEY), else "".

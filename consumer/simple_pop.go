@@ -70,7 +70,7 @@ func readPopAnswer(resp *remoting.Command, brokerName, topic, wireTopic string, 
 	}
 	views := make([]*MessageView, 0, len(msgs))
 	for _, m := range msgs {
-		info, ok := handleOf(m, &h, brokerName, starts, first)
+		info, text, ok := handleOf(m, &h, brokerName, starts, first)
 		if !ok {
 			return nil, fmt.Errorf("consumer: POP answer from broker %s: no checkpoint offset for queue %d of %s", brokerName, m.Queue.QueueID, m.Queue.Topic)
 		}
@@ -88,19 +88,20 @@ func readPopAnswer(resp *remoting.Command, brokerName, topic, wireTopic string, 
 		// a 5.x broker shows it unless popResponseReturnActualRetryTopic.
 		m.Topic = topic
 		v := &MessageView{Message: m, wireTopic: wireTopic}
-		v.handle.Store(newReceipt(info))
+		v.handle.Store(&receipt{info: info, text: text})
 		views = append(views, v)
 	}
 	return views, nil
 }
 
 // handleOf is m's receipt handle: the POP_CK property a broker sets (5.x does on messages
-// from a retry topic) when it reads, else one built from the answer's header as 5.x's client
-// builds it. ok is false when the header names no checkpoint offset for m's queue.
-func handleOf(m *Message, h *protocol.PopMessageResponseHeader, brokerName string, starts, first map[string]int64) (protocol.ExtraInfo, bool) {
+// from a retry topic) when it reads, with its text, else one built from the answer's header as
+// 5.x's client builds it, with no text. ok is false when the header names no checkpoint offset
+// for m's queue.
+func handleOf(m *Message, h *protocol.PopMessageResponseHeader, brokerName string, starts, first map[string]int64) (protocol.ExtraInfo, string, bool) {
 	if ck := m.Properties[protocol.PropertyPopCK]; ck != "" {
 		if info, err := protocol.ParseExtraInfo(ck); err == nil {
-			return info, true
+			return info, ck, true
 		}
 	}
 	retry := protocol.PopRetryMarker(m.Queue.Topic)
@@ -111,7 +112,7 @@ func handleOf(m *Message, h *protocol.PopMessageResponseHeader, brokerName strin
 	}
 	return protocol.ExtraInfo{CkQueueOffset: ck, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime,
 		ReviveQid: h.ReviveQid, Retry: retry, BrokerName: brokerName, QueueID: int32(m.Queue.QueueID),
-		QueueOffset: m.QueueOffset}, ok
+		QueueOffset: m.QueueOffset}, "", ok
 }
 
 // queueKey is the key of a queue in an offset-info string, "retry@queue", as 5.x's
@@ -191,14 +192,14 @@ func parseOrderCounts(s string) map[string]int64 {
 // group: the topic is the retry topic when the handle says the message came from there.
 func ackHeader(group, wireTopic string, r *receipt) *protocol.AckMessageRequestHeader {
 	return &protocol.AckMessageRequestHeader{ConsumerGroup: group, Topic: r.info.RealTopic(wireTopic, group),
-		QueueID: r.info.QueueID, ExtraInfo: r.text, Offset: r.info.QueueOffset, BrokerName: r.info.BrokerName}
+		QueueID: r.info.QueueID, ExtraInfo: r.String(), Offset: r.info.QueueOffset, BrokerName: r.info.BrokerName}
 }
 
 // changeInvisibleHeader is the CHANGE_MESSAGE_INVISIBLETIME header that hides the message of
 // handle r for invisibleMs from now.
 func changeInvisibleHeader(group, wireTopic string, r *receipt, invisibleMs int64) *protocol.ChangeInvisibleTimeRequestHeader {
 	return &protocol.ChangeInvisibleTimeRequestHeader{ConsumerGroup: group, Topic: r.info.RealTopic(wireTopic, group),
-		QueueID: r.info.QueueID, ExtraInfo: r.text, Offset: r.info.QueueOffset, InvisibleTime: invisibleMs,
+		QueueID: r.info.QueueID, ExtraInfo: r.String(), Offset: r.info.QueueOffset, InvisibleTime: invisibleMs,
 		BrokerName: r.info.BrokerName}
 }
 

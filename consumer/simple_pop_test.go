@@ -182,12 +182,12 @@ func TestAckAndChangeHeaders(t *testing.T) {
 		t.Errorf("ack of a retry message goes to %q, want %%RETRY%%g_T", got)
 	}
 	ch := changeInvisibleHeader("g", "T", retry, 5000)
-	if ch.Topic != "%RETRY%g_T" || ch.InvisibleTime != 5000 || ch.Offset != 4 || ch.ExtraInfo != retry.text {
+	if ch.Topic != "%RETRY%g_T" || ch.InvisibleTime != 5000 || ch.Offset != 4 || ch.ExtraInfo != retry.String() {
 		t.Errorf("change header %+v", ch)
 	}
 	got := changedReceipt(plain, &protocol.ChangeInvisibleTimeResponseHeader{PopTime: 900, InvisibleTime: 5000, ReviveQid: 2})
-	if got.text != "12 900 5000 2 0 broker-a 3 12" {
-		t.Errorf("changed handle %q", got.text)
+	if got.String() != "12 900 5000 2 0 broker-a 3 12" {
+		t.Errorf("changed handle %q", got.String())
 	}
 }
 

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -74,11 +75,12 @@ func (s *Service) ack(t handleTarget) error {
 	return s.ackOffsets(t.key, t.qid, []int64{t.offset})
 }
 
-// ackOffsets takes the messages at offsets of the checkpoint key names for good, with one
-// revive record: an "ack" for one message, a "bAck" (5.x's BatchAckMsg) for more. Offsets
-// the checkpoint does not hold, or holds acked already, are passed over. The record is stored
-// before ackOffsets returns; the bits are set first so the revive loop never re-puts a
-// message being acked, and cleared again when the record is not stored.
+// ackOffsets takes the messages at offsets of the checkpoint key names for good. Offsets the
+// checkpoint does not hold, or holds acked already, are passed over. With buffer merge the
+// acks are set in memory and written later by flushAcks (buffer.go); else one revive record,
+// an "ack" for one message, a "bAck" (5.x's BatchAckMsg) for more, is stored before ackOffsets
+// returns: the bits are set first so the revive loop never re-puts a message being acked, and
+// cleared again when the record is not stored.
 func (s *Service) ackOffsets(key ckKey, qid int32, offsets []int64) error {
 	s.mu.Lock()
 	c := s.cks[key]
@@ -87,11 +89,9 @@ func (s *Service) ackOffsets(key ckKey, qid int32, offsets []int64) error {
 		return nil
 	}
 	var bits uint32
-	var taken []int64
 	for _, o := range offsets {
 		if i := c.index(o); i >= 0 && (c.acked|bits)&(1<<i) == 0 {
 			bits |= 1 << i
-			taken = append(taken, o)
 		}
 	}
 	if bits == 0 {
@@ -99,25 +99,21 @@ func (s *Service) ackOffsets(key ckKey, qid int32, offsets []int64) error {
 		return nil
 	}
 	c.acked |= bits
-	s.mu.Unlock()
-	rec := ackRecord{AckOffset: taken[0], StartOffset: key.start, Group: key.group, Topic: key.topic,
-		QueueID: key.queueID, PopTime: key.popTime, BrokerName: s.brokerName}
-	var err error
-	if len(taken) == 1 {
-		_, err = s.putRecord(c.reviveQid, ackTag, &rec)
-	} else {
-		rec.AckOffset = -1 // as 5.x's batch ack: the offsets are the list's
-		_, err = s.putRecord(c.reviveQid, batchAckTag, &batchAckRecord{ackRecord: rec, AckOffsets: taken})
+	if s.buffered {
+		c.unwritten |= bits
+		s.markDirtyLocked(c, nowMillis())
+		s.mu.Unlock()
+		return nil
 	}
+	s.mu.Unlock()
+	err := s.putAcks(c, bits)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		c.acked &^= bits
 		return err
 	}
-	if c.done() && s.cks[key] == c {
-		delete(s.cks, key)
-	}
+	s.dropIfDoneLocked(c)
 	return nil
 }
 
@@ -134,6 +130,17 @@ func (s *Service) ackInline(req *remoting.Command) bool {
 	}
 	qid, ok := protocol.ExtraInfoField(req.ExtFields["extraInfo"], 3)
 	return ok && qid != orderReviveQidField
+}
+
+// batchAckInline is ackInline for a BATCH_ACK_MESSAGE: inline unless an entry may name a FIFO
+// pop, whose reviveQueueId 999 the JSON body then holds as those three digits (a number
+// encoding/json reads into an int32 is written in plain digits).
+func (s *Service) batchAckInline(req *remoting.Command) bool {
+	o := s.b.Options()
+	if o.Store.FlushDiskType == storage.SyncFlush || o.Broker.Role != storage.AsyncMaster {
+		return false
+	}
+	return !bytes.Contains(req.Body, []byte(orderReviveQidField))
 }
 
 // processAck serves ACK_MESSAGE.

@@ -2,6 +2,7 @@ package pop
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,9 @@ type popped struct {
 	handle string
 	recon  int32
 	props  map[string]string
+	// fromHeader: the answer carried the record as stored, without POP_CK; handle is built
+	// from the answer's header.
+	fromHeader bool
 }
 
 // decodeBody reads a pop or peek answer's records.
@@ -101,14 +105,51 @@ func decodeBody(t testing.TB, b []byte) []popped {
 	return out
 }
 
-// pop pops and returns the answer and its messages.
+// pop pops and returns the answer and its messages, each with its receipt handle.
 func (e *env) pop(t testing.TB, h *protocol.PopMessageRequestHeader) (*remoting.Command, []popped) {
 	t.Helper()
 	resp := e.invoke(t, request(remoting.PopMessage, h))
 	if resp.Code != remoting.Success {
 		return resp, nil
 	}
-	return resp, decodeBody(t, resp.Body)
+	return resp, e.withHandles(t, resp, decodeBody(t, resp.Body))
+}
+
+// withHandles gives the messages of a pop answer that carry no POP_CK (those read from the
+// topic itself, handed out as stored) the receipt handle a 5.x client builds from the
+// answer's header: the checkpoint offset of the message's queue in startOffsetInfo, the
+// answer's pop time, invisible time and reviveQid.
+func (e *env) withHandles(t testing.TB, resp *remoting.Command, ms []popped) []popped {
+	t.Helper()
+	var h protocol.PopMessageResponseHeader
+	if err := h.Decode(resp.ExtFields); err != nil {
+		t.Fatalf("pop answer header: %v", err)
+	}
+	starts := map[string]int64{}
+	for _, entry := range strings.Split(h.StartOffsetInfo, ";") {
+		if f := strings.Fields(entry); len(f) == 3 {
+			v, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				t.Fatalf("startOffsetInfo %q: %v", h.StartOffsetInfo, err)
+			}
+			starts[f[0]+" "+f[1]] = v
+		}
+	}
+	for i := range ms {
+		m := &ms[i]
+		if m.handle != "" {
+			continue
+		}
+		retry := protocol.PopRetryMarker(m.topic)
+		start, ok := starts[retry+" "+itoa32(m.qid)]
+		if !ok {
+			t.Fatalf("%s has no POP_CK and startOffsetInfo %q names no offset of its queue", m.body, h.StartOffsetInfo)
+		}
+		m.handle = protocol.ExtraInfo{CkQueueOffset: start, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime,
+			ReviveQid: h.ReviveQid, Retry: retry, BrokerName: e.svc.brokerName, QueueID: m.qid, QueueOffset: m.offset}.String()
+		m.fromHeader = true
+	}
+	return ms
 }
 
 // ack acknowledges m (popped for group from topic) and fails on a refusal.

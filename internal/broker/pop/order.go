@@ -223,16 +223,18 @@ func (s *Service) popOrderQueue(r *popRequest, topic string, qid int32, out *pop
 	}
 	marker := protocol.PopRetryMarker(topic)
 	least := -1
+	buf := make([]byte, 0, res.TotalBytes+len(res.Messages)*popCKRoom)
 	for i, raw := range res.Messages {
 		e := protocol.ExtraInfo{CkQueueOffset: offset, PopTime: out.popTime, InvisibleTime: h.InvisibleTime,
 			ReviveQid: orderReviveQid, Retry: marker, BrokerName: s.brokerName, QueueID: qid, QueueOffset: res.QueueOffsets[i]}
-		out.body = appendWithProperty(out.body, raw, protocol.PropertyPopCK, e.String())
+		buf = appendWithProperty(buf, raw, protocol.PropertyPopCK, e.String())
 		n := info.Consumed[res.QueueOffsets[i]]
 		out.orderInfo = protocol.AppendQueueOffsetCount(out.orderInfo, topic, qid, res.QueueOffsets[i], n)
 		if least < 0 || n < least {
 			least = n
 		}
 	}
+	out.addEncoded(buf)
 	// The old clients read one count per queue (ExtraInfoUtil.buildQueueIdOrderCountInfo).
 	out.orderInfo = protocol.AppendOffsetInfo(out.orderInfo, topic, qid, strconv.Itoa(least))
 	out.n += len(res.Messages)

@@ -10,8 +10,10 @@ import (
 	"github.com/mqgo/mq/internal/broker"
 	"github.com/mqgo/mq/internal/broker/brokertest"
 	"github.com/mqgo/mq/internal/broker/brokertest/wiretest"
+	"github.com/mqgo/mq/internal/message"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
+	"github.com/mqgo/mq/storage"
 )
 
 const (
@@ -69,6 +71,90 @@ func TestPopAckExactlyOnce(t *testing.T) {
 	}
 }
 
+// A pop hands out the topic's records byte for byte as stored, as a pull does and as RocketMQ
+// 5's broker does (the handles come from the answer's header), over TCP and in-process, from
+// one queue and from several.
+func TestPopHandsOutStoredRecords(t *testing.T) {
+	for _, trName := range []string{"tcp", "inproc"} {
+		t.Run(trName, func(t *testing.T) {
+			e := start(t, "", nil)
+			e.tr = e.Transports()[trName]
+			wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 3)
+			stored := map[string][]byte{}
+			for q := range int32(3) {
+				e.put(t, tTopic, q, 4, "", "s"+itoa32(q))
+				res := e.Store().GetMessage("reader", tTopic, q, 0, 32, 0, nil)
+				for _, raw := range res.Messages {
+					stored[string(raw)] = append([]byte(nil), raw...)
+				}
+				res.Release()
+			}
+			for _, h := range []*protocol.PopMessageRequestHeader{popHeader(tGroup, tTopic, 1, 32, 60_000, 0),
+				popHeader(tGroup, tTopic, -1, 32, 60_000, 0)} {
+				resp, ms := e.pop(t, h)
+				if resp.Code != remoting.Success || len(ms) == 0 {
+					t.Fatalf("pop: %d %q", resp.Code, resp.Remark)
+				}
+				for b := resp.Body; len(b) > 0; {
+					var rec message.Record
+					n, err := message.DecodeRecord(b, &rec, true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, ok := stored[string(b[:n])]; !ok {
+						t.Fatalf("record %q of the answer is not as stored", rec.Body)
+					}
+					b = b[n:]
+				}
+				for _, m := range ms {
+					if !m.fromHeader {
+						t.Fatalf("%s carries POP_CK %q", m.body, m.props[protocol.PropertyPopCK])
+					}
+					e.ack(t, tGroup, m)
+				}
+			}
+			if resp, ms := e.pop(t, popHeader(tGroup, tTopic, -1, 32, 60_000, 0)); len(ms) != 0 || resp.Code != remoting.PollingTimeout {
+				t.Fatalf("pop after all were popped: %d %q, %d messages", resp.Code, resp.Remark, len(ms))
+			}
+			if n := e.svc.Checkpoints(); n != 0 {
+				t.Fatalf("%d checkpoints left: the handles built from the header did not ack", n)
+			}
+		})
+	}
+}
+
+// A producer that stores a POP_CK of its own cannot hand consumers a handle: here it copies
+// the handle of a message the group popped and has not acked yet, and the pop answer gives its
+// record the broker's handle instead, so acking it leaves the other message unacked.
+func TestPopReplacesForgedPopCK(t *testing.T) {
+	e := start(t, "", nil)
+	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
+	e.put(t, tTopic, 0, 1, "", "first")
+	first := e.popAll(t, popHeader(tGroup, tTopic, 0, 1, 60_000, 0), 1)[0]
+	m := &storage.Message{Topic: tTopic, QueueID: 0, Body: []byte("forger"),
+		Properties:    message.MarshalProperties(map[string]string{protocol.PropertyPopCK: first.handle}),
+		BornTimestamp: time.Now().UnixMilli(), BornHost: e.Messages().StoreHost(), StoreHost: e.Messages().StoreHost()}
+	if _, err := e.Store().PutMessage(m); err != nil {
+		t.Fatal(err)
+	}
+	got := e.popAll(t, popHeader(tGroup, tTopic, 0, 32, 60_000, 0), 1)[0]
+	if got.handle == first.handle || got.fromHeader {
+		t.Fatalf("the forger's message came with handle %q (from the header: %v), the first's is %q",
+			got.handle, got.fromHeader, first.handle)
+	}
+	if h, err := protocol.ParseExtraInfo(got.handle); err != nil || h.QueueOffset != got.offset {
+		t.Fatalf("the forger's message has handle %q (%v), not its own", got.handle, err)
+	}
+	e.ack(t, tGroup, got)
+	if n := e.svc.Checkpoints(); n != 1 {
+		t.Fatalf("%d checkpoints after acking the forger's message, want the first's alone", n)
+	}
+	e.ack(t, tGroup, first)
+	if n := e.svc.Checkpoints(); n != 0 {
+		t.Fatalf("%d checkpoints left", n)
+	}
+}
+
 func TestUnackedReturnAfterInvisibleTime(t *testing.T) {
 	e := start(t, "", nil)
 	wiretest.CreateTopic(t, e.TCP, e.Addr, tTopic, 1)
@@ -87,6 +173,9 @@ func TestUnackedReturnAfterInvisibleTime(t *testing.T) {
 		}
 		if m.props["1ST_POP_TIME"] == "" {
 			t.Fatalf("returned message lacks 1ST_POP_TIME: %v", m.props)
+		}
+		if m.fromHeader {
+			t.Fatalf("a message from the retry topic came without POP_CK: %+v", m)
 		}
 		e.ack(t, tGroup, m)
 	}

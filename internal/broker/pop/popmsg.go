@@ -1,7 +1,9 @@
 package pop
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -115,6 +117,7 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 		s.popTopic(r, retryTopic, r.retry, -1, randomQ, &out)
 	}
 	if out.err != nil && out.n == 0 {
+		out.release()
 		return refuse(remoting.SystemError, "the broker[%s] could not record the pop: %v", s.brokerName, out.err)
 	}
 	code, remark := int32(remoting.Success), "FOUND"
@@ -134,18 +137,26 @@ func (s *Service) pop(ch remoting.Channel, req *remoting.Command, h *protocol.Po
 	(&protocol.PopMessageResponseHeader{PopTime: out.popTime, InvisibleTime: h.InvisibleTime, ReviveQid: out.reviveQid,
 		RestNum: out.rest, StartOffsetInfo: out.startInfo, MsgOffsetInfo: out.msgInfo, OrderCountInfo: out.orderInfo}).Encode(resp.ExtFields)
 	if out.n > 0 {
-		resp.Body = out.body
+		out.setBody(resp)
 	}
 	return resp
 }
 
-// popOut collects what one pop took.
+// popCKRoom is about what POP_CK adds to a message: its name, separators and a handle of
+// typical offsets and times.
+const popCKRoom = 96
+
+// popOut collects what one pop took: the answer's body in pieces (body.go), the header's
+// offset information.
 type popOut struct {
 	popTime   int64
 	reviveQid int32
 	n         int
 	rest      int64
-	body      []byte
+	pieces    [][]byte
+	size      int
+	encoded   bool                 // a piece is re-encoded: the body is copied
+	held      []*storage.GetResult // lent from by pieces
 	startInfo string
 	msgInfo   string
 	orderInfo string
@@ -203,7 +214,12 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 	}
 	offset := s.popOffset(h.ConsumerGroup, topic, qid, h.InitMode)
 	res := st.GetMessage(h.ConsumerGroup, topic, qid, offset, want, 0, r.sub.Filter())
-	defer res.Release()
+	lent := false
+	defer func() {
+		if !lent {
+			res.Release()
+		}
+	}()
 	next := res.NextBeginOffset
 	commit := func() {
 		if next != offset {
@@ -223,10 +239,22 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 		return
 	}
 	marker := protocol.PopRetryMarker(topic)
-	for i, raw := range res.Messages {
-		e := protocol.ExtraInfo{CkQueueOffset: offset, PopTime: out.popTime, InvisibleTime: h.InvisibleTime,
-			ReviveQid: out.reviveQid, Retry: marker, BrokerName: s.brokerName, QueueID: qid, QueueOffset: res.QueueOffsets[i]}
-		out.body = appendWithProperty(out.body, raw, protocol.PropertyPopCK, e.String())
+	if marker == protocol.PopRetryNone && !anyHasProperty(res.Messages, protocol.PropertyPopCK) {
+		out.lend(res)
+		lent = true
+	} else {
+		// A revived message's handle names the retry topic it lies in, which its record's
+		// topic does not tell a client that reads it as the original (RocketMQ 5's broker
+		// renames it; ours leaves the client to): the handle goes with it as POP_CK. So does
+		// the handle of a record a producer stored with a POP_CK of its own, which clients
+		// would take for the broker's.
+		buf := make([]byte, 0, res.TotalBytes+len(res.Messages)*popCKRoom)
+		for i, raw := range res.Messages {
+			e := protocol.ExtraInfo{CkQueueOffset: offset, PopTime: out.popTime, InvisibleTime: h.InvisibleTime,
+				ReviveQid: out.reviveQid, Retry: marker, BrokerName: s.brokerName, QueueID: qid, QueueOffset: res.QueueOffsets[i]}
+			buf = appendWithProperty(buf, raw, protocol.PropertyPopCK, e.String())
+		}
+		out.addEncoded(buf)
 	}
 	out.n += len(res.Messages)
 	out.startInfo = protocol.AppendOffsetInfo(out.startInfo, topic, qid, strconv.FormatInt(offset, 10))
@@ -238,12 +266,62 @@ func (s *Service) popQueue(r *popRequest, topic string, qid int32, out *popOut) 
 }
 
 // appendWithProperty appends the stored record raw to dst with key=value set in its
-// properties; a record that does not decode is appended unchanged.
+// properties; a record that does not decode, or whose properties would outgrow the record
+// format, is appended unchanged. The properties end the record, so a key it does not hold yet
+// (the case of every pop: POP_CK is never stored) is appended in place with the two length
+// fields rewritten; a key it holds is replaced by re-encoding the record.
 func appendWithProperty(dst, raw []byte, key, value string) []byte {
 	var rec message.Record
-	if _, err := message.DecodeRecord(raw, &rec, false); err != nil {
+	size, err := message.DecodeRecord(raw, &rec, false)
+	if err != nil {
 		return append(dst, raw...)
 	}
+	raw = raw[:size]
+	if _, ok := message.PropertyValue(rec.Properties, key); ok {
+		return reencodeWithProperty(dst, raw, &rec, key, value)
+	}
+	sep := len(rec.Properties) > 0 && rec.Properties[len(rec.Properties)-1] != message.PropertySeparator
+	add := len(key) + len(value) + 2
+	if sep {
+		add++
+	}
+	propLen := len(rec.Properties) + add
+	if propLen > message.MaxPropertiesBytes || size+add > math.MaxInt32 {
+		return append(dst, raw...)
+	}
+	n := len(dst)
+	dst = append(dst, raw...)
+	if sep {
+		dst = append(dst, message.PropertySeparator)
+	}
+	dst = append(dst, key...)
+	dst = append(dst, message.NameValueSeparator)
+	dst = append(dst, value...)
+	dst = append(dst, message.PropertySeparator)
+	rec2 := dst[n:]
+	binary.BigEndian.PutUint32(rec2[message.OffTotalSize:], uint32(size+add))
+	binary.BigEndian.PutUint16(rec2[size-len(rec.Properties)-2:], uint16(propLen))
+	return dst
+}
+
+// anyHasProperty reports whether a record of raws may hold key in its properties: whether
+// they hold key and the name-value separator anywhere, which a property named key writes (a
+// record that does not decode counts as holding it; either way it goes the careful way).
+func anyHasProperty(raws [][]byte, key string) bool {
+	var rec message.Record
+	var buf [32]byte
+	named := append(append(buf[:0], key...), message.NameValueSeparator)
+	for _, raw := range raws {
+		if _, err := message.DecodeRecord(raw, &rec, false); err != nil || bytes.Contains(rec.Properties, named) {
+			return true
+		}
+	}
+	return false
+}
+
+// reencodeWithProperty appends rec, decoded from raw, re-encoded with key=value set in its
+// properties (replacing the pieces named key), or raw unchanged when that does not fit.
+func reencodeWithProperty(dst, raw []byte, rec *message.Record, key, value string) []byte {
 	m := rec.Copy(string(rec.Topic), rec.QueueID, message.SetProperty(string(rec.Properties), key, value))
 	m.BodyCRC = rec.BodyCRC
 	size, err := message.RecordSize(m)

@@ -1,7 +1,6 @@
 package pop
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -76,21 +75,69 @@ type batchAckRecord struct {
 	AckOffsets []int64 `json:"aol"`
 }
 
+// appendJSON appends r as encoding/json writes it (see ackRecord's).
+func (r *batchAckRecord) appendJSON(dst []byte) []byte {
+	dst = r.ackRecord.appendJSON(dst)
+	dst = append(dst[:len(dst)-1], `,"aol":`...)
+	if r.AckOffsets == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, o := range r.AckOffsets {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, o, 10)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// appendJSON appends r as encoding/json writes it (see ackRecord's): one is written per pop.
+func (r *ckRecord) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"so":`...)
+	dst = strconv.AppendInt(dst, r.StartOffset, 10)
+	dst = append(dst, `,"pt":`...)
+	dst = strconv.AppendInt(dst, r.PopTime, 10)
+	dst = append(dst, `,"it":`...)
+	dst = strconv.AppendInt(dst, r.InvisibleTime, 10)
+	dst = append(dst, `,"q":`...)
+	dst = strconv.AppendInt(dst, int64(r.QueueID), 10)
+	dst = append(dst, `,"t":`...)
+	dst = jsonenc.AppendString(dst, r.Topic)
+	dst = append(dst, `,"c":`...)
+	dst = jsonenc.AppendString(dst, r.Group)
+	dst = append(dst, `,"d":`...)
+	if r.Diffs == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, d := range r.Diffs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, int64(d), 10)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"bn":`...)
+	dst = jsonenc.AppendString(dst, r.BrokerName)
+	return append(dst, '}')
+}
+
+// jsonRecord is a revive record that writes its own JSON.
+type jsonRecord interface {
+	appendJSON(dst []byte) []byte
+}
+
 // errNotStored is a revive record the store did not take.
 var errNotStored = errors.New("pop: revive record not stored")
 
 // putRecord appends v to revive queue qid under tag and returns its queue offset. Under
 // SYNC_FLUSH it returns once the record is on disk.
-func (s *Service) putRecord(qid int32, tag string, v any) (int64, error) {
-	var body []byte
-	if a, ok := v.(*ackRecord); ok {
-		body = a.appendJSON(make([]byte, 0, 128))
-	} else {
-		var err error
-		if body, err = json.Marshal(v); err != nil {
-			return 0, err
-		}
-	}
+func (s *Service) putRecord(qid int32, tag string, v jsonRecord) (int64, error) {
+	body := v.appendJSON(make([]byte, 0, 256))
 	props := message.PropertyTags + string(message.NameValueSeparator) + tag + string(message.PropertySeparator)
 	m := &storage.Message{Topic: s.reviveTopic, QueueID: qid, Body: body, Properties: props,
 		BornTimestamp: nowMillis(), BornHost: s.b.Messages().StoreHost(), StoreHost: s.b.Messages().StoreHost(),

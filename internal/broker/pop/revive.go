@@ -122,7 +122,13 @@ func (s *Service) revive(now int64) {
 	}
 	s.mu.Unlock()
 	for _, c := range due {
-		if err := s.reviveOne(c); err != nil {
+		// Merged acks first: once c leaves the table the revive offset may pass its record,
+		// and a crash before that offset is flushed replays c with the acks written only.
+		err := s.writeBuffered(c)
+		if err == nil {
+			err = s.reviveOne(c)
+		}
+		if err != nil {
 			// Kept for the next round: nothing is lost, a message may come back twice.
 			s.log.Warn().Err(err).Str("group", c.key.group).Str("topic", c.key.topic).Msg("revive failed; retrying")
 			s.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/mqgo/mq/internal/broker/reqnames"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/route"
+	"github.com/mqgo/mq/storage"
 	"github.com/rs/zerolog"
 )
 
@@ -39,6 +40,11 @@ type checkpoint struct {
 	offsets   []int64
 	acked     uint32
 	recOffset int64 // the ck record's offset in its revive queue
+	// Buffer merge (buffer.go): unwritten is the acked bits whose ack record is not written
+	// yet; dirty says c is in Service.dirty, since dirtyAt (ms).
+	unwritten uint32
+	dirty     bool
+	dirtyAt   int64
 }
 
 func (c *checkpoint) deadline() int64 { return c.key.popTime + c.invisible }
@@ -54,10 +60,11 @@ func (c *checkpoint) index(offset int64) int {
 
 func (c *checkpoint) done() bool { return c.acked == 1<<len(c.offsets)-1 }
 
-// Service is the POP service. mu guards cks; reviveMu[q] is held shared by every writer of a
-// ck record to revive queue q from before the write until its checkpoint is in cks, and
-// exclusively by the revive loop while it picks the queue's revive offset, so the offset never
-// passes a ck record whose checkpoint is not yet in the table.
+// Service is the POP service. mu guards cks, the checkpoints' acked, unwritten and dirty
+// fields, dirty and buffered; reviveMu[q] is held shared by every writer of a ck record to
+// revive queue q from before the write until its checkpoint is in cks, and exclusively by the
+// revive loop while it picks the queue's revive offset, so the offset never passes a ck record
+// whose checkpoint is not yet in the table.
 type Service struct {
 	b           *broker.Broker
 	cfg         config.Pop
@@ -67,6 +74,10 @@ type Service struct {
 
 	mu  sync.Mutex
 	cks map[ckKey]*checkpoint
+	// buffered: acks are merged in memory and written by flushAcks (buffer.go); dirty is the
+	// checkpoints with acks not yet written, in the order their first one came.
+	buffered bool
+	dirty    []*checkpoint
 
 	reviveMu   [reviveQueueNum]sync.RWMutex
 	queueLocks [queueStripes]sync.Mutex
@@ -91,6 +102,8 @@ func New(b *broker.Broker) (*Service, error) {
 		seed:        maphash.MakeSeed(),
 	}
 	s.polls = newPolls(s)
+	o := b.Options()
+	s.buffered = !cfg.DisableBufferMerge && o.Store.FlushDiskType != storage.SyncFlush && o.Broker.Role == storage.AsyncMaster
 	if b.IsMaster() {
 		b.Topics().AddSystem(s.reviveTopic, reviveQueueNum)
 		if err := s.replay(); err != nil {
@@ -106,8 +119,8 @@ func New(b *broker.Broker) (*Service, error) {
 }
 
 // Handlers serve the POP codes: pops and peeks on the pull pool, as RocketMQ runs its
-// PopMessageProcessor; acks and changes on the pull pool too (an ack that never waits on the
-// transport's goroutine, see ackInline), and the queries on the admin pool.
+// PopMessageProcessor; acks and changes on the pull pool too (acks that never wait on the
+// transport's goroutine, see ackInline and batchAckInline), and the queries on the admin pool.
 func (s *Service) Handlers() []broker.Handler {
 	tg := []reqnames.Field{reqnames.TopicField("topic"), reqnames.GroupField("consumerGroup")}
 	pools := s.b.Pools()
@@ -118,7 +131,7 @@ func (s *Service) Handlers() []broker.Handler {
 		h(remoting.PopMessage, tg, s.processPop, pools.Pull),
 		h(remoting.PeekMessage, tg, s.processPeek, pools.Pull),
 		{Code: remoting.AckMessage, Names: tg, Proc: remoting.ProcessorFunc(s.processAck), Pool: pools.Pull, Inline: s.ackInline},
-		h(remoting.BatchAckMessage, nil, s.processBatchAck, pools.Pull),
+		{Code: remoting.BatchAckMessage, Proc: remoting.ProcessorFunc(s.processBatchAck), Pool: pools.Pull, Inline: s.batchAckInline},
 		h(remoting.ChangeMessageInvisibleTime, tg, s.processChangeInvisible, pools.Pull),
 		h(remoting.Notification, tg, s.processNotification, pools.Pull),
 		h(remoting.PollingInfo, tg, s.processPollingInfo, pools.Admin),
@@ -134,20 +147,36 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(s.cfg.ReviveInterval)
 	defer t.Stop()
+	// Merged acks are written once they waited half the stay time, at the tick after: none
+	// waits a whole stay time.
+	var flush <-chan time.Time
+	if s.buffered {
+		ft := time.NewTicker(max(s.cfg.CkStayBufferTime/2, time.Millisecond))
+		defer ft.Stop()
+		flush = ft.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			s.flushAcks(nowMillis(), 0)
 			return nil
 		case <-t.C:
 			s.revive(nowMillis())
+		case <-flush:
+			s.flushAcks(nowMillis(), max(s.cfg.CkStayBufferTime.Milliseconds()/2, 1))
 		}
 	}
 }
 
-// Close drops the parked pops (Run's end did too, when it ran); the checkpoints are records of
-// the revive topic and the offsets the core's, so nothing else is written.
+// Close drops the parked pops (Run's end did too, when it ran) and writes the acks merged in
+// memory; acks that come later are written before they are answered. The checkpoints are
+// records of the revive topic and the offsets the core's, so nothing else is written.
 func (s *Service) Close() error {
 	s.polls.close()
+	s.mu.Lock()
+	s.buffered = false
+	s.mu.Unlock()
+	s.flushAcks(nowMillis(), 0)
 	return nil
 }
 
