@@ -238,8 +238,10 @@ func TestControllerModeSlaveFollowsOnlyTheNamedMaster(t *testing.T) {
 		o.Broker.Role, o.Broker.ID = storage.Slave, 2
 		o.ControllerMode, o.ReplicaID, o.ControllerMaster = true, 2, "10.0.0.2:10911"
 	})
+	// The slave knows the named master's broker address from the start; its HA address comes
+	// with the name server's answer naming that master.
 	s.Registered(&route.RegisterBrokerResult{MasterAddr: "10.0.0.1:10911", HAServerAddr: "10.0.0.1:10912"})
-	if s.MasterAddr() != "" || s.MasterHAAddr() != "" {
+	if s.MasterAddr() != "10.0.0.2:10911" || s.MasterHAAddr() != "" {
 		t.Fatalf("followed a master the controllers did not name: %q, HA %q", s.MasterAddr(), s.MasterHAAddr())
 	}
 	s.Registered(&route.RegisterBrokerResult{MasterAddr: "10.0.0.2:10911", HAServerAddr: "10.0.0.2:10912"})
