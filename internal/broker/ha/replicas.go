@@ -193,7 +193,8 @@ func (r *Replicas) toLeader(ctx context.Context, build func() *remoting.Command)
 
 // Join makes this broker a member of its group: its id (applied, or the next free one), its
 // registration, and a master (itself, if the group has none and it wins the election). It
-// retries until ctx ends: controllers may still be electing their leader.
+// retries until ctx ends: controllers may still be electing their leader. A NO_PERMISSION
+// answer (another cluster secret, a refused account) ends it at once, since no retry cures it.
 func (r *Replicas) Join(ctx context.Context) error {
 	if err := r.loadIdentity(); err != nil {
 		return fmt.Errorf("mq: controller mode: %w", err)
@@ -202,6 +203,9 @@ func (r *Replicas) Join(ctx context.Context) error {
 	for {
 		if err = r.joinOnce(ctx); err == nil {
 			return nil
+		}
+		if re := (*remoting.ResponseError)(nil); errors.As(err, &re) && re.Code == remoting.NoPermission {
+			return fmt.Errorf("mq: controller mode: %w", err)
 		}
 		r.log.Debug().Err(err).Msg("joining the group through the controllers")
 		select {
