@@ -72,7 +72,7 @@ bench-peers-split:
 # more, e.g. SOAK_FLAGS='-killseed 42 -killtime 30m -nodelogs /tmp/logs'.
 KILLS ?= 100
 # It also runs the topic-name flood at its acceptance size (50,000 names against the default
-# MaxTopics, 5,000; make test runs 15,000 against 1,500).
+# MaxTopics, 5,000; make test runs 6,000 against 600).
 soak:
 	$(GO) test -count=1 -timeout 4h -v -run '^TestBinaryKillLoop$$' ./examples/mqnode -args -kills $(KILLS) $(SOAK_FLAGS)
 	MQ_FLOOD_TOPICS=50000 MQ_FLOOD_MAX_TOPICS=5000 $(GO) test -count=1 -timeout 1h -run '^TestHostileFlood$$' .

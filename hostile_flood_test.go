@@ -25,14 +25,14 @@ import (
 //
 // hsFloodTopics is the number of sends to new topic names; MQ_FLOOD_TOPICS overrides it. In
 // `make test` the flood is ten times the node's MaxTopics, as in the acceptance run (50,000 names
-// against the default 5,000, which a node on a shared disk reaches in about 20 s), with 15,000
-// names against 1,500 so that the suite stays within CI's time; `make soak` runs the
+// against the default 5,000, which a node on a shared disk reaches in about 20 s), with 6,000
+// names against 600 so that the suite stays within CI's time; `make soak` runs the
 // acceptance size.
-const hsFloodTopics = 15000
+const hsFloodTopics = 6000
 
 // hsFloodMaxTopics is the MaxTopics of the node the names flood, 0 for its default (5,000);
 // MQ_FLOOD_MAX_TOPICS overrides it.
-const hsFloodMaxTopics = 1500
+const hsFloodMaxTopics = 600
 
 // hsFloodConns is the number of connections the names are sent over.
 const hsFloodConns = 8
