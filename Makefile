@@ -82,7 +82,7 @@ soak:
 # minutes; a failing seed prints itself, its event log and how to run it again. SEED=n runs
 # seed n alone, twice, shows its event log and checks that both runs give the same digest.
 # SIM_TAGS=simbug builds the store with a bug put in on purpose (a SYNC_FLUSH append
-# acknowledged before its fsync), which seeds with power cuts catch (e.g. SEED=6). Without
+# acknowledged before its fsync), which seeds with power cuts catch (SEED=10 on every run). Without
 # -race: a simulated second costs wall time per event, and the race detector multiplies it.
 SEEDS     ?= 20
 SIM_FIRST ?= 1
