@@ -258,13 +258,6 @@ func (o *observations) describe(keys []string, where map[string][]string) string
 	return strings.Join(parts, ", ")
 }
 
-func sample(keys []string) string {
-	if len(keys) > 10 {
-		return strings.Join(keys[:10], " ") + " ..."
-	}
-	return strings.Join(keys, " ")
-}
-
 // whereStored tells, for each key, the topics the master's store holds a message with it in
 // (by its index): the topic itself, or on its way back to a consumer (the group's retry topic,
 // a delay level's schedule topic), or given up on (the dead-letter topic).
