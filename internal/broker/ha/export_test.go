@@ -7,3 +7,7 @@ import "context"
 func (r *Replicas) ChangeRole(ctx context.Context, masterID int64, masterAddr string, epoch int32) error {
 	return r.changeRole(ctx, replicaState{masterID: masterID, masterAddr: masterAddr, epoch: epoch})
 }
+
+// SyncReplicaInfo runs one look of the replicas manager at the controllers' view of its group
+// (what its run loop does every SyncBrokerMetadataPeriod), applying what it finds.
+func (r *Replicas) SyncReplicaInfo(ctx context.Context) { r.syncReplicaInfo(ctx) }

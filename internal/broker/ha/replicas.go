@@ -199,18 +199,25 @@ func (r *Replicas) Join(ctx context.Context) error {
 	if err := r.loadIdentity(); err != nil {
 		return fmt.Errorf("mq: controller mode: %w", err)
 	}
-	var err error
+	var last error
 	for {
-		if err = r.joinOnce(ctx); err == nil {
+		err := r.joinOnce(ctx)
+		if err == nil {
 			return nil
 		}
 		if re := (*remoting.ResponseError)(nil); errors.As(err, &re) && re.Code == remoting.NoPermission {
 			return fmt.Errorf("mq: controller mode: %w", err)
 		}
 		r.log.Debug().Err(err).Msg("joining the group through the controllers")
+		// An attempt that the deadline cut short fails with a timed-out request, which hides
+		// why the attempts before it failed (internal/sim, seed 453: every start of a broker
+		// "timed out" at a controller that answered each attempt with no master to elect).
+		if last == nil || ctx.Err() == nil {
+			last = err
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("mq: controller mode: %w (last: %v)", ctx.Err(), err)
+			return fmt.Errorf("mq: controller mode: %w (last: %v)", ctx.Err(), last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -273,7 +280,7 @@ func (r *Replicas) joinOnce(ctx context.Context) error {
 	if st.masterID < 0 || st.masterAddr == "" {
 		// Only live brokers are candidates, and the heartbeats of run start after the join:
 		// without this one, a group whose brokers all stopped could never elect again.
-		r.sendHeartbeat(ctx, 0, 0)
+		r.offerSelf(ctx)
 		if st, err = r.elect(ctx); err != nil {
 			return err
 		}
@@ -566,11 +573,47 @@ func (r *Replicas) heartbeat(ctx context.Context) {
 	r.sendHeartbeat(ctx, epoch, b.Store().MaxPhyOffset())
 }
 
-// sendHeartbeat sends one BROKER_HEARTBEAT with this epoch and log end to every controller.
-func (r *Replicas) sendHeartbeat(ctx context.Context, epoch int32, end int64) {
-	h := &protocol.BrokerHeartbeatRequestHeader{ClusterName: r.o.ClusterName, BrokerAddr: r.brokerAddr,
+// offerSelf makes this broker a candidate of the election it is about to ask for: the
+// controllers elect only brokers they hear from, and a node without a running broker (before
+// its first start, or after a role change whose restart failed) sends no heartbeats. Without
+// it, a group whose SyncStateSet held only such a node stayed without a master for good
+// (internal/sim, seed 453: the elected master's restart failed on a faulty disk, its
+// heartbeats stopped, and each of its requests to be elected again was refused as dead).
+//
+// The heartbeat goes to the leader and waits for its answer, so the leader has recorded it
+// before the election request arrives: a one-way one may reach the leader's workers after it.
+// A node without a broker offers epoch 0 and log end 0, so that it wins only when no running
+// member of the SyncStateSet is alive; its heartbeats stay off otherwise, since a node whose
+// broker does not start must not keep a master's place that another member could take.
+func (r *Replicas) offerSelf(ctx context.Context) {
+	var epoch int32
+	var end int64
+	if b := r.n.Broker(); b != nil {
+		r.mu.Lock()
+		epoch = r.state.epoch
+		r.mu.Unlock()
+		end = b.Store().MaxPhyOffset()
+	}
+	resp, err := r.toLeader(ctx, func() *remoting.Command {
+		return remoting.NewRequest(remoting.BrokerHeartbeat, remoting.EncodeHeader(r.heartbeatHeader(epoch, end)), nil)
+	})
+	if err == nil {
+		err = remoting.ErrorFromResponse(resp)
+	}
+	if err != nil {
+		r.log.Debug().Err(err).Msg("heartbeat before the election not answered")
+	}
+}
+
+func (r *Replicas) heartbeatHeader(epoch int32, end int64) *protocol.BrokerHeartbeatRequestHeader {
+	return &protocol.BrokerHeartbeatRequestHeader{ClusterName: r.o.ClusterName, BrokerAddr: r.brokerAddr,
 		BrokerName: r.o.BrokerName, BrokerID: r.id, Epoch: epoch, MaxOffset: end, ConfirmOffset: end,
 		HeartbeatTimeoutMills: -1, ElectionPriority: r.o.ElectionPriority}
+}
+
+// sendHeartbeat sends one BROKER_HEARTBEAT with this epoch and log end to every controller.
+func (r *Replicas) sendHeartbeat(ctx context.Context, epoch int32, end int64) {
+	h := r.heartbeatHeader(epoch, end)
 	for _, addr := range r.addrs {
 		if err := r.tr.InvokeOneway(ctx, addr, remoting.NewRequest(remoting.BrokerHeartbeat, remoting.EncodeHeader(h), nil)); err != nil {
 			r.log.Debug().Err(err).Str("controller", addr).Msg("heartbeat not sent")
@@ -611,6 +654,7 @@ func (r *Replicas) reconcile(ctx context.Context, st replicaState) {
 	cur, isMaster := r.state, r.isMaster
 	r.mu.Unlock()
 	if st.masterID <= 0 || st.masterAddr == "" {
+		r.offerSelf(ctx)
 		el, err := r.elect(ctx)
 		if err != nil {
 			r.log.Debug().Err(err).Msg("no master elected yet")

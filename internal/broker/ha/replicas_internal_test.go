@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
@@ -85,5 +88,54 @@ func TestFollowPointWaitsForTheMastersEpoch(t *testing.T) {
 	point, cut, remote, err := r.followPoint(t.Context(), "10.0.0.2:10911", 1, local, 400)
 	if err != nil || cut || point != 400 || len(remote) != 1 {
 		t.Fatalf("followPoint of the same epoch: %d %v %v %v", point, cut, remote, err)
+	}
+}
+
+// noMasterController is a controller leader that takes the broker's id and registration but
+// finds no master to elect; from the second election on it stops answering (a controller cut
+// off), so that the deadline ends the join during a request.
+type noMasterController struct {
+	remoting.Transport
+	elections int
+}
+
+func (c *noMasterController) InvokeSync(ctx context.Context, _ string, req *remoting.Command) (*remoting.Command, error) {
+	switch req.Code {
+	case remoting.ControllerGetMetadataInfo:
+		resp := remoting.NewResponse(remoting.Success, "")
+		resp.ExtFields = remoting.EncodeHeader(&protocol.GetMetaDataResponseHeader{IsLeader: true})
+		return resp, nil
+	case remoting.ControllerApplyBrokerID, remoting.BrokerHeartbeat:
+		return remoting.NewResponse(remoting.Success, ""), nil
+	case remoting.ControllerRegisterBroker:
+		resp := remoting.NewResponse(remoting.Success, "")
+		resp.ExtFields = remoting.EncodeHeader(&protocol.RegisterBrokerToControllerResponseHeader{MasterBrokerID: -1, MasterEpoch: -1})
+		return resp, nil
+	case remoting.ControllerElectMaster:
+		if c.elections++; c.elections == 1 {
+			return remoting.NewResponse(remoting.ControllerElectMasterFailed, "no broker of b can be master"), nil
+		}
+		<-ctx.Done()
+		return nil, remoting.ErrTimeout
+	}
+	return nil, errors.New("unexpected request")
+}
+
+// A join that the deadline ends during a request names why the attempts before it failed, not
+// the timed-out request: the simulation's seed 453 reported every failed start of a broker as a
+// request to a controller that timed out, while the controller had answered each attempt that
+// it had no master to elect.
+func TestJoinNamesTheLastAnswerNotTheDeadline(t *testing.T) {
+	c := &noMasterController{}
+	r := NewReplicas(ReplicasOptions{ClusterName: "c", BrokerName: "b", BrokerID: 1, StoreDir: t.TempDir(),
+		ControllerAddrs: []string{"10.0.0.9:9876"}}, c, "10.0.0.2:10911", &failingRestarter{})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	err := r.Join(ctx)
+	if err == nil || !strings.Contains(err.Error(), "CONTROLLER_ELECT_MASTER_FAILED") || strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("join: %v; want the deadline with the last answer, CONTROLLER_ELECT_MASTER_FAILED", err)
+	}
+	if c.elections < 2 {
+		t.Fatalf("%d elections asked for; want the deadline to end the second", c.elections)
 	}
 }
