@@ -169,6 +169,9 @@ func (b *Broker) Register(d *remoting.Dispatcher) {
 	b.query.register(d)
 	b.registerServices(d)
 	b.removeListener = d.AddConnListener(b.clients.onConnEvent)
+	// Registrations adopted from the broker this one replaces whose connection closed after
+	// that broker stopped listening: nobody told either broker.
+	b.clients.dropClosed()
 }
 
 // Unregister takes the broker's processors and connection listener out of d, waiting for the
@@ -179,6 +182,18 @@ func (b *Broker) Unregister(d *remoting.Dispatcher) {
 		b.removeListener()
 	}
 	d.Unregister(b.codes)
+}
+
+// AdoptClients takes over the producer and consumer registrations of prev, the broker this
+// one replaces on the same listener (a role change of controller mode: the node's
+// RestartBroker), whose clients keep their connections. RocketMQ 5 changes roles in place,
+// its client tables untouched; a broker starting with empty ones would answer a group's
+// member list with only the members whose heartbeat reached it first, and each of them would
+// take queues the others still consume: the same messages delivered twice, and the others'
+// lower offsets committed over theirs. Call it after New and before Register (whose sweep
+// drops what closed in between); prev must be stopped.
+func (b *Broker) AdoptClients(prev *Broker) {
+	b.clients.consumers.Adopt(prev.clients.consumers)
 }
 
 // Run starts replication (a master binds its HA listener first, so that its address goes

@@ -260,6 +260,15 @@ func (cm *clientManager) onConnEvent(ev remoting.ConnEvent) {
 	}
 }
 
+// dropClosed drops the registrations of connections that closed unseen (Register) and
+// notifies the groups they left.
+func (cm *clientManager) dropClosed() {
+	for _, c := range cm.consumers.DropClosed() {
+		cm.log.Info().Str("group", c.Group).Msg("consumer left while the broker was replaced")
+		cm.notifyIfEnabled(c)
+	}
+}
+
 // runClientHousekeeping expires registrations without a heartbeat for ChannelExpiredTimeout,
 // every ScanConnectionInterval (RocketMQ ClientHousekeepingService).
 func (cm *clientManager) runClientHousekeeping(ctx context.Context) error {

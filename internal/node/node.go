@@ -280,7 +280,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if len(n.opts.ControllerMode.Addrs) > 0 {
 		return n.startReplicatedBroker(ctx, bo)
 	}
-	if err := n.runBroker(ctx, bo); err != nil {
+	if err := n.runBroker(ctx, bo, nil); err != nil {
 		return err
 	}
 	return n.waitBroker(ctx)
@@ -288,8 +288,9 @@ func (n *Node) startBroker(ctx context.Context) error {
 
 // runBroker builds a broker from bo, installs it on the broker listener's dispatcher and runs
 // it under a context of its own (a child of ctx), so RestartBroker can stop it without
-// stopping the node.
-func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
+// stopping the node. prev, when not nil, is the stopped broker it replaces, whose clients'
+// registrations it takes over (Broker.AdoptClients).
+func (n *Node) runBroker(ctx context.Context, bo broker.Options, prev *broker.Broker) error {
 	if n.storeHook != nil {
 		n.storeHook(&bo.Store)
 	}
@@ -305,6 +306,9 @@ func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 	}
 	if err := services.Attach(b, n.serviceDeps()); err != nil {
 		return fmt.Errorf("mq: %w", errors.Join(err, b.Close()))
+	}
+	if prev != nil {
+		b.AdoptClients(prev)
 	}
 	n.broker.Store(b)
 	n.faultHA(b)
@@ -324,7 +328,8 @@ func (n *Node) runBroker(ctx context.Context, bo broker.Options) error {
 // them, on the same listener and store directory: a role change of controller mode (RocketMQ
 // 5 switches roles in place; mq restarts the broker part, which also cuts the store where a
 // new master's history parts from it). Requests for broker codes wait meanwhile and are then
-// served by the new broker; clients keep their connections. It returns once the new broker is
+// served by the new broker; clients keep their connections and their registrations (the new
+// broker adopts the old one's producer and consumer tables). It returns once the new broker is
 // Ready. On error the node is left without a broker (Broker returns nil) and the error says
 // why; the next RestartBroker starts one.
 func (n *Node) RestartBroker(edit func(*broker.Options)) error {
@@ -339,6 +344,7 @@ func (n *Node) RestartBroker(edit func(*broker.Options)) error {
 		close(gate)
 	}()
 	ep := n.endpointOf("broker")
+	prev := n.broker.Load()
 	if err := n.stopBroker(ep); err != nil {
 		return err
 	}
@@ -349,7 +355,7 @@ func (n *Node) RestartBroker(edit func(*broker.Options)) error {
 	if edit != nil {
 		edit(&bo)
 	}
-	if err := n.runBroker(n.ctx, bo); err != nil {
+	if err := n.runBroker(n.ctx, bo, prev); err != nil {
 		return err
 	}
 	return n.waitRestarted()

@@ -35,7 +35,7 @@ func (n *Node) startReplicatedBroker(ctx context.Context, bo broker.Options) err
 	if err := r.PrepareStart(jctx, &bo); err != nil {
 		return fmt.Errorf("mq: controller mode: %w", err)
 	}
-	if err := n.runBroker(ctx, bo); err != nil {
+	if err := n.runBroker(ctx, bo, nil); err != nil {
 		return err
 	}
 	if err := n.waitBroker(ctx); err != nil {

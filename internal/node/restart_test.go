@@ -1,13 +1,16 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq/internal/broker"
+	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
 )
@@ -156,5 +159,88 @@ func TestRestartBrokerAfterAFailedRestart(t *testing.T) {
 	resp, h := pull(t, n, n.BrokerAddr(), "FailT", 0, 0, 64)
 	if resp.Code != remoting.Success || h.MaxOffset != 2 {
 		t.Fatalf("pull %d, max offset %d, want 2: the store kept what was sent before", resp.Code, h.MaxOffset)
+	}
+}
+
+// A broker restarted for a role change keeps its clients' registrations, as RocketMQ 5's
+// in-place role change keeps its client tables: a consumer asking for its group's members
+// right after gets every member still connected, and pulls without a subscription in them
+// filter by the registered one. It used to start with empty tables, so the first member to ask
+// saw only itself, took every queue, consumed what the others still held and committed its
+// offsets over theirs, which they then moved back (internal/sim, seed 145). A client whose
+// connection closed while no broker listened is not kept.
+func TestRestartBrokerKeepsClientRegistrations(t *testing.T) {
+	n := startNode(t, haOpts(t, storage.AsyncMaster))
+	const group, topic = "RestartCG", "RestartRegT"
+	if resp := send(t, n, n.BrokerAddr(), topic, 0, "m0"); resp.Code != remoting.Success {
+		t.Fatalf("send: %d %s", resp.Code, resp.Remark)
+	}
+	sub := protocol.SubscriptionData{Topic: topic, SubString: "*", TagsSet: []string{}, CodeSet: protocol.TagCodes{},
+		SubVersion: 1, ExpressionType: protocol.ExpressionTag}
+	conns := map[string]*remoting.Client{}
+	for _, id := range []string{"A", "B", "C"} {
+		tr := remoting.NewClient(remoting.ClientOptions{})
+		t.Cleanup(func() { tr.Close() })
+		conns[id] = tr
+		hb := &protocol.HeartbeatData{ClientID: id, ProducerDataSet: []protocol.ProducerData{{GroupName: "RestartPG"}},
+			ConsumerDataSet: []protocol.ConsumerData{{GroupName: group, ConsumeType: "CONSUME_PASSIVELY",
+				MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET", SubscriptionDataSet: []protocol.SubscriptionData{sub}}}}
+		resp, err := tr.InvokeSync(t.Context(), n.BrokerAddr(), remoting.NewRequest(remoting.HeartBeat, nil, hb.Encode()))
+		if err != nil || resp.Code != remoting.Success {
+			t.Fatalf("heartbeat of %s: %v %v", id, resp, err)
+		}
+	}
+	members := func() ([]string, *remoting.Command) {
+		t.Helper()
+		req := remoting.NewRequest(remoting.GetConsumerListByGroup,
+			remoting.EncodeHeader(&protocol.ConsumerGroupHeader{ConsumerGroup: group}), nil)
+		resp, err := conns["A"].InvokeSync(t.Context(), n.BrokerAddr(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body protocol.GetConsumerListByGroupResponseBody
+		if resp.Code == remoting.Success {
+			if err := json.Unmarshal(resp.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return body.ConsumerIDList, resp
+	}
+	if ids, resp := members(); !slices.Equal(ids, []string{"A", "B", "C"}) {
+		t.Fatalf("members before the restart: %v (%d %s)", ids, resp.Code, resp.Remark)
+	}
+
+	// C leaves while the old broker is stopped and the new one not yet built: neither hears it.
+	closed := make(chan struct{})
+	var once sync.Once
+	remove := n.endpointOf("broker").d.AddConnListener(func(ev remoting.ConnEvent) {
+		if ev.Type == remoting.ConnClose {
+			once.Do(func() { close(closed) })
+		}
+	})
+	defer remove()
+	err := n.RestartBroker(func(*broker.Options) {
+		conns["C"].Close()
+		select {
+		case <-closed:
+		case <-time.After(30 * time.Second):
+			t.Error("the broker's listener did not see C's connection close within 30 s")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// No heartbeat since the restart: what the new broker knows, it took from the old one.
+	if ids, resp := members(); !slices.Equal(ids, []string{"A", "B"}) {
+		t.Errorf("members right after the restart: %v (%d %s), want [A B]", ids, resp.Code, resp.Remark)
+	}
+	if conns, ok := n.Broker().Clients().Producers("RestartPG"); !ok || len(conns) != 2 {
+		t.Errorf("producer group after the restart: %d connections (known %t), want A's and B's", len(conns), ok)
+	}
+	h := &protocol.PullMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: 0, QueueOffset: 0, MaxMsgNums: 8}
+	resp, err := conns["B"].InvokeSync(t.Context(), n.BrokerAddr(), remoting.NewRequest(remoting.PullMessage, remoting.EncodeHeader(h), nil))
+	if err != nil || resp.Code != remoting.Success {
+		t.Errorf("pull by the registered subscription after the restart: %v %v", resp, err)
 	}
 }

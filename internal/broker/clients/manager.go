@@ -275,6 +275,110 @@ func (m *Manager) Expire(timeout time.Duration) ([]GroupChange, []remoting.Chann
 	return changes, closeList
 }
 
+// Adopt copies into m every registration of from whose connection is still open, with the
+// stamps from gave it, so each expires when it would have there: the tables of a broker that
+// replaces another on the same listener (a role change), whose clients keep their connections
+// and would otherwise count as gone until their next heartbeat. A registration m already holds
+// for the same group and connection is newer and stays. Subscriptions are shared: they are
+// never changed once built.
+func (m *Manager) Adopt(from *Manager) {
+	if from == m {
+		return
+	}
+	from.mu.RLock()
+	consumers := make([]*consumerGroupInfo, 0, len(from.consumers))
+	for _, g := range from.consumers {
+		c := &consumerGroupInfo{group: g.group, consumeType: g.consumeType, messageModel: g.messageModel,
+			consumeFromWhere: g.consumeFromWhere, lastUpdate: g.lastUpdate,
+			channels: make(map[uint64]*ChannelInfo, len(g.channels)), subs: make(map[string]*filter.Subscription, len(g.subs))}
+		for id, ci := range g.channels {
+			if !ci.Channel.Closed() {
+				cp := *ci
+				c.channels[id] = &cp
+			}
+		}
+		for topic, sub := range g.subs {
+			c.subs[topic] = sub
+		}
+		consumers = append(consumers, c)
+	}
+	producers := make(map[string][]ChannelInfo, len(from.producers))
+	for group, p := range from.producers {
+		for _, ci := range p {
+			if !ci.Channel.Closed() {
+				producers[group] = append(producers[group], *ci)
+			}
+		}
+	}
+	from.mu.RUnlock()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range consumers {
+		if len(c.channels) == 0 {
+			continue
+		}
+		g := m.consumers[c.group]
+		if g == nil {
+			m.consumers[c.group] = c
+			continue
+		}
+		for id, ci := range c.channels {
+			if g.channels[id] == nil {
+				g.channels[id] = ci
+			}
+		}
+	}
+	for group, infos := range producers {
+		p := m.producers[group]
+		if p == nil {
+			p = make(map[uint64]*ChannelInfo, len(infos))
+			m.producers[group] = p
+		}
+		for i := range infos {
+			if id := infos[i].Channel.ID(); p[id] == nil {
+				p[id] = &infos[i]
+			}
+		}
+	}
+}
+
+// DropClosed drops every registration whose connection has closed and returns the consumer
+// groups that lost members: for connections that closed while no listener would have told
+// the broker (between two brokers of a role change).
+func (m *Manager) DropClosed() []GroupChange {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []GroupChange
+	for name, g := range m.consumers {
+		lost := false
+		for id, c := range g.channels {
+			if c.Channel.Closed() {
+				delete(g.channels, id)
+				lost = true
+			}
+		}
+		if !lost {
+			continue
+		}
+		if len(g.channels) == 0 {
+			delete(m.consumers, name)
+		}
+		out = append(out, GroupChange{Group: name, Channels: g.channelList()})
+	}
+	for name, p := range m.producers {
+		for id, c := range p {
+			if c.Channel.Closed() {
+				delete(p, id)
+			}
+		}
+		if len(p) == 0 {
+			delete(m.producers, name)
+		}
+	}
+	return out
+}
+
 // registeredLocked reports whether a channel is in any group. m.mu must be held.
 func (m *Manager) registeredLocked(chID uint64) bool {
 	for _, g := range m.consumers {

@@ -124,3 +124,99 @@ func TestMember(t *testing.T) {
 		t.Errorf("Member(g, A) found %+v after its connection closed", c)
 	}
 }
+
+// TestAdopt: a broker replacing another takes its open registrations with their subscriptions
+// and stamps (each expires when it would have on the old broker), skips closed connections,
+// and keeps what it recorded itself.
+func TestAdopt(t *testing.T) {
+	clock := wiretest.NewFakeClock()
+	old := NewManager(clock.Now)
+	a, b, gone := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}, &wiretest.FakeChannel{Num: 3}
+	sub := &protocol.ConsumerData{GroupName: "g", MessageModel: "CLUSTERING", SubscriptionDataSet: []protocol.SubscriptionData{wiretest.Sub("T", "x")}}
+	old.RegisterConsumer(ChannelInfo{Channel: a, ClientID: "A"}, sub)
+	old.RegisterConsumer(ChannelInfo{Channel: gone, ClientID: "C"}, sub)
+	old.RegisterConsumer(ChannelInfo{Channel: gone, ClientID: "C"}, &protocol.ConsumerData{GroupName: "only-gone"})
+	old.RegisterConsumer(ChannelInfo{Channel: a, ClientID: "A"}, &protocol.ConsumerData{GroupName: "k"})
+	old.RegisterProducer("p", ChannelInfo{Channel: a, ClientID: "A"})
+	old.RegisterProducer("p", ChannelInfo{Channel: gone, ClientID: "C"})
+	clock.Advance(time.Minute)
+	old.RegisterConsumer(ChannelInfo{Channel: b, ClientID: "B"}, sub)
+	old.RegisterConsumer(ChannelInfo{Channel: b, ClientID: "B"}, &protocol.ConsumerData{GroupName: "k"})
+	_ = gone.Close()
+
+	m := NewManager(clock.Now)
+	// B's heartbeat for k reached the new broker first, under another client id: that newer
+	// record stays.
+	m.RegisterConsumer(ChannelInfo{Channel: b, ClientID: "B2"}, &protocol.ConsumerData{GroupName: "k"})
+	m.Adopt(old)
+	if ids := m.ConsumerIDs("g"); !cmp.Equal([]string{"A", "B"}, ids) {
+		t.Errorf("group g after adoption: %v, want [A B]", ids)
+	}
+	if ids := m.ConsumerIDs("k"); !cmp.Equal([]string{"A", "B2"}, ids) {
+		t.Errorf("group k after adoption: %v, want [A B2]", ids)
+	}
+	if ids := m.ConsumerIDs("only-gone"); ids != nil {
+		t.Errorf("a group of a closed connection adopted: %v", ids)
+	}
+	if s, known, model := m.FindSubscription("g", "T"); s == nil || !known || model != "CLUSTERING" || s.Data().SubString != "x" {
+		t.Errorf("subscription of g to T: %v, known %t, model %q", s, known, model)
+	}
+	if chs := m.ProducerChannels("p"); len(chs) != 1 || chs[0] != a {
+		t.Errorf("producers of p: %v, want only A's", chs)
+	}
+	// A was recorded a minute before B: 45 s later, with a timeout of 90 s, only A is past it.
+	clock.Advance(45 * time.Second)
+	changes, _ := m.Expire(90 * time.Second)
+	if len(changes) != 2 {
+		t.Fatalf("expiry after adoption: %+v, want g and k losing A", changes)
+	}
+	if ids := m.ConsumerIDs("g"); !cmp.Equal([]string{"B"}, ids) {
+		t.Errorf("group g after expiry: %v, want [B]", ids)
+	}
+	if chs := m.ProducerChannels("p"); len(chs) != 0 {
+		t.Errorf("A's producer registration outlived its stamp: %v", chs)
+	}
+	// The old table was only read.
+	if ids := old.ConsumerIDs("g"); !cmp.Equal([]string{"A", "B", "C"}, ids) {
+		t.Errorf("old table changed by the adoption: %v", ids)
+	}
+}
+
+// TestDropClosed: registrations of closed connections go, and the groups that lost members
+// are reported with the members left.
+func TestDropClosed(t *testing.T) {
+	m := NewManager(time.Now)
+	a, b := &wiretest.FakeChannel{Num: 1}, &wiretest.FakeChannel{Num: 2}
+	m.RegisterConsumer(ChannelInfo{Channel: a, ClientID: "A"}, &protocol.ConsumerData{GroupName: "g"})
+	m.RegisterConsumer(ChannelInfo{Channel: b, ClientID: "B"}, &protocol.ConsumerData{GroupName: "g"})
+	m.RegisterConsumer(ChannelInfo{Channel: b, ClientID: "B"}, &protocol.ConsumerData{GroupName: "h"})
+	m.RegisterProducer("p", ChannelInfo{Channel: b, ClientID: "B"})
+	if changes := m.DropClosed(); len(changes) != 0 {
+		t.Fatalf("nothing closed, changes %+v", changes)
+	}
+	_ = b.Close()
+	changes := m.DropClosed()
+	if len(changes) != 2 {
+		t.Fatalf("changes %+v, want g and h", changes)
+	}
+	for _, c := range changes {
+		switch c.Group {
+		case "g":
+			if len(c.Channels) != 1 || c.Channels[0] != a {
+				t.Errorf("g's members left: %v", c.Channels)
+			}
+		case "h":
+			if len(c.Channels) != 0 {
+				t.Errorf("h's members left: %v", c.Channels)
+			}
+		default:
+			t.Errorf("unexpected group %q", c.Group)
+		}
+	}
+	if ids := m.ConsumerIDs("h"); ids != nil {
+		t.Errorf("h kept: %v", ids)
+	}
+	if chs := m.ProducerChannels("p"); len(chs) != 0 {
+		t.Errorf("producer kept: %v", chs)
+	}
+}
