@@ -7,7 +7,9 @@
 // it runs and once the faults are over it checks the invariants: every acknowledged message is
 // delivered (or, to tell why not, found in the surviving master's store), the queues keep one
 // history across failovers (no two messages at one offset), the group's committed offsets are
-// never ahead of the data nor go back without a fault between, replicas hold their master's log,
+// never ahead of the data nor go back without a fault between (a consumer that was paused, cut
+// off or left alone commits the queues it held until its next rebalance, as RocketMQ's do, so an
+// action touching a consumer counts as a fault for consumerSettle), replicas hold their master's log,
 // the healed cluster takes sends again, and nothing is left running after Close.
 //
 // # How it runs

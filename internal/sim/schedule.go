@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -13,6 +14,9 @@ type action struct {
 	seq   int // order among actions at the same instant
 	what  string
 	apply func(r *runner)
+	// consumer marks an action that can leave a consumer with a stale view of its group (it
+	// stops, returns, pauses, resumes, or is cut from or healed to someone).
+	consumer bool
 }
 
 // schedule draws the faults of a seed: every few simulated seconds a fault begins, and each
@@ -20,8 +24,10 @@ type action struct {
 // before the run starts, from the seed alone, so that what the cluster does cannot change it.
 func schedule(r *rand.Rand, c *cluster) []action {
 	var acts []action
-	add := func(at time.Duration, what string, apply func(*runner)) {
-		acts = append(acts, action{at: at, seq: len(acts), what: what, apply: apply})
+	isConsumer := func(name string) bool { return slices.Contains(c.clients, name) && strings.HasPrefix(name, "c") }
+	add := func(at time.Duration, what string, apply func(*runner), parties ...string) {
+		acts = append(acts, action{at: at, seq: len(acts), what: what, apply: apply,
+			consumer: slices.ContainsFunc(parties, isConsumer)})
 	}
 	secs := func(lo, hi int) time.Duration {
 		return time.Duration(lo*1000+r.IntN((hi-lo)*1000+1)) * time.Millisecond
@@ -54,8 +60,8 @@ func schedule(r *rand.Rand, c *cluster) []action {
 				continue
 			}
 			d := secs(1, 30)
-			add(t, fmt.Sprintf("cut %s-%s for %v", a, b, d), func(x *runner) { x.c.cut(a, b) })
-			add(t+d, fmt.Sprintf("heal %s-%s", a, b), func(x *runner) { x.c.heal(a, b) })
+			add(t, fmt.Sprintf("cut %s-%s for %v", a, b, d), func(x *runner) { x.c.cut(a, b) }, a, b)
+			add(t+d, fmt.Sprintf("heal %s-%s", a, b), func(x *runner) { x.c.heal(a, b) }, a, b)
 		case k < 58: // isolate a node from everyone
 			n := everyone[r.IntN(len(everyone))]
 			d := secs(1, 20)
@@ -73,8 +79,8 @@ func schedule(r *rand.Rand, c *cluster) []action {
 		case k < 66: // pause a node or a client
 			name := names[r.IntN(len(names))]
 			d := secs(1, 12)
-			add(t, fmt.Sprintf("pause %s for %v", name, d), func(x *runner) { x.c.pause(name) })
-			add(t+d, "resume "+name, func(x *runner) { x.c.resume(name) })
+			add(t, fmt.Sprintf("pause %s for %v", name, d), func(x *runner) { x.c.pause(name) }, name)
+			add(t+d, "resume "+name, func(x *runner) { x.c.resume(name) }, name)
 		case k < 82: // a bad disk
 			n := c.brokers[r.IntN(len(c.brokers))]
 			f := badDisk(r)
@@ -88,8 +94,8 @@ func schedule(r *rand.Rand, c *cluster) []action {
 		default: // a consumer leaves and comes back
 			i := r.IntN(c.cfg.Consumers)
 			d := secs(0, 15)
-			add(t, fmt.Sprintf("consumer c%d leaves for %v", i, d), func(x *runner) { x.stopConsumer(i) })
-			add(t+d, fmt.Sprintf("consumer c%d returns", i), func(x *runner) { x.startConsumer(i) })
+			add(t, fmt.Sprintf("consumer c%d leaves for %v", i, d), func(x *runner) { x.stopConsumer(i) }, fmt.Sprintf("c%d", i))
+			add(t+d, fmt.Sprintf("consumer c%d returns", i), func(x *runner) { x.startConsumer(i) }, fmt.Sprintf("c%d", i))
 		}
 	}
 	slices.SortStableFunc(acts, func(a, b action) int {
