@@ -105,6 +105,11 @@ type Options struct {
 	// controllers named, whose history the replicas manager compared with this store's: the
 	// only one whose HA address it takes from REGISTER_BROKER answers.
 	ControllerMaster string
+	// MasterEpochs, on a slave in controller mode, is that master's epoch history, which the
+	// service adopts when it is built, before the slave streams a byte: a slave that streamed
+	// first, or went on after the epoch file failed to take the history, counted the master's
+	// new epoch as the one its own history ended with (internal/sim, seed 315).
+	MasterEpochs []storage.EpochEntry
 	// SyncStateSet, on a master in controller mode, is the set the controllers named (broker
 	// ids, its own included): with AllAckInSyncStateSet it bounds what consumers see from the
 	// first send on, before the replicas manager confirms it.

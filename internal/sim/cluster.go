@@ -158,9 +158,12 @@ func newCluster(cfg Config, seed uint64, root string, log *eventLog, zlog zerolo
 }
 
 func (c *cluster) baseOptions(n *simNode) node.Options {
+	// Each node's lines name it: -sim.log mixes the lines of every node, whose logs otherwise
+	// look alike (seed 315 was read by the brokers' names).
+	nl := c.zlog.With().Str("node", n.name).Logger()
 	o := config.Options{
 		Listen: n.addr,
-		Logger: &c.zlog,
+		Logger: &nl,
 		Store:  config.Store{Dir: n.dir},
 		Periods: config.Periods{
 			RegisterNameServerPeriod:    registerPeriod,

@@ -134,6 +134,7 @@ var regressions = []struct {
 	{453, "a controller-mode broker left without a broker by a failed role change (its disk failing) sent no heartbeats, so the controllers refused every election it asked for as dead while it was the SyncStateSet's only member: no master for good, reported as a timed-out request to a controller (internal/broker/ha/replicas.go, offerSelf); the seed does not fail every run"},
 	{428, "the settle phase restarted the brokers one at a time, and a broker outside the SyncStateSet used its attempts waiting for the only member, restarted after it (run.go, settle: a harness artifact); the seed does not fail every run"},
 	{145, "a controller-mode broker restarted for a role change started with empty client tables: the new master listed only the consumer that heartbeated first, which took every queue, committed offsets past the other member's, and that member's commit moved them back (internal/node/node.go RestartBroker, internal/broker/broker.go AdoptClients); the seed does not fail every run"},
+	{315, "a controller-mode slave whose epoch file failed to take its new master's history (a failing disk) followed the master all the same, so the new epoch's bytes counted in the epoch before; promoted, it took a deposed master's divergent tail of that epoch for a prefix of its log, and the two logs parted (internal/broker/ha/controller_mode.go adoptEpochs: the history is adopted before the slave streams, or the role change fails); the seed does not fail every run"},
 }
 
 func TestSimRegressions(t *testing.T) {

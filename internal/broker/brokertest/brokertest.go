@@ -61,6 +61,17 @@ func Start(t testing.TB, cfg Config) *Broker {
 // StartIn starts a broker on dir (reuse a dir to test restarts). The test's cleanup stops it.
 func StartIn(t testing.TB, dir string, cfg Config) *Broker {
 	t.Helper()
+	tb, err := TryStartIn(t, dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// TryStartIn is StartIn for a start that may fail (a test of what a failed start leaves): the
+// error of broker.New or of cfg.Attach, the broker closed.
+func TryStartIn(t testing.TB, dir string, cfg Config) (*Broker, error) {
+	t.Helper()
 	opts := Options(t, dir)
 	srv := wiretest.Listen(t, opts.Logger)
 	opts.BrokerAddr = srv.Addr
@@ -75,10 +86,10 @@ func StartIn(t testing.TB, dir string, cfg Config) *Broker {
 	}
 	if err != nil {
 		srv.Abort()
-		t.Fatal(err)
+		return nil, err
 	}
 	srv.Serve(t, b)
-	return &Broker{Broker: b, Served: srv, Dir: dir, Addr: srv.Addr}
+	return &Broker{Broker: b, Served: srv, Dir: dir, Addr: srv.Addr}, nil
 }
 
 // Invoke sends req synchronously and fails the test on a transport error.

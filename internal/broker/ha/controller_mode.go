@@ -37,6 +37,24 @@ func (s *Service) appendEpoch() error {
 	return nil
 }
 
+// adoptEpochs makes a controller-mode slave's history its master's (Options.MasterEpochs)
+// before its replication starts. Every byte the slave streams is counted in the epoch its
+// history says, so the history must be the master's before the first one: adopted once the
+// broker served, the bytes streamed before it were counted in the epoch before, and when the
+// epoch file could not be written (a failing disk) the slave went on streaming the new epoch
+// under its old history, a deposed master's divergent tail then looked like a prefix of it, and
+// the replicas' logs parted (internal/sim, seed 315). An error fails the broker's start, so the
+// replicas manager tries the role change again instead of following.
+func (s *Service) adoptEpochs() error {
+	if !s.opts.ControllerMode || s.opts.MasterEpochs == nil {
+		return nil
+	}
+	if err := s.store.SetEpochs(s.opts.MasterEpochs); err != nil {
+		return fmt.Errorf("broker: the master's epochs not adopted: %w", err)
+	}
+	return nil
+}
+
 // replicaID is the id a slave names to its master's HA listener: its ReplicaID in controller
 // mode, none otherwise (RocketMQ 4.x's protocol).
 func (s *Service) replicaID() int64 {

@@ -14,7 +14,8 @@
 //	                   offsets and subscription groups installed through the core's checked
 //	                   InstallMaster of its Topics, Offsets and Groups views, delay offsets
 //	                   through DelayOffsets (the schedule's)
-//	controller_mode.go a controller-mode master's epoch appended at open, the SyncStateSet it
+//	controller_mode.go a controller-mode master's epoch appended at open, a slave's adoption of
+//	                   its master's epochs before it streams, the SyncStateSet a master
 //	                   enforces (RefuseSend: MinInSyncReplicas; all-ack through the replication
 //	                   master and the store's confirm offset), GET_BROKER_EPOCH_CACHE
 //

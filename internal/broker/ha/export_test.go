@@ -1,6 +1,10 @@
 package ha
 
-import "context"
+import (
+	"context"
+
+	"github.com/mqgo/mq/storage"
+)
 
 // ChangeRole runs the replicas manager's role change to the master masterID at masterAddr of
 // epoch, as the controllers' answer would.
@@ -11,3 +15,7 @@ func (r *Replicas) ChangeRole(ctx context.Context, masterID int64, masterAddr st
 // SyncReplicaInfo runs one look of the replicas manager at the controllers' view of its group
 // (what its run loop does every SyncBrokerMetadataPeriod), applying what it finds.
 func (r *Replicas) SyncReplicaInfo(ctx context.Context) { r.syncReplicaInfo(ctx) }
+
+// SetStoreOptions sets the store options PrepareStart would have noted: a role change on a node
+// left without a broker reads the store's history through them.
+func (r *Replicas) SetStoreOptions(so storage.Options) { r.storeOpts = so }

@@ -91,6 +91,9 @@ func New(core *broker.Broker, deps Deps) (*Service, error) {
 		if m := opts.ControllerMaster; opts.ControllerMode && m != "" {
 			s.masterAddr.Store(&m)
 		}
+		if err := s.adoptEpochs(); err != nil {
+			return nil, err
+		}
 	} else {
 		mo := masterOptions(opts)
 		mo.OnAck = s.confirmAck()

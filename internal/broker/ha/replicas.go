@@ -94,8 +94,6 @@ type Replicas struct {
 
 	// notified is signalled by NOTIFY_BROKER_ROLE_CHANGED (capacity 1).
 	notified chan struct{}
-	// adopt are the master's epochs a broker starting as slave adopts once it serves.
-	adopt []storage.EpochEntry
 	// storeOpts are the store's options as PrepareStart saw them: a role change after a
 	// failed one, with no broker running, reads the store's history through them.
 	storeOpts storage.Options
@@ -458,13 +456,12 @@ func storeHistory(so storage.Options) ([]storage.EpochEntry, int64, error) {
 }
 
 // PrepareStart sets bo to the first role Join found: as a slave, the store is cut first where
-// it parts from the master's history.
+// it parts from the master's history, and the broker adopts that history before it follows.
 func (r *Replicas) PrepareStart(ctx context.Context, bo *broker.Options) error {
 	r.mu.Lock()
 	st := r.state
 	r.mu.Unlock()
 	r.roleOptions(bo, st)
-	r.adopt = nil
 	r.storeOpts = bo.Store
 	if st.masterID == r.id {
 		return nil
@@ -481,18 +478,16 @@ func (r *Replicas) PrepareStart(ctx context.Context, bo *broker.Options) error {
 		r.log.Warn().Int64("from", end).Int64("to", point).Str("master", st.masterAddr).Msg("cutting the store where it parts from the master's")
 		bo.Store.Truncate, bo.Store.TruncateTo = true, point
 	}
-	r.adopt = remote
+	bo.MasterEpochs = remote
 	return nil
 }
 
-// Started runs once the broker PrepareStart set up serves: a master learns its SyncStateSet,
-// a slave adopts its master's epochs.
+// Started runs once the broker PrepareStart set up serves: a master learns its SyncStateSet.
 func (r *Replicas) Started() {
 	r.mu.Lock()
 	st := r.state
 	r.mu.Unlock()
-	r.started(st, r.adopt)
-	r.adopt = nil
+	r.started(st)
 }
 
 // ID is the broker's own id in its group (assigned by the controllers or kept on its store).
@@ -502,9 +497,9 @@ func (r *Replicas) ID() int64 {
 	return r.id
 }
 
-// started runs once the broker of a role serves: a master learns its SyncStateSet, a slave
-// adopts its master's epochs.
-func (r *Replicas) started(st replicaState, adopt []storage.EpochEntry) {
+// started runs once the broker of a role serves: a master learns its SyncStateSet. (A slave
+// adopted its master's epochs when its broker was built: broker.Options.MasterEpochs.)
+func (r *Replicas) started(st replicaState) {
 	b := r.n.Broker()
 	r.mu.Lock()
 	r.isMaster = st.masterID == r.id
@@ -515,11 +510,6 @@ func (r *Replicas) started(st replicaState, adopt []storage.EpochEntry) {
 		r.setSyncStateSet(st.set.SyncStateSet)
 		r.log.Info().Int32("epoch", st.epoch).Ints64("sync_state_set", st.set.SyncStateSet).Msg("serving as master")
 		return
-	}
-	if adopt != nil {
-		if err := b.Store().SetEpochs(adopt); err != nil {
-			r.log.Warn().Err(err).Msg("master's epochs not adopted")
-		}
 	}
 	r.log.Info().Int32("epoch", st.epoch).Str("master", st.masterAddr).Msg("serving as slave")
 }
@@ -706,6 +696,7 @@ func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
 			// replicated bytes, which the new master lacks. Opening a log that ends at the
 			// point cuts nothing.
 			bo.Store.Truncate, bo.Store.TruncateTo = true, point
+			bo.MasterEpochs = adopt
 		}
 	})
 	if err != nil {
@@ -714,7 +705,7 @@ func (r *Replicas) changeRole(ctx context.Context, st replicaState) error {
 	r.mu.Lock()
 	r.state = st
 	r.mu.Unlock()
-	r.started(st, adopt)
+	r.started(st)
 	return nil
 }
 
