@@ -144,14 +144,22 @@ type offsetWatch struct {
 
 type offsetSample struct {
 	offset int64
+	maxOff int64
 	epoch  int // the schedule's disruption count when it was taken
 	master string
+	// broker is the master's running broker (its address, as text): a role change restarts
+	// the broker under the same node name, which a failure report must tell.
+	broker string
 }
 
 // offsetRow is one queue's committed offset and end on the master.
 type offsetRow struct {
 	queue          int
 	offset, maxOff int64
+	// broker identifies the master's running broker, state describes the group's stores when
+	// the row was read: both only for the violations' messages, to tell a failover's or a role
+	// change's effect from a broker's own.
+	broker, state string
 }
 
 // checkOffsets checks the group's committed offsets on the master against the data (judge).
@@ -161,9 +169,12 @@ func (c *cluster) checkOffsets(o *observations, w *offsetWatch, epoch int, final
 		return
 	}
 	var rows []offsetRow
+	state := c.storeState(m)
 	inspect(m, func(b *broker.Broker) {
+		id := fmt.Sprintf("%p", b)
 		for q := range c.cfg.Queues {
-			rows = append(rows, offsetRow{q, b.Offsets().Query(group, topic, int32(q)), b.Store().MaxOffsetInQueue(topic, int32(q))})
+			rows = append(rows, offsetRow{queue: q, offset: b.Offsets().Query(group, topic, int32(q)),
+				maxOff: b.Store().MaxOffsetInQueue(topic, int32(q)), broker: id, state: state})
 		}
 	})
 	o.mu.Lock()
@@ -182,16 +193,62 @@ func (o *observations) judgeOffset(w *offsetWatch, r offsetRow, epoch int, maste
 	}
 	// After a power cut the broker may hold offsets persisted past data the cut erased, until
 	// the group commits again: only the end of the run must have no such offset.
-	if r.offset > r.maxOff && (!o.cfg.PowerLoss || final) {
-		o.violate(invAhead, "offset ahead of the data: group %s queue %d committed %d on %s, the queue ends at %d",
-			group, r.queue, r.offset, master, r.maxOff)
-	}
 	prev, ok := w.last[r.queue]
-	if ok && prev.epoch == epoch && prev.master == master && r.offset < prev.offset {
-		o.violate(invBack, "offset went back without a fault: group %s queue %d committed %d on %s, %d at the last check",
-			group, r.queue, r.offset, master, prev.offset)
+	if r.offset > r.maxOff && (!o.cfg.PowerLoss || final) {
+		o.violate(invAhead, "offset ahead of the data: group %s queue %d committed %d on %s, the queue ends at %d (%s)",
+			group, r.queue, r.offset, master, r.maxOff, o.context(prev, ok, r, master, final))
 	}
-	w.last[r.queue] = offsetSample{offset: r.offset, epoch: epoch, master: master}
+	if ok && prev.epoch == epoch && prev.master == master && r.offset < prev.offset {
+		o.violate(invBack, "offset went back without a fault: group %s queue %d committed %d on %s, %d at the last check (%s)",
+			group, r.queue, r.offset, master, prev.offset, o.context(prev, ok, r, master, final))
+	}
+	w.last[r.queue] = offsetSample{offset: r.offset, maxOff: r.maxOff, epoch: epoch, master: master, broker: r.broker}
+}
+
+// context describes an offset violation's circumstances for whoever studies the seed: when
+// it was seen, what the last check saw, whether the master's broker restarted since (a role
+// change), and the group's stores. These violations are rare and Go's scheduler does not
+// replay them, so the message is often all there is to go on.
+func (o *observations) context(prev offsetSample, ok bool, r offsetRow, master string, final bool) string {
+	d := "mid-run"
+	if final {
+		d = "at the end"
+	}
+	switch {
+	case !ok:
+		d += ", no earlier check"
+	case prev.master != master:
+		d += fmt.Sprintf(", the last check's master was %s (committed %d, queue end %d)", prev.master, prev.offset, prev.maxOff)
+	default:
+		d += fmt.Sprintf(", the last check saw committed %d, queue end %d", prev.offset, prev.maxOff)
+		if prev.broker != r.broker {
+			d += fmt.Sprintf(", %s's broker restarted since", master)
+		}
+	}
+	if r.state != "" {
+		d += "; " + r.state
+	}
+	return d
+}
+
+// storeState describes, for a violation's message, each running broker's CommitLog end and,
+// for the master m, what it dispatched and its confirm offset.
+func (c *cluster) storeState(m *simNode) string {
+	var parts []string
+	for _, n := range c.brokers {
+		inspect(n, func(b *broker.Broker) {
+			st := b.Store()
+			p := fmt.Sprintf("%s log end %d", n.name, st.MaxPhyOffset())
+			if n == m {
+				p += fmt.Sprintf(" dispatched %d", st.DispatchedPhyOffset())
+				if co := st.ConfirmOffset(); co != math.MaxInt64 {
+					p += fmt.Sprintf(" confirm %d", co)
+				}
+			}
+			parts = append(parts, p)
+		})
+	}
+	return strings.Join(parts, ", ")
 }
 
 // undelivered are the acknowledged keys no consumer took successfully, sorted.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mqgo/mq/consumer"
@@ -109,14 +110,14 @@ func TestOffsetInvariant(t *testing.T) {
 		steps     []step
 		want      []string
 	}{
-		{"rising within the data", false, []step{{offsetRow{0, 3, 5}, 1, "b0", false}, {offsetRow{0, 5, 9}, 1, "b0", false}}, nil},
-		{"ahead of the data", false, []step{{offsetRow{0, 6, 5}, 1, "b0", false}}, []string{invAhead}},
-		{"ahead after a power cut, mid-run", true, []step{{offsetRow{0, 6, 5}, 1, "b0", false}}, nil},
-		{"ahead after a power cut, at the end", true, []step{{offsetRow{0, 6, 5}, 1, "b0", true}}, []string{invAhead}},
-		{"back with no fault between", false, []step{{offsetRow{0, 5, 9}, 1, "b0", false}, {offsetRow{0, 4, 9}, 1, "b0", false}}, []string{invBack}},
-		{"back across a fault", false, []step{{offsetRow{0, 5, 9}, 1, "b0", false}, {offsetRow{0, 4, 9}, 2, "b0", false}}, nil},
-		{"back on a new master", false, []step{{offsetRow{0, 5, 9}, 1, "b0", false}, {offsetRow{0, 4, 9}, 1, "b1", false}}, nil},
-		{"none committed", false, []step{{offsetRow{0, -1, 0}, 1, "b0", true}}, nil},
+		{"rising within the data", false, []step{{offsetRow{queue: 0, offset: 3, maxOff: 5}, 1, "b0", false}, {offsetRow{queue: 0, offset: 5, maxOff: 9}, 1, "b0", false}}, nil},
+		{"ahead of the data", false, []step{{offsetRow{queue: 0, offset: 6, maxOff: 5}, 1, "b0", false}}, []string{invAhead}},
+		{"ahead after a power cut, mid-run", true, []step{{offsetRow{queue: 0, offset: 6, maxOff: 5}, 1, "b0", false}}, nil},
+		{"ahead after a power cut, at the end", true, []step{{offsetRow{queue: 0, offset: 6, maxOff: 5}, 1, "b0", true}}, []string{invAhead}},
+		{"back with no fault between", false, []step{{offsetRow{queue: 0, offset: 5, maxOff: 9}, 1, "b0", false}, {offsetRow{queue: 0, offset: 4, maxOff: 9}, 1, "b0", false}}, []string{invBack}},
+		{"back across a fault", false, []step{{offsetRow{queue: 0, offset: 5, maxOff: 9}, 1, "b0", false}, {offsetRow{queue: 0, offset: 4, maxOff: 9}, 2, "b0", false}}, nil},
+		{"back on a new master", false, []step{{offsetRow{queue: 0, offset: 5, maxOff: 9}, 1, "b0", false}, {offsetRow{queue: 0, offset: 4, maxOff: 9}, 1, "b1", false}}, nil},
+		{"none committed", false, []step{{offsetRow{queue: 0, offset: -1, maxOff: 0}, 1, "b0", true}}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := newObservations(Config{PowerLoss: c.powerLoss}, newEventLog(""))
@@ -133,5 +134,24 @@ func TestOffsetInvariant(t *testing.T) {
 				t.Fatalf("broken %v, want %v; %v", got, c.want, o.violations)
 			}
 		})
+	}
+}
+
+// An offset violation's message tells when it was seen and whether the master's broker
+// restarted since the last check: the two things a rare failure's report must carry.
+func TestOffsetViolationContext(t *testing.T) {
+	o := newObservations(Config{}, newEventLog(""))
+	w := &offsetWatch{last: map[int]offsetSample{}}
+	o.judgeOffset(w, offsetRow{queue: 0, offset: 5, maxOff: 9, broker: "0x1"}, 1, "b0", false)
+	o.judgeOffset(w, offsetRow{queue: 0, offset: 4, maxOff: 3, broker: "0x2", state: "b0 log end 7"}, 1, "b0", false)
+	if len(o.violations) != 2 {
+		t.Fatalf("violations %v, want ahead and back", o.violations)
+	}
+	for _, v := range o.violations {
+		for _, want := range []string{"mid-run", "the last check saw committed 5, queue end 9", "b0's broker restarted since", "b0 log end 7"} {
+			if !strings.Contains(v, want) {
+				t.Errorf("%q lacks %q", v, want)
+			}
+		}
 	}
 }
