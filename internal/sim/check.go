@@ -49,14 +49,18 @@ type observations struct {
 	// suspects are history conflicts between an acknowledged message and one a consumer saw
 	// unacknowledged, judged at the end (judgeSuspects): allowed only where a slave still holds
 	// the unacknowledged one there.
-	suspects   []suspect
+	suspects []suspect
+	// shadowed are acknowledged keys whose offset a consumer took from a slave holding another
+	// message there (judgeSuspects): the group's offset moved past them, so no consumer is
+	// given them, as with RocketMQ 4's fixed roles.
+	shadowed   map[string]bool
 	violations []string
 	kinds      map[string]bool // the invariants broken, by name
 }
 
 func newObservations(cfg Config, log *eventLog) *observations {
 	return &observations{cfg: cfg, log: log, acked: make(map[string]pos), delivered: make(map[string]int), retried: make(map[string]int),
-		history: make(map[pos]seen), kinds: make(map[string]bool)}
+		history: make(map[pos]seen), kinds: make(map[string]bool), shadowed: make(map[string]bool)}
 }
 
 // violate records a broken invariant, kind naming it. o.mu must be held.
@@ -185,6 +189,7 @@ func (o *observations) judgeSuspects(slaveHolds func(p pos, key string) bool) {
 		o.mu.Lock()
 		if held {
 			o.divergences++
+			o.shadowed[s.acked] = true
 			o.log.addf("divergence at queue %d offset %d after a power cut: a slave kept %s (not acknowledged), which the master lost before it stored %s (allowed with fixed roles)",
 				s.p.queue, s.p.offset, s.unacked, s.acked)
 		} else {
@@ -193,6 +198,12 @@ func (o *observations) judgeSuspects(slaveHolds func(p pos, key string) bool) {
 		}
 		o.mu.Unlock()
 	}
+}
+
+func (o *observations) isShadowed(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.shadowed[key]
 }
 
 // offsetWatch follows the group's committed offsets on the master between checks.
@@ -267,14 +278,20 @@ func (o *observations) undelivered() []string {
 }
 
 // finalChecks runs once the cluster is healed and settled: every acknowledged message
-// delivered (or, to tell a lost message from a stuck consumer, found in the master's store),
+// delivered (or, to tell a lost message from a stuck consumer, found in the master's store;
+// or shadowed: its offset taken from a slave that diverged, judgeSuspects),
 // the group's offsets within the data, and every replica's CommitLog the master's or a prefix
 // of it.
 func (c *cluster) finalChecks(o *observations) {
+	o.judgeSuspects(c.slaveHolds)
 	if missing := o.undelivered(); len(missing) > 0 {
 		stored := c.storedKeys()
 		var lost, stuck []string
 		for _, k := range missing {
+			if stored[k] && o.isShadowed(k) {
+				o.log.addf("%s acknowledged and stored, not delivered: the group took its offset from a slave that kept another message there (allowed with fixed roles)", k)
+				continue
+			}
 			if stored[k] {
 				stuck = append(stuck, k)
 			} else {
@@ -291,7 +308,6 @@ func (c *cluster) finalChecks(o *observations) {
 		}
 		o.mu.Unlock()
 	}
-	o.judgeSuspects(c.slaveHolds)
 	c.checkOffsets(o, &offsetWatch{last: map[int]offsetSample{}}, -1, true)
 	c.checkReplicas(o)
 }
