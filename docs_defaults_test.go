@@ -114,6 +114,7 @@ func codeDefaults(t *testing.T) map[string]any {
 		"storage.DefaultFlushCQLeastPages":                     storage.DefaultFlushCQLeastPages,
 		"storage.DefaultFlushCQThorough":                       storage.DefaultFlushCQThorough,
 		"storage.DefaultSyncFlushTimeout":                      storage.DefaultSyncFlushTimeout,
+		"storage.Options.ReadUnCommitted":                      storage.Options{}.ReadUnCommitted,
 		"storage.DefaultMaxMessageBytes":                       storage.DefaultMaxMessageBytes,
 		"storage.DefaultFileReservedTime":                      storage.DefaultFileReservedTime,
 		"storage.DefaultDeleteWhen":                            storage.DefaultDeleteWhen,

@@ -258,7 +258,10 @@ func TestPowerLossLosesOnlyUnsyncedData(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool { return s.gc.queued() == 4 })
 	durable := h.durable.Load()
 	maxPhy := s.cl.maxPhy.Load()
-	waitDispatched(t, s)
+	waitFor(t, 5*time.Second, func() bool { return s.DispatchedPhyOffset() >= s.FlushedPhyOffset() })
+	if d := s.DispatchedPhyOffset(); d > durable {
+		t.Fatalf("dispatched to %d, past the last fsync's %d: consumers saw what the cut erases", d, durable)
+	}
 	dir := t.TempDir()
 	copyDir(t, opts.Dir, dir)
 	mu.Lock()

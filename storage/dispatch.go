@@ -97,8 +97,8 @@ func (s *Store) dispatchLocked(rebuild map[*consumeQueue]bool) (int, error) {
 	var rec message.Record
 	n := 0
 	for {
-		from := s.reputFrom.Load()
-		if from >= min(s.cl.maxPhy.Load(), s.confirmed.Load()) {
+		from, end := s.reputFrom.Load(), s.dispatchEnd()
+		if from >= end {
 			return n, nil
 		}
 		if minPhy := s.cl.minPhy.Load(); from < minPhy {
@@ -110,7 +110,7 @@ func (s *Store) dispatchLocked(rebuild map[*consumeQueue]bool) (int, error) {
 			return n, fmt.Errorf("storage: dispatch: no segment holds offset %d", from)
 		}
 		pos := from - sg.start
-		limit := min(sg.wrote.Load(), max(pos, s.confirmed.Load()-sg.start))
+		limit := min(sg.wrote.Load(), max(pos, end-sg.start))
 		progressed := false
 		var err error
 		for limit-pos >= message.BlankMinBytes {
@@ -149,6 +149,16 @@ func (s *Store) dispatchLocked(rebuild map[*consumeQueue]bool) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// dispatchEnd is the CommitLog offset dispatching stops at: the log's end, the confirm offset
+// (SetConfirmOffset) and, with flushBound, the flushed offset (RocketMQ's getReputEndOffset).
+func (s *Store) dispatchEnd() int64 {
+	end := min(s.cl.maxPhy.Load(), s.confirmed.Load())
+	if s.flushBound {
+		end = min(end, s.cl.flushedPhy.Load())
+	}
+	return end
 }
 
 // dispatchRecord appends the record's unit to its ConsumeQueue, indexes its keys and tells

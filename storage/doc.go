@@ -60,7 +60,8 @@
 // Open builds and recovers; Run runs, each on its own goroutine under one errgroup:
 //   - the flusher: async, fsync every FlushIntervalCommitLog; sync, group commit — appenders
 //     queue a waiter for their end offset, one fsync releases every waiter it covers;
-//   - the dispatcher (reput): reads records behind the writer, woken by each append, appends
+//   - the dispatcher (reput): reads records behind the writer (with SyncFlush, behind the last
+//     fsync, unless Options.ReadUnCommitted), woken by each append and each fsync, appends
 //     ConsumeQueue units, indexes keys and calls Options.OnDispatch;
 //   - the checkpointer: flushes ConsumeQueues and the index and writes the checkpoint;
 //   - retention: measures the disk, refuses appends above DiskSpaceWarningLevelRatio (until a

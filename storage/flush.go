@@ -249,6 +249,10 @@ func (s *Store) runFlusher(ctx context.Context) error {
 		if err != nil {
 			// Waiters beyond the durable offset wait for a later round (or time out).
 			s.log.Error().Err(err).Msg("commitlog flush failed")
+		} else if s.flushBound {
+			// What the fsync made durable becomes visible before its appenders are answered,
+			// as an append is visible before its answer without the bound.
+			s.dispatchAfterAppend()
 		}
 		active = s.gc.release(s.cl.flushedPhy.Load(), false, err == nil)
 		active += s.gc.queued()

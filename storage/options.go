@@ -64,6 +64,13 @@ type Options struct {
 	// there. Negative: sync every queue every time.
 	FlushConsumeQueueLeastPages       int
 	FlushConsumeQueueThoroughInterval time.Duration
+	// ReadUnCommitted (readUnCommitted, false) lets a SyncFlush store show consumers what it
+	// wrote before the fsync that makes it durable returned. Without it a SyncFlush store
+	// dispatches only the flushed log (RocketMQ 5.3's getConfirmOffset: flushedWhere under
+	// SYNC_FLUSH): a consumer that read, and committed past, a message a power cut then erased
+	// would skip the acknowledged message stored at its offset after the restart (RocketMQ
+	// issue 8239). It has no effect with AsyncFlush, whose appends are not waited for.
+	ReadUnCommitted bool
 	// SyncFlushTimeout bounds how long a sync-flush append waits for its fsync
 	// (syncFlushTimeout), 5 s; past it the append answers FlushDiskTimeout.
 	SyncFlushTimeout time.Duration

@@ -328,5 +328,17 @@ func (s *Store) AppendRaw(phyOffset int64, b []byte) error {
 	if err := s.epochsBefore(phyOffset + int64(len(b))); err != nil {
 		return err
 	}
-	return s.cl.appendRaw(phyOffset, b)
+	if err := s.cl.appendRaw(phyOffset, b); err != nil {
+		return err
+	}
+	if s.flushBound {
+		// Nobody waits for a replicated block's fsync, but consumers of this store see it
+		// only once flushed: flush it now (RocketMQ's GroupCommitService flushes every 10 ms
+		// when no appender waits).
+		select {
+		case s.gc.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }

@@ -33,8 +33,8 @@ func TestPutMessageAsyncAnswersAfterFsync(t *testing.T) {
 			rest = append(rest, putAsync(s, testMsg("T", 0, "m", nil)))
 		}
 		synctest.Wait()
-		if got := len(readAll(t, s, "T", 0)); got != 8 {
-			t.Fatalf("appended %d of 8 while the fsync is held", got)
+		if !allAppended(s, 8) {
+			t.Fatal("not all 8 appended while the fsync is held")
 		}
 		for i, c := range append([]<-chan asyncPut{first}, rest...) {
 			select {
@@ -53,6 +53,9 @@ func TestPutMessageAsyncAnswersAfterFsync(t *testing.T) {
 			if end := a.r.PhyOffset + int64(a.r.WroteBytes); end > h.durable.Load() {
 				t.Fatalf("put %d answered at %d, durable only to %d", i, end, h.durable.Load())
 			}
+		}
+		if got := len(readAll(t, s, "T", 0)); got != 8 {
+			t.Fatalf("%d of 8 visible once durable", got)
 		}
 		if n := h.count.Load(); n > 2 {
 			t.Errorf("%d fsyncs for 8 puts waiting together, want at most 2", n)

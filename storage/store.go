@@ -34,7 +34,10 @@ type Store struct {
 	reputFrom atomic.Int64
 	// confirmed bounds dispatching (SetConfirmOffset): records ending past it stay invisible
 	// to consumers. math.MaxInt64 when nothing bounds it.
-	confirmed  atomic.Int64
+	confirmed atomic.Int64
+	// flushBound bounds dispatching by the flushed offset too: SyncFlush without
+	// ReadUnCommitted. The flusher dispatches what each fsync makes durable.
+	flushBound bool
 	dispatchMu sync.Mutex
 	// dispatchStopped is set, under dispatchMu, before Close unmaps the files: an appender
 	// that wrote before Close must not dispatch after it.
@@ -98,6 +101,7 @@ func Open(opts Options) (*Store, error) {
 	log := opts.Logger.With().Str("component", "storage").Logger()
 	s := &Store{opts: opts, log: log, deleteHours: hours}
 	s.confirmed.Store(math.MaxInt64)
+	s.flushBound = opts.FlushDiskType == SyncFlush && !opts.ReadUnCommitted
 	s.cl = newCommitLog(&s.opts, log)
 	s.cqs = queueTable{root: filepath.Join(opts.Dir, "consumequeue"), units: opts.ConsumeQueueUnits,
 		ops: opts.ops, queues: make(map[string]map[int32]*consumeQueue)}
@@ -211,10 +215,11 @@ func (s *Store) Close() error {
 		s.cl.closed = true
 		s.cl.mu.Unlock()
 		var errs []error
-		if _, err := s.dispatchAvailable(nil); err != nil {
+		// Flush first: with flushBound only what the flush made durable is dispatched.
+		if _, err := s.cl.flush(); err != nil {
 			errs = append(errs, err)
 		}
-		if _, err := s.cl.flush(); err != nil {
+		if _, err := s.dispatchAvailable(nil); err != nil {
 			errs = append(errs, err)
 		}
 		s.gc.close(s.cl.flushedPhy.Load())

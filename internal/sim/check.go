@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -45,13 +46,21 @@ type observations struct {
 	// divergences are history conflicts a power cut allows: a consumer read a message the
 	// master had not synced, which the cut then erased.
 	divergences int
-	violations  []string
-	kinds       map[string]bool // the invariants broken, by name
+	// suspects are history conflicts between an acknowledged message and one a consumer saw
+	// unacknowledged, judged at the end (judgeSuspects): allowed only where a slave still holds
+	// the unacknowledged one there.
+	suspects []suspect
+	// shadowed are acknowledged keys whose offset a consumer took from a slave holding another
+	// message there (judgeSuspects): the group's offset moved past them, so no consumer is
+	// given them, as with RocketMQ 4's fixed roles.
+	shadowed   map[string]bool
+	violations []string
+	kinds      map[string]bool // the invariants broken, by name
 }
 
 func newObservations(cfg Config, log *eventLog) *observations {
 	return &observations{cfg: cfg, log: log, acked: make(map[string]pos), delivered: make(map[string]int), retried: make(map[string]int),
-		history: make(map[pos]seen), kinds: make(map[string]bool)}
+		history: make(map[pos]seen), kinds: make(map[string]bool), shadowed: make(map[string]bool)}
 }
 
 // violate records a broken invariant, kind naming it. o.mu must be held.
@@ -133,8 +142,68 @@ func (o *observations) place(p pos, s seen) {
 		o.history[p] = s
 		return
 	}
+	if prev.acked != s.acked && o.slaveMayDiverge() {
+		sus := suspect{p: p, unacked: prev.key, acked: s.key}
+		if prev.acked {
+			sus.unacked, sus.acked = s.key, prev.key
+		} else {
+			o.history[p] = s
+		}
+		if !slices.Contains(o.suspects, sus) {
+			o.suspects = append(o.suspects, sus)
+			o.log.addf("history conflict at queue %d offset %d: %s (not acknowledged) and %s (acknowledged), judged at the end",
+				p.queue, p.offset, sus.unacked, sus.acked)
+		}
+		return
+	}
 	o.violate(invHistory, "two histories: queue %d offset %d held %s (acknowledged %v) and %s (acknowledged %v)",
 		p.queue, p.offset, prev.key, prev.acked, s.key, s.acked)
+}
+
+// suspect is a history conflict at p between the acknowledged message acked and unacked, which
+// only a consumer saw.
+type suspect struct {
+	p              pos
+	unacked, acked string
+}
+
+// slaveMayDiverge reports whether a slave may keep records its master lost: with fixed roles
+// (classic mode) and power cuts. The master replicates what it wrote, synced or not; a power
+// cut erases the master's unsynced tail but not the slave's copy, and RocketMQ 4's HA never
+// truncates a slave, so the slave's log parts from the master's (checkReplicas logs it). A
+// consumer that reads from the slave (its master down, or suggested) may then see, at an
+// offset, a message nobody acknowledged and that the master now holds another message at.
+func (o *observations) slaveMayDiverge() bool {
+	return o.cfg.Mode == Classic && o.cfg.PowerLoss
+}
+
+// judgeSuspects judges the suspects once the run is over: a conflict is allowed when a slave
+// holds the unacknowledged message at its offset (slaveHolds), else it is two histories.
+func (o *observations) judgeSuspects(slaveHolds func(p pos, key string) bool) {
+	o.mu.Lock()
+	sus := o.suspects
+	o.suspects = nil
+	o.mu.Unlock()
+	for _, s := range sus {
+		held := slaveHolds(s.p, s.unacked)
+		o.mu.Lock()
+		if held {
+			o.divergences++
+			o.shadowed[s.acked] = true
+			o.log.addf("divergence at queue %d offset %d after a power cut: a slave kept %s (not acknowledged), which the master lost before it stored %s (allowed with fixed roles)",
+				s.p.queue, s.p.offset, s.unacked, s.acked)
+		} else {
+			o.violate(invHistory, "two histories: queue %d offset %d held %s (acknowledged false) and %s (acknowledged true)",
+				s.p.queue, s.p.offset, s.unacked, s.acked)
+		}
+		o.mu.Unlock()
+	}
+}
+
+func (o *observations) isShadowed(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.shadowed[key]
 }
 
 // offsetWatch follows the group's committed offsets on the master between checks.
@@ -266,14 +335,20 @@ func (o *observations) undelivered() []string {
 }
 
 // finalChecks runs once the cluster is healed and settled: every acknowledged message
-// delivered (or, to tell a lost message from a stuck consumer, found in the master's store),
+// delivered (or, to tell a lost message from a stuck consumer, found in the master's store;
+// or shadowed: its offset taken from a slave that diverged, judgeSuspects),
 // the group's offsets within the data, and every replica's CommitLog the master's or a prefix
 // of it.
 func (c *cluster) finalChecks(o *observations) {
+	o.judgeSuspects(c.slaveHolds)
 	if missing := o.undelivered(); len(missing) > 0 {
 		stored := c.storedKeys()
 		var lost, stuck []string
 		for _, k := range missing {
+			if stored[k] && o.isShadowed(k) {
+				o.log.addf("%s acknowledged and stored, not delivered: the group took its offset from a slave that kept another message there (allowed with fixed roles)", k)
+				continue
+			}
 			if stored[k] {
 				stuck = append(stuck, k)
 			} else {
@@ -292,6 +367,26 @@ func (c *cluster) finalChecks(o *observations) {
 	}
 	c.checkOffsets(o, &offsetWatch{last: map[int]offsetSample{}}, -1, true)
 	c.checkReplicas(o)
+}
+
+// slaveHolds reports whether a broker other than the master holds the message with key at p.
+func (c *cluster) slaveHolds(p pos, key string) bool {
+	m := c.master()
+	held := false
+	for _, n := range c.brokers {
+		if n == m || held {
+			continue
+		}
+		inspect(n, func(b *broker.Broker) {
+			r := b.Store().GetMessage(group, topic, int32(p.queue), p.offset, 1, 1<<20, nil)
+			defer r.Release()
+			if len(r.Messages) > 0 {
+				k, _, _ := bytes.Cut(bodyOf(r.Messages[0]), []byte("|"))
+				held = string(k) == key
+			}
+		})
+	}
+	return held
 }
 
 // describe lists up to ten keys with where they were acknowledged and, for those a listener

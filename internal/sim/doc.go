@@ -6,7 +6,10 @@
 // failing disks (fsync errors, write errors, short writes, a full disk) and clock jumps. While
 // it runs and once the faults are over it checks the invariants: every acknowledged message is
 // delivered (or, to tell why not, found in the surviving master's store), the queues keep one
-// history across failovers (no two messages at one offset), the group's committed offsets are
+// history across failovers (no two messages at one offset; with fixed roles a slave may keep
+// what its master's power cut erased, as RocketMQ 4's HA leaves it, so a consumer's message
+// that a slave still holds at the offset is allowed, and the acknowledged one it stands in
+// for is not required delivered), the group's committed offsets are
 // never ahead of the data nor go back without a fault between (a consumer that was paused, cut
 // off or left alone commits the queues it held until its next rebalance, as RocketMQ's do, so an
 // action touching a consumer counts as a fault for consumerSettle), replicas hold their master's log,
