@@ -102,6 +102,10 @@ type Store struct {
 	Dir string `flag:"store" rocketmq:"storePathRootDir" usage:"store DIR"`
 	// FlushDiskType is AsyncFlush (default) or SyncFlush.
 	FlushDiskType storage.FlushDiskType `flag:"flush" rocketmq:"flushDiskType" usage:"flush mode: async|sync"`
+	// ReadUnCommitted lets a SyncFlush store show consumers what it appended before the fsync
+	// covering it returned (RocketMQ 5's readUnCommitted, default false: consumers see only
+	// what a power cut cannot take back).
+	ReadUnCommitted bool `flag:"read-uncommitted" rocketmq:"readUnCommitted" usage:"with sync flush, show consumers messages before their fsync returns"`
 	// SegmentBytes is the CommitLog segment size. Default 1 GiB; tests use far less.
 	SegmentBytes int64 `flag:"segment-bytes" rocketmq:"mappedFileSizeCommitLog" usage:"CommitLog segment size in bytes"`
 	// ConsumeQueueFileBytes is the size of a ConsumeQueue file, rounded up to whole 20-byte

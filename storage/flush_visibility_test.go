@@ -93,3 +93,32 @@ func TestSyncFlushSlaveShowsReplicatedOnceFlushed(t *testing.T) {
 		}
 	})
 }
+
+// TestPullPastVisibleButWrittenWaits: a consumer may hold an offset past what a SYNC_FLUSH
+// master shows, having read the message from a slave whose fsync returned first. The master
+// has that message in its log, waiting for its own fsync: a pull there is "not yet" at the
+// same offset, not an illegal offset sending the consumer back to the queue's start
+// (internal/sim seed 123: a slow disk on the master, the consumer back at 0 and 53).
+func TestPullPastVisibleButWrittenWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, h := heldSyncFlushStore(t, nil)
+		answer := putAsync(s, testMsg("T", 0, "m0", nil))
+		<-h.entered
+		synctest.Wait()
+		r := s.GetMessage("g", "T", 0, 1, 32, 0, nil)
+		st, next := r.Status, r.NextBeginOffset
+		r.Release()
+		if st != OffsetOverflowOne || next != 1 {
+			t.Errorf("pull at 1 with m0 written, unflushed: %v next %d, want %v next 1", st, next, OffsetOverflowOne)
+		}
+		r = s.GetMessage("g", "T", 0, 2, 32, 0, nil)
+		st, next = r.Status, r.NextBeginOffset
+		r.Release()
+		if st != NoMessageInQueue || next != 0 {
+			t.Errorf("pull at 2, past anything written: %v next %d, want %v next 0", st, next, NoMessageInQueue)
+		}
+		h.block.Store(false)
+		h.gate <- struct{}{}
+		<-answer
+	})
+}

@@ -114,6 +114,10 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		maxBytes = s.opts.MaxTransferBytes
 	}
 	q := s.cqs.get(topic, queueID)
+	if q == nil && offset > 0 && s.writtenUpTo(topic, queueID, offset) {
+		r.Status = OffsetOverflowOne
+		return r
+	}
 	if q == nil {
 		r.Status = NoMatchedLogicQueue
 		r.NextBeginOffset = s.correct(offset, 0)
@@ -122,6 +126,10 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	minOff, maxOff := q.minOffset.Load(), q.maxOffset.Load()
 	r.MinOffset, r.MaxOffset = minOff, maxOff
 	switch {
+	case offset > maxOff && s.writtenUpTo(topic, queueID, offset):
+		r.Status = OffsetOverflowOne
+		r.NextBeginOffset = s.correct(offset, offset)
+		return r
 	case maxOff == 0:
 		r.Status = NoMessageInQueue
 		r.NextBeginOffset = s.correct(offset, 0)
@@ -145,6 +153,15 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	}
 	s.readQueue(r, q, offset, maxOff, maxMsgs, maxBytes, filter)
 	return r
+}
+
+// writtenUpTo reports whether the queue's messages before offset are all in the CommitLog,
+// some not yet dispatched: dispatching waits for their fsync (SYNC_FLUSH) or the confirm
+// offset. A consumer may hold such an offset, having read the messages from a slave whose
+// fsync returned first; it is not past the data, so a pull there is "not yet", where RocketMQ
+// would send the consumer back to the queue's start (docs/rocketmq-differences.md).
+func (s *Store) writtenUpTo(topic string, queueID int32, offset int64) bool {
+	return offset <= s.WrittenOffsetInQueue(topic, queueID)
 }
 
 // readQueue fills r from the ConsumeQueue units at [offset, maxOff).
@@ -234,6 +251,17 @@ func (s *Store) MaxOffsetInQueue(topic string, queueID int32) int64 {
 		return q.maxOffset.Load()
 	}
 	return 0
+}
+
+// WrittenOffsetInQueue returns the queue offset past the queue's last message in the
+// CommitLog, dispatched or not: MaxOffsetInQueue until dispatching catches up with the log
+// (RocketMQ's getMaxOffsetInQueue with committed false). A slave's appends, copied bytes,
+// are counted only once dispatched.
+func (s *Store) WrittenOffsetInQueue(topic string, queueID int32) int64 {
+	s.cl.mu.Lock()
+	next := s.cl.nextQueueOffsetLocked(topic, queueID)
+	s.cl.mu.Unlock()
+	return max(next, s.MaxOffsetInQueue(topic, queueID))
 }
 
 // MinOffsetInQueue returns the smallest queue offset still readable (0 if none).

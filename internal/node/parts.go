@@ -52,6 +52,7 @@ func (o Options) storeOptions() storage.Options {
 	return storage.Options{
 		Dir:                           o.Store.Dir,
 		FlushDiskType:                 o.Store.FlushDiskType,
+		ReadUnCommitted:               o.Store.ReadUnCommitted,
 		SegmentBytes:                  o.Store.SegmentBytes,
 		FileReservedTime:              o.Store.FileReservedTime,
 		AccessMessageInMemoryMaxRatio: o.Store.AccessMessageInMemoryMaxRatio,

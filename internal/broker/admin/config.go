@@ -74,6 +74,7 @@ func (s *Service) brokerConfig() map[string]string {
 		"storePathRootDir":               st.Dir,
 		"storePathCommitLog":             st.Dir + "/commitlog",
 		"flushDiskType":                  string(st.FlushDiskType),
+		"readUnCommitted":                strconv.FormatBool(st.ReadUnCommitted),
 		"mappedFileSizeCommitLog":        i(st.SegmentBytes),
 		"mappedFileSizeConsumeQueue":     strconv.Itoa(st.ConsumeQueueUnits * 20),
 		"flushIntervalCommitLog":         millis(st.FlushIntervalCommitLog),
