@@ -31,7 +31,7 @@ func BenchmarkSimpleReceiveAck(b *testing.B) {
 			b.SetBytes(benchBody)
 			b.ReportAllocs()
 			b.ResetTimer()
-			elapsed := simpleReceiveAck(b, n, kind, topic, b.N, false)
+			elapsed := simpleReceiveAck(b, n, kind, topic, b.N, ackEach)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
 		})
@@ -41,10 +41,13 @@ func BenchmarkSimpleReceiveAck(b *testing.B) {
 // BenchmarkPopVsPush is issue 28's comparison, made fair: on one node (the same options), b.N
 // pre-filled 1 KiB messages of a topic consumed by a push consumer with a listener that does
 // nothing, then b.N of a second topic, filled the same way, received and acknowledged as
-// BenchmarkSimpleReceiveAck does (each goroutine acks one message after the other), then b.N
-// of a third with each received batch's messages acknowledged concurrently (an Ack per
+// BenchmarkSimpleReceiveAck does (each goroutine acks one message after the other: pop), then
+// b.N of a third with each received batch's messages acknowledged concurrently (an Ack per
 // message, from a goroutine each, as an application handling a batch in parallel does; the
-// consumer merges them). It reports the rates and their ratios to push:
+// consumer merges them: popc), then b.N of a fourth acknowledged with AckAsync, each goroutine
+// receiving again at once (popa: as 5.x's push consumer, built on receive, and as our push
+// consumer, which pulls on while its offsets are committed). It reports the rates and their
+// ratios to push:
 //
 //	go test -run '^$' -bench PopVsPush -benchtime 20000x ./consumer
 func BenchmarkPopVsPush(b *testing.B) {
@@ -52,17 +55,18 @@ func BenchmarkPopVsPush(b *testing.B) {
 		b.Run(kind, func(b *testing.B) {
 			n := startBenchNode(b)
 			p := benchProducer(b, n)
-			var topics [3]string
+			var topics [4]string
 			for i := range topics {
 				topics[i] = fmt.Sprintf("BenchVs%d_%d", i, benchSeq.Add(1))
 				fill(b, p, topics[i], b.N)
 			}
-			b.SetBytes(3 * benchBody)
+			b.SetBytes(4 * benchBody)
 			b.ReportAllocs()
 			b.ResetTimer()
 			push := pushConsumeAll(b, n, kind, topics[0], b.N)
-			pop := simpleReceiveAck(b, n, kind, topics[1], b.N, false)
-			popc := simpleReceiveAck(b, n, kind, topics[2], b.N, true)
+			pop := simpleReceiveAck(b, n, kind, topics[1], b.N, ackEach)
+			popc := simpleReceiveAck(b, n, kind, topics[2], b.N, ackConcurrent)
+			popa := simpleReceiveAck(b, n, kind, topics[3], b.N, ackAsync)
 			b.StopTimer()
 			rate := func(d time.Duration) float64 { return float64(b.N) / d.Seconds() }
 			b.ReportMetric(rate(push), "push-msgs/s")
@@ -70,6 +74,8 @@ func BenchmarkPopVsPush(b *testing.B) {
 			b.ReportMetric(rate(pop)/rate(push), "pop/push")
 			b.ReportMetric(rate(popc), "popc-msgs/s")
 			b.ReportMetric(rate(popc)/rate(push), "popc/push")
+			b.ReportMetric(rate(popa), "popa-msgs/s")
+			b.ReportMetric(rate(popa)/rate(push), "popa/push")
 		})
 	}
 }
@@ -99,11 +105,20 @@ func pushConsumeAll(b *testing.B, n *node.Node, kind, topic string, count int) t
 	return elapsed
 }
 
+// ackMode is how the benchmarks' receivers acknowledge a received batch.
+type ackMode int
+
+const (
+	ackEach       ackMode = iota // Ack one message after the other
+	ackConcurrent                // an Ack per message from a goroutine each; wait for all
+	ackAsync                     // AckAsync each; receive again at once
+)
+
 // simpleReceiveAck receives and acknowledges count messages of topic with a started
 // SimpleConsumer and simpleBenchWorkers goroutines, each receiving up to 32 at a time and
-// acknowledging them one by one, or all at once from a goroutine each (concurrentAcks), and
-// returns the time from the first Receive to the last Ack.
-func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int, concurrentAcks bool) time.Duration {
+// acknowledging them as mode says, and returns the time from the first Receive to the last
+// Ack's answer.
+func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int, mode ackMode) time.Duration {
 	log := zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)
 	seq := benchSeq.Add(1)
 	opts := []Option{WithNameServers(n.Addr()), WithGroup(fmt.Sprintf("bench-simple-%d", seq)),
@@ -125,7 +140,7 @@ func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+time.Duration(count)*time.Millisecond)
 	defer cancel()
-	var got atomic.Int64
+	var got, acked atomic.Int64
 	var failed atomic.Pointer[error]
 	var last atomic.Int64 // when the last Ack returned, in ns since start
 	// fail keeps the first error; the error escapes only here, not with every Ack.
@@ -148,7 +163,25 @@ func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int,
 					cancel()
 					return
 				}
-				if concurrentAcks {
+				switch mode {
+				case ackAsync:
+					for _, v := range views {
+						err := sc.AckAsync(ctx, v, func(err error) {
+							if err != nil {
+								fail(err)
+							} else if acked.Add(1) == int64(count) {
+								last.CompareAndSwap(0, int64(time.Since(start)))
+								cancel()
+							}
+						})
+						if err != nil {
+							fail(err)
+							return
+						}
+					}
+					got.Add(int64(len(views)))
+					continue
+				case ackConcurrent:
 					var acks sync.WaitGroup
 					for _, v := range views {
 						acks.Add(1)
@@ -163,7 +196,7 @@ func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int,
 					if failed.Load() != nil {
 						return
 					}
-				} else {
+				default:
 					for _, v := range views {
 						if err := sc.Ack(ctx, v); err != nil {
 							fail(err)
@@ -181,6 +214,9 @@ func simpleReceiveAck(b *testing.B, n *node.Node, kind, topic string, count int,
 		}()
 	}
 	wg.Wait()
+	if mode == ackAsync {
+		sc.Close() // waits for the acks under way
+	}
 	if err := failed.Load(); err != nil {
 		b.Fatalf("received %d of %d: %v", got.Load(), count, *err)
 	}

@@ -470,12 +470,43 @@ func newAttemptID() string {
 // the broker answered for it. A batch the broker refuses as a whole is retried ack by ack.
 func (c *SimpleConsumer) Ack(ctx context.Context, v *MessageView) error {
 	if v == nil || v.handle.Load() == nil {
-		return errors.New("consumer: ack of a message view the simple consumer did not receive")
+		return errNotReceived
 	}
 	if err := c.begin(); err != nil {
 		return err
 	}
 	defer c.calls.Done()
+	return c.ack(ctx, v)
+}
+
+// errNotReceived answers an ack of a view no Receive returned.
+var errNotReceived = errors.New("consumer: ack of a message view the simple consumer did not receive")
+
+// AckAsync acknowledges v as Ack does but returns at once, as 5.x's ackAsync: done, unless
+// nil, gets Ack's result from another goroutine once the broker answered (or ctx ended). A
+// receiving loop that acknowledges this way asks for the next messages while the broker takes
+// the acks, as a push consumer pulls on while it commits. The error returned is one Ack would
+// return before sending anything (a view not received, a consumer not started or closed);
+// done is then not called. Close waits for the acks under way.
+func (c *SimpleConsumer) AckAsync(ctx context.Context, v *MessageView, done func(error)) error {
+	if v == nil || v.handle.Load() == nil {
+		return errNotReceived
+	}
+	if err := c.begin(); err != nil {
+		return err
+	}
+	go func() {
+		defer c.calls.Done()
+		err := c.ack(ctx, v)
+		if done != nil {
+			done(err)
+		}
+	}()
+	return nil
+}
+
+// ack is Ack's work once the call is counted in.
+func (c *SimpleConsumer) ack(ctx context.Context, v *MessageView) error {
 	r := v.handle.Load()
 	addr, err := c.handleAddr(ctx, v, r)
 	if err == nil {

@@ -584,3 +584,72 @@ func TestSimpleConsumerGroupShares(t *testing.T) {
 		}
 	}
 }
+
+// TestSimpleConsumerAckAsync: messages acknowledged with AckAsync, the receiving loop going on
+// at once, are each received once and stay away past their invisible time; every done gets
+// nil, Close returns only after the dones ran, and AckAsync refuses a view it did not hand out
+// and a closed consumer without calling done.
+func TestSimpleConsumerAckAsync(t *testing.T) {
+	for _, kind := range transports {
+		t.Run(kind, func(t *testing.T) {
+			n := popNode(t)
+			a := newAdmin(t, n)
+			a.createTopic("SimpleAsync", 4)
+			want := a.sendN("SimpleAsync", 4, 60, "m")
+			sc := startSimple(t, map[string]MessageSelector{"SimpleAsync": ByTag("*")},
+				simpleOptions(t, n, transportFor(t, n, kind), "simple-async-"+kind)...)
+			ctx := context.Background()
+			var mu sync.Mutex
+			count := map[string]int{}
+			var answered int
+			var ackErrs []error
+			done := func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				answered++
+				if err != nil {
+					ackErrs = append(ackErrs, err)
+				}
+			}
+			received := 0
+			receiveUntil(t, sc, time.Second, func(v *MessageView) {
+				received++
+				count[string(v.Body)]++
+				if err := sc.AckAsync(ctx, v, done); err != nil {
+					t.Fatal(err)
+				}
+			}, func() bool { return len(count) == len(want) })
+			until := time.Now().Add(2 * time.Second)
+			for time.Now().Before(until) {
+				views, err := sc.Receive(ctx, MaxReceiveMessageNum, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range views {
+					count[string(v.Body)]++
+				}
+			}
+			for body, c := range count {
+				if c != 1 {
+					t.Errorf("%s received %d times", body, c)
+				}
+			}
+			if err := sc.AckAsync(ctx, &MessageView{}, done); err == nil {
+				t.Error("AckAsync of a view never received: nil error")
+			}
+			if err := sc.Close(); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			if answered != received || len(ackErrs) != 0 {
+				t.Errorf("after Close: %d of %d acks answered, errors %v", answered, received, ackErrs)
+			}
+			mu.Unlock()
+			var v MessageView
+			v.handle.Store(newReceipt(protocol.ExtraInfo{}))
+			if err := sc.AckAsync(ctx, &v, func(error) { t.Error("done called for a refused AckAsync") }); !errors.Is(err, ErrClosed) {
+				t.Errorf("AckAsync after Close: %v, want ErrClosed", err)
+			}
+		})
+	}
+}
