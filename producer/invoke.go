@@ -124,16 +124,13 @@ func (s *send) invokeAsync(q MessageQueue, start time.Time) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), s.deadline)
-	err = s.p.tr.InvokeAsync(ctx, addr, s.request(q), func(resp *remoting.Command, err error) {
-		cancel()
+	// The attempt is bounded by the send's deadline without a context of its own, where the
+	// transport allows (remoting.DeadlineInvoker), as a sync attempt is.
+	err = remoting.InvokeAsyncUntil(context.Background(), s.p.tr, addr, s.request(q), s.deadline, func(resp *remoting.Command, err error) {
 		latency := time.Since(start)
 		// Off the transport's goroutine: the callback may be slow and a retry may dial.
 		go s.answered(q, addr, latency, resp, err)
 	})
-	if err != nil {
-		cancel()
-	}
 	return addr, err
 }
 

@@ -330,20 +330,25 @@ func (c *Client) InvokeSyncUntil(ctx context.Context, addr string, req *Command,
 
 // InvokeAsync implements Transport.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
+	return c.InvokeAsyncUntil(ctx, addr, req, time.Time{}, cb)
+}
+
+// InvokeAsyncUntil implements DeadlineInvoker.
+func (c *Client) InvokeAsyncUntil(ctx context.Context, addr string, req *Command, until time.Time, cb func(*Command, error)) error {
 	if c.faults != nil {
 		if lose, err := c.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return err
 			}
-			return invokeAsync(ctx, c.table, 0, lost, req, cb)
+			return invokeAsyncUntil(ctx, c.table, 0, lost, req, until, cb)
 		}
 	}
-	cc, err := c.conn(ctx, addr)
+	cc, err := c.connUntil(ctx, addr, until)
 	if err != nil {
 		return err
 	}
 	c.beforeRequest(addr, req)
-	return invokeAsync(ctx, c.table, cc.id, cc.sendDeferred, req, c.hooked(addr, req, cb))
+	return invokeAsyncUntil(ctx, c.table, cc.id, cc.sendDeferred, req, until, c.hooked(addr, req, cb))
 }
 
 // InvokeOneway implements Transport.

@@ -173,12 +173,17 @@ func (t *InProcTransport) InvokeSyncUntil(ctx context.Context, addr string, req 
 
 // InvokeAsync implements Transport.
 func (t *InProcTransport) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
+	return t.InvokeAsyncUntil(ctx, addr, req, time.Time{}, cb)
+}
+
+// InvokeAsyncUntil implements DeadlineInvoker.
+func (t *InProcTransport) InvokeAsyncUntil(ctx context.Context, addr string, req *Command, until time.Time, cb func(*Command, error)) error {
 	if t.faults != nil {
 		if lose, err := t.faults.Send(addr); err != nil || lose {
 			if err != nil {
 				return err
 			}
-			return invokeAsync(ctx, t.table, 0, lost, req, cb)
+			return invokeAsyncUntil(ctx, t.table, 0, lost, req, until, cb)
 		}
 	}
 	ch, err := t.channel(addr)
@@ -189,9 +194,9 @@ func (t *InProcTransport) InvokeAsync(ctx context.Context, addr string, req *Com
 		if t.fallback == nil {
 			return fmt.Errorf("%w: %s", ErrNoRoute, addr)
 		}
-		return t.fallback.InvokeAsync(ctx, addr, req, cb)
+		return InvokeAsyncUntil(ctx, t.fallback, addr, req, until, cb)
 	}
-	return invokeAsync(ctx, t.table, ch.id, ch.deliver, req, cb)
+	return invokeAsyncUntil(ctx, t.table, ch.id, ch.deliver, req, until, cb)
 }
 
 // InvokeOneway implements Transport.

@@ -30,6 +30,27 @@ func InvokeSyncUntil(ctx context.Context, tr Transport, addr string, req *Comman
 	return tr.InvokeSync(ctx, addr, req)
 }
 
+// InvokeAsyncUntil sends req through tr as InvokeAsync does, bounded by the sooner of ctx's
+// deadline and until (none when zero): with tr's InvokeAsyncUntil when it is a
+// DeadlineInvoker, else with a context derived for the call and cancelled with cb.
+func InvokeAsyncUntil(ctx context.Context, tr Transport, addr string, req *Command, until time.Time, cb func(*Command, error)) error {
+	if di, ok := tr.(DeadlineInvoker); ok {
+		return di.InvokeAsyncUntil(ctx, addr, req, until, cb)
+	}
+	if d, ok := ctx.Deadline(); until.IsZero() || (ok && !d.After(until)) {
+		return tr.InvokeAsync(ctx, addr, req, cb)
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	err := tr.InvokeAsync(ctx, addr, req, func(resp *Command, err error) {
+		cancel()
+		cb(resp, err)
+	})
+	if err != nil {
+		cancel()
+	}
+	return err
+}
+
 // invokeSync sends req with send and waits for the response registered in table under owner.
 func invokeSync(ctx context.Context, table *responseTable, owner uint64, send func(*Command) error,
 	req *Command) (*Command, error) {
@@ -108,7 +129,20 @@ func (f *responseFuture) stopTimer() {
 // table's periodic scan delivers timeouts.
 func invokeAsync(ctx context.Context, table *responseTable, owner uint64, send func(*Command) error,
 	req *Command, cb func(*Command, error)) error {
-	f := table.acquire(req.Opaque, owner, deadlineOf(ctx), cb)
+	return invokeAsyncUntil(ctx, table, owner, send, req, time.Time{}, cb)
+}
+
+// invokeAsyncUntil is invokeAsync bounded also by until, unless it is zero: the table's scan
+// fails the request past the sooner of until and ctx's deadline.
+func invokeAsyncUntil(ctx context.Context, table *responseTable, owner uint64, send func(*Command) error,
+	req *Command, until time.Time, cb func(*Command, error)) error {
+	deadline := deadlineOf(ctx)
+	if !until.IsZero() {
+		if d, ok := ctx.Deadline(); !ok || until.Before(d) {
+			deadline = until
+		}
+	}
+	f := table.acquire(req.Opaque, owner, deadline, cb)
 	table.add(f)
 	if err := send(req); err != nil {
 		// A failed write closes the connection, which may fail f before we take it back: cb

@@ -32,6 +32,9 @@ type DeadlineInvoker interface {
 	// InvokeSyncUntil is InvokeSync bounded by the sooner of ctx's deadline and until: past
 	// it, it fails with ErrTimeout.
 	InvokeSyncUntil(ctx context.Context, addr string, req *Command, until time.Time) (*Command, error)
+	// InvokeAsyncUntil is InvokeAsync bounded by the sooner of ctx's deadline and until: past
+	// it, cb gets ErrTimeout.
+	InvokeAsyncUntil(ctx context.Context, addr string, req *Command, until time.Time, cb func(*Command, error)) error
 }
 
 // RPCHook sees every request a client sends and every response it receives, for ACL signing and
