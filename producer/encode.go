@@ -153,7 +153,14 @@ func (s *send) request(q MessageQueue) *remoting.Command {
 	case s.msg.reply:
 		code = remoting.SendReplyMessageV2 // the same one-letter header
 	}
-	cmd := remoting.NewRequest(code, remoting.EncodeHeaderRoom((*protocol.SendMessageRequestHeaderV2)(&h), s.p.headerRoom), s.msg.body)
+	var cmd *remoting.Command
+	if _, ok := s.p.tr.(remoting.FieldsTransport); ok && s.p.headerRoom == 0 {
+		// The encoder writes the fields straight into the frame: no map per send.
+		cmd = remoting.NewRequestFields(code, (*protocol.SendMessageRequestHeaderV2)(&h), s.msg.body)
+	} else {
+		// Signing, or a transport that reads the map: a map, with room for the signature.
+		cmd = remoting.NewRequest(code, remoting.EncodeHeaderRoom((*protocol.SendMessageRequestHeaderV2)(&h), s.p.headerRoom), s.msg.body)
+	}
 	cmd.Serialize = remoting.SerializeRocketMQ
 	return cmd
 }

@@ -280,6 +280,9 @@ func (c *Client) dialConn(addr string) (net.Conn, error) {
 func (c *Client) OnReconnect(f func(addr string)) (remove func()) { return c.reconnect.add(f) }
 
 func (c *Client) beforeRequest(addr string, req *Command) {
+	if len(c.opts.Hooks) > 0 {
+		req.materialize(SignatureFields) // a hook may sign
+	}
 	for _, h := range c.opts.Hooks {
 		h.BeforeRequest(addr, req)
 	}
@@ -327,6 +330,9 @@ func (c *Client) InvokeSyncUntil(ctx context.Context, addr string, req *Command,
 	}
 	return resp, err
 }
+
+// TakesFields implements FieldsTransport.
+func (c *Client) TakesFields() {}
 
 // InvokeAsync implements Transport.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {

@@ -3,6 +3,7 @@ package remoting
 import (
 	"encoding/binary"
 	"math"
+	"strconv"
 )
 
 // The compact ROCKETMQ header (serialize type 1), docs/protocol.md §1.5:
@@ -25,6 +26,9 @@ func appendBinaryHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, c.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
+	if c.ExtFields == nil && c.Fields != nil {
+		dst = c.Fields.AppendBinary(dst)
+	}
 	for k, v := range c.ExtFields {
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
 		dst = append(dst, k...)
@@ -33,6 +37,40 @@ func appendBinaryHeader(dst []byte, c *Command) []byte {
 	}
 	binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
 	return dst
+}
+
+// BinaryHeader is a Header that writes its extension fields as ROCKETMQ header entries itself
+// (headergen generates AppendBinary beside Encode), so a request needs no map on its way out.
+type BinaryHeader interface {
+	SizedHeader
+	// AppendBinary appends the entries Encode would put in the map.
+	AppendBinary(dst []byte) []byte
+}
+
+// AppendBinaryString appends the ROCKETMQ header entry k=v.
+func AppendBinaryString(dst []byte, k, v string) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+	dst = append(dst, k...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+	return append(dst, v...)
+}
+
+// AppendBinaryInt32, AppendBinaryInt64 and AppendBinaryBool append the entry k=v with v as
+// PutInt32, PutInt64 and PutBool write it.
+func AppendBinaryInt32(dst []byte, k string, v int32) []byte { return AppendBinaryInt64(dst, k, int64(v)) }
+
+func AppendBinaryInt64(dst []byte, k string, v int64) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+	dst = append(dst, k...)
+	at := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = strconv.AppendInt(dst, v, 10)
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	return dst
+}
+
+func AppendBinaryBool(dst []byte, k string, v bool) []byte {
+	return AppendBinaryString(dst, k, strconv.FormatBool(v))
 }
 
 // decodeBinaryHeader decodes b into c, failing at entry maxExt+1 so a hostile header cannot

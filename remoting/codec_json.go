@@ -28,7 +28,11 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
 	first := true
-	for k, v := range c.ExtFields {
+	ext := c.ExtFields
+	if ext == nil && c.Fields != nil {
+		ext = EncodeHeader(c.Fields) // a rare path: what builds Fields asks for ROCKETMQ
+	}
+	for k, v := range ext {
 		if !first {
 			dst = append(dst, ',')
 		}

@@ -84,10 +84,36 @@ type Command struct {
 	// answers in the caller's serialization.
 	Serialize SerializeType
 
+	// Fields, when ExtFields is nil, is the header the ROCKETMQ (binary) encoder writes the
+	// extension fields from, straight into the frame: a request built this way
+	// (NewRequestFields) takes no map. Whatever must read the fields as a map first
+	// (Materialize): an RPC hook, the in-process transport, the JSON encoder.
+	Fields BinaryHeader
+
 	// OnWritten, when set on a response, is called once the transport no longer needs Body:
 	// after the socket write finished (or failed), or after an in-process receiver copied it.
 	// It lets a pull response lend slices of mapped storage without copying them.
 	OnWritten func()
+}
+
+// NewRequestFields makes a request with a fresh opaque whose extension fields h writes when
+// the request is encoded (Command.Fields).
+func NewRequestFields(code int32, h BinaryHeader, body []byte) *Command {
+	return &Command{Code: code, Language: LanguageGo, Version: ProtocolVersion, Opaque: NextOpaque(),
+		Fields: h, Body: body}
+}
+
+// Materialize moves Fields into ExtFields, for a reader of the map. Commands are not safe for
+// concurrent use: the one goroutine that holds a request calls it before the request is
+// shared.
+func (c *Command) Materialize() { c.materialize(0) }
+
+// materialize is Materialize leaving room for room more fields (a signature's).
+func (c *Command) materialize(room int) {
+	if c.ExtFields == nil && c.Fields != nil {
+		c.ExtFields = EncodeHeaderRoom(c.Fields, room)
+		c.Fields = nil
+	}
 }
 
 var opaqueSeq atomic.Int32
@@ -126,7 +152,10 @@ func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 func (c *Command) MarkOneway() { c.Flag |= FlagOneway }
 
 // Ext returns one extension field ("" when absent).
-func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+func (c *Command) Ext(key string) string {
+	c.Materialize()
+	return c.ExtFields[key]
+}
 
 // written runs OnWritten once.
 func (c *Command) written() {

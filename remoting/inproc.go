@@ -166,9 +166,21 @@ func (t *InProcTransport) InvokeSyncUntil(ctx context.Context, addr string, req 
 		if t.fallback == nil {
 			return nil, fmt.Errorf("%w: %s", ErrNoRoute, addr)
 		}
-		return InvokeSyncUntil(ctx, t.fallback, addr, req, until)
+		return InvokeSyncUntil(ctx, t.fallback, addr, t.forFallback(req), until)
 	}
 	return invokeSyncUntil(ctx, t.table, ch.id, ch.serveOnCaller, req, until)
+}
+
+// TakesFields implements FieldsTransport. A request for an address without a local node goes
+// to the fallback with its map unless the fallback takes fields too (forFallback).
+func (t *InProcTransport) TakesFields() {}
+
+// forFallback readies req for the fallback transport.
+func (t *InProcTransport) forFallback(req *Command) *Command {
+	if _, ok := t.fallback.(FieldsTransport); !ok {
+		req.Materialize()
+	}
+	return req
 }
 
 // InvokeAsync implements Transport.
@@ -194,7 +206,7 @@ func (t *InProcTransport) InvokeAsyncUntil(ctx context.Context, addr string, req
 		if t.fallback == nil {
 			return fmt.Errorf("%w: %s", ErrNoRoute, addr)
 		}
-		return InvokeAsyncUntil(ctx, t.fallback, addr, req, until, cb)
+		return InvokeAsyncUntil(ctx, t.fallback, addr, t.forFallback(req), until, cb)
 	}
 	return invokeAsyncUntil(ctx, t.table, ch.id, ch.deliver, req, until, cb)
 }
@@ -217,7 +229,7 @@ func (t *InProcTransport) InvokeOneway(ctx context.Context, addr string, req *Co
 		if t.fallback == nil {
 			return fmt.Errorf("%w: %s", ErrNoRoute, addr)
 		}
-		return t.fallback.InvokeOneway(ctx, addr, req)
+		return t.fallback.InvokeOneway(ctx, addr, t.forFallback(req))
 	}
 	req.MarkOneway()
 	return ch.serveOnCaller(req)
@@ -308,6 +320,7 @@ func (ch *inprocChannel) deliver(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
+	req.Materialize() // the node reads the map; no encoder runs in between
 	ch.d.Dispatch(ch, req)
 	return nil
 }
@@ -319,6 +332,7 @@ func (ch *inprocChannel) serveOnCaller(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
+	req.Materialize()
 	if resp := ch.d.Serve(ch, req, false); resp != nil {
 		return ch.WriteResponse(resp)
 	}
@@ -328,6 +342,7 @@ func (ch *inprocChannel) serveOnCaller(req *Command) error {
 // WriteResponse hands a node's response to the waiting client. A body lent from storage is
 // copied first, since the client may keep it after the lender takes it back.
 func (ch *inprocChannel) WriteResponse(resp *Command) error {
+	resp.Materialize()
 	if resp.OnWritten != nil {
 		resp.Body = append([]byte(nil), resp.Body...)
 		resp.written()
@@ -348,6 +363,7 @@ func (ch *inprocChannel) serve(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
+	req.Materialize()
 	if ch.t.faults != nil && ch.t.faults.Drop(ch.local) {
 		return nil
 	}
@@ -403,6 +419,7 @@ func (c clientSide) Closed() bool       { return c.ch.Closed() }
 func (c clientSide) Close() error       { return c.ch.Close() }
 
 func (c clientSide) WriteResponse(resp *Command) error {
+	resp.Materialize()
 	if c.ch.Closed() {
 		return ErrConnClosed
 	}

@@ -74,6 +74,7 @@ func NewSigner(c Credentials) *Signer {
 // Sign adds the signer's AccessKey and the request's Signature to req.ExtFields, as
 // Credentials.Sign does.
 func (s *Signer) Sign(req *Command) {
+	req.materialize(SignatureFields)
 	if req.ExtFields == nil {
 		req.ExtFields = make(map[string]string, 2)
 	}

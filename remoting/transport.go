@@ -37,6 +37,17 @@ type DeadlineInvoker interface {
 	InvokeAsyncUntil(ctx context.Context, addr string, req *Command, until time.Time, cb func(*Command, error)) error
 }
 
+// FieldsTransport is a Transport that takes requests whose extension fields are in
+// Command.Fields (NewRequestFields) rather than in ExtFields: it encodes them into the frame, or
+// materializes the map for whatever reads it (RPC hooks, an in-process node). Client and
+// InProcTransport are; a Transport that reads requests' ExtFields itself (a wrapper, a fake)
+// is not, and its callers build the map as before.
+type FieldsTransport interface {
+	Transport
+	// TakesFields marks the implementation.
+	TakesFields()
+}
+
 // RPCHook sees every request a client sends and every response it receives, for ACL signing and
 // tracing. Hooks run on the caller's goroutine (AfterResponse on the reader's) and must not block.
 type RPCHook interface {

@@ -28,6 +28,31 @@ func (h *CreateAccessConfigRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *CreateAccessConfigRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "accessKey", h.AccessKey)
+	if h.SecretKey != "" {
+		dst = remoting.AppendBinaryString(dst, "secretKey", h.SecretKey)
+	}
+	if h.WhiteRemoteAddress != "" {
+		dst = remoting.AppendBinaryString(dst, "whiteRemoteAddress", h.WhiteRemoteAddress)
+	}
+	dst = remoting.AppendBinaryBool(dst, "admin", h.Admin)
+	if h.DefaultTopicPerm != "" {
+		dst = remoting.AppendBinaryString(dst, "defaultTopicPerm", h.DefaultTopicPerm)
+	}
+	if h.DefaultGroupPerm != "" {
+		dst = remoting.AppendBinaryString(dst, "defaultGroupPerm", h.DefaultGroupPerm)
+	}
+	if h.TopicPerms != "" {
+		dst = remoting.AppendBinaryString(dst, "topicPerms", h.TopicPerms)
+	}
+	if h.GroupPerms != "" {
+		dst = remoting.AppendBinaryString(dst, "groupPerms", h.GroupPerms)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *CreateAccessConfigRequestHeader) ExtFieldsCap() int { return 8 }
 
@@ -50,6 +75,12 @@ func (h *DeleteAccessConfigRequestHeader) Encode(ext map[string]string) {
 	ext["accessKey"] = h.AccessKey
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *DeleteAccessConfigRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "accessKey", h.AccessKey)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *DeleteAccessConfigRequestHeader) ExtFieldsCap() int { return 1 }
 
@@ -66,6 +97,15 @@ func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) Encode(ext map[string]string
 	if h.AclFileFullPath != "" {
 		ext["aclFileFullPath"] = h.AclFileFullPath
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "globalWhiteAddrs", h.GlobalWhiteAddrs)
+	if h.AclFileFullPath != "" {
+		dst = remoting.AppendBinaryString(dst, "aclFileFullPath", h.AclFileFullPath)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -90,6 +130,18 @@ func (h *GetBrokerAclConfigResponseHeader) Encode(ext map[string]string) {
 	ext["clusterName"] = h.ClusterName
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetBrokerAclConfigResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "version", h.Version)
+	if h.AllAclFileVersion != "" {
+		dst = remoting.AppendBinaryString(dst, "allAclFileVersion", h.AllAclFileVersion)
+	}
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	dst = remoting.AppendBinaryString(dst, "brokerAddr", h.BrokerAddr)
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *GetBrokerAclConfigResponseHeader) ExtFieldsCap() int { return 5 }
 
@@ -112,6 +164,15 @@ func (h *GetConsumeStatsRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetConsumeStatsRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	if h.Topic != "" {
+		dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *GetConsumeStatsRequestHeader) ExtFieldsCap() int { return 2 }
 
@@ -127,6 +188,13 @@ func (h *GetConsumeStatsRequestHeader) Decode(ext map[string]string) error {
 func (h *DeleteSubscriptionGroupRequestHeader) Encode(ext map[string]string) {
 	ext["groupName"] = h.GroupName
 	remoting.PutBool(ext, "removeOffset", h.RemoveOffset)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *DeleteSubscriptionGroupRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "groupName", h.GroupName)
+	dst = remoting.AppendBinaryBool(dst, "removeOffset", h.RemoveOffset)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -146,6 +214,15 @@ func (h *ConsumeMessageDirectlyRequestHeader) Encode(ext map[string]string) {
 	ext["clientId"] = h.ClientID
 	ext["msgId"] = h.MsgID
 	ext["brokerName"] = h.BrokerName
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ConsumeMessageDirectlyRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "clientId", h.ClientID)
+	dst = remoting.AppendBinaryString(dst, "msgId", h.MsgID)
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -172,6 +249,18 @@ func (h *UnregisterClientRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *UnregisterClientRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "clientID", h.ClientID)
+	if h.ProducerGroup != "" {
+		dst = remoting.AppendBinaryString(dst, "producerGroup", h.ProducerGroup)
+	}
+	if h.ConsumerGroup != "" {
+		dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *UnregisterClientRequestHeader) ExtFieldsCap() int { return 3 }
 
@@ -187,6 +276,12 @@ func (h *UnregisterClientRequestHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *ConsumerGroupHeader) Encode(ext map[string]string) {
 	ext["consumerGroup"] = h.ConsumerGroup
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ConsumerGroupHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -222,6 +317,32 @@ func (h *BrokerHeartbeatRequestHeader) Encode(ext map[string]string) {
 	if h.ElectionPriority >= 0 {
 		remoting.PutInt32(ext, "electionPriority", h.ElectionPriority)
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *BrokerHeartbeatRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryString(dst, "brokerAddr", h.BrokerAddr)
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	if h.BrokerID >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "brokerId", h.BrokerID)
+	}
+	if h.Epoch >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "epoch", h.Epoch)
+	}
+	if h.MaxOffset >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "maxOffset", h.MaxOffset)
+	}
+	if h.ConfirmOffset >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "confirmOffset", h.ConfirmOffset)
+	}
+	if h.HeartbeatTimeoutMills >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "heartbeatTimeoutMills", h.HeartbeatTimeoutMills)
+	}
+	if h.ElectionPriority >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "electionPriority", h.ElectionPriority)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -266,6 +387,13 @@ func (h *GetNextBrokerIdRequestHeader) Encode(ext map[string]string) {
 	ext["brokerName"] = h.BrokerName
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetNextBrokerIdRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *GetNextBrokerIdRequestHeader) ExtFieldsCap() int { return 2 }
 
@@ -284,6 +412,16 @@ func (h *GetNextBrokerIdResponseHeader) Encode(ext map[string]string) {
 	if h.NextBrokerID >= 0 {
 		remoting.PutInt64(ext, "nextBrokerId", h.NextBrokerID)
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetNextBrokerIdResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	if h.NextBrokerID >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "nextBrokerId", h.NextBrokerID)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -309,6 +447,15 @@ func (h *ApplyBrokerIdRequestHeader) Encode(ext map[string]string) {
 	ext["registerCheckCode"] = h.RegisterCheckCode
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ApplyBrokerIdRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	dst = remoting.AppendBinaryInt64(dst, "appliedBrokerId", h.AppliedBrokerID)
+	dst = remoting.AppendBinaryString(dst, "registerCheckCode", h.RegisterCheckCode)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *ApplyBrokerIdRequestHeader) ExtFieldsCap() int { return 4 }
 
@@ -329,6 +476,16 @@ func (h *RegisterBrokerToControllerRequestHeader) Encode(ext map[string]string) 
 	remoting.PutInt64(ext, "brokerId", h.BrokerID)
 	ext["brokerAddress"] = h.BrokerAddress
 	remoting.PutInt64(ext, "invokeTime", h.InvokeTime)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *RegisterBrokerToControllerRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	dst = remoting.AppendBinaryInt64(dst, "brokerId", h.BrokerID)
+	dst = remoting.AppendBinaryString(dst, "brokerAddress", h.BrokerAddress)
+	dst = remoting.AppendBinaryInt64(dst, "invokeTime", h.InvokeTime)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -363,6 +520,25 @@ func (h *RegisterBrokerToControllerResponseHeader) Encode(ext map[string]string)
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *RegisterBrokerToControllerResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	if h.MasterBrokerID >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "masterBrokerId", h.MasterBrokerID)
+	}
+	if h.MasterAddress != "" {
+		dst = remoting.AppendBinaryString(dst, "masterAddress", h.MasterAddress)
+	}
+	if h.MasterEpoch >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "masterEpoch", h.MasterEpoch)
+	}
+	if h.SyncStateSetEpoch >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "syncStateSetEpoch", h.SyncStateSetEpoch)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *RegisterBrokerToControllerResponseHeader) ExtFieldsCap() int { return 6 }
 
@@ -395,6 +571,15 @@ func (h *AlterSyncStateSetRequestHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "invokeTime", h.InvokeTime)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *AlterSyncStateSetRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	dst = remoting.AppendBinaryInt64(dst, "masterBrokerId", h.MasterBrokerID)
+	dst = remoting.AppendBinaryInt32(dst, "masterEpoch", h.MasterEpoch)
+	dst = remoting.AppendBinaryInt64(dst, "invokeTime", h.InvokeTime)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *AlterSyncStateSetRequestHeader) ExtFieldsCap() int { return 4 }
 
@@ -411,6 +596,12 @@ func (h *AlterSyncStateSetRequestHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *AlterSyncStateSetResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt32(ext, "newSyncStateSetEpoch", h.NewSyncStateSetEpoch)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *AlterSyncStateSetResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt32(dst, "newSyncStateSetEpoch", h.NewSyncStateSetEpoch)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -432,6 +623,18 @@ func (h *ElectMasterRequestHeader) Encode(ext map[string]string) {
 	}
 	remoting.PutBool(ext, "designateElect", h.DesignateElect)
 	remoting.PutInt64(ext, "invokeTime", h.InvokeTime)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ElectMasterRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	if h.BrokerID >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "brokerId", h.BrokerID)
+	}
+	dst = remoting.AppendBinaryBool(dst, "designateElect", h.DesignateElect)
+	dst = remoting.AppendBinaryInt64(dst, "invokeTime", h.InvokeTime)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -467,6 +670,23 @@ func (h *ElectMasterResponseHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ElectMasterResponseHeader) AppendBinary(dst []byte) []byte {
+	if h.MasterBrokerID >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "masterBrokerId", h.MasterBrokerID)
+	}
+	if h.MasterAddress != "" {
+		dst = remoting.AppendBinaryString(dst, "masterAddress", h.MasterAddress)
+	}
+	if h.MasterEpoch >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "masterEpoch", h.MasterEpoch)
+	}
+	if h.SyncStateSetEpoch >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "syncStateSetEpoch", h.SyncStateSetEpoch)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *ElectMasterResponseHeader) ExtFieldsCap() int { return 4 }
 
@@ -494,6 +714,12 @@ func (h *GetReplicaInfoRequestHeader) Encode(ext map[string]string) {
 	ext["brokerName"] = h.BrokerName
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetReplicaInfoRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *GetReplicaInfoRequestHeader) ExtFieldsCap() int { return 1 }
 
@@ -515,6 +741,20 @@ func (h *GetReplicaInfoResponseHeader) Encode(ext map[string]string) {
 	if h.MasterEpoch >= 0 {
 		remoting.PutInt32(ext, "masterEpoch", h.MasterEpoch)
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetReplicaInfoResponseHeader) AppendBinary(dst []byte) []byte {
+	if h.MasterBrokerID >= 0 {
+		dst = remoting.AppendBinaryInt64(dst, "masterBrokerId", h.MasterBrokerID)
+	}
+	if h.MasterAddress != "" {
+		dst = remoting.AppendBinaryString(dst, "masterAddress", h.MasterAddress)
+	}
+	if h.MasterEpoch >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "masterEpoch", h.MasterEpoch)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -552,6 +792,24 @@ func (h *GetMetaDataResponseHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetMetaDataResponseHeader) AppendBinary(dst []byte) []byte {
+	if h.Group != "" {
+		dst = remoting.AppendBinaryString(dst, "group", h.Group)
+	}
+	if h.ControllerLeaderID != "" {
+		dst = remoting.AppendBinaryString(dst, "controllerLeaderId", h.ControllerLeaderID)
+	}
+	if h.ControllerLeaderAddress != "" {
+		dst = remoting.AppendBinaryString(dst, "controllerLeaderAddress", h.ControllerLeaderAddress)
+	}
+	dst = remoting.AppendBinaryBool(dst, "isLeader", h.IsLeader)
+	if h.Peers != "" {
+		dst = remoting.AppendBinaryString(dst, "peers", h.Peers)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *GetMetaDataResponseHeader) ExtFieldsCap() int { return 5 }
 
@@ -579,6 +837,20 @@ func (h *CleanControllerBrokerDataRequestHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "invokeTime", h.InvokeTime)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *CleanControllerBrokerDataRequestHeader) AppendBinary(dst []byte) []byte {
+	if h.ClusterName != "" {
+		dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	}
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	if h.BrokerControllerIdsToClean != "" {
+		dst = remoting.AppendBinaryString(dst, "brokerControllerIdsToClean", h.BrokerControllerIdsToClean)
+	}
+	dst = remoting.AppendBinaryBool(dst, "isCleanLivingBroker", h.IsCleanLivingBroker)
+	dst = remoting.AppendBinaryInt64(dst, "invokeTime", h.InvokeTime)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *CleanControllerBrokerDataRequestHeader) ExtFieldsCap() int { return 5 }
 
@@ -602,6 +874,18 @@ func (h *RegisterBrokerRequestHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "brokerId", h.BrokerID)
 	remoting.PutBool(ext, "compressed", h.Compressed)
 	remoting.PutInt32(ext, "bodyCrc32", h.BodyCrc32)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *RegisterBrokerRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	dst = remoting.AppendBinaryString(dst, "brokerAddr", h.BrokerAddr)
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryString(dst, "haServerAddr", h.HAServerAddr)
+	dst = remoting.AppendBinaryInt64(dst, "brokerId", h.BrokerID)
+	dst = remoting.AppendBinaryBool(dst, "compressed", h.Compressed)
+	dst = remoting.AppendBinaryInt32(dst, "bodyCrc32", h.BodyCrc32)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -630,6 +914,17 @@ func (h *RegisterBrokerResponseHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *RegisterBrokerResponseHeader) AppendBinary(dst []byte) []byte {
+	if h.HAServerAddr != "" {
+		dst = remoting.AppendBinaryString(dst, "haServerAddr", h.HAServerAddr)
+	}
+	if h.MasterAddr != "" {
+		dst = remoting.AppendBinaryString(dst, "masterAddr", h.MasterAddr)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *RegisterBrokerResponseHeader) ExtFieldsCap() int { return 2 }
 
@@ -647,6 +942,15 @@ func (h *BrokerIdentityHeader) Encode(ext map[string]string) {
 	ext["brokerAddr"] = h.BrokerAddr
 	ext["clusterName"] = h.ClusterName
 	remoting.PutInt64(ext, "brokerId", h.BrokerID)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *BrokerIdentityHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "brokerName", h.BrokerName)
+	dst = remoting.AppendBinaryString(dst, "brokerAddr", h.BrokerAddr)
+	dst = remoting.AppendBinaryString(dst, "clusterName", h.ClusterName)
+	dst = remoting.AppendBinaryInt64(dst, "brokerId", h.BrokerID)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -667,6 +971,12 @@ func (h *QueryDataVersionResponseHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "changed", h.Changed)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *QueryDataVersionResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryBool(dst, "changed", h.Changed)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *QueryDataVersionResponseHeader) ExtFieldsCap() int { return 1 }
 
@@ -680,6 +990,12 @@ func (h *QueryDataVersionResponseHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *GetTopicsByClusterRequestHeader) Encode(ext map[string]string) {
 	ext["cluster"] = h.Cluster
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetTopicsByClusterRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "cluster", h.Cluster)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -697,6 +1013,14 @@ func (h *PutKVConfigRequestHeader) Encode(ext map[string]string) {
 	ext["namespace"] = h.Namespace
 	ext["key"] = h.Key
 	ext["value"] = h.Value
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *PutKVConfigRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "namespace", h.Namespace)
+	dst = remoting.AppendBinaryString(dst, "key", h.Key)
+	dst = remoting.AppendBinaryString(dst, "value", h.Value)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -717,6 +1041,13 @@ func (h *KVConfigKeyHeader) Encode(ext map[string]string) {
 	ext["key"] = h.Key
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *KVConfigKeyHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "namespace", h.Namespace)
+	dst = remoting.AppendBinaryString(dst, "key", h.Key)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *KVConfigKeyHeader) ExtFieldsCap() int { return 2 }
 
@@ -735,6 +1066,14 @@ func (h *GetKVConfigResponseHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetKVConfigResponseHeader) AppendBinary(dst []byte) []byte {
+	if h.Value != "" {
+		dst = remoting.AppendBinaryString(dst, "value", h.Value)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *GetKVConfigResponseHeader) ExtFieldsCap() int { return 1 }
 
@@ -748,6 +1087,12 @@ func (h *GetKVConfigResponseHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *GetKVListByNamespaceRequestHeader) Encode(ext map[string]string) {
 	ext["namespace"] = h.Namespace
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetKVListByNamespaceRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "namespace", h.Namespace)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -768,6 +1113,17 @@ func (h *QueryConsumerOffsetRequestHeader) Encode(ext map[string]string) {
 	if h.BrokerName != "" {
 		ext["bname"] = h.BrokerName
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *QueryConsumerOffsetRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -794,6 +1150,18 @@ func (h *UpdateConsumerOffsetRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *UpdateConsumerOffsetRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt64(dst, "commitOffset", h.CommitOffset)
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *UpdateConsumerOffsetRequestHeader) ExtFieldsCap() int { return 5 }
 
@@ -815,6 +1183,16 @@ func (h *QueueHeader) Encode(ext map[string]string) {
 	if h.BrokerName != "" {
 		ext["bname"] = h.BrokerName
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *QueueHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -839,6 +1217,17 @@ func (h *SearchOffsetRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *SearchOffsetRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt64(dst, "timestamp", h.Timestamp)
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *SearchOffsetRequestHeader) ExtFieldsCap() int { return 4 }
 
@@ -858,6 +1247,12 @@ func (h *OffsetHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "offset", h.Offset)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *OffsetHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt64(dst, "offset", h.Offset)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *OffsetHeader) ExtFieldsCap() int { return 1 }
 
@@ -871,6 +1266,12 @@ func (h *OffsetHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *EarliestMsgStoreTimeResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "timestamp", h.Timestamp)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *EarliestMsgStoreTimeResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt64(dst, "timestamp", h.Timestamp)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -888,6 +1289,12 @@ func (h *WipeWritePermOfBrokerResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt32(ext, "wipeTopicCount", h.WipeTopicCount)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *WipeWritePermOfBrokerResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt32(dst, "wipeTopicCount", h.WipeTopicCount)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *WipeWritePermOfBrokerResponseHeader) ExtFieldsCap() int { return 1 }
 
@@ -901,6 +1308,12 @@ func (h *WipeWritePermOfBrokerResponseHeader) Decode(ext map[string]string) erro
 // Encode implements remoting.Header.
 func (h *AddWritePermOfBrokerResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt32(ext, "addTopicCount", h.AddTopicCount)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *AddWritePermOfBrokerResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt32(dst, "addTopicCount", h.AddTopicCount)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -918,6 +1331,12 @@ func (h *GetBrokerConfigResponseHeader) Encode(ext map[string]string) {
 	ext["version"] = h.Version
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetBrokerConfigResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "version", h.Version)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *GetBrokerConfigResponseHeader) ExtFieldsCap() int { return 1 }
 
@@ -931,6 +1350,12 @@ func (h *GetBrokerConfigResponseHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *GetConsumeStatsInBrokerHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "isOrder", h.IsOrder)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetConsumeStatsInBrokerHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryBool(dst, "isOrder", h.IsOrder)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -951,6 +1376,17 @@ func (h *CloneGroupOffsetRequestHeader) Encode(ext map[string]string) {
 		ext["topic"] = h.Topic
 	}
 	remoting.PutBool(ext, "offline", h.Offline)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *CloneGroupOffsetRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "srcGroup", h.SrcGroup)
+	dst = remoting.AppendBinaryString(dst, "destGroup", h.DestGroup)
+	if h.Topic != "" {
+		dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	}
+	dst = remoting.AppendBinaryBool(dst, "offline", h.Offline)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -977,6 +1413,18 @@ func (h *QueryConsumeQueueRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *QueryConsumeQueueRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt64(dst, "index", h.Index)
+	dst = remoting.AppendBinaryInt32(dst, "count", h.Count)
+	if h.ConsumerGroup != "" {
+		dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *QueryConsumeQueueRequestHeader) ExtFieldsCap() int { return 5 }
 
@@ -997,6 +1445,13 @@ func (h *ViewBrokerStatsDataRequestHeader) Encode(ext map[string]string) {
 	ext["statsKey"] = h.StatsKey
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ViewBrokerStatsDataRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "statsName", h.StatsName)
+	dst = remoting.AppendBinaryString(dst, "statsKey", h.StatsKey)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *ViewBrokerStatsDataRequestHeader) ExtFieldsCap() int { return 2 }
 
@@ -1011,6 +1466,12 @@ func (h *ViewBrokerStatsDataRequestHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *QueryTopicsByConsumerRequestHeader) Encode(ext map[string]string) {
 	ext["group"] = h.Group
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *QueryTopicsByConsumerRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "group", h.Group)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1048,6 +1509,34 @@ func (h *PopMessageRequestHeader) Encode(ext map[string]string) {
 	if h.BrokerName != "" {
 		ext["bname"] = h.BrokerName
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *PopMessageRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt32(dst, "maxMsgNums", h.MaxMsgNums)
+	dst = remoting.AppendBinaryInt64(dst, "invisibleTime", h.InvisibleTime)
+	dst = remoting.AppendBinaryInt64(dst, "pollTime", h.PollTime)
+	dst = remoting.AppendBinaryInt64(dst, "bornTime", h.BornTime)
+	dst = remoting.AppendBinaryInt32(dst, "initMode", h.InitMode)
+	if h.ExpType != "" {
+		dst = remoting.AppendBinaryString(dst, "expType", h.ExpType)
+	}
+	if h.Exp != "" {
+		dst = remoting.AppendBinaryString(dst, "exp", h.Exp)
+	}
+	if h.Order {
+		dst = remoting.AppendBinaryBool(dst, "order", h.Order)
+	}
+	if h.AttemptID != "" {
+		dst = remoting.AppendBinaryString(dst, "attemptId", h.AttemptID)
+	}
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1089,6 +1578,24 @@ func (h *PopMessageResponseHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *PopMessageResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt64(dst, "popTime", h.PopTime)
+	dst = remoting.AppendBinaryInt64(dst, "invisibleTime", h.InvisibleTime)
+	dst = remoting.AppendBinaryInt32(dst, "reviveQid", h.ReviveQid)
+	dst = remoting.AppendBinaryInt64(dst, "restNum", h.RestNum)
+	if h.StartOffsetInfo != "" {
+		dst = remoting.AppendBinaryString(dst, "startOffsetInfo", h.StartOffsetInfo)
+	}
+	if h.MsgOffsetInfo != "" {
+		dst = remoting.AppendBinaryString(dst, "msgOffsetInfo", h.MsgOffsetInfo)
+	}
+	if h.OrderCountInfo != "" {
+		dst = remoting.AppendBinaryString(dst, "orderCountInfo", h.OrderCountInfo)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *PopMessageResponseHeader) ExtFieldsCap() int { return 7 }
 
@@ -1115,6 +1622,19 @@ func (h *AckMessageRequestHeader) Encode(ext map[string]string) {
 	if h.BrokerName != "" {
 		ext["bname"] = h.BrokerName
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *AckMessageRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryString(dst, "extraInfo", h.ExtraInfo)
+	dst = remoting.AppendBinaryInt64(dst, "offset", h.Offset)
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1145,6 +1665,20 @@ func (h *ChangeInvisibleTimeRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ChangeInvisibleTimeRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryString(dst, "extraInfo", h.ExtraInfo)
+	dst = remoting.AppendBinaryInt64(dst, "offset", h.Offset)
+	dst = remoting.AppendBinaryInt64(dst, "invisibleTime", h.InvisibleTime)
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *ChangeInvisibleTimeRequestHeader) ExtFieldsCap() int { return 7 }
 
@@ -1168,6 +1702,14 @@ func (h *ChangeInvisibleTimeResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt32(ext, "reviveQid", h.ReviveQid)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ChangeInvisibleTimeResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt64(dst, "popTime", h.PopTime)
+	dst = remoting.AppendBinaryInt64(dst, "invisibleTime", h.InvisibleTime)
+	dst = remoting.AppendBinaryInt32(dst, "reviveQid", h.ReviveQid)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *ChangeInvisibleTimeResponseHeader) ExtFieldsCap() int { return 3 }
 
@@ -1189,6 +1731,18 @@ func (h *PeekMessageRequestHeader) Encode(ext map[string]string) {
 	if h.BrokerName != "" {
 		ext["bname"] = h.BrokerName
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *PeekMessageRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt32(dst, "maxMsgNums", h.MaxMsgNums)
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1223,6 +1777,25 @@ func (h *NotificationRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *NotificationRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt64(dst, "pollTime", h.PollTime)
+	dst = remoting.AppendBinaryInt64(dst, "bornTime", h.BornTime)
+	if h.Order {
+		dst = remoting.AppendBinaryBool(dst, "order", h.Order)
+	}
+	if h.AttemptID != "" {
+		dst = remoting.AppendBinaryString(dst, "attemptId", h.AttemptID)
+	}
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *NotificationRequestHeader) ExtFieldsCap() int { return 8 }
 
@@ -1246,6 +1819,13 @@ func (h *NotificationResponseHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "pollingFull", h.PollingFull)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *NotificationResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryBool(dst, "hasMsg", h.HasMsg)
+	dst = remoting.AppendBinaryBool(dst, "pollingFull", h.PollingFull)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *NotificationResponseHeader) ExtFieldsCap() int { return 2 }
 
@@ -1260,6 +1840,12 @@ func (h *NotificationResponseHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *PollingInfoResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt32(ext, "pollingNum", h.PollingNum)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *PollingInfoResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt32(dst, "pollingNum", h.PollingNum)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1288,6 +1874,25 @@ func (h *PullMessageRequestHeader) Encode(ext map[string]string) {
 	if h.BrokerName != "" {
 		ext["bname"] = h.BrokerName
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *PullMessageRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt64(dst, "queueOffset", h.QueueOffset)
+	dst = remoting.AppendBinaryInt32(dst, "maxMsgNums", h.MaxMsgNums)
+	dst = remoting.AppendBinaryInt32(dst, "sysFlag", h.SysFlag)
+	dst = remoting.AppendBinaryInt64(dst, "commitOffset", h.CommitOffset)
+	dst = remoting.AppendBinaryInt64(dst, "suspendTimeoutMillis", h.SuspendTimeoutMillis)
+	dst = remoting.AppendBinaryString(dst, "subscription", h.Subscription)
+	dst = remoting.AppendBinaryInt64(dst, "subVersion", h.SubVersion)
+	dst = remoting.AppendBinaryString(dst, "expressionType", h.ExpressionType)
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1319,6 +1924,15 @@ func (h *PullMessageResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "maxOffset", h.MaxOffset)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *PullMessageResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt64(dst, "suggestWhichBrokerId", h.SuggestWhichBrokerID)
+	dst = remoting.AppendBinaryInt64(dst, "nextBeginOffset", h.NextBeginOffset)
+	dst = remoting.AppendBinaryInt64(dst, "minOffset", h.MinOffset)
+	dst = remoting.AppendBinaryInt64(dst, "maxOffset", h.MaxOffset)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *PullMessageResponseHeader) ExtFieldsCap() int { return 4 }
 
@@ -1344,6 +1958,19 @@ func (h *QueryMessageRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *QueryMessageRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryString(dst, "key", h.Key)
+	dst = remoting.AppendBinaryInt32(dst, "maxNum", h.MaxNum)
+	dst = remoting.AppendBinaryInt64(dst, "beginTimestamp", h.BeginTimestamp)
+	dst = remoting.AppendBinaryInt64(dst, "endTimestamp", h.EndTimestamp)
+	if h.UniqueKeyQuery {
+		dst = remoting.AppendBinaryBool(dst, "_UNIQUE_KEY_QUERY", h.UniqueKeyQuery)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *QueryMessageRequestHeader) ExtFieldsCap() int { return 6 }
 
@@ -1365,6 +1992,13 @@ func (h *QueryMessageResponseHeader) Encode(ext map[string]string) {
 	remoting.PutInt64(ext, "indexLastUpdatePhyoffset", h.IndexLastUpdatePhyoffset)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *QueryMessageResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt64(dst, "indexLastUpdateTimestamp", h.IndexLastUpdateTimestamp)
+	dst = remoting.AppendBinaryInt64(dst, "indexLastUpdatePhyoffset", h.IndexLastUpdatePhyoffset)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *QueryMessageResponseHeader) ExtFieldsCap() int { return 2 }
 
@@ -1383,6 +2017,14 @@ func (h *RecallMessageRequestHeader) Encode(ext map[string]string) {
 	ext["recallHandle"] = h.RecallHandle
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *RecallMessageRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "producerGroup", h.ProducerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryString(dst, "recallHandle", h.RecallHandle)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *RecallMessageRequestHeader) ExtFieldsCap() int { return 3 }
 
@@ -1398,6 +2040,12 @@ func (h *RecallMessageRequestHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *RecallMessageResponseHeader) Encode(ext map[string]string) {
 	ext["msgId"] = h.MsgID
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *RecallMessageResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "msgId", h.MsgID)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1426,6 +2074,25 @@ func (h *ReplyMessageRequestHeader) Encode(ext map[string]string) {
 	ext["bornHost"] = h.BornHost
 	ext["storeHost"] = h.StoreHost
 	remoting.PutInt64(ext, "storeTimestamp", h.StoreTimestamp)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ReplyMessageRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "producerGroup", h.ProducerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryString(dst, "defaultTopic", h.DefaultTopic)
+	dst = remoting.AppendBinaryInt32(dst, "defaultTopicQueueNums", h.DefaultTopicQueueNums)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt32(dst, "sysFlag", h.SysFlag)
+	dst = remoting.AppendBinaryInt64(dst, "bornTimestamp", h.BornTimestamp)
+	dst = remoting.AppendBinaryInt32(dst, "flag", h.Flag)
+	dst = remoting.AppendBinaryString(dst, "properties", h.Properties)
+	dst = remoting.AppendBinaryInt32(dst, "reconsumeTimes", h.ReconsumeTimes)
+	dst = remoting.AppendBinaryBool(dst, "unitMode", h.UnitMode)
+	dst = remoting.AppendBinaryString(dst, "bornHost", h.BornHost)
+	dst = remoting.AppendBinaryString(dst, "storeHost", h.StoreHost)
+	dst = remoting.AppendBinaryInt64(dst, "storeTimestamp", h.StoreTimestamp)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1459,6 +2126,15 @@ func (h *ResetOffsetRequestHeader) Encode(ext map[string]string) {
 	remoting.PutBool(ext, "isForce", h.IsForce)
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ResetOffsetRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryString(dst, "group", h.Group)
+	dst = remoting.AppendBinaryInt64(dst, "timestamp", h.Timestamp)
+	dst = remoting.AppendBinaryBool(dst, "isForce", h.IsForce)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *ResetOffsetRequestHeader) ExtFieldsCap() int { return 4 }
 
@@ -1481,6 +2157,16 @@ func (h *GetConsumerStatusRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetConsumerStatusRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryString(dst, "group", h.Group)
+	if h.ClientAddr != "" {
+		dst = remoting.AppendBinaryString(dst, "clientAddr", h.ClientAddr)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *GetConsumerStatusRequestHeader) ExtFieldsCap() int { return 3 }
 
@@ -1498,6 +2184,14 @@ func (h *GetConsumerRunningInfoRequestHeader) Encode(ext map[string]string) {
 	ext["consumerGroup"] = h.ConsumerGroup
 	ext["clientId"] = h.ClientID
 	remoting.PutBool(ext, "jstackEnable", h.JstackEnable)
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *GetConsumerRunningInfoRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "consumerGroup", h.ConsumerGroup)
+	dst = remoting.AppendBinaryString(dst, "clientId", h.ClientID)
+	dst = remoting.AppendBinaryBool(dst, "jstackEnable", h.JstackEnable)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1530,6 +2224,27 @@ func (h *SendMessageRequestHeader) Encode(ext map[string]string) {
 	}
 	remoting.PutBool(ext, "batch", h.Batch)
 	ext["bname"] = h.BrokerName
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *SendMessageRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "producerGroup", h.ProducerGroup)
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryString(dst, "defaultTopic", h.DefaultTopic)
+	dst = remoting.AppendBinaryInt32(dst, "defaultTopicQueueNums", h.DefaultTopicQueueNums)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt32(dst, "sysFlag", h.SysFlag)
+	dst = remoting.AppendBinaryInt64(dst, "bornTimestamp", h.BornTimestamp)
+	dst = remoting.AppendBinaryInt32(dst, "flag", h.Flag)
+	dst = remoting.AppendBinaryString(dst, "properties", h.Properties)
+	dst = remoting.AppendBinaryInt32(dst, "reconsumeTimes", h.ReconsumeTimes)
+	dst = remoting.AppendBinaryBool(dst, "unitMode", h.UnitMode)
+	if h.MaxReconsumeTimes >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "maxReconsumeTimes", h.MaxReconsumeTimes)
+	}
+	dst = remoting.AppendBinaryBool(dst, "batch", h.Batch)
+	dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1578,6 +2293,27 @@ func (h *SendMessageRequestHeaderV2) Encode(ext map[string]string) {
 	ext["n"] = h.BrokerName
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *SendMessageRequestHeaderV2) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "a", h.ProducerGroup)
+	dst = remoting.AppendBinaryString(dst, "b", h.Topic)
+	dst = remoting.AppendBinaryString(dst, "c", h.DefaultTopic)
+	dst = remoting.AppendBinaryInt32(dst, "d", h.DefaultTopicQueueNums)
+	dst = remoting.AppendBinaryInt32(dst, "e", h.QueueID)
+	dst = remoting.AppendBinaryInt32(dst, "f", h.SysFlag)
+	dst = remoting.AppendBinaryInt64(dst, "g", h.BornTimestamp)
+	dst = remoting.AppendBinaryInt32(dst, "h", h.Flag)
+	dst = remoting.AppendBinaryString(dst, "i", h.Properties)
+	dst = remoting.AppendBinaryInt32(dst, "j", h.ReconsumeTimes)
+	dst = remoting.AppendBinaryBool(dst, "k", h.UnitMode)
+	if h.MaxReconsumeTimes >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "l", h.MaxReconsumeTimes)
+	}
+	dst = remoting.AppendBinaryBool(dst, "m", h.Batch)
+	dst = remoting.AppendBinaryString(dst, "n", h.BrokerName)
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *SendMessageRequestHeaderV2) ExtFieldsCap() int { return 14 }
 
@@ -1621,6 +2357,24 @@ func (h *SendMessageResponseHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *SendMessageResponseHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "msgId", h.MsgID)
+	dst = remoting.AppendBinaryInt32(dst, "queueId", h.QueueID)
+	dst = remoting.AppendBinaryInt64(dst, "queueOffset", h.QueueOffset)
+	if h.TransactionID != "" {
+		dst = remoting.AppendBinaryString(dst, "transactionId", h.TransactionID)
+	}
+	if h.MsgRegion != "" {
+		dst = remoting.AppendBinaryString(dst, "MSG_REGION", h.MsgRegion)
+	}
+	dst = remoting.AppendBinaryBool(dst, "TRACE_ON", h.TraceOn)
+	if h.RecallHandle != "" {
+		dst = remoting.AppendBinaryString(dst, "recallHandle", h.RecallHandle)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *SendMessageResponseHeader) ExtFieldsCap() int { return 7 }
 
@@ -1655,6 +2409,27 @@ func (h *ConsumerSendMsgBackRequestHeader) Encode(ext map[string]string) {
 	if h.BrokerName != "" {
 		ext["bname"] = h.BrokerName
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *ConsumerSendMsgBackRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt64(dst, "offset", h.Offset)
+	dst = remoting.AppendBinaryString(dst, "group", h.Group)
+	dst = remoting.AppendBinaryInt32(dst, "delayLevel", h.DelayLevel)
+	if h.OriginMsgID != "" {
+		dst = remoting.AppendBinaryString(dst, "originMsgId", h.OriginMsgID)
+	}
+	if h.OriginTopic != "" {
+		dst = remoting.AppendBinaryString(dst, "originTopic", h.OriginTopic)
+	}
+	dst = remoting.AppendBinaryBool(dst, "unitMode", h.UnitMode)
+	if h.MaxReconsumeTimes >= 0 {
+		dst = remoting.AppendBinaryInt32(dst, "maxReconsumeTimes", h.MaxReconsumeTimes)
+	}
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1692,6 +2467,22 @@ func (h *CreateTopicRequestHeader) Encode(ext map[string]string) {
 	}
 }
 
+// AppendBinary implements remoting.BinaryHeader.
+func (h *CreateTopicRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	dst = remoting.AppendBinaryString(dst, "defaultTopic", h.DefaultTopic)
+	dst = remoting.AppendBinaryInt32(dst, "readQueueNums", h.ReadQueueNums)
+	dst = remoting.AppendBinaryInt32(dst, "writeQueueNums", h.WriteQueueNums)
+	dst = remoting.AppendBinaryInt32(dst, "perm", h.Perm)
+	dst = remoting.AppendBinaryString(dst, "topicFilterType", h.TopicFilterType)
+	dst = remoting.AppendBinaryInt32(dst, "topicSysFlag", h.TopicSysFlag)
+	dst = remoting.AppendBinaryBool(dst, "order", h.Order)
+	if h.Attributes != "" {
+		dst = remoting.AppendBinaryString(dst, "attributes", h.Attributes)
+	}
+	return dst
+}
+
 // ExtFieldsCap implements remoting.SizedHeader.
 func (h *CreateTopicRequestHeader) ExtFieldsCap() int { return 9 }
 
@@ -1713,6 +2504,12 @@ func (h *CreateTopicRequestHeader) Decode(ext map[string]string) error {
 // Encode implements remoting.Header.
 func (h *TopicHeader) Encode(ext map[string]string) {
 	ext["topic"] = h.Topic
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *TopicHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "topic", h.Topic)
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1739,6 +2536,23 @@ func (h *EndTransactionRequestHeader) Encode(ext map[string]string) {
 	if h.BrokerName != "" {
 		ext["bname"] = h.BrokerName
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *EndTransactionRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryString(dst, "producerGroup", h.ProducerGroup)
+	dst = remoting.AppendBinaryInt64(dst, "tranStateTableOffset", h.TranStateTableOffset)
+	dst = remoting.AppendBinaryInt64(dst, "commitLogOffset", h.CommitLogOffset)
+	dst = remoting.AppendBinaryInt32(dst, "commitOrRollback", h.CommitOrRollback)
+	dst = remoting.AppendBinaryBool(dst, "fromTransactionCheck", h.FromTransactionCheck)
+	dst = remoting.AppendBinaryString(dst, "msgId", h.MsgID)
+	if h.TransactionID != "" {
+		dst = remoting.AppendBinaryString(dst, "transactionId", h.TransactionID)
+	}
+	if h.BrokerName != "" {
+		dst = remoting.AppendBinaryString(dst, "bname", h.BrokerName)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.
@@ -1771,6 +2585,22 @@ func (h *CheckTransactionStateRequestHeader) Encode(ext map[string]string) {
 	if h.OffsetMsgID != "" {
 		ext["offsetMsgId"] = h.OffsetMsgID
 	}
+}
+
+// AppendBinary implements remoting.BinaryHeader.
+func (h *CheckTransactionStateRequestHeader) AppendBinary(dst []byte) []byte {
+	dst = remoting.AppendBinaryInt64(dst, "tranStateTableOffset", h.TranStateTableOffset)
+	dst = remoting.AppendBinaryInt64(dst, "commitLogOffset", h.CommitLogOffset)
+	if h.MsgID != "" {
+		dst = remoting.AppendBinaryString(dst, "msgId", h.MsgID)
+	}
+	if h.TransactionID != "" {
+		dst = remoting.AppendBinaryString(dst, "transactionId", h.TransactionID)
+	}
+	if h.OffsetMsgID != "" {
+		dst = remoting.AppendBinaryString(dst, "offsetMsgId", h.OffsetMsgID)
+	}
+	return dst
 }
 
 // ExtFieldsCap implements remoting.SizedHeader.

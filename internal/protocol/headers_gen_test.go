@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mqgo/mq/internal/protocol/internal/headergen"
 	"github.com/mqgo/mq/remoting"
 )
@@ -75,6 +76,52 @@ func TestExtFieldsCapCountsEveryKey(t *testing.T) {
 		}
 		if n := len(remoting.EncodeHeader(h)); n != sized.ExtFieldsCap() {
 			t.Errorf("%s with every field set: %d keys, ExtFieldsCap %d", g.name, n, sized.ExtFieldsCap())
+		}
+	}
+}
+
+// AppendBinary writes what Encode writes: for every header, with its fields at zero, all set,
+// and at -1 (where OmitNeg leaves integers out), a request carrying the header as Fields
+// decodes, from its ROCKETMQ frame, to the map Encode fills, and the JSON encoder of such a
+// request writes the same.
+func TestAppendBinaryMatchesEncode(t *testing.T) {
+	fill := func(h remoting.Header, s string, n int64, b bool) {
+		v := reflect.ValueOf(h).Elem()
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.String:
+				f.SetString(s)
+			case reflect.Int32, reflect.Int64:
+				f.SetInt(n)
+			case reflect.Bool:
+				f.SetBool(b)
+			}
+		}
+	}
+	for _, g := range goldenHeaders {
+		for _, set := range []struct {
+			s string
+			n int64
+			b bool
+		}{{"", 0, false}, {"v\x01w\x02", 1 << 40, true}, {"x", -1, false}} {
+			h := g.make()
+			fill(h, set.s, set.n, set.b)
+			bh, ok := h.(remoting.BinaryHeader)
+			if !ok {
+				t.Fatalf("%s is not a remoting.BinaryHeader", g.name)
+			}
+			want := remoting.EncodeHeader(h)
+			for _, ser := range []remoting.SerializeType{remoting.SerializeRocketMQ, remoting.SerializeJSON} {
+				req := remoting.NewRequestFields(10, bh, []byte("body"))
+				req.Serialize = ser
+				got, err := remoting.DecodeFrame(remoting.AppendFrame(nil, req)[4:])
+				if err != nil {
+					t.Fatalf("%s %v: %v", g.name, ser, err)
+				}
+				if diff := cmp.Diff(want, got.ExtFields, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s (%q, %d, %v) serialized %v (-Encode +AppendBinary):\n%s", g.name, set.s, set.n, set.b, ser, diff)
+				}
+			}
 		}
 	}
 }

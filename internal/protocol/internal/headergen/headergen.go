@@ -347,6 +347,7 @@ func write(pkg string, headers []Header) ([]byte, error) {
 	fmt.Fprintf(&b, "package %s\n\nimport \"github.com/mqgo/mq/remoting\"\n", pkg)
 	for _, h := range headers {
 		writeEncode(&b, h)
+		writeAppendBinary(&b, h)
 		writeCap(&b, h)
 		writeDecode(&b, h)
 	}
@@ -367,6 +368,38 @@ func writeEncode(b *bytes.Buffer, h Header) {
 		}
 	}
 	b.WriteString("}\n")
+}
+
+// writeAppendBinary writes AppendBinary: the entries Encode writes, under the same conditions,
+// as ROCKETMQ header bytes (remoting.BinaryHeader).
+func writeAppendBinary(b *bytes.Buffer, h Header) {
+	fmt.Fprintf(b, "\n// AppendBinary implements remoting.BinaryHeader.\nfunc (h *%s) AppendBinary(dst []byte) []byte {\n", h.Name)
+	for _, f := range h.Fields {
+		put := appendStmt(f)
+		switch {
+		case f.OmitNeg:
+			fmt.Fprintf(b, "if h.%s >= 0 {\n%s\n}\n", f.Name, put)
+		case f.OmitEmpty:
+			fmt.Fprintf(b, "if h.%s %s {\n%s\n}\n", f.Name, nonZero(f.Type), put)
+		default:
+			fmt.Fprintf(b, "%s\n", put)
+		}
+	}
+	b.WriteString("return dst\n}\n")
+}
+
+func appendStmt(f Field) string {
+	key := strconv.Quote(f.Key)
+	fn := "AppendBinaryString"
+	switch f.Type {
+	case "int32":
+		fn = "AppendBinaryInt32"
+	case "int64":
+		fn = "AppendBinaryInt64"
+	case "bool":
+		fn = "AppendBinaryBool"
+	}
+	return fmt.Sprintf("dst = remoting.%s(dst, %s, h.%s)", fn, key, f.Name)
 }
 
 // writeCap writes ExtFieldsCap: every field is one key, written or omitted.
