@@ -57,7 +57,9 @@ func AppendBinaryString(dst []byte, k, v string) []byte {
 
 // AppendBinaryInt32, AppendBinaryInt64 and AppendBinaryBool append the entry k=v with v as
 // PutInt32, PutInt64 and PutBool write it.
-func AppendBinaryInt32(dst []byte, k string, v int32) []byte { return AppendBinaryInt64(dst, k, int64(v)) }
+func AppendBinaryInt32(dst []byte, k string, v int32) []byte {
+	return AppendBinaryInt64(dst, k, int64(v))
+}
 
 func AppendBinaryInt64(dst []byte, k string, v int64) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
