@@ -41,6 +41,8 @@ func TestAdminDeleteExpiredCommitLog(t *testing.T) {
 		o.Store.FileReservedTime = time.Millisecond
 		o.Store.DeleteWhen = time.Date(2000, 1, 1, notNow, 0, 0, 0, time.Local).Format("15")
 		o.Store.CleanResourceInterval = 20 * time.Millisecond
+		// The host's disk may be fuller than the defaults (75 %): its use must not delete.
+		o.Store.DiskMaxUsedSpaceRatio, o.Store.DiskSpaceCleanForciblyRatio = 100, 100
 	}, nil)
 	addTopic(t, tb, "Old", 1)
 	for tb.Store().Stats().CommitLogSegments < 3 {
