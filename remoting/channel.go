@@ -76,3 +76,12 @@ type ConnEvent struct {
 
 // ConnListener receives connection events, one at a time, on the dispatcher's event goroutine.
 type ConnListener func(ev ConnEvent)
+
+// FieldsChannel is a Channel that writes a response's Command.Fields straight into its frame,
+// so a processor answering on it needs no map (the network connections are; an in-process
+// channel, which hands the Command over, is not).
+type FieldsChannel interface {
+	Channel
+	// TakesFields marks the implementation.
+	TakesFields()
+}

@@ -557,6 +557,9 @@ func (cc *clientConn) serveRequest(req *Command) {
 
 func (cc *clientConn) WriteResponse(resp *Command) error { return cc.send(resp) }
 
+// TakesFields implements FieldsChannel.
+func (cc *clientConn) TakesFields() {}
+
 func (cc *clientConn) InvokeSync(ctx context.Context, req *Command) (*Command, error) {
 	return invokeSync(ctx, cc.c.table, cc.id, cc.send, req)
 }

@@ -655,6 +655,9 @@ func (sc *serverConn) send(cmd *Command) error {
 
 func (sc *serverConn) WriteResponse(resp *Command) error { return sc.send(resp) }
 
+// TakesFields implements FieldsChannel.
+func (sc *serverConn) TakesFields() {}
+
 func (sc *serverConn) InvokeSync(ctx context.Context, req *Command) (*Command, error) {
 	return invokeSync(ctx, sc.s.table, sc.id, sc.send, req)
 }

@@ -296,6 +296,9 @@ func (tc *tlsConn) Close() error {
 
 func (tc *tlsConn) WriteResponse(resp *Command) error { return tc.send(resp) }
 
+// TakesFields implements FieldsChannel.
+func (tc *tlsConn) TakesFields() {}
+
 func (tc *tlsConn) InvokeSync(ctx context.Context, req *Command) (*Command, error) {
 	return invokeSync(ctx, tc.s.table, tc.id, tc.send, req)
 }

@@ -194,7 +194,7 @@ func (s *sender) sendBatch(ctx context.Context, ch remoting.Channel, req *remoti
 	}
 	r, err := s.store.PutMessages(msgs)
 	s.seams.waitForSlave(ctx, &r)
-	return s.putResponse(&r, err, h.Topic, queueID, true, "", "")
+	return s.putResponse(ch, &r, err, h.Topic, queueID, true, "", "")
 }
 
 // storedSysFlag is the request's sysFlag plus the multi-tags bit of MULTI_TAG topics.

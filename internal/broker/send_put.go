@@ -24,14 +24,14 @@ func (s *sender) put(ctx context.Context, ch remoting.Channel, req *remoting.Com
 		topic := h.Topic
 		s.store.PutMessageAsync(m, func(r storage.PutResult, err error) {
 			s.seams.afterPut(m, &r)
-			_ = remoting.AnswerLater(ch, req, s.putResponse(&r, err, topic, queueID, false, txID, s.seams.recallHandle(m)))
+			_ = remoting.AnswerLater(ch, req, s.putResponse(ch, &r, err, topic, queueID, false, txID, s.seams.recallHandle(m)))
 		})
 		return nil
 	}
 	r, err := s.store.PutMessage(m)
 	s.seams.waitForSlave(ctx, &r)
 	s.seams.afterPut(m, &r)
-	return s.putResponse(&r, err, h.Topic, queueID, false, txID, s.seams.recallHandle(m))
+	return s.putResponse(ch, &r, err, h.Topic, queueID, false, txID, s.seams.recallHandle(m))
 }
 
 // sendResponse is a send response with RocketMQ's MSG_REGION and TRACE_ON fields, which the
@@ -47,7 +47,7 @@ func sendResponse(code int32, remark string) *remoting.Command {
 // request named (or the one picked for it), as RocketMQ answers even when the message was
 // redirected to a DLQ or the schedule topic; the queue offset is where it was stored. A batch
 // answers the comma-joined ids of its messages and the first one's queue offset.
-func (s *sender) putResponse(r *storage.PutResult, err error, topic string, queueID int32, batch bool, txID, recall string) *remoting.Command {
+func (s *sender) putResponse(ch remoting.Channel, r *storage.PutResult, err error, topic string, queueID int32, batch bool, txID, recall string) *remoting.Command {
 	code, remark := s.putStatusCode(r.Status)
 	switch r.Status {
 	case storage.PutOK, storage.FlushDiskTimeout, storage.FlushSlaveTimeout, storage.SlaveNotAvailable:
@@ -62,7 +62,6 @@ func (s *sender) putResponse(r *storage.PutResult, err error, topic string, queu
 		return sendResponse(code, remark)
 	}
 	resp := remoting.NewResponse(code, remark)
-	resp.ExtFields = make(map[string]string, 6)
 	var msgID string
 	if batch {
 		msgID = r.MsgIDs()
@@ -71,6 +70,15 @@ func (s *sender) putResponse(r *storage.PutResult, err error, topic string, queu
 	}
 	h := protocol.SendMessageResponseHeader{MsgID: msgID, QueueID: queueID, QueueOffset: r.QueueOffset,
 		TransactionID: txID, MsgRegion: defaultRegion, TraceOn: traceOn, RecallHandle: recall}
+	if _, ok := ch.(remoting.FieldsChannel); ok {
+		// Written straight into the frame: no map per send. A copy, so that h stays on the
+		// stack for an in-process channel, which gets the map.
+		fields := new(protocol.SendMessageResponseHeader)
+		*fields = h
+		resp.Fields = fields
+		return resp
+	}
+	resp.ExtFields = make(map[string]string, 6)
 	h.Encode(resp.ExtFields)
 	return resp
 }

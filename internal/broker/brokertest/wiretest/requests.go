@@ -48,6 +48,7 @@ func WantSendOK(t testing.TB, resp *remoting.Command) protocol.SendMessageRespon
 	if resp.Code != remoting.Success {
 		t.Fatalf("response %d %q, want SUCCESS", resp.Code, resp.Remark)
 	}
+	resp.Materialize() // as a connection would, writing it
 	var h protocol.SendMessageResponseHeader
 	if err := h.Decode(resp.ExtFields); err != nil {
 		t.Fatalf("response header: %v (%v)", err, resp.ExtFields)
