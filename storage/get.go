@@ -160,7 +160,13 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 // offset. A consumer may hold such an offset, having read the messages from a slave whose
 // fsync returned first; it is not past the data, so a pull there is "not yet", where RocketMQ
 // would send the consumer back to the queue's start (docs/rocketmq-differences.md).
+//
+// Only while dispatching lags the log end is anything written but not visible: otherwise the
+// answer is no without the append lock, which a flood of pulls at bogus offsets must not take.
 func (s *Store) writtenUpTo(topic string, queueID int32, offset int64) bool {
+	if s.reputFrom.Load() >= s.cl.maxPhy.Load() {
+		return false
+	}
 	return offset <= s.WrittenOffsetInQueue(topic, queueID)
 }
 

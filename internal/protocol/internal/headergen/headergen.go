@@ -356,35 +356,29 @@ func write(pkg string, headers []Header) ([]byte, error) {
 
 func writeEncode(b *bytes.Buffer, h Header) {
 	fmt.Fprintf(b, "\n// Encode implements remoting.Header.\nfunc (h *%s) Encode(ext map[string]string) {\n", h.Name)
+	writePuts(b, h, encodeStmt)
+	b.WriteString("}\n")
+}
+
+// writePuts writes put's statement for each field, under the condition its options set.
+func writePuts(b *bytes.Buffer, h Header, put func(Field) string) {
 	for _, f := range h.Fields {
-		put := encodeStmt(f)
 		switch {
 		case f.OmitNeg:
-			fmt.Fprintf(b, "if h.%s >= 0 {\n%s\n}\n", f.Name, put)
+			fmt.Fprintf(b, "if h.%s >= 0 {\n%s\n}\n", f.Name, put(f))
 		case f.OmitEmpty:
-			fmt.Fprintf(b, "if h.%s %s {\n%s\n}\n", f.Name, nonZero(f.Type), put)
+			fmt.Fprintf(b, "if h.%s %s {\n%s\n}\n", f.Name, nonZero(f.Type), put(f))
 		default:
-			fmt.Fprintf(b, "%s\n", put)
+			fmt.Fprintf(b, "%s\n", put(f))
 		}
 	}
-	b.WriteString("}\n")
 }
 
 // writeAppendBinary writes AppendBinary: the entries Encode writes, under the same conditions,
 // as ROCKETMQ header bytes (remoting.BinaryHeader).
 func writeAppendBinary(b *bytes.Buffer, h Header) {
 	fmt.Fprintf(b, "\n// AppendBinary implements remoting.BinaryHeader.\nfunc (h *%s) AppendBinary(dst []byte) []byte {\n", h.Name)
-	for _, f := range h.Fields {
-		put := appendStmt(f)
-		switch {
-		case f.OmitNeg:
-			fmt.Fprintf(b, "if h.%s >= 0 {\n%s\n}\n", f.Name, put)
-		case f.OmitEmpty:
-			fmt.Fprintf(b, "if h.%s %s {\n%s\n}\n", f.Name, nonZero(f.Type), put)
-		default:
-			fmt.Fprintf(b, "%s\n", put)
-		}
-	}
+	writePuts(b, h, appendStmt)
 	b.WriteString("return dst\n}\n")
 }
 
