@@ -3,7 +3,6 @@ package mq_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/freeport"
 	"github.com/mqgo/mq/producer"
 	"github.com/rs/zerolog"
 )
@@ -29,12 +29,10 @@ func TestSimpleConsumerSurvivesKill(t *testing.T) {
 	}
 	// A fixed port, so the consumer's routes and connection find the restarted node; its flags
 	// come last and win over hsStartKillable's -listen.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	wrapper := filepath.Join(dir, "mqnode-simple")
 	script := fmt.Sprintf("#!/bin/sh\nexec %q \"$@\" -listen %s -flush sync -pop-revive-interval 50ms\n", bin, addr)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {

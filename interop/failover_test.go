@@ -3,7 +3,6 @@ package interop
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/controller"
 	ictl "github.com/mqgo/mq/internal/controller"
+	"github.com/mqgo/mq/internal/freeport"
 	"github.com/mqgo/mq/internal/node"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
@@ -37,13 +37,11 @@ const failoverDeadline = 2*officialRouteRefresh + 15*time.Second
 // controller's peer list before the controller listens on it.
 func freeLoopbackAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return a
 }
 
 func warnLogger(t *testing.T) *zerolog.Logger {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"time"
 
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/internal/controller"
+	"github.com/mqgo/mq/internal/freeport"
 	"github.com/mqgo/mq/optional"
 )
 
@@ -54,8 +54,8 @@ func (n *Node) isController() bool {
 
 // prepareControllers names the first cfg.Controllers name servers as controllers and gives
 // each a Raft address: every member must know every address before the first starts, and Raft
-// binds the one it is given, so the ports are probed free and released (the window in which
-// another process could take one is the same as internal/controller's tests accept).
+// binds the one it is given, so the ports are probed free and released, below the ephemeral
+// range where no outgoing connection or ":0" bind can take them meanwhile.
 func (c *Cluster) prepareControllers(nameServers []*Node) error {
 	if c.cfg.Controllers == 0 {
 		return nil
@@ -74,24 +74,14 @@ func (c *Cluster) prepareControllers(nameServers []*Node) error {
 	return nil
 }
 
-// freeAddrs returns n loopback addresses that were free a moment ago.
+// freeAddrs returns n loopback addresses that were free a moment ago, outside the ephemeral
+// port range (see internal/freeport).
 func freeAddrs(n int) ([]string, error) {
-	var out []string
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("mqtest: probing a free port: %w", err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
+	a, err := freeport.Addrs(n)
+	if err != nil {
+		return nil, fmt.Errorf("mqtest: probing a free port: %w", err)
 	}
-	return out, nil
+	return a, nil
 }
 
 // controllerOptions sets the controller options of name server n, if it runs one.

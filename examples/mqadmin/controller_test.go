@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/mqgo/mq"
 	"github.com/mqgo/mq/config"
 	"github.com/mqgo/mq/controller"
+	"github.com/mqgo/mq/internal/freeport"
 	"github.com/rs/zerolog"
 )
 
@@ -19,12 +19,7 @@ const testClusterSecret = "mqadmin-test-cluster-secret"
 func secretControllerNode(t *testing.T) *mq.Node {
 	t.Helper()
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raft := ln.Addr().String()
-	ln.Close()
+	raft := reserveListen(t)
 	listen := reserveListen(t)
 	n, err := mq.StartNode(mq.Options{
 		Listen:       listen,
@@ -53,12 +48,11 @@ func secretControllerNode(t *testing.T) *mq.Node {
 // its own listener's, before it starts.
 func reserveListen(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // Controller commands and name-service writes on a deployment with a cluster secret: refused

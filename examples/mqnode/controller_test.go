@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/admin"
+	"github.com/mqgo/mq/internal/freeport"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
 	"github.com/mqgo/mq/remoting"
@@ -275,12 +275,11 @@ func topicMaxOffsets(c *remoting.Client, addr, topic string) (map[int]int64, err
 // before it starts (a Raft peer's, a broker's that returns on it).
 func reserveAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return a
 }
 
 // loggedNode is a running mqnode whose JSON log lines are kept, so the test can wait for one.

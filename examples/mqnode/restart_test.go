@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os/exec"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mqgo/mq/consumer"
+	"github.com/mqgo/mq/internal/freeport"
 	"github.com/mqgo/mq/internal/probes"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/producer"
@@ -110,12 +110,11 @@ func startKillScenario(t *testing.T) *killScenario {
 // freeAddr returns a loopback address no one listens on now; the node keeps it across restarts.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return a
 }
 
 // start runs the binary on the scenario's address and store. The HA listener takes any port:

@@ -3,11 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mqgo/mq/internal/freeport"
 	"github.com/mqgo/mq/internal/protocol"
 	"github.com/mqgo/mq/remoting"
 	"github.com/rs/zerolog"
@@ -56,20 +56,11 @@ func (e *endingWriter) end() {
 // an address it is given, and every peer must know every address before any starts.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
+	a, err := freeport.Addrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
+	return a
 }
 
 // cluster is n controllers, each serving remoting on an in-process address "ctrl-<id>".

@@ -2,11 +2,11 @@ package node
 
 import (
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/mqgo/mq/internal/controller"
+	"github.com/mqgo/mq/internal/freeport"
 	"github.com/mqgo/mq/optional"
 	"github.com/mqgo/mq/remoting"
 	"github.com/mqgo/mq/storage"
@@ -16,13 +16,11 @@ import (
 // (Raft's address is in its peers' configuration before it listens).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return a
 }
 
 // controllerNode starts a name service that runs a one-member controller, with test periods.
