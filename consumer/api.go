@@ -20,16 +20,27 @@ func invoke(ctx context.Context, tr remoting.Transport, addr string, code int32,
 	if addr == "" {
 		return nil, ErrNoBroker
 	}
-	var ext map[string]string
-	if h != nil {
-		ext = remoting.EncodeHeader(h)
-	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 	}
-	return tr.InvokeSync(ctx, addr, remoting.NewRequest(code, ext, body))
+	return tr.InvokeSync(ctx, addr, newRequest(tr, code, h, body))
+}
+
+// newRequest builds a request of h: its fields written straight into the frame when tr
+// takes them (no map per request), else a map.
+func newRequest(tr remoting.Transport, code int32, h remoting.Header, body []byte) *remoting.Command {
+	if bh, ok := h.(remoting.BinaryHeader); ok {
+		if _, ok := tr.(remoting.FieldsTransport); ok {
+			return remoting.NewRequestFields(code, bh, body)
+		}
+	}
+	var ext map[string]string
+	if h != nil {
+		ext = remoting.EncodeHeader(h)
+	}
+	return remoting.NewRequest(code, ext, body)
 }
 
 // queryConsumerOffset asks the group's stored offset of mq; ErrOffsetNotFound for code 22.
@@ -213,7 +224,11 @@ type pullResult struct {
 func pullMessage(ctx context.Context, tr remoting.Transport, addr string, h *protocol.PullMessageRequestHeader, timeout time.Duration) (pullResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := invoke(ctx, tr, addr, remoting.PullMessage, h, nil)
+	req := newRequest(tr, remoting.PullMessage, h, nil)
+	// The binary header is cheaper to write and read than JSON at both ends, and the broker
+	// answers in the request's serialization.
+	req.Serialize = remoting.SerializeRocketMQ
+	resp, err := tr.InvokeSync(ctx, addr, req)
 	if err != nil {
 		return pullResult{}, err
 	}

@@ -363,7 +363,7 @@ func (c *SimpleConsumer) Receive(ctx context.Context, maxMessageNum int32, invis
 	}
 	b := brokers[s.next.Add(1)%uint32(len(brokers))]
 	h := c.popHeader(s, b.name, min(maxMessageNum, MaxReceiveMessageNum), invisibleDuration)
-	resp, err := c.inst.Transport().InvokeSync(ctx, b.addr, remoting.NewRequest(remoting.PopMessage, remoting.EncodeHeader(h), nil))
+	resp, err := c.inst.Transport().InvokeSync(ctx, b.addr, newRequest(c.inst.Transport(), remoting.PopMessage, h, nil))
 	if err != nil {
 		return nil, fmt.Errorf("consumer: pop %s from broker %s: %w", s.topic, b.name, err)
 	}

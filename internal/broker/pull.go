@@ -201,9 +201,8 @@ func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *pro
 		}
 	}
 	resp := remoting.NewResponse(code, r.Status.String())
-	resp.ExtFields = make(map[string]string, 4)
-	(&protocol.PullMessageResponseHeader{SuggestWhichBrokerID: suggest, NextBeginOffset: r.NextBeginOffset,
-		MinOffset: r.MinOffset, MaxOffset: r.MaxOffset}).Encode(resp.ExtFields)
+	setPullHeader(ch, resp, protocol.PullMessageResponseHeader{SuggestWhichBrokerID: suggest,
+		NextBeginOffset: r.NextBeginOffset, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset})
 	if code == remoting.Success {
 		pu.seams.countGet(h.Topic, h.ConsumerGroup, len(r.Messages), r.TotalBytes)
 		setPullBody(resp, r)
@@ -211,6 +210,17 @@ func (pu *puller) pullMessage(ch remoting.Channel, req *remoting.Command, h *pro
 		r.Release()
 	}
 	return resp
+}
+
+// setPullHeader puts h in resp: written straight into the frame on a network connection (no
+// map per pull), as a map on an in-process channel, which hands the Command over.
+func setPullHeader(ch remoting.Channel, resp *remoting.Command, h protocol.PullMessageResponseHeader) {
+	if _, ok := ch.(remoting.FieldsChannel); ok {
+		resp.Fields = &h
+		return
+	}
+	resp.ExtFields = make(map[string]string, 4)
+	h.Encode(resp.ExtFields)
 }
 
 // pullCode maps a store result to a pull response code (docs/protocol.md §5.6).
