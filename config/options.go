@@ -161,8 +161,9 @@ type Limits struct {
 	// broker's pools have sizes of their own, docs/rocketmq-differences.md).
 	ServerWorkerThreads int `flag:"server-worker-threads" rocketmq:"serverWorkerThreads" usage:"size of the name service's request pool"`
 	ServerQueueCapacity int `flag:"server-queue-capacity" usage:"requests that may wait for a name service worker before SYSTEM_BUSY (ours)"`
-	// EventLoops is the number of gnet event loops. Default: one per CPU.
-	EventLoops int `flag:"event-loops" rocketmq:"serverSelectorThreads" usage:"event loops serving the listeners (default: one per CPU)"`
+	// EventLoops is the number of gnet event loops. Default remoting.DefaultEventLoops:
+	// RocketMQ's serverSelectorThreads (3), at most GOMAXPROCS-1, at least 1.
+	EventLoops int `flag:"event-loops" rocketmq:"serverSelectorThreads" usage:"event loops serving the listeners (default: 3, at most one fewer than the CPUs, at least 1)"`
 	// MaxLongPollingSuspend caps the time a consumer's pull may be held waiting for messages;
 	// a pull asking longer (clients ask 15-30 s) is held this long. Default 60 s.
 	MaxLongPollingSuspend time.Duration `flag:"max-long-polling-suspend" usage:"longest a pull is held waiting for messages (ours)"`
