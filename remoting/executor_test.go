@@ -41,3 +41,53 @@ func TestExecutorQueueFigures(t *testing.T) {
 		t.Errorf("drained pool: %d queued, head waited %v", e.QueueLen(), e.HeadWait())
 	}
 }
+
+// TestExecutorQueueBeyondHandoff: a queue bound larger than the handoff channel holds that many
+// tasks behind a stuck worker, refuses the next, and runs them all in order once the worker is
+// free; stopping with tasks still overflowed runs them too.
+func TestExecutorQueueBeyondHandoff(t *testing.T) {
+	const limit = 3*handoffCap + 7
+	for _, stopEarly := range []bool{false, true} {
+		e := NewExecutor("t", 1, limit)
+		e.start()
+		gate, running := make(chan struct{}), make(chan struct{})
+		if !e.trySubmit(func() { close(running); <-gate }) {
+			t.Fatal("submit refused")
+		}
+		<-running
+		var order []int // only the one worker appends
+		for i := range limit {
+			if !e.trySubmit(func() { order = append(order, i) }) {
+				t.Fatalf("task %d of %d refused", i, limit)
+			}
+		}
+		if e.QueueLen() != limit {
+			t.Fatalf("%d queued, want %d", e.QueueLen(), limit)
+		}
+		if e.trySubmit(func() {}) {
+			t.Fatalf("a task over the bound of %d was accepted", limit)
+		}
+		close(gate)
+		if stopEarly {
+			e.stop() // returns once every queued task ran
+		} else {
+			done := make(chan struct{})
+			for !e.trySubmit(func() { close(done) }) {
+				time.Sleep(time.Millisecond)
+			}
+			<-done
+			e.stop()
+		}
+		if len(order) != limit {
+			t.Fatalf("stopEarly=%v: %d tasks ran, want %d", stopEarly, len(order), limit)
+		}
+		for i, v := range order {
+			if v != i {
+				t.Fatalf("stopEarly=%v: task %d ran in place %d", stopEarly, v, i)
+			}
+		}
+		if e.QueueLen() != 0 {
+			t.Fatalf("stopped pool: %d queued", e.QueueLen())
+		}
+	}
+}
