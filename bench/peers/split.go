@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"time"
 )
@@ -59,7 +61,19 @@ func ServeIfChild() (child bool, err error) {
 	return true, serveChild(v, os.Stdin, os.Stdout)
 }
 
-func serveChild(specJSON string, stdin io.Reader, stdout io.Writer) error {
+// ChildCPUProfileEnv names a directory where each split-mode child writes a CPU profile of
+// its whole life (<peer>-<pid>.pprof), so that a broker can be profiled as it serves a case
+// (run one case at a time to tell them apart).
+const ChildCPUProfileEnv = "MQ_BENCH_CHILD_CPUPROFILE"
+
+func serveChild(specJSON string, stdin io.Reader, stdout io.Writer) (err error) {
+	if dir := os.Getenv(ChildCPUProfileEnv); dir != "" {
+		stop, perr := startChildProfile(dir, specJSON)
+		if perr != nil {
+			return perr
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+	}
 	s, err := startChildServer(specJSON)
 	if err != nil {
 		// The parent is waiting for this line; without it, it would only see an exit.
@@ -203,4 +217,23 @@ func (c *child) stop() error {
 		<-c.exited
 		return errors.Join(fmt.Errorf("child did not stop within %v, killed", childStopTimeout), err)
 	}
+}
+
+// startChildProfile starts the CPU profile ChildCPUProfileEnv asks for; stop ends and writes it.
+func startChildProfile(dir, specJSON string) (stop func() error, err error) {
+	var spec childSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		return nil, fmt.Errorf("%s: %w", childEnv, err)
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", spec.Peer, os.Getpid())))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }

@@ -11,11 +11,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -35,6 +37,7 @@ type flags struct {
 	msgs, e2eMsgs, startRuns int
 	quick, split             bool
 	peers, cases, dir        string
+	cpuProfile               string
 	timeout                  time.Duration
 }
 
@@ -49,6 +52,7 @@ func parseFlags() flags {
 	flag.BoolVar(&f.split, "split", false, "run each node's broker in a child process and the clients in this one; leaves out the cases that need the node in this process")
 	flag.StringVar(&f.dir, "dir", "", "parent directory of the nodes' stores (default a new temporary directory)")
 	flag.DurationVar(&f.timeout, "case-timeout", 3*time.Minute, "bound on one case on one peer")
+	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file (in split mode the clients'; $"+peers.ChildCPUProfileEnv+"=DIR profiles the brokers)")
 	flag.Parse()
 	if f.quick {
 		set := map[string]bool{}
@@ -84,6 +88,16 @@ func main() {
 func run(f flags, log zerolog.Logger) error {
 	if f.msgs < 2 || f.e2eMsgs < 1 || f.startRuns < 1 {
 		return fmt.Errorf("-n must be at least 2, -e2e-n and -start-runs at least 1")
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return errors.Join(err, pf.Close())
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
 	dir, err := storeDir(f.dir)
 	if err != nil {
