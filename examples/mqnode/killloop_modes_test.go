@@ -144,6 +144,15 @@ func (l *killLoop) runController() {
 	})
 	waitFor(t, klWait, "a SyncStateSet of all three", func() bool { return len(brokers[first].lastSyncStateSet()) == 3 })
 	l.klCreateTopic(brokers[first].broker, namesrvs[0])
+	// Slaves take topic configs from their master every -slave-sync-period: one promoted before
+	// its first sync would serve the topic with the default 4 queues, as a RocketMQ slave
+	// promoted before SlaveSynchronize ran would. That window is not what this loop tests.
+	for i, b := range brokers {
+		waitFor(t, klWait, fmt.Sprintf("broker %d to know the %d queues of %s", i+1, klQueues, klTopic), func() bool {
+			o, err := topicMaxOffsets(l.client, b.broker, klTopic)
+			return err == nil && len(o) == klQueues
+		})
+	}
 	l.startLoad(namesrvs...)
 	defer l.stopLoad()
 	for l.more() {
