@@ -33,8 +33,8 @@ const maxDefaultEventLoops = 3
 // serverSelectorThreads (3), but one fewer than GOMAXPROCS, at least one. A loop waits for
 // events in a raw epoll_wait, which keeps its P until the runtime's monitor takes it back (up
 // to 10 ms when the process was idle); with a loop per P, a request worker a loop woke could
-// wait that long for a P. One P left over runs them at once: on 2 CPUs, end-to-end p99 at
-// 5,000 msg/s fell from 2.4-8.8 ms to 1.8-2.3 ms and async sends rose ~20%
+// wait that long for a P. One P left over runs them at once: on 2 CPUs, split-mode end-to-end
+// p99 at 5,000 msg/s fell from 6.9-10.6 ms to 1.25-1.64 ms and async sends rose ~20%
 // (docs/rocketmq-differences.md).
 func DefaultEventLoops() int {
 	return min(maxDefaultEventLoops, max(1, runtime.GOMAXPROCS(0)-1))
