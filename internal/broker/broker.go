@@ -162,6 +162,11 @@ const topicWriteWaitTimeout = 2 * registrar.Timeout
 // Register installs every processor of the broker on d and its connection listener; Unregister
 // takes them out again.
 func (b *Broker) Register(d *remoting.Dispatcher) {
+	// Requests are answered from now on, before Run has started the metadata writer: topic
+	// changes must wait for its first pass from here, or a topic answered SUCCESS could be
+	// lost to a crash (CI caught one after SIGKILL). A Run that never starts the writer ends
+	// with Close, whose FlushAll releases them.
+	b.meta.Start()
 	b.send.register(d)
 	b.clients.registerClients(d)
 	b.pull.registerPull(d)

@@ -1,8 +1,11 @@
 package tables
 
 import (
+	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -138,4 +141,41 @@ func TestOffsetsSlowest(t *testing.T) {
 	if diff := cmp.Diff(want, tb.Offsets.Slowest()); diff != "" {
 		t.Errorf("Slowest (-want +got):\n%s", diff)
 	}
+}
+
+// A topic change made after Writer.Start and before Run's goroutine has run waits for the pass
+// that writes it: the broker takes requests from Register on, before Run starts the writer, and
+// a topic answered before it was on disk was lost to a SIGKILL in CI.
+func TestChangeAfterStartWaitsForTheFirstPass(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		tb := load(t, testConfig(t, dir))
+		tb.Writer.Start()
+		var answered atomic.Bool
+		go func() {
+			if err := tb.Topics.Update(route.TopicConfig{TopicName: "Early", ReadQueueNums: 1, WriteQueueNums: 1,
+				Perm: route.PermReadWrite}); err != nil {
+				t.Error(err)
+			}
+			answered.Store(true)
+		}()
+		synctest.Wait()
+		if answered.Load() {
+			t.Fatal("the change was answered before any writer pass")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- tb.Writer.Run(ctx) }()
+		synctest.Wait()
+		if !answered.Load() {
+			t.Fatal("the change is still waiting after the writer's first pass")
+		}
+		if _, ok := load(t, testConfig(t, dir)).Topics.Snapshot().TopicConfigTable["Early"]; !ok {
+			t.Error("the answered topic is not on disk")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }

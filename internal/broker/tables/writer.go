@@ -87,15 +87,21 @@ func (w *Writer) changed(t file) {
 	}
 }
 
+// Start makes topic changes wait for the pass that writes them from now on, before Run's
+// goroutine is under way: the broker calls it when it starts taking requests, so that a topic
+// created between then and Run's first instruction is on disk before it is answered. Changes
+// made before (loading, services attaching) do not wait: nothing would write them yet.
+func (w *Writer) Start() { w.topics.durable.Start() }
+
 // Run is the writer: a pass whenever woken (at most every metaPersistGap) and every
-// FlushConsumerOffsetInterval, and a last pass when ctx ends.
+// FlushConsumerOffsetInterval, and a last pass when ctx ends. It calls Start itself.
 func (w *Writer) Run(ctx context.Context) error {
 	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
 	gap := time.NewTimer(metaPersistGap)
 	defer gap.Stop()
 	var lastErrLog time.Time
-	w.topics.durable.Start()
+	w.Start()
 	for {
 		select {
 		case <-ctx.Done():
