@@ -51,10 +51,11 @@ var errAckAlone = errors.New("consumer: ack again alone")
 // request could carry it.
 var errAckExpired = errors.New("consumer: ack waited its request timeout for the acks before it to be answered")
 
-// ackEntry is one Ack in a batch.
+// ackEntry is one Ack in a batch; done is set for an AckAsync, which no goroutine waits for.
 type ackEntry struct {
-	v *MessageView
-	r *receipt
+	v    *MessageView
+	r    *receipt
+	done func(error)
 }
 
 // ackBatch is the acks to one broker that leave in one request. Its fields past acks are
@@ -62,6 +63,7 @@ type ackEntry struct {
 type ackBatch struct {
 	acks  []ackEntry
 	first time.Time // when its first Ack joined: the request must be answered a request timeout after
+	async int       // entries of AckAsync calls (done set)
 	done  chan struct{}
 	err   error  // the answer for every ack, unless alone says otherwise
 	alone []bool // by index: answered errAckAlone (nil: none)
@@ -96,6 +98,18 @@ type ackMerger struct {
 // waiting meanwhile, and returns the broker's answer to it, or ctx's error when ctx ends first
 // (the ack may still reach the broker, as a cancelled request may).
 func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageView, r *receipt) error {
+	b, i := c.joinAck(addr, ackEntry{v: v, r: r})
+	select {
+	case <-b.done:
+		return b.result(i)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// joinAck adds e to the batch of acks waiting for addr, starting or waking a sender, and
+// returns the batch and e's index in it.
+func (c *SimpleConsumer) joinAck(addr string, e ackEntry) (*ackBatch, int) {
 	m := &c.acks
 	m.mu.Lock()
 	if m.queues == nil {
@@ -114,7 +128,10 @@ func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageV
 		q.batches = append(q.batches, b)
 	}
 	i := len(b.acks)
-	b.acks = append(b.acks, ackEntry{v: v, r: r})
+	b.acks = append(b.acks, e)
+	if e.done != nil {
+		b.async++
+	}
 	switch {
 	case q.idle > 0:
 		q.idle--
@@ -125,12 +142,30 @@ func (c *SimpleConsumer) mergedAck(ctx context.Context, addr string, v *MessageV
 		go c.sendAcks(addr, q)
 	}
 	m.mu.Unlock()
-	select {
-	case <-b.done:
-		return b.result(i)
-	case <-ctx.Done():
-		return ctx.Err()
+	return b, i
+}
+
+// finishAsync calls the done functions of b's AckAsync entries with their answers, one after
+// the other, on a goroutine of its own (one per batch, not per ack), so that a slow done
+// never holds up the sender; an entry answered errAckAlone is sent alone first. Each ends the
+// call its AckAsync began.
+func (c *SimpleConsumer) finishAsync(addr string, b *ackBatch) {
+	if b.async == 0 {
+		return
 	}
+	go func() {
+		for i, e := range b.acks {
+			if e.done == nil {
+				continue
+			}
+			err := b.result(i)
+			if err == errAckAlone {
+				err = c.ackAlone(c.ctx, addr, e.v, e.r)
+			}
+			e.done(ackError(e.v, err))
+			c.calls.Done()
+		}
+	}()
 }
 
 // sendAcks sends the batches waiting in q, one request at a time, until none came for
@@ -183,6 +218,7 @@ func (c *SimpleConsumer) sendAcks(addr string, q *ackQueue) {
 		m.mu.Unlock()
 		c.sendAckBatch(addr, q, b, noBatch)
 		close(b.done)
+		c.finishAsync(addr, b)
 	}
 }
 

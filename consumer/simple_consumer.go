@@ -483,24 +483,37 @@ func (c *SimpleConsumer) Ack(ctx context.Context, v *MessageView) error {
 var errNotReceived = errors.New("consumer: ack of a message view the simple consumer did not receive")
 
 // AckAsync acknowledges v as Ack does but returns at once, as 5.x's ackAsync: done, unless
-// nil, gets Ack's result from another goroutine once the broker answered (or ctx ended). A
-// receiving loop that acknowledges this way asks for the next messages while the broker takes
-// the acks, as a push consumer pulls on while it commits. The error returned is one Ack would
-// return before sending anything (a view not received, a consumer not started or closed);
-// done is then not called. Close waits for the acks under way.
+// nil, gets Ack's result once the broker answered, or the request timeout passed. A receiving
+// loop that acknowledges this way asks for the next messages while the broker takes the acks,
+// as a push consumer pulls on while it commits. The error returned is one Ack would return
+// before sending anything (a view not received, a consumer not started or closed, ctx ended
+// already); done is then not called. ctx bounds only the look-up of the broker's address
+// (when the routes no longer name it): once the ack joined the acks to its broker it is not
+// withdrawn. done runs on a goroutine of the consumer's, after the dones of the acks that
+// left before it in the same request: it should not block. Close waits for the acks under way.
 func (c *SimpleConsumer) AckAsync(ctx context.Context, v *MessageView, done func(error)) error {
 	if v == nil || v.handle.Load() == nil {
 		return errNotReceived
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("consumer: ack %s: %w", v.MsgID, err)
+	}
 	if err := c.begin(); err != nil {
 		return err
 	}
+	if done == nil {
+		done = func(error) {}
+	}
+	r := v.handle.Load()
+	if addr := c.inst.MasterAddr(r.info.BrokerName); addr != "" {
+		// No goroutine per ack: the ack joins its broker's batch and the batch's answer calls
+		// done (finishAsync).
+		c.joinAck(addr, ackEntry{v: v, r: r, done: done})
+		return nil
+	}
 	go func() {
 		defer c.calls.Done()
-		err := c.ack(ctx, v)
-		if done != nil {
-			done(err)
-		}
+		done(c.ack(ctx, v))
 	}()
 	return nil
 }
@@ -515,6 +528,11 @@ func (c *SimpleConsumer) ack(ctx context.Context, v *MessageView) error {
 			err = c.ackAlone(ctx, addr, v, r)
 		}
 	}
+	return ackError(v, err)
+}
+
+// ackError is an Ack's error as the caller sees it, naming the message; nil stays nil.
+func ackError(v *MessageView, err error) error {
 	if err != nil {
 		return fmt.Errorf("consumer: ack %s: %w", v.MsgID, err)
 	}

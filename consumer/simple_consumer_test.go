@@ -607,38 +607,24 @@ func TestSimpleConsumerAckAsync(t *testing.T) {
 			sc := startSimple(t, map[string]MessageSelector{"SimpleAsync": ByTag("*")},
 				simpleOptions(t, n, transportFor(t, n, kind), "simple-async-"+kind)...)
 			ctx := context.Background()
-			var mu sync.Mutex
 			count := map[string]int{}
-			var answered int
-			var ackErrs []error
-			done := func(err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				answered++
-				if err != nil {
-					ackErrs = append(ackErrs, err)
-				}
-			}
+			var dones asyncDones
 			received := 0
 			receiveUntil(t, sc, time.Second, func(v *MessageView) {
 				received++
 				count[string(v.Body)]++
-				if err := sc.AckAsync(ctx, v, done); err != nil {
+				if err := sc.AckAsync(ctx, v, dones.done); err != nil {
 					t.Fatal(err)
 				}
 			}, func() bool { return len(count) == len(want) })
 			wantNoneBack(t, sc, count)
-			if err := sc.AckAsync(ctx, &MessageView{}, done); err == nil {
+			if err := sc.AckAsync(ctx, &MessageView{}, dones.done); err == nil {
 				t.Error("AckAsync of a view never received: nil error")
 			}
 			if err := sc.Close(); err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			if answered != received || len(ackErrs) != 0 {
-				t.Errorf("after Close: %d of %d acks answered, errors %v", answered, received, ackErrs)
-			}
-			mu.Unlock()
+			dones.check(t, received)
 			var v MessageView
 			v.handle.Store(newReceipt(protocol.ExtraInfo{}))
 			if err := sc.AckAsync(ctx, &v, func(error) { t.Error("done called for a refused AckAsync") }); !errors.Is(err, ErrClosed) {
