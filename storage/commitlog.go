@@ -52,6 +52,9 @@ type commitLog struct {
 	// warmTo is the log offset up to which the allocator has prefaulted (written by the
 	// allocator only).
 	warmTo atomic.Int64
+	// wbuf is where a SyncFlush append encodes its records before it writes them to the file
+	// (writeLocked). mu guards it.
+	wbuf []byte
 }
 
 func newCommitLog(opts *Options, log zerolog.Logger) *commitLog {
@@ -290,6 +293,11 @@ func (c *commitLog) append(msgs []*Message, sizes []int, total int, storeTs int6
 	}
 	r.PhyOffset = s.start + pos
 	r.QueueOffset = -1
+	dst, written := s.data[pos:], pos
+	viaFile := c.opts.FlushDiskType == SyncFlush && s.ops.sharedMap
+	if viaFile {
+		dst = c.appendBuffer(total)
+	}
 	for i, m := range msgs {
 		qo := int64(0)
 		if dispatchesToQueue(m.SysFlag) {
@@ -299,8 +307,12 @@ func (c *commitLog) append(msgs []*Message, sizes []int, total int, storeTs int6
 		if r.QueueOffset < 0 {
 			r.QueueOffset = qo
 		}
-		message.EncodeRecord(s.data[pos:], sizes[i], m.record(), qo, s.start+pos, storeTs)
+		message.EncodeRecord(dst, sizes[i], m.record(), qo, s.start+pos, storeTs)
+		dst = dst[sizes[i]:]
 		pos += int64(sizes[i])
+	}
+	if viaFile {
+		c.writeLocked(s, c.wbuf[:total], written)
 	}
 	s.lastTimestamp.Store(storeTs)
 	s.wrote.Store(pos)
@@ -311,6 +323,33 @@ func (c *commitLog) append(msgs []*Message, sizes []int, total int, storeTs int6
 	r.WroteBytes = total
 	r.StoreTimestamp = storeTs
 	return nil
+}
+
+// maxAppendBuffer is the largest encoding buffer a SyncFlush append keeps for the next one.
+const maxAppendBuffer = 4 << 20
+
+// appendBuffer returns c.wbuf with room for n bytes. c.mu must be held.
+func (c *commitLog) appendBuffer(n int) []byte {
+	if cap(c.wbuf) < n {
+		c.wbuf = make([]byte, n)
+	}
+	return c.wbuf[:n]
+}
+
+// writeLocked puts the records encoded in b at pos of s with a write to the file rather
+// than through the mapping, which shows them all the same (the same page cache): under
+// SyncFlush every append waits for an fdatasync, and fdatasync takes about three times as long
+// over pages dirtied through a mapping (it must write-protect them in the page tables again)
+// as over pages written to the file (0.33 ms against 1.0 ms for 38 KiB on this project's
+// machine). A write that fails is copied into the mapping instead, as the append would have
+// been without it. c.mu must be held.
+func (c *commitLog) writeLocked(s *segment, b []byte, pos int64) {
+	if n, err := s.ops.writeAt(s.f, b, pos); err != nil || n != len(b) {
+		copy(s.data[pos:], b)
+	}
+	if cap(c.wbuf) > maxAppendBuffer {
+		c.wbuf = nil
+	}
 }
 
 // appendRaw writes replicated bytes at phyOffset, which must be the log's end. The bytes may

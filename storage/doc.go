@@ -59,7 +59,8 @@
 //
 // Open builds and recovers; Run runs, each on its own goroutine under one errgroup:
 //   - the flusher: async, fsync every FlushIntervalCommitLog; sync, group commit — appenders
-//     queue a waiter for their end offset, one fsync releases every waiter it covers;
+//     queue a waiter for their end offset, one fsync releases every waiter it covers (sync
+//     appends write the file rather than the mapping: commitLog.writeLocked);
 //   - the dispatcher (reput): reads records behind the writer (with SyncFlush, behind the last
 //     fsync, unless Options.ReadUnCommitted), woken by each append and each fsync, appends
 //     ConsumeQueue units, indexes keys and calls Options.OnDispatch;

@@ -28,8 +28,11 @@ type fileOps struct {
 	// tables without dirtying them (segment.prefault); a no-op where it cannot.
 	prefault func(data []byte) error
 	// writeAt is every write outside a mapping: checkpoint, manifest, metadata files,
-	// journals, zero fills.
+	// journals, zero fills, and the SyncFlush CommitLog's appends (commitLog.writeLocked).
 	writeAt func(f *os.File, b []byte, off int64) (int, error)
+	// sharedMap reports that mmap maps the kernel's page cache (MAP_SHARED), so that a write
+	// to the file shows in the mapping at once; false under a hook's mapping.
+	sharedMap bool
 }
 
 func defaultFileOps() *fileOps {
@@ -39,10 +42,11 @@ func defaultFileOps() *fileOps {
 		mmap: func(f *os.File, size int) (mmap.MMap, error) {
 			return mmap.MapRegion(f, size, mmap.RDWR, 0, 0)
 		},
-		unmap:    func(_ *os.File, m mmap.MMap) error { return m.Unmap() },
-		zero:     zeroRange,
-		prefault: populateRead,
-		writeAt:  (*os.File).WriteAt,
+		unmap:     func(_ *os.File, m mmap.MMap) error { return m.Unmap() },
+		zero:      zeroRange,
+		prefault:  populateRead,
+		writeAt:   (*os.File).WriteAt,
+		sharedMap: true,
 	}
 	o.zeroFill = func(f *os.File, off, n int64) error { return writeZeros(o.writeAt, f, off, n) }
 	return o
@@ -65,7 +69,7 @@ func hookedFileOps(path string) (*fileOps, func() time.Time) {
 	}
 	if h.Map != nil {
 		// The hook's mapping is not the kernel's: there are no page tables to fill ahead.
-		o.mmap, o.prefault = h.Map, func([]byte) error { return nil }
+		o.mmap, o.prefault, o.sharedMap = h.Map, func([]byte) error { return nil }, false
 	}
 	if h.Unmap != nil {
 		o.unmap = h.Unmap
