@@ -2,8 +2,6 @@ package interop
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -170,58 +168,8 @@ func TestOfficialTransactionAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Shutdown() })
-	stopNudging := nudgeHeartbeats(t, n, instance, topic)
 	got.waitFor(t, "the message committed by a check after the restart", func(m []*primitive.MessageExt) bool { return len(m) >= 1 })
-	stopNudging()
 	if b := bodies(settle(got)); len(b) != 1 || b[0] != "across" {
 		t.Fatalf("delivered %v, want [across] once", b)
 	}
-}
-
-// nudgeHeartbeats starts, every 2 s until the returned stop is called, one more push consumer
-// (a group of its own) on instance, whose Start makes the shared client heartbeat at once. The
-// official client heartbeats every 30 s otherwise and does not retry a heartbeat that failed:
-// on a loaded machine the one sent by the first consumer's Start may time out (CI saw it), and
-// the test would wait for the next one past its deadline.
-func nudgeHeartbeats(t *testing.T, n *mq.Node, instance, topic string) (stop func()) {
-	done := make(chan struct{})
-	var started []rocketmq.PushConsumer
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			c, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(resolver(n)),
-				consumer.WithGroupName(fmt.Sprintf("%s-nudge-%d", t.Name(), i)), consumer.WithInstance(instance))
-			if err == nil {
-				err = c.Subscribe(topic, consumer.MessageSelector{}, func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-					return consumer.ConsumeSuccess, nil
-				})
-			}
-			if err == nil {
-				err = c.Start()
-			}
-			if err != nil {
-				t.Errorf("heartbeat nudge %d: %v", i, err)
-				return
-			}
-			started = append(started, c)
-		}
-	}()
-	stop = sync.OnceFunc(func() {
-		close(done)
-		wg.Wait()
-		for _, c := range started {
-			c.Shutdown()
-		}
-	})
-	t.Cleanup(stop)
-	return stop
 }
