@@ -111,9 +111,9 @@ func TestOfficialTransactionAcrossRestart(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	dir := t.TempDir()
 	opts := mq.Options{
-		Listen:       "127.0.0.1:0",
-		Logger:       &l,
-		Store:        config.Store{Dir: dir, SegmentBytes: 8 << 20},
+		Listen: "127.0.0.1:0",
+		Logger: &l,
+		Store:  config.Store{Dir: dir, SegmentBytes: 8 << 20},
 		// A check with no producer connected counts toward CheckMax, as in RocketMQ, and the
 		// official client can take seconds to reach the restarted broker: a request it wrote on
 		// a connection the restart closed (before its reader saw the close) waits out its 3 s
