@@ -110,15 +110,15 @@ func (l *gatedListener) CheckLocalTransaction(*primitive.MessageExt) primitive.L
 func TestOfficialTransactionAcrossRestart(t *testing.T) {
 	l := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	dir := t.TempDir()
+	// A check with no producer connected counts toward CheckMax, as in RocketMQ, and the
+	// official client can take seconds to reach the restarted broker: a request it wrote on
+	// a connection the restart closed (before its reader saw the close) waits out its 3 s
+	// timeout while holding the client's route lock. 15 checks 100 ms apart would give the
+	// message up first on a loaded machine, so the budget here is the test's own deadline.
 	opts := mq.Options{
-		Listen: "127.0.0.1:0",
-		Logger: &l,
-		Store:  config.Store{Dir: dir, SegmentBytes: 8 << 20},
-		// A check with no producer connected counts toward CheckMax, as in RocketMQ, and the
-		// official client can take seconds to reach the restarted broker: a request it wrote on
-		// a connection the restart closed (before its reader saw the close) waits out its 3 s
-		// timeout while holding the client's route lock. 15 checks 100 ms apart would give the
-		// message up first on a loaded machine, so the budget here is the test's own deadline.
+		Listen:       "127.0.0.1:0",
+		Logger:       &l,
+		Store:        config.Store{Dir: dir, SegmentBytes: 8 << 20},
 		Transactions: config.Transactions{Timeout: 300 * time.Millisecond, CheckInterval: 100 * time.Millisecond, CheckMax: 1000},
 		HA:           config.HA{Listen: "127.0.0.1:0"},
 	}
