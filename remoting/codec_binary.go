@@ -29,6 +29,9 @@ func appendBinaryHeader(dst []byte, c *Command) []byte {
 	if c.ExtFields == nil && c.Fields != nil {
 		dst = c.Fields.AppendBinary(dst)
 	}
+	if c.ExtFields == nil {
+		dst = append(dst, c.rawExt...) // the entries as they arrived
+	}
 	for k, v := range c.ExtFields {
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
 		dst = append(dst, k...)
@@ -78,8 +81,9 @@ func AppendBinaryBool(dst []byte, k string, v bool) []byte {
 // decodeBinaryHeader decodes b into c, failing at entry maxExt+1 so a hostile header cannot
 // build a large map (maxExt <= 0: no limit). The entries are checked before anything is
 // allocated for them, which also gives the map its exact size: a map that grows past its
-// first group allocates again.
-func decodeBinaryHeader(b []byte, c *Command, maxExt int) error {
+// first group allocates again. With raw set, a send request whose keys are the one-letter keys
+// of SEND_MESSAGE_V2, each once, keeps its entries unparsed in c.rawExt (see rawSendCode).
+func decodeBinaryHeader(b []byte, c *Command, maxExt int, raw bool) error {
 	if len(b) < binaryFixedBytes {
 		return malformed("binary header of %d bytes is under %d", len(b), binaryFixedBytes)
 	}
@@ -108,7 +112,18 @@ func decodeBinaryHeader(b []byte, c *Command, maxExt int) error {
 	if err != nil {
 		return err
 	}
+	if raw && c.Flag&FlagResponse == 0 && rawSendCode(c.Code) && oneLetterKeysOnce(b[p:]) {
+		c.rawExt = string(b[p:])
+		return nil
+	}
 	c.ExtFields = make(map[string]string, n)
+	putBinaryExtFields(c.ExtFields, &strs, b, p)
+	return nil
+}
+
+// putBinaryExtFields puts the entries of b from p to its end, checked by
+// countBinaryExtFields, into m; a key met twice keeps its last value.
+func putBinaryExtFields(m map[string]string, strs *headerStrings, b []byte, p int) {
 	for p < len(b) {
 		kl := int(binary.BigEndian.Uint16(b[p:]))
 		p += 2
@@ -116,10 +131,66 @@ func decodeBinaryHeader(b []byte, c *Command, maxExt int) error {
 		p += kl
 		vl := int(binary.BigEndian.Uint32(b[p:]))
 		p += 4
-		c.ExtFields[k] = strs.slice(p, p+vl)
+		m[k] = strs.slice(p, p+vl)
 		p += vl
 	}
-	return nil
+}
+
+// rawSendCode reports the requests whose extension fields a server leaves unparsed: the sends
+// of SEND_MESSAGE_V2's one-letter header, where building the map cost more than the rest of
+// the decode (a map of 14 entries takes a table of its own). Their processor reads the fields
+// from the frame (Command.FieldReader); the dispatcher builds the map for any other reader.
+func rawSendCode(code int32) bool { return code == SendMessageV2 || code == SendBatchMessage }
+
+// oneLetterKeysOnce reports whether every entry of ext, checked by countBinaryExtFields, has a
+// one-byte key and no key comes twice: then a lookup finds the one value the map would hold.
+func oneLetterKeysOnce(ext []byte) bool {
+	var seen [4]uint64
+	for p := 0; p < len(ext); {
+		if binary.BigEndian.Uint16(ext[p:]) != 1 {
+			return false
+		}
+		k := ext[p+2]
+		if seen[k>>6]&(1<<(k&63)) != 0 {
+			return false
+		}
+		seen[k>>6] |= 1 << (k & 63)
+		p += 3
+		p += 4 + int(binary.BigEndian.Uint32(ext[p:]))
+	}
+	return true
+}
+
+// rawExtLookup finds key among the binary entries of ext (Command.rawExt, one-byte keys each
+// once), starting at the entry at from and wrapping around: a header is mostly read in the
+// order its fields were written, so the next key is the entry after the last one found. It
+// returns the value and where its entry starts (from again when key is absent).
+func rawExtLookup(ext, key string, from int) (v string, at int, ok bool) {
+	if len(key) != 1 {
+		return "", from, false
+	}
+	if from >= len(ext) {
+		from = 0
+	}
+	p := from
+	for wrapped := false; ; {
+		if p >= len(ext) {
+			if wrapped || from == 0 {
+				return "", from, false
+			}
+			p, wrapped = 0, true
+		}
+		if wrapped && p >= from {
+			return "", from, false
+		}
+		k := ext[p+2]
+		vl := int(uint32(ext[p+3])<<24 | uint32(ext[p+4])<<16 | uint32(ext[p+5])<<8 | uint32(ext[p+6]))
+		end := p + 7 + vl
+		if k == key[0] {
+			return ext[p+7 : end], p, true
+		}
+		p = end
+	}
 }
 
 // countBinaryExtFields walks the entries of b from p to its end without decoding them and

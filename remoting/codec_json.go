@@ -32,6 +32,10 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	if ext == nil && c.Fields != nil {
 		ext = EncodeHeader(c.Fields) // a rare path: what builds Fields asks for ROCKETMQ
 	}
+	if ext == nil && c.rawExt != "" {
+		c.Materialize() // rarer still: a send request read raw, written again in JSON
+		ext = c.ExtFields
+	}
 	for k, v := range ext {
 		if !first {
 			dst = append(dst, ',')

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
-var cmpCommand = cmpopts.IgnoreFields(Command{}, "OnWritten")
+var cmpCommand = cmp.Options{cmpopts.IgnoreFields(Command{}, "OnWritten"), cmp.AllowUnexported(Command{})}
 
 func sampleCommand(st SerializeType) *Command {
 	return &Command{

@@ -90,6 +90,11 @@ type Command struct {
 	// (Materialize): an RPC hook, the in-process transport, the JSON encoder.
 	Fields BinaryHeader
 
+	// rawExt, when ExtFields and Fields are nil, holds the binary extension-field entries of a
+	// send request as the server read them (rawSendCode): FieldReader and LookupExt read them
+	// in place, Materialize parses them into ExtFields.
+	rawExt string
+
 	// OnWritten, when set on a response, is called once the transport no longer needs Body:
 	// after the socket write finished (or failed), or after an in-process receiver copied it.
 	// It lets a pull response lend slices of mapped storage without copying them.
@@ -110,10 +115,44 @@ func (c *Command) Materialize() { c.materialize(0) }
 
 // materialize is Materialize leaving room for room more fields (a signature's).
 func (c *Command) materialize(room int) {
-	if c.ExtFields == nil && c.Fields != nil {
+	if c.ExtFields != nil {
+		return
+	}
+	if c.Fields != nil {
 		c.ExtFields = EncodeHeaderRoom(c.Fields, room)
 		c.Fields = nil
+		return
 	}
+	if c.rawExt != "" {
+		b := []byte(c.rawExt)
+		n, _ := countBinaryExtFields(b, 0, 0) // checked when the frame was decoded
+		c.ExtFields = make(map[string]string, n+room)
+		putBinaryExtFields(c.ExtFields, &headerStrings{b: b}, b, 0)
+		c.rawExt = ""
+	}
+}
+
+// LookupExt returns one extension field and whether it is present, without building the map
+// of a request whose fields the server left in its frame.
+func (c *Command) LookupExt(key string) (string, bool) {
+	if c.ExtFields == nil && c.rawExt != "" {
+		v, _, ok := rawExtLookup(c.rawExt, key, 0)
+		return v, ok
+	}
+	c.Materialize()
+	v, ok := c.ExtFields[key]
+	return v, ok
+}
+
+// FieldReader reads c's extension fields: from the map, or in place from the frame when the
+// server left them there (a send's; see Dispatcher.ReadsRawHeader). It is a value so that a
+// decoder's reader stays on its stack.
+func (c *Command) FieldReader() FieldReader {
+	if c.ExtFields == nil && c.rawExt != "" {
+		return FieldReader{raw: c.rawExt}
+	}
+	c.Materialize()
+	return FieldReader{ext: c.ExtFields}
 }
 
 var opaqueSeq atomic.Int32

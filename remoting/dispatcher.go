@@ -49,6 +49,9 @@ type processorEntry struct {
 	bodyCapped bool
 	maxBody    int
 	name       string // the code's name in the refusal
+	// rawHeader: p (and inline) read the header through Command.FieldReader or LookupExt,
+	// so a request may reach them with its fields unparsed (ReadsRawHeader).
+	rawHeader bool
 }
 
 // eventQueueSize bounds the connect and idle events waiting for listeners (RocketMQ's
@@ -139,6 +142,19 @@ func (d *Dispatcher) SetMaxBody(code int32, max int, name string) {
 	defer d.mu.Unlock()
 	if e, ok := d.table[code]; ok {
 		e.bodyCapped, e.maxBody, e.name = true, max, name
+		d.table[code] = e
+	}
+}
+
+// ReadsRawHeader marks the processor of code (registered already) as reading its requests'
+// extension fields only through Command.FieldReader and Command.LookupExt: the server then
+// hands it send requests with the fields as they lay in the frame, and no map is built for
+// them (rawSendCode). Every other processor, and the guard, gets the map.
+func (d *Dispatcher) ReadsRawHeader(code int32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.table[code]; ok {
+		e.rawHeader = true
 		d.table[code] = e
 	}
 }
@@ -559,6 +575,9 @@ func (d *Dispatcher) Serve(ch Channel, req *Command, borrowed bool) *Command {
 		d.inline.Add(1) // under the lock: Close cannot have begun waiting
 	}
 	d.mu.RUnlock()
+	if ok && !e.rawHeader {
+		req.Materialize()
+	}
 	if ok && !e.inline(req) {
 		d.inline.Done()
 		ok = false
@@ -612,6 +631,9 @@ func (d *Dispatcher) run(e processorEntry, ch Channel, req *Command, admitted bo
 // process runs e's processor on req, turns an error into its response and reports the request
 // to the observer, if any. admitted skips the guard (DispatchAdmitted).
 func (d *Dispatcher) process(e processorEntry, ch Channel, req *Command, admitted bool) *Command {
+	if !e.rawHeader {
+		req.Materialize()
+	}
 	box := d.observer.Load()
 	var start time.Time
 	if box != nil {
@@ -641,6 +663,7 @@ func (d *Dispatcher) safeProcess(p Processor, ch Channel, req *Command, admitted
 		}
 	}()
 	if g := d.guard.Load(); g != nil && !admitted && !Trusted(ch) {
+		req.Materialize() // a guard reads the map (a signature covers every field)
 		if refused := (*g)(ch, req); refused != nil {
 			return refused, nil
 		}

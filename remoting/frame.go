@@ -27,6 +27,10 @@ type DecodeLimits struct {
 	// MaxExtFields is the largest number of extFields entries accepted. Default
 	// DefaultMaxExtFields.
 	MaxExtFields int
+	// rawSendHeaders leaves the extension fields of a binary send request unparsed
+	// (Command.rawExt): the server's, whose dispatcher parses them for every processor that
+	// does not read them raw (Dispatcher.ReadsRawHeader).
+	rawSendHeaders bool
 }
 
 func (l DecodeLimits) withDefaults() DecodeLimits {
@@ -103,7 +107,7 @@ func DecodeFrameLimits(frame []byte, lim DecodeLimits) (*Command, error) {
 	case SerializeJSON:
 		err = decodeJSONHeader(header, c, lim.MaxExtFields)
 	case SerializeRocketMQ:
-		err = decodeBinaryHeader(header, c, lim.MaxExtFields)
+		err = decodeBinaryHeader(header, c, lim.MaxExtFields, lim.rawSendHeaders)
 	default:
 		return nil, malformed("unknown serialize type %d", st)
 	}

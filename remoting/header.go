@@ -65,9 +65,12 @@ func EncodeHeaderRoom(h Header, room int) map[string]string {
 	return m
 }
 
-// FieldReader reads typed values out of an extFields map and keeps the first error.
+// FieldReader reads typed values out of an extFields map, or of a request's binary entries in
+// place (Command.FieldReader), and keeps the first error.
 type FieldReader struct {
 	ext map[string]string
+	raw string // Command.rawExt, when ext is nil
+	at  int    // where the entry the last raw lookup found starts
 	err error
 }
 
@@ -83,8 +86,18 @@ func (r *FieldReader) fail(field, value, reason string) {
 	}
 }
 
-func (r *FieldReader) raw(key string, required bool) (string, bool) {
-	v, ok := r.ext[key]
+func (r *FieldReader) lookup(key string) (string, bool) {
+	if r.raw == "" {
+		v, ok := r.ext[key]
+		return v, ok
+	}
+	v, at, ok := rawExtLookup(r.raw, key, r.at)
+	r.at = at
+	return v, ok
+}
+
+func (r *FieldReader) value(key string, required bool) (string, bool) {
+	v, ok := r.lookup(key)
 	if (!ok || v == "") && required {
 		r.fail(key, "", "null")
 		return "", false
@@ -94,13 +107,13 @@ func (r *FieldReader) raw(key string, required bool) (string, bool) {
 
 // String returns the field's value; a required field must be non-empty.
 func (r *FieldReader) String(key string, required bool) string {
-	v, _ := r.raw(key, required)
+	v, _ := r.value(key, required)
 	return v
 }
 
 // Int64 returns the field parsed as a decimal int64 (0 when optional and absent).
 func (r *FieldReader) Int64(key string, required bool) int64 {
-	v, ok := r.raw(key, required)
+	v, ok := r.value(key, required)
 	if !ok {
 		return 0
 	}
@@ -113,7 +126,7 @@ func (r *FieldReader) Int64(key string, required bool) int64 {
 
 // Int32 returns the field parsed as a decimal int32.
 func (r *FieldReader) Int32(key string, required bool) int32 {
-	v, ok := r.raw(key, required)
+	v, ok := r.value(key, required)
 	if !ok {
 		return 0
 	}
@@ -127,7 +140,7 @@ func (r *FieldReader) Int32(key string, required bool) int32 {
 // Bool returns the field parsed as "true"/"false" (Java's Boolean.parseBoolean is lenient: any
 // other text is false, and so is ours).
 func (r *FieldReader) Bool(key string, required bool) bool {
-	v, ok := r.raw(key, required)
+	v, ok := r.value(key, required)
 	return ok && (v == "true" || v == "TRUE" || v == "True")
 }
 

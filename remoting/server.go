@@ -159,7 +159,7 @@ func NewServer(d *Dispatcher, opts ServerOptions) *Server {
 	}
 	return &Server{
 		opts:      opts,
-		limits:    DecodeLimits{MaxHeaderBytes: opts.MaxHeaderBytes, MaxExtFields: opts.MaxExtFields},
+		limits:    DecodeLimits{MaxHeaderBytes: opts.MaxHeaderBytes, MaxExtFields: opts.MaxExtFields, rawSendHeaders: true},
 		d:         d,
 		log:       l.With().Str("component", "remoting").Logger(),
 		table:     newResponseTable(),

@@ -69,6 +69,7 @@ func (s *sender) register(d *remoting.Dispatcher) {
 		s.codes = append(s.codes, code)
 		fields, _ := reqnames.Fields(code)
 		d.RegisterInline(code, guardNames(code, fields, p), s.sendEx, s.sendInline)
+		d.ReadsRawHeader(code) // the names guard, sendInline and processSend read it in place
 	}
 }
 
@@ -88,7 +89,7 @@ func (s *sender) sendInline(req *remoting.Command) bool {
 	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
 		key = "b"
 	}
-	topic := req.ExtFields[key]
+	topic, _ := req.LookupExt(key)
 	if strings.HasPrefix(topic, names.RetryPrefix) {
 		return false
 	}
@@ -101,11 +102,12 @@ func (s *sender) sendInline(req *remoting.Command) bool {
 func (s *sender) processSend(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
 	var h protocol.SendMessageRequestHeader
 	var err error
+	r := req.FieldReader()
 	switch req.Code {
 	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
-		err = (*protocol.SendMessageRequestHeaderV2)(&h).Decode(req.ExtFields)
+		err = (*protocol.SendMessageRequestHeaderV2)(&h).DecodeFrom(&r)
 	default:
-		err = h.Decode(req.ExtFields)
+		err = h.DecodeFrom(&r)
 	}
 	if err != nil {
 		return nil, err

@@ -58,7 +58,11 @@ func (h *CreateAccessConfigRequestHeader) ExtFieldsCap() int { return 8 }
 
 // Decode implements remoting.Header.
 func (h *CreateAccessConfigRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *CreateAccessConfigRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.AccessKey = r.String("accessKey", true)
 	h.SecretKey = r.String("secretKey", false)
 	h.WhiteRemoteAddress = r.String("whiteRemoteAddress", false)
@@ -86,7 +90,11 @@ func (h *DeleteAccessConfigRequestHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *DeleteAccessConfigRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *DeleteAccessConfigRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.AccessKey = r.String("accessKey", true)
 	return r.Err()
 }
@@ -113,7 +121,11 @@ func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) ExtFieldsCap() int { return 
 
 // Decode implements remoting.Header.
 func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *UpdateGlobalWhiteAddrsConfigRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.GlobalWhiteAddrs = r.String("globalWhiteAddrs", true)
 	h.AclFileFullPath = r.String("aclFileFullPath", false)
 	return r.Err()
@@ -147,7 +159,11 @@ func (h *GetBrokerAclConfigResponseHeader) ExtFieldsCap() int { return 5 }
 
 // Decode implements remoting.Header.
 func (h *GetBrokerAclConfigResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetBrokerAclConfigResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Version = r.String("version", true)
 	h.AllAclFileVersion = r.String("allAclFileVersion", false)
 	h.BrokerName = r.String("brokerName", true)
@@ -178,7 +194,11 @@ func (h *GetConsumeStatsRequestHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *GetConsumeStatsRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetConsumeStatsRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.Topic = r.String("topic", false)
 	return r.Err()
@@ -202,7 +222,11 @@ func (h *DeleteSubscriptionGroupRequestHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *DeleteSubscriptionGroupRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *DeleteSubscriptionGroupRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.GroupName = r.String("groupName", true)
 	h.RemoveOffset = r.Bool("removeOffset", false)
 	return r.Err()
@@ -230,7 +254,11 @@ func (h *ConsumeMessageDirectlyRequestHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *ConsumeMessageDirectlyRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ConsumeMessageDirectlyRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.ClientID = r.String("clientId", false)
 	h.MsgID = r.String("msgId", false)
@@ -266,7 +294,11 @@ func (h *UnregisterClientRequestHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *UnregisterClientRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *UnregisterClientRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClientID = r.String("clientID", true)
 	h.ProducerGroup = r.String("producerGroup", false)
 	h.ConsumerGroup = r.String("consumerGroup", false)
@@ -289,7 +321,11 @@ func (h *ConsumerGroupHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *ConsumerGroupHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ConsumerGroupHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	return r.Err()
 }
@@ -350,32 +386,36 @@ func (h *BrokerHeartbeatRequestHeader) ExtFieldsCap() int { return 9 }
 
 // Decode implements remoting.Header.
 func (h *BrokerHeartbeatRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *BrokerHeartbeatRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClusterName = r.String("clusterName", true)
 	h.BrokerAddr = r.String("brokerAddr", true)
 	h.BrokerName = r.String("brokerName", true)
 	h.BrokerID = -1
-	if ext["brokerId"] != "" {
+	if r.String("brokerId", false) != "" {
 		h.BrokerID = r.Int64("brokerId", false)
 	}
 	h.Epoch = -1
-	if ext["epoch"] != "" {
+	if r.String("epoch", false) != "" {
 		h.Epoch = r.Int32("epoch", false)
 	}
 	h.MaxOffset = -1
-	if ext["maxOffset"] != "" {
+	if r.String("maxOffset", false) != "" {
 		h.MaxOffset = r.Int64("maxOffset", false)
 	}
 	h.ConfirmOffset = -1
-	if ext["confirmOffset"] != "" {
+	if r.String("confirmOffset", false) != "" {
 		h.ConfirmOffset = r.Int64("confirmOffset", false)
 	}
 	h.HeartbeatTimeoutMills = -1
-	if ext["heartbeatTimeoutMills"] != "" {
+	if r.String("heartbeatTimeoutMills", false) != "" {
 		h.HeartbeatTimeoutMills = r.Int64("heartbeatTimeoutMills", false)
 	}
 	h.ElectionPriority = -1
-	if ext["electionPriority"] != "" {
+	if r.String("electionPriority", false) != "" {
 		h.ElectionPriority = r.Int32("electionPriority", false)
 	}
 	return r.Err()
@@ -399,7 +439,11 @@ func (h *GetNextBrokerIdRequestHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *GetNextBrokerIdRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetNextBrokerIdRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClusterName = r.String("clusterName", true)
 	h.BrokerName = r.String("brokerName", true)
 	return r.Err()
@@ -429,11 +473,15 @@ func (h *GetNextBrokerIdResponseHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *GetNextBrokerIdResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetNextBrokerIdResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClusterName = r.String("clusterName", false)
 	h.BrokerName = r.String("brokerName", false)
 	h.NextBrokerID = -1
-	if ext["nextBrokerId"] != "" {
+	if r.String("nextBrokerId", false) != "" {
 		h.NextBrokerID = r.Int64("nextBrokerId", false)
 	}
 	return r.Err()
@@ -461,7 +509,11 @@ func (h *ApplyBrokerIdRequestHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *ApplyBrokerIdRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ApplyBrokerIdRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClusterName = r.String("clusterName", true)
 	h.BrokerName = r.String("brokerName", true)
 	h.AppliedBrokerID = r.Int64("appliedBrokerId", true)
@@ -493,7 +545,11 @@ func (h *RegisterBrokerToControllerRequestHeader) ExtFieldsCap() int { return 5 
 
 // Decode implements remoting.Header.
 func (h *RegisterBrokerToControllerRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *RegisterBrokerToControllerRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClusterName = r.String("clusterName", true)
 	h.BrokerName = r.String("brokerName", true)
 	h.BrokerID = r.Int64("brokerId", true)
@@ -544,20 +600,24 @@ func (h *RegisterBrokerToControllerResponseHeader) ExtFieldsCap() int { return 6
 
 // Decode implements remoting.Header.
 func (h *RegisterBrokerToControllerResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *RegisterBrokerToControllerResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClusterName = r.String("clusterName", false)
 	h.BrokerName = r.String("brokerName", false)
 	h.MasterBrokerID = -1
-	if ext["masterBrokerId"] != "" {
+	if r.String("masterBrokerId", false) != "" {
 		h.MasterBrokerID = r.Int64("masterBrokerId", false)
 	}
 	h.MasterAddress = r.String("masterAddress", false)
 	h.MasterEpoch = -1
-	if ext["masterEpoch"] != "" {
+	if r.String("masterEpoch", false) != "" {
 		h.MasterEpoch = r.Int32("masterEpoch", false)
 	}
 	h.SyncStateSetEpoch = -1
-	if ext["syncStateSetEpoch"] != "" {
+	if r.String("syncStateSetEpoch", false) != "" {
 		h.SyncStateSetEpoch = r.Int32("syncStateSetEpoch", false)
 	}
 	return r.Err()
@@ -585,7 +645,11 @@ func (h *AlterSyncStateSetRequestHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *AlterSyncStateSetRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *AlterSyncStateSetRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.BrokerName = r.String("brokerName", true)
 	h.MasterBrokerID = r.Int64("masterBrokerId", true)
 	h.MasterEpoch = r.Int32("masterEpoch", true)
@@ -609,7 +673,11 @@ func (h *AlterSyncStateSetResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *AlterSyncStateSetResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *AlterSyncStateSetResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.NewSyncStateSetEpoch = r.Int32("newSyncStateSetEpoch", false)
 	return r.Err()
 }
@@ -642,11 +710,15 @@ func (h *ElectMasterRequestHeader) ExtFieldsCap() int { return 5 }
 
 // Decode implements remoting.Header.
 func (h *ElectMasterRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ElectMasterRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClusterName = r.String("clusterName", true)
 	h.BrokerName = r.String("brokerName", true)
 	h.BrokerID = -1
-	if ext["brokerId"] != "" {
+	if r.String("brokerId", false) != "" {
 		h.BrokerID = r.Int64("brokerId", false)
 	}
 	h.DesignateElect = r.Bool("designateElect", false)
@@ -692,18 +764,22 @@ func (h *ElectMasterResponseHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *ElectMasterResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ElectMasterResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.MasterBrokerID = -1
-	if ext["masterBrokerId"] != "" {
+	if r.String("masterBrokerId", false) != "" {
 		h.MasterBrokerID = r.Int64("masterBrokerId", false)
 	}
 	h.MasterAddress = r.String("masterAddress", false)
 	h.MasterEpoch = -1
-	if ext["masterEpoch"] != "" {
+	if r.String("masterEpoch", false) != "" {
 		h.MasterEpoch = r.Int32("masterEpoch", false)
 	}
 	h.SyncStateSetEpoch = -1
-	if ext["syncStateSetEpoch"] != "" {
+	if r.String("syncStateSetEpoch", false) != "" {
 		h.SyncStateSetEpoch = r.Int32("syncStateSetEpoch", false)
 	}
 	return r.Err()
@@ -725,7 +801,11 @@ func (h *GetReplicaInfoRequestHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *GetReplicaInfoRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetReplicaInfoRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.BrokerName = r.String("brokerName", true)
 	return r.Err()
 }
@@ -762,14 +842,18 @@ func (h *GetReplicaInfoResponseHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *GetReplicaInfoResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetReplicaInfoResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.MasterBrokerID = -1
-	if ext["masterBrokerId"] != "" {
+	if r.String("masterBrokerId", false) != "" {
 		h.MasterBrokerID = r.Int64("masterBrokerId", false)
 	}
 	h.MasterAddress = r.String("masterAddress", false)
 	h.MasterEpoch = -1
-	if ext["masterEpoch"] != "" {
+	if r.String("masterEpoch", false) != "" {
 		h.MasterEpoch = r.Int32("masterEpoch", false)
 	}
 	return r.Err()
@@ -815,7 +899,11 @@ func (h *GetMetaDataResponseHeader) ExtFieldsCap() int { return 5 }
 
 // Decode implements remoting.Header.
 func (h *GetMetaDataResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetMetaDataResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Group = r.String("group", false)
 	h.ControllerLeaderID = r.String("controllerLeaderId", false)
 	h.ControllerLeaderAddress = r.String("controllerLeaderAddress", false)
@@ -856,7 +944,11 @@ func (h *CleanControllerBrokerDataRequestHeader) ExtFieldsCap() int { return 5 }
 
 // Decode implements remoting.Header.
 func (h *CleanControllerBrokerDataRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *CleanControllerBrokerDataRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ClusterName = r.String("clusterName", false)
 	h.BrokerName = r.String("brokerName", true)
 	h.BrokerControllerIdsToClean = r.String("brokerControllerIdsToClean", false)
@@ -893,7 +985,11 @@ func (h *RegisterBrokerRequestHeader) ExtFieldsCap() int { return 7 }
 
 // Decode implements remoting.Header.
 func (h *RegisterBrokerRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *RegisterBrokerRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.BrokerName = r.String("brokerName", true)
 	h.BrokerAddr = r.String("brokerAddr", true)
 	h.ClusterName = r.String("clusterName", true)
@@ -930,7 +1026,11 @@ func (h *RegisterBrokerResponseHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *RegisterBrokerResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *RegisterBrokerResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.HAServerAddr = r.String("haServerAddr", false)
 	h.MasterAddr = r.String("masterAddr", false)
 	return r.Err()
@@ -958,7 +1058,11 @@ func (h *BrokerIdentityHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *BrokerIdentityHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *BrokerIdentityHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.BrokerName = r.String("brokerName", true)
 	h.BrokerAddr = r.String("brokerAddr", true)
 	h.ClusterName = r.String("clusterName", true)
@@ -982,7 +1086,11 @@ func (h *QueryDataVersionResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *QueryDataVersionResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *QueryDataVersionResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Changed = r.Bool("changed", false)
 	return r.Err()
 }
@@ -1003,7 +1111,11 @@ func (h *GetTopicsByClusterRequestHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *GetTopicsByClusterRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetTopicsByClusterRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Cluster = r.String("cluster", true)
 	return r.Err()
 }
@@ -1028,7 +1140,11 @@ func (h *PutKVConfigRequestHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *PutKVConfigRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *PutKVConfigRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Namespace = r.String("namespace", true)
 	h.Key = r.String("key", true)
 	h.Value = r.String("value", true)
@@ -1053,7 +1169,11 @@ func (h *KVConfigKeyHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *KVConfigKeyHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *KVConfigKeyHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Namespace = r.String("namespace", true)
 	h.Key = r.String("key", true)
 	return r.Err()
@@ -1079,7 +1199,11 @@ func (h *GetKVConfigResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *GetKVConfigResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetKVConfigResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Value = r.String("value", false)
 	return r.Err()
 }
@@ -1100,7 +1224,11 @@ func (h *GetKVListByNamespaceRequestHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *GetKVListByNamespaceRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetKVListByNamespaceRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Namespace = r.String("namespace", true)
 	return r.Err()
 }
@@ -1131,7 +1259,11 @@ func (h *QueryConsumerOffsetRequestHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *QueryConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *QueryConsumerOffsetRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
@@ -1167,7 +1299,11 @@ func (h *UpdateConsumerOffsetRequestHeader) ExtFieldsCap() int { return 5 }
 
 // Decode implements remoting.Header.
 func (h *UpdateConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *UpdateConsumerOffsetRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
@@ -1200,7 +1336,11 @@ func (h *QueueHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *QueueHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *QueueHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
 	h.BrokerName = r.String("bname", false)
@@ -1258,7 +1398,11 @@ func (h *OffsetHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *OffsetHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *OffsetHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Offset = r.Int64("offset", true)
 	return r.Err()
 }
@@ -1279,7 +1423,11 @@ func (h *EarliestMsgStoreTimeResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *EarliestMsgStoreTimeResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *EarliestMsgStoreTimeResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Timestamp = r.Int64("timestamp", true)
 	return r.Err()
 }
@@ -1300,7 +1448,11 @@ func (h *WipeWritePermOfBrokerResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *WipeWritePermOfBrokerResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *WipeWritePermOfBrokerResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.WipeTopicCount = r.Int32("wipeTopicCount", true)
 	return r.Err()
 }
@@ -1321,7 +1473,11 @@ func (h *AddWritePermOfBrokerResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *AddWritePermOfBrokerResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *AddWritePermOfBrokerResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.AddTopicCount = r.Int32("addTopicCount", true)
 	return r.Err()
 }
@@ -1342,7 +1498,11 @@ func (h *GetBrokerConfigResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *GetBrokerConfigResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetBrokerConfigResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Version = r.String("version", true)
 	return r.Err()
 }
@@ -1363,7 +1523,11 @@ func (h *GetConsumeStatsInBrokerHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *GetConsumeStatsInBrokerHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetConsumeStatsInBrokerHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.IsOrder = r.Bool("isOrder", true)
 	return r.Err()
 }
@@ -1394,7 +1558,11 @@ func (h *CloneGroupOffsetRequestHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *CloneGroupOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *CloneGroupOffsetRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.SrcGroup = r.String("srcGroup", true)
 	h.DestGroup = r.String("destGroup", true)
 	h.Topic = r.String("topic", false)
@@ -1430,7 +1598,11 @@ func (h *QueryConsumeQueueRequestHeader) ExtFieldsCap() int { return 5 }
 
 // Decode implements remoting.Header.
 func (h *QueryConsumeQueueRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *QueryConsumeQueueRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
 	h.Index = r.Int64("index", true)
@@ -1457,7 +1629,11 @@ func (h *ViewBrokerStatsDataRequestHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *ViewBrokerStatsDataRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ViewBrokerStatsDataRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.StatsName = r.String("statsName", true)
 	h.StatsKey = r.String("statsKey", true)
 	return r.Err()
@@ -1479,7 +1655,11 @@ func (h *QueryTopicsByConsumerRequestHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *QueryTopicsByConsumerRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *QueryTopicsByConsumerRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Group = r.String("group", true)
 	return r.Err()
 }
@@ -1544,7 +1724,11 @@ func (h *PopMessageRequestHeader) ExtFieldsCap() int { return 13 }
 
 // Decode implements remoting.Header.
 func (h *PopMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *PopMessageRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
@@ -1601,7 +1785,11 @@ func (h *PopMessageResponseHeader) ExtFieldsCap() int { return 7 }
 
 // Decode implements remoting.Header.
 func (h *PopMessageResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *PopMessageResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.PopTime = r.Int64("popTime", true)
 	h.InvisibleTime = r.Int64("invisibleTime", true)
 	h.ReviveQid = r.Int32("reviveQid", true)
@@ -1642,7 +1830,11 @@ func (h *AckMessageRequestHeader) ExtFieldsCap() int { return 6 }
 
 // Decode implements remoting.Header.
 func (h *AckMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *AckMessageRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
@@ -1684,7 +1876,11 @@ func (h *ChangeInvisibleTimeRequestHeader) ExtFieldsCap() int { return 7 }
 
 // Decode implements remoting.Header.
 func (h *ChangeInvisibleTimeRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ChangeInvisibleTimeRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
@@ -1715,7 +1911,11 @@ func (h *ChangeInvisibleTimeResponseHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *ChangeInvisibleTimeResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ChangeInvisibleTimeResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.PopTime = r.Int64("popTime", true)
 	h.InvisibleTime = r.Int64("invisibleTime", true)
 	h.ReviveQid = r.Int32("reviveQid", true)
@@ -1750,7 +1950,11 @@ func (h *PeekMessageRequestHeader) ExtFieldsCap() int { return 5 }
 
 // Decode implements remoting.Header.
 func (h *PeekMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *PeekMessageRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
 	h.MaxMsgNums = r.Int32("maxMsgNums", true)
@@ -1801,7 +2005,11 @@ func (h *NotificationRequestHeader) ExtFieldsCap() int { return 8 }
 
 // Decode implements remoting.Header.
 func (h *NotificationRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *NotificationRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
@@ -1831,7 +2039,11 @@ func (h *NotificationResponseHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *NotificationResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *NotificationResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.HasMsg = r.Bool("hasMsg", true)
 	h.PollingFull = r.Bool("pollingFull", false)
 	return r.Err()
@@ -1853,7 +2065,11 @@ func (h *PollingInfoResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *PollingInfoResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *PollingInfoResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.PollingNum = r.Int32("pollingNum", true)
 	return r.Err()
 }
@@ -1900,7 +2116,11 @@ func (h *PullMessageRequestHeader) ExtFieldsCap() int { return 12 }
 
 // Decode implements remoting.Header.
 func (h *PullMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *PullMessageRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.Topic = r.String("topic", true)
 	h.QueueID = r.Int32("queueId", true)
@@ -1938,7 +2158,11 @@ func (h *PullMessageResponseHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *PullMessageResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *PullMessageResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.SuggestWhichBrokerID = r.Int64("suggestWhichBrokerId", false)
 	h.NextBeginOffset = r.Int64("nextBeginOffset", true)
 	h.MinOffset = r.Int64("minOffset", true)
@@ -1976,7 +2200,11 @@ func (h *QueryMessageRequestHeader) ExtFieldsCap() int { return 6 }
 
 // Decode implements remoting.Header.
 func (h *QueryMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *QueryMessageRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Topic = r.String("topic", true)
 	h.Key = r.String("key", true)
 	h.MaxNum = r.Int32("maxNum", true)
@@ -2004,7 +2232,11 @@ func (h *QueryMessageResponseHeader) ExtFieldsCap() int { return 2 }
 
 // Decode implements remoting.Header.
 func (h *QueryMessageResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *QueryMessageResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.IndexLastUpdateTimestamp = r.Int64("indexLastUpdateTimestamp", true)
 	h.IndexLastUpdatePhyoffset = r.Int64("indexLastUpdatePhyoffset", true)
 	return r.Err()
@@ -2030,7 +2262,11 @@ func (h *RecallMessageRequestHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *RecallMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *RecallMessageRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ProducerGroup = r.String("producerGroup", false)
 	h.Topic = r.String("topic", true)
 	h.RecallHandle = r.String("recallHandle", true)
@@ -2053,7 +2289,11 @@ func (h *RecallMessageResponseHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *RecallMessageResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *RecallMessageResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.MsgID = r.String("msgId", true)
 	return r.Err()
 }
@@ -2100,7 +2340,11 @@ func (h *ReplyMessageRequestHeader) ExtFieldsCap() int { return 14 }
 
 // Decode implements remoting.Header.
 func (h *ReplyMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ReplyMessageRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ProducerGroup = r.String("producerGroup", false)
 	h.Topic = r.String("topic", true)
 	h.DefaultTopic = r.String("defaultTopic", false)
@@ -2140,7 +2384,11 @@ func (h *ResetOffsetRequestHeader) ExtFieldsCap() int { return 4 }
 
 // Decode implements remoting.Header.
 func (h *ResetOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ResetOffsetRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Topic = r.String("topic", true)
 	h.Group = r.String("group", true)
 	h.Timestamp = r.Int64("timestamp", true)
@@ -2172,7 +2420,11 @@ func (h *GetConsumerStatusRequestHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *GetConsumerStatusRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetConsumerStatusRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Topic = r.String("topic", true)
 	h.Group = r.String("group", true)
 	h.ClientAddr = r.String("clientAddr", false)
@@ -2199,7 +2451,11 @@ func (h *GetConsumerRunningInfoRequestHeader) ExtFieldsCap() int { return 3 }
 
 // Decode implements remoting.Header.
 func (h *GetConsumerRunningInfoRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *GetConsumerRunningInfoRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ConsumerGroup = r.String("consumerGroup", true)
 	h.ClientID = r.String("clientId", true)
 	h.JstackEnable = r.Bool("jstackEnable", false)
@@ -2252,7 +2508,11 @@ func (h *SendMessageRequestHeader) ExtFieldsCap() int { return 14 }
 
 // Decode implements remoting.Header.
 func (h *SendMessageRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *SendMessageRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ProducerGroup = r.String("producerGroup", true)
 	h.Topic = r.String("topic", true)
 	h.DefaultTopic = r.String("defaultTopic", true)
@@ -2265,7 +2525,7 @@ func (h *SendMessageRequestHeader) Decode(ext map[string]string) error {
 	h.ReconsumeTimes = r.Int32("reconsumeTimes", false)
 	h.UnitMode = r.Bool("unitMode", false)
 	h.MaxReconsumeTimes = -1
-	if ext["maxReconsumeTimes"] != "" {
+	if r.String("maxReconsumeTimes", false) != "" {
 		h.MaxReconsumeTimes = r.Int32("maxReconsumeTimes", false)
 	}
 	h.Batch = r.Bool("batch", false)
@@ -2319,7 +2579,11 @@ func (h *SendMessageRequestHeaderV2) ExtFieldsCap() int { return 14 }
 
 // Decode implements remoting.Header.
 func (h *SendMessageRequestHeaderV2) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *SendMessageRequestHeaderV2) DecodeFrom(r *remoting.FieldReader) error {
 	h.ProducerGroup = r.String("a", true)
 	h.Topic = r.String("b", true)
 	h.DefaultTopic = r.String("c", true)
@@ -2332,7 +2596,7 @@ func (h *SendMessageRequestHeaderV2) Decode(ext map[string]string) error {
 	h.ReconsumeTimes = r.Int32("j", false)
 	h.UnitMode = r.Bool("k", false)
 	h.MaxReconsumeTimes = -1
-	if ext["l"] != "" {
+	if r.String("l", false) != "" {
 		h.MaxReconsumeTimes = r.Int32("l", false)
 	}
 	h.Batch = r.Bool("m", false)
@@ -2380,7 +2644,11 @@ func (h *SendMessageResponseHeader) ExtFieldsCap() int { return 7 }
 
 // Decode implements remoting.Header.
 func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *SendMessageResponseHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.MsgID = r.String("msgId", true)
 	h.QueueID = r.Int32("queueId", true)
 	h.QueueOffset = r.Int64("queueOffset", true)
@@ -2437,7 +2705,11 @@ func (h *ConsumerSendMsgBackRequestHeader) ExtFieldsCap() int { return 8 }
 
 // Decode implements remoting.Header.
 func (h *ConsumerSendMsgBackRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *ConsumerSendMsgBackRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Offset = r.Int64("offset", true)
 	h.Group = r.String("group", true)
 	h.DelayLevel = r.Int32("delayLevel", true)
@@ -2445,7 +2717,7 @@ func (h *ConsumerSendMsgBackRequestHeader) Decode(ext map[string]string) error {
 	h.OriginTopic = r.String("originTopic", false)
 	h.UnitMode = r.Bool("unitMode", false)
 	h.MaxReconsumeTimes = -1
-	if ext["maxReconsumeTimes"] != "" {
+	if r.String("maxReconsumeTimes", false) != "" {
 		h.MaxReconsumeTimes = r.Int32("maxReconsumeTimes", false)
 	}
 	h.BrokerName = r.String("bname", false)
@@ -2488,7 +2760,11 @@ func (h *CreateTopicRequestHeader) ExtFieldsCap() int { return 9 }
 
 // Decode implements remoting.Header.
 func (h *CreateTopicRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *CreateTopicRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Topic = r.String("topic", true)
 	h.DefaultTopic = r.String("defaultTopic", false)
 	h.ReadQueueNums = r.Int32("readQueueNums", true)
@@ -2517,7 +2793,11 @@ func (h *TopicHeader) ExtFieldsCap() int { return 1 }
 
 // Decode implements remoting.Header.
 func (h *TopicHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *TopicHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.Topic = r.String("topic", true)
 	return r.Err()
 }
@@ -2560,7 +2840,11 @@ func (h *EndTransactionRequestHeader) ExtFieldsCap() int { return 8 }
 
 // Decode implements remoting.Header.
 func (h *EndTransactionRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *EndTransactionRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.ProducerGroup = r.String("producerGroup", true)
 	h.TranStateTableOffset = r.Int64("tranStateTableOffset", true)
 	h.CommitLogOffset = r.Int64("commitLogOffset", true)
@@ -2608,7 +2892,11 @@ func (h *CheckTransactionStateRequestHeader) ExtFieldsCap() int { return 5 }
 
 // Decode implements remoting.Header.
 func (h *CheckTransactionStateRequestHeader) Decode(ext map[string]string) error {
-	r := remoting.NewFieldReader(ext)
+	return h.DecodeFrom(remoting.NewFieldReader(ext))
+}
+
+// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).
+func (h *CheckTransactionStateRequestHeader) DecodeFrom(r *remoting.FieldReader) error {
 	h.TranStateTableOffset = r.Int64("tranStateTableOffset", true)
 	h.CommitLogOffset = r.Int64("commitLogOffset", true)
 	h.MsgID = r.String("msgId", false)

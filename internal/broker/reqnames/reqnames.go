@@ -132,7 +132,7 @@ func (g *Guard) Wrap(code int32, fields []Field, p remoting.Processor) remoting.
 	}
 	send := isSendCode(code)
 	return remoting.ProcessorFunc(func(ctx context.Context, ch remoting.Channel, req *remoting.Command) (*remoting.Command, error) {
-		if resp := g.checkHeader(req.ExtFields, fields, send); resp != nil {
+		if resp := g.checkHeader(req, fields, send); resp != nil {
 			return resp, nil
 		}
 		return p.ProcessRequest(ctx, ch, req)
@@ -141,10 +141,10 @@ func (g *Guard) Wrap(code int32, fields []Field, p remoting.Processor) remoting.
 
 // checkHeader returns the response refusing the first bad name among fields, or nil. It
 // does not allocate when every name is valid.
-func (g *Guard) checkHeader(ext map[string]string, fields []Field, send bool) *remoting.Command {
+func (g *Guard) checkHeader(req *remoting.Command, fields []Field, send bool) *remoting.Command {
 	for i := range fields {
 		f := &fields[i]
-		v := ext[f.Key]
+		v, _ := req.LookupExt(f.Key)
 		if v == "" {
 			continue
 		}

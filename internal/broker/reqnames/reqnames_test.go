@@ -56,7 +56,7 @@ func TestCheckHeader(t *testing.T) {
 	g := testGuard()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp := g.checkHeader(c.ext, c.fields, c.send)
+			resp := g.checkHeader(&remoting.Command{ExtFields: c.ext}, c.fields, c.send)
 			switch {
 			case c.remark == "" && resp != nil:
 				t.Fatalf("refused: code %d remark %q", resp.Code, resp.Remark)
@@ -178,8 +178,8 @@ func TestCheckHeaderDoesNotAllocate(t *testing.T) {
 	g := testGuard()
 	sendV2, _ := Fields(remoting.SendMessageV2)
 	sendBack, _ := Fields(remoting.ConsumerSendMsgBack)
-	send := map[string]string{"a": "pg", "b": "T", "c": "TBW102"}
-	back := map[string]string{"group": "cg", "originTopic": "T"}
+	send := &remoting.Command{ExtFields: map[string]string{"a": "pg", "b": "T", "c": "TBW102"}}
+	back := &remoting.Command{ExtFields: map[string]string{"group": "cg", "originTopic": "T"}}
 	n := testing.AllocsPerRun(100, func() {
 		if g.checkHeader(send, sendV2, true) != nil || g.checkHeader(back, sendBack, false) != nil {
 			t.Fatal("refused")

@@ -433,9 +433,17 @@ func writeDecode(b *bytes.Buffer, h Header) {
 		}
 	}
 	if len(aliases) > 0 {
+		// Aliases rewrite the map, so these headers decode from a map only.
 		fmt.Fprintf(b, "ext = withAliases(ext, %s)\n", strings.Join(aliases, ", "))
+		b.WriteString("r := remoting.NewFieldReader(ext)\n")
+		for _, f := range h.Fields {
+			writeRead(b, f)
+		}
+		b.WriteString("return r.Err()\n}\n")
+		return
 	}
-	b.WriteString("r := remoting.NewFieldReader(ext)\n")
+	b.WriteString("return h.DecodeFrom(remoting.NewFieldReader(ext))\n}\n")
+	fmt.Fprintf(b, "\n// DecodeFrom is Decode reading through r (remoting.Command.FieldReader).\nfunc (h *%s) DecodeFrom(r *remoting.FieldReader) error {\n", h.Name)
 	for _, f := range h.Fields {
 		writeRead(b, f)
 	}
@@ -446,7 +454,7 @@ func writeRead(b *bytes.Buffer, f Field) {
 	key := strconv.Quote(f.Key)
 	switch {
 	case f.OmitNeg:
-		fmt.Fprintf(b, "h.%s = -1\nif ext[%s] != \"\" {\nh.%s = r.%s(%s, false)\n}\n", f.Name, key, f.Name, reader(f.Type), key)
+		fmt.Fprintf(b, "h.%s = -1\nif r.String(%s, false) != \"\" {\nh.%s = r.%s(%s, false)\n}\n", f.Name, key, f.Name, reader(f.Type), key)
 	case f.NonFalse:
 		fmt.Fprintf(b, "h.%s = nonFalse(r.String(%s, %t))\n", f.Name, key, f.Required)
 	default:
