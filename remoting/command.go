@@ -135,7 +135,7 @@ func (c *Command) materialize(room int) {
 // LookupExt returns one extension field and whether it is present, without building the map
 // of a request whose fields the server left in its frame.
 func (c *Command) LookupExt(key string) (string, bool) {
-	if c.ExtFields == nil && c.rawExt != "" {
+	if c.fieldsToRaw() {
 		v, _, ok := rawExtLookup(c.rawExt, key, 0)
 		return v, ok
 	}
@@ -148,11 +148,36 @@ func (c *Command) LookupExt(key string) (string, bool) {
 // server left them there (a send's; see Dispatcher.ReadsRawHeader). It is a value so that a
 // decoder's reader stays on its stack.
 func (c *Command) FieldReader() FieldReader {
-	if c.ExtFields == nil && c.rawExt != "" {
+	if c.fieldsToRaw() {
 		return FieldReader{raw: c.rawExt}
 	}
 	c.Materialize()
 	return FieldReader{ext: c.ExtFields}
+}
+
+// fieldsToRaw reports whether c's fields can be read in place (rawExt), first writing a
+// request's typed header (Fields, as the in-process transport delivers a send) as binary
+// entries when its keys are one letter each once: one string instead of a map and a string
+// per number.
+func (c *Command) fieldsToRaw() bool {
+	if c.ExtFields != nil {
+		return false
+	}
+	if c.rawExt != "" {
+		return true
+	}
+	if c.Fields == nil || c.Flag&FlagResponse != 0 || !rawSendCode(c.Code) {
+		return false
+	}
+	bp := framePool.Get().(*[]byte)
+	defer framePool.Put(bp)
+	b := c.Fields.AppendBinary((*bp)[:0])
+	*bp = b[:0]
+	if len(b) == 0 || !oneLetterKeysOnce(b) {
+		return false
+	}
+	c.rawExt, c.Fields = string(b), nil
+	return true
 }
 
 var opaqueSeq atomic.Int32

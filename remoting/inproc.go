@@ -320,7 +320,8 @@ func (ch *inprocChannel) deliver(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
-	req.Materialize() // the node reads the map; no encoder runs in between
+	// No encoder runs in between: the dispatcher builds the map from Fields for every reader
+	// of it, and a send's processor reads the typed header's entries (Command.FieldReader).
 	ch.d.Dispatch(ch, req)
 	return nil
 }
@@ -332,7 +333,6 @@ func (ch *inprocChannel) serveOnCaller(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
-	req.Materialize()
 	if resp := ch.d.Serve(ch, req, false); resp != nil {
 		return ch.WriteResponse(resp)
 	}

@@ -243,3 +243,87 @@ func TestDispatcherHandsRawHeadersOnlyToReaders(t *testing.T) {
 		})
 	}
 }
+
+// letterHeader is a typed header of one-letter keys, as SEND_MESSAGE_V2's, written either way.
+type letterHeader map[string]string
+
+func (h letterHeader) Encode(m map[string]string) { maps.Copy(m, h) }
+func (h letterHeader) Decode(map[string]string) error {
+	panic("letterHeader: not decoded")
+}
+func (h letterHeader) ExtFieldsCap() int { return len(h) }
+func (h letterHeader) AppendBinary(dst []byte) []byte {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		dst = AppendBinaryString(dst, k, h[k])
+	}
+	return dst
+}
+
+// TestInProcSendReadsTypedHeaderInPlace: a send delivered in process with its typed header
+// (NewRequestFields) reaches a processor marked ReadsRawHeader as binary entries, not a map,
+// synchronously (on the caller) and asynchronously (on the executor); an unmarked processor
+// gets the map, as does a header with a key longer than a letter.
+func TestInProcSendReadsTypedHeaderInPlace(t *testing.T) {
+	want := sendV2Fields()
+	long := maps.Clone(want)
+	long["bb"] = "x"
+	for _, tc := range []struct {
+		name    string
+		reads   bool
+		async   bool
+		h       letterHeader
+		wantRaw bool
+	}{
+		{"reader", true, false, want, true},
+		{"reader, async", true, true, want, true},
+		{"map reader", false, false, want, false},
+		{"reader, long key", true, false, long, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDispatcher(testLogger(t))
+			got := make(chan map[string]string, 1)
+			raw := make(chan bool, 1)
+			d.RegisterInline(SendMessageV2, ProcessorFunc(func(_ context.Context, _ Channel, req *Command) (*Command, error) {
+				isRaw := req.ExtFields == nil
+				r := req.FieldReader()
+				m := map[string]string{}
+				for k := range tc.h {
+					m[k] = r.String(k, false)
+				}
+				raw <- isRaw && req.ExtFields == nil
+				got <- m
+				return NewResponse(Success, ""), nil
+			}), NewExecutor("send", 1, 10), func(req *Command) bool {
+				v, _ := req.LookupExt("b")
+				return v == want["b"]
+			})
+			if tc.reads {
+				d.ReadsRawHeader(SendMessageV2)
+			}
+			d.Start()
+			t.Cleanup(func() { d.Close() })
+			tr := NewInProcTransport(func(string) *Dispatcher { return d }, nil, 0)
+			t.Cleanup(func() { tr.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req := NewRequestFields(SendMessageV2, tc.h, []byte("body"))
+			if tc.async {
+				done := make(chan error, 1)
+				if err := tr.InvokeAsync(ctx, "node", req, func(_ *Command, err error) { done <- err }); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			} else if resp, err := tr.InvokeSync(ctx, "node", req); err != nil || resp.Code != Success {
+				t.Fatalf("send: %+v, %v", resp, err)
+			}
+			if r := <-raw; r != tc.wantRaw {
+				t.Fatalf("processor read entries in place: %v, want %v", r, tc.wantRaw)
+			}
+			if diff := cmp.Diff(map[string]string(tc.h), <-got); diff != "" {
+				t.Fatalf("fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
