@@ -320,10 +320,20 @@ func (ch *inprocChannel) deliver(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
-	// No encoder runs in between: the dispatcher builds the map from Fields for every reader
-	// of it, and a send's processor reads the typed header's entries (Command.FieldReader).
+	takeFields(req)
 	ch.d.Dispatch(ch, req)
 	return nil
+}
+
+// takeFields copies req's typed header (Fields) before the node sees the request: a worker may
+// read it after the call returned (a timeout, an async caller) while the caller reuses its
+// header, as a consumer does its pull header. No encoder runs in between, so a send's header
+// becomes binary entries its processor reads in place (Command.FieldReader), and any other
+// the map.
+func takeFields(req *Command) {
+	if !req.fieldsToRaw() {
+		req.Materialize()
+	}
 }
 
 // serveOnCaller is deliver for a caller that waits for the answer anyway (or wants none): a
@@ -333,6 +343,7 @@ func (ch *inprocChannel) serveOnCaller(req *Command) error {
 	if ch.closed.Load() {
 		return ErrConnClosed
 	}
+	takeFields(req)
 	if resp := ch.d.Serve(ch, req, false); resp != nil {
 		return ch.WriteResponse(resp)
 	}

@@ -327,3 +327,51 @@ func TestInProcSendReadsTypedHeaderInPlace(t *testing.T) {
 		})
 	}
 }
+
+// TestInProcRequestOutlivesCallersHeader: an in-process request is served from the fields its
+// typed header had when it was sent, though the caller changes the header before a worker
+// reads it (a consumer reuses its pull header), whether the processor reads in place or the map.
+func TestInProcRequestOutlivesCallersHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		code  int32
+		reads bool
+	}{
+		{"map reader", PullMessage, false},
+		{"reader in place", SendMessageV2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDispatcher(testLogger(t))
+			release := make(chan struct{})
+			got := make(chan string, 1)
+			d.Register(tc.code, ProcessorFunc(func(_ context.Context, _ Channel, req *Command) (*Command, error) {
+				<-release
+				r := req.FieldReader()
+				got <- r.String("b", false)
+				return NewResponse(Success, ""), nil
+			}), NewExecutor("worker", 1, 10))
+			if tc.reads {
+				d.ReadsRawHeader(tc.code)
+			}
+			d.Start()
+			t.Cleanup(func() { d.Close() })
+			tr := NewInProcTransport(func(string) *Dispatcher { return d }, nil, 0)
+			t.Cleanup(func() { tr.Close() })
+			h := letterHeader(sendV2Fields())
+			done := make(chan error, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := tr.InvokeAsync(ctx, "node", NewRequestFields(tc.code, h, nil), func(_ *Command, err error) { done <- err }); err != nil {
+				t.Fatal(err)
+			}
+			h["b"] = "changed after the send"
+			close(release)
+			if v := <-got; v != "TopicA" {
+				t.Fatalf("processor read %q, want the value sent", v)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
